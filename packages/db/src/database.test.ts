@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import { AccountsRepository } from "./repositories/accounts.repository.ts";
+import { IdentityRepository } from "./repositories/identity.repository.ts";
+import { createTestDatabase, makeAccount, makeChildOrganization, makeUser, uniqueEmail } from "./testing/index.ts";
+
+describe("database", () => {
+  it("migrations produce exactly the schema the entities describe", async () => {
+    const db = await createTestDatabase();
+    try {
+      expect(await db.isReady()).toBe(true);
+      const diff = await db.orm.schema.getUpdateSchemaSQL({ wrap: false });
+      expect(diff.trim()).toBe("");
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("applying migrations twice is a no-op", async () => {
+    const db = await createTestDatabase();
+    try {
+      await db.migrate();
+      const applied = await db.query<{ name: string }>("select name from mikro_orm_migrations");
+      expect(applied.map((r) => r.name)).toContain("20261121-001-accounts");
+      expect(new Set(applied.map((r) => r.name)).size).toBe(applied.length);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("login workflow creates user, default organization and team once", async () => {
+    const db = await createTestDatabase();
+    try {
+      const identity = new IdentityRepository(db);
+      const email = uniqueEmail();
+      const [a, b] = await Promise.all([identity.loginByEmail(email), identity.loginByEmail(email.toUpperCase())]);
+      expect(a.userId).toBe(b.userId);
+      expect(a.organizationId).toBe(b.organizationId);
+      expect(a.teamId).toBe(b.teamId);
+      const again = await identity.loginByEmail(email);
+      expect(again.created).toBe(false);
+      expect(again.organizationId).toBe(a.organizationId);
+      const owners = await db.query<{ role: string }>(
+        "select role from organization_members where user_id = ? and organization_id = ?",
+        [a.userId, a.organizationId],
+      );
+      expect(owners.map((o) => o.role)).toEqual(["owner"]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("billing context resolves the top of an organization tree", async () => {
+    const db = await createTestDatabase();
+    try {
+      const root = await makeUser(db);
+      const child = await makeChildOrganization(db, root.organizationId);
+      const grandchild = await makeChildOrganization(db, child.organizationId);
+      const accounts = new AccountsRepository(db);
+      expect((await accounts.billingContext(grandchild.organizationId))?.rootOrganizationId).toBe(root.organizationId);
+      expect((await accounts.billingContext(root.organizationId))?.account).toBeNull();
+      await makeAccount(db, root.organizationId, { name: "Root Co" });
+      const context = await accounts.billingContext(grandchild.organizationId);
+      expect(context?.account?.name).toBe("Root Co");
+      expect(context?.account?.createdAt).toBeInstanceOf(Date);
+      expect(Number.isNaN(context?.account?.createdAt.getTime())).toBe(false);
+      expect(await accounts.billingContext(crypto.randomUUID())).toBeNull();
+      // A second account for the same organization loses the race cleanly.
+      expect(await makeAccount(db, root.organizationId)).toBeNull();
+    } finally {
+      await db.close();
+    }
+  });
+});

@@ -1,0 +1,33 @@
+import type { Database } from "../database.ts";
+import { AccountsRepository } from "../repositories/accounts.repository.ts";
+import { IdentityRepository } from "../repositories/identity.repository.ts";
+
+let sequence = 0;
+/** A value no other test in this process has used. */
+export const unique = (prefix: string): string =>
+  `${prefix}-${process.pid}-${++sequence}-${crypto.randomUUID().slice(0, 6)}`;
+
+export const uniqueEmail = (prefix = "user"): string => `${unique(prefix)}@example.com`.toLowerCase();
+
+/** A user with a default organization and team, as the login workflow makes them. */
+export const makeUser = async (db: Database, overrides: { email?: string } = {}) =>
+  new IdentityRepository(db).loginByEmail(overrides.email ?? uniqueEmail());
+
+/** An organization under `parentId` (reseller trees). */
+export const makeChildOrganization = async (db: Database, parentId: string, name = unique("child-org")) =>
+  new IdentityRepository(db).createOrganization(name, parentId);
+
+/** A billing account row without going through the processor (for tests of other features). */
+export const makeAccount = async (
+  db: Database,
+  organizationId: string,
+  overrides: Partial<{ name: string; email: string; country: string; stripeCustomerId: string }> = {},
+) =>
+  new AccountsRepository(db).insert({
+    organizationId,
+    name: overrides.name ?? "Test Org",
+    email: overrides.email ?? uniqueEmail("billing"),
+    country: overrides.country ?? "US",
+    stripeCustomerId: overrides.stripeCustomerId ?? unique("cus_test"),
+    balanceMinor: 0,
+  });

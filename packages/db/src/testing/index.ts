@@ -1,0 +1,2 @@
+export * from "./factories.ts";
+export * from "./test-database.ts";

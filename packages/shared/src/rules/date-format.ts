@@ -1,0 +1,65 @@
+/**
+ * Date rendering rules of SPEC.md. Formatters are cached per time zone: building an
+ * Intl.DateTimeFormat costs far more than using one, and this sits on every response.
+ */
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** True when the runtime knows the IANA zone name. */
+export const isKnownTimeZone = (timeZone: string): boolean => {
+  if (formatters.has(timeZone)) return true;
+  try {
+    formatterFor(timeZone);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const formatterFor = (timeZone: string): Intl.DateTimeFormat => {
+  let formatter = formatters.get(timeZone);
+  if (!formatter) {
+    // hourCycle h23 keeps midnight as 00, never 24.
+    formatter = new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+    });
+    if (formatters.size > 1000) formatters.clear();
+    formatters.set(timeZone, formatter);
+  }
+  return formatter;
+};
+
+/**
+ * `YYYY-MM-DD HH:MM:SS` in the given IANA time zone (SPEC: account, setup intent, payment method and
+ * invoice `created_at`). An unknown or absent zone renders UTC.
+ */
+export const formatDateTime = (date: Date, timeZone?: string | null): string => {
+  if (!timeZone || timeZone === "UTC") return formatUtc(date);
+  let formatter: Intl.DateTimeFormat;
+  try {
+    formatter = formatterFor(timeZone);
+  } catch {
+    return formatUtc(date);
+  }
+  const p: Record<string, string> = {};
+  for (const part of formatter.formatToParts(date)) p[part.type] = part.value;
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
+};
+
+const formatUtc = (date: Date): string => date.toISOString().slice(0, 19).replace("T", " ");
+
+/** ISO 8601 in UTC with an explicit `+00:00` offset and no milliseconds (SPEC: forwards, metrics, faults). */
+export const formatIsoUtc = (date: Date): string => `${date.toISOString().slice(0, 19)}+00:00`;
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** "21 Nov 2026" (SPEC: invoice period_start/period_end: day, abbreviated month, year), in UTC. */
+export const formatDayMonthYear = (date: Date): string =>
+  `${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}`;

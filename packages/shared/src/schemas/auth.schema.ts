@@ -1,0 +1,38 @@
+import { z } from "zod";
+
+/** Every scope the system knows (CONTRACT section 3). */
+export const ALL_SCOPES = [
+  "account:read",
+  "account:write",
+  "routers:read",
+  "routers:write",
+] as const;
+export type TScope = (typeof ALL_SCOPES)[number];
+
+export const ZDevLoginInput = z.object({
+  email: z.string().max(250).pipe(z.email({ error: "must be a valid email address" })),
+  scope: z.string().max(500).optional(),
+  timezone: z.string().max(64).optional(),
+});
+export type TDevLoginInput = z.infer<typeof ZDevLoginInput>;
+
+export const ZLoginResult = z
+  .object({
+    access_token: z.string(),
+    token_type: z.literal("Bearer"),
+    expires_in: z.number().int(),
+    user_id: z.string(),
+    organization_id: z.string(),
+    team_id: z.string(),
+  })
+  .meta({ id: "LoginResult" });
+export type TLoginResult = z.infer<typeof ZLoginResult>;
+
+export const ZLoginHookInput = z.object({
+  email: z.string().max(250).pipe(z.email({ error: "must be a valid email address" })),
+});
+
+export const ZLoginHookResult = z
+  .object({ user_id: z.string(), organization_id: z.string(), team_id: z.string() })
+  .meta({ id: "LoginHookResult" });
+export type TLoginHookResult = z.infer<typeof ZLoginHookResult>;

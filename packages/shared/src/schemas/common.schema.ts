@@ -1,0 +1,23 @@
+import { z } from "zod";
+
+/** Error body of the `/v1/...` endpoints (CONTRACT section 4). */
+export const ZV1Error = z
+  .object({
+    message: z.string(),
+    documentation_url: z.string().optional(),
+    code: z.string().optional(),
+    errors: z.record(z.string(), z.array(z.string())).optional(),
+  })
+  .meta({ id: "V1Error" });
+
+/** JSend error body of the `/api/...` endpoints (CONTRACT section 4). */
+export const ZApiError = z
+  .object({
+    status: z.enum(["fail", "error"]),
+    message: z.string(),
+    data: z.record(z.string(), z.string()).optional(),
+  })
+  .meta({ id: "ApiError" });
+
+/** A bare `204 No Content` answer. */
+export const ZNoContent = z.void();
