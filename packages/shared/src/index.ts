@@ -6,3 +6,5 @@ export * from "./env/env-parsers.ts";
 export * from "./schemas/common.schema.ts";
 export * from "./schemas/account.schema.ts";
 export * from "./schemas/auth.schema.ts";
+export * from "./rules/money.ts";
+export * from "./rules/log-redaction.ts";

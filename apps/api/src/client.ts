@@ -1,0 +1,28 @@
+import { createTRPCClient, httpBatchLink, httpLink, type TRPCClient } from "@trpc/client";
+import type { AppRouter } from "./trpc/app-router.ts";
+
+export type { AppRouter } from "./trpc/app-router.ts";
+
+export interface ClientOptions {
+  /** Base URL of the API, e.g. http://localhost:3000 (tRPC lives at /trpc). */
+  url: string;
+  /** Access token, or a function returning the current one (called per request). */
+  token?: string | (() => string | undefined);
+  /** Batch concurrent calls into one request (default true; the server allows 10 per batch). */
+  batch?: boolean;
+  fetch?: typeof fetch;
+}
+
+/** The typed client frontends use: every procedure with its zod-derived input and output types. */
+export const createClient = (options: ClientOptions): TRPCClient<AppRouter> => {
+  const headers = () => {
+    const token = typeof options.token === "function" ? options.token() : options.token;
+    return token ? { authorization: `Bearer ${token}` } : {};
+  };
+  const url = `${options.url.replace(/\/+$/, "")}/trpc`;
+  const link =
+    options.batch === false
+      ? httpLink({ url, headers, ...(options.fetch ? { fetch: options.fetch } : {}) })
+      : httpBatchLink({ url, headers, maxItems: 10, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  return createTRPCClient<AppRouter>({ links: [link] });
+};

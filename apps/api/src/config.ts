@@ -1,0 +1,88 @@
+import {
+  ConfigError,
+  envBool,
+  envLogLevel,
+  envOptional,
+  envPort,
+  envSecret,
+  envString,
+  envUrl,
+  type TEnv,
+} from "@fleet/shared";
+
+/** Everything the API reads from its environment, parsed once (CONTRACT section 2). */
+export interface ApiConfig {
+  host: string;
+  port: number;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  logLevel: string;
+  auth: {
+    /** HS256 key; undefined with JWKS, or when the dev default is to be generated in DATA_DIR. */
+    jwtSecret: string | undefined;
+    jwksUrl: URL | undefined;
+    issuer: string | undefined;
+    audience: string | undefined;
+    devLogin: boolean;
+    /** Shared secret of POST /v1/auth/login-hook; the endpoint is off without it. */
+    loginHookSecret: string | undefined;
+  };
+  stripe: {
+    secretKey: string | undefined;
+    publishableKey: string | undefined;
+    apiBase: URL | undefined;
+    emulatorPort: number;
+  };
+  docsUrl: string;
+}
+
+export interface ApiConfigDefaults {
+  /** `npm start` turns dev login on by default; the API alone keeps it off. */
+  devLogin?: boolean;
+}
+
+/** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
+export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaults = {}): ApiConfig => {
+  const jwksUrl = envUrl(env, "JWT_JWKS_URL", ["http:", "https:"]);
+  const jwtSecret = envSecret(env, "JWT_SECRET", 32);
+  const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
+  const secretKey = envOptional(env, "STRIPE_SECRET_KEY");
+  if (secretKey && !/^(sk|rk)_(test|live)_/.test(secretKey)) {
+    throw new ConfigError("STRIPE_SECRET_KEY", "must be a Stripe secret key (sk_test_..., sk_live_...)");
+  }
+  const publishableKey = envOptional(env, "STRIPE_PUBLISHABLE_KEY");
+  if (publishableKey && !/^pk_(test|live)_/.test(publishableKey)) {
+    throw new ConfigError("STRIPE_PUBLISHABLE_KEY", "must be a Stripe publishable key (pk_test_..., pk_live_...)");
+  }
+  if (secretKey && !publishableKey) {
+    throw new ConfigError("STRIPE_PUBLISHABLE_KEY", "must be set together with STRIPE_SECRET_KEY");
+  }
+  const docsUrl = envUrl(env, "DOCS_URL", ["http:", "https:"]);
+  const devLoginDefault = (defaults.devLogin ?? false) && !jwksUrl;
+  const devLogin = envBool(env, "AUTH_DEV_LOGIN", devLoginDefault);
+  if (devLogin && jwksUrl) {
+    throw new ConfigError("AUTH_DEV_LOGIN", "cannot be on with JWT_JWKS_URL (dev tokens are HS256)");
+  }
+  return {
+    host: envString(env, "HOST", "127.0.0.1"),
+    port: envPort(env, "PORT", 3000),
+    databaseUrl: databaseUrl?.toString(),
+    dataDir: envString(env, "DATA_DIR", "./.data"),
+    logLevel: envLogLevel(env, "LOG_LEVEL"),
+    auth: {
+      jwtSecret,
+      jwksUrl,
+      issuer: envOptional(env, "JWT_ISSUER"),
+      audience: envOptional(env, "JWT_AUDIENCE"),
+      devLogin,
+      loginHookSecret: envSecret(env, "AUTH_LOGIN_HOOK_SECRET", 32),
+    },
+    stripe: {
+      secretKey,
+      publishableKey,
+      apiBase: envUrl(env, "STRIPE_API_BASE", ["http:", "https:"]),
+      emulatorPort: envPort(env, "STRIPE_EMULATOR_PORT", 12111),
+    },
+    docsUrl: docsUrl?.toString() ?? "http://localhost:3000/docs",
+  };
+};

@@ -1,0 +1,124 @@
+import type { AccountPatch, AccountRecord, AccountsRepository, BillingContext } from "@fleet/db";
+import {
+  AppError,
+  noAccountError,
+  type TAccount,
+  type TCreateAccountInput,
+  type TUpdateAccountInput,
+} from "@fleet/shared";
+import type { AuthClaims } from "../auth/token-verifier.ts";
+import type { CustomerGateway } from "../../integrations/stripe/billing-gateway.ts";
+import { toAccountResponse } from "./account.mapper.ts";
+
+export interface AccountServiceDeps {
+  accounts: AccountsRepository;
+  customers: CustomerGateway;
+  docsUrl: string;
+}
+
+/** The billing account of the token's organization (SPEC "Account"). */
+export class AccountService {
+  readonly #deps: AccountServiceDeps;
+  constructor(deps: AccountServiceDeps) {
+    this.#deps = deps;
+  }
+
+  async get(auth: AuthClaims): Promise<TAccount> {
+    const account = await this.requireAccount(auth.organizationId);
+    return toAccountResponse(account, auth.timezone);
+  }
+
+  async create(auth: AuthClaims, input: TCreateAccountInput): Promise<TAccount> {
+    const context = await this.#ownContext(auth.organizationId);
+    if (context.account) {
+      throw new AppError("conflict", "This organization already has a billing account; change it with PATCH /v1/account.");
+    }
+    const customer = await this.#deps.customers.createCustomer({
+      name: input.name,
+      email: input.email,
+      address: { country: input.address.country },
+      organizationId: auth.organizationId,
+    });
+    const account = await this.#deps.accounts.insert({
+      organizationId: auth.organizationId,
+      name: input.name,
+      email: input.email,
+      country: input.address.country,
+      stripeCustomerId: customer.id,
+      balanceMinor: customer.balance,
+    });
+    if (!account) {
+      throw new AppError("conflict", "This organization already has a billing account; change it with PATCH /v1/account.");
+    }
+    return toAccountResponse(account, auth.timezone);
+  }
+
+  /** Only supplied fields change; an empty string unsets an optional one (SPEC "Update rules"). */
+  async update(auth: AuthClaims, input: TUpdateAccountInput): Promise<TAccount> {
+    const current = await this.requireAccount(auth.organizationId);
+    const patch: AccountPatch = {};
+    if (input.name !== undefined && input.name !== current.name) patch.name = input.name;
+    if (input.email !== undefined && input.email !== current.email) patch.email = input.email;
+    const address: NonNullable<AccountPatch["address"]> = {};
+    const a = input.address;
+    if (a?.city !== undefined && a.city !== current.address.city) address.city = a.city;
+    if (a?.country !== undefined && a.country !== current.address.country) address.country = a.country;
+    if (a?.line1 !== undefined && a.line1 !== current.address.line1) address.line1 = a.line1;
+    if (a?.line2 !== undefined && a.line2 !== current.address.line2) address.line2 = a.line2;
+    if (a?.postal_code !== undefined && a.postal_code !== current.address.postalCode) address.postalCode = a.postal_code;
+    if (a?.state !== undefined && a.state !== current.address.state) address.state = a.state;
+    if (Object.keys(address).length > 0) patch.address = address;
+    if (Object.keys(patch).length === 0) return toAccountResponse(current, auth.timezone);
+
+    const merged = { ...current.address, ...address };
+    // The processor first: if it refuses, nothing here has changed.
+    const customer = await this.#deps.customers.updateCustomer(current.stripeCustomerId, {
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.email !== undefined ? { email: patch.email } : {}),
+      ...(patch.address
+        ? {
+            address: {
+              city: merged.city,
+              country: merged.country,
+              line1: merged.line1,
+              line2: merged.line2,
+              postal_code: merged.postalCode,
+              state: merged.state,
+            },
+          }
+        : {}),
+    });
+    const updated = await this.#deps.accounts.update(current.id, { ...patch, balanceMinor: customer.balance });
+    return toAccountResponse(updated, auth.timezone);
+  }
+
+  /**
+   * The account that pays for this organization's services. Other features (payments, routers)
+   * call this, so the no-account and billed-by-parent answers are the same everywhere.
+   */
+  async requireAccount(organizationId: string): Promise<AccountRecord> {
+    const context = await this.#ownContext(organizationId);
+    if (!context.account) throw noAccountError(this.#deps.docsUrl);
+    return context.account;
+  }
+
+  async #ownContext(organizationId: string): Promise<BillingContext> {
+    const context = await this.#context(organizationId);
+    if (context.rootOrganizationId !== organizationId) {
+      throw new AppError(
+        "billed_by_parent",
+        `This organization is billed by the top of its organization tree, "${context.rootOrganizationName}" (${context.rootOrganizationId}); its billing account is managed there.`,
+        { extra: { billing_organization_id: context.rootOrganizationId } },
+      );
+    }
+    return context;
+  }
+
+  async #context(organizationId: string): Promise<BillingContext> {
+    const context = await this.#deps.accounts.billingContext(organizationId);
+    if (!context) {
+      throw new AppError("unauthenticated", "The organization named by the access token does not exist.");
+    }
+    return context;
+  }
+}

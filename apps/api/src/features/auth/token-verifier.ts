@@ -1,0 +1,141 @@
+import { createSecretKey, type KeyObject } from "node:crypto";
+import { AppError, isKnownTimeZone } from "@fleet/shared";
+import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
+
+/** What a verified access token grants (CONTRACT section 3). */
+export interface AuthClaims {
+  userId: string;
+  organizationId: string;
+  teamId: string | undefined;
+  scopes: ReadonlySet<string>;
+  /** IANA zone for `created_at`; undefined means UTC. */
+  timezone: string | undefined;
+  /** Expiry, seconds since the epoch. */
+  exp: number;
+}
+
+export interface TokenVerifierOptions {
+  secret?: string | undefined;
+  jwksUrl?: URL | undefined;
+  issuer?: string | undefined;
+  audience?: string | undefined;
+  now?: () => number;
+}
+
+const ASYMMETRIC = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"];
+const CACHE_LIMIT = 20_000;
+
+/**
+ * Verifies bearer tokens with pinned algorithms. Verified tokens are cached until they expire: a
+ * JWT's validity depends only on its signature and its claims, so a repeat costs a map lookup.
+ */
+export class TokenVerifier {
+  readonly #key: KeyObject | ReturnType<typeof createRemoteJWKSet>;
+  readonly #algorithms: string[];
+  readonly #options: TokenVerifierOptions;
+  readonly #cache = new Map<string, AuthClaims>();
+  readonly #now: () => number;
+
+  constructor(options: TokenVerifierOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+    if (options.jwksUrl) {
+      this.#key = createRemoteJWKSet(options.jwksUrl, { cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+      this.#algorithms = ASYMMETRIC;
+    } else if (options.secret) {
+      this.#key = createSecretKey(Buffer.from(options.secret));
+      this.#algorithms = ["HS256"];
+    } else {
+      throw new Error("TokenVerifier needs a secret or a JWKS URL");
+    }
+  }
+
+  async verify(authorization: string | undefined): Promise<AuthClaims> {
+    const token = bearer(authorization);
+    const cached = this.#cache.get(token);
+    if (cached) {
+      if (cached.exp * 1000 > this.#now()) return cached;
+      this.#cache.delete(token);
+      throw unauthenticated("The access token has expired.");
+    }
+    let payload: JWTPayload;
+    try {
+      const result = await jwtVerify(token, this.#key as KeyObject, {
+        algorithms: this.#algorithms,
+        issuer: this.#options.issuer,
+        audience: this.#options.audience,
+        requiredClaims: ["exp", "sub"],
+        currentDate: new Date(this.#now()),
+      });
+      payload = result.payload;
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) throw unauthenticated("The access token has expired.");
+      throw unauthenticated("The access token is invalid.");
+    }
+    const claims = toClaims(payload);
+    if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
+    this.#cache.set(token, claims);
+    return claims;
+  }
+}
+
+const bearer = (authorization: string | undefined): string => {
+  if (!authorization) throw unauthenticated("Missing Authorization header; send 'Authorization: Bearer <token>'.");
+  const match = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(authorization);
+  if (!match?.[1]) throw unauthenticated("The Authorization header must be 'Bearer <token>'.");
+  return match[1];
+};
+
+const unauthenticated = (message: string) => new AppError("unauthenticated", message);
+
+const toClaims = (payload: JWTPayload): AuthClaims => {
+  const { sub, exp } = payload;
+  const id = payload.id;
+  if (typeof sub !== "string" || sub === "") throw unauthenticated("The access token has no 'sub' claim.");
+  if (typeof id !== "string" || id === "") throw unauthenticated("The access token has no 'id' (organization) claim.");
+  if (typeof exp !== "number") throw unauthenticated("The access token has no 'exp' claim.");
+  const scope = typeof payload.scope === "string" ? payload.scope : "";
+  const tz = typeof payload.timezone === "string" && isKnownTimeZone(payload.timezone) ? payload.timezone : undefined;
+  const team = typeof payload.team === "string" && payload.team !== "" ? payload.team : undefined;
+  return {
+    userId: sub,
+    organizationId: id,
+    teamId: team,
+    scopes: new Set(scope.split(/\s+/).filter(Boolean)),
+    timezone: tz,
+    exp,
+  };
+};
+
+export interface TokenSignerOptions {
+  secret: string;
+  issuer?: string | undefined;
+  audience?: string | undefined;
+  ttlSeconds?: number;
+}
+
+/** Signs HS256 access tokens for the dev login; production tokens come from the identity provider. */
+export class TokenSigner {
+  readonly #key: KeyObject;
+  readonly #options: TokenSignerOptions;
+  readonly ttlSeconds: number;
+  constructor(options: TokenSignerOptions) {
+    this.#key = createSecretKey(Buffer.from(options.secret));
+    this.#options = options;
+    this.ttlSeconds = options.ttlSeconds ?? 3600;
+  }
+
+  async sign(claims: { userId: string; organizationId: string; teamId?: string; scope: string; timezone?: string | undefined }): Promise<string> {
+    const body: Record<string, string> = { id: claims.organizationId, scope: claims.scope };
+    if (claims.timezone) body.timezone = claims.timezone;
+    if (claims.teamId) body.team = claims.teamId;
+    let jwt = new SignJWT(body)
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setSubject(claims.userId)
+      .setIssuedAt()
+      .setExpirationTime(`${this.ttlSeconds}s`);
+    if (this.#options.issuer) jwt = jwt.setIssuer(this.#options.issuer);
+    if (this.#options.audience) jwt = jwt.setAudience(this.#options.audience);
+    return jwt.sign(this.#key);
+  }
+}

@@ -1,0 +1,104 @@
+import { createExpressMiddleware } from "@trpc/server/adapters/express";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import type { Logger } from "pino";
+import type { Services } from "../services.ts";
+import { contextFactory } from "../trpc/context.ts";
+import type { AppRouter } from "../trpc/app-router.ts";
+import { docsRouter } from "./docs-page.ts";
+import { describeError, errorBodyForPath } from "./error-shapes.ts";
+import { exceedsDepth } from "./json-depth.ts";
+import { buildOpenApiDocument } from "./openapi.ts";
+import { restAdapter } from "./rest-adapter.ts";
+
+export interface AppOptions {
+  router: AppRouter;
+  services: Services;
+  logger: Logger;
+  /** True once the database answers and migrations are applied. */
+  isReady: () => Promise<boolean>;
+  publicUrl: string;
+}
+
+/** CONTRACT section 4: JSON nested deeper than this is refused with 400. */
+export const MAX_JSON_DEPTH = 32;
+/** CONTRACT section 4: bodies over 100 KiB answer 413. */
+export const MAX_BODY_BYTES = 100 * 1024;
+/** A tRPC batch may hold at most this many calls. */
+export const MAX_BATCH_CALLS = 10;
+
+export const createApp = (options: AppOptions): Express => {
+  const { router, services, logger } = options;
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+
+  app.use((req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    res.on("finish", () => {
+      if (!logger.isLevelEnabled("info")) return;
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      logger.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "request");
+    });
+    next();
+  });
+
+  app.get("/healthz", async (_req, res) => {
+    const ready = await options.isReady().catch(() => false);
+    res.status(ready ? 200 : 503).json({ status: ready ? "ok" : "unavailable" });
+  });
+
+  const openapi = buildOpenApiDocument(router, options.publicUrl);
+  app.get("/openapi.json", (_req, res) => {
+    res.json(openapi);
+  });
+  app.use(docsRouter());
+
+  app.use(
+    express.json({ limit: MAX_BODY_BYTES, strict: true, type: ["application/json", "application/*+json"] }),
+    (req: Request, _res: Response, next: NextFunction) => {
+      if (req.body !== undefined && exceedsDepth(req.body, MAX_JSON_DEPTH)) {
+        next(Object.assign(new Error(`JSON nested deeper than ${MAX_JSON_DEPTH} levels is refused.`), { status: 400, expose: true }));
+        return;
+      }
+      next();
+    },
+  );
+
+  app.use(
+    "/trpc",
+    createExpressMiddleware({
+      router,
+      createContext: contextFactory(services, "trpc"),
+      maxBatchSize: MAX_BATCH_CALLS,
+      onError: ({ error }) => {
+        if (describeError(error).status >= 500) logger.error({ err: error.cause ?? error }, "procedure failed");
+      },
+    }),
+  );
+
+  app.delete("/v1/account", (_req, res) => {
+    res.status(405).setHeader("Allow", "GET, POST, PATCH, PUT").json({
+      message: "Billing accounts cannot be deleted through the API. Contact support to close this account.",
+      code: "method_not_allowed",
+    });
+  });
+
+  app.use(restAdapter(router, services, (error) => logger.error({ err: error }, "procedure failed")));
+
+  app.use((req: Request, res: Response) => {
+    res.status(404).json(
+      errorBodyForPath(req.path, { status: 404, code: "not_found", message: `No route for ${req.method} ${req.path}.`, fields: undefined, extra: {} }),
+    );
+  });
+
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const described = describeError(error);
+    if (described.status >= 500) logger.error({ err: error }, "request failed");
+    if (res.headersSent) return;
+    res.status(described.status).json(errorBodyForPath(req.path, described));
+  });
+
+  return app;
+};

@@ -1,0 +1,77 @@
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { createOpenApiExpressMiddleware } from "trpc-to-openapi";
+import type { Services } from "../services.ts";
+import { contextFactory } from "../trpc/context.ts";
+import type { AppRouter } from "../trpc/app-router.ts";
+import { describeError, errorBodyForPath } from "./error-shapes.ts";
+
+const BODY_METHODS = new Set(["POST", "PATCH", "PUT"]);
+
+/** Success status per procedure path, from each procedure's meta (201 creates, 204 deletes). */
+const successStatuses = (router: AppRouter): Map<string, number> => {
+  const map = new Map<string, number>();
+  for (const [path, procedure] of Object.entries(router._def.procedures)) {
+    const meta = (procedure as unknown as { _def: { meta?: { successStatus?: number } } })._def.meta;
+    if (meta?.successStatus) map.set(path, meta.successStatus);
+  }
+  return map;
+};
+
+/**
+ * REST at the spec paths, generated from the same procedures as tRPC. trpc-to-openapi shapes error
+ * bodies itself; this adapter replaces them with the contract's shapes (`/v1` plain, `/api` JSend)
+ * and sets the contract's statuses (422 for validation, 201/204 for creates/deletes).
+ */
+export const restAdapter = (router: AppRouter, services: Services, onServerError: (error: unknown) => void): RequestHandler[] => {
+  const statuses = successStatuses(router);
+  const createContext = contextFactory(services, "rest");
+
+  const prepare = (req: Request, res: Response, next: NextFunction) => {
+    if (BODY_METHODS.has(req.method) && req.body === undefined) {
+      const type = req.headers["content-type"];
+      const length = Number(req.headers["content-length"] ?? 0);
+      const chunked = req.headers["transfer-encoding"] !== undefined;
+      if (type && !/^application\/json\b/i.test(type) && (length > 0 || chunked)) {
+        res.status(415);
+        res.json(errorBodyForPath(req.path, { status: 415, code: "unsupported_media_type", message: "Send the body as application/json.", fields: undefined, extra: {} }));
+        return;
+      }
+      // Endpoints without parameters may be called with no body at all.
+      req.body = {};
+      req.headers["content-type"] = "application/json";
+    }
+    if (req.method === "PUT" && req.path.replace(/\/+$/, "") === "/v1/account") req.method = "PATCH";
+    // Swap the library's error body for the contract's; the status comes from responseMeta.
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    res.end = ((...args: unknown[]) => {
+      const described = res.locals.restError as ReturnType<typeof describeError> | undefined;
+      if (described) {
+        const body = JSON.stringify(errorBodyForPath(req.path, described));
+        res.setHeader("content-type", "application/json; charset=utf-8");
+        return end(body);
+      }
+      return end(...args);
+    }) as Response["end"];
+    next();
+  };
+
+  const handler = createOpenApiExpressMiddleware({
+    router,
+    createContext,
+    maxBodySize: 100 * 1024,
+    onError: ({ error, req }) => {
+      const described = describeError(error);
+      const res = (req as Request).res;
+      if (res) res.locals.restError = described;
+      if (described.status >= 500) onServerError(error);
+    },
+    responseMeta: ({ errors, paths }) => {
+      const first = errors[0];
+      if (first) return { status: describeError(first).status };
+      const path = paths?.[0];
+      return { status: (path && statuses.get(path)) ?? 200 };
+    },
+  } as Parameters<typeof createOpenApiExpressMiddleware>[0]) as unknown as RequestHandler;
+
+  return [prepare, handler];
+};

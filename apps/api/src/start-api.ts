@@ -1,0 +1,127 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { AccountsRepository, type Database, IdentityRepository } from "@fleet/db";
+import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
+import type { Logger } from "pino";
+import type { ApiConfig } from "./config.ts";
+import { AccountService } from "./features/account/account.service.ts";
+import { AuthService } from "./features/auth/auth.service.ts";
+import { resolveDevJwtSecret } from "./features/auth/dev-secret.ts";
+import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
+import { createApp } from "./http/app.ts";
+import { createCustomerGateway } from "./integrations/stripe/billing-gateway.ts";
+import { createStripeClient, type StripeConnection } from "./integrations/stripe/stripe-client.ts";
+import type { Services } from "./services.ts";
+import { appRouter } from "./trpc/app-router.ts";
+
+export interface StartApiOptions {
+  config: ApiConfig;
+  /** Opened and migrated by the caller (the all-in-one shares one database between apps). */
+  db: Database;
+  logger: Logger;
+  /** Milliseconds since the epoch; tests move it to expire tokens. */
+  now?: () => number;
+}
+
+export interface RunningApi {
+  url: string;
+  port: number;
+  /** Set when the built-in Stripe emulator was started. */
+  stripeEmulatorUrl: string | undefined;
+  /** Publishable key clients use with the processor's client-side library. */
+  publishableKey: string;
+  devLogin: boolean;
+  close(): Promise<void>;
+}
+
+const EMULATOR_SECRET_KEY = "sk_test_fleet_emulator";
+const EMULATOR_PUBLISHABLE_KEY = "pk_test_fleet_emulator";
+
+export const startApi = async ({ config, db, logger, now }: StartApiOptions): Promise<RunningApi> => {
+  let emulator: StripeEmulator | undefined;
+  let stripe: StripeConnection;
+  if (config.stripe.secretKey && config.stripe.publishableKey) {
+    stripe = { secretKey: config.stripe.secretKey, publishableKey: config.stripe.publishableKey, apiBase: config.stripe.apiBase };
+  } else if (config.stripe.apiBase) {
+    stripe = { secretKey: EMULATOR_SECRET_KEY, publishableKey: EMULATOR_PUBLISHABLE_KEY, apiBase: config.stripe.apiBase };
+  } else {
+    emulator = await startStripeEmulator({ host: config.host, port: config.stripe.emulatorPort });
+    stripe = { secretKey: EMULATOR_SECRET_KEY, publishableKey: EMULATOR_PUBLISHABLE_KEY, apiBase: new URL(emulator.url) };
+  }
+  const stripeClient = createStripeClient(stripe);
+
+  const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? resolveDevJwtSecret(config.dataDir));
+  const tokens = new TokenVerifier({
+    secret: jwtSecret,
+    jwksUrl: config.auth.jwksUrl,
+    issuer: config.auth.issuer,
+    audience: config.auth.audience,
+    ...(now ? { now } : {}),
+  });
+  const signer =
+    config.auth.devLogin && jwtSecret
+      ? new TokenSigner({ secret: jwtSecret, issuer: config.auth.issuer, audience: config.auth.audience })
+      : undefined;
+
+  const accounts = new AccountsRepository(db);
+  const identity = new IdentityRepository(db);
+  const services: Services = {
+    tokens,
+    auth: new AuthService({ identity, signer, loginHookSecret: config.auth.loginHookSecret }),
+    accounts: new AccountService({ accounts, customers: createCustomerGateway(stripeClient), docsUrl: config.docsUrl }),
+  };
+
+  let migrated = false;
+  const isReady = async () => {
+    if (!migrated) migrated = await db.isReady();
+    if (!migrated) return false;
+    await db.query("select 1");
+    return true;
+  };
+
+  const publicHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
+  const app = createApp({
+    router: appRouter,
+    services,
+    logger,
+    isReady,
+    publicUrl: `http://${publicHost}:${config.port}`,
+  });
+  const server = createServer({ keepAliveTimeout: 65_000 }, app);
+  await listen(server, config.host, config.port);
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
+
+  return {
+    url,
+    port,
+    stripeEmulatorUrl: emulator?.url,
+    publishableKey: stripe.publishableKey,
+    devLogin: signer !== undefined,
+    close: async () => {
+      await closeServer(server);
+      await emulator?.close();
+    },
+  };
+};
+
+const listen = (server: Server, host: string, port: number) =>
+  new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ host, port }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+
+/** Stop accepting, let in-flight requests finish (bounded), drop idle keep-alive sockets. */
+const closeServer = (server: Server, graceMs = 10_000) =>
+  new Promise<void>((resolve) => {
+    const force = setTimeout(() => server.closeAllConnections(), graceMs);
+    force.unref();
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });

@@ -1,0 +1,71 @@
+import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
+import pino from "pino";
+import { type ApiConfig, loadApiConfig } from "../config.ts";
+import { type RunningApi, startApi } from "../start-api.ts";
+
+export interface ApiHarness {
+  api: RunningApi;
+  db: TestDatabase;
+  config: ApiConfig;
+  /** Moves the API's clock (token expiry). */
+  clock: { offsetMs: number };
+  /** Fetch against the API with JSON defaults. */
+  request(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  login(email?: string, extra?: { scope?: string; timezone?: string }): Promise<{ token: string; userId: string; organizationId: string; teamId: string }>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/** A real API on a random port over a private database, with the Stripe emulator, dev login on. */
+export const startApiHarness = async (env: Record<string, string> = {}): Promise<ApiHarness> => {
+  const db = await createTestDatabase();
+  const config = loadApiConfig(
+    { PORT: "0", STRIPE_EMULATOR_PORT: "0", DATA_DIR: "memory", AUTH_DEV_LOGIN: "true", LOG_LEVEL: "silent", ...env },
+    { devLogin: true },
+  );
+  const clock = { offsetMs: 0 };
+  const api = await startApi({ config, db, logger: pino({ level: "silent" }), now: () => Date.now() + clock.offsetMs });
+  const request: ApiHarness["request"] = async (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const res = await fetch(`${api.url}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // Not JSON: tests look at the text.
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
+  const login: ApiHarness["login"] = async (email, extra = {}) => {
+    const res = await request("POST", "/v1/auth/dev-login", {
+      body: { email: email ?? `user-${process.pid}-${++counter}-${crypto.randomUUID().slice(0, 6)}@example.com`, ...extra },
+    });
+    if (res.status !== 200) throw new Error(`dev-login failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return {
+      token: res.body.access_token,
+      userId: res.body.user_id,
+      organizationId: res.body.organization_id,
+      teamId: res.body.team_id,
+    };
+  };
+  return {
+    api,
+    db,
+    config,
+    clock,
+    request,
+    login,
+    close: async () => {
+      await api.close();
+      await db.close();
+    },
+  };
+};

@@ -1,0 +1,58 @@
+import { AppError, type TScope } from "@fleet/shared";
+import { initTRPC, TRPCError } from "@trpc/server";
+import type { OpenApiMeta } from "trpc-to-openapi";
+import type { AuthClaims } from "../features/auth/token-verifier.ts";
+import { describeError } from "../http/error-shapes.ts";
+import type { RequestContext } from "./context.ts";
+import { trpcCodeForStatus } from "./error-codes.ts";
+
+/** Procedure meta: the REST face (trpc-to-openapi) plus the success status of that face. */
+export type ProcedureMeta = OpenApiMeta & { successStatus?: 200 | 201 | 204 };
+
+const t = initTRPC
+  .context<RequestContext>()
+  .meta<ProcedureMeta>()
+  .create({
+    // Never ship stack traces to clients, whatever NODE_ENV says.
+    isDev: false,
+    errorFormatter: ({ shape, error }) => {
+      const described = describeError(error);
+      return {
+        ...shape,
+        message: described.message,
+        data: {
+          code: shape.data.code,
+          httpStatus: described.status,
+          path: shape.data.path,
+          appCode: described.code,
+          ...(described.fields ? { fields: described.fields } : {}),
+          ...described.extra,
+        },
+      };
+    },
+  });
+
+export const router = t.router;
+
+/**
+ * Every procedure starts here: domain code throws AppError, and this turns it into the tRPC code
+ * of the same HTTP status so both transports agree.
+ */
+export const publicProcedure = t.procedure.use(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && result.error.cause instanceof AppError) {
+    const cause = result.error.cause;
+    throw new TRPCError({ code: trpcCodeForStatus(cause.status), message: cause.message, cause });
+  }
+  return result;
+});
+
+/** A procedure that needs a verified access token carrying `scope`. */
+export const authedProcedure = (scope: TScope) =>
+  publicProcedure.use(async ({ ctx, next }) => {
+    const auth: AuthClaims = await ctx.services.tokens.verify(ctx.authorization);
+    if (!auth.scopes.has(scope)) {
+      throw new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
+    }
+    return next({ ctx: { ...ctx, auth } });
+  });
