@@ -1,5 +1,6 @@
 import type { MigrationObject } from "@mikro-orm/core";
 import { AccountsMigration } from "./20261121-001-accounts.migration.ts";
+import { RoutersMigration } from "./20261121-003-routers.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -7,4 +8,6 @@ import { AccountsMigration } from "./20261121-001-accounts.migration.ts";
  */
 export const MIGRATIONS: MigrationObject[] = [
   { name: "20261121-001-accounts", class: AccountsMigration },
+  // 002 is reserved for the billing (payments/subscriptions) migration.
+  { name: "20261121-003-routers", class: RoutersMigration },
 ];

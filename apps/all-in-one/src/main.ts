@@ -1,0 +1,49 @@
+import { ConfigError, REDACT_PATHS } from "@fleet/shared";
+import pino from "pino";
+import { type AllInOneConfig, loadAllInOneConfig } from "./config.ts";
+import { startAll } from "./start-all.ts";
+
+// `npm start`: the whole system in one process on the embedded defaults.
+let config: AllInOneConfig;
+try {
+  config = loadAllInOneConfig();
+} catch (error) {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
+  throw error;
+}
+
+const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS });
+const system = await startAll({ config, logger });
+const { api } = system;
+
+// Human-readable banner on stderr; stdout stays JSON log lines.
+const storage = config.api.databaseUrl ? "PostgreSQL (DATABASE_URL)" : `embedded PGlite in ${config.api.dataDir}`;
+const lines = [
+  "",
+  `Fleet is running on ${storage}`,
+  `  API        ${api.url}   (REST at the spec paths, tRPC at ${api.url}/trpc)`,
+  `  Docs       ${api.url}/docs   OpenAPI ${api.url}/openapi.json`,
+  `  Health     ${api.url}/healthz`,
+  api.stripeEmulatorUrl ? `  Stripe     built-in emulator at ${api.stripeEmulatorUrl} (publishable key ${api.publishableKey})` : "  Stripe     configured keys",
+  "",
+  api.devLogin
+    ? `Get a token:\n  curl -s -X POST ${api.url}/v1/auth/dev-login -H 'content-type: application/json' -d '{"email":"you@example.com"}'`
+    : "Dev login is off (AUTH_DEV_LOGIN=false): use tokens from your identity provider.",
+  `Then:\n  curl -s ${api.url}/v1/account -H "authorization: Bearer $TOKEN"`,
+  "",
+];
+process.stderr.write(`${lines.join("\n")}\n`);
+
+let stopping = false;
+const stop = async (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, "shutting down");
+  await system.close();
+  process.exit(0);
+};
+process.once("SIGINT", () => void stop("SIGINT"));
+process.once("SIGTERM", () => void stop("SIGTERM"));

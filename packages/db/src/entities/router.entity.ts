@@ -1,0 +1,36 @@
+import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { Organization } from "./organization.entity.ts";
+import { Team } from "./team.entity.ts";
+
+/**
+ * A managed router (SPEC "Router"). Live fields (`hasPulse`, `lastSeenAt`, reported facts) are
+ * written by the heartbeat daemon in batches; `userMetadata` holds keys set through the API.
+ */
+export const Router = defineEntity({
+  name: "Router",
+  tableName: "routers",
+  properties: {
+    id: p.uuid().primary(),
+    organization: () => p.manyToOne(Organization).deleteRule("cascade").index(),
+    team: () => p.manyToOne(Team).deleteRule("cascade").index(),
+    name: p.string().length(100).default(""),
+    identity: p.string().length(255).default(""),
+    serialNumber: p.string().length(255).default(""),
+    softwareVersion: p.string().length(100).default(""),
+    softwareId: p.string().length(100).default(""),
+    model: p.string().length(100).default(""),
+    boardName: p.string().length(100).default(""),
+    hardwareboard: p.boolean().default(false),
+    uptimeSeconds: p.bigint("number").nullable(),
+    hasPulse: p.boolean().default(false),
+    lastSeenAt: p.datetime().nullable(),
+    lastSeenFrom: p.string().length(45).nullable(),
+    tunnelIp: p.string().length(45).nullable(),
+    reportedMetadata: p.json<Record<string, unknown>>().default("{}"),
+    userMetadata: p.json<Record<string, unknown>>().default("{}"),
+    /** SHA-256 (hex) of the heartbeat token; the token itself is shown once at enrollment. */
+    heartbeatTokenHash: p.string().length(64).unique(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+  },
+});
+export type TRouter = InferEntity<typeof Router>;
