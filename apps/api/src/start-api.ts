@@ -8,6 +8,7 @@ import { AccountService } from "./features/account/account.service.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
 import { resolveDevJwtSecret } from "./features/auth/dev-secret.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
+import { TeamResolver } from "./features/teams/team-resolver.ts";
 import { createApp } from "./http/app.ts";
 import { createCustomerGateway } from "./integrations/stripe/billing-gateway.ts";
 import { createStripeClient, type StripeConnection } from "./integrations/stripe/stripe-client.ts";
@@ -69,6 +70,7 @@ export const startApi = async ({ config, db, logger, now }: StartApiOptions): Pr
     tokens,
     auth: new AuthService({ identity, signer, loginHookSecret: config.auth.loginHookSecret }),
     accounts: new AccountService({ accounts, customers: createCustomerGateway(stripeClient), docsUrl: config.docsUrl }),
+    teams: new TeamResolver(identity),
   };
 
   let migrated = false;

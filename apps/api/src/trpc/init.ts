@@ -56,3 +56,13 @@ export const authedProcedure = (scope: TScope) =>
     }
     return next({ ctx: { ...ctx, auth } });
   });
+
+/**
+ * A router-endpoint procedure: verified token with `scope`, and `ctx.teamId` resolved from the
+ * token's team claim or the organization's default team (CONTRACT section 3).
+ */
+export const teamProcedure = (scope: TScope) =>
+  authedProcedure(scope).use(async ({ ctx, next }) => {
+    const teamId = await ctx.services.teams.resolve(ctx.auth);
+    return next({ ctx: { ...ctx, teamId } });
+  });

@@ -1,6 +1,7 @@
 import type { Database } from "../database.ts";
 import { AccountsRepository } from "../repositories/accounts.repository.ts";
 import { IdentityRepository } from "../repositories/identity.repository.ts";
+import { createHash } from "node:crypto";
 
 let sequence = 0;
 /** A value no other test in this process has used. */
@@ -31,3 +32,30 @@ export const makeAccount = async (
     stripeCustomerId: overrides.stripeCustomerId ?? unique("cus_test"),
     balanceMinor: 0,
   });
+
+/** A router row in a team, as enrollment plus a first heartbeat would leave it. */
+export const makeRouter = async (
+  db: Database,
+  owner: { organizationId: string; teamId: string },
+  overrides: Partial<{ name: string; tunnelIp: string | null; hasPulse: boolean; model: string; boardName: string; identity: string; heartbeatToken: string }> = {},
+): Promise<{ id: string; heartbeatToken: string }> => {
+  const id = crypto.randomUUID();
+  const heartbeatToken = overrides.heartbeatToken ?? `hb_${crypto.randomUUID().replaceAll("-", "")}`;
+  await db.query(
+    `insert into routers (id, organization_id, team_id, name, identity, model, board_name, has_pulse, tunnel_ip, heartbeat_token_hash, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())`,
+    [
+      id,
+      owner.organizationId,
+      owner.teamId,
+      overrides.name ?? unique("router").slice(0, 100),
+      overrides.identity ?? "",
+      overrides.model ?? "",
+      overrides.boardName ?? "",
+      overrides.hasPulse ?? true,
+      overrides.tunnelIp === undefined ? "127.0.0.2" : overrides.tunnelIp,
+      createHash("sha256").update(heartbeatToken).digest("hex"),
+    ],
+  );
+  return { id, heartbeatToken };
+};

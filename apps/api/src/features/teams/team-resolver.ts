@@ -1,0 +1,40 @@
+import type { IdentityRepository } from "@fleet/db";
+import { AppError } from "@fleet/shared";
+import type { AuthClaims } from "../auth/token-verifier.ts";
+
+/**
+ * The team router endpoints act on (CONTRACT section 3): the token's `team` claim, or the
+ * organization's default team. A team of another organization is refused with 403; an unknown
+ * team id is treated the same way, so team ids cannot be probed.
+ */
+export class TeamResolver {
+  readonly #identity: IdentityRepository;
+  readonly #cache = new Map<string, string>();
+
+  constructor(identity: IdentityRepository) {
+    this.#identity = identity;
+  }
+
+  async resolve(auth: AuthClaims): Promise<string> {
+    const key = `${auth.organizationId}:${auth.teamId ?? ""}`;
+    const cached = this.#cache.get(key);
+    if (cached) return cached;
+    let teamId: string;
+    if (auth.teamId) {
+      const team = await this.#identity.findTeam(auth.teamId);
+      if (!team || team.organizationId !== auth.organizationId) {
+        throw new AppError("forbidden", "The team in the access token does not belong to its organization.");
+      }
+      teamId = team.id;
+    } else {
+      if (!(await this.#identity.organizationExists(auth.organizationId))) {
+        throw new AppError("unauthenticated", "The organization named by the access token does not exist.");
+      }
+      teamId = await this.#identity.defaultTeamId(auth.organizationId);
+    }
+    // Team membership of an organization never changes hands, so the answer can be cached.
+    if (this.#cache.size > 10_000) this.#cache.clear();
+    this.#cache.set(key, teamId);
+    return teamId;
+  }
+}
