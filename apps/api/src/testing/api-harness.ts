@@ -21,7 +21,15 @@ let counter = 0;
 export const startApiHarness = async (env: Record<string, string> = {}): Promise<ApiHarness> => {
   const db = await createTestDatabase();
   const config = loadApiConfig(
-    { PORT: "0", STRIPE_EMULATOR_PORT: "0", DATA_DIR: "memory", AUTH_DEV_LOGIN: "true", LOG_LEVEL: "silent", ...env },
+    {
+      PORT: "0",
+      STRIPE_EMULATOR_PORT: "0",
+      DATA_DIR: "memory",
+      AUTH_DEV_LOGIN: "true",
+      LOG_LEVEL: "silent",
+      JWT_SECRET: `test-secret-${crypto.randomUUID()}`,
+      ...env,
+    },
     { devLogin: true },
   );
   const clock = { offsetMs: 0 };

@@ -22,7 +22,7 @@ const t = initTRPC
         message: described.message,
         data: {
           code: shape.data.code,
-          httpStatus: described.status,
+          httpStatus: shape.data.httpStatus,
           path: shape.data.path,
           appCode: described.code,
           ...(described.fields ? { fields: described.fields } : {}),

@@ -1,0 +1,197 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createSecretKey, generateKeyPairSync } from "node:crypto";
+import { databaseFingerprint } from "@fleet/db/testing";
+import { exportJWK, SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+
+let h: ApiHarness;
+let secret: string;
+beforeAll(async () => {
+  h = await startApiHarness();
+  secret = h.config.auth.jwtSecret ?? "";
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+
+const sign = (claims: Record<string, unknown>, options: { key?: string; exp?: string | number; alg?: "HS256" | "HS512" } = {}) => {
+  let jwt = new SignJWT(claims).setProtectedHeader({ alg: options.alg ?? "HS256" });
+  if (options.exp !== undefined) jwt = jwt.setExpirationTime(options.exp);
+  return jwt.sign(createSecretKey(Buffer.from(options.key ?? secret)));
+};
+
+describe("access tokens", () => {
+  it.each([
+    ["missing header", undefined],
+    ["not a bearer header", "Basic abc"],
+    ["garbage token", "Bearer not.a.jwt"],
+  ])("%s: 401 on /v1 and /api shapes", async (_case, authorization) => {
+    const headers: Record<string, string> = authorization ? { authorization } : {};
+    const v1 = await h.request("GET", "/v1/account", { headers });
+    expect(v1.status).toBe(401);
+    expect(v1.body.message).toEqual(expect.any(String));
+  });
+
+  it("refuses an expired token", async () => {
+    const { userId, organizationId } = await h.login();
+    const token = await sign({ sub: userId, id: organizationId, scope: "account:read" }, { exp: Math.floor(Date.now() / 1000) - 5 });
+    const res = await h.request("GET", "/v1/account", { token });
+    expect(res.status).toBe(401);
+    expect(res.body.message).toMatch(/expired/);
+  });
+
+  it("expires a cached token when its time passes", async () => {
+    const { token } = await h.login();
+    expect((await h.request("GET", "/v1/account", { token })).status).toBe(422);
+    h.clock.offsetMs = 3601_000;
+    try {
+      const res = await h.request("GET", "/v1/account", { token });
+      expect(res.status).toBe(401);
+    } finally {
+      h.clock.offsetMs = 0;
+    }
+  });
+
+  it("refuses a token without exp, without sub, or without id", async () => {
+    const { userId, organizationId } = await h.login();
+    const noExp = await sign({ sub: userId, id: organizationId, scope: "account:read" });
+    const noSub = await sign({ id: organizationId, scope: "account:read" }, { exp: "5m" });
+    const noId = await sign({ sub: userId, scope: "account:read" }, { exp: "5m" });
+    for (const token of [noExp, noSub, noId]) {
+      expect((await h.request("GET", "/v1/account", { token })).status).toBe(401);
+    }
+  });
+
+  it("refuses alg none, a wrong key, and an unpinned algorithm", async () => {
+    const { userId, organizationId } = await h.login();
+    const claims = { sub: userId, id: organizationId, scope: "account:read", exp: Math.floor(Date.now() / 1000) + 600 };
+    const unsigned = `${b64({ alg: "none", typ: "JWT" })}.${b64(claims)}.`;
+    const wrongKey = await sign(claims, { key: "another-secret-that-is-long-enough-000" });
+    const hs512 = await sign(claims, { alg: "HS512" });
+    for (const token of [unsigned, wrongKey, hs512]) {
+      const res = await h.request("GET", "/v1/account", { token });
+      expect(res.status).toBe(401);
+    }
+  });
+
+  it("answers 403 for a valid token without the scope, before validating the body", async () => {
+    const { token: readOnly } = await h.login(undefined, { scope: "account:read" });
+    const before = await databaseFingerprint(h.db);
+    const res = await h.request("POST", "/v1/account", { token: readOnly, body: { name: 42 } });
+    expect(res.status).toBe(403);
+    expect(res.body.message).toMatch(/account:write/);
+    expect(await databaseFingerprint(h.db)).toBe(before);
+    const { token: writeOnly } = await h.login(undefined, { scope: "account:write" });
+    expect((await h.request("GET", "/v1/account", { token: writeOnly })).status).toBe(403);
+  });
+
+  it("answers 401 for a token whose organization does not exist", async () => {
+    const token = await sign({ sub: crypto.randomUUID(), id: crypto.randomUUID(), scope: "account:read" }, { exp: "5m" });
+    expect((await h.request("GET", "/v1/account", { token })).status).toBe(401);
+  });
+});
+
+describe("dev login (the authentication workflow)", () => {
+  it("creates a user with a default organization and team, no account, and is stable", async () => {
+    const email = `Flow-${crypto.randomUUID()}@Example.com`;
+    const first = await h.request("POST", "/v1/auth/dev-login", { body: { email } });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ token_type: "Bearer", expires_in: 3600 });
+    for (const key of ["access_token", "user_id", "organization_id", "team_id"]) expect(first.body[key]).toEqual(expect.any(String));
+    const second = await h.request("POST", "/v1/auth/dev-login", { body: { email: email.toLowerCase() } });
+    expect(second.body.organization_id).toBe(first.body.organization_id);
+    expect(second.body.team_id).toBe(first.body.team_id);
+    const owners = await h.db.query<{ role: string }>(
+      "select role from organization_members where user_id = ? and organization_id = ?",
+      [first.body.user_id, first.body.organization_id],
+    );
+    expect(owners).toEqual([{ role: "owner" }]);
+    const claims = JSON.parse(Buffer.from(first.body.access_token.split(".")[1], "base64url").toString());
+    expect(claims).toMatchObject({ sub: first.body.user_id, id: first.body.organization_id });
+    expect(claims.scope.split(" ").sort()).toEqual(["account:read", "account:write", "routers:read", "routers:write"]);
+    expect(claims.exp - claims.iat).toBe(3600);
+  });
+
+  it("validates its input", async () => {
+    const before = await databaseFingerprint(h.db);
+    expect((await h.request("POST", "/v1/auth/dev-login", { body: { email: "nope" } })).status).toBe(422);
+    expect((await h.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co", scope: "admin:all" } })).status).toBe(422);
+    expect((await h.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co", timezone: "Mars/Base" } })).status).toBe(422);
+    expect(await databaseFingerprint(h.db)).toBe(before);
+  });
+
+  it("is 404 when AUTH_DEV_LOGIN is off", async () => {
+    const off = await startApiHarness({ AUTH_DEV_LOGIN: "false" });
+    try {
+      const res = await off.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co" } });
+      expect(res.status).toBe(404);
+    } finally {
+      await off.close();
+    }
+  });
+});
+
+describe("login hook", () => {
+  it("requires the shared secret and returns the claim ids", async () => {
+    const hookSecret = "hook-secret-0123456789-0123456789-abcdef";
+    const hooked = await startApiHarness({ AUTH_LOGIN_HOOK_SECRET: hookSecret });
+    try {
+      const email = `idp-${crypto.randomUUID()}@example.com`;
+      const denied = await hooked.request("POST", "/v1/auth/login-hook", { body: { email }, headers: { authorization: "Bearer wrong" } });
+      expect(denied.status).toBe(401);
+      const ok = await hooked.request("POST", "/v1/auth/login-hook", { body: { email }, headers: { authorization: `Bearer ${hookSecret}` } });
+      expect(ok.status).toBe(200);
+      expect(Object.keys(ok.body).sort()).toEqual(["organization_id", "team_id", "user_id"]);
+    } finally {
+      await hooked.close();
+    }
+    expect((await h.request("POST", "/v1/auth/login-hook", { body: { email: "a@b.co" } })).status).toBe(404);
+  });
+});
+
+describe("JWKS mode", () => {
+  let jwks: Server;
+  let jwksUrl: string;
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  beforeAll(async () => {
+    const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "ES256", use: "sig" };
+    jwks = createServer((_req, res) => {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((resolve) => jwks.listen(0, "127.0.0.1", resolve));
+    jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`;
+  });
+  afterAll(() => new Promise<void>((resolve) => jwks.close(() => resolve())));
+
+  it("verifies ES256 tokens by JWKS, checks issuer and audience, and refuses HS256", async () => {
+    const api = await startApiHarness({ JWT_JWKS_URL: jwksUrl, JWT_ISSUER: "https://idp.example", JWT_AUDIENCE: "fleet", AUTH_DEV_LOGIN: "false" });
+    try {
+      const { organizationId, userId } = await (await import("@fleet/db/testing")).makeUser(api.db);
+      const good = await new SignJWT({ id: organizationId, scope: "account:read" })
+        .setProtectedHeader({ alg: "ES256", kid: "k1" })
+        .setSubject(userId)
+        .setIssuer("https://idp.example")
+        .setAudience("fleet")
+        .setExpirationTime("5m")
+        .sign(privateKey);
+      expect((await api.request("GET", "/v1/account", { token: good })).status).toBe(422);
+      const wrongAudience = await new SignJWT({ id: organizationId, scope: "account:read" })
+        .setProtectedHeader({ alg: "ES256", kid: "k1" })
+        .setSubject(userId)
+        .setIssuer("https://idp.example")
+        .setAudience("other")
+        .setExpirationTime("5m")
+        .sign(privateKey);
+      expect((await api.request("GET", "/v1/account", { token: wrongAudience })).status).toBe(401);
+      const hs = await sign({ sub: userId, id: organizationId, scope: "account:read", iss: "https://idp.example", aud: "fleet" }, { exp: "5m" });
+      expect((await api.request("GET", "/v1/account", { token: hs })).status).toBe(401);
+    } finally {
+      await api.close();
+    }
+  });
+});

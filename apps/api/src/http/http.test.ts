@@ -1,0 +1,132 @@
+import { databaseFingerprint } from "@fleet/db/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../client.ts";
+import { type ApiHarness, startApiHarness } from "../testing/api-harness.ts";
+
+let h: ApiHarness;
+let token: string;
+beforeAll(async () => {
+  h = await startApiHarness();
+  token = (await h.login()).token;
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const nested = (depth: number): unknown => {
+  let value: unknown = "leaf";
+  for (let i = 1; i < depth; i++) value = { a: value };
+  return value;
+};
+
+describe("request edges", () => {
+  it("malformed JSON is 400 and changes nothing", async () => {
+    const before = await databaseFingerprint(h.db);
+    const res = await h.request("POST", "/v1/account", { token, rawBody: '{"name": ', headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(400);
+    expect(res.body.message).toMatch(/JSON/);
+    expect(await databaseFingerprint(h.db)).toBe(before);
+  });
+
+  it.each(["application/json", "application/json; charset=utf-8"])("a body over 100 KiB is 413 (%s); exactly 100 KiB is parsed", async (type) => {
+    const before = await databaseFingerprint(h.db);
+    const wrap = (size: number) => {
+      const base = JSON.stringify({ name: "A", email: "a@b.co", address: { country: "US" }, pad: "" });
+      return base.replace('"pad":""', `"pad":"${"x".repeat(size - base.length)}"`);
+    };
+    const over = await h.request("POST", "/v1/account", { token, rawBody: wrap(100 * 1024 + 1), headers: { "content-type": type } });
+    expect(over.status).toBe(413);
+    expect(over.body.message).toMatch(/100 KiB/);
+    expect(await databaseFingerprint(h.db)).toBe(before);
+    const { token: fresh } = await h.login();
+    const exact = await h.request("POST", "/v1/account", { token: fresh, rawBody: wrap(100 * 1024), headers: { "content-type": type } });
+    expect(exact.status).toBe(201);
+  });
+
+  it("JSON nested deeper than 32 levels is 400; 32 levels is accepted", async () => {
+    const deep = await h.request("PATCH", "/v1/account", { token, body: { address: nested(33) } });
+    expect(deep.status).toBe(400);
+    expect(deep.body.message).toMatch(/32/);
+    const ok = await h.request("PATCH", "/v1/account", { token, body: { x: nested(31) } });
+    // 32 levels pass the parser; the missing account is what answers.
+    expect(ok.status).toBe(422);
+  });
+
+  it("a non-JSON content type with a body is 415", async () => {
+    const res = await h.request("POST", "/v1/account", { token, rawBody: "name=a", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(res.status).toBe(415);
+  });
+
+  it("unknown paths are 404 in the shape of their prefix", async () => {
+    const v1 = await h.request("GET", "/v1/nope", { token });
+    expect(v1.status).toBe(404);
+    expect(v1.body.message).toEqual(expect.any(String));
+    const api = await h.request("GET", "/api/nope", { token });
+    expect(api.status).toBe(404);
+    expect(api.body).toMatchObject({ status: "fail", message: expect.any(String) });
+  });
+});
+
+describe("tRPC", () => {
+  it("serves the same procedures to a typed client (batched and unbatched)", async () => {
+    const { token: t } = await h.login();
+    const client = createClient({ url: h.api.url, token: t });
+    await expect(client.account.get.query()).rejects.toMatchObject({ data: { httpStatus: 422, appCode: "no_account" } });
+    const created = await client.account.create.mutate({ name: "Typed Co", email: "typed@example.com", address: { country: "NL" } });
+    expect(created.address.country).toBe("NL");
+    const [a, b] = await Promise.all([client.account.get.query(), client.account.get.query()]);
+    expect(a).toEqual(created);
+    expect(b).toEqual(created);
+    const plain = createClient({ url: h.api.url, token: t, batch: false });
+    const updated = await plain.account.update.mutate({ address: { city: "Utrecht" } });
+    expect(updated.address.city).toBe("Utrecht");
+    await expect(plain.account.update.mutate({ name: "x".repeat(101) })).rejects.toMatchObject({
+      data: { httpStatus: 400, fields: { name: [expect.any(String)] } },
+    });
+  });
+
+  it("refuses a batch of more than 10 calls and accepts 10", async () => {
+    const paths = (n: number) => Array.from({ length: n }, () => "account.get").join(",");
+    const input = (_n: number) => encodeURIComponent("{}");
+    const ten = await fetch(`${h.api.url}/trpc/${paths(10)}?batch=1&input=${input(10)}`, { headers: { authorization: `Bearer ${token}` } });
+    // Ten calls run: each answers the no-account error.
+    expect(ten.status).toBe(422);
+    const eleven = await fetch(`${h.api.url}/trpc/${paths(11)}?batch=1&input=${input(11)}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(eleven.status).toBe(400);
+    expect(JSON.stringify(await eleven.json())).toMatch(/exceeds maximum/);
+  });
+
+  it("answers 401 without a token", async () => {
+    const client = createClient({ url: h.api.url });
+    await expect(client.account.get.query()).rejects.toMatchObject({ data: { httpStatus: 401 } });
+  });
+});
+
+describe("service endpoints", () => {
+  it("healthz, openapi.json and the offline docs page", async () => {
+    expect(await h.request("GET", "/healthz")).toMatchObject({ status: 200, body: { status: "ok" } });
+    const doc = await h.request("GET", "/openapi.json");
+    expect(doc.status).toBe(200);
+    const account = doc.body.paths["/v1/account"];
+    expect(Object.keys(account).sort()).toEqual(["delete", "get", "patch", "post", "put"]);
+    expect(Object.keys(account.post.responses)).toContain("201");
+    const docs = await fetch(`${h.api.url}/docs`);
+    const html = await docs.text();
+    expect(docs.status).toBe(200);
+    expect(html).not.toMatch(/https?:\/\/(?!localhost)/);
+    const asset = await fetch(`${h.api.url}/docs/assets/swagger-ui-bundle.js`);
+    expect(asset.status).toBe(200);
+    expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+  });
+
+  it("healthz is 503 once the database is gone", async () => {
+    const other = await startApiHarness();
+    await other.db.close();
+    try {
+      const res = await other.request("GET", "/healthz");
+      expect(res.status).toBe(503);
+    } finally {
+      await other.api.close();
+    }
+  });
+});

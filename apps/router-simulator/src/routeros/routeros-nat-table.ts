@@ -1,0 +1,261 @@
+import net from "node:net";
+import ipaddr from "ipaddr.js";
+import type { Condition, Target } from "./routeros-cli-parser.ts";
+
+export interface NatRule {
+  /** RouterOS internal id, `*1`, `*2`, ... (hex like RouterOS). */
+  id: string;
+  disabled: boolean;
+  /** Properties as given to `add`, e.g. `{ chain: "dstnat", "dst-port": "40001", comment: "..." }`. */
+  props: Readonly<Record<string, string>>;
+}
+
+export type LanResolver = (dstAddress: string, dstPort: number) => { host: string; port: number };
+
+interface Relay {
+  ruleId: string;
+  dstAddress: string;
+  srcAddress: string;
+  client: net.Socket;
+  upstream: net.Socket;
+}
+
+const PRINT_ORDER = [
+  "chain", "action", "to-addresses", "to-ports", "protocol", "src-address", "dst-address",
+  "in-interface", "out-interface", "src-port", "dst-port", "log", "log-prefix", "comment",
+];
+
+const ACTIONS = new Set(["accept", "dst-nat", "src-nat", "masquerade", "netmap", "redirect", "return", "passthrough", "jump", "log"]);
+
+function quote(value: string): string {
+  if (value !== "" && !/[\s"\\;$[\]{}=]/.test(value)) return value;
+  return `"${value.replace(/[\\"$]/g, (c) => `\\${c}`)}"`;
+}
+
+function isIpv4(value: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(value);
+}
+
+function isIpv4OrCidr(value: string): boolean {
+  if (isIpv4(value)) return true;
+  try {
+    return ipaddr.IPv4.parseCIDR(value)[0].toString() === value.split("/")[0];
+  } catch {
+    return false;
+  }
+}
+
+function addressMatches(address: string, spec: string): boolean {
+  try {
+    const ip = ipaddr.process(address);
+    if (ip.kind() !== "ipv4") return false;
+    return spec.includes("/") ? ip.match(ipaddr.IPv4.parseCIDR(spec)) : ip.toString() === spec;
+  } catch {
+    return false;
+  }
+}
+
+/** `failure:` text for a bad `add` argument, like RouterOS, or undefined when the value is fine. */
+function checkValue(key: string, value: string): string | undefined {
+  switch (key) {
+    case "dst-port":
+    case "to-ports":
+    case "src-port": {
+      if (!/^\d+$/.test(value)) return `value of ${key} must be number`;
+      return Number(value) > 65535 ? `value of ${key} out of range (0..65535)` : undefined;
+    }
+    case "to-addresses":
+      return isIpv4(value) ? undefined : `value of ${key} must be ip address`;
+    case "src-address":
+    case "dst-address":
+      return isIpv4OrCidr(value) ? undefined : `value of ${key} must be ip address or ip prefix`;
+    case "protocol":
+      return /^(?:tcp|udp|icmp|\d{1,3})$/.test(value) ? undefined : `input does not match any value of protocol`;
+    case "action":
+      return ACTIONS.has(value) ? undefined : `input does not match any value of action`;
+    case "disabled":
+    case "log":
+      return /^(?:yes|no|true|false)$/.test(value) ? undefined : `value of ${key} must be yes or no`;
+    default:
+      return undefined;
+  }
+}
+
+function matches(props: Record<string, string>, conds: Condition[]): boolean {
+  return conds.every((c) => {
+    const actual = props[c.key] ?? "";
+    return c.op === "=" ? actual === c.value : new RegExp(c.value).test(actual);
+  });
+}
+
+export class RouterOsNatTable {
+  readonly #host: string;
+  readonly #lan: LanResolver;
+  readonly #conntrackOutlivesRules: boolean;
+  readonly #rules: NatRule[] = [];
+  readonly #listeners = new Map<number, net.Server>();
+  readonly #relays = new Set<Relay>();
+  #nextId = 1;
+
+  constructor(host: string, lan: LanResolver, conntrackOutlivesRules: boolean) {
+    this.#host = host;
+    this.#lan = lan;
+    this.#conntrackOutlivesRules = conntrackOutlivesRules;
+  }
+
+  rules(): NatRule[] {
+    return this.#rules.map((r) => ({ ...r, props: { ...r.props } }));
+  }
+
+  connections(): number {
+    return this.#relays.size;
+  }
+
+  /** Returns the RouterOS answer text (empty on success). */
+  async add(args: Array<[string, string]>): Promise<string> {
+    const props: Record<string, string> = {};
+    for (const [key, value] of args) {
+      const problem = checkValue(key, value);
+      if (problem) return `failure: ${problem}`;
+      props[key] = value;
+    }
+    if (props.chain === undefined) return "failure: chain not specified";
+    const rule: NatRule = { id: `*${(this.#nextId++).toString(16).toUpperCase()}`, disabled: /^(?:yes|true)$/.test(props.disabled ?? ""), props };
+    const port = this.#relayPort(rule);
+    if (port !== undefined && !this.#listeners.has(port)) {
+      try {
+        await this.#listen(port);
+      } catch (err) {
+        return `failure: could not listen on ${this.#host}:${port}: ${(err as NodeJS.ErrnoException).code ?? err}`;
+      }
+    }
+    this.#rules.push(rule);
+    return "";
+  }
+
+  remove(target: Target): string {
+    const doomed = this.#select(target);
+    if (typeof doomed === "string") return doomed;
+    const ids = new Set(doomed.map((r) => r.id));
+    for (let i = this.#rules.length - 1; i >= 0; i--) {
+      if (ids.has(this.#rules[i]?.id ?? "")) this.#rules.splice(i, 1);
+    }
+    if (!this.#conntrackOutlivesRules) {
+      for (const relay of this.#relays) if (ids.has(relay.ruleId)) this.#end(relay);
+    }
+    const stillNeeded = new Set(this.#rules.map((r) => this.#relayPort(r)));
+    for (const [port, server] of this.#listeners) {
+      if (stillNeeded.has(port)) continue;
+      // close() stops accepting at once; its callback would wait for surviving relays, so don't await it.
+      server.close();
+      this.#listeners.delete(port);
+    }
+    return "";
+  }
+
+  print(terse: boolean, where: Condition[]): string {
+    const lines = terse ? [] : ["Flags: X - disabled, I - invalid; D - dynamic "];
+    for (const [index, rule] of this.#rules.entries()) {
+      let hit: boolean;
+      try {
+        hit = matches({ ...rule.props, ".id": rule.id }, where);
+      } catch {
+        return "failure: invalid regular expression";
+      }
+      if (!hit) continue;
+      const keys = [...PRINT_ORDER, ...Object.keys(rule.props).filter((k) => !PRINT_ORDER.includes(k) && k !== "disabled")];
+      const shown: Record<string, string> = { log: "no", "log-prefix": "", ...rule.props };
+      const fields = keys.flatMap((k) => (shown[k] === undefined ? [] : [`${k}=${quote(shown[k])}`]));
+      lines.push(`${String(index).padStart(2)} ${(rule.disabled ? "X" : "").padEnd(2)} ${fields.join(" ")}`);
+    }
+    return lines.join("\r\n");
+  }
+
+  dropConnections(target: Target): string {
+    if ("ids" in target) return "no such item";
+    try {
+      for (const relay of this.#relays) {
+        if (matches({ "dst-address": relay.dstAddress, "src-address": relay.srcAddress, protocol: "tcp" }, target.find)) {
+          this.#end(relay);
+        }
+      }
+    } catch {
+      return "failure: invalid regular expression";
+    }
+    return "";
+  }
+
+  async close(): Promise<void> {
+    for (const relay of this.#relays) this.#end(relay);
+    const servers = [...this.#listeners.values()];
+    this.#listeners.clear();
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  }
+
+  #select(target: Target): NatRule[] | string {
+    if ("ids" in target) {
+      const found = target.ids.map((id) => this.#rules.find((r) => r.id === id));
+      return found.every((r) => r !== undefined) ? (found as NatRule[]) : "no such item";
+    }
+    try {
+      return this.#rules.filter((r) => matches({ ...r.props, ".id": r.id }, target.find));
+    } catch {
+      return "failure: invalid regular expression";
+    }
+  }
+
+  /** The tunnel_ip port a rule diverts, if it is one the simulator relays. */
+  #relayPort(rule: NatRule): number | undefined {
+    const p = rule.props;
+    if (rule.disabled || p.chain !== "dstnat" || p.action !== "dst-nat" || p.protocol !== "tcp") return undefined;
+    if (p["dst-port"] === undefined || p["to-addresses"] === undefined) return undefined;
+    if (p["dst-address"] !== undefined && !addressMatches(this.#host, p["dst-address"])) return undefined;
+    const port = Number(p["dst-port"]);
+    return port >= 1 ? port : undefined; // port 0 would make listen() pick a random port
+  }
+
+  async #listen(port: number): Promise<void> {
+    const server = net.createServer((client) => this.#relay(port, client));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host: this.#host, port, exclusive: true }, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    this.#listeners.set(port, server);
+  }
+
+  #relay(port: number, client: net.Socket): void {
+    // First matching rule wins, as in RouterOS chain evaluation.
+    const remote = client.remoteAddress ?? "";
+    const rule = this.#rules.find(
+      (r) => this.#relayPort(r) === port && (r.props["src-address"] === undefined || addressMatches(remote, r.props["src-address"])),
+    );
+    if (!rule) {
+      client.destroy();
+      return;
+    }
+    const to = this.#lan(rule.props["to-addresses"] ?? "", Number(rule.props["to-ports"] ?? port));
+    const upstream = net.connect(to.port, to.host);
+    const relay: Relay = {
+      ruleId: rule.id,
+      dstAddress: `${this.#host}:${port}`,
+      srcAddress: `${remote}:${client.remotePort ?? 0}`,
+      client,
+      upstream,
+    };
+    this.#relays.add(relay);
+    const end = (): void => this.#end(relay);
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+
+  #end(relay: Relay): void {
+    this.#relays.delete(relay);
+    relay.client.destroy();
+    relay.upstream.destroy();
+  }
+}

@@ -1,0 +1,229 @@
+import { once } from "node:events";
+import net from "node:net";
+import ssh2 from "ssh2";
+import { afterEach, describe, expect, it } from "vitest";
+import { InMemoryHostKeyStore } from "../../../tunnel-agent/src/routeros/host-key-store.ts";
+import type { RouterOsClient } from "../../../tunnel-agent/src/routeros/routeros-client.ts";
+import {
+  addForwardRule,
+  dropConnections,
+  listForwardRules,
+  parseTerseRules,
+  removeForwardRule,
+} from "../../../tunnel-agent/src/routeros/routeros-commands.ts";
+import { RouterOsCommandError, SshRouterOsConnector } from "../../../tunnel-agent/src/routeros/ssh-routeros-client.ts";
+import { type RouterOsSshServerOptions, startRouterOsSshServer } from "./routeros-ssh-server.ts";
+
+const HOST = "127.0.0.1";
+const ID = "0b6f1c1e-1111-4222-8333-444455556666";
+const ID2 = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
+const clientKey = ssh2.utils.generateKeyPairSync("ed25519");
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+function track(socket: net.Socket): net.Socket {
+  cleanups.push(() => socket.destroy());
+  return socket;
+}
+
+async function listen(server: net.Server, port = 0): Promise<number> {
+  server.on("connection", track);
+  server.listen(port, HOST);
+  await once(server, "listening");
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+  return (server.address() as net.AddressInfo).port;
+}
+
+/** A port that was free a moment ago: bind 0, read it, release it. */
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  probe.listen(0, HOST);
+  await once(probe, "listening");
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+async function connectTcp(port: number): Promise<net.Socket> {
+  const socket = track(net.connect(port, HOST));
+  await once(socket, "connect");
+  return socket;
+}
+
+async function echoOnce(socket: net.Socket, text: string): Promise<string> {
+  socket.write(text);
+  const [data] = (await once(socket, "data")) as [Buffer];
+  return data.toString();
+}
+
+async function connectError(port: number): Promise<string | undefined> {
+  const socket = track(net.connect(port, HOST));
+  return new Promise((resolve) => {
+    socket.once("connect", () => resolve(undefined));
+    socket.once("error", (err: NodeJS.ErrnoException) => resolve(err.code));
+  });
+}
+
+async function setup(extra: Partial<RouterOsSshServerOptions> = {}) {
+  const echoPort = await listen(net.createServer((s) => s.pipe(s)));
+  const lanCalls: Array<[string, number]> = [];
+  const sim = await startRouterOsSshServer({
+    host: HOST,
+    port: 0,
+    lan: (address, port) => {
+      lanCalls.push([address, port]);
+      return { host: HOST, port: echoPort };
+    },
+    ...extra,
+  });
+  cleanups.push(() => sim.close());
+  const connector = new SshRouterOsConnector({
+    username: "fleet",
+    privateKey: clientKey.private,
+    connectTimeoutMs: 5000,
+    commandTimeoutMs: 5000,
+    hostKeys: new InMemoryHostKeyStore(),
+  });
+  const router: RouterOsClient = await connector.connect({ host: HOST, port: sim.port });
+  cleanups.push(() => router.close());
+  return { sim, router, lanCalls };
+}
+
+describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
+  it("adds a rule, lists it, relays bytes, and removal closes the port and its connections", async () => {
+    const { sim, router, lanCalls } = await setup();
+    const port = await freePort();
+    expect(await router.exec(addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }))).toBe("");
+
+    const listed = parseTerseRules(await router.exec(listForwardRules()));
+    expect(listed).toEqual([
+      expect.objectContaining({ index: 0, forwardId: ID, dstPort: port, toAddresses: "192.168.88.10", toPorts: 22, disabled: false }),
+    ]);
+    expect(sim.rules()[0]).toMatchObject({ id: "*1", props: { comment: `fleet-fwd:${ID}`, "dst-port": String(port) } });
+
+    const socket = await connectTcp(port);
+    expect(await echoOnce(socket, "ping")).toBe("ping");
+    expect(lanCalls).toEqual([["192.168.88.10", 22]]);
+    expect(sim.connections()).toBe(1);
+
+    const ended = once(socket, "close");
+    expect(await router.exec(removeForwardRule(ID))).toBe("");
+    await ended;
+    expect(await connectError(port)).toBe("ECONNREFUSED");
+    expect(sim.connections()).toBe(0);
+    expect(parseTerseRules(await router.exec(listForwardRules()))).toEqual([]);
+  });
+
+  it("treats a repeated add and a repeated remove of the same tag as harmless", async () => {
+    const { sim, router } = await setup();
+    const port = await freePort();
+    const add = addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID });
+    await router.exec(add);
+    await router.exec(add);
+    expect(sim.rules().map((r) => r.id)).toEqual(["*1", "*2"]);
+    expect(parseTerseRules(await router.exec(listForwardRules())).map((r) => r.forwardId)).toEqual([ID, ID]);
+    expect(await echoOnce(await connectTcp(port), "x")).toBe("x");
+
+    await router.exec(removeForwardRule(ID));
+    await router.exec(removeForwardRule(ID));
+    expect(sim.rules()).toEqual([]);
+    expect(await connectError(port)).toBe("ECONNREFUSED");
+  });
+
+  it("removes only the tagged rule and keeps other forwards working", async () => {
+    const { sim, router } = await setup();
+    const [p1, p2] = [await freePort(), await freePort()];
+    await router.exec(addForwardRule({ port: p1, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }));
+    await router.exec(addForwardRule({ port: p2, dstAddress: "192.168.88.11", dstPort: 80, forwardId: ID2 }));
+    await router.exec(removeForwardRule(ID));
+    expect(sim.rules().map((r) => r.props.comment)).toEqual([`fleet-fwd:${ID2}`]);
+    expect(await connectError(p1)).toBe("ECONNREFUSED");
+    expect(await echoOnce(await connectTcp(p2), "still")).toBe("still");
+  });
+
+  it("with realistic conntrack, connections outlive the rule until /ip firewall connection remove", async () => {
+    const { sim, router } = await setup({ conntrackOutlivesRules: true });
+    const port = await freePort();
+    await router.exec(addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }));
+    const socket = await connectTcp(port);
+    await router.exec(removeForwardRule(ID));
+    expect(await connectError(port)).toBe("ECONNREFUSED");
+    expect(await echoOnce(socket, "alive")).toBe("alive");
+
+    await router.exec(dropConnections("127.0.0.2", port));
+    expect(sim.connections()).toBe(1);
+    const ended = once(socket, "close");
+    await router.exec(dropConnections(HOST, port));
+    await ended;
+    expect(sim.connections()).toBe(0);
+  });
+
+  it("only relays sources matching src-address", async () => {
+    const { router } = await setup();
+    const [blocked, allowed] = [await freePort(), await freePort()];
+    await router.exec(addForwardRule({ port: blocked, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID, srcAddress: "10.0.0.0/8" }));
+    await router.exec(addForwardRule({ port: allowed, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID2, srcAddress: "127.0.0.0/8" }));
+    const rejected = await connectTcp(blocked);
+    await once(rejected, "close");
+    expect(await echoOnce(await connectTcp(allowed), "ok")).toBe("ok");
+  });
+
+  it("answers failure when the dst-port is already taken on the tunnel ip", async () => {
+    const { sim, router } = await setup();
+    const port = await listen(net.createServer());
+    const attempt = router.exec(addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }));
+    await expect(attempt).rejects.toThrow(/failure: could not listen on 127\.0\.0\.1:\d+: EADDRINUSE/);
+    expect(sim.rules()).toEqual([]);
+  });
+
+  it.each([
+    ["/ip firewall nat frobnicate", "bad command name frobnicate (line 1 column 18)"],
+    ["/system reboot", "bad command name system (line 1 column 2)"],
+    ["/ip firewall nat add chain=dstnat protocol=tcp dst-port=40001 action=dst-nat to-addresses=lan", "failure: value of to-addresses must be ip address"],
+    ["/ip firewall nat add chain=dstnat protocol=tcp dst-port=70000 action=dst-nat to-addresses=10.0.0.1", "failure: value of dst-port out of range (0..65535)"],
+    ["/ip firewall nat add chain=dstnat protocol=tcp dst-port=1 action=dst-nat to-addresses=10.0.0.1 foo=bar", "expected end of command (line 1 column 96)"],
+    ['/ip firewall nat add chain=dstnat comment="x"; /ip firewall nat add chain=dstnat', "syntax error (line 1 column 46)"],
+    ['/ip firewall nat add chain=dstnat comment="$[/system reboot]"', "syntax error (line 1 column 44)"],
+  ])("reports %j in-band, which the adapter raises as RouterOsCommandError", async (command, text) => {
+    const { sim, router } = await setup();
+    const error = await router.exec(command).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RouterOsCommandError);
+    expect((error as RouterOsCommandError).output.trim()).toBe(text);
+    expect(sim.rules()).toEqual([]);
+    expect(sim.commands()).toEqual([command]);
+  });
+
+  it("never sees injection attempts: the builders refuse them before anything is sent", async () => {
+    const { sim, router } = await setup();
+    const evil = [`${ID}"; /system reboot; "`, `${ID}]`, `[/system reboot]`, `${ID}\n/system reboot`, "$x", `${ID}\\`];
+    for (const forwardId of evil) {
+      expect(() => addForwardRule({ port: 40001, dstAddress: "192.168.88.10", dstPort: 22, forwardId })).toThrow();
+      expect(() => removeForwardRule(forwardId)).toThrow();
+    }
+    expect(() => addForwardRule({ port: 40001, dstAddress: '10.0.0.1" comment="x', dstPort: 22, forwardId: ID })).toThrow();
+    expect(() => dropConnections("127.0.0.1;", 1)).toThrow();
+    await router.exec(listForwardRules());
+    expect(sim.commands()).toEqual([listForwardRules()]);
+  });
+
+  it("offers an interactive shell with a RouterOS prompt", async () => {
+    const { sim } = await setup();
+    const conn = new ssh2.Client();
+    cleanups.push(() => conn.end());
+    conn.connect({ host: HOST, port: sim.port, username: "admin", privateKey: clientKey.private });
+    await once(conn, "ready");
+    const stream = await new Promise<ssh2.ClientChannel>((resolve, reject) =>
+      conn.shell((err, s) => (err ? reject(err) : resolve(s))),
+    );
+    let screen = "";
+    stream.on("data", (d: Buffer) => {
+      screen += d.toString();
+    });
+    stream.write("/ip firewall nat add chain=dstnat comment=hi\r/ip firewall nat print terse\r");
+    await expect.poll(() => screen, { timeout: 2000 }).toMatch(/comment=hi\r\n\[admin@Sim\] > $/);
+    expect(sim.commands()).toEqual(["/ip firewall nat add chain=dstnat comment=hi", "/ip firewall nat print terse"]);
+  });
+});

@@ -1,0 +1,195 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Connection, ParsedKey, ServerChannel } from "ssh2";
+import ssh2 from "ssh2";
+import { parseRouterOsCommand } from "./routeros-cli-parser.ts";
+import { type LanResolver, type NatRule, RouterOsNatTable } from "./routeros-nat-table.ts";
+
+const { Server, utils } = ssh2;
+
+export type { LanResolver, NatRule };
+
+export interface RouterOsSshServerOptions {
+  /** The router's tunnel_ip: SSH and every dst-nat listener bind here. */
+  host: string;
+  /** SSH port; 0 picks a free one. */
+  port: number;
+  /** OpenSSH private key; an ed25519 key is generated when absent. */
+  hostKey?: string | Buffer;
+  /** OpenSSH public keys allowed to log in; empty or undefined accepts any correctly signed key. */
+  authorizedKeys?: Array<string | Buffer>;
+  /** When set, any other login name is refused. */
+  username?: string;
+  /** Maps a simulated LAN address to a real loopback endpoint. */
+  lan: LanResolver;
+  /** Delay before each command is answered, to simulate a slow router. */
+  commandDelayMs?: number;
+  /**
+   * Real RouterOS keeps established connections when their NAT rule is removed, until
+   * `/ip firewall connection remove`. Default false: removing a rule also ends its relays.
+   */
+  conntrackOutlivesRules?: boolean;
+}
+
+export interface RouterOsSshServer {
+  port: number;
+  /** `SHA256:<base64>` like OpenSSH prints it. */
+  hostKeyFingerprint: string;
+  rules(): NatRule[];
+  /** Number of open relayed TCP connections. */
+  connections(): number;
+  /** Every command line received (exec or shell), accepted or not, in order. */
+  commands(): string[];
+  /** Successful SSH logins so far, to check that clients reuse their session. */
+  logins(): number;
+  close(): Promise<void>;
+}
+
+const PROMPT = "[admin@Sim] > ";
+
+function parseKeyOrThrow(key: string | Buffer, what: string): ParsedKey {
+  const parsed = utils.parseKey(key);
+  if (parsed instanceof Error) throw new Error(`${what}: ${parsed.message}`);
+  return parsed;
+}
+
+export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Promise<RouterOsSshServer> {
+  const hostKey = opts.hostKey ?? utils.generateKeyPairSync("ed25519").private;
+  const hostPublic = parseKeyOrThrow(hostKey, "hostKey").getPublicSSH();
+  const allowed = (opts.authorizedKeys ?? []).map((k) => parseKeyOrThrow(k, "authorizedKeys"));
+  const nat = new RouterOsNatTable(opts.host, opts.lan, opts.conntrackOutlivesRules ?? false);
+  const received: string[] = [];
+  const sessions = new Set<Connection>();
+  let logins = 0;
+  // RouterOS applies configuration changes one at a time; this also keeps concurrent adds
+  // for the same port from racing to bind it.
+  let queue: Promise<unknown> = Promise.resolve();
+
+  async function execute(line: string): Promise<string> {
+    received.push(line);
+    if (opts.commandDelayMs) await sleep(opts.commandDelayMs);
+    const parsed = parseRouterOsCommand(line);
+    if (!parsed.ok) return parsed.error;
+    const cmd = parsed.command;
+    switch (cmd.kind) {
+      case "nat-add":
+        return nat.add(cmd.args);
+      case "nat-remove":
+        return nat.remove(cmd.target);
+      case "nat-print":
+        return nat.print(cmd.terse, cmd.where);
+      case "connection-remove":
+        return nat.dropConnections(cmd.target);
+    }
+  }
+
+  function run(line: string): Promise<string> {
+    const result = queue.then(() => execute(line)).catch((err: unknown) => `failure: simulator error: ${err}`);
+    queue = result;
+    return result;
+  }
+
+  // The wire blob embeds the key type, so comparing blobs compares type and key material.
+  const acceptedKey = (data: Buffer): ParsedKey | undefined => {
+    if (allowed.length === 0) {
+      const parsed = utils.parseKey(data);
+      return parsed instanceof Error ? undefined : parsed;
+    }
+    return allowed.find((k) => {
+      const pub = k.getPublicSSH();
+      return pub.length === data.length && timingSafeEqual(pub, data);
+    });
+  };
+
+  function serveShell(stream: ServerChannel): void {
+    let buffer = "";
+    stream.on("error", () => undefined);
+    stream.write(`\r\n${PROMPT}`);
+    stream.on("data", (data: Buffer) => {
+      for (const ch of data.toString("utf8")) {
+        if (ch === "\r" || ch === "\n") {
+          const line = buffer.trim();
+          buffer = "";
+          if (line === "/quit" || line === "quit") {
+            stream.write("\r\ninterrupted\r\n");
+            stream.exit(0);
+            stream.end();
+            return;
+          }
+          stream.write("\r\n");
+          void (line === "" ? Promise.resolve("") : run(line)).then((out) => {
+            stream.write(out ? `${out}\r\n${PROMPT}` : PROMPT);
+          });
+        } else if (ch === "\x7f" || ch === "\b") {
+          if (buffer.length > 0) {
+            buffer = buffer.slice(0, -1);
+            stream.write("\b \b");
+          }
+        } else {
+          buffer += ch;
+          stream.write(ch);
+        }
+      }
+    });
+  }
+
+  const server = new Server({ hostKeys: [hostKey] }, (client) => {
+    sessions.add(client);
+    // Exists at runtime (ssh2 server.js) but is missing from @types/ssh2; without it every reply waits on delayed ACK.
+    (client as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
+    client.on("close", () => sessions.delete(client));
+    client.on("error", () => client.end());
+    client.on("authentication", (ctx) => {
+      if (ctx.method !== "publickey" || (opts.username !== undefined && ctx.username !== opts.username)) {
+        return ctx.reject(["publickey"]);
+      }
+      const key = acceptedKey(ctx.key.data);
+      if (!key) return ctx.reject(["publickey"]);
+      // Without a signature the client only asks whether this key would do; ssh2 then expects a signed retry.
+      if (ctx.signature && (!ctx.blob || key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true)) {
+        return ctx.reject(["publickey"]);
+      }
+      ctx.accept();
+    });
+    client.on("ready", () => {
+      logins++;
+      client.on("session", (acceptSession) => {
+        const session = acceptSession();
+        session.on("pty", (accept) => accept());
+        session.on("exec", (accept, _reject, info) => {
+          const stream = accept();
+          stream.on("error", () => undefined);
+          void run(info.command).then((out) => {
+            if (out) stream.write(`${out}\r\n`);
+            // RouterOS signals command errors only in-band, so the exit status is always 0.
+            stream.exit(0);
+            stream.end();
+          });
+        });
+        session.on("shell", (accept) => serveShell(accept()));
+      });
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    hostKeyFingerprint: `SHA256:${createHash("sha256").update(hostPublic).digest("base64").replace(/=+$/, "")}`,
+    rules: () => nat.rules(),
+    connections: () => nat.connections(),
+    commands: () => [...received],
+    logins: () => logins,
+    async close() {
+      for (const client of sessions) client.end();
+      await Promise.all([nat.close(), new Promise((resolve) => server.close(resolve))]);
+    },
+  };
+}

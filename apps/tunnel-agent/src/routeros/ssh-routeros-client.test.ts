@@ -1,0 +1,170 @@
+import { once } from "node:events";
+import net from "node:net";
+import ssh2 from "ssh2";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type RouterOsSshServer,
+  type RouterOsSshServerOptions,
+  startRouterOsSshServer,
+} from "../../../router-simulator/src/routeros/routeros-ssh-server.ts";
+import { InMemoryHostKeyStore } from "./host-key-store.ts";
+import { listForwardRules } from "./routeros-commands.ts";
+import {
+  HostKeyMismatchError,
+  RouterOsCommandError,
+  RouterOsTimeoutError,
+  SshRouterOsConnector,
+  type SshRouterOsConnectorOptions,
+} from "./ssh-routeros-client.ts";
+
+const HOST = "127.0.0.1";
+const clientKey = ssh2.utils.generateKeyPairSync("ed25519");
+const otherKey = ssh2.utils.generateKeyPairSync("ed25519");
+
+/** Offers the authorized public key but signs with `signer`, to prove the server checks signatures. */
+class TestAgent extends ssh2.BaseAgent<ssh2.ParsedKey> {
+  readonly #signer: ssh2.ParsedKey;
+
+  constructor(signer: string) {
+    super();
+    this.#signer = ssh2.utils.parseKey(signer) as ssh2.ParsedKey;
+  }
+
+  getIdentities(cb: (err: Error | null, keys: ssh2.ParsedKey[]) => void): void {
+    cb(null, [ssh2.utils.parseKey(clientKey.public) as ssh2.ParsedKey]);
+  }
+
+  sign(_key: ssh2.ParsedKey, data: Buffer, a: unknown, b?: (err: Error | null, sig: Buffer) => void): void {
+    const cb = (typeof a === "function" ? a : b) as (err: Error | null, sig: Buffer) => void;
+    cb(null, this.#signer.sign(data));
+  }
+}
+
+async function agentLogin(sim: RouterOsSshServer, agent: TestAgent): Promise<void> {
+  const conn = new ssh2.Client();
+  cleanups.push(() => conn.end());
+  conn.connect({ host: HOST, port: sim.port, username: "fleet", agent });
+  await new Promise<void>((resolve, reject) => conn.once("ready", resolve).once("error", reject));
+}
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+async function startSim(extra: Partial<RouterOsSshServerOptions> = {}): Promise<RouterOsSshServer> {
+  const sim = await startRouterOsSshServer({ host: HOST, port: 0, lan: () => ({ host: HOST, port: 9 }), ...extra });
+  cleanups.push(() => sim.close());
+  return sim;
+}
+
+function connector(extra: Partial<SshRouterOsConnectorOptions> = {}): SshRouterOsConnector {
+  return new SshRouterOsConnector({
+    username: "fleet",
+    privateKey: clientKey.private,
+    connectTimeoutMs: 5000,
+    commandTimeoutMs: 5000,
+    hostKeys: new InMemoryHostKeyStore(),
+    ...extra,
+  });
+}
+
+async function connect(sim: RouterOsSshServer, c = connector()) {
+  const client = await c.connect({ host: HOST, port: sim.port });
+  cleanups.push(() => client.close());
+  return client;
+}
+
+describe("SshRouterOsConnector", () => {
+  it("runs several commands over one SSH login", async () => {
+    const sim = await startSim();
+    const router = await connect(sim);
+    await router.exec(listForwardRules());
+    await router.exec("/ip firewall nat add chain=dstnat comment=x");
+    expect(await router.exec("/ip firewall nat print terse")).toMatch(/^ 0 {4}chain=dstnat .*comment=x\r\n$/);
+    expect(sim.logins()).toBe(1);
+    expect(sim.commands()).toHaveLength(3);
+  });
+
+  it("turns in-band RouterOS errors into RouterOsCommandError and keeps the session usable", async () => {
+    const sim = await startSim();
+    const router = await connect(sim);
+    const error = await router.exec("/ip firewall nat add chain=dstnat to-addresses=lan").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RouterOsCommandError);
+    expect(error).toMatchObject({
+      command: "/ip firewall nat add chain=dstnat to-addresses=lan",
+      output: "failure: value of to-addresses must be ip address\r\n",
+    });
+    await expect(router.exec("bogus")).rejects.toThrow("bad command name bogus (line 1 column 1)");
+    expect(await router.exec(listForwardRules())).toBe("");
+  });
+
+  it("accepts only authorized client keys and the configured user", async () => {
+    const sim = await startSim({ authorizedKeys: [clientKey.public], username: "fleet" });
+    await expect(connect(sim, connector({ privateKey: otherKey.private }))).rejects.toThrow(/authentication methods failed/);
+    await expect(connect(sim, connector({ username: "admin" }))).rejects.toThrow(/authentication methods failed/);
+    const router = await connect(sim);
+    expect(await router.exec(listForwardRules())).toBe("");
+    expect(sim.logins()).toBe(1);
+  });
+
+  it("verifies the client's signature, not just the offered public key", async () => {
+    const sim = await startSim({ authorizedKeys: [clientKey.public] });
+    await expect(agentLogin(sim, new TestAgent(otherKey.private))).rejects.toThrow(/authentication methods failed/);
+    await agentLogin(sim, new TestAgent(clientKey.private));
+    expect(sim.logins()).toBe(1);
+  });
+
+  it("pins the host key on first contact and refuses a changed one", async () => {
+    const hostKey = ssh2.utils.generateKeyPairSync("ed25519").private;
+    const hostKeys = new InMemoryHostKeyStore();
+    const first = await startSim({ hostKey });
+    const port = first.port;
+    (await connect(first, connector({ hostKeys }))).close();
+    expect(await hostKeys.get(HOST, port)).toBe(first.hostKeyFingerprint);
+    expect(first.hostKeyFingerprint).toMatch(/^SHA256:[A-Za-z0-9+/]{43}$/);
+    await first.close();
+
+    const same = await startSim({ hostKey, port });
+    (await connect(same, connector({ hostKeys }))).close();
+    await same.close();
+
+    const impostor = await startSim({ port });
+    const error = await connect(impostor, connector({ hostKeys })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HostKeyMismatchError);
+    const message = (error as Error).message;
+    expect(message).toContain(`${HOST}:${port}`);
+    expect(message).toContain(first.hostKeyFingerprint);
+    expect(message).toContain(impostor.hostKeyFingerprint);
+    expect(impostor.logins()).toBe(0);
+    expect(await hostKeys.get(HOST, port)).toBe(first.hostKeyFingerprint);
+  });
+
+  it("rejects a slow command with RouterOsTimeoutError and drops the wedged session", async () => {
+    const sim = await startSim({ commandDelayMs: 2000 });
+    const router = await connect(sim, connector({ commandTimeoutMs: 200 }));
+    const started = Date.now();
+    await expect(router.exec(listForwardRules())).rejects.toBeInstanceOf(RouterOsTimeoutError);
+    expect(Date.now() - started).toBeLessThan(1500);
+    await expect(router.exec(listForwardRules())).rejects.toThrow(/closed/);
+  });
+
+  it("times out a connect to a silent endpoint", async () => {
+    const silent = net.createServer((s) => cleanups.push(() => s.destroy()));
+    silent.listen(0, HOST);
+    await once(silent, "listening");
+    cleanups.push(() => new Promise((resolve) => silent.close(resolve)));
+    const port = (silent.address() as net.AddressInfo).port;
+    const started = Date.now();
+    await expect(connector({ connectTimeoutMs: 300 }).connect({ host: HOST, port })).rejects.toThrow(/Timed out/);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("fails pending commands when the router goes away", async () => {
+    const sim = await startSim({ commandDelayMs: 1000 });
+    const router = await connect(sim);
+    const pending = router.exec(listForwardRules());
+    await sim.close();
+    await expect(pending).rejects.toThrow(/connection to router closed/);
+  });
+});

@@ -1,0 +1,196 @@
+import { createHash } from "node:crypto";
+import type { ClientChannel, Client as Ssh2Client } from "ssh2";
+import ssh2 from "ssh2";
+import type { HostKeyStore } from "./host-key-store.ts";
+import type { RouterOsClient, RouterOsConnector } from "./routeros-client.ts";
+
+const { Client } = ssh2;
+
+export type { HostKeyStore } from "./host-key-store.ts";
+export { InMemoryHostKeyStore } from "./host-key-store.ts";
+
+export interface SshRouterOsConnectorOptions {
+  username: string;
+  privateKey: Buffer | string;
+  /** Covers TCP connect, key exchange and authentication. */
+  connectTimeoutMs: number;
+  commandTimeoutMs: number;
+  hostKeys: HostKeyStore;
+}
+
+export class HostKeyMismatchError extends Error {
+  readonly host: string;
+  readonly port: number;
+  readonly pinned: string;
+  readonly presented: string;
+
+  constructor(host: string, port: number, pinned: string, presented: string) {
+    super(`host key for ${host}:${port} changed: pinned ${pinned}, presented ${presented}; refusing to connect`);
+    this.name = "HostKeyMismatchError";
+    this.host = host;
+    this.port = port;
+    this.pinned = pinned;
+    this.presented = presented;
+  }
+}
+
+export class RouterOsCommandError extends Error {
+  readonly command: string;
+  readonly output: string;
+
+  constructor(command: string, output: string, detail: string) {
+    super(`RouterOS rejected command (${detail}): ${output.trim() || "<no output>"}`);
+    this.name = "RouterOsCommandError";
+    this.command = command;
+    this.output = output;
+  }
+}
+
+export class RouterOsTimeoutError extends Error {
+  readonly command: string;
+
+  constructor(command: string, timeoutMs: number) {
+    super(`RouterOS command timed out after ${timeoutMs} ms`);
+    this.name = "RouterOsTimeoutError";
+    this.command = command;
+  }
+}
+
+/** OpenSSH-style fingerprint of a host key in SSH wire format. */
+export function sshFingerprint(publicKeyBlob: Buffer): string {
+  return `SHA256:${createHash("sha256").update(publicKeyBlob).digest("base64").replace(/=+$/, "")}`;
+}
+
+// RouterOS reports command errors in-band on stdout, usually with exit status 0.
+const ROUTEROS_ERROR =
+  /^(?:failure:|error:|syntax error\b|expected |bad command name |no such item|invalid value|input does not match|ambiguous value|missing value)|\(line \d+ column \d+\)\s*$/m;
+
+export class SshRouterOsConnector implements RouterOsConnector {
+  readonly #options: SshRouterOsConnectorOptions;
+
+  constructor(options: SshRouterOsConnectorOptions) {
+    this.#options = options;
+  }
+
+  async connect(target: { host: string; port: number }): Promise<RouterOsClient> {
+    const { host, port } = target;
+    const { hostKeys } = this.#options;
+    const pinned = await hostKeys.get(host, port);
+    const conn = new Client();
+    let mismatch: HostKeyMismatchError | undefined;
+
+    await new Promise<void>((resolve, reject) => {
+      // Stays attached after a failed connect: ssh2 may emit further errors (e.g. "Connection lost
+      // before handshake") and an unhandled 'error' event would crash the process.
+      const onError = (err: Error): void => {
+        conn.end();
+        reject(mismatch ?? err);
+      };
+      conn.on("error", onError);
+      conn.once("ready", () => {
+        conn.off("error", onError);
+        resolve();
+      });
+      conn.connect({
+        host,
+        port,
+        username: this.#options.username,
+        privateKey: this.#options.privateKey,
+        readyTimeout: this.#options.connectTimeoutMs,
+        keepaliveInterval: 15_000,
+        hostVerifier: (key: Buffer, verify: (valid: boolean) => void): void => {
+          const presented = sshFingerprint(key);
+          if (pinned === undefined) {
+            // Trust on first use: the pin must be durable before we talk to the router.
+            hostKeys.set(host, port, presented).then(
+              () => verify(true),
+              () => verify(false),
+            );
+          } else if (pinned === presented) {
+            verify(true);
+          } else {
+            mismatch = new HostKeyMismatchError(host, port, pinned, presented);
+            verify(false);
+          }
+        },
+      });
+      // Commands are small request/response exchanges; Nagle would add a delayed-ACK wait to each.
+      conn.setNoDelay(true);
+    });
+
+    return new SshRouterOsClient(conn, this.#options.commandTimeoutMs);
+  }
+}
+
+class SshRouterOsClient implements RouterOsClient {
+  readonly #conn: Ssh2Client;
+  readonly #commandTimeoutMs: number;
+  readonly #pending = new Set<(err: Error) => void>();
+  #closed: Error | undefined;
+
+  constructor(conn: Ssh2Client, commandTimeoutMs: number) {
+    this.#conn = conn;
+    this.#commandTimeoutMs = commandTimeoutMs;
+    const fail = (err: Error): void => {
+      this.#closed ??= err;
+      for (const reject of this.#pending) reject(this.#closed);
+      this.#pending.clear();
+    };
+    conn.on("error", fail);
+    conn.on("close", () => fail(new Error("SSH connection to router closed")));
+  }
+
+  exec(command: string): Promise<string> {
+    if (this.#closed) return Promise.reject(this.#closed);
+    return new Promise<string>((resolve, reject) => {
+      let channel: ClientChannel | undefined;
+      const settle = (err: Error | undefined, output = ""): void => {
+        if (!this.#pending.delete(onConnectionLost)) return;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(output);
+      };
+      const onConnectionLost = (err: Error): void => settle(err);
+      this.#pending.add(onConnectionLost);
+
+      // A router that does not answer in time is treated as wedged: the whole session is dropped
+      // rather than reused, so the caller reconnects instead of queueing behind a stuck channel.
+      const timer = setTimeout(() => {
+        settle(new RouterOsTimeoutError(command, this.#commandTimeoutMs));
+        channel?.close();
+        this.close();
+      }, this.#commandTimeoutMs);
+
+      try {
+        this.#conn.exec(command, (err, stream) => {
+          if (err) return settle(err);
+          channel = stream;
+          const chunks: Buffer[] = [];
+          let exitCode: number | null = null;
+          stream.on("data", (d: Buffer) => chunks.push(d));
+          stream.stderr.on("data", (d: Buffer) => chunks.push(d));
+          stream.on("exit", (code: number | null) => {
+            exitCode = code;
+          });
+          stream.on("close", () => {
+            const output = Buffer.concat(chunks).toString("utf8");
+            if (ROUTEROS_ERROR.test(output)) {
+              settle(new RouterOsCommandError(command, output, "error reported by router"));
+            } else if (exitCode !== null && exitCode !== 0) {
+              settle(new RouterOsCommandError(command, output, `exit status ${exitCode}`));
+            } else {
+              settle(undefined, output);
+            }
+          });
+        });
+      } catch (err) {
+        settle(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+
+  close(): void {
+    this.#closed ??= new Error("RouterOS client closed");
+    this.#conn.end();
+  }
+}
