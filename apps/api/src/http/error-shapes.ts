@@ -25,7 +25,9 @@ export const fieldErrors = (issues: readonly Issue[]): TFieldErrors => {
   for (const issue of issues) {
     const key =
       (issue.path ?? []).map((p) => String(typeof p === "object" && p !== null ? p.key : p)).join(".") || "body";
-    (fields[key] ??= []).push(issue.message);
+    const list = fields[key] ?? [];
+    list.push(issue.message);
+    fields[key] = list;
   }
   return fields;
 };

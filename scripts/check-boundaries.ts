@@ -1,0 +1,96 @@
+/**
+ * The dependency rules of STYLE.md as a lint: who may import whom, no test code in production code,
+ * and `process.env` read only by configuration modules. Run by `npm run lint` (and CI).
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "..");
+
+interface Area {
+  dir: string;
+  /** Workspace packages (@fleet/...) this area may import. */
+  allowedInternal: string[] | "any";
+  /** External packages it may import (undefined: any). */
+  allowedExternal?: string[];
+}
+
+const AREAS: Area[] = [
+  { dir: "packages/shared", allowedInternal: [], allowedExternal: ["zod", "ipaddr.js"] },
+  { dir: "packages/db", allowedInternal: ["@fleet/shared"] },
+  { dir: "packages/stripe-emulator", allowedInternal: [] },
+  { dir: "apps/api", allowedInternal: ["@fleet/shared", "@fleet/db", "@fleet/stripe-emulator"] },
+  { dir: "apps/heartbeat-daemon", allowedInternal: ["@fleet/shared", "@fleet/db"] },
+  { dir: "apps/tunnel-agent", allowedInternal: ["@fleet/shared", "@fleet/db"] },
+  { dir: "apps/router-simulator", allowedInternal: ["@fleet/shared"] },
+  { dir: "apps/all-in-one", allowedInternal: "any" },
+  { dir: "test", allowedInternal: "any" },
+  { dir: "bench", allowedInternal: "any" },
+];
+
+const isTestFile = (file: string) => /\.test\.ts$/.test(file) || file.includes(`${path.sep}testing${path.sep}`);
+const mayReadEnv = (file: string) =>
+  /(^|\/)config\.ts$/.test(file) || isTestFile(file) || file.startsWith("test/") || file.startsWith("bench/") || file.startsWith("scripts/");
+
+const walk = (dir: string): string[] => {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name === "node_modules" || name.startsWith(".")) continue;
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...walk(full));
+    else if (name.endsWith(".ts")) out.push(full);
+  }
+  return out;
+};
+
+const IMPORT = /(?:import|export)\s[^'"]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+const problems: string[] = [];
+
+for (const area of AREAS) {
+  const base = path.join(root, area.dir);
+  let files: string[];
+  try {
+    files = walk(base);
+  } catch {
+    continue;
+  }
+  for (const file of files) {
+    const rel = path.relative(root, file);
+    const source = readFileSync(file, "utf8");
+    for (const match of source.matchAll(IMPORT)) {
+      const spec = match[1] ?? match[2] ?? "";
+      if (spec.startsWith(".")) {
+        const target = path.resolve(path.dirname(file), spec);
+        if (!target.startsWith(base + path.sep)) problems.push(`${rel}: relative import leaves ${area.dir}: ${spec}`);
+        if (!isTestFile(file) && (/\.test\.ts$/.test(target) || target.includes(`${path.sep}testing${path.sep}`))) {
+          problems.push(`${rel}: production code imports test code: ${spec}`);
+        }
+        continue;
+      }
+      if (spec.startsWith("node:")) continue;
+      const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);
+      if (name.startsWith("@fleet/")) {
+        if (area.allowedInternal !== "any" && !area.allowedInternal.includes(name)) {
+          problems.push(`${rel}: ${area.dir} may not import ${name}`);
+        }
+        if (!isTestFile(file) && !rel.startsWith("test/") && !rel.startsWith("bench/") && /\/testing$/.test(spec)) {
+          problems.push(`${rel}: production code imports test code: ${spec}`);
+        }
+        if (area.allowedInternal !== "any" && name !== "@fleet/db" && spec !== name && !spec.startsWith(`${name}/`)) {
+          problems.push(`${rel}: odd import ${spec}`);
+        }
+      } else if (area.allowedExternal && !area.allowedExternal.includes(name) && !isTestFile(file)) {
+        problems.push(`${rel}: ${area.dir} may import only ${area.allowedExternal.join(", ")}, not ${name}`);
+      }
+    }
+    if (!mayReadEnv(rel) && /process\.env\b/.test(source.replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, ""))) {
+      problems.push(`${rel}: reads process.env (only config.ts modules may)`);
+    }
+  }
+}
+
+if (problems.length > 0) {
+  process.stderr.write(`Boundary rules broken:\n${problems.map((p) => `  - ${p}`).join("\n")}\n`);
+  process.exit(1);
+}
+process.stdout.write("Boundary rules hold.\n");
