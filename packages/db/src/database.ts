@@ -35,6 +35,25 @@ export interface Database {
   close(): Promise<void>;
 }
 
+type RawQuery = (sql: string, params: unknown[]) => Promise<unknown[]>;
+interface PgliteLike {
+  query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+const positional = new Map<string, string>();
+/** `?` placeholders (the repositories' style) -> `$1..$n` for pg and PGlite, cached per statement. */
+export const toPositional = (sql: string): string => {
+  let converted = positional.get(sql);
+  if (converted === undefined) {
+    let n = 0;
+    // Skip quoted literals and identifiers; `??` stays a literal `?` (jsonb operators).
+    converted = sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\?\?|\?/g, (m) => (m === "?" ? `$${++n}` : m === "??" ? "?" : m));
+    if (positional.size > 5000) positional.clear();
+    positional.set(sql, converted);
+  }
+  return converted;
+};
+
 const MIGRATIONS_TABLE = "mikro_orm_migrations";
 // Any fixed 64-bit number: processes starting together serialize their migrations on it.
 const MIGRATION_LOCK_KEY = 727_274_001;
@@ -73,7 +92,10 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
     ...commonOptions(config),
     dbName: dataDir,
   });
-  return wrap("pglite", orm, async () => {
+  const connection = orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgliteLike> };
+  const pglite = await connection.getNativeClient();
+  const raw: RawQuery = async (sql, params) => (await pglite.query(toPositional(sql), params)).rows;
+  return wrap("pglite", orm, raw, async () => {
     await orm.migrator.up();
   });
 };
@@ -85,9 +107,15 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
     clientUrl: databaseUrl,
     pool: { min: 0, max: config.poolSize ?? 10 },
   });
-  return wrap("postgresql", orm, async () => {
-    // A session-level advisory lock on a dedicated connection: the migrator uses the pool, so
-    // the lock must live on a connection it never touches.
+  // Hot-path reads skip the ORM: a plain pool, as lean as a hand-written handler.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: config.poolSize ?? 10 });
+  pool.on("error", () => {
+    // An idle client died (server restart); the pool replaces it on the next query.
+  });
+  const raw: RawQuery = async (sql, params) => (await pool.query(toPositional(sql), params as unknown[])).rows;
+  const migrateWithLock = async () => {
+    // A session-level advisory lock on a dedicated connection: the migrator uses the ORM's pool,
+    // so the lock must live on a connection it never touches.
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     try {
@@ -97,19 +125,27 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
       await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => {});
       await client.end();
     }
-  });
+  };
+  return wrap("postgresql", orm, raw, migrateWithLock, () => pool.end());
 };
 
-const wrap = (driver: DatabaseDriver, orm: MikroORM, migrate: () => Promise<void>): Database => {
+const wrap = (
+  driver: DatabaseDriver,
+  orm: MikroORM,
+  raw: RawQuery,
+  migrate: () => Promise<void>,
+  closeRaw: () => Promise<void> = async () => {},
+): Database => {
   const em = () => orm.em.fork() as SqlEntityManager;
-  const connection = () => (orm.em as SqlEntityManager).getConnection();
   let closed = false;
   return {
     driver,
     orm,
     em,
-    query: async <T>(sql: string, params: readonly unknown[] = []) =>
-      (await connection().execute(sql, [...params], "all")) as T[],
+    query: async <T>(sql: string, params: readonly unknown[] = []) => {
+      if (closed) throw new Error("database is closed");
+      return (await raw(sql, [...params])) as T[];
+    },
     migrate,
     isReady: async () => {
       if (closed) return false;
@@ -123,6 +159,7 @@ const wrap = (driver: DatabaseDriver, orm: MikroORM, migrate: () => Promise<void
     close: async () => {
       if (closed) return;
       closed = true;
+      await closeRaw();
       await orm.close(true);
     },
   };

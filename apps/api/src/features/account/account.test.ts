@@ -38,8 +38,11 @@ describe("GET /v1/account", () => {
     const res = await h.request("GET", "/v1/account", { token });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(created.body);
-    const rows = await h.db.query<{ created_at: unknown }>("select created_at from billing_accounts where id = ?", [res.body.id]);
-    const utc = new Date(String(rows[0]?.created_at).replace(" ", "T").replace(/([+-]\d\d)$/, "$1:00"));
+    const rows = await h.db.query<{ ms: number }>(
+      "select (extract(epoch from created_at) * 1000)::float8 as ms from billing_accounts where id = ?",
+      [res.body.id],
+    );
+    const utc = new Date(Number(rows[0]?.ms));
     const tokyo = new Date(utc.getTime() + 9 * 3600_000).toISOString().slice(0, 19).replace("T", " ");
     expect(res.body.created_at).toBe(tokyo);
     expect(res.body.created_at).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);

@@ -1,0 +1,100 @@
+/**
+ * `npm run bench`: GET /v1/account through REST and tRPC (real token verification, real
+ * PostgreSQL) against a bare Express + pg baseline measured in the same run. Prints ratios.
+ * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 2).
+ */
+import { createSecretKey } from "node:crypto";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { openDatabase } from "@fleet/db";
+import { makeAccount, makeUser } from "@fleet/db/testing";
+import { SignJWT } from "jose";
+import pg from "pg";
+import { formatRow, type LoadResult, runLoad } from "./lib/load.ts";
+import { freePort, startProcess, stopProcess } from "./lib/processes.ts";
+
+const { values } = parseArgs({
+  options: {
+    "duration-ms": { type: "string", default: "5000" },
+    concurrency: { type: "string", default: "32" },
+    rounds: { type: "string", default: "2" },
+  },
+});
+const durationMs = Number(values["duration-ms"]);
+const concurrency = Number(values.concurrency);
+const rounds = Number(values.rounds);
+
+const baseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const dbName = `bench_${Date.now().toString(36)}`;
+const admin = new pg.Client({ connectionString: baseUrl });
+await admin.connect();
+await admin.query(`create database "${dbName}"`);
+await admin.end();
+const dbUrl = new URL(baseUrl);
+dbUrl.pathname = `/${dbName}`;
+
+const db = await openDatabase({ databaseUrl: dbUrl.toString(), dataDir: "memory" });
+await db.migrate();
+const user = await makeUser(db);
+await makeAccount(db, user.organizationId, { name: "Bench Networks", country: "DE" });
+await db.close();
+
+const secret = `bench-secret-${crypto.randomUUID()}`;
+const token = await new SignJWT({ id: user.organizationId, scope: "account:read" })
+  .setProtectedHeader({ alg: "HS256" })
+  .setSubject(user.userId)
+  .setExpirationTime("2h")
+  .sign(createSecretKey(Buffer.from(secret)));
+
+const root = path.resolve(import.meta.dirname, "..");
+const apiPort = await freePort();
+const basePort = await freePort();
+const api = await startProcess(
+  path.join(root, "apps/api/src/main.ts"),
+  { DATABASE_URL: dbUrl.toString(), PORT: String(apiPort), JWT_SECRET: secret, LOG_LEVEL: "warn", STRIPE_EMULATOR_PORT: "0", DATA_DIR: "memory" },
+  `http://127.0.0.1:${apiPort}/healthz`,
+);
+const baseline = await startProcess(
+  path.join(root, "bench/account-baseline-server.ts"),
+  { DATABASE_URL: dbUrl.toString(), PORT: String(basePort), BENCH_ORG_ID: user.organizationId },
+  `http://127.0.0.1:${basePort}/healthz`,
+);
+
+const auth = { authorization: `Bearer ${token}` };
+const targets = {
+  baseline: () => runLoad("baseline (express+pg)", `http://127.0.0.1:${basePort}/v1/account`, {}, { concurrency, durationMs, expectStatus: 200 }),
+  rest: () => runLoad("REST /v1/account", `http://127.0.0.1:${apiPort}/v1/account`, auth, { concurrency, durationMs, expectStatus: 200 }),
+  trpc: () => runLoad("tRPC account.get", `http://127.0.0.1:${apiPort}/trpc/account.get`, auth, { concurrency, durationMs, expectStatus: 200 }),
+};
+
+try {
+  // Warm-up: JIT, connection pools, token cache.
+  for (const run of Object.values(targets)) await runLoadShort(run);
+  const best: Record<string, LoadResult> = {};
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, run] of Object.entries(targets)) {
+      const result = await run();
+      const previous = best[name];
+      if (!previous || result.rps > previous.rps) best[name] = result;
+    }
+  }
+  const b = best.baseline as LoadResult;
+  const r = best.rest as LoadResult;
+  const t = best.trpc as LoadResult;
+  console.log(`\nGET /v1/account, ${concurrency} connections, ${rounds} rounds of ${durationMs} ms, best round each\n`);
+  for (const result of [b, r, t]) console.log(formatRow(result));
+  const line = (name: string, x: LoadResult, target: number) =>
+    `${name.padEnd(6)} throughput ${(x.rps / b.rps).toFixed(2)} of baseline (target >= ${target})   p99 ${(x.p99 / b.p99).toFixed(2)}x baseline (target <= 2)`;
+  console.log(`\n${line("REST", r, 0.65)}\n${line("tRPC", t, 0.6)}`);
+} finally {
+  await stopProcess(api);
+  await stopProcess(baseline);
+  const cleanup = new pg.Client({ connectionString: baseUrl });
+  await cleanup.connect();
+  await cleanup.query(`drop database if exists "${dbName}" with (force)`);
+  await cleanup.end();
+}
+
+async function runLoadShort(run: () => Promise<LoadResult>) {
+  await run();
+}

@@ -1,0 +1,59 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+export interface SystemProcess {
+  child: ChildProcess;
+  /** Everything the process wrote to stdout (JSON log lines) and stderr (banner). */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+  dataDir: string;
+  cleanup(): void;
+}
+
+/** Runs an entry point (e.g. `npm start`'s) as a real process on the project's Node. */
+export const spawnSystem = (entry: string, env: Record<string, string>): SystemProcess => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "fleet-"));
+  const child = spawn(process.execPath, [path.join(root, entry)], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", DATA_DIR: dataDir, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    dataDir,
+    cleanup: () => {
+      if (child.exitCode === null) child.kill("SIGKILL");
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+};
+
+/** Waits until `pattern` appears in the process's stderr and returns its first group. */
+export const waitForOutput = async (proc: SystemProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> => {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const match = pattern.exec(proc.stderr());
+    if (match) return match[1] ?? match[0];
+    if (proc.child.exitCode !== null) throw new Error(`process exited (${proc.child.exitCode}): ${proc.stderr()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${pattern}; stderr: ${proc.stderr()}`);
+};
