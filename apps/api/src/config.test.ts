@@ -1,0 +1,65 @@
+import { ConfigError } from "@fleet/shared";
+import { describe, expect, it } from "vitest";
+import { loadApiConfig } from "./config.ts";
+
+describe("API configuration", () => {
+  it("has the contract's defaults", () => {
+    const config = loadApiConfig({});
+    expect(config).toMatchObject({
+      host: "127.0.0.1",
+      port: 3000,
+      dataDir: "./.data",
+      databaseUrl: undefined,
+      logLevel: "info",
+      docsUrl: "http://localhost:3000/docs",
+      stripe: { secretKey: undefined, emulatorPort: 12111 },
+      auth: { devLogin: false, jwksUrl: undefined },
+    });
+    expect(loadApiConfig({}, { devLogin: true }).auth.devLogin).toBe(true);
+    expect(loadApiConfig({ JWT_JWKS_URL: "https://idp.example/jwks" }, { devLogin: true }).auth.devLogin).toBe(false);
+  });
+
+  it.each([
+    [{ PORT: "65535" }, null],
+    [{ PORT: "0" }, null],
+    [{ PORT: "65536" }, "PORT"],
+    [{ PORT: "-1" }, "PORT"],
+    [{ PORT: "80a" }, "PORT"],
+    [{ JWT_SECRET: "x".repeat(32) }, null],
+    [{ JWT_SECRET: "x".repeat(31) }, "JWT_SECRET"],
+    [{ DATABASE_URL: "postgres://u:p@h:5432/db" }, null],
+    [{ DATABASE_URL: "mysql://h/db" }, "DATABASE_URL"],
+    [{ DATABASE_URL: "::not a url::" }, "DATABASE_URL"],
+    [{ STRIPE_SECRET_KEY: "sk_test_abc" }, "STRIPE_PUBLISHABLE_KEY"],
+    [{ STRIPE_SECRET_KEY: "nope", STRIPE_PUBLISHABLE_KEY: "pk_test_abc" }, "STRIPE_SECRET_KEY"],
+    [{ STRIPE_SECRET_KEY: "sk_test_abc", STRIPE_PUBLISHABLE_KEY: "pk_test_abc" }, null],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    [{ AUTH_DEV_LOGIN: "true", JWT_JWKS_URL: "https://idp.example/jwks" }, "AUTH_DEV_LOGIN"],
+    [{ STRIPE_EMULATOR_PORT: "70000" }, "STRIPE_EMULATOR_PORT"],
+  ])("%o -> %s", (env, failing) => {
+    if (failing === null) {
+      expect(() => loadApiConfig(env)).not.toThrow();
+      return;
+    }
+    let error: unknown;
+    try {
+      loadApiConfig(env);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe(failing);
+    expect((error as Error).message).not.toContain("\n");
+  });
+
+  it("never echoes a database URL (it may carry a password)", () => {
+    let message = "";
+    try {
+      loadApiConfig({ DATABASE_URL: "postgres://user:hunter2@host:99999/db" });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/DATABASE_URL/);
+    expect(message).not.toContain("hunter2");
+  });
+});
