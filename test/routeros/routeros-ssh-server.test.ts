@@ -2,17 +2,17 @@ import { once } from "node:events";
 import net from "node:net";
 import ssh2 from "ssh2";
 import { afterEach, describe, expect, it } from "vitest";
-import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store.ts";
-import type { RouterOsClient } from "@fleet/tunnel-agent/routeros/routeros-client.ts";
+import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
+import type { RouterOsClient } from "@fleet/tunnel-agent/routeros/routeros-client";
 import {
   addForwardRule,
   dropConnections,
   listForwardRules,
   parseTerseRules,
   removeForwardRule,
-} from "@fleet/tunnel-agent/routeros/routeros-commands.ts";
-import { RouterOsCommandError, SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client.ts";
-import { type RouterOsSshServerOptions, startRouterOsSshServer } from "@fleet/router-simulator/routeros/routeros-ssh-server.ts";
+} from "@fleet/tunnel-agent/routeros/routeros-commands";
+import { RouterOsCommandError, SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
+import { type RouterOsSshServerOptions, startRouterOsSshServer } from "@fleet/router-simulator/routeros/routeros-ssh-server";
 
 const HOST = "127.0.0.1";
 const ID = "0b6f1c1e-1111-4222-8333-444455556666";

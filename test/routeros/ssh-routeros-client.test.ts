@@ -6,16 +6,16 @@ import {
   type RouterOsSshServer,
   type RouterOsSshServerOptions,
   startRouterOsSshServer,
-} from "@fleet/router-simulator/routeros/routeros-ssh-server.ts";
-import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store.ts";
-import { listForwardRules } from "@fleet/tunnel-agent/routeros/routeros-commands.ts";
+} from "@fleet/router-simulator/routeros/routeros-ssh-server";
+import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
+import { listForwardRules } from "@fleet/tunnel-agent/routeros/routeros-commands";
 import {
   HostKeyMismatchError,
   RouterOsCommandError,
   RouterOsTimeoutError,
   SshRouterOsConnector,
   type SshRouterOsConnectorOptions,
-} from "@fleet/tunnel-agent/routeros/ssh-routeros-client.ts";
+} from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
 
 const HOST = "127.0.0.1";
 const clientKey = ssh2.utils.generateKeyPairSync("ed25519");

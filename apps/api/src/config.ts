@@ -7,8 +7,11 @@ import {
   envSecret,
   envString,
   envUrl,
+  type EntryPointEnv,
+  loadEntryPointEnv,
   type TEnv,
 } from "@fleet/shared";
+import cron from "node-cron";
 
 /** Everything the API reads from its environment, parsed once (CONTRACT section 2). */
 export interface ApiConfig {
@@ -34,6 +37,14 @@ export interface ApiConfig {
     emulatorPort: number;
   };
   docsUrl: string;
+  /** ENTRY_POINT_* (CONTRACT section 2): `entry_point` and the port range of new forwards. */
+  entryPoint: EntryPointEnv;
+  oem: {
+    /** `OEM_CATALOG_URL`: where the manufacturer catalogue is refreshed from; unset = no refresh. */
+    catalogUrl: URL | undefined;
+    /** `OEM_REFRESH_CRON`: when to refresh (node-cron syntax, server time zone). */
+    refreshCron: string;
+  };
 }
 
 export interface ApiConfigDefaults {
@@ -84,5 +95,18 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
       emulatorPort: envPort(env, "STRIPE_EMULATOR_PORT", 12111),
     },
     docsUrl: docsUrl?.toString() ?? "http://localhost:3000/docs",
+    entryPoint: loadEntryPointEnv(env),
+    oem: {
+      catalogUrl: envUrl(env, "OEM_CATALOG_URL", ["http:", "https:"]),
+      refreshCron: envCron(env, "OEM_REFRESH_CRON", "17 3 * * *"),
+    },
   };
+};
+
+const envCron = (env: TEnv, name: string, fallback: string): string => {
+  const expression = envString(env, name, fallback);
+  if (!cron.validate(expression)) {
+    throw new ConfigError(name, `must be a cron expression such as "17 3 * * *", got "${expression}"`);
+  }
+  return expression;
 };

@@ -1,6 +1,10 @@
 import type { AccountService } from "./features/account/account.service.ts";
 import type { AuthService } from "./features/auth/auth.service.ts";
+import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { TokenVerifier } from "./features/auth/token-verifier.ts";
+import type { OemService } from "./features/oem/oem.service.ts";
+import type { InvoicesService } from "./features/invoices/invoices.service.ts";
+import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
@@ -9,4 +13,8 @@ export interface Services {
   auth: AuthService;
   accounts: AccountService;
   teams: TeamResolver;
+  forwards: ForwardsService;
+  oem: OemService;
+  paymentMethods: PaymentMethodsService;
+  invoices: InvoicesService;
 }

@@ -1,16 +1,24 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AccountsRepository, type Database, IdentityRepository } from "@fleet/db";
+import { AccountsRepository, type Database, ForwardsRepository, IdentityRepository } from "@fleet/db";
+import type { Clock } from "@fleet/shared";
+import { loadOemSnapshot, OemRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
 import type { ApiConfig } from "./config.ts";
 import { AccountService } from "./features/account/account.service.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
+import { ForwardsService } from "./features/forwards/forwards.service.ts";
+import { InvoicesService } from "./features/invoices/invoices.service.ts";
+import { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
 import { resolveDevJwtSecret } from "./features/auth/dev-secret.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
+import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
+import { OemService } from "./features/oem/oem.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
 import { createApp } from "./http/app.ts";
 import { createCustomerGateway } from "./integrations/stripe/billing-gateway.ts";
+import { createPaymentsGateway } from "./integrations/stripe/payments-gateway.ts";
 import { createStripeClient, type StripeConnection } from "./integrations/stripe/stripe-client.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
@@ -22,6 +30,8 @@ export interface StartApiOptions {
   logger: Logger;
   /** Milliseconds since the epoch; tests move it to expire tokens. */
   now?: () => number;
+  /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
+  clock?: Clock;
 }
 
 export interface RunningApi {
@@ -38,7 +48,7 @@ export interface RunningApi {
 const EMULATOR_SECRET_KEY = "sk_test_fleet_emulator";
 const EMULATOR_PUBLISHABLE_KEY = "pk_test_fleet_emulator";
 
-export const startApi = async ({ config, db, logger, now }: StartApiOptions): Promise<RunningApi> => {
+export const startApi = async ({ config, db, logger, now, clock: domainClock }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
   if (config.stripe.secretKey && config.stripe.publishableKey) {
@@ -66,12 +76,25 @@ export const startApi = async ({ config, db, logger, now }: StartApiOptions): Pr
 
   const accounts = new AccountsRepository(db);
   const identity = new IdentityRepository(db);
+  const oemCatalog = new OemRepository(db);
+  const accountService = new AccountService({ accounts, customers: createCustomerGateway(stripeClient), docsUrl: config.docsUrl });
+  const payments = createPaymentsGateway(stripeClient);
   const services: Services = {
     tokens,
     auth: new AuthService({ identity, signer, loginHookSecret: config.auth.loginHookSecret }),
-    accounts: new AccountService({ accounts, customers: createCustomerGateway(stripeClient), docsUrl: config.docsUrl }),
+    accounts: accountService,
+    paymentMethods: new PaymentMethodsService({ accounts: accountService, payments, publishableKey: stripe.publishableKey }),
+    invoices: new InvoicesService({ accounts: accountService, payments }),
     teams: new TeamResolver(identity),
+    forwards: new ForwardsService({
+      forwards: new ForwardsRepository(db),
+      clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
+      entryPoint: config.entryPoint,
+    }),
+    oem: new OemService({ catalog: oemCatalog }),
   };
+  const clock = { now: () => new Date(now ? now() : Date.now()) };
+  await installOemSnapshot(oemCatalog, clock.now(), logger);
 
   let migrated = false;
   const isReady = async () => {
@@ -93,6 +116,16 @@ export const startApi = async ({ config, db, logger, now }: StartApiOptions): Pr
   await listen(server, config.host, config.port);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
+  // Started once listening succeeded, so a failed start leaves no timer behind.
+  const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
+    ? scheduleOemRefresh({
+        url: config.oem.catalogUrl,
+        cron: config.oem.refreshCron,
+        catalog: oemCatalog,
+        logger: logger.child({ job: "oem-refresh" }),
+        clock,
+      })
+    : undefined;
 
   return {
     url,
@@ -101,10 +134,23 @@ export const startApi = async ({ config, db, logger, now }: StartApiOptions): Pr
     publishableKey: stripe.publishableKey,
     devLogin: signer !== undefined,
     close: async () => {
+      await oemRefresh?.stop();
       await closeServer(server);
       await emulator?.close();
     },
   };
+};
+
+/**
+ * A database seeded by an older release gets the shipped catalogue; refreshed data is kept. Never
+ * fatal: instances starting together may race here, and the data already there is still good.
+ */
+const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Logger) => {
+  try {
+    if (await catalog.installSnapshot(loadOemSnapshot(), now)) logger.info("installed the shipped OEM catalogue");
+  } catch (error) {
+    logger.warn({ err: error }, "could not install the shipped OEM catalogue; keeping the stored one");
+  }
 };
 
 const listen = (server: Server, host: string, port: number) =>

@@ -28,6 +28,11 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
       op.responses = { [String(status)]: status === 204 ? { description: "No Content" } : ok, ...rest };
     }
   }
+  const save = (doc.paths?.["/v1/account/tax"] as Record<string, Operation> | undefined)?.post;
+  const paymentMethods = doc.paths?.["/v1/account/payment-methods"] as Record<string, Operation> | undefined;
+  if (save && paymentMethods) {
+    paymentMethods.post = { ...save, operationId: "paymentMethods-save-alias", summary: `${String(save.summary ?? "Save a payment method")} (alias of POST /v1/account/tax)` };
+  }
   const account = doc.paths?.["/v1/account"] as Record<string, Operation> | undefined;
   if (account?.patch) {
     account.put = { ...account.patch, operationId: "account-update-put", summary: "Update the billing account (PUT alias)" };

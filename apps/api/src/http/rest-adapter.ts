@@ -41,6 +41,10 @@ export const restAdapter = (router: AppRouter, services: Services, onServerError
       req.headers["content-type"] = "application/json";
     }
     if (req.method === "PUT" && req.path.replace(/\/+$/, "") === "/v1/account") req.method = "PATCH";
+    // CONTRACT section 4: POST /v1/account/payment-methods is an alias of the save at /v1/account/tax.
+    if (req.method === "POST" && req.path.replace(/\/+$/, "") === "/v1/account/payment-methods") {
+      req.url = req.url.replace(/^\/v1\/account\/payment-methods\/*/, "/v1/account/tax");
+    }
     // Swap the library's error body for the contract's; the status comes from responseMeta.
     const end = res.end.bind(res) as (...args: unknown[]) => Response;
     res.end = ((...args: unknown[]) => {

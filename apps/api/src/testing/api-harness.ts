@@ -1,5 +1,5 @@
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
 import { type RunningApi, startApi } from "../start-api.ts";
 
@@ -18,7 +18,12 @@ export interface ApiHarness {
 let counter = 0;
 
 /** A real API on a random port over a private database, with the Stripe emulator, dev login on. */
-export const startApiHarness = async (env: Record<string, string> = {}): Promise<ApiHarness> => {
+export interface ApiHarnessOptions {
+  /** The API's logger (default: silent); tests that inspect logs pass one writing to memory. */
+  logger?: Logger;
+}
+
+export const startApiHarness = async (env: Record<string, string> = {}, options: ApiHarnessOptions = {}): Promise<ApiHarness> => {
   const db = await createTestDatabase();
   const config = loadApiConfig(
     {
@@ -33,7 +38,7 @@ export const startApiHarness = async (env: Record<string, string> = {}): Promise
     { devLogin: true },
   );
   const clock = { offsetMs: 0 };
-  const api = await startApi({ config, db, logger: pino({ level: "silent" }), now: () => Date.now() + clock.offsetMs });
+  const api = await startApi({ config, db, logger: options.logger ?? pino({ level: "silent" }), now: () => Date.now() + clock.offsetMs });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers.authorization = `Bearer ${options.token}`;

@@ -1,11 +1,19 @@
 import { BillingAccount } from "./billing-account.entity.ts";
+import { BillingSubscription } from "./billing-subscription.entity.ts";
+import { Forward } from "./forward.entity.ts";
+import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
+import { Job } from "./job.entity.ts";
+import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
 import { Organization } from "./organization.entity.ts";
+import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
+import { RouterFault } from "./router-fault.entity.ts";
+import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
 
 /** Every entity, listed explicitly (no folder discovery): add new ones here. */
-export const ENTITIES = [User, Organization, OrganizationMember, Team, BillingAccount, Router];
+export const ENTITIES = [User, Organization, OrganizationMember, Team, BillingAccount, BillingSubscription, Router, RouterFault, RouterDowntimeHour, HeartbeatCoverage, OemProduct, Forward, Job, SshHostKey];
 
-export { BillingAccount, Organization, OrganizationMember, Router, Team, User };
+export { BillingAccount, BillingSubscription, Forward, HeartbeatCoverage, Job, SshHostKey, OemProduct, Organization, OrganizationMember, Router, RouterDowntimeHour, RouterFault, Team, User };

@@ -9,6 +9,8 @@ import { Team } from "./team.entity.ts";
 export const Router = defineEntity({
   name: "Router",
   tableName: "routers",
+  // The fault sweeper scans live routers by last heartbeat.
+  indexes: [{ name: "routers_has_pulse_last_seen_at_index", properties: ["hasPulse", "lastSeenAt"] }],
   properties: {
     id: p.uuid().primary(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade").index(),

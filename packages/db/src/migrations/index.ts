@@ -1,6 +1,10 @@
 import type { MigrationObject } from "@mikro-orm/core";
 import { AccountsMigration } from "./20261121-001-accounts.migration.ts";
+import { BillingMigration } from "./20261121-002-billing.migration.ts";
 import { RoutersMigration } from "./20261121-003-routers.migration.ts";
+import { ForwardsMigration } from "./20261121-004-forwards.migration.ts";
+import { RouterHealthMigration } from "./20261121-005-router-health.migration.ts";
+import { OemMigration } from "./20261121-006-oem.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -8,6 +12,9 @@ import { RoutersMigration } from "./20261121-003-routers.migration.ts";
  */
 export const MIGRATIONS: MigrationObject[] = [
   { name: "20261121-001-accounts", class: AccountsMigration },
-  // 002 is reserved for the billing (payments/subscriptions) migration.
+  { name: "20261121-002-billing", class: BillingMigration },
   { name: "20261121-003-routers", class: RoutersMigration },
+  { name: "20261121-004-forwards", class: ForwardsMigration },
+  { name: "20261121-005-router-health", class: RouterHealthMigration },
+  { name: "20261121-006-oem", class: OemMigration },
 ];

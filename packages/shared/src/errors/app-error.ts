@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   upstream_failed: 502,
   /** Not ready yet (database unreachable, migrations pending). */
   unavailable: 503,
+  /** A finite pool the request draws from is used up (e.g. every entry-point port is taken). */
+  capacity_exhausted: 503,
   /** Anything unexpected. The message shown to clients is generic. */
   internal: 500,
 } as const;

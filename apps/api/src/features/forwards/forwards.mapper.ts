@@ -1,0 +1,24 @@
+import type { ForwardRecord } from "@fleet/db";
+import { formatIsoUtc, type TForward, timeToExpire } from "@fleet/shared";
+
+/**
+ * Record -> response (SPEC "Transient Port Forward"). `expired` is true once the time has come,
+ * even before the agent's sweep has closed the row, so answers never depend on the sweep's timing.
+ */
+export const toForwardResponse = (forward: ForwardRecord, now: Date): TForward => {
+  const revoked = forward.status === "revoked";
+  const expired = forward.status === "expired" || (forward.status === "active" && forward.expiresAt <= now);
+  return {
+    id: forward.id,
+    port: forward.port,
+    revoked_early: revoked,
+    allow_only_cidr: forward.allowOnlyCidr,
+    authorized_at: null,
+    expires_at: formatIsoUtc(forward.expiresAt),
+    expired,
+    entry_point: forward.entryPoint,
+    dst_address: forward.dstAddress,
+    dst_port: forward.dstPort,
+    time_to_expire: revoked ? "revoked" : timeToExpire(forward.expiresAt, now),
+  };
+};

@@ -1,0 +1,98 @@
+import type { ForwardsRepository, RouterTunnel } from "@fleet/db";
+import { AppError, type Clock, FORWARD_LIMITS, type TCreateForwardInput, type TForward } from "@fleet/shared";
+import { toForwardResponse } from "./forwards.mapper.ts";
+
+export interface ForwardsServiceDeps {
+  forwards: ForwardsRepository;
+  clock: Clock;
+  /** ENTRY_POINT_HOST and ENTRY_POINT_PORTS (CONTRACT section 2). */
+  entryPoint: { host: string; ports: readonly [number, number] };
+  /** Active forwards one router may have; defaults to {@link FORWARD_LIMITS.activePerRouter}. */
+  maxActivePerRouter?: number;
+}
+
+const routerNotFound = () => new AppError("not_found", "Router not found.");
+const forwardNotFound = () => new AppError("not_found", "Transient forward not found.");
+
+/**
+ * Transient port forwards of the token's team (SPEC "Transient port forwarding"). Creating stores
+ * the forward and its apply job in one transaction and answers at once; the tunnel agent does the
+ * router side (CONTRACT section 7).
+ */
+export class ForwardsService {
+  readonly #deps: ForwardsServiceDeps;
+  constructor(deps: ForwardsServiceDeps) {
+    this.#deps = deps;
+  }
+
+  async list(teamId: string, routerId: string): Promise<TForward[]> {
+    await this.#router(teamId, routerId);
+    const now = this.#deps.clock.now();
+    const rows = await this.#deps.forwards.listActive(routerId, now);
+    return rows.map((row) => toForwardResponse(row, now));
+  }
+
+  async get(teamId: string, routerId: string, id: string): Promise<TForward> {
+    await this.#router(teamId, routerId);
+    const now = this.#deps.clock.now();
+    const forward = await this.#deps.forwards.get(routerId, id);
+    if (!forward) throw forwardNotFound();
+    return toForwardResponse(forward, now);
+  }
+
+  async create(teamId: string, input: TCreateForwardInput): Promise<TForward> {
+    const now = this.#deps.clock.now();
+    const max = this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter;
+    const result = await this.#deps.forwards.create(
+      {
+        routerId: input.router_id,
+        teamId,
+        entryPoint: this.#deps.entryPoint.host,
+        ports: this.#deps.entryPoint.ports,
+        dstAddress: input.dst_address,
+        dstPort: input.dst_port,
+        allowOnlyCidr: input.allow_from,
+        expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
+        maxActivePerRouter: max,
+      },
+      now,
+    );
+    if (result.ok) return toForwardResponse(result.forward, now);
+    switch (result.reason) {
+      case "router_not_found":
+        throw routerNotFound();
+      case "no_tunnel_ip":
+        throw new AppError(
+          "conflict",
+          "This router has not reported a management tunnel address (tunnel_ip) yet, so nothing can be forwarded through it. Try again after its next heartbeat.",
+        );
+      case "router_cap":
+        throw new AppError(
+          "rate_limited",
+          `This router already has ${max} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
+          { extra: { limit: max } },
+        );
+      case "ports_exhausted": {
+        const [from, to] = this.#deps.entryPoint.ports;
+        throw new AppError(
+          "capacity_exhausted",
+          `Every port of entry point ${this.#deps.entryPoint.host} (${from}-${to}) is in use by an active forward. Try again after one expires or is deleted.`,
+        );
+      }
+    }
+  }
+
+  /** Revokes an active forward; a forward that is already closed answers the same (idempotent). */
+  async delete(teamId: string, routerId: string, id: string): Promise<void> {
+    await this.#router(teamId, routerId);
+    const closed = await this.#deps.forwards.close(routerId, id, this.#deps.clock.now());
+    if (closed) return;
+    if (!(await this.#deps.forwards.get(routerId, id))) throw forwardNotFound();
+  }
+
+  async #router(teamId: string, routerId: string): Promise<RouterTunnel> {
+    const router = await this.#deps.forwards.findRouterInTeam(routerId, teamId);
+    if (!router) throw routerNotFound();
+    return router;
+  }
+}

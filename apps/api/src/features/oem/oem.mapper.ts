@@ -1,0 +1,30 @@
+import type { TOemInfo, TOemProduct } from "@fleet/shared";
+
+/** Catalogue entry -> OEM Information (SPEC "OEM Information"); match keys stay internal. */
+export const toOemInfo = (product: TOemProduct): TOemInfo => ({
+  category: product.category,
+  slug: product.slug,
+  archived: product.archived,
+  name: product.name,
+  model: product.model,
+  short_description: product.short_description,
+  product_details: product.product_details,
+  architecture: product.architecture,
+  cpu: product.cpu,
+  cpu_core_count: product.cpu_core_count,
+  cpu_nominal_frequency: product.cpu_nominal_frequency,
+  switch_chip_model: product.switch_chip_model,
+  router_os_license: product.router_os_license,
+  operating_system: product.operating_system,
+  ram: product.ram,
+  storage_size: product.storage_size,
+  storage_type: product.storage_type,
+  mtbf: product.mtbf,
+  tested_ambient_temperature: product.tested_ambient_temperature,
+  price: product.price,
+  banner: product.banner,
+  thumbnail: product.thumbnail,
+  ports: product.ports,
+  ...(product.wireless ? { wireless: product.wireless } : {}),
+  test_results: product.test_results,
+});

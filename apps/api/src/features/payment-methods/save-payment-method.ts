@@ -1,0 +1,20 @@
+import { ZPaymentMethod, ZSavePaymentMethodInput } from "@fleet/shared";
+import { authedProcedure } from "../../trpc/init.ts";
+
+/** `POST /v1/account/payment-methods` (CONTRACT section 4 alias) is routed here by the REST adapter. */
+export const savePaymentMethod = authedProcedure("account:write")
+  .meta({
+    openapi: {
+      method: "POST",
+      path: "/v1/account/tax",
+      tags: ["payment methods"],
+      summary: "Save a payment method and make it the default",
+      description:
+        "Attaches the payment method to the account and makes it the default; sending a method that is already saved only makes it the default. Also served at POST /v1/account/payment-methods.",
+      successDescription: "Created",
+    },
+    successStatus: 201,
+  })
+  .input(ZSavePaymentMethodInput)
+  .output(ZPaymentMethod)
+  .mutation(({ ctx, input }) => ctx.services.paymentMethods.save(ctx.auth, input.id));

@@ -1,0 +1,72 @@
+import { ConfigError, envInt, envLogLevel, envPort, envString, envUrl, type TEnv } from "@fleet/shared";
+
+/** Everything the heartbeat daemon reads from its environment, parsed once (CONTRACT section 2). */
+export interface HeartbeatConfig {
+  host: string;
+  /** HEARTBEAT_PORT: WebSocket and HTTP heartbeats, /healthz. */
+  port: number;
+  /** HEARTBEAT_INTERVAL_MS: the period routers are told to beat at (in every ack). */
+  intervalMs: number;
+  /** MISSED_HEARTBEATS: consecutive missed periods that open a fault. */
+  missedHeartbeats: number;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  logLevel: string;
+  /** HEARTBEAT_WORKERS: processes sharing the port (`npm run start:heartbeat`); >1 needs PostgreSQL. */
+  workers: number;
+  /** Not from the environment: tuning with sensible defaults, overridden by tests and the bench. */
+  tuning: HeartbeatTuning;
+}
+
+export interface HeartbeatTuning {
+  /** Acknowledged heartbeats are written at least this often. */
+  flushIntervalMs: number;
+  /** ... or as soon as this many routers are pending. */
+  maxBatchRows: number;
+  /** How often the fault sweeper looks for routers past their threshold. */
+  sweepIntervalMs: number;
+  /** Routers the sweeper handles per statement. */
+  sweepLimit: number;
+  /** A cached token is checked against the database again after this long. */
+  tokenCacheTtlMs: number;
+  /** Ping period; a socket that answered neither ping nor frame for a whole period is terminated. */
+  pingIntervalMs: number;
+  /** Per connection (and per router over HTTP): burst, then sustained frames per second. */
+  floodBurst: number;
+  floodPerSecond: number;
+  /** No daemon alive for longer than this means every daemon was away (the restart rule). */
+  coverageGapMs: number;
+}
+
+export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
+  flushIntervalMs: 250,
+  maxBatchRows: 10_000,
+  sweepIntervalMs: 250,
+  sweepLimit: 5_000,
+  tokenCacheTtlMs: 5_000,
+  pingIntervalMs: Math.max(intervalMs, 5_000),
+  floodBurst: 20,
+  floodPerSecond: 10,
+  coverageGapMs: 5_000,
+});
+
+/** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
+export const loadHeartbeatConfig = (env: TEnv = process.env): HeartbeatConfig => {
+  const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
+  const workers = envInt(env, "HEARTBEAT_WORKERS", 1, 1, 64);
+  if (workers > 1 && !databaseUrl) {
+    throw new ConfigError("HEARTBEAT_WORKERS", "above 1 needs DATABASE_URL (embedded PGlite lives in one process)");
+  }
+  const intervalMs = envInt(env, "HEARTBEAT_INTERVAL_MS", 30_000, 50, 86_400_000);
+  return {
+    host: envString(env, "HOST", "127.0.0.1"),
+    port: envPort(env, "HEARTBEAT_PORT", 3001),
+    intervalMs,
+    missedHeartbeats: envInt(env, "MISSED_HEARTBEATS", 10, 1, 10_000),
+    databaseUrl: databaseUrl?.toString(),
+    dataDir: envString(env, "DATA_DIR", "./.data"),
+    logLevel: envLogLevel(env, "LOG_LEVEL"),
+    workers,
+    tuning: defaultTuning(intervalMs),
+  };
+};

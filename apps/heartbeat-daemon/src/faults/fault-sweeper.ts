@@ -1,0 +1,83 @@
+import type { FaultRecord, NewFault, SweepParams, SweepTransaction } from "@fleet/db";
+import {
+  effectiveLastSeen,
+  faultStartsAt,
+  formatIsoUtc,
+  jitterToleranceMs,
+  siteOfflineMessage,
+  type StatusFeed,
+  type TRouterStatusEvent,
+} from "@fleet/shared";
+import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
+import type { Clock } from "../ports/clock.ts";
+import { toFaultEvent } from "./fault-events.ts";
+
+/** The persistence the sweeper needs (HeartbeatsRepository in production). */
+export interface SweepStore {
+  sweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null>;
+}
+
+export interface SweepDeps {
+  store: SweepStore;
+  feed: StatusFeed;
+  clock: Clock;
+  coverage: CoverageHolder;
+  intervalMs: number;
+  missedHeartbeats: number;
+  /** Extra wait past the threshold so a heartbeat acknowledged but not yet flushed wins the race. */
+  graceMs: number;
+  /** Routers per statement; a bigger outage takes several rounds of the same sweep. */
+  limit: number;
+}
+
+export interface SweepResult {
+  /** False when another daemon process held the sweep. */
+  swept: boolean;
+  opened: Array<FaultRecord & { teamId: string }>;
+}
+
+/**
+ * Opens the faults of SPEC's state table: routers with MISSED_HEARTBEATS consecutive missed
+ * periods get `has_pulse` false and an ongoing "site" fault whose `created_at` is the first missed
+ * heartbeat. A plain function: the daemon's timer calls it, and tests call it with a ManualClock.
+ * Exactly once across processes: one sweeper at a time (advisory lock), rows taken with SKIP
+ * LOCKED, and a partial unique index allowing one ongoing fault per router.
+ */
+export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
+  const now = deps.clock.now();
+  const params: SweepParams = {
+    now,
+    intervalMs: deps.intervalMs,
+    missedHeartbeats: deps.missedHeartbeats,
+    graceMs: deps.graceMs,
+    toleranceMs: jitterToleranceMs(deps.intervalMs),
+    limit: deps.limit,
+  };
+  const opened: Array<FaultRecord & { teamId: string }> = [];
+  let swept = false;
+  for (;;) {
+    const round = await deps.store.sweep(params, async (tx) => {
+      deps.coverage.current = tx.coverage;
+      const faults: NewFault[] = tx.due.map((router) => ({
+        routerId: router.routerId,
+        message: siteOfflineMessage({ identity: router.identity, name: router.name, id: router.routerId }),
+        createdAt: faultStartsAt(effectiveLastSeen(router.lastSeenAt, tx.coverage, deps.intervalMs), deps.intervalMs),
+      }));
+      return { due: tx.due.length, opened: await tx.open(faults) };
+    });
+    if (!round) break;
+    swept = true;
+    opened.push(...round.opened);
+    if (round.due < deps.limit) break;
+  }
+  if (opened.length > 0) {
+    const at = formatIsoUtc(now);
+    const events: TRouterStatusEvent[] = [];
+    for (const fault of opened) {
+      events.push({ type: "pulse", router_id: fault.routerId, team_id: fault.teamId, has_pulse: false, at });
+      events.push(toFaultEvent(fault));
+    }
+    await deps.feed.publish(events).catch(() => {});
+  }
+  return { swept, opened };
+};

@@ -1,0 +1,242 @@
+import { acquireStatusFeed, type Database, HeartbeatsRepository, openDatabase, type StatusFeedHandle } from "@fleet/db";
+import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { ManualClock, type TRouterStatusEvent } from "@fleet/shared";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
+import { connectOk, type DaemonHarness, startDaemonHarness } from "../testing/daemon-harness.ts";
+import { sweepFaults } from "./fault-sweeper.ts";
+
+const I = 1_000;
+const MISSED = 3;
+const GRACE = 500; // 2 x flushIntervalMs
+const tuning = { flushIntervalMs: 250, coverageGapMs: 5_000 };
+
+let db: TestDatabase;
+let h: DaemonHarness;
+let feed: StatusFeedHandle;
+let owner: { organizationId: string; teamId: string };
+const clock = new ManualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
+const events: TRouterStatusEvent[] = [];
+
+const faultsOf = async (routerId: string) =>
+  db.query<{ status: string; cause: string; message: string; type: string; severity: string; created_ms: number; resolved_ms: number | null; duration_seconds: number | null }>(
+    `select status, cause, message, type, severity, (extract(epoch from created_at) * 1000)::float8 as created_ms,
+       (extract(epoch from resolved_at) * 1000)::float8 as resolved_ms, duration_seconds
+     from router_faults where router_id = ? order by created_at`,
+    [routerId],
+  );
+const hasPulse = async (routerId: string) =>
+  (await db.query<{ has_pulse: boolean }>("select has_pulse from routers where id = ?", [routerId]))[0]?.has_pulse;
+const downtime = async (routerId: string) =>
+  (
+    await db.query<{ hour_ms: number; seconds_down: number }>(
+      `select (extract(epoch from hour) * 1000)::float8 as hour_ms, seconds_down from router_downtime_hours where router_id = ? order by hour`,
+      [routerId],
+    )
+  ).map((r) => ({ hour: new Date(Number(r.hour_ms)).toISOString(), seconds: Number(r.seconds_down) }));
+
+/** Enroll-like router plus a heartbeat at the clock's current time. */
+const beatingRouter = async (identity: string, extra: Record<string, unknown> = {}) => {
+  const router = await makeRouter(db, owner, { identity });
+  await beat(router.heartbeatToken, extra);
+  return router;
+};
+const beat = async (token: string, extra: Record<string, unknown> = {}) => {
+  const socket = await connectOk(h.daemon.wsUrl, token);
+  socket.send({ type: "heartbeat", ...extra });
+  expect(await socket.next()).toMatchObject({ type: "ack" });
+  await socket.close();
+  await h.daemon.flush();
+};
+const at = (ms: number) => clock.set(new Date(ms));
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  owner = await makeUser(db);
+  h = await startDaemonHarness(db, { intervalMs: I, missedHeartbeats: MISSED, clock, tuning });
+  feed = await acquireStatusFeed(db);
+  feed.feed.subscribe((event) => events.push(event));
+});
+
+afterAll(async () => {
+  await h?.close();
+  await feed?.release();
+  await db?.close();
+});
+
+describe("fault state table", () => {
+  it("opens one ongoing site fault after MISSED_HEARTBEATS missed periods, dated at the first miss", async () => {
+    const t = clock.now().getTime();
+    const router = await beatingRouter("site-a");
+    at(t + MISSED * I + GRACE - 1);
+    expect((await h.daemon.sweep()).opened.filter((f) => f.routerId === router.id)).toHaveLength(0);
+    expect(await hasPulse(router.id)).toBe(true);
+    at(t + MISSED * I + GRACE);
+    const { opened } = await h.daemon.sweep();
+    expect(opened.map((f) => f.routerId)).toContain(router.id);
+    expect(await hasPulse(router.id)).toBe(false);
+    expect(await faultsOf(router.id)).toEqual([
+      {
+        status: "ongoing",
+        cause: "Unknown",
+        message: "Site Offline: site-a",
+        type: "site",
+        severity: "error",
+        created_ms: t + I,
+        resolved_ms: null,
+        duration_seconds: null,
+      },
+    ]);
+    at(t + 60_000);
+    await h.daemon.sweep();
+    expect(await faultsOf(router.id)).toHaveLength(1);
+    await expect.poll(() => events).toContainEqual(expect.objectContaining({ type: "pulse", router_id: router.id, has_pulse: false }));
+    await expect.poll(() => events).toContainEqual(
+      expect.objectContaining({ type: "fault", router_id: router.id, fault: expect.objectContaining({ status: "ongoing", created_at: new Date(t + I).toISOString().replace(".000Z", "+00:00") }) }),
+    );
+  });
+
+  it("completes the fault with the next heartbeat: a reboot when the uptime is shorter than the silence", async () => {
+    const t = clock.now().getTime();
+    const router = await beatingRouter("site-b", { uptime: 100_000 });
+    at(t + 10 * I);
+    await h.daemon.sweep();
+    expect(await hasPulse(router.id)).toBe(false);
+    at(t + 20 * I + 400);
+    await beat(router.heartbeatToken, { uptime: 12 });
+    expect(await hasPulse(router.id)).toBe(true);
+    expect(await faultsOf(router.id)).toEqual([
+      expect.objectContaining({
+        status: "completed",
+        cause: "Router rebooted",
+        created_ms: t + I,
+        resolved_ms: t + 20 * I + 400,
+        duration_seconds: 19,
+      }),
+    ]);
+    await expect.poll(() => events).toContainEqual(expect.objectContaining({ type: "pulse", router_id: router.id, has_pulse: true }));
+    await expect.poll(() => events).toContainEqual(
+      expect.objectContaining({ type: "fault", router_id: router.id, fault: expect.objectContaining({ status: "completed", duration: 19 }) }),
+    );
+    // Down from the first missed heartbeat until the next heartbeat: 19.4 s.
+    expect(await downtime(router.id)).toEqual([{ hour: new Date(t).toISOString().replace(/:\d\d:\d\d\.\d+Z/, ":00:00.000Z"), seconds: 19 }]);
+  });
+
+  it("says connectivity was lost when the router kept running, and Unknown when it reports no uptime", async () => {
+    const t = clock.now().getTime();
+    const kept = await beatingRouter("site-c", { uptime: 5_000 });
+    const quiet = await beatingRouter("site-d");
+    at(t + 10 * I);
+    await h.daemon.sweep();
+    at(t + 12 * I);
+    await beat(kept.heartbeatToken, { uptime: 5_012 });
+    await beat(quiet.heartbeatToken);
+    expect((await faultsOf(kept.id))[0]).toMatchObject({ status: "completed", cause: "Connectivity lost", duration_seconds: 11 });
+    expect((await faultsOf(quiet.id))[0]).toMatchObject({ status: "completed", cause: "Unknown", duration_seconds: 11 });
+  });
+
+  it("a router that never sent a heartbeat gets no fault", async () => {
+    const router = await makeRouter(db, owner);
+    clock.advance(3_600_000);
+    await h.daemon.sweep();
+    expect(await faultsOf(router.id)).toEqual([]);
+  });
+});
+
+describe("downtime", () => {
+  it("a heartbeat within one and a half intervals is on time; later, the gap from the first miss is down", async () => {
+    const t = clock.now().getTime();
+    const router = await beatingRouter("jitter");
+    at(t + 1.5 * I);
+    await beat(router.heartbeatToken);
+    expect(await downtime(router.id)).toEqual([]);
+    at(t + 1.5 * I + 1.5 * I + 600);
+    await beat(router.heartbeatToken);
+    // Due at +1 interval, arrived 1.6 intervals late: 0.6 s down, stored rounded to whole seconds.
+    expect((await downtime(router.id)).map((d) => d.seconds)).toEqual([1]);
+  });
+
+  it("splits an outage at UTC hour boundaries", async () => {
+    const hour = Math.ceil((clock.now().getTime() + 3_600_000) / 3_600_000) * 3_600_000;
+    at(hour - 10_000);
+    const router = await beatingRouter("across-hours");
+    at(hour + 30_000);
+    await beat(router.heartbeatToken);
+    expect(await downtime(router.id)).toEqual([
+      { hour: new Date(hour - 3_600_000).toISOString(), seconds: 9 },
+      { hour: new Date(hour).toISOString(), seconds: 30 },
+    ]);
+  });
+});
+
+describe("restart rule", () => {
+  it("opens no false faults after every daemon was away, and still opens the real ones", async () => {
+    const t = clock.now().getTime() + 3_600_000;
+    at(t - 2 * I);
+    const silent = await beatingRouter("silent-before"); // already missing heartbeats before the outage
+    at(t);
+    const back = await beatingRouter("comes-back");
+    const gone = await beatingRouter("never-returns");
+    await h.daemon.sweep(); // daemons alive at t
+    await h.close();
+
+    at(t + 60_000);
+    h = await startDaemonHarness(db, { intervalMs: I, missedHeartbeats: MISSED, clock, tuning });
+    await h.daemon.sweep();
+    expect(await faultsOf(back.id)).toEqual([]);
+    expect(await faultsOf(gone.id)).toEqual([]);
+    // Its misses started while the daemons were up: a real fault, dated at its first miss.
+    expect(await faultsOf(silent.id)).toEqual([expect.objectContaining({ status: "ongoing", created_ms: t - I })]);
+
+    at(t + 61_000);
+    await beat(back.heartbeatToken);
+    expect(await downtime(back.id)).toEqual([]);
+
+    at(t + 60_000 + MISSED * I + GRACE - 1);
+    await h.daemon.sweep();
+    expect(await faultsOf(gone.id)).toEqual([]);
+    at(t + 60_000 + MISSED * I + GRACE);
+    await h.daemon.sweep();
+    // A full threshold from the restart; its first counted miss is one interval after it.
+    expect(await faultsOf(gone.id)).toEqual([expect.objectContaining({ status: "ongoing", created_ms: t + 60_000 + I })]);
+    expect(await faultsOf(back.id)).toEqual([]);
+  });
+});
+
+describe("several sweepers", () => {
+  it("open each fault exactly once", async () => {
+    const t = clock.now().getTime() + 3_600_000;
+    at(t);
+    const routers = [];
+    for (let i = 0; i < 12; i++) routers.push(await beatingRouter(`fleet-${i}`));
+    at(t + 20 * I);
+    const sweeper = (database: Database) =>
+      sweepFaults({
+        store: new HeartbeatsRepository(database),
+        feed: feed.feed,
+        clock,
+        coverage: { current: null } satisfies CoverageHolder,
+        intervalMs: I,
+        missedHeartbeats: MISSED,
+        graceMs: GRACE,
+        limit: 5,
+      });
+    let opened: number;
+    if (db.driver === "postgresql" && db.url) {
+      // Separate processes in all but name: their own pools on the same PostgreSQL database.
+      const others = await Promise.all([1, 2, 3].map(() => openDatabase({ databaseUrl: db.url, dataDir: "memory", poolSize: 2 })));
+      try {
+        const results = await Promise.all([db, ...others, db, ...others].map((d) => sweeper(d)));
+        opened = results.reduce((n, r) => n + r.opened.filter((f) => routers.some((x) => x.id === f.routerId)).length, 0);
+      } finally {
+        await Promise.all(others.map((d) => d.close()));
+      }
+    } else {
+      // PGlite is one in-process connection: concurrent sweeps serialize on it.
+      const results = await Promise.all([sweeper(db), sweeper(db), sweeper(db)]);
+      opened = results.reduce((n, r) => n + r.opened.filter((f) => routers.some((x) => x.id === f.routerId)).length, 0);
+    }
+    expect(opened).toBe(12);
+    for (const router of routers) expect(await faultsOf(router.id)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,43 @@
+import type { HeartbeatWrite } from "@fleet/db";
+import { describeFrameIssues, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
+
+export type FrameResult = { ok: true; frame: THeartbeatFrame } | { ok: false; message: string };
+
+/** Text of one frame -> a heartbeat, or the message of the error frame to send back. */
+export const parseHeartbeat = (text: string): FrameResult => {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { ok: false, message: "The frame is not valid JSON." };
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    return { ok: false, message: 'Not a heartbeat: send a JSON object with "type": "heartbeat".' };
+  }
+  const result = ZHeartbeatFrame.safeParse(json);
+  if (!result.success) return { ok: false, message: describeFrameIssues(result.error) };
+  return { ok: true, frame: result.data };
+};
+
+/** A validated frame as the write the batcher stores. */
+export const toWrite = (routerId: string, frame: THeartbeatFrame, seenAt: Date, peer: string | null): HeartbeatWrite => ({
+  routerId,
+  seenAt,
+  peer,
+  identity: frame.identity,
+  serialNumber: frame.serial_number,
+  softwareVersion: frame.software_version,
+  softwareId: frame.software_id,
+  model: frame.model,
+  boardName: frame.board_name,
+  hardwareboard: frame.hardwareboard,
+  uptimeSeconds: frame.uptime,
+  tunnelIp: frame.tunnel_ip,
+  metadata: frame.metadata,
+});
+
+/** `::ffff:127.0.0.1` -> `127.0.0.1`: routers are mostly IPv4, reached through dual-stack sockets. */
+export const peerAddress = (address: string | undefined): string | null => {
+  if (!address) return null;
+  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
+};

@@ -1,0 +1,168 @@
+import type { AppliedHeartbeat, DowntimeWrite, FaultCompletion, FaultRecord, HeartbeatWrite } from "@fleet/db";
+import { formatIsoUtc, inferFaultCause, type StatusFeed, type TRouterStatusEvent } from "@fleet/shared";
+import type { Logger } from "pino";
+import { downtimeClosedBy } from "../metrics/downtime.ts";
+import { toFaultEvent } from "../faults/fault-events.ts";
+import type { CoverageHolder } from "./coverage-holder.ts";
+
+/** The persistence the writer needs (HeartbeatsRepository in production). */
+export interface HeartbeatStore {
+  applyHeartbeats(writes: readonly HeartbeatWrite[]): Promise<AppliedHeartbeat[]>;
+  recordDowntime(writes: readonly DowntimeWrite[]): Promise<void>;
+  completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>>;
+}
+
+export interface HeartbeatWriterOptions {
+  store: HeartbeatStore;
+  feed: StatusFeed;
+  coverage: CoverageHolder;
+  intervalMs: number;
+  flushIntervalMs: number;
+  maxBatchRows: number;
+  logger: Logger;
+  /** Routers whose row is gone: their tokens are revoked and their sockets closed. */
+  onGone: (routerIds: string[]) => void;
+}
+
+export interface FlushStats {
+  flushes: number;
+  rows: number;
+  failures: number;
+  lastFlushMs: number;
+}
+
+/**
+ * Acknowledged heartbeats wait here, one entry per router (the latest wins), and are written in
+ * batches: a heartbeat never waits for its own SQL. A flush runs every `flushIntervalMs` or as soon
+ * as `maxBatchRows` routers are pending; flushes never overlap. A failed flush puts its rows back
+ * (unless newer ones arrived), and `close()` flushes what is left, so nothing acknowledged is lost
+ * on a graceful shutdown.
+ */
+export class HeartbeatWriter {
+  readonly #o: HeartbeatWriterOptions;
+  #pending = new Map<string, HeartbeatWrite>();
+  #running: Promise<void> | null = null;
+  #again = false;
+  #timer: NodeJS.Timeout | undefined;
+  readonly stats: FlushStats = { flushes: 0, rows: 0, failures: 0, lastFlushMs: 0 };
+
+  constructor(options: HeartbeatWriterOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.flush(), this.#o.flushIntervalMs);
+    this.#timer.unref();
+  }
+
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  enqueue(write: HeartbeatWrite): void {
+    this.#pending.set(write.routerId, write);
+    if (this.#pending.size >= this.#o.maxBatchRows) void this.flush();
+  }
+
+  /** Drops a router's pending heartbeat (it was deleted). */
+  forget(routerId: string): void {
+    this.#pending.delete(routerId);
+  }
+
+  /** Writes everything pending now; resolves when it is written (or failed and was put back). */
+  flush(): Promise<void> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = (async () => {
+      try {
+        do {
+          this.#again = false;
+          await this.#flushOnce();
+        } while (this.#again && this.#pending.size > 0);
+      } finally {
+        this.#running = null;
+      }
+    })();
+    return this.#running;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#running?.catch(() => {});
+    // Final flush; retried once, since a failure here would lose acknowledged heartbeats.
+    for (let attempt = 0; attempt < 2 && this.#pending.size > 0; attempt++) await this.flush();
+    if (this.#pending.size > 0) {
+      this.#o.logger.error({ lost: this.#pending.size }, "could not write acknowledged heartbeats at shutdown");
+    }
+  }
+
+  async #flushOnce(): Promise<void> {
+    if (this.#pending.size === 0) return;
+    const batch = [...this.#pending.values()];
+    this.#pending = new Map();
+    const started = performance.now();
+    let applied: AppliedHeartbeat[];
+    try {
+      applied = await this.#o.store.applyHeartbeats(batch);
+    } catch (error) {
+      this.stats.failures += 1;
+      this.#o.logger.error({ err: error, rows: batch.length }, "heartbeat flush failed; will retry");
+      for (const write of batch) if (!this.#pending.has(write.routerId)) this.#pending.set(write.routerId, write);
+      return;
+    }
+    this.stats.flushes += 1;
+    this.stats.rows += batch.length;
+    this.stats.lastFlushMs = performance.now() - started;
+    try {
+      await this.#afterApply(batch, applied);
+    } catch (error) {
+      this.#o.logger.error({ err: error }, "recording downtime or completing faults failed");
+    }
+  }
+
+  /** Rare work: downtime, fault completion, status events, revocations. Steady state: nothing. */
+  async #afterApply(batch: HeartbeatWrite[], applied: AppliedHeartbeat[]): Promise<void> {
+    const byRouter = new Map(batch.map((w) => [w.routerId, w]));
+    if (applied.length < batch.length) {
+      const present = new Set(applied.map((a) => a.routerId));
+      const gone = batch.filter((w) => !present.has(w.routerId)).map((w) => w.routerId);
+      if (gone.length > 0) this.#o.onGone(gone);
+    }
+    const downtime: DowntimeWrite[] = [];
+    const completions: FaultCompletion[] = [];
+    const events: TRouterStatusEvent[] = [];
+    const coverage = this.#o.coverage.current;
+    for (const row of applied) {
+      const write = byRouter.get(row.routerId);
+      if (!write) continue;
+      const closed = downtimeClosedBy({
+        routerId: row.routerId,
+        previousSeenAt: row.previousSeenAt,
+        seenAt: write.seenAt,
+        coverage,
+        intervalMs: this.#o.intervalMs,
+      });
+      for (const part of closed) downtime.push(part);
+      if (!row.previousHasPulse) {
+        events.push({ type: "pulse", router_id: row.routerId, team_id: row.teamId, has_pulse: true, at: formatIsoUtc(write.seenAt) });
+        if (row.previousSeenAt) {
+          completions.push({
+            routerId: row.routerId,
+            resolvedAt: write.seenAt,
+            cause: inferFaultCause({ lastSeen: row.previousSeenAt, resumedAt: write.seenAt, uptimeSeconds: write.uptimeSeconds }),
+          });
+        }
+      }
+    }
+    if (downtime.length > 0) await this.#o.store.recordDowntime(downtime);
+    if (completions.length > 0) {
+      const completed = await this.#o.store.completeFaults(completions);
+      for (const fault of completed) events.push(toFaultEvent(fault));
+    }
+    if (events.length > 0) {
+      await this.#o.feed.publish(events).catch((error) => this.#o.logger.warn({ err: error }, "status events not published"));
+    }
+  }
+}

@@ -1,0 +1,156 @@
+import { acquireStatusFeed, type Database, HeartbeatsRepository, nativeSql, type StatusFeedHandle } from "@fleet/db";
+import type { Logger } from "pino";
+import type { HeartbeatConfig } from "./config.ts";
+import { type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
+import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
+import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
+import { type Clock, systemClock } from "./ports/clock.ts";
+import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
+import { TokenAuthenticator } from "./transport/token-auth.ts";
+
+export interface StartHeartbeatOptions {
+  config: HeartbeatConfig;
+  /** Opened and migrated by the caller (the all-in-one shares one database between apps). */
+  db: Database;
+  logger: Logger;
+  clock?: Clock;
+  /** Bind with SO_REUSEPORT so several worker processes share the port. */
+  reusePort?: boolean;
+  /** False: no flush/sweep timers (tests drive `flush()` and `sweep()` themselves). */
+  timers?: boolean;
+}
+
+export interface RunningHeartbeat {
+  url: string;
+  port: number;
+  /** `ws://.../v1/heartbeat` */
+  wsUrl: string;
+  /** Writes every acknowledged heartbeat now. */
+  flush(): Promise<void>;
+  /** One sweep for faults at the clock's current time. */
+  sweep(): Promise<SweepResult>;
+  connections(): number;
+  stats(): FlushStats & { pending: number; connections: number };
+  /** Stops accepting, closes sockets (1001), writes what was acknowledged, releases the feed. */
+  close(): Promise<void>;
+}
+
+/**
+ * The heartbeat daemon (CONTRACT section 5): authenticates routers, acknowledges their heartbeats
+ * at once and writes them in batches, opens faults for silent routers and completes them when the
+ * routers come back, and records downtime per hour.
+ */
+export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<RunningHeartbeat> => {
+  const { config, db, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const { tuning } = config;
+  const store = new HeartbeatsRepository(db);
+  const sql = await nativeSql(db);
+  const feedHandle: StatusFeedHandle = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
+  const feed = feedHandle.feed;
+
+  const coverage: CoverageHolder = { current: null };
+  coverage.current = await store.startCoverage(clock.now(), tuning.coverageGapMs, config.intervalMs);
+  if (coverage.current.outageStartedAt && coverage.current.coveredSince.getTime() === clock.now().getTime()) {
+    logger.info({ since: coverage.current.outageStartedAt }, "no heartbeat daemon was running; silent routers get a full threshold");
+  }
+
+  const auth = new TokenAuthenticator({ lookup: store, ttlMs: tuning.tokenCacheTtlMs });
+  // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
+  let closeRouter: (routerId: string, reason: string) => void = () => {};
+  const writer = new HeartbeatWriter({
+    store,
+    feed,
+    coverage,
+    intervalMs: config.intervalMs,
+    flushIntervalMs: tuning.flushIntervalMs,
+    maxBatchRows: tuning.maxBatchRows,
+    logger,
+    onGone: (routerIds) => {
+      for (const id of routerIds) {
+        auth.revokeRouter(id);
+        closeRouter(id, "router removed; heartbeat token revoked");
+      }
+    },
+  });
+
+  const revoke = (routerId: string) => {
+    auth.revokeRouter(routerId);
+    writer.forget(routerId);
+    closeRouter(routerId, "router removed; heartbeat token revoked");
+  };
+  const unsubscribe = feed.subscribe((event) => {
+    if (event.type === "removed") revoke(event.router_id);
+  });
+
+  let migrated = false;
+  const server = await startHeartbeatServer({
+    host: config.host,
+    port: config.port,
+    reusePort: options.reusePort ?? false,
+    intervalMs: config.intervalMs,
+    tuning,
+    auth,
+    writer,
+    clock,
+    logger,
+    isReady: async () => {
+      if (!migrated) migrated = await db.isReady();
+      if (!migrated) return false;
+      await sql.query("select 1");
+      return true;
+    },
+  });
+  closeRouter = server.closeRouter;
+
+  const sweep = () =>
+    sweepFaults({
+      store,
+      feed,
+      clock,
+      coverage,
+      intervalMs: config.intervalMs,
+      missedHeartbeats: config.missedHeartbeats,
+      graceMs: 2 * tuning.flushIntervalMs,
+      limit: tuning.sweepLimit,
+    });
+
+  let sweeping: Promise<unknown> | null = null;
+  let sweepTimer: NodeJS.Timeout | undefined;
+  if (options.timers !== false) {
+    writer.start();
+    sweepTimer = setInterval(() => {
+      if (sweeping) return;
+      sweeping = sweep()
+        .then((result) => {
+          if (result.opened.length > 0) logger.info({ faults: result.opened.length }, "faults opened");
+        })
+        .catch((error) => logger.error({ err: error }, "fault sweep failed"))
+        .finally(() => {
+          sweeping = null;
+        });
+    }, tuning.sweepIntervalMs);
+    sweepTimer.unref();
+  }
+
+  let closed = false;
+  return {
+    url: server.url,
+    port: server.port,
+    wsUrl: `${server.url.replace(/^http/, "ws")}/v1/heartbeat`,
+    flush: () => writer.flush(),
+    sweep,
+    connections: server.connections,
+    stats: () => ({ ...writer.stats, pending: writer.pending, connections: server.connections() }),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      clearInterval(sweepTimer);
+      await server.close();
+      await sweeping;
+      await writer.close();
+      unsubscribe();
+      await feedHandle.release();
+    },
+  };
+};

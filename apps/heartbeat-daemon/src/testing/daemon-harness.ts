@@ -1,0 +1,136 @@
+import type { Database } from "@fleet/db";
+import { ManualClock } from "@fleet/shared";
+import pino from "pino";
+import WebSocket from "ws";
+import { type HeartbeatConfig, type HeartbeatTuning, loadHeartbeatConfig } from "../config.ts";
+import { type RunningHeartbeat, startHeartbeat } from "../start-heartbeat.ts";
+
+export interface DaemonHarnessOptions {
+  intervalMs?: number;
+  missedHeartbeats?: number;
+  tuning?: Partial<HeartbeatTuning>;
+  clock?: ManualClock;
+  /** Timers on (real flushes and sweeps); off by default so tests drive flush() and sweep(). */
+  timers?: boolean;
+}
+
+export interface DaemonHarness {
+  daemon: RunningHeartbeat;
+  config: HeartbeatConfig;
+  clock: ManualClock;
+  close(): Promise<void>;
+}
+
+/** A heartbeat daemon on a random loopback port over `db`, on a ManualClock. */
+export const startDaemonHarness = async (db: Database, options: DaemonHarnessOptions = {}): Promise<DaemonHarness> => {
+  const config = loadHeartbeatConfig({
+    HOST: "127.0.0.1",
+    HEARTBEAT_PORT: "0",
+    HEARTBEAT_INTERVAL_MS: String(options.intervalMs ?? 1_000),
+    MISSED_HEARTBEATS: String(options.missedHeartbeats ?? 3),
+    DATA_DIR: "memory",
+    LOG_LEVEL: "silent",
+  });
+  config.tuning = { ...config.tuning, ...options.tuning };
+  const clock = options.clock ?? new ManualClock();
+  const daemon = await startHeartbeat({ config, db, logger: pino({ level: "silent" }), clock, timers: options.timers ?? false });
+  return { daemon, config, clock, close: () => daemon.close() };
+};
+
+/** A WebSocket router client that records every message and the close code. */
+export interface TestSocket {
+  ws: WebSocket;
+  messages: unknown[];
+  closed: Promise<{ code: number; reason: string }>;
+  /** Resolves with the next message not yet taken. */
+  next(): Promise<unknown>;
+  send(frame: unknown): void;
+  close(): Promise<void>;
+}
+
+export type ConnectResult = { ok: true; socket: TestSocket } | { ok: false; status: number; body: string };
+
+export const connect = (wsUrl: string, token: string | undefined): Promise<ConnectResult> =>
+  new Promise((resolve, reject) => {
+    const ws = new WebSocket(wsUrl, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+    const messages: unknown[] = [];
+    const waiters: Array<(m: unknown) => void> = [];
+    let taken = 0;
+    const closed = new Promise<{ code: number; reason: string }>((done) => {
+      ws.on("close", (code, reason) => done({ code, reason: reason.toString() }));
+    });
+    ws.on("message", (data) => {
+      const message = JSON.parse(data.toString());
+      messages.push(message);
+      const waiter = waiters.shift();
+      if (waiter) {
+        taken += 1;
+        waiter(message);
+      }
+    });
+    ws.on("error", () => {});
+    ws.once("unexpected-response", (_req, res) => {
+      let body = "";
+      res.on("data", (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      res.on("end", () => resolve({ ok: false, status: res.statusCode ?? 0, body }));
+      res.on("error", reject);
+    });
+    ws.once("open", () =>
+      resolve({
+        ok: true,
+        socket: {
+          ws,
+          messages,
+          closed,
+          next: () =>
+            new Promise((done) => {
+              if (taken < messages.length) {
+                done(messages[taken]);
+                taken += 1;
+              } else waiters.push(done);
+            }),
+          send: (frame) => ws.send(typeof frame === "string" ? frame : JSON.stringify(frame)),
+          close: async () => {
+            if (ws.readyState === WebSocket.CLOSED) return;
+            ws.close();
+            await closed;
+          },
+        },
+      }),
+    );
+  });
+
+/** Connects and fails the test if the upgrade is refused. */
+export const connectOk = async (wsUrl: string, token: string): Promise<TestSocket> => {
+  const result = await connect(wsUrl, token);
+  if (!result.ok) throw new Error(`upgrade refused: ${result.status} ${result.body}`);
+  return result.socket;
+};
+
+/** POSTs a heartbeat over HTTP. */
+export const postHeartbeat = async (baseUrl: string, token: string | undefined, body: string | object) => {
+  const res = await fetch(`${baseUrl}/v1/heartbeat`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Tests look at the text.
+  }
+  return { status: res.status, body: parsed as Record<string, unknown> };
+};
+
+/** Waits until `check` is true, polling; for events, never for time-dependent rules. */
+export const eventually = async (check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+};

@@ -1,0 +1,45 @@
+/**
+ * A token bucket per connection (and per router over HTTP): `burst` frames at once, `perSecond`
+ * sustained. A router beats once per interval, so only a broken or hostile peer ever hits it.
+ */
+export class FloodGuard {
+  readonly #burst: number;
+  readonly #perMs: number;
+  readonly #now: () => number;
+  #tokens: number;
+  #last: number;
+  /** Frames refused since the last accepted one. */
+  refusedInRow = 0;
+  /** When the last error frame about flooding went out (one per second at most). */
+  lastWarnedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(burst: number, perSecond: number, now: () => number = () => performance.now()) {
+    this.#burst = burst;
+    this.#perMs = perSecond / 1000;
+    this.#now = now;
+    this.#tokens = burst;
+    this.#last = now();
+  }
+
+  /** True when the frame may be processed. */
+  take(): boolean {
+    const now = this.#now();
+    this.#tokens = Math.min(this.#burst, this.#tokens + (now - this.#last) * this.#perMs);
+    this.#last = now;
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      this.refusedInRow = 0;
+      return true;
+    }
+    this.refusedInRow += 1;
+    return false;
+  }
+
+  /** True at most once per second: whether to tell the peer it is being throttled. */
+  shouldWarn(): boolean {
+    const now = this.#now();
+    if (now - this.lastWarnedAt < 1_000) return false;
+    this.lastWarnedAt = now;
+    return true;
+  }
+}

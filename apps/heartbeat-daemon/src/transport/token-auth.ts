@@ -1,0 +1,131 @@
+import { createHash } from "node:crypto";
+import type { TokenOwner } from "@fleet/db";
+
+/** What the authenticator reads: owners of token hashes, many per query. */
+export interface TokenLookup {
+  lookupTokens(hashes: readonly string[]): Promise<Map<string, TokenOwner>>;
+}
+
+export interface TokenAuthOptions {
+  lookup: TokenLookup;
+  /** A cached answer (owner or "unknown") is re-checked against the database after this long. */
+  ttlMs: number;
+  /** Cap on cached entries; the oldest go first. */
+  maxEntries?: number;
+  /** Monotonic milliseconds; injectable for tests. */
+  now?: () => number;
+}
+
+interface Entry {
+  owner: TokenOwner | null;
+  checkedAt: number;
+}
+
+// Enrollment issues `hb_` + 43 base64url characters; anything far off that is refused unhashed.
+const PLAUSIBLE_TOKEN = /^[A-Za-z0-9_\-.~+/=]{16,256}$/;
+const LOOKUP_BATCH = 1_000;
+
+export const hashToken = (token: string): string => createHash("sha256").update(token).digest("hex");
+
+/** `Authorization: Bearer <token>` -> token, or undefined. */
+export const bearerToken = (header: string | undefined): string | undefined => {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+};
+
+/**
+ * Heartbeat token -> router, cached by hash. Concurrent lookups (a reconnect storm) are merged into
+ * one `= any($1)` query per event-loop turn. Entries live `ttlMs`, so a router deleted in another
+ * process is refused at the next upgrade after that at the latest; `revokeRouter` (from the status
+ * feed or a flush that found the router gone) drops it at once.
+ */
+export class TokenAuthenticator {
+  readonly #lookup: TokenLookup;
+  readonly #ttlMs: number;
+  readonly #maxEntries: number;
+  readonly #now: () => number;
+  readonly #cache = new Map<string, Entry>();
+  readonly #hashByRouter = new Map<string, string>();
+  #pending = new Map<string, Array<(owner: TokenOwner | null) => void>>();
+  #scheduled = false;
+
+  constructor(options: TokenAuthOptions) {
+    this.#lookup = options.lookup;
+    this.#ttlMs = options.ttlMs;
+    this.#maxEntries = options.maxEntries ?? 500_000;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /** The router the token belongs to; null for a missing, malformed, unknown or revoked token. */
+  async authenticate(token: string | undefined): Promise<TokenOwner | null> {
+    if (!token || !PLAUSIBLE_TOKEN.test(token)) return null;
+    const hash = hashToken(token);
+    const entry = this.#cache.get(hash);
+    if (entry && this.#now() - entry.checkedAt < this.#ttlMs) return entry.owner;
+    return new Promise((resolve) => {
+      const waiters = this.#pending.get(hash);
+      if (waiters) waiters.push(resolve);
+      else this.#pending.set(hash, [resolve]);
+      this.#schedule();
+    });
+  }
+
+  /** Forget a router's token now (it was deleted). */
+  revokeRouter(routerId: string): void {
+    const hash = this.#hashByRouter.get(routerId);
+    if (hash === undefined) return;
+    this.#hashByRouter.delete(routerId);
+    this.#cache.set(hash, { owner: null, checkedAt: this.#now() });
+  }
+
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      void this.#run();
+    });
+  }
+
+  async #run(): Promise<void> {
+    const batch = this.#pending;
+    this.#pending = new Map();
+    const hashes = [...batch.keys()];
+    for (let i = 0; i < hashes.length; i += LOOKUP_BATCH) {
+      const part = hashes.slice(i, i + LOOKUP_BATCH);
+      let owners: Map<string, TokenOwner>;
+      try {
+        owners = await this.#lookup.lookupTokens(part);
+      } catch {
+        // Database unreachable: refuse for now (not cached), the router retries.
+        for (const hash of part) for (const resolve of batch.get(hash) ?? []) resolve(null);
+        continue;
+      }
+      const checkedAt = this.#now();
+      for (const hash of part) {
+        const owner = owners.get(hash) ?? null;
+        this.#remember(hash, owner, checkedAt);
+        for (const resolve of batch.get(hash) ?? []) resolve(owner);
+      }
+    }
+  }
+
+  #remember(hash: string, owner: TokenOwner | null, checkedAt: number): void {
+    if (this.#cache.size >= this.#maxEntries && !this.#cache.has(hash)) {
+      const oldest = this.#cache.keys().next();
+      if (!oldest.done) {
+        const evicted = this.#cache.get(oldest.value);
+        this.#cache.delete(oldest.value);
+        if (evicted?.owner) this.#hashByRouter.delete(evicted.owner.routerId);
+      }
+    }
+    this.#cache.delete(hash);
+    this.#cache.set(hash, { owner, checkedAt });
+    if (owner) this.#hashByRouter.set(owner.routerId, hash);
+  }
+}

@@ -1,0 +1,76 @@
+import {
+  type EntryPointEnv,
+  envInt,
+  envLogLevel,
+  envOptional,
+  envPort,
+  envString,
+  envUrl,
+  loadEntryPointEnv,
+  type TEnv,
+} from "@fleet/shared";
+
+/** Everything the tunnel agent reads from its environment, parsed once (CONTRACT section 2). */
+export interface TunnelAgentConfig {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  logLevel: string;
+  /** ENTRY_POINT_*: which forwards this agent's relay serves and where it listens. */
+  entryPoint: EntryPointEnv;
+  ssh: {
+    /** `TUNNEL_SSH_PORT`: SSH port on each router's tunnel_ip. */
+    port: number;
+    /** `TUNNEL_SSH_USER`. */
+    user: string;
+    /** `TUNNEL_SSH_KEY`: private key file; unset = a dev key generated once in DATA_DIR. */
+    keyFile: string | undefined;
+    /** Covers TCP connect, key exchange and authentication. */
+    connectTimeoutMs: number;
+    commandTimeoutMs: number;
+  };
+  jobs: {
+    /** `TUNNEL_JOB_LEASE_MS`: how long a claimed job is ours before another agent may take it over. */
+    leaseMs: number;
+    /** How often an idle agent looks for due jobs. */
+    pollMs: number;
+    /** Jobs one agent runs at once (different routers; one router's jobs never overlap). */
+    concurrency: number;
+    /** First retry delay; doubles per attempt up to `backoffMaxMs`. */
+    backoffBaseMs: number;
+    backoffMaxMs: number;
+  };
+  /** `TUNNEL_RECONCILE_INTERVAL_MS`: period of the router-vs-database reconciliation (also run at start). */
+  reconcileIntervalMs: number;
+  /** Safety net of the expiry timer, which otherwise wakes at the next `expires_at`. */
+  expirySweepIntervalMs: number;
+  /** How often the relay re-reads the active forwards (API and agent may be separate processes). */
+  relayPollMs: number;
+}
+
+/** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
+export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfig => {
+  const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
+  return {
+    databaseUrl: databaseUrl?.toString(),
+    dataDir: envString(env, "DATA_DIR", "./.data"),
+    logLevel: envLogLevel(env, "LOG_LEVEL"),
+    entryPoint: loadEntryPointEnv(env),
+    ssh: {
+      port: envPort(env, "TUNNEL_SSH_PORT", 22, false),
+      user: envString(env, "TUNNEL_SSH_USER", "mgmt"),
+      keyFile: envOptional(env, "TUNNEL_SSH_KEY"),
+      connectTimeoutMs: 10_000,
+      commandTimeoutMs: 15_000,
+    },
+    jobs: {
+      leaseMs: envInt(env, "TUNNEL_JOB_LEASE_MS", 60_000, 1_000, 3_600_000),
+      pollMs: 250,
+      concurrency: 4,
+      backoffBaseMs: 1_000,
+      backoffMaxMs: 5 * 60_000,
+    },
+    reconcileIntervalMs: envInt(env, "TUNNEL_RECONCILE_INTERVAL_MS", 60_000, 1_000, 86_400_000),
+    expirySweepIntervalMs: 30_000,
+    relayPollMs: 500,
+  };
+};

@@ -1,0 +1,34 @@
+import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { Router } from "./router.entity.ts";
+
+/**
+ * A transient port forward (SPEC "Transient Port Forward"). Rows are kept after they close so
+ * `GET .../{id}` still answers and reconciliation knows which rules once belonged to us.
+ * `status`: active -> expired (time reached `expiresAt`) or revoked (DELETE before it).
+ */
+export const Forward = defineEntity({
+  name: "Forward",
+  tableName: "forwards",
+  uniques: [
+    // CONTRACT section 7: a port is unique among the ACTIVE forwards of an entry point. The
+    // database enforces it so concurrent creates cannot both win; closed rows free the port.
+    { name: "forwards_active_port_unique", properties: ["entryPoint", "port"], where: "status = 'active'" },
+  ],
+  indexes: [{ name: "forwards_status_expires_at_index", properties: ["status", "expiresAt"] }],
+  properties: {
+    id: p.uuid().primary(),
+    router: () => p.manyToOne(Router).deleteRule("cascade").index(),
+    entryPoint: p.string().length(253),
+    port: p.integer(),
+    dstAddress: p.string().length(15),
+    dstPort: p.integer(),
+    allowOnlyCidr: p.string().length(18),
+    status: p.enum(["active", "expired", "revoked"] as const).default("active"),
+    expiresAt: p.datetime(),
+    createdAt: p.datetime(),
+    closedAt: p.datetime().nullable(),
+    /** When the agent last confirmed the rule on the router (visibility; null until then). */
+    appliedAt: p.datetime().nullable(),
+  },
+});
+export type TForward = InferEntity<typeof Forward>;

@@ -1,0 +1,18 @@
+import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { Router } from "./router.entity.ts";
+
+/**
+ * Seconds a router was down in one UTC hour (SPEC "Metric"): one small row per router and hour
+ * with downtime, never one per heartbeat. Hours without a row had no downtime.
+ */
+export const RouterDowntimeHour = defineEntity({
+  name: "RouterDowntimeHour",
+  tableName: "router_downtime_hours",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    /** Start of the UTC hour. */
+    hour: p.datetime().primary(),
+    secondsDown: p.integer(),
+  },
+});
+export type TRouterDowntimeHour = InferEntity<typeof RouterDowntimeHour>;

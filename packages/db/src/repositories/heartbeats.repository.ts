@@ -1,0 +1,382 @@
+import { coverageOnStart, type HeartbeatCoverageState } from "@fleet/shared";
+import type { Database } from "../database.ts";
+import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import { COVERAGE_COLUMNS, type CoverageRecord, coverageFromRow, type FaultRecord, faultFromRow } from "./routers.repository.ts";
+import { toNumber } from "./sql-values.ts";
+
+/** A router a heartbeat token belongs to. */
+export interface TokenOwner {
+  routerId: string;
+  teamId: string;
+}
+
+/** One router's latest heartbeat of a flush window (CONTRACT section 5). Undefined/null: not reported. */
+export interface HeartbeatWrite {
+  routerId: string;
+  seenAt: Date;
+  peer: string | null;
+  identity?: string | null | undefined;
+  serialNumber?: string | null | undefined;
+  softwareVersion?: string | null | undefined;
+  softwareId?: string | null | undefined;
+  model?: string | null | undefined;
+  boardName?: string | null | undefined;
+  hardwareboard?: boolean | null | undefined;
+  uptimeSeconds?: number | null | undefined;
+  tunnelIp?: string | null | undefined;
+  metadata?: Record<string, unknown> | null | undefined;
+}
+
+/** What the router looked like before the heartbeat landed: the daemon derives faults and downtime from it. */
+export interface AppliedHeartbeat {
+  routerId: string;
+  teamId: string;
+  previousHasPulse: boolean;
+  previousSeenAt: Date | null;
+}
+
+export interface DowntimeWrite {
+  routerId: string;
+  hour: Date;
+  seconds: number;
+}
+
+export interface FaultCompletion {
+  routerId: string;
+  resolvedAt: Date;
+  cause: string;
+}
+
+/** A router the sweeper found past its threshold, locked until the sweep's transaction ends. */
+export interface DueRouter {
+  routerId: string;
+  teamId: string;
+  name: string;
+  identity: string;
+  lastSeenAt: Date;
+}
+
+export interface NewFault {
+  routerId: string;
+  message: string;
+  createdAt: Date;
+}
+
+export interface SweepParams {
+  now: Date;
+  intervalMs: number;
+  missedHeartbeats: number;
+  /** Added to the threshold so a heartbeat acknowledged but not yet flushed cannot lose a race. */
+  graceMs: number;
+  /** Jitter tolerance of the restart rule (see router-health.ts). */
+  toleranceMs: number;
+  limit: number;
+}
+
+export interface SweepTransaction {
+  coverage: CoverageRecord;
+  due: DueRouter[];
+  /** Flips has_pulse and opens the faults; a router with an ongoing fault is skipped. */
+  open(faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>>;
+}
+
+// Any fixed number; sweepers of every daemon process take turns on it.
+const SWEEP_LOCK_KEY = 727_274_005;
+// Rows per statement on PGlite: it runs on the calling thread, and a 10k-row statement blocks it
+// for about 100 ms, so big flushes are cut and the event loop breathes between pieces.
+const PGLITE_CHUNK = 2_000;
+const POSTGRES_CHUNK = 20_000;
+
+const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
+
+const APPLY_SQL = `
+with v as (
+  select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::text[], $13::jsonb[])
+    as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
+      hardwareboard, uptime, tunnel_ip, metadata)
+),
+prev as (
+  select r.id, r.has_pulse, r.last_seen_at from routers r join v on v.id = r.id order by r.id for update of r
+)
+update routers r set
+  has_pulse = true,
+  last_seen_at = greatest(r.last_seen_at, to_timestamp(v.seen_ms / 1000.0)),
+  last_seen_from = coalesce(v.peer, r.last_seen_from),
+  identity = coalesce(v.identity, r.identity),
+  serial_number = coalesce(v.serial_number, r.serial_number),
+  software_version = coalesce(v.software_version, r.software_version),
+  software_id = coalesce(v.software_id, r.software_id),
+  model = coalesce(v.model, r.model),
+  board_name = coalesce(v.board_name, r.board_name),
+  hardwareboard = coalesce(v.hardwareboard, r.hardwareboard),
+  uptime_seconds = coalesce(v.uptime, r.uptime_seconds),
+  tunnel_ip = coalesce(v.tunnel_ip, r.tunnel_ip),
+  reported_metadata = case
+    when v.metadata is null then r.reported_metadata
+    when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
+    else r.reported_metadata || v.metadata end
+from v join prev on prev.id = v.id
+where r.id = v.id
+returning r.id, r.team_id, prev.has_pulse as previous_has_pulse, ${ms("prev.last_seen_at", "previous_seen_ms")}`;
+
+const DOWNTIME_SQL = `
+insert into router_downtime_hours (router_id, hour, seconds_down)
+select v.router_id, to_timestamp(v.hour_ms / 1000.0), v.seconds
+from unnest($1::uuid[], $2::float8[], $3::int[]) as v(router_id, hour_ms, seconds)
+join routers r on r.id = v.router_id
+on conflict (router_id, hour) do update
+  set seconds_down = least(3600, router_downtime_hours.seconds_down + excluded.seconds_down)`;
+
+const COMPLETE_SQL = `
+with v as (select * from unnest($1::uuid[], $2::float8[], $3::text[]) as v(router_id, resolved_ms, cause))
+update router_faults f set
+  status = 'completed',
+  resolved_at = to_timestamp(v.resolved_ms / 1000.0),
+  duration_seconds = greatest(0, floor(v.resolved_ms / 1000.0 - extract(epoch from f.created_at)))::int,
+  cause = v.cause
+from v
+where f.router_id = v.router_id and f.status = 'ongoing'
+returning f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
+  ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds,
+  (select r.team_id from routers r where r.id = f.router_id) as team_id`;
+
+// Routers past their threshold. The restart rule (effectiveLastSeen in router-health.ts) is
+// repeated here so that excused routers are neither locked nor counted against the limit; the
+// first condition is the index range ("last seen at least the threshold ago").
+const DUE_SQL = `
+select r.id, r.team_id, r.name, r.identity, ${ms("r.last_seen_at", "last_seen_ms")}
+from routers r
+where r.has_pulse and r.last_seen_at is not null
+  and r.last_seen_at <= to_timestamp(($1::float8 - $2::float8 * $3::float8) / 1000.0)
+  and (case
+        when $5::float8 is not null
+          and r.last_seen_at >= to_timestamp(($5::float8 - $3::float8 - $6::float8) / 1000.0)
+          and r.last_seen_at < to_timestamp($4::float8 / 1000.0)
+        then to_timestamp($4::float8 / 1000.0)
+        else r.last_seen_at end) <= to_timestamp(($1::float8 - $2::float8 * $3::float8 - $7::float8) / 1000.0)
+order by r.last_seen_at
+limit $8::int
+for update of r skip locked`;
+
+const OPEN_SQL = `
+with v as (select * from unnest($1::uuid[], $2::text[], $3::float8[]) as v(router_id, message, created_ms)),
+flipped as (
+  update routers r set has_pulse = false from v where r.id = v.router_id returning r.id, r.team_id
+)
+insert into router_faults (id, router_id, type, severity, message, cause, status, created_at)
+select gen_random_uuid(), v.router_id, 'site', 'error', v.message, 'Unknown', 'ongoing', to_timestamp(v.created_ms / 1000.0)
+from v join flipped f on f.id = v.router_id
+on conflict (router_id) where status = 'ongoing' do nothing
+returning id, router_id, type, severity, message, cause, status, ${ms("created_at", "created_ms")},
+  null::float8 as resolved_ms, duration_seconds`;
+
+const chunks = <T>(items: readonly T[], size: number): T[][] => {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+};
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+const text = (value: string | null | undefined): string | null => (value === undefined ? null : value);
+
+/**
+ * The heartbeat daemon's persistence: token lookups, the batched heartbeat upsert, downtime and
+ * fault writes, the sweep, and the coverage record. Raw driver SQL: this is the hot path.
+ */
+export class HeartbeatsRepository {
+  readonly #db: Database;
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  get driver(): Database["driver"] {
+    return this.#db.driver;
+  }
+
+  /** Rows per statement for this driver. */
+  get chunkSize(): number {
+    return this.#db.driver === "pglite" ? PGLITE_CHUNK : POSTGRES_CHUNK;
+  }
+
+  /** Owners of the given token hashes; unknown hashes are absent from the map. */
+  async lookupTokens(hashes: readonly string[]): Promise<Map<string, TokenOwner>> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<{ hash: string; id: string; team_id: string }>(
+      "select heartbeat_token_hash as hash, id, team_id from routers where heartbeat_token_hash = any($1::text[])",
+      [hashes],
+    );
+    return new Map(rows.map((r) => [r.hash, { routerId: r.id, teamId: r.team_id }]));
+  }
+
+  /**
+   * One `UNNEST` upsert per chunk (one per flush unless the flush is huge). Routers that no longer
+   * exist are simply absent from the result: the caller revokes them.
+   */
+  async applyHeartbeats(writes: readonly HeartbeatWrite[]): Promise<AppliedHeartbeat[]> {
+    const sql = await nativeSql(this.#db);
+    const applied: AppliedHeartbeat[] = [];
+    const parts = chunks(writes, this.chunkSize);
+    for (const [index, part] of parts.entries()) {
+      if (index > 0 && this.#db.driver === "pglite") await yieldToEventLoop();
+      const rows = await sql.query<{ id: string; team_id: string; previous_has_pulse: boolean; previous_seen_ms: unknown }>(
+        APPLY_SQL,
+        [
+          part.map((w) => w.routerId),
+          part.map((w) => w.seenAt.getTime()),
+          part.map((w) => w.peer),
+          part.map((w) => text(w.identity)),
+          part.map((w) => text(w.serialNumber)),
+          part.map((w) => text(w.softwareVersion)),
+          part.map((w) => text(w.softwareId)),
+          part.map((w) => text(w.model)),
+          part.map((w) => text(w.boardName)),
+          part.map((w) => w.hardwareboard ?? null),
+          part.map((w) => (w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds))),
+          part.map((w) => text(w.tunnelIp)),
+          part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null)),
+        ],
+      );
+      for (const row of rows) {
+        applied.push({
+          routerId: row.id,
+          teamId: row.team_id,
+          previousHasPulse: row.previous_has_pulse === true,
+          previousSeenAt: row.previous_seen_ms === null ? null : new Date(toNumber(row.previous_seen_ms)),
+        });
+      }
+    }
+    return applied;
+  }
+
+  /** Adds seconds down per router and hour (rows for the same router and hour are summed first). */
+  async recordDowntime(writes: readonly DowntimeWrite[]): Promise<void> {
+    if (writes.length === 0) return;
+    const merged = new Map<string, DowntimeWrite>();
+    for (const w of writes) {
+      const key = `${w.routerId}|${w.hour.getTime()}`;
+      const current = merged.get(key);
+      merged.set(key, current ? { ...current, seconds: current.seconds + w.seconds } : { ...w });
+    }
+    const rows = [...merged.values()].filter((w) => w.seconds > 0);
+    if (rows.length === 0) return;
+    const sql = await nativeSql(this.#db);
+    for (const part of chunks(rows, this.chunkSize)) {
+      await sql.query(DOWNTIME_SQL, [
+        part.map((w) => w.routerId),
+        part.map((w) => w.hour.getTime()),
+        part.map((w) => Math.min(3_600, Math.round(w.seconds))),
+      ]);
+    }
+  }
+
+  /** Completes the ongoing faults of these routers; returns what was completed. */
+  async completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>> {
+    if (completions.length === 0) return [];
+    const sql = await nativeSql(this.#db);
+    const done: Array<FaultRecord & { teamId: string }> = [];
+    for (const part of chunks(completions, this.chunkSize)) {
+      const rows = await sql.query<Record<string, unknown>>(COMPLETE_SQL, [
+        part.map((c) => c.routerId),
+        part.map((c) => c.resolvedAt.getTime()),
+        part.map((c) => c.cause),
+      ]);
+      for (const row of rows) done.push({ ...faultFromRow(row), teamId: String(row.team_id) });
+    }
+    return done;
+  }
+
+  /**
+   * Called when a daemon starts: records an outage of every daemon when none was alive within
+   * `gapLimitMs` (the restart rule), and the interval the daemons run at.
+   */
+  async startCoverage(now: Date, gapLimitMs: number, intervalMs: number): Promise<CoverageRecord> {
+    const sql = await nativeSql(this.#db);
+    return sql.transaction(async (query) => {
+      await query(
+        `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms)
+         values (1, to_timestamp($1::float8 / 1000.0), to_timestamp($1::float8 / 1000.0), null, $2::int) on conflict (id) do nothing`,
+        [now.getTime(), intervalMs],
+      );
+      const rows = await query<Record<string, unknown>>(`select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1 for update`);
+      const row = rows[0];
+      const current: HeartbeatCoverageState | null = row ? coverageFromRow(row) : null;
+      const next = coverageOnStart(current, now, gapLimitMs);
+      await query(
+        `update heartbeat_coverage set covered_since = to_timestamp($1::float8 / 1000.0), alive_at = to_timestamp($2::float8 / 1000.0),
+           outage_started_at = to_timestamp($3::float8 / 1000.0), interval_ms = $4::int where id = 1`,
+        [next.coveredSince.getTime(), next.aliveAt.getTime(), next.outageStartedAt?.getTime() ?? null, intervalMs],
+      );
+      return { ...next, intervalMs };
+    });
+  }
+
+  /**
+   * One sweep in one transaction: only one daemon process sweeps at a time (advisory lock), it
+   * marks the daemons alive, and `work` decides which due routers get a fault. Returns null when
+   * another process holds the sweep.
+   */
+  async sweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
+    const sql = await nativeSql(this.#db);
+    return sql.transaction(async (query) => {
+      const locked = await query<{ ok: boolean }>("select pg_try_advisory_xact_lock($1) as ok", [SWEEP_LOCK_KEY]);
+      if (locked[0]?.ok !== true) return null;
+      const coverageRows = await query<Record<string, unknown>>(
+        `update heartbeat_coverage set alive_at = greatest(alive_at, to_timestamp($1::float8 / 1000.0)), interval_ms = $2::int
+         where id = 1 returning ${COVERAGE_COLUMNS}`,
+        [params.now.getTime(), params.intervalMs],
+      );
+      const coverageRow = coverageRows[0];
+      if (!coverageRow) return null;
+      const coverage = coverageFromRow(coverageRow);
+      const due = await this.#due(query, params, coverage);
+      return work({ coverage, due, open: (faults) => this.#open(query, faults) });
+    });
+  }
+
+  async #due(query: NativeQuery, p: SweepParams, coverage: CoverageRecord): Promise<DueRouter[]> {
+    const rows = await query<{ id: string; team_id: string; name: string; identity: string; last_seen_ms: unknown }>(DUE_SQL, [
+      p.now.getTime(),
+      p.missedHeartbeats,
+      p.intervalMs,
+      coverage.coveredSince.getTime(),
+      coverage.outageStartedAt?.getTime() ?? null,
+      p.toleranceMs,
+      p.graceMs,
+      p.limit,
+    ]);
+    return rows.map((r) => ({
+      routerId: r.id,
+      teamId: r.team_id,
+      name: r.name,
+      identity: r.identity,
+      lastSeenAt: new Date(toNumber(r.last_seen_ms)),
+    }));
+  }
+
+  async #open(query: NativeQuery, faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>> {
+    if (faults.length === 0) return [];
+    const teams = new Map<string, string>();
+    const rows = await query<Record<string, unknown>>(OPEN_SQL, [
+      faults.map((f) => f.routerId),
+      faults.map((f) => f.message),
+      faults.map((f) => f.createdAt.getTime()),
+    ]);
+    const teamRows = await query<{ id: string; team_id: string }>("select id, team_id from routers where id = any($1::uuid[])", [
+      rows.map((r) => String(r.router_id)),
+    ]);
+    for (const r of teamRows) teams.set(r.id, r.team_id);
+    return rows.map((row) => {
+      const fault = faultFromRow(row);
+      return { ...fault, teamId: teams.get(fault.routerId) ?? "" };
+    });
+  }
+
+  /** The coverage record, for the daemon's own reads. */
+  async coverage(): Promise<CoverageRecord | null> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<Record<string, unknown>>(`select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1`);
+    return rows[0] ? coverageFromRow(rows[0]) : null;
+  }
+}

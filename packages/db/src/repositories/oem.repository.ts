@@ -1,0 +1,116 @@
+import { oemLookupKeys, type TOemCatalog, type TOemProduct } from "@fleet/shared";
+import type { Database } from "../database.ts";
+import { OemProduct } from "../entities/oem-product.entity.ts";
+import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
+import { toDate, toNumber } from "./sql-values.ts";
+
+/** The model facts of a router that OEM matching needs. */
+export interface RouterModelRef {
+  model: string;
+  boardName: string;
+}
+
+/** Where the catalogue currently comes from. */
+export interface OemCatalogStatus {
+  count: number;
+  /** `snapshot:<version>` or the refresh URL (without its query). Null when empty. */
+  source: string | null;
+  updatedAt: Date | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const parseDocument = (value: unknown): TOemProduct =>
+  (typeof value === "string" ? JSON.parse(value) : value) as TOemProduct;
+
+/** The manufacturer catalogue (`oem_products`): matching a router to a model, and replacing it. */
+export class OemRepository {
+  readonly #db: Database;
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  /**
+   * The entry for a router that reports `model` and `boardName` (either may be empty). The model
+   * wins over the board name, which disambiguates shared model codes (Chateau 5G ax and Chateau
+   * LTE18 ax report the same board model); see `oemLookupKeys` for normalization and CHR.
+   */
+  async findForRouter(
+    model: string | null | undefined,
+    boardName: string | null | undefined,
+  ): Promise<TOemProduct | null> {
+    return this.findByKeys(oemLookupKeys(model, boardName));
+  }
+
+  /** The best entry for already-normalized keys, best key first; current models beat archived. */
+  async findByKeys(keys: readonly string[]): Promise<TOemProduct | null> {
+    if (keys.length === 0) return null;
+    const rank = keys.map((_, i) => `when ? = any(match_keys) then ${i}`).join(" ");
+    const rows = await this.#db.query<{ document: unknown }>(
+      `select document from oem_products
+       where ${keys.map(() => "? = any(match_keys)").join(" or ")}
+       order by case ${rank} end, coalesce((document->>'archived')::boolean, false), slug
+       limit 1`,
+      [...keys, ...keys],
+    );
+    const row = rows[0];
+    return row ? parseDocument(row.document) : null;
+  }
+
+  /** Model and board name of a router of `teamId`; null for an unknown id or another team's router. */
+  async routerModel(teamId: string, routerId: string): Promise<RouterModelRef | null> {
+    if (!UUID.test(routerId)) return null;
+    const rows = await this.#db.query<{ model: string; board_name: string }>(
+      `select model, board_name from routers where id = ? and team_id = ?`,
+      [routerId, teamId],
+    );
+    const row = rows[0];
+    return row ? { model: row.model ?? "", boardName: row.board_name ?? "" } : null;
+  }
+
+  /**
+   * Swaps the whole catalogue in one transaction: readers see the old one or the new one, and a
+   * failure leaves the old one in place. Returns the number of entries stored.
+   */
+  async replaceAll(catalog: TOemCatalog, source: string, now: Date): Promise<number> {
+    const rows = catalog.products.map((product) => ({
+      slug: product.slug,
+      matchKeys: oemMatchKeys(product),
+      document: product,
+      source,
+      updatedAt: now,
+    }));
+    await this.#db.em().transactional(async (tx) => {
+      await tx.nativeDelete(OemProduct, {});
+      await tx.insertMany(OemProduct, rows);
+    });
+    return rows.length;
+  }
+
+  /**
+   * Installs the shipped snapshot when the table is empty or holds an older snapshot; data from a
+   * refresh is never overwritten by the snapshot. Returns true when it wrote.
+   */
+  async installSnapshot(catalog: TOemCatalog, now: Date): Promise<boolean> {
+    const source = snapshotSource(catalog);
+    const rows = await this.#db.query<{ source: string }>(`select distinct source from oem_products`);
+    const sources = rows.map((r) => r.source);
+    if (sources.length === 1 && sources[0] === source) return false;
+    if (sources.some((s) => !s.startsWith(SNAPSHOT_SOURCE_PREFIX))) return false;
+    await this.replaceAll(catalog, source, now);
+    return true;
+  }
+
+  async status(): Promise<OemCatalogStatus> {
+    const rows = await this.#db.query<{ n: unknown; source: string | null; updated_at: unknown }>(
+      `select count(*)::int as n, max(source) as source, max(updated_at) as updated_at from oem_products`,
+    );
+    const row = rows[0];
+    const count = toNumber(row?.n ?? 0);
+    return {
+      count,
+      source: count > 0 ? (row?.source ?? null) : null,
+      updatedAt: count > 0 && row?.updated_at ? toDate(row.updated_at) : null,
+    };
+  }
+}

@@ -1,0 +1,234 @@
+import type { HeartbeatCoverageState } from "@fleet/shared";
+import type { Database } from "../database.ts";
+import { nativeSql } from "../native-sql.ts";
+import { toNumber } from "./sql-values.ts";
+
+/** A router as the API reads it (SPEC "Router", "Router Metadata"). */
+export interface RouterRecord {
+  id: string;
+  organizationId: string;
+  teamId: string;
+  name: string;
+  identity: string;
+  serialNumber: string;
+  softwareVersion: string;
+  softwareId: string;
+  model: string;
+  boardName: string;
+  hardwareboard: boolean;
+  uptimeSeconds: number | null;
+  hasPulse: boolean;
+  lastSeenAt: Date | null;
+  lastSeenFrom: string | null;
+  tunnelIp: string | null;
+  reportedMetadata: Record<string, unknown>;
+  userMetadata: Record<string, unknown>;
+  createdAt: Date;
+}
+
+/** A fault (SPEC "Fault"). */
+export interface FaultRecord {
+  id: string;
+  routerId: string;
+  type: string;
+  severity: string;
+  message: string;
+  cause: string;
+  status: "ongoing" | "completed";
+  createdAt: Date;
+  resolvedAt: Date | null;
+  durationSeconds: number | null;
+}
+
+export interface NewRouter {
+  organizationId: string;
+  teamId: string;
+  name: string;
+  /** SHA-256 hex of the heartbeat token; the token itself is never stored. */
+  tokenHash: string;
+  createdAt: Date;
+}
+
+/** The daemons' coverage record plus the interval they run at. */
+export interface CoverageRecord extends HeartbeatCoverageState {
+  intervalMs: number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True for a UUID; anything else cannot name a router and must not reach a uuid column. */
+export const isRouterId = (value: string): boolean => UUID.test(value);
+
+const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
+
+export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
+  r.software_id, r.model, r.board_name, r.hardwareboard, r.uptime_seconds::float8 as uptime_seconds, r.has_pulse,
+  ${ms("r.last_seen_at", "last_seen_ms")}, r.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
+  ${ms("r.created_at", "created_ms")}`;
+
+const FAULT_COLUMNS = `f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
+  ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds`;
+
+type Row = Record<string, unknown>;
+
+const json = (value: unknown): Record<string, unknown> => {
+  const parsed = typeof value === "string" ? JSON.parse(value) : value;
+  return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+};
+
+const dateOrNull = (value: unknown): Date | null => (value === null || value === undefined ? null : new Date(toNumber(value)));
+
+export const routerFromRow = (row: Row): RouterRecord => ({
+  id: String(row.id),
+  organizationId: String(row.organization_id),
+  teamId: String(row.team_id),
+  name: String(row.name),
+  identity: String(row.identity),
+  serialNumber: String(row.serial_number),
+  softwareVersion: String(row.software_version),
+  softwareId: String(row.software_id),
+  model: String(row.model),
+  boardName: String(row.board_name),
+  hardwareboard: row.hardwareboard === true,
+  uptimeSeconds: row.uptime_seconds === null || row.uptime_seconds === undefined ? null : toNumber(row.uptime_seconds),
+  hasPulse: row.has_pulse === true,
+  lastSeenAt: dateOrNull(row.last_seen_ms),
+  lastSeenFrom: row.last_seen_from === null || row.last_seen_from === undefined ? null : String(row.last_seen_from),
+  tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
+  reportedMetadata: json(row.reported_metadata),
+  userMetadata: json(row.user_metadata),
+  createdAt: new Date(toNumber(row.created_ms)),
+});
+
+export const faultFromRow = (row: Row): FaultRecord => ({
+  id: String(row.id),
+  routerId: String(row.router_id),
+  type: String(row.type),
+  severity: String(row.severity),
+  message: String(row.message),
+  cause: String(row.cause),
+  status: row.status === "completed" ? "completed" : "ongoing",
+  createdAt: new Date(toNumber(row.created_ms)),
+  resolvedAt: dateOrNull(row.resolved_ms),
+  durationSeconds: row.duration_seconds === null || row.duration_seconds === undefined ? null : toNumber(row.duration_seconds),
+});
+
+export const coverageFromRow = (row: Row): CoverageRecord => ({
+  coveredSince: new Date(toNumber(row.covered_since_ms)),
+  aliveAt: new Date(toNumber(row.alive_ms)),
+  outageStartedAt: dateOrNull(row.outage_ms),
+  intervalMs: toNumber(row.interval_ms),
+});
+
+export const COVERAGE_COLUMNS = `${ms("covered_since", "covered_since_ms")}, ${ms("alive_at", "alive_ms")},
+  ${ms("outage_started_at", "outage_ms")}, interval_ms`;
+
+/** The router inventory as the API sees it: always scoped to a team. */
+export class RoutersRepository {
+  readonly #db: Database;
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async listByTeam(teamId: string): Promise<RouterRecord[]> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<Row>(
+      `select ${ROUTER_COLUMNS} from routers r where r.team_id = $1 order by r.created_at, r.id`,
+      [teamId],
+    );
+    return rows.map(routerFromRow);
+  }
+
+  /** The router if it exists in `teamId`; null for unknown ids, malformed ids and other teams. */
+  async findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null> {
+    if (!isRouterId(routerId)) return null;
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<Row>(`select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2`, [
+      routerId,
+      teamId,
+    ]);
+    return rows[0] ? routerFromRow(rows[0]) : null;
+  }
+
+  async insert(input: NewRouter): Promise<RouterRecord> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<Row>(
+      `insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
+       values ($1, $2, $3, $4, $5, to_timestamp($6::float8 / 1000.0))
+       returning ${ROUTER_COLUMNS}`,
+      [crypto.randomUUID(), input.organizationId, input.teamId, input.name, input.tokenHash, input.createdAt.getTime()],
+    );
+    const row = rows[0];
+    if (!row) throw new Error("router insert returned no row");
+    return routerFromRow(row);
+  }
+
+  /** Deletes the router (its faults and downtime go with it); null when it is not in the team. */
+  async deleteInTeam(teamId: string, routerId: string): Promise<{ id: string; organizationId: string } | null> {
+    if (!isRouterId(routerId)) return null;
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<{ id: string; organization_id: string }>(
+      "delete from routers where id = $1 and team_id = $2 returning id, organization_id",
+      [routerId, teamId],
+    );
+    const row = rows[0];
+    return row ? { id: row.id, organizationId: row.organization_id } : null;
+  }
+
+  /**
+   * Read-modify-write of the user metadata under a row lock, so concurrent PATCHes both land.
+   * `change` gets the current record and returns the new user metadata and name, or throws to
+   * abort (nothing is written then).
+   */
+  async updateUserMetadata(
+    teamId: string,
+    routerId: string,
+    change: (current: RouterRecord) => { userMetadata: Record<string, unknown>; name: string },
+  ): Promise<RouterRecord | null> {
+    if (!isRouterId(routerId)) return null;
+    const sql = await nativeSql(this.#db);
+    return sql.transaction(async (query) => {
+      const rows = await query<Row>(`select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2 for update`, [
+        routerId,
+        teamId,
+      ]);
+      const row = rows[0];
+      if (!row) return null;
+      const next = change(routerFromRow(row));
+      const updated = await query<Row>(
+        `update routers as r set user_metadata = $2::jsonb, name = $3 where r.id = $1 returning ${ROUTER_COLUMNS}`,
+        [routerId, JSON.stringify(next.userMetadata), next.name],
+      );
+      const result = updated[0];
+      return result ? routerFromRow(result) : null;
+    });
+  }
+
+  /** The router's most recent faults, newest first. */
+  async faults(routerId: string, limit: number): Promise<FaultRecord[]> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<Row>(
+      `select ${FAULT_COLUMNS} from router_faults f where f.router_id = $1 order by f.created_at desc, f.id desc limit $2::int`,
+      [routerId, limit],
+    );
+    return rows.map(faultFromRow);
+  }
+
+  /** Stored seconds down per UTC hour in [from, to), keyed by the hour's epoch milliseconds. */
+  async downtimeHours(routerId: string, from: Date, to: Date): Promise<Map<number, number>> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<{ hour_ms: unknown; seconds_down: unknown }>(
+      `select ${ms("hour", "hour_ms")}, seconds_down from router_downtime_hours
+       where router_id = $1 and hour >= to_timestamp($2::float8 / 1000.0) and hour < to_timestamp($3::float8 / 1000.0)`,
+      [routerId, from.getTime(), to.getTime()],
+    );
+    return new Map(rows.map((r) => [toNumber(r.hour_ms), toNumber(r.seconds_down)]));
+  }
+
+  /** The heartbeat daemons' coverage record; null before any daemon ran. */
+  async coverage(): Promise<CoverageRecord | null> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<Row>(`select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1`);
+    return rows[0] ? coverageFromRow(rows[0]) : null;
+  }
+}

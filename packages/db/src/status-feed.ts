@@ -1,0 +1,161 @@
+import { MemoryStatusFeed, type StatusFeed, type TRouterStatusEvent, ZRouterStatusEvent } from "@fleet/shared";
+import pg from "pg";
+import type { Database } from "./database.ts";
+import { nativeSql } from "./native-sql.ts";
+
+/** The PostgreSQL channel status events travel on between processes. */
+export const STATUS_CHANNEL = "fleet_router_status";
+// NOTIFY payloads must stay under 8000 bytes; events are packed into arrays below this.
+const MAX_PAYLOAD_BYTES = 7_500;
+const RECONNECT_MS = 1_000;
+
+export interface StatusFeedHandle {
+  feed: StatusFeed;
+  /** Drops this holder's reference; the last one closes the LISTEN connection. */
+  release(): Promise<void>;
+}
+
+interface Shared {
+  feed: MemoryStatusFeed | PostgresStatusFeed;
+  refs: number;
+}
+
+const registry = new WeakMap<Database, Promise<Shared>>();
+
+/**
+ * The status feed of a database, shared by every app in the process that uses the same Database
+ * (the all-in-one's API and daemon hear each other). PGlite lives in one process, so an in-memory
+ * feed is enough there; PostgreSQL uses LISTEN/NOTIFY so separate processes hear each other.
+ */
+export const acquireStatusFeed = async (
+  db: Database,
+  onError: (error: unknown) => void = () => {},
+): Promise<StatusFeedHandle> => {
+  let shared = registry.get(db);
+  if (!shared) {
+    shared = (async () => {
+      if (db.driver !== "postgresql") return { feed: new MemoryStatusFeed(), refs: 0 };
+      const url = String(db.orm.config.get("clientUrl"));
+      const feed = new PostgresStatusFeed(db, url, onError);
+      await feed.start();
+      return { feed, refs: 0 };
+    })();
+    registry.set(db, shared);
+  }
+  const entry = await shared;
+  entry.refs += 1;
+  let released = false;
+  return {
+    feed: entry.feed,
+    release: async () => {
+      if (released) return;
+      released = true;
+      entry.refs -= 1;
+      if (entry.refs === 0) {
+        registry.delete(db);
+        if (entry.feed instanceof PostgresStatusFeed) await entry.feed.stop();
+      }
+    },
+  };
+};
+
+/** Packs events into NOTIFY-sized JSON arrays. */
+export const packEvents = (events: readonly TRouterStatusEvent[], maxBytes = MAX_PAYLOAD_BYTES): string[] => {
+  const payloads: string[] = [];
+  let batch: string[] = [];
+  let size = 2;
+  for (const event of events) {
+    const json = JSON.stringify(event);
+    if (batch.length > 0 && size + json.length + 1 > maxBytes) {
+      payloads.push(`[${batch.join(",")}]`);
+      batch = [];
+      size = 2;
+    }
+    batch.push(json);
+    size += json.length + 1;
+  }
+  if (batch.length > 0) payloads.push(`[${batch.join(",")}]`);
+  return payloads;
+};
+
+class PostgresStatusFeed implements StatusFeed {
+  readonly #db: Database;
+  readonly #url: string;
+  readonly #onError: (error: unknown) => void;
+  readonly #local = new MemoryStatusFeed();
+  #client: pg.Client | undefined;
+  #stopped = false;
+  #retry: NodeJS.Timeout | undefined;
+
+  constructor(db: Database, url: string, onError: (error: unknown) => void) {
+    this.#db = db;
+    this.#url = url;
+    this.#onError = onError;
+  }
+
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#url });
+    client.on("error", (error) => {
+      this.#onError(error);
+      this.#reconnect(client);
+    });
+    client.on("end", () => this.#reconnect(client));
+    client.on("notification", (message) => {
+      if (message.channel !== STATUS_CHANNEL || !message.payload) return;
+      this.#local.deliver(parsePayload(message.payload));
+    });
+    await client.connect();
+    await client.query(`listen ${STATUS_CHANNEL}`);
+    this.#client = client;
+  }
+
+  #reconnect(client: pg.Client): void {
+    if (this.#stopped || this.#client !== client) return;
+    this.#client = undefined;
+    client.end().catch(() => {});
+    const attempt = () => {
+      if (this.#stopped) return;
+      this.start().catch((error) => {
+        this.#onError(error);
+        this.#retry = setTimeout(attempt, RECONNECT_MS);
+        this.#retry.unref();
+      });
+    };
+    this.#retry = setTimeout(attempt, RECONNECT_MS);
+    this.#retry.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#retry);
+    const client = this.#client;
+    this.#client = undefined;
+    await client?.end().catch(() => {});
+  }
+
+  async publish(events: readonly TRouterStatusEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const sql = await nativeSql(this.#db);
+    await sql.query("select pg_notify($1, p) from unnest($2::text[]) as p", [STATUS_CHANNEL, packEvents(events)]);
+  }
+
+  subscribe(listener: (event: TRouterStatusEvent) => void): () => void {
+    return this.#local.subscribe(listener);
+  }
+}
+
+const parsePayload = (payload: string): TRouterStatusEvent[] => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [];
+  const events: TRouterStatusEvent[] = [];
+  for (const item of parsed) {
+    const result = ZRouterStatusEvent.safeParse(item);
+    if (result.success) events.push(result.data);
+  }
+  return events;
+};

@@ -1,0 +1,46 @@
+import type { TRouterStatusEvent } from "../schemas/router.schema.ts";
+
+/**
+ * Live router status changes (has_pulse flips, faults opened and completed, routers removed),
+ * published by whoever causes them and heard by every process: the heartbeat daemon drops a
+ * removed router's sockets, the API pushes changes to `routers.onStatus` subscribers. Delivery is
+ * best effort (at most once); readers re-read state after reconnecting.
+ */
+export interface StatusFeed {
+  publish(events: readonly TRouterStatusEvent[]): Promise<void>;
+  /** Returns the unsubscribe function. */
+  subscribe(listener: (event: TRouterStatusEvent) => void): () => void;
+}
+
+/** The in-process feed: PGlite and the all-in-one process, where everything shares one process. */
+export class MemoryStatusFeed implements StatusFeed {
+  readonly #listeners = new Set<(event: TRouterStatusEvent) => void>();
+
+  async publish(events: readonly TRouterStatusEvent[]): Promise<void> {
+    this.deliver(events);
+  }
+
+  /** Hands events to local listeners; a throwing listener does not stop the others. */
+  deliver(events: readonly TRouterStatusEvent[]): void {
+    for (const event of events) {
+      for (const listener of this.#listeners) {
+        try {
+          listener(event);
+        } catch {
+          // A listener's failure is its own problem.
+        }
+      }
+    }
+  }
+
+  subscribe(listener: (event: TRouterStatusEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  get listenerCount(): number {
+    return this.#listeners.size;
+  }
+}

@@ -1,0 +1,92 @@
+import { z } from "zod";
+import { checkDstAddress, normalizeAllowFrom } from "../rules/ipv4-rules.ts";
+
+/** SPEC "Limits" for creating a forward. Exported so tests probe the exact edges. */
+export const FORWARD_LIMITS = {
+  expireAfterMinutes: { min: 10, max: 1440 },
+  dstPort: { min: 1, max: 65535 },
+  /** Active forwards one router may have at once (a guard against abuse; SPEC leaves it open). */
+  activePerRouter: 20,
+} as const;
+
+const integerBetween = (min: number, max: number) =>
+  z
+    .number({
+      error: (issue) => (issue.input === undefined ? "is required" : `must be an integer between ${min} and ${max}`),
+    })
+    .int({ error: `must be an integer between ${min} and ${max}` })
+    .min(min, { error: `must be an integer between ${min} and ${max}` })
+    .max(max, { error: `must be an integer between ${min} and ${max}` })
+    // trpc-to-openapi switches bare number schemas to coercion (so `"60"`, `true`, `[22]` would pass
+    // as numbers); a pipe is left alone, and JSON numbers stay the only accepted spelling.
+    .transform((value) => value);
+
+const addressText = z
+  .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+  // Anything longer than "255.255.255.255/32" is wrong anyway; keeps error text short.
+  .max(64, { error: "must be an IPv4 address" });
+
+// Path parameters: any text; an id that is not a UUID simply matches nothing (404 like an unknown id).
+const pathId = z.string({ error: "must be a string" }).min(1, { error: "is required" }).max(100, { error: "is not a valid id" });
+
+export const ZRouterPath = z.object({ router_id: pathId });
+
+export const ZForwardPath = z.object({ router_id: pathId, id: pathId });
+export type TForwardPath = z.infer<typeof ZForwardPath>;
+
+/** POST /api/routers/{router_id}/transient-forwarding (SPEC "Create body", CONTRACT section 7). */
+export const ZCreateForwardInput = z.object({
+  router_id: pathId,
+  expire_after_minutes: integerBetween(FORWARD_LIMITS.expireAfterMinutes.min, FORWARD_LIMITS.expireAfterMinutes.max),
+  dst_port: integerBetween(FORWARD_LIMITS.dstPort.min, FORWARD_LIMITS.dstPort.max),
+  dst_address: addressText.transform((value, ctx) => {
+    const result = checkDstAddress(value);
+    if (result.ok) return result.value;
+    ctx.addIssue({ code: "custom", message: result.message });
+    return z.NEVER;
+  }),
+  allow_from: addressText.transform((value, ctx) => {
+    const result = normalizeAllowFrom(value);
+    if (result.ok) return result.value;
+    ctx.addIssue({ code: "custom", message: result.message });
+    return z.NEVER;
+  }),
+});
+export type TCreateForwardInput = z.infer<typeof ZCreateForwardInput>;
+
+/** SPEC "Transient Port Forward", in the SPEC's field order. */
+export const ZForward = z
+  .object({
+    id: z.string(),
+    port: z.number().int(),
+    revoked_early: z.boolean(),
+    allow_only_cidr: z.string(),
+    authorized_at: z.string().nullable().meta({ description: "Currently unused; always null." }),
+    expires_at: z.string().meta({ description: "UTC ISO 8601 with +00:00, e.g. 2026-11-21T13:00:00+00:00." }),
+    expired: z.boolean(),
+    entry_point: z.string(),
+    dst_address: z.string(),
+    dst_port: z.number().int(),
+    time_to_expire: z.string().meta({ description: 'Remaining time in words ("59 minutes from now"), "expired" or "revoked".' }),
+  })
+  .meta({ id: "TransientPortForward" });
+export type TForward = z.infer<typeof ZForward>;
+
+/** Durable job kinds of the tunnel agent. */
+export const FORWARD_JOB_KINDS = {
+  /** Add the forward's dst-nat rule on its router. */
+  apply: "forward.apply",
+  /** Remove the forward's rule and drop its connections. */
+  remove: "forward.remove",
+  /** Compare a router's tagged rules with the active forwards and repair both ways. */
+  reconcile: "router.reconcile",
+} as const;
+export type TForwardJobKind = (typeof FORWARD_JOB_KINDS)[keyof typeof FORWARD_JOB_KINDS];
+
+/** Payload of apply/remove jobs: ids only; handlers read the current state when they run. */
+export const ZForwardJobPayload = z.object({ forward_id: z.uuid(), router_id: z.uuid() });
+export type TForwardJobPayload = z.infer<typeof ZForwardJobPayload>;
+
+/** Payload of reconcile jobs. */
+export const ZReconcileJobPayload = z.object({ router_id: z.uuid() });
+export type TReconcileJobPayload = z.infer<typeof ZReconcileJobPayload>;

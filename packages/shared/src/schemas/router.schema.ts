@@ -1,0 +1,242 @@
+import { z } from "zod";
+import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
+
+/** The `/api` success envelope (SPEC "Routers": `status` and `data`). */
+export const successEnvelope = <T extends z.ZodType>(data: T) =>
+  z.object({ status: z.literal("success"), data });
+
+/** SPEC "Router". Unknown values are null (never reported) or "never" for `last_seen`. */
+export const ZRouter = z
+  .object({
+    id: z.string().meta({ description: "v4 UUID." }),
+    identity: z.string(),
+    serial_number: z.string().meta({ description: "For virtual (cloud-hosted) instances, the software id." }),
+    software_version: z.string(),
+    software_id: z.string(),
+    has_pulse: z.boolean().meta({ description: "Online (true) or offline, from the heartbeat check-in scheduler." }),
+    uptime: z.string().nullable().meta({ description: 'Human text such as "3 days, 14 hours, 5 minutes"; null until reported.' }),
+    last_seen: z.string().meta({ description: 'Human text such as "2 minutes ago"; "never" before the first heartbeat.' }),
+    last_seen_from: z.string().nullable().meta({ description: "Peer IP address of the latest heartbeat." }),
+    hardwareboard: z.boolean(),
+    model: z.string(),
+    board_name: z.string(),
+    last_seen_at: z.string().nullable().meta({ description: "YYYY-MM-DD HH:MM:SS (UTC)." }),
+    created_at: z.string().meta({ description: "YYYY-MM-DD HH:MM:SS (UTC)." }),
+  })
+  .meta({ id: "Router" });
+export type TRouter = z.infer<typeof ZRouter>;
+
+/** SPEC "Router Metadata": a free-form key/value store with these known keys. */
+export const ZRouterMetadata = z
+  .object({
+    name: z.string().optional(),
+    timezone: z.string().optional(),
+    boardname: z.string().optional(),
+    model: z.string().optional(),
+    hardwareboard: z.boolean().optional(),
+    banner_img: z.string().optional(),
+    thumbnail_img: z.string().optional(),
+    slug: z.string().optional(),
+    last_seen_from: z.string().optional(),
+    lat: z.number().optional(),
+    lng: z.number().optional(),
+    tunnel_ip: z.string().optional(),
+  })
+  .catchall(z.unknown())
+  .meta({ id: "RouterMetadata" });
+export type TRouterMetadata = z.infer<typeof ZRouterMetadata>;
+
+/** SPEC "Metric (hourly)". */
+export const ZMetric = z
+  .object({
+    date: z.string().meta({ description: "The hour, ISO 8601 with offset: 2026-11-21T13:00:00+00:00." }),
+    minutes_down: z.number(),
+    percentage_down: z.number(),
+  })
+  .meta({ id: "Metric" });
+export type TMetric = z.infer<typeof ZMetric>;
+
+/** SPEC "Fault". */
+export const ZFault = z
+  .object({
+    id: z.string(),
+    rid: z.string().meta({ description: "Id of the affected router." }),
+    message: z.string(),
+    severity: z.string(),
+    type: z.string(),
+    cause: z.string().meta({ description: "Unknown while ongoing." }),
+    created_at: z.string().meta({ description: "ISO 8601 with offset." }),
+    resolved_at: z.string().nullable(),
+    duration: z.number().int().nullable().meta({ description: "Whole seconds; null while ongoing." }),
+    status: z.enum(["ongoing", "completed"]),
+  })
+  .meta({ id: "Fault" });
+export type TFault = z.infer<typeof ZFault>;
+
+/** Path parameter of every router endpoint. Malformed ids answer 404 like unknown ones. */
+export const ZRouterIdInput = z.object({ router_id: z.string() });
+export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;
+
+/** SPEC "Limits" for routers; exported so tests probe the exact edges. */
+export const ROUTER_LIMITS = {
+  name: 100,
+  /** Faults returned by GET /faults. */
+  faults: 100,
+  /** Complete UTC hours returned by GET /metrics. */
+  metricHours: 24,
+  /** Free-form metadata: at most this many user keys ... */
+  metadataKeys: 50,
+  /** ... each key at most this long ... */
+  metadataKeyLength: 64,
+  /** ... each value at most this many bytes of JSON ... */
+  metadataValueBytes: 2_048,
+  /** ... and all user keys together at most this many bytes of JSON. */
+  metadataTotalBytes: 16_384,
+  url: 2_048,
+} as const;
+
+/** POST /api/routers. */
+export const ZEnrollRouterInput = z.object({
+  name: z
+    .string({ error: "must be a string" })
+    .max(ROUTER_LIMITS.name, { error: `must be at most ${ROUTER_LIMITS.name} characters` })
+    .optional(),
+});
+export type TEnrollRouterInput = z.infer<typeof ZEnrollRouterInput>;
+
+export const ZEnrolledRouter = z
+  .object({
+    router: ZRouter,
+    heartbeat_token: z.string().meta({ description: "Shown once; the service keeps only its hash." }),
+  })
+  .meta({ id: "EnrolledRouter" });
+export type TEnrolledRouter = z.infer<typeof ZEnrolledRouter>;
+
+/** Keys the router reports or the service derives; users cannot set them. */
+export const READ_ONLY_METADATA_KEYS: ReadonlySet<string> = new Set([
+  "boardname",
+  "model",
+  "hardwareboard",
+  "slug",
+  "last_seen_from",
+  "tunnel_ip",
+]);
+
+const METADATA_KEY = /^[A-Za-z0-9_.:-]+$/;
+
+const isHttpUrl = (value: string): boolean => {
+  try {
+    const url = new URL(value);
+    return url.protocol === "http:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
+};
+
+const encoder = new TextEncoder();
+const jsonBytes = (value: unknown): number => encoder.encode(JSON.stringify(value) ?? "").length;
+
+/** Validation of one user key; returns an error message or null. `null` values remove a key. */
+const metadataValueError = (key: string, value: unknown): string | null => {
+  if (READ_ONLY_METADATA_KEYS.has(key)) return "is reported by the router and cannot be set";
+  switch (key) {
+    case "name":
+      if (typeof value !== "string") return "must be a string";
+      return value.length > ROUTER_LIMITS.name ? `must be at most ${ROUTER_LIMITS.name} characters` : null;
+    case "timezone":
+      if (value === null) return null;
+      if (typeof value !== "string" || value.length > 64 || !isKnownTimeZone(value)) {
+        return "must be an IANA time zone name such as Europe/Berlin";
+      }
+      return null;
+    case "lat":
+    case "lng": {
+      if (value === null) return null;
+      const limit = key === "lat" ? 90 : 180;
+      if (typeof value !== "number" || !Number.isFinite(value)) return "must be a number";
+      return value < -limit || value > limit ? `must be between -${limit} and ${limit}` : null;
+    }
+    case "banner_img":
+    case "thumbnail_img":
+      if (value === null) return null;
+      if (typeof value !== "string" || value.length > ROUTER_LIMITS.url || !isHttpUrl(value)) {
+        return `must be an http or https URL of at most ${ROUTER_LIMITS.url} characters`;
+      }
+      return null;
+    default:
+      if (key.length > ROUTER_LIMITS.metadataKeyLength || !METADATA_KEY.test(key)) {
+        return `is not a valid key: use at most ${ROUTER_LIMITS.metadataKeyLength} letters, digits, _ . : -`;
+      }
+      if (value === undefined) return "must be a JSON value";
+      return jsonBytes(value) > ROUTER_LIMITS.metadataValueBytes
+        ? `must be at most ${ROUTER_LIMITS.metadataValueBytes} bytes of JSON`
+        : null;
+  }
+};
+
+/**
+ * PATCH /api/routers/{router_id}/metadata: the keys to merge. Known keys are validated (SPEC
+ * "Router Metadata"), others are free-form but bounded; `null` removes a key.
+ */
+export const ZUpdateRouterMetadataInput = z
+  .object({ router_id: z.string() })
+  .catchall(z.unknown())
+  .superRefine((input, ctx) => {
+    const keys = Object.keys(input).filter((k) => k !== "router_id");
+    if (keys.length > ROUTER_LIMITS.metadataKeys) {
+      ctx.addIssue({ code: "custom", path: ["body"], message: `must have at most ${ROUTER_LIMITS.metadataKeys} keys` });
+      return;
+    }
+    for (const key of keys) {
+      const message = metadataValueError(key, input[key]);
+      if (message) ctx.addIssue({ code: "custom", path: [key], message });
+    }
+  });
+export type TUpdateRouterMetadataInput = z.infer<typeof ZUpdateRouterMetadataInput>;
+
+/** Size of a merged user metadata object, checked against ROUTER_LIMITS after merging. */
+export const metadataBytes = jsonBytes;
+
+/** What `routers.onStatus` pushes: has_pulse and fault changes of the token's team. */
+export const ZRouterStatusEvent = z
+  .discriminatedUnion("type", [
+    z.object({
+      type: z.literal("pulse"),
+      router_id: z.string(),
+      team_id: z.string(),
+      has_pulse: z.boolean(),
+      at: z.string().meta({ description: "ISO 8601 with offset." }),
+    }),
+    z.object({ type: z.literal("fault"), router_id: z.string(), team_id: z.string(), fault: ZFault }),
+    z.object({ type: z.literal("removed"), router_id: z.string(), team_id: z.string() }),
+  ])
+  .meta({ id: "RouterStatusEvent" });
+export type TRouterStatusEvent = z.infer<typeof ZRouterStatusEvent>;
+
+/** The fields of a stored fault that SPEC "Fault" shows. */
+export interface FaultFields {
+  id: string;
+  routerId: string;
+  type: string;
+  severity: string;
+  message: string;
+  cause: string;
+  status: "ongoing" | "completed";
+  createdAt: Date;
+  resolvedAt: Date | null;
+  durationSeconds: number | null;
+}
+
+/** Stored fault -> SPEC "Fault", the same for the API's answers and the status feed. */
+export const toFaultResponse = (fault: FaultFields): TFault => ({
+  id: fault.id,
+  rid: fault.routerId,
+  message: fault.message,
+  severity: fault.severity,
+  type: fault.type,
+  cause: fault.cause,
+  created_at: formatIsoUtc(fault.createdAt),
+  resolved_at: fault.resolvedAt ? formatIsoUtc(fault.resolvedAt) : null,
+  duration: fault.durationSeconds,
+  status: fault.status,
+});
