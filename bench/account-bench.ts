@@ -11,13 +11,14 @@ import { makeAccount, makeUser } from "@fleet/db/testing";
 import { SignJWT } from "jose";
 import pg from "pg";
 import { formatRow, type LoadResult, runLoad } from "./lib/load.ts";
-import { freePort, startProcess, stopProcess } from "./lib/processes.ts";
+import { cpuMs, freePort, startProcess, stopProcess } from "./lib/processes.ts";
 
 const { values } = parseArgs({
   options: {
     "duration-ms": { type: "string", default: "5000" },
     concurrency: { type: "string", default: "32" },
     rounds: { type: "string", default: "2" },
+    only: { type: "string" },
   },
 });
 const durationMs = Number(values["duration-ms"]);
@@ -51,7 +52,14 @@ const apiPort = await freePort();
 const basePort = await freePort();
 const api = await startProcess(
   path.join(root, "apps/api/src/main.ts"),
-  { DATABASE_URL: dbUrl.toString(), PORT: String(apiPort), JWT_SECRET: secret, LOG_LEVEL: "warn", STRIPE_EMULATOR_PORT: "0", DATA_DIR: "memory" },
+  {
+    DATABASE_URL: dbUrl.toString(),
+    PORT: String(apiPort),
+    JWT_SECRET: secret,
+    LOG_LEVEL: "warn",
+    STRIPE_EMULATOR_PORT: "0",
+    DATA_DIR: "memory",
+  },
   `http://127.0.0.1:${apiPort}/healthz`,
 );
 const baseline = await startProcess(
@@ -61,31 +69,50 @@ const baseline = await startProcess(
 );
 
 const auth = { authorization: `Bearer ${token}` };
-const targets = {
-  baseline: () => runLoad("baseline (express+pg)", `http://127.0.0.1:${basePort}/v1/account`, {}, { concurrency, durationMs, expectStatus: 200 }),
-  rest: () => runLoad("REST /v1/account", `http://127.0.0.1:${apiPort}/v1/account`, auth, { concurrency, durationMs, expectStatus: 200 }),
-  trpc: () => runLoad("tRPC account.get", `http://127.0.0.1:${apiPort}/trpc/account.get`, auth, { concurrency, durationMs, expectStatus: 200 }),
+/** Runs a load and adds the server's CPU time per answered request (less sensitive to a busy machine). */
+const measured = async (pid: number | undefined, run: () => Promise<LoadResult>) => {
+  const before = await cpuMs(pid);
+  const result = await run();
+  return { ...result, cpuUsPerRequest: (((await cpuMs(pid)) - before) * 1000) / Math.max(1, result.requests) };
 };
+const targets = {
+  baseline: () =>
+    measured(baseline.pid, () =>
+      runLoad(
+        "baseline (express+pg)",
+        `http://127.0.0.1:${basePort}/v1/account`,
+        {},
+        { concurrency, durationMs, expectStatus: 200 },
+      ),
+    ),
+  rest: () =>
+    measured(api.pid, () =>
+      runLoad("REST /v1/account", `http://127.0.0.1:${apiPort}/v1/account`, auth, {
+        concurrency,
+        durationMs,
+        expectStatus: 200,
+      }),
+    ),
+  trpc: () =>
+    measured(api.pid, () =>
+      runLoad("tRPC account.get", `http://127.0.0.1:${apiPort}/trpc/account.get`, auth, {
+        concurrency,
+        durationMs,
+        expectStatus: 200,
+      }),
+    ),
+};
+type Measured = LoadResult & { cpuUsPerRequest: number };
 
 try {
-  // Warm-up: JIT, connection pools, token cache.
-  for (const run of Object.values(targets)) await runLoadShort(run);
-  const best: Record<string, LoadResult> = {};
-  for (let round = 0; round < rounds; round++) {
-    for (const [name, run] of Object.entries(targets)) {
-      const result = await run();
-      const previous = best[name];
-      if (!previous || result.rps > previous.rps) best[name] = result;
-    }
-  }
-  const b = best.baseline as LoadResult;
-  const r = best.rest as LoadResult;
-  const t = best.trpc as LoadResult;
-  console.log(`\nGET /v1/account, ${concurrency} connections, ${rounds} rounds of ${durationMs} ms, best round each\n`);
-  for (const result of [b, r, t]) console.log(formatRow(result));
-  const line = (name: string, x: LoadResult, target: number) =>
-    `${name.padEnd(6)} throughput ${(x.rps / b.rps).toFixed(2)} of baseline (target >= ${target})   p99 ${(x.p99 / b.p99).toFixed(2)}x baseline (target <= 2)`;
-  console.log(`\n${line("REST", r, 0.65)}\n${line("tRPC", t, 0.6)}`);
+  // Warm-up round: JIT, connection pools, token cache.
+  if (values.only) {
+    const run = targets[values.only as keyof typeof targets];
+    await run();
+    const result = await run();
+    console.log(`${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request`);
+    process.exitCode = 0;
+  } else await runAll();
 } finally {
   await stopProcess(api);
   await stopProcess(baseline);
@@ -95,6 +122,23 @@ try {
   await cleanup.end();
 }
 
-async function runLoadShort(run: () => Promise<LoadResult>) {
-  await run();
+async function runAll() {
+  for (const run of Object.values(targets)) await run();
+  const best: Record<string, Measured> = {};
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, run] of Object.entries(targets)) {
+      const result = await run();
+      const previous = best[name];
+      if (!previous || result.rps > previous.rps) best[name] = result;
+    }
+  }
+  const b = best.baseline as Measured;
+  const r = best.rest as Measured;
+  const t = best.trpc as Measured;
+  console.log(`\nGET /v1/account, ${concurrency} connections, ${rounds} rounds of ${durationMs} ms, best round each\n`);
+  for (const result of [b, r, t])
+    console.log(`${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request`);
+  const line = (name: string, x: Measured, target: number) =>
+    `${name.padEnd(6)} throughput ${(x.rps / b.rps).toFixed(2)} of baseline (target >= ${target})   p99 ${(x.p99 / b.p99).toFixed(2)}x baseline (target <= 2)   CPU/request ${(x.cpuUsPerRequest / b.cpuUsPerRequest).toFixed(2)}x baseline`;
+  console.log(`\n${line("REST", r, 0.65)}\n${line("tRPC", t, 0.6)}`);
 }

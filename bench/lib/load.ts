@@ -28,7 +28,14 @@ export const runLoad = async (
     new Promise<void>((resolve) => {
       const started = performance.now();
       const req = http.request(
-        { host: target.hostname, port: target.port, path: target.pathname + target.search, method: "GET", headers, agent },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname + target.search,
+          method: "GET",
+          headers,
+          agent,
+        },
         (res) => {
           res.resume();
           res.on("end", () => {
@@ -53,7 +60,14 @@ export const runLoad = async (
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const pick = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-  return { label, requests: latencies.length, errors, rps: latencies.length / elapsed, p50: pick(0.5), p99: pick(0.99) };
+  return {
+    label,
+    requests: latencies.length,
+    errors,
+    rps: latencies.length / elapsed,
+    p50: pick(0.5),
+    p99: pick(0.99),
+  };
 };
 
 export const formatRow = (r: LoadResult): string =>

@@ -6,13 +6,22 @@ export const freePort = () =>
     const server = net.createServer();
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
     });
   });
 
 /** Starts a TypeScript entry point on the project's Node and waits until `healthUrl` answers 200. */
-export const startProcess = async (entry: string, env: Record<string, string>, healthUrl: string): Promise<ChildProcess> => {
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), entry], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] });
+export const startProcess = async (
+  entry: string,
+  env: Record<string, string>,
+  healthUrl: string,
+): Promise<ChildProcess> => {
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), entry], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode}`);
@@ -34,3 +43,12 @@ export const stopProcess = (child: ChildProcess) =>
     child.once("exit", () => resolve());
     child.kill("SIGTERM");
   });
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux). */
+export const cpuMs = async (pid: number | undefined): Promise<number> => {
+  if (pid === undefined) return Number.NaN;
+  const { readFile } = await import("node:fs/promises");
+  const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / 100;
+};
