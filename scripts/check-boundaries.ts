@@ -30,7 +30,11 @@ const AREAS: Area[] = [
 
 const isTestFile = (file: string) => /\.test\.ts$/.test(file) || file.includes(`${path.sep}testing${path.sep}`);
 const mayReadEnv = (file: string) =>
-  /(^|\/)config\.ts$/.test(file) || isTestFile(file) || file.startsWith("test/") || file.startsWith("bench/") || file.startsWith("scripts/");
+  /(^|\/)config\.ts$/.test(file) ||
+  isTestFile(file) ||
+  file.startsWith("test/") ||
+  file.startsWith("bench/") ||
+  file.startsWith("scripts/");
 
 const walk = (dir: string): string[] => {
   const out: string[] = [];

@@ -12,7 +12,12 @@ describe("npm start (all-in-one process)", () => {
   let url: string;
 
   beforeAll(async () => {
-    const env: Record<string, string> = { PORT: "0", HEARTBEAT_PORT: "0", STRIPE_EMULATOR_PORT: "0", LOG_LEVEL: "info" };
+    const env: Record<string, string> = {
+      PORT: "0",
+      HEARTBEAT_PORT: "0",
+      STRIPE_EMULATOR_PORT: "0",
+      LOG_LEVEL: "info",
+    };
     if (process.env.DATABASE_URL) {
       db = await createTestDatabase();
       env.DATABASE_URL = db.url ?? "";
@@ -71,7 +76,12 @@ describe("configuration errors", () => {
     ["JWT_SECRET", "short"],
     ["AUTH_DEV_LOGIN", "maybe"],
   ])("a bad %s stops start-up with one line naming it", async (name, value) => {
-    const proc = spawnSystem("apps/all-in-one/src/main.ts", { PORT: "0", STRIPE_EMULATOR_PORT: "0", HEARTBEAT_PORT: "0", [name]: value });
+    const proc = spawnSystem("apps/all-in-one/src/main.ts", {
+      PORT: "0",
+      STRIPE_EMULATOR_PORT: "0",
+      HEARTBEAT_PORT: "0",
+      [name]: value,
+    });
     try {
       expect(await proc.exited).toBe(1);
       const lines = proc.stderr().trim().split("\n");

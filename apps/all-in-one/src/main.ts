@@ -27,6 +27,8 @@ const lines = [
   `  API        ${api.url}   (REST at the spec paths, tRPC at ${api.url}/trpc)`,
   `  Docs       ${api.url}/docs   OpenAPI ${api.url}/openapi.json`,
   `  Health     ${api.url}/healthz`,
+  `  Heartbeats ${system.heartbeat.wsUrl} (WebSocket) and POST ${system.heartbeat.url}/v1/heartbeat, every ${config.heartbeat.intervalMs / 1000} s`,
+  `  Forwards   entry point ${config.tunnelAgent.entryPoint.host} on ${system.tunnelAgent.relay.bind}:${config.tunnelAgent.entryPoint.ports.join("-")}; routers authorize ${system.tunnelAgent.publicKey}`,
   api.stripeEmulatorUrl ? `  Stripe     built-in emulator at ${api.stripeEmulatorUrl} (publishable key ${api.publishableKey})` : "  Stripe     configured keys",
   "",
   api.devLogin

@@ -1,11 +1,19 @@
 import { type RunningApi, startApi } from "@fleet/api";
 import { type Database, openDatabase } from "@fleet/db";
+import { type RunningHeartbeat, startHeartbeat } from "@fleet/heartbeat-daemon";
+import type { Clock } from "@fleet/shared";
+import { type RunningTunnelAgent, startTunnelAgent } from "@fleet/tunnel-agent";
 import type { Logger } from "pino";
 import type { AllInOneConfig } from "./config.ts";
+
+// The package exports this module only: tests and tools load the configuration through it.
+export { type AllInOneConfig, loadAllInOneConfig } from "./config.ts";
 
 export interface RunningSystem {
   db: Database;
   api: RunningApi;
+  heartbeat: RunningHeartbeat;
+  tunnelAgent: RunningTunnelAgent;
   /** Stops the apps in reverse order of start, then closes the database. */
   close(): Promise<void>;
 }
@@ -15,22 +23,30 @@ export interface StartAllOptions {
   logger: Logger;
   /** An already opened database (tests); otherwise one is opened from the configuration. */
   db?: Database;
+  /** Time of domain rules (forward expiry) for the API and the tunnel agent; tests pass a manual one. */
+  clock?: Clock;
 }
 
 /**
  * The composition root: ONE database (PGlite is in-process and single-connection) shared by the
  * API, the heartbeat daemon and the tunnel agent, each started through its own start function.
  */
-export const startAll = async ({ config, logger, db: given }: StartAllOptions): Promise<RunningSystem> => {
+export const startAll = async ({ config, logger, db: given, clock }: StartAllOptions): Promise<RunningSystem> => {
   const db = given ?? (await openDatabase({ databaseUrl: config.api.databaseUrl, dataDir: config.api.dataDir }));
   await db.migrate();
   const stops: Array<() => Promise<void>> = [];
   try {
-    const api = await startApi({ config: config.api, db, logger: logger.child({ app: "api" }) });
+    const api = await startApi({ config: config.api, db, logger: logger.child({ app: "api" }), ...(clock ? { clock } : {}) });
     stops.push(api.close);
+    const heartbeat = await startHeartbeat({ config: config.heartbeat, db, logger: logger.child({ app: "heartbeat" }), ...(clock ? { clock } : {}) });
+    stops.push(heartbeat.close);
+    const tunnelAgent = await startTunnelAgent({ config: config.tunnelAgent, db, logger: logger.child({ app: "tunnel-agent" }), ...(clock ? { clock } : {}) });
+    stops.push(tunnelAgent.close);
     return {
       db,
       api,
+      heartbeat,
+      tunnelAgent,
       close: async () => {
         for (const stop of stops.reverse()) await stop();
         if (!given) await db.close();

@@ -1,4 +1,5 @@
-import { createTRPCClient, httpBatchLink, httpLink, type TRPCClient } from "@trpc/client";
+import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink, type TRPCClient } from "@trpc/client";
+import { FetchEventSource } from "./fetch-event-source.ts";
 import type { AppRouter } from "./trpc/app-router.ts";
 
 export type { AppRouter } from "./trpc/app-router.ts";
@@ -11,7 +12,14 @@ export interface ClientOptions {
   /** Batch concurrent calls into one request (default true; the server allows 10 per batch). */
   batch?: boolean;
   fetch?: typeof fetch;
+  /**
+   * EventSource for subscriptions (`routers.onStatus`, over SSE); defaults to the runtime's, else a
+   * fetch-based one. The token travels in tRPC's connectionParams, since EventSource has no headers.
+   */
+  EventSource?: typeof FetchEventSource | typeof globalThis.EventSource;
 }
+
+export { FetchEventSource };
 
 /** The typed client frontends use: every procedure with its zod-derived input and output types. */
 export const createClient = (options: ClientOptions): TRPCClient<AppRouter> => {
@@ -24,5 +32,12 @@ export const createClient = (options: ClientOptions): TRPCClient<AppRouter> => {
     options.batch === false
       ? httpLink({ url, headers, ...(options.fetch ? { fetch: options.fetch } : {}) })
       : httpBatchLink({ url, headers, maxItems: 10, ...(options.fetch ? { fetch: options.fetch } : {}) });
-  return createTRPCClient<AppRouter>({ links: [link] });
+  const subscriptions = httpSubscriptionLink({
+    url,
+    EventSource: options.EventSource ?? globalThis.EventSource ?? FetchEventSource,
+    connectionParams: () => headers(),
+  });
+  return createTRPCClient<AppRouter>({
+    links: [splitLink({ condition: (op) => op.type === "subscription", true: subscriptions, false: link })],
+  });
 };

@@ -5,6 +5,7 @@ import type { TokenVerifier } from "./features/auth/token-verifier.ts";
 import type { OemService } from "./features/oem/oem.service.ts";
 import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
+import type { RouterService } from "./features/routers/routers.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
@@ -17,4 +18,5 @@ export interface Services {
   oem: OemService;
   paymentMethods: PaymentMethodsService;
   invoices: InvoicesService;
+  routers: RouterService;
 }

@@ -1,6 +1,14 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AccountsRepository, type Database, ForwardsRepository, IdentityRepository } from "@fleet/db";
+import {
+  AccountsRepository,
+  acquireStatusFeed,
+  type Database,
+  ForwardsRepository,
+  IdentityRepository,
+  RoutersRepository,
+  SubscriptionsRepository,
+} from "@fleet/db";
 import type { Clock } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
@@ -15,10 +23,13 @@ import { resolveDevJwtSecret } from "./features/auth/dev-secret.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
+import { RouterService } from "./features/routers/routers.service.ts";
+import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
 import { createApp } from "./http/app.ts";
 import { createCustomerGateway } from "./integrations/stripe/billing-gateway.ts";
 import { createPaymentsGateway } from "./integrations/stripe/payments-gateway.ts";
+import { createSubscriptionGateway } from "./integrations/stripe/subscription-gateway.ts";
 import { createStripeClient, type StripeConnection } from "./integrations/stripe/stripe-client.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
@@ -79,6 +90,7 @@ export const startApi = async ({ config, db, logger, now, clock: domainClock }: 
   const oemCatalog = new OemRepository(db);
   const accountService = new AccountService({ accounts, customers: createCustomerGateway(stripeClient), docsUrl: config.docsUrl });
   const payments = createPaymentsGateway(stripeClient);
+  const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const services: Services = {
     tokens,
     auth: new AuthService({ identity, signer, loginHookSecret: config.auth.loginHookSecret }),
@@ -92,6 +104,19 @@ export const startApi = async ({ config, db, logger, now, clock: domainClock }: 
       entryPoint: config.entryPoint,
     }),
     oem: new OemService({ catalog: oemCatalog }),
+    routers: new RouterService({
+      routers: new RoutersRepository(db),
+      // Enrolling is creating a service: subscription check before, quantity sync after.
+      clearance: new SubscriptionService({
+        accounts,
+        subscriptions: new SubscriptionsRepository(db),
+        gateway: createSubscriptionGateway(stripeClient),
+        docsUrl: config.docsUrl,
+      }),
+      feed: statusFeed.feed,
+      clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
+      logger: logger.child({ feature: "routers" }),
+    }),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -135,7 +160,10 @@ export const startApi = async ({ config, db, logger, now, clock: domainClock }: 
     devLogin: signer !== undefined,
     close: async () => {
       await oemRefresh?.stop();
+      // Open SSE subscriptions end first, so closing the server does not wait on them.
+      services.routers.close();
       await closeServer(server);
+      await statusFeed.release();
       await emulator?.close();
     },
   };

@@ -154,3 +154,5 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     },
   };
 };
+
+export { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";

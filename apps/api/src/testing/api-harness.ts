@@ -1,5 +1,6 @@
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import pino, { type Logger } from "pino";
+import type { Clock } from "@fleet/shared";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
 import { type RunningApi, startApi } from "../start-api.ts";
 
@@ -21,6 +22,8 @@ let counter = 0;
 export interface ApiHarnessOptions {
   /** The API's logger (default: silent); tests that inspect logs pass one writing to memory. */
   logger?: Logger;
+  /** Time of domain rules (forward expiry, router metrics); token expiry keeps the real clock. */
+  clock?: Clock;
 }
 
 export const startApiHarness = async (env: Record<string, string> = {}, options: ApiHarnessOptions = {}): Promise<ApiHarness> => {
@@ -38,7 +41,7 @@ export const startApiHarness = async (env: Record<string, string> = {}, options:
     { devLogin: true },
   );
   const clock = { offsetMs: 0 };
-  const api = await startApi({ config, db, logger: options.logger ?? pino({ level: "silent" }), now: () => Date.now() + clock.offsetMs });
+  const api = await startApi({ config, db, logger: options.logger ?? pino({ level: "silent" }), now: () => Date.now() + clock.offsetMs, ...(options.clock ? { clock: options.clock } : {}) });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers.authorization = `Bearer ${options.token}`;

@@ -24,9 +24,14 @@ export const loginWithAccount = async (
   const login = await h.login(undefined, options.timezone ? { timezone: options.timezone } : {});
   const created = await h.request("POST", "/v1/account", {
     token: login.token,
-    body: { name: "Card Co", email: `${crypto.randomUUID()}@example.com`, address: { country: options.country ?? "US" } },
+    body: {
+      name: "Card Co",
+      email: `${crypto.randomUUID()}@example.com`,
+      address: { country: options.country ?? "US" },
+    },
   });
-  if (created.status !== 201) throw new Error(`account creation failed: ${created.status} ${JSON.stringify(created.body)}`);
+  if (created.status !== 201)
+    throw new Error(`account creation failed: ${created.status} ${JSON.stringify(created.body)}`);
   const rows = await h.db.query<{ stripe_customer_id: string }>(
     "select stripe_customer_id from billing_accounts where organization_id = ?",
     [login.organizationId],
@@ -57,7 +62,10 @@ export const unixInZone = (unix: number, timeZone: string): string => {
  * A second API over the harness's own database whose processor is unreachable (nothing listens on
  * port 9): same JWT secret, so the harness's tokens work on it.
  */
-export const startUnreachableProcessorApi = async (h: ApiHarness, logger: Logger = pino({ level: "silent" })): Promise<RunningApi> => {
+export const startUnreachableProcessorApi = async (
+  h: ApiHarness,
+  logger: Logger = pino({ level: "silent" }),
+): Promise<RunningApi> => {
   const config = loadApiConfig(
     {
       PORT: "0",

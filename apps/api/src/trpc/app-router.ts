@@ -2,8 +2,8 @@ import { accountRouter } from "../features/account/account.router.ts";
 import { authRouter } from "../features/auth/auth.router.ts";
 import { forwardsRouter } from "../features/forwards/forwards.router.ts";
 import { invoicesRouter } from "../features/invoices/invoices.router.ts";
-import { oemRouter } from "../features/oem/oem.router.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.router.ts";
+import { routersRouter } from "../features/routers/routers.router.ts";
 import { router } from "./init.ts";
 
 /** The one procedure set behind tRPC (/trpc), REST (spec paths) and /openapi.json. */
@@ -13,8 +13,7 @@ export const appRouter = router({
   paymentMethods: paymentMethodsRouter,
   invoices: invoicesRouter,
   forwards: forwardsRouter,
-  // Temporary: replaced by the routers feature router, which takes over `oem`.
-  routers: oemRouter,
+  routers: routersRouter,
 });
 
 export type AppRouter = typeof appRouter;

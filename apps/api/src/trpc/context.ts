@@ -12,11 +12,21 @@ export interface RequestContext {
   res: Response;
 }
 
+/**
+ * Browsers' EventSource cannot send headers, so SSE subscriptions (`routers.onStatus`) may carry the
+ * token in tRPC's `connectionParams` instead: `{ "authorization": "Bearer <token>" }` or `{ "token": "<token>" }`.
+ */
+const fromConnectionParams = (params: Record<string, string | undefined> | null | undefined): string | undefined => {
+  if (!params) return undefined;
+  if (typeof params.authorization === "string") return params.authorization;
+  return typeof params.token === "string" ? `Bearer ${params.token}` : undefined;
+};
+
 export const contextFactory =
   (services: Services, transport: RequestContext["transport"]) =>
-  ({ req, res }: { req: Request; res: Response }): RequestContext => ({
+  ({ req, res, info }: { req: Request; res: Response; info?: { connectionParams?: Record<string, string | undefined> | null } }): RequestContext => ({
     transport,
-    authorization: req.headers.authorization,
+    authorization: req.headers.authorization ?? fromConnectionParams(info?.connectionParams),
     ip: req.socket.remoteAddress,
     services,
     req,

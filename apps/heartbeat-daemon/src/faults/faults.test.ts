@@ -207,7 +207,7 @@ describe("several sweepers", () => {
   it("open each fault exactly once", async () => {
     const t = clock.now().getTime() + 3_600_000;
     at(t);
-    const routers = [];
+    const routers: Array<{ id: string; heartbeatToken: string }> = [];
     for (let i = 0; i < 12; i++) routers.push(await beatingRouter(`fleet-${i}`));
     at(t + 20 * I);
     const sweeper = (database: Database) =>

@@ -16,7 +16,10 @@ export const BillingSubscription = defineEntity({
     currency: p.string().length(3),
     quantity: p.integer(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type TBillingSubscription = InferEntity<typeof BillingSubscription>;

@@ -264,6 +264,20 @@ export class ForwardsRepository {
     return this.listActive(routerId, now);
   }
 
+  /**
+   * Active forwards of every router now reachable at `tunnelIp`. Usually one router; after a tunnel
+   * address moved between routers, a rule on that device may belong to either row.
+   */
+  async activeAtTunnel(tunnelIp: string, now: Date): Promise<ForwardRecord[]> {
+    const rows = await this.#db.query<Row>(
+      `select ${COLUMNS} from forwards f join routers r on r.id = f.router_id
+       where r.tunnel_ip = ? and f.status = 'active' and f.expires_at > ?
+       order by f.created_at, f.id`,
+      [tunnelIp, now],
+    );
+    return rows.map(forwardFromRow);
+  }
+
   /** Every forward the relay at `entryPoint` should serve now. */
   async relayTargets(entryPoint: string, now: Date): Promise<RelayTarget[]> {
     const rows = await this.#db.query<Row>(

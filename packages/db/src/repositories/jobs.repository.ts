@@ -115,6 +115,12 @@ export class JobsRepository {
   async claim(worker: string, now: Date, leaseMs: number, kinds?: readonly string[]): Promise<JobRecord | null> {
     const until = new Date(now.getTime() + leaseMs);
     const kindFilter = kinds && kinds.length > 0 ? `and kind in (${kinds.map(() => "?").join(", ")})` : "";
+    // Idle agents poll often: a plain read first keeps an empty queue from costing a transaction.
+    const due = await this.#db.query(
+      `select 1 from jobs where ((status = 'pending' and run_at <= ?) or (status = 'running' and locked_until <= ?)) ${kindFilter} limit 1`,
+      [now, now, ...(kinds ?? [])],
+    );
+    if (due.length === 0) return null;
     return this.#db.em().transactional(async (tx: SqlEntityManager) => {
       const candidates = await tx.execute<Row[]>(
         `select id, group_key, status, attempts, max_attempts from jobs

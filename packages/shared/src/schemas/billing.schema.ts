@@ -48,7 +48,17 @@ export const ZSetupIntent = z
 export type TSetupIntent = z.infer<typeof ZSetupIntent>;
 
 /** SPEC "Payment Method" brand values; anything else the processor reports is `unknown`. */
-export const CARD_BRANDS = ["amex", "diners", "discover", "eftpos_au", "jcb", "mastercard", "unionpay", "visa", "unknown"] as const;
+export const CARD_BRANDS = [
+  "amex",
+  "diners",
+  "discover",
+  "eftpos_au",
+  "jcb",
+  "mastercard",
+  "unionpay",
+  "visa",
+  "unknown",
+] as const;
 export type TCardBrand = (typeof CARD_BRANDS)[number];
 
 export const ZPaymentMethod = z

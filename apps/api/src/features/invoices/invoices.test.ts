@@ -33,7 +33,12 @@ const makeInvoices = async (customer: string, currency: string, amount: number) 
   const paid = await server.invoices.pay(paidDraft.id, { payment_method: "pm_card_visa" });
 
   await item("Managed routers");
-  const openDraft = await server.invoices.create({ customer, currency, collection_method: "send_invoice", days_until_due: 30 });
+  const openDraft = await server.invoices.create({
+    customer,
+    currency,
+    collection_method: "send_invoice",
+    days_until_due: 30,
+  });
   const open = await server.invoices.finalizeInvoice(openDraft.id);
 
   await item("Managed routers");
@@ -114,7 +119,14 @@ describe("GET /v1/account/invoices", () => {
       attempt_count: 0,
       attempted: false,
     });
-    expect(voided).toMatchObject({ ...common(made.voided), status: "void", paid: false, amount_due: 19.99, amount_paid: 0, due_date: null });
+    expect(voided).toMatchObject({
+      ...common(made.voided),
+      status: "void",
+      paid: false,
+      amount_due: 19.99,
+      amount_paid: 0,
+      due_date: null,
+    });
     expect(declined).toMatchObject({
       ...common(made.declined),
       status: "uncollectible",
@@ -156,7 +168,13 @@ describe("GET /v1/account/invoices", () => {
       paid: true,
       created_at: unixInZone(made.paid.created, "UTC"),
     });
-    expect(byId.get(made.open.id)).toMatchObject({ status: "open", amount_due: 1500, amount_paid: 0, amount_remaining: 1500, paid: false });
+    expect(byId.get(made.open.id)).toMatchObject({
+      status: "open",
+      amount_due: 1500,
+      amount_paid: 0,
+      amount_remaining: 1500,
+      paid: false,
+    });
     expect(byId.get(made.voided.id)).toMatchObject({ status: "void", amount_due: 1500, paid: false });
   });
 
@@ -205,7 +223,8 @@ describe("GET /v1/account/invoices", () => {
     expect(atCap.body).toHaveLength(INVOICE_LIST_LIMIT);
     expect(atCap.body.map((i: { id: string }) => i.id)).toEqual([...ids].reverse());
 
-    const newest = (await server.invoices.create({ customer: customerId, pending_invoice_items_behavior: "exclude" })).id;
+    const newest = (await server.invoices.create({ customer: customerId, pending_invoice_items_behavior: "exclude" }))
+      .id;
     const beyond = await h.request("GET", "/v1/account/invoices", { token });
     expect(beyond.body).toHaveLength(INVOICE_LIST_LIMIT);
     expect(beyond.body[0].id).toBe(newest);

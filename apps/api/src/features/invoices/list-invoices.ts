@@ -9,7 +9,8 @@ export const listInvoices = authedProcedure("account:read")
       path: "/v1/account/invoices",
       tags: ["invoices"],
       summary: "List invoices",
-      description: "Paid and unpaid invoices of the selected organization, newest first, at most the 100 most recent. No pagination.",
+      description:
+        "Paid and unpaid invoices of the selected organization, newest first, at most the 100 most recent. No pagination.",
     },
     successStatus: 200,
   })

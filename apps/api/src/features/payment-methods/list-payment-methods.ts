@@ -4,7 +4,12 @@ import { authedProcedure } from "../../trpc/init.ts";
 
 export const listPaymentMethods = authedProcedure("account:read")
   .meta({
-    openapi: { method: "GET", path: "/v1/account/payment-methods", tags: ["payment methods"], summary: "List payment methods" },
+    openapi: {
+      method: "GET",
+      path: "/v1/account/payment-methods",
+      tags: ["payment methods"],
+      summary: "List payment methods",
+    },
     successStatus: 200,
   })
   .input(z.void())

@@ -44,7 +44,10 @@ describe("secrets never reach the logs", () => {
       secrets.push(intent.body.client_secret);
       const pm = await browser.paymentMethods.create({ type: "card", card: testCard(number) });
       await browser.setupIntents
-        .confirm(intent.body.id, { payment_method: pm.id, client_secret: intent.body.client_secret } as Stripe.SetupIntentConfirmParams)
+        .confirm(intent.body.id, {
+          payment_method: pm.id,
+          client_secret: intent.body.client_secret,
+        } as Stripe.SetupIntentConfirmParams)
         .catch((error: unknown) => {
           if (!(error instanceof Stripe.errors.StripeCardError)) throw error;
         });
@@ -72,7 +75,10 @@ describe("secrets never reach the logs", () => {
     // A processor outage is logged as a server error, with its cause.
     const broken = await startUnreachableProcessorApi(h, logger);
     try {
-      const res = await fetch(`${broken.url}/v1/account/setup-intent`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+      const res = await fetch(`${broken.url}/v1/account/setup-intent`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+      });
       expect(res.status).toBe(502);
     } finally {
       await broken.close();
@@ -87,7 +93,7 @@ describe("secrets never reach the logs", () => {
     expect(secrets).toHaveLength(4);
     for (const secret of secrets) expect(log).not.toContain(secret);
     expect(log).not.toMatch(/seti_\w+_secret_/);
-    expect(log).not.toContain("client_secret\":\"seti");
+    expect(log).not.toContain('client_secret":"seti');
     expect(log).not.toContain(EMULATOR_SECRET_KEY);
     expect(log).not.toContain("sk_test_unreachable_processor");
     expect(log).not.toMatch(/sk_(test|live)_/);

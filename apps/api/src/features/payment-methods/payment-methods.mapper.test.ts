@@ -31,10 +31,26 @@ describe("payment method and setup intent responses", () => {
 
   it("has exactly SPEC's six fields", () => {
     const out = toPaymentMethodResponse(
-      { id: "pm_1", customerId: "cus_1", type: "card", brand: "visa", last4: "4242", expMonth: 3, expYear: 2030, created },
+      {
+        id: "pm_1",
+        customerId: "cus_1",
+        type: "card",
+        brand: "visa",
+        last4: "4242",
+        expMonth: 3,
+        expYear: 2030,
+        created,
+      },
       "Europe/Berlin",
     );
-    expect(out).toEqual({ id: "pm_1", brand: "visa", last4: "4242", exp_month: 3, exp_year: 2030, created_at: "2026-11-21 16:04:05" });
+    expect(out).toEqual({
+      id: "pm_1",
+      brand: "visa",
+      last4: "4242",
+      exp_month: 3,
+      exp_year: 2030,
+      created_at: "2026-11-21 16:04:05",
+    });
   });
 
   it("carries the publishable key and client secret, created_at in UTC without a zone", () => {

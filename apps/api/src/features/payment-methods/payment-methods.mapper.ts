@@ -1,4 +1,11 @@
-import { CARD_BRANDS, formatDateTime, SETUP_INTENT_STATUSES, type TCardBrand, type TPaymentMethod, type TSetupIntent } from "@fleet/shared";
+import {
+  CARD_BRANDS,
+  formatDateTime,
+  SETUP_INTENT_STATUSES,
+  type TCardBrand,
+  type TPaymentMethod,
+  type TSetupIntent,
+} from "@fleet/shared";
 import type { CardSnapshot, SetupIntentSnapshot } from "../../integrations/stripe/payments-gateway.ts";
 
 const KNOWN_BRANDS = new Set<string>(CARD_BRANDS);

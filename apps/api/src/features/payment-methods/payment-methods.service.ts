@@ -16,8 +16,7 @@ export interface PaymentMethodsServiceDeps {
   publishableKey: string;
 }
 
-const notFound = (id: string) =>
-  new AppError("not_found", `This account has no payment method with id "${id}".`);
+const notFound = (id: string) => new AppError("not_found", `This account has no payment method with id "${id}".`);
 
 /**
  * Cards are saved through the processor's client-side flow (SPEC "Payment methods"); nothing about
@@ -49,7 +48,8 @@ export class PaymentMethodsService {
         fields: { id: ["must be a card payment method"] },
       });
     }
-    const card = found.customerId === customerId ? found : await this.#deps.payments.attachPaymentMethod(found.id, customerId);
+    const card =
+      found.customerId === customerId ? found : await this.#deps.payments.attachPaymentMethod(found.id, customerId);
     await this.#deps.payments.setDefaultPaymentMethod(customerId, card.id);
     return toPaymentMethodResponse(card, auth.timezone);
   }

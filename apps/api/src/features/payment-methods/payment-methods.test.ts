@@ -176,7 +176,10 @@ describe("declined cards", () => {
     const intent = await h.request("POST", "/v1/account/setup-intent", { token });
     const pm = await browser.paymentMethods.create({ type: "card", card: card("4000000000000002") });
     const error = await browser.setupIntents
-      .confirm(intent.body.id, { payment_method: pm.id, client_secret: intent.body.client_secret } as Stripe.SetupIntentConfirmParams)
+      .confirm(intent.body.id, {
+        payment_method: pm.id,
+        client_secret: intent.body.client_secret,
+      } as Stripe.SetupIntentConfirmParams)
       .then(
         () => undefined,
         (e: unknown) => e,
@@ -209,14 +212,19 @@ describe("tenancy", () => {
     const { pm } = await addCardClientSide(a.token, "4242424242424242");
     expect((await h.request("POST", "/v1/account/tax", { token: a.token, body: { id: pm.id } })).status).toBe(201);
     const other = await addCardClientSide(a.token, "5555555555554444");
-    expect((await h.request("POST", "/v1/account/tax", { token: a.token, body: { id: other.pm.id } })).status).toBe(201);
+    expect((await h.request("POST", "/v1/account/tax", { token: a.token, body: { id: other.pm.id } })).status).toBe(
+      201,
+    );
 
     const b = await withAccount();
     expect((await h.request("GET", "/v1/account/payment-methods", { token: b.token })).body).toEqual([]);
     const save = await refused("POST", "/v1/account/payment-methods", { token: b.token, body: { id: pm.id } });
     expect(save.status).toBe(404);
     expect(save.body.message).toBe(`This account has no payment method with id "${pm.id}".`);
-    const unknown = await refused("POST", "/v1/account/payment-methods", { token: b.token, body: { id: "pm_doesnotexist" } });
+    const unknown = await refused("POST", "/v1/account/payment-methods", {
+      token: b.token,
+      body: { id: "pm_doesnotexist" },
+    });
     expect(unknown.status).toBe(404);
     expect(unknown.body.message).toBe(save.body.message.replace(pm.id, "pm_doesnotexist"));
     const del = await refused("DELETE", `/v1/account/payment-methods/${pm.id}`, { token: b.token });
@@ -329,11 +337,16 @@ describe("tRPC and OpenAPI faces", () => {
     const intent = await client.paymentMethods.createSetupIntent.mutate();
     expect(intent.status).toBe("requires_payment_method");
     const pm = await browser.paymentMethods.create({ type: "card", card: card("4242424242424242") });
-    await browser.setupIntents.confirm(intent.id, { payment_method: pm.id, client_secret: intent.client_secret } as Stripe.SetupIntentConfirmParams);
+    await browser.setupIntents.confirm(intent.id, {
+      payment_method: pm.id,
+      client_secret: intent.client_secret,
+    } as Stripe.SetupIntentConfirmParams);
     const saved = await client.paymentMethods.save.mutate({ id: pm.id });
     expect(saved.last4).toBe("4242");
     expect(await client.paymentMethods.list.query()).toEqual([saved]);
-    await expect(client.paymentMethods.delete.mutate({ id: pm.id })).rejects.toMatchObject({ data: { httpStatus: 409 } });
+    await expect(client.paymentMethods.delete.mutate({ id: pm.id })).rejects.toMatchObject({
+      data: { httpStatus: 409 },
+    });
     expect(await client.invoices.list.query()).toEqual([]);
   });
 

@@ -44,7 +44,8 @@ export const currencyForCountry = (country: string): string => {
 
 /** The price of one router per month in `currency` (upper or lower case); USD when not priced. */
 export const managedRouterPrice = (currency: string): PriceSpec => {
-  const code = MANAGED_ROUTER_MONTHLY[currency.toUpperCase()] !== undefined ? currency.toUpperCase() : FALLBACK_CURRENCY;
+  const code =
+    MANAGED_ROUTER_MONTHLY[currency.toUpperCase()] !== undefined ? currency.toUpperCase() : FALLBACK_CURRENCY;
   return {
     currency: code.toLowerCase(),
     unitAmount: MANAGED_ROUTER_MONTHLY[code] ?? 1000,

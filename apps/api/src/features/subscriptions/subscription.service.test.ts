@@ -10,7 +10,7 @@ import {
 } from "@fleet/db/testing";
 import { AppError } from "@fleet/shared";
 import { type StripeEmulator, startStripeEmulator } from "@fleet/stripe-emulator";
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStripeClient } from "../../integrations/stripe/stripe-client.ts";
 import { createSubscriptionGateway, priceLookupKey } from "../../integrations/stripe/subscription-gateway.ts";
@@ -34,7 +34,11 @@ let service: SubscriptionService;
 
 beforeAll(async () => {
   [db, emulator] = await Promise.all([createTestDatabase(), startStripeEmulator({ port: 0 })]);
-  stripe = createStripeClient({ secretKey: "sk_test_subscriptions", publishableKey: "pk_test_subscriptions", apiBase: new URL(emulator.url) });
+  stripe = createStripeClient({
+    secretKey: "sk_test_subscriptions",
+    publishableKey: "pk_test_subscriptions",
+    apiBase: new URL(emulator.url),
+  });
   service = newService();
 });
 afterAll(async () => {
@@ -57,7 +61,8 @@ const subscriptionsOf = async (customerId: string) =>
 const rowOf = async (accountId: string) => new SubscriptionsRepository(db).findByAccount(accountId);
 
 const accountCurrency = async (accountId: string) =>
-  (await db.query<{ currency: string }>("select currency from billing_accounts where id = ?", [accountId]))[0]?.currency;
+  (await db.query<{ currency: string }>("select currency from billing_accounts where id = ?", [accountId]))[0]
+    ?.currency;
 
 const rejection = async (promise: Promise<unknown>): Promise<AppError> => {
   try {
@@ -84,7 +89,9 @@ describe("ensureClearance", () => {
   it("refuses a child organization whose root has no account, naming the root", async () => {
     const root = await makeUser(db);
     const child = await makeChildOrganization(db, root.organizationId, "Reseller Child");
-    const rootName = (await db.query<{ name: string }>("select name from organizations where id = ?", [root.organizationId]))[0]?.name;
+    const rootName = (
+      await db.query<{ name: string }>("select name from organizations where id = ?", [root.organizationId])
+    )[0]?.name;
     const error = await rejection(service.ensureClearance(child.organizationId));
     expect(error.status).toBe(402);
     expect(error.message).toContain(`"${rootName}" (${root.organizationId}) has none`);
@@ -115,12 +122,18 @@ describe("syncQuantity", () => {
     await makeRouter(db, org);
     await service.syncQuantity(org.organizationId);
     const [created] = await subscriptionsOf(org.customerId);
-    expect(created?.items.data.map((i) => [i.quantity, i.price.currency, i.price.unit_amount, i.price.recurring?.interval])).toEqual([
-      [2, "eur", 900, "month"],
-    ]);
-    expect((await stripe.products.retrieve(created?.items.data[0]?.price.product as string)).name).toBe("Managed router");
+    expect(
+      created?.items.data.map((i) => [i.quantity, i.price.currency, i.price.unit_amount, i.price.recurring?.interval]),
+    ).toEqual([[2, "eur", 900, "month"]]);
+    expect((await stripe.products.retrieve(created?.items.data[0]?.price.product as string)).name).toBe(
+      "Managed router",
+    );
     expect(created?.metadata).toEqual({ fleet_account_id: org.account.id });
-    expect(await rowOf(org.account.id)).toMatchObject({ stripeSubscriptionId: created?.id, quantity: 2, currency: "eur" });
+    expect(await rowOf(org.account.id)).toMatchObject({
+      stripeSubscriptionId: created?.id,
+      quantity: 2,
+      currency: "eur",
+    });
     expect(await accountCurrency(org.account.id)).toBe("EUR");
     // No card yet: the first invoice exists and stays open; the service was not blocked.
     const invoice = await stripe.invoices.retrieve(created?.latest_invoice as string);
@@ -193,7 +206,12 @@ describe("syncQuantity", () => {
     const org = await billedOrganization("US");
     const gateway = createSubscriptionGateway(stripe);
     const priceId = await gateway.ensurePrice(managedRouterPrice(currencyForCountry("US")));
-    const lost = await gateway.createSubscription({ customerId: org.customerId, accountId: org.account.id, priceId, quantity: 1 });
+    const lost = await gateway.createSubscription({
+      customerId: org.customerId,
+      accountId: org.account.id,
+      priceId,
+      quantity: 1,
+    });
     await makeRouter(db, org);
     await makeRouter(db, org);
     await makeRouter(db, org);
@@ -216,7 +234,11 @@ describe("syncQuantity", () => {
     const org = await billedOrganization();
     await makeRouter(db, org);
     const down = newService(
-      createStripeClient({ secretKey: "sk_test_down", publishableKey: "pk_test_down", apiBase: new URL("http://127.0.0.1:9") }),
+      createStripeClient({
+        secretKey: "sk_test_down",
+        publishableKey: "pk_test_down",
+        apiBase: new URL("http://127.0.0.1:9"),
+      }),
     );
     const before = await databaseFingerprint(db);
     const error = await rejection(down.syncQuantity(org.organizationId));

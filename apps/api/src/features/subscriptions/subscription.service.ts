@@ -1,18 +1,8 @@
 import type { AccountRecord, BillingContext, NewSubscription, SubscriptionRecord } from "@fleet/db";
 import { AppError } from "@fleet/shared";
 import type { SubscriptionGateway, SubscriptionSnapshot } from "../../integrations/stripe/subscription-gateway.ts";
+import type { ServiceClearance } from "../routers/service-clearance.ts";
 import { currencyForCountry, managedRouterPrice } from "./managed-router-prices.ts";
-
-/**
- * The subscription interface of SPEC "Initial state and workflow rules" 4, as the service-creation
- * component (router enrollment) calls it: check before creating, sync after creating or removing.
- */
-export interface ServiceClearance {
-  /** Throws `payment_required` (402) saying what is missing when the organization may not create services. */
-  ensureClearance(organizationId: string): Promise<void>;
-  /** Brings the billing root's subscription quantity to the number of routers in its tree. */
-  syncQuantity(organizationId: string): Promise<void>;
-}
 
 export interface SubscriptionServiceDeps {
   accounts: { billingContext(organizationId: string): Promise<BillingContext | null> };
@@ -27,7 +17,9 @@ export interface SubscriptionServiceDeps {
 }
 
 /**
- * Bills managed routers: one subscription per billing account, quantity = routers in the tree.
+ * The subscription interface of SPEC "Initial state and workflow rules" 4 (ServiceClearance, called
+ * by router enrollment and removal). Bills managed routers: one subscription per billing account,
+ * quantity = routers in the tree.
  * Every sync recounts from the database, so a sync that failed half-way (processor down) is
  * repaired by the next one instead of drifting.
  */
@@ -67,7 +59,11 @@ export class SubscriptionService implements ServiceClearance {
     if (current) {
       if (current.quantity === quantity) return;
       // Processor first: if it fails, our row still says what the processor bills.
-      await gateway.updateQuantity({ subscriptionId: current.stripeSubscriptionId, itemId: current.stripeItemId, quantity });
+      await gateway.updateQuantity({
+        subscriptionId: current.stripeSubscriptionId,
+        itemId: current.stripeItemId,
+        quantity,
+      });
       await subscriptions.updateQuantity(current.id, quantity);
       return;
     }
@@ -101,7 +97,12 @@ export class SubscriptionService implements ServiceClearance {
     // SPEC "Account": the first subscription fixes the currency, from the country when priced.
     const price = managedRouterPrice(account.currency || currencyForCountry(account.address.country));
     const priceId = await gateway.ensurePrice(price);
-    return gateway.createSubscription({ customerId: account.stripeCustomerId, accountId: account.id, priceId, quantity });
+    return gateway.createSubscription({
+      customerId: account.stripeCustomerId,
+      accountId: account.id,
+      priceId,
+      quantity,
+    });
   }
 
   async #serialized(key: string, task: () => Promise<void>): Promise<void> {

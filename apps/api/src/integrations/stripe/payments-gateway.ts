@@ -1,3 +1,4 @@
+import { AppError } from "@fleet/shared";
 import Stripe from "stripe";
 import { callStripe } from "./stripe-errors.ts";
 
@@ -114,7 +115,8 @@ const toInvoice = (invoice: Stripe.Invoice): InvoiceSnapshot => {
 };
 
 const isMissing = (error: unknown): boolean =>
-  error instanceof Stripe.errors.StripeInvalidRequestError && (error.statusCode === 404 || error.code === "resource_missing");
+  error instanceof Stripe.errors.StripeInvalidRequestError &&
+  (error.statusCode === 404 || error.code === "resource_missing");
 
 /**
  * Every write carries an idempotency key: a fresh one per logical operation, so the SDK's own
@@ -147,19 +149,36 @@ export const createPaymentsGateway = (stripe: Stripe): PaymentsGateway => ({
     }),
 
   attachPaymentMethod: (paymentMethodId, customerId) =>
-    callStripe(async () =>
-      toCard(
-        await stripe.paymentMethods.attach(
-          paymentMethodId,
-          { customer: customerId },
-          { idempotencyKey: `pm-attach:${customerId}:${paymentMethodId}:${crypto.randomUUID()}` },
-        ),
-      ),
-    ),
+    callStripe(async () => {
+      try {
+        return toCard(
+          await stripe.paymentMethods.attach(
+            paymentMethodId,
+            { customer: customerId },
+            { idempotencyKey: `pm-attach:${customerId}:${paymentMethodId}:${crypto.randomUUID()}` },
+          ),
+        );
+      } catch (error) {
+        // The processor refuses this card for this customer (attached elsewhere meanwhile, or
+        // detached once and so never reusable): the user's problem, not an outage.
+        if (error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 400) {
+          throw new AppError(
+            "conflict",
+            "This payment method can no longer be saved to this account. Add the card again through a new setup intent (POST /v1/account/setup-intent).",
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+    }),
 
   detachPaymentMethod: (paymentMethodId) =>
     callStripe(async () => {
-      await stripe.paymentMethods.detach(paymentMethodId, {}, { idempotencyKey: `pm-detach:${paymentMethodId}:${crypto.randomUUID()}` });
+      await stripe.paymentMethods.detach(
+        paymentMethodId,
+        {},
+        { idempotencyKey: `pm-detach:${paymentMethodId}:${crypto.randomUUID()}` },
+      );
     }),
 
   listCards: (customerId) =>

@@ -24,7 +24,12 @@ export interface SubscriptionGateway {
   ensurePrice(spec: PriceSpec): Promise<string>;
   /** A live subscription this service made earlier for the account (a create whose answer was lost). */
   findSubscription(customerId: string, accountId: string): Promise<SubscriptionSnapshot | null>;
-  createSubscription(input: { customerId: string; accountId: string; priceId: string; quantity: number }): Promise<SubscriptionSnapshot>;
+  createSubscription(input: {
+    customerId: string;
+    accountId: string;
+    priceId: string;
+    quantity: number;
+  }): Promise<SubscriptionSnapshot>;
   updateQuantity(input: { subscriptionId: string; itemId: string; quantity: number }): Promise<void>;
   cancelSubscription(subscriptionId: string): Promise<void>;
 }
@@ -109,7 +114,11 @@ export const createSubscriptionGateway = (stripe: Stripe): SubscriptionGateway =
 
     cancelSubscription: (subscriptionId) =>
       callStripe(async () => {
-        await stripe.subscriptions.cancel(subscriptionId, {}, { idempotencyKey: `subscription-cancel:${subscriptionId}` });
+        await stripe.subscriptions.cancel(
+          subscriptionId,
+          {},
+          { idempotencyKey: `subscription-cancel:${subscriptionId}` },
+        );
       }),
   };
 };

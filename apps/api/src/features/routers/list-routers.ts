@@ -1,0 +1,12 @@
+import { successEnvelope, ZRouter } from "@fleet/shared";
+import { z } from "zod";
+import { teamProcedure } from "../../trpc/init.ts";
+
+export const listRouters = teamProcedure("routers:read")
+  .meta({
+    openapi: { method: "GET", path: "/api/routers", tags: ["routers"], summary: "List the routers of the token's team" },
+    successStatus: 200,
+  })
+  .input(z.void())
+  .output(successEnvelope(z.array(ZRouter)))
+  .query(async ({ ctx }) => ({ status: "success" as const, data: await ctx.services.routers.list(ctx.teamId) }));

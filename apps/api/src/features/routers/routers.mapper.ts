@@ -1,0 +1,71 @@
+import type { FaultRecord, RouterRecord } from "@fleet/db";
+import {
+  formatDateTime,
+  formatDuration,
+  formatIsoUtc,
+  formatTimeAgo,
+  type HourlyDowntime,
+  type TFault,
+  type TMetric,
+  type TRouter,
+  type TRouterMetadata,
+  toFaultResponse,
+  ZRouterMetadata,
+} from "@fleet/shared";
+
+/**
+ * Record -> SPEC "Router". An online router's uptime runs on from its last report; an offline
+ * router shows the uptime it last reported. Timestamps are UTC.
+ */
+export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
+  let uptime: string | null = null;
+  if (router.uptimeSeconds !== null) {
+    const sinceReport = router.hasPulse && router.lastSeenAt ? Math.max(0, (now.getTime() - router.lastSeenAt.getTime()) / 1000) : 0;
+    uptime = formatDuration(router.uptimeSeconds + sinceReport);
+  }
+  return {
+    id: router.id,
+    identity: router.identity,
+    serial_number: router.serialNumber,
+    software_version: router.softwareVersion,
+    software_id: router.softwareId,
+    has_pulse: router.hasPulse,
+    uptime,
+    last_seen: formatTimeAgo(router.lastSeenAt, now),
+    last_seen_from: router.lastSeenFrom,
+    hardwareboard: router.hardwareboard,
+    model: router.model,
+    board_name: router.boardName,
+    last_seen_at: router.lastSeenAt ? formatDateTime(router.lastSeenAt) : null,
+    created_at: formatDateTime(router.createdAt),
+  };
+};
+
+const KNOWN_KEYS = new Set(Object.keys(ZRouterMetadata.shape));
+
+/**
+ * Record -> SPEC "Router Metadata": what the router reported (free-form keys only; known keys are
+ * typed and come from the router's columns or the user), overlaid by the user's keys, overlaid by
+ * the router's facts.
+ */
+export const toMetadataResponse = (router: RouterRecord): TRouterMetadata => {
+  const reported = Object.fromEntries(Object.entries(router.reportedMetadata).filter(([key]) => !KNOWN_KEYS.has(key)));
+  return {
+    ...reported,
+    ...router.userMetadata,
+    name: router.name,
+    model: router.model,
+    boardname: router.boardName,
+    hardwareboard: router.hardwareboard,
+    ...(router.lastSeenFrom ? { last_seen_from: router.lastSeenFrom } : {}),
+    ...(router.tunnelIp ? { tunnel_ip: router.tunnelIp } : {}),
+  };
+};
+
+export const toMetricResponse = (hour: HourlyDowntime): TMetric => ({
+  date: formatIsoUtc(hour.hour),
+  minutes_down: hour.minutesDown,
+  percentage_down: hour.percentageDown,
+});
+
+export const toFault = (fault: FaultRecord): TFault => toFaultResponse(fault);

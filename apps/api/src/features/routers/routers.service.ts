@@ -1,0 +1,216 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { CoverageRecord, FaultRecord, NewRouter, RouterRecord } from "@fleet/db";
+import {
+  AppError,
+  type Clock,
+  downtimeBetween,
+  effectiveLastSeen,
+  hourlyMetrics,
+  metadataBytes,
+  ROUTER_LIMITS,
+  type StatusFeed,
+  type TEnrolledRouter,
+  type TEnrollRouterInput,
+  type TFault,
+  type TMetric,
+  type TRouter,
+  type TRouterMetadata,
+  type TRouterStatusEvent,
+  type TUpdateRouterMetadataInput,
+  utcHourStart,
+} from "@fleet/shared";
+import type { Logger } from "pino";
+import type { AuthClaims } from "../auth/token-verifier.ts";
+import { toFault, toMetadataResponse, toMetricResponse, toRouterResponse } from "./routers.mapper.ts";
+import type { ServiceClearance } from "./service-clearance.ts";
+
+/** The persistence the service needs (RoutersRepository in production). */
+export interface RouterStore {
+  listByTeam(teamId: string): Promise<RouterRecord[]>;
+  findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
+  insert(input: NewRouter): Promise<RouterRecord>;
+  deleteInTeam(teamId: string, routerId: string): Promise<{ id: string; organizationId: string } | null>;
+  updateUserMetadata(
+    teamId: string,
+    routerId: string,
+    change: (current: RouterRecord) => { userMetadata: Record<string, unknown>; name: string },
+  ): Promise<RouterRecord | null>;
+  faults(routerId: string, limit: number): Promise<FaultRecord[]>;
+  downtimeHours(routerId: string, from: Date, to: Date): Promise<Map<number, number>>;
+  coverage(): Promise<CoverageRecord | null>;
+}
+
+export interface RouterServiceDeps {
+  routers: RouterStore;
+  clearance: ServiceClearance;
+  feed: StatusFeed;
+  clock: Clock;
+  logger: Logger;
+}
+
+const HOUR_MS = 3_600_000;
+/** Events a slow subscriber may fall behind by before the oldest are dropped. */
+const MAX_QUEUED_EVENTS = 1_000;
+
+const notFound = () => new AppError("not_found", "Router not found.");
+
+/** `hb_` + 256 random bits; only its SHA-256 is stored. */
+const newHeartbeatToken = (): string => `hb_${randomBytes(32).toString("base64url")}`;
+const sha256 = (value: string): string => createHash("sha256").update(value).digest("hex");
+
+/**
+ * The router inventory of a team (SPEC "Routers", CONTRACT section 5): enrollment, removal,
+ * metadata, hourly metrics, faults and live status. Every lookup is scoped to the team; unknown,
+ * malformed and other teams' ids all answer the same 404.
+ */
+export class RouterService {
+  readonly #deps: RouterServiceDeps;
+  readonly #subscriptions = new Set<AbortController>();
+
+  constructor(deps: RouterServiceDeps) {
+    this.#deps = deps;
+  }
+
+  async list(teamId: string): Promise<TRouter[]> {
+    const now = this.#deps.clock.now();
+    return (await this.#deps.routers.listByTeam(teamId)).map((r) => toRouterResponse(r, now));
+  }
+
+  /** Subscription check first (402), then the router, then the quantity sync. */
+  async enroll(auth: AuthClaims, teamId: string, input: TEnrollRouterInput): Promise<TEnrolledRouter> {
+    await this.#deps.clearance.ensureClearance(auth.organizationId);
+    const token = newHeartbeatToken();
+    const router = await this.#deps.routers.insert({
+      organizationId: auth.organizationId,
+      teamId,
+      name: input.name ?? "",
+      tokenHash: sha256(token),
+      createdAt: this.#deps.clock.now(),
+    });
+    await this.#sync(auth.organizationId);
+    return { router: toRouterResponse(router, this.#deps.clock.now()), heartbeat_token: token };
+  }
+
+  /** Deletes the router and revokes its token: daemons drop its sockets when they hear of it. */
+  async remove(teamId: string, routerId: string): Promise<void> {
+    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId);
+    if (!removed) throw notFound();
+    await this.#deps.feed
+      .publish([{ type: "removed", router_id: removed.id, team_id: teamId }])
+      .catch((error) => this.#deps.logger.warn({ err: error }, "router removal not announced; daemons notice at their next flush"));
+    await this.#sync(removed.organizationId);
+  }
+
+  async metadata(teamId: string, routerId: string): Promise<TRouterMetadata> {
+    return toMetadataResponse(await this.#find(teamId, routerId));
+  }
+
+  /** Merges user keys; `null` removes one. `name` is the router's name. */
+  async updateMetadata(teamId: string, input: TUpdateRouterMetadataInput): Promise<TRouterMetadata> {
+    const { router_id: routerId, ...patch } = input;
+    const updated = await this.#deps.routers.updateUserMetadata(teamId, routerId, (current) => {
+      const userMetadata: Record<string, unknown> = { ...current.userMetadata };
+      let name = current.name;
+      for (const [key, value] of Object.entries(patch)) {
+        if (key === "name") name = String(value);
+        else if (value === null) delete userMetadata[key];
+        else userMetadata[key] = value;
+      }
+      if (Object.keys(userMetadata).length > ROUTER_LIMITS.metadataKeys) {
+        throw new AppError("validation_failed", `A router keeps at most ${ROUTER_LIMITS.metadataKeys} metadata keys.`, {
+          fields: { body: [`must leave at most ${ROUTER_LIMITS.metadataKeys} keys after merging`] },
+        });
+      }
+      if (metadataBytes(userMetadata) > ROUTER_LIMITS.metadataTotalBytes) {
+        throw new AppError("validation_failed", `A router's metadata is at most ${ROUTER_LIMITS.metadataTotalBytes} bytes of JSON.`, {
+          fields: { body: [`must leave at most ${ROUTER_LIMITS.metadataTotalBytes} bytes of JSON after merging`] },
+        });
+      }
+      return { userMetadata, name };
+    });
+    if (!updated) throw notFound();
+    return toMetadataResponse(updated);
+  }
+
+  /**
+   * The 24 most recent complete UTC hours (CONTRACT section 5): stored downtime plus the part of a
+   * silence still going on. Time when no daemon was watching is not held against a router.
+   */
+  async metrics(teamId: string, routerId: string): Promise<TMetric[]> {
+    const router = await this.#find(teamId, routerId);
+    const now = this.#deps.clock.now();
+    const windowEnd = utcHourStart(now);
+    const windowStart = new Date(windowEnd.getTime() - ROUTER_LIMITS.metricHours * HOUR_MS);
+    const [stored, coverage] = await Promise.all([
+      this.#deps.routers.downtimeHours(router.id, windowStart, windowEnd),
+      this.#deps.routers.coverage(),
+    ]);
+    let ongoing = null;
+    if (router.lastSeenAt && coverage) {
+      const watchedUntil = now.getTime() - coverage.aliveAt.getTime() > Math.max(coverage.intervalMs, 5_000) ? coverage.aliveAt : now;
+      const from = effectiveLastSeen(router.lastSeenAt, coverage, coverage.intervalMs);
+      ongoing = downtimeBetween(from, watchedUntil, coverage.intervalMs);
+    }
+    return hourlyMetrics({ now, createdAt: router.createdAt, stored, ongoing, hours: ROUTER_LIMITS.metricHours }).map(toMetricResponse);
+  }
+
+  /** The last 100 faults, newest first. */
+  async faults(teamId: string, routerId: string): Promise<TFault[]> {
+    const router = await this.#find(teamId, routerId);
+    return (await this.#deps.routers.faults(router.id, ROUTER_LIMITS.faults)).map(toFault);
+  }
+
+  /** has_pulse and fault changes of the team's routers as they happen (routers.onStatus). */
+  async *statusEvents(teamId: string, signal: AbortSignal | undefined): AsyncGenerator<TRouterStatusEvent> {
+    const stop = new AbortController();
+    this.#subscriptions.add(stop);
+    const queue: TRouterStatusEvent[] = [];
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.#deps.feed.subscribe((event) => {
+      if (event.team_id !== teamId) return;
+      if (queue.length >= MAX_QUEUED_EVENTS) queue.shift();
+      queue.push(event);
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    signal?.addEventListener("abort", onAbort);
+    stop.signal.addEventListener("abort", onAbort);
+    try {
+      while (!signal?.aborted && !stop.signal.aborted) {
+        const event = queue.shift();
+        if (event) {
+          yield event;
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    } finally {
+      unsubscribe();
+      signal?.removeEventListener("abort", onAbort);
+      this.#subscriptions.delete(stop);
+    }
+  }
+
+  /** Ends every open subscription (shutdown), so SSE responses finish instead of holding the server. */
+  close(): void {
+    for (const subscription of this.#subscriptions) subscription.abort();
+  }
+
+  async #find(teamId: string, routerId: string): Promise<RouterRecord> {
+    const router = await this.#deps.routers.findInTeam(teamId, routerId);
+    if (!router) throw notFound();
+    return router;
+  }
+
+  /** A failed sync is repaired by the next one (it recounts); the router change stands. */
+  async #sync(organizationId: string): Promise<void> {
+    try {
+      await this.#deps.clearance.syncQuantity(organizationId);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, organizationId }, "subscription quantity sync failed; the next sync repairs it");
+    }
+  }
+}

@@ -1,0 +1,428 @@
+import { createHash } from "node:crypto";
+import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
+import { databaseFingerprint, makeAccount, makeChildOrganization, makeRouter, makeUser } from "@fleet/db/testing";
+import { ManualClock, ROUTER_LIMITS, type TRouterStatusEvent } from "@fleet/shared";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, FetchEventSource } from "../../client.ts";
+import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+
+let h: ApiHarness;
+let feed: StatusFeedHandle;
+// Domain time (metrics, "2 minutes ago"); access tokens keep the real clock.
+const clock = new ManualClock(Date.UTC(2026, 10, 21, 13, 20, 0));
+
+type Login = Awaited<ReturnType<ApiHarness["login"]>>;
+
+/** A user whose organization has a billing account: it may enroll routers. */
+const billedUser = async (): Promise<Login> => {
+  const user = await h.login();
+  await makeAccount(h.db, user.organizationId);
+  return user;
+};
+
+const enroll = async (user: Login, body: object = {}) => {
+  const res = await h.request("POST", "/api/routers", { token: user.token, body });
+  expect(res.status).toBe(201);
+  return res.body.data as { router: { id: string }; heartbeat_token: string };
+};
+
+const DATETIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/;
+
+beforeAll(async () => {
+  h = await startApiHarness({}, { clock });
+  feed = await acquireStatusFeed(h.db);
+});
+
+afterAll(async () => {
+  await feed?.release();
+  await h?.close();
+});
+
+describe("POST /api/routers", () => {
+  it("answers 402 without a billing account at the billing root, and writes nothing", async () => {
+    const user = await h.login();
+    const before = await databaseFingerprint(h.db);
+    const res = await h.request("POST", "/api/routers", { token: user.token, body: { name: "Office" } });
+    expect(res.status).toBe(402);
+    expect(res.body).toMatchObject({ status: "fail", message: expect.stringMatching(/billing account/) });
+    expect(await databaseFingerprint(h.db)).toBe(before);
+  });
+
+  it("enrolls into the token's team: 201, the router, and a heartbeat token stored only as its hash", async () => {
+    const user = await billedUser();
+    const res = await h.request("POST", "/api/routers", { token: user.token, body: { name: "Office" } });
+    expect(res.status).toBe(201);
+    expect(res.body.status).toBe("success");
+    const { router, heartbeat_token: token } = res.body.data;
+    expect(router).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+      identity: "",
+      serial_number: "",
+      software_version: "",
+      software_id: "",
+      has_pulse: false,
+      uptime: null,
+      last_seen: "never",
+      last_seen_from: null,
+      hardwareboard: false,
+      model: "",
+      board_name: "",
+      last_seen_at: null,
+      created_at: "2026-11-21 13:20:00",
+    });
+    expect(token).toMatch(/^hb_[A-Za-z0-9_-]{43}$/);
+    const rows = await h.db.query<{ team_id: string; name: string; heartbeat_token_hash: string }>(
+      "select team_id, name, heartbeat_token_hash from routers where id = ?",
+      [router.id],
+    );
+    expect(rows).toEqual([{ team_id: user.teamId, name: "Office", heartbeat_token_hash: createHash("sha256").update(token).digest("hex") }]);
+    const dump = await h.db.query<{ d: string }>("select string_agg(t::text, '|') as d from routers t");
+    expect(dump[0]?.d).not.toContain(token);
+  });
+
+  it("clears a child organization through the account at the top of its tree", async () => {
+    const root = await billedUser();
+    const child = await makeChildOrganization(h.db, root.organizationId);
+    const childUser = await makeUser(h.db);
+    await h.db.query("update users set current_organization_id = ? where id = ?", [child.organizationId, childUser.userId]);
+    const token = (await h.login((await h.db.query<{ email: string }>("select email from users where id = ?", [childUser.userId]))[0]?.email)).token;
+    expect((await h.request("POST", "/api/routers", { token, body: {} })).status).toBe(201);
+
+    const orphanRoot = await h.login();
+    const orphanChild = await makeChildOrganization(h.db, orphanRoot.organizationId);
+    const orphanUser = await makeUser(h.db);
+    await h.db.query("update users set current_organization_id = ? where id = ?", [orphanChild.organizationId, orphanUser.userId]);
+    const email = (await h.db.query<{ email: string }>("select email from users where id = ?", [orphanUser.userId]))[0]?.email;
+    const res = await h.request("POST", "/api/routers", { token: (await h.login(email)).token, body: {} });
+    expect(res.status).toBe(402);
+    expect(res.body.message).toMatch(/top of this organization tree/);
+  });
+
+  it("validates the name at its limit and needs routers:write", async () => {
+    const user = await billedUser();
+    expect((await h.request("POST", "/api/routers", { token: user.token, body: { name: "n".repeat(ROUTER_LIMITS.name) } })).status).toBe(201);
+    const reader = await h.login(undefined, { scope: "routers:read" });
+    const before = await databaseFingerprint(h.db);
+    const long = await h.request("POST", "/api/routers", { token: user.token, body: { name: "n".repeat(ROUTER_LIMITS.name + 1) } });
+    expect(long.status).toBe(422);
+    expect(long.body).toMatchObject({ status: "fail", data: { name: expect.stringMatching(/at most 100/) } });
+    expect((await h.request("POST", "/api/routers", { token: user.token, body: { name: 5 } })).status).toBe(422);
+    expect((await h.request("POST", "/api/routers", { token: reader.token, body: {} })).status).toBe(403);
+    expect((await h.request("POST", "/api/routers", { body: {} })).status).toBe(401);
+    expect(await databaseFingerprint(h.db)).toBe(before);
+  });
+});
+
+describe("GET /api/routers", () => {
+  it("lists the team's routers only, with human uptime and last seen", async () => {
+    const user = await billedUser();
+    const other = await billedUser();
+    const { router } = await enroll(user, { name: "a" });
+    await enroll(other);
+    const lastSeen = new Date(clock.now().getTime() - 150_000);
+    await h.db.query(
+      `update routers set has_pulse = true, uptime_seconds = ?, last_seen_at = ?, last_seen_from = '203.0.113.7', identity = 'gw-1',
+         model = 'RB5009UG+S+', board_name = 'RB5009UG+S+', hardwareboard = true, serial_number = 'HE0801', software_version = '7.16', software_id = 'AB12-CD34'
+       where id = ?`,
+      [3 * 86_400 + 14 * 3_600 + 3 * 60, lastSeen, router.id],
+    );
+    const res = await h.request("GET", "/api/routers", { token: user.token });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("success");
+    expect(res.body.data).toEqual([
+      expect.objectContaining({
+        id: router.id,
+        identity: "gw-1",
+        has_pulse: true,
+        // Reported 3 d 14 h 3 min, 150 s ago, still online: it kept running.
+        uptime: "3 days, 14 hours, 5 minutes",
+        last_seen: "2 minutes ago",
+        last_seen_from: "203.0.113.7",
+        last_seen_at: "2026-11-21 13:17:30",
+        hardwareboard: true,
+        model: "RB5009UG+S+",
+        board_name: "RB5009UG+S+",
+        serial_number: "HE0801",
+        software_version: "7.16",
+        software_id: "AB12-CD34",
+      }),
+    ]);
+    expect(res.body.data[0].created_at).toMatch(DATETIME);
+    const empty = await h.request("GET", "/api/routers", { token: (await h.login()).token });
+    expect(empty.body).toEqual({ status: "success", data: [] });
+  });
+});
+
+describe("team scoping", () => {
+  it("answers 404 on every endpoint for another team's router, an unknown id and a malformed id, changing nothing", async () => {
+    const owner = await billedUser();
+    const stranger = await billedUser();
+    const { router } = await enroll(owner);
+    const before = await databaseFingerprint(h.db);
+    for (const id of [router.id, crypto.randomUUID(), "not-a-uuid", "1%27%20or%201%3D1"]) {
+      for (const [method, path, body] of [
+        ["GET", `/api/routers/${id}/metadata`],
+        ["PATCH", `/api/routers/${id}/metadata`, { name: "x" }],
+        ["GET", `/api/routers/${id}/metrics`],
+        ["GET", `/api/routers/${id}/faults`],
+        ["GET", `/api/routers/${id}/oem`],
+        ["DELETE", `/api/routers/${id}`],
+      ] as Array<[string, string, object?]>) {
+        const res = await h.request(method, path, { token: stranger.token, ...(body ? { body } : {}) });
+        expect([method, path, res.status]).toEqual([method, path, 404]);
+        expect(res.body).toMatchObject({ status: "fail", message: "Router not found." });
+      }
+    }
+    expect(await databaseFingerprint(h.db)).toBe(before);
+  });
+});
+
+describe("router metadata", () => {
+  it("shows the router's facts, its free-form report and the user's keys; PATCH merges and null removes", async () => {
+    const user = await billedUser();
+    const { router } = await enroll(user, { name: "Branch" });
+    await h.db.query(
+      `update routers set model = 'hAP ax3', board_name = 'C53UiG+5HPaxD2HPaxD', hardwareboard = true, last_seen_from = '198.51.100.4',
+         tunnel_ip = '127.0.0.9', reported_metadata = '{"site_code": "B-7", "lat": "not a number"}'::jsonb where id = ?`,
+      [router.id],
+    );
+    const patch = await h.request("PATCH", `/api/routers/${router.id}/metadata`, {
+      token: user.token,
+      body: { name: "Branch 7", timezone: "Europe/Berlin", lat: 52.52, lng: 13.405, banner_img: "https://cdn.example.com/b.png", floor: 3, tags: ["a", "b"] },
+    });
+    expect(patch.status).toBe(200);
+    const expected = {
+      name: "Branch 7",
+      model: "hAP ax3",
+      boardname: "C53UiG+5HPaxD2HPaxD",
+      hardwareboard: true,
+      last_seen_from: "198.51.100.4",
+      tunnel_ip: "127.0.0.9",
+      site_code: "B-7",
+      timezone: "Europe/Berlin",
+      lat: 52.52,
+      lng: 13.405,
+      banner_img: "https://cdn.example.com/b.png",
+      floor: 3,
+      tags: ["a", "b"],
+    };
+    expect(patch.body).toEqual({ status: "success", data: expected });
+    const get = await h.request("GET", `/api/routers/${router.id}/metadata`, { token: user.token });
+    expect(get.body).toEqual({ status: "success", data: expected });
+    const removed = await h.request("PATCH", `/api/routers/${router.id}/metadata`, { token: user.token, body: { floor: null, lat: null } });
+    expect(removed.body.data).not.toHaveProperty("floor");
+    expect(removed.body.data).not.toHaveProperty("lat");
+    expect(removed.body.data.lng).toBe(13.405);
+    // The name is the router's name: faults say "Site Offline: <identity or name>".
+    expect((await h.db.query<{ name: string }>("select name from routers where id = ?", [router.id]))[0]?.name).toBe("Branch 7");
+  });
+
+  it("accepts every limit at its edge and refuses one past it, changing nothing", async () => {
+    const user = await billedUser();
+    const { router } = await enroll(user);
+    const path = `/api/routers/${router.id}/metadata`;
+    const ok = async (body: object) => expect((await h.request("PATCH", path, { token: user.token, body })).status).toBe(200);
+    await ok({ name: "n".repeat(100), lat: 90, lng: -180, timezone: "America/Argentina/Buenos_Aires", thumbnail_img: "http://x.example/t.png" });
+    await ok({ lat: -90, lng: 180 });
+    await ok({ ["k".repeat(64)]: "v", blob: "x".repeat(ROUTER_LIMITS.metadataValueBytes - 2) });
+    const bad: Array<[object, string, RegExp]> = [
+      [{ name: "n".repeat(101) }, "name", /at most 100/],
+      [{ name: null }, "name", /string/],
+      [{ timezone: "Mars/Olympus_Mons" }, "timezone", /IANA/],
+      [{ lat: 90.000001 }, "lat", /between -90 and 90/],
+      [{ lat: "52" }, "lat", /number/],
+      [{ lng: -180.5 }, "lng", /between -180 and 180/],
+      [{ banner_img: "ftp://x.example/b.png" }, "banner_img", /http or https URL/],
+      [{ thumbnail_img: "not a url" }, "thumbnail_img", /URL/],
+      [{ model: "spoofed" }, "model", /reported by the router/],
+      [{ tunnel_ip: "10.0.0.1" }, "tunnel_ip", /reported by the router/],
+      [{ ["k".repeat(65)]: 1 }, "k".repeat(65), /not a valid key/],
+      [{ "bad key": 1 }, "bad key", /not a valid key/],
+      [{ blob: "x".repeat(ROUTER_LIMITS.metadataValueBytes - 1) }, "blob", /at most 2048 bytes/],
+      [Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])), "body", /at most 50 keys/],
+    ];
+    for (const [body, field, message] of bad) {
+      const before = await databaseFingerprint(h.db);
+      const res = await h.request("PATCH", path, { token: user.token, body });
+      expect([field, res.status]).toEqual([field, 422]);
+      expect(res.body.status).toBe("fail");
+      expect(res.body.data[field]).toMatch(message);
+      expect(await databaseFingerprint(h.db)).toBe(before);
+    }
+    // Limits after merging: key count and total size.
+    for (let i = 0; i < 4; i++) await ok(Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`m${i}_${j}`, j])));
+    const before = await databaseFingerprint(h.db);
+    const tooMany = await h.request("PATCH", path, { token: user.token, body: Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`z${j}`, j])) });
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.data.body).toMatch(/at most 50 keys/);
+    expect(await databaseFingerprint(h.db)).toBe(before);
+    const fresh = (await enroll(user)).router.id;
+    for (let i = 0; i < 7; i++) {
+      await expect(h.request("PATCH", `/api/routers/${fresh}/metadata`, { token: user.token, body: { [`big${i}`]: "x".repeat(2_000) } })).resolves.toMatchObject({ status: 200 });
+    }
+    const big = await h.request("PATCH", `/api/routers/${fresh}/metadata`, { token: user.token, body: { big7: "x".repeat(2_000), big8: "x".repeat(2_000) } });
+    expect(big.status).toBe(422);
+    expect(big.body.data.body).toMatch(/16384 bytes/);
+  });
+});
+
+describe("GET /api/routers/{id}/metrics", () => {
+  it("answers the 24 most recent complete UTC hours, oldest first, with stored and ongoing downtime", async () => {
+    clock.set(new Date(Date.UTC(2026, 11, 1, 9, 0, 0)));
+    const user = await billedUser();
+    const { router } = await enroll(user); // enrolled 2026-12-01 09:00
+    const hour = (h: number) => new Date(Date.UTC(2026, 11, 1, h, 0, 0));
+    await h.db.query(
+      "insert into router_downtime_hours (router_id, hour, seconds_down) values (?, ?, 600), (?, ?, 1800), (?, ?, 3600)",
+      [router.id, hour(8), router.id, hour(10), router.id, hour(11)],
+    );
+    // Last heartbeat 13:59:00 at a 30 s interval: down since 13:59:30, still silent at 15:10.
+    clock.set(new Date(Date.UTC(2026, 11, 1, 15, 10, 0)));
+    await h.db.query("update routers set last_seen_at = ? where id = ?", [new Date(Date.UTC(2026, 11, 1, 13, 59, 0)), router.id]);
+    await h.db.query(
+      `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms) values (1, ?, ?, null, 30000)
+       on conflict (id) do update set covered_since = excluded.covered_since, alive_at = excluded.alive_at, outage_started_at = null, interval_ms = 30000`,
+      [new Date(Date.UTC(2026, 10, 1)), clock.now()],
+    );
+    const res = await h.request("GET", `/api/routers/${router.id}/metrics`, { token: user.token });
+    expect(res.status).toBe(200);
+    const data = res.body.data as Array<{ date: string; minutes_down: number; percentage_down: number }>;
+    expect(data).toHaveLength(24);
+    expect(data[0]?.date).toBe("2026-11-30T15:00:00+00:00");
+    expect(data[23]?.date).toBe("2026-12-01T14:00:00+00:00");
+    const byDate = Object.fromEntries(data.map((m) => [m.date.slice(11, 13), m]));
+    expect(byDate["08"]).toMatchObject({ minutes_down: 0, percentage_down: 0 }); // before enrollment
+    expect(byDate["10"]).toMatchObject({ minutes_down: 30, percentage_down: 50 });
+    expect(byDate["11"]).toMatchObject({ minutes_down: 60, percentage_down: 100 });
+    expect(byDate["12"]).toMatchObject({ minutes_down: 0, percentage_down: 0 });
+    expect(byDate["13"]).toMatchObject({ minutes_down: 0.5, percentage_down: 0.83 });
+    expect(byDate["14"]).toMatchObject({ minutes_down: 60, percentage_down: 100 });
+    // The current hour (15:00-16:00) is not complete: not shown.
+    expect(data.some((m) => m.date.startsWith("2026-12-01T15"))).toBe(false);
+  });
+});
+
+describe("GET /api/routers/{id}/faults", () => {
+  it("answers the last 100 faults, newest first, in the SPEC's shape", async () => {
+    const user = await billedUser();
+    const { router } = await enroll(user);
+    const base = Date.UTC(2026, 10, 1, 0, 0, 0);
+    for (let i = 0; i < 105; i++) {
+      const created = new Date(base + i * 3_600_000);
+      await h.db.query(
+        `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at, resolved_at, duration_seconds)
+         values (?, ?, 'site', 'error', ?, 'Connectivity lost', 'completed', ?, ?, 90)`,
+        [crypto.randomUUID(), router.id, `Site Offline: f${i}`, created, new Date(created.getTime() + 90_000)],
+      );
+    }
+    await h.db.query(
+      `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at) values (?, ?, 'site', 'error', 'Site Offline: now', 'Unknown', 'ongoing', ?)`,
+      [crypto.randomUUID(), router.id, new Date(Date.UTC(2026, 11, 1, 12, 0, 30))],
+    );
+    const res = await h.request("GET", `/api/routers/${router.id}/faults`, { token: user.token });
+    expect(res.status).toBe(200);
+    const faults = res.body.data;
+    expect(faults).toHaveLength(100);
+    expect(faults[0]).toEqual({
+      id: expect.any(String),
+      rid: router.id,
+      message: "Site Offline: now",
+      severity: "error",
+      type: "site",
+      cause: "Unknown",
+      created_at: "2026-12-01T12:00:30+00:00",
+      resolved_at: null,
+      duration: null,
+      status: "ongoing",
+    });
+    expect(faults[1]).toMatchObject({ message: "Site Offline: f104", resolved_at: "2026-11-05T08:01:30+00:00", duration: 90, status: "completed" });
+    expect(faults[99].message).toBe("Site Offline: f6");
+  });
+});
+
+describe("DELETE /api/routers/{id}", () => {
+  it("answers 204, removes the router with its faults and downtime, and announces the revocation", async () => {
+    const user = await billedUser();
+    const { router } = await enroll(user);
+    await h.db.query("insert into router_downtime_hours (router_id, hour, seconds_down) values (?, ?, 60)", [router.id, new Date(Date.UTC(2026, 10, 1))]);
+    const heard: TRouterStatusEvent[] = [];
+    const stop = feed.feed.subscribe((e) => heard.push(e));
+    const res = await h.request("DELETE", `/api/routers/${router.id}`, { token: user.token });
+    expect(res.status).toBe(204);
+    expect(res.body).toBeUndefined();
+    await expect.poll(() => heard).toContainEqual({ type: "removed", router_id: router.id, team_id: user.teamId });
+    stop();
+    expect(await h.db.query("select 1 from routers where id = ?", [router.id])).toEqual([]);
+    expect(await h.db.query("select 1 from router_downtime_hours where router_id = ?", [router.id])).toEqual([]);
+    expect((await h.request("GET", `/api/routers/${router.id}/metadata`, { token: user.token })).status).toBe(404);
+    expect((await h.request("DELETE", `/api/routers/${router.id}`, { token: user.token })).status).toBe(404);
+  });
+});
+
+describe("tRPC", () => {
+  it("serves routers.* with the REST bodies as outputs", async () => {
+    const user = await billedUser();
+    const client = createClient({ url: h.api.url, token: user.token });
+    const enrolled = await client.routers.enroll.mutate({ name: "via trpc" });
+    expect(enrolled.status).toBe("success");
+    const id = enrolled.data.router.id;
+    expect((await client.routers.list.query()).data.map((r) => r.id)).toEqual([id]);
+    expect((await client.routers.metadata.query({ router_id: id })).data.name).toBe("via trpc");
+    expect((await client.routers.updateMetadata.mutate({ router_id: id, timezone: "UTC" })).data.timezone).toBe("UTC");
+    expect((await client.routers.metrics.query({ router_id: id })).data).toHaveLength(24);
+    expect((await client.routers.faults.query({ router_id: id })).data).toEqual([]);
+    await client.routers.remove.mutate({ router_id: id });
+    await expect(client.routers.metadata.query({ router_id: id })).rejects.toMatchObject({ data: { httpStatus: 404 } });
+  });
+
+  it("routers.onStatus pushes the team's has_pulse and fault changes over SSE, and only the team's", async () => {
+    const user = await billedUser();
+    const stranger = await billedUser();
+    const mine = await makeRouter(h.db, user);
+    const client = createClient({ url: h.api.url, token: user.token, EventSource: FetchEventSource });
+    const received: TRouterStatusEvent[] = [];
+    let started = false;
+    const subscription = client.routers.onStatus.subscribe(undefined, {
+      onStarted: () => {
+        started = true;
+      },
+      onData: (event) => received.push(event),
+    });
+    await expect.poll(() => started).toBe(true);
+    const ours: TRouterStatusEvent = { type: "pulse", router_id: mine.id, team_id: user.teamId, has_pulse: false, at: "2026-12-01T12:00:00+00:00" };
+    const theirs: TRouterStatusEvent = { ...ours, router_id: crypto.randomUUID(), team_id: stranger.teamId };
+    // The subscriber may register a moment after the stream opens: publish until heard.
+    await expect
+      .poll(async () => {
+        await feed.feed.publish([theirs, ours]);
+        return received.length;
+      })
+      .toBeGreaterThan(0);
+    subscription.unsubscribe();
+    expect(received.every((e) => e.team_id === user.teamId)).toBe(true);
+    expect(received[0]).toEqual(ours);
+  });
+
+  it("refuses a subscription without a valid token", async () => {
+    const client = createClient({ url: h.api.url, token: "nope", EventSource: FetchEventSource });
+    const error = await new Promise<unknown>((resolve) => {
+      const sub = client.routers.onStatus.subscribe(undefined, {
+        onError: (e) => {
+          sub.unsubscribe();
+          resolve(e);
+        },
+      });
+    });
+    expect(error).toMatchObject({ data: { httpStatus: 401 } });
+  });
+});
+
+describe("OpenAPI", () => {
+  it("documents every router path", async () => {
+    const doc = (await h.request("GET", "/openapi.json")).body;
+    expect(Object.keys(doc.paths["/api/routers"])).toEqual(expect.arrayContaining(["get", "post"]));
+    expect(Object.keys(doc.paths["/api/routers/{router_id}"])).toContain("delete");
+    expect(Object.keys(doc.paths["/api/routers/{router_id}/metadata"])).toEqual(expect.arrayContaining(["get", "patch"]));
+    for (const p of ["metrics", "faults", "oem"]) expect(doc.paths[`/api/routers/{router_id}/${p}`]).toHaveProperty("get");
+  });
+});

@@ -1,0 +1,21 @@
+import { successEnvelope, ZRouterMetadata, ZUpdateRouterMetadataInput } from "@fleet/shared";
+import { teamProcedure } from "../../trpc/init.ts";
+
+export const updateRouterMetadata = teamProcedure("routers:write")
+  .meta({
+    openapi: {
+      method: "PATCH",
+      path: "/api/routers/{router_id}/metadata",
+      tags: ["routers"],
+      summary: "Merge user keys into the router's metadata",
+      description:
+        "Known keys are validated (name, timezone, lat, lng, banner_img, thumbnail_img); keys the router reports are read-only; other keys are free-form but bounded. null removes a key.",
+    },
+    successStatus: 200,
+  })
+  .input(ZUpdateRouterMetadataInput)
+  .output(successEnvelope(ZRouterMetadata))
+  .mutation(async ({ ctx, input }) => ({
+    status: "success" as const,
+    data: await ctx.services.routers.updateMetadata(ctx.teamId, input),
+  }));

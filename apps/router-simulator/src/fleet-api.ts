@@ -1,0 +1,55 @@
+/** The few API calls the simulator makes, over plain HTTP (it speaks to the system only over the wire). */
+export interface EnrolledRouter {
+  router_id: string;
+  heartbeat_token: string;
+  name: string;
+}
+
+export class FleetApi {
+  readonly #baseUrl: string;
+  #token: string | undefined;
+
+  constructor(baseUrl: string) {
+    this.#baseUrl = baseUrl;
+  }
+
+  async #call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(`${this.#baseUrl}${path}`, {
+      method,
+      headers: {
+        ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}),
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // Not JSON: shown as text in errors.
+    }
+    return { status: res.status, body: parsed };
+  }
+
+  /** Dev login (the API must run with AUTH_DEV_LOGIN, as `npm start` does). */
+  async login(email: string): Promise<void> {
+    const res = await this.#call("POST", "/v1/auth/dev-login", { email });
+    if (res.status !== 200) throw new Error(`dev login failed (${res.status}): is the API running with AUTH_DEV_LOGIN on?`);
+    this.#token = res.body.access_token;
+  }
+
+  /** Enrolling needs a billing account: the simulated fleet owner gets one when missing. */
+  async ensureAccount(email: string): Promise<void> {
+    const current = await this.#call("GET", "/v1/account");
+    if (current.status === 200) return;
+    const created = await this.#call("POST", "/v1/account", { name: "Simulated fleet", email, address: { country: "US" } });
+    if (created.status !== 201 && created.status !== 409) throw new Error(`could not create the billing account (${created.status})`);
+  }
+
+  async enroll(name: string): Promise<EnrolledRouter> {
+    const res = await this.#call("POST", "/api/routers", { name });
+    if (res.status !== 201) throw new Error(`enrollment failed (${res.status}): ${res.body?.message ?? ""}`);
+    return { router_id: res.body.data.router.id, heartbeat_token: res.body.data.heartbeat_token, name };
+  }
+}

@@ -1,0 +1,63 @@
+import { ArgsError, parseArgs, USAGE } from "./cli-args.ts";
+import { type EnrolledRouter, FleetApi } from "./fleet-api.ts";
+import { startSimulator } from "./simulator.ts";
+import { readTokenFile, writeTokenFile } from "./token-file.ts";
+
+// `npm run simulate -- --routers N`: enrolls (or reuses) N routers and keeps them beating.
+let args: ReturnType<typeof parseArgs>;
+try {
+  args = parseArgs(process.argv.slice(2));
+} catch (error) {
+  if (error instanceof ArgsError) {
+    process.stderr.write(`${error.message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  throw error;
+}
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+const routers: EnrolledRouter[] = args.tokenFile ? readTokenFile(args.tokenFile).slice(0, args.routers) : [];
+if (routers.length < args.routers) {
+  const api = new FleetApi(args.apiUrl);
+  try {
+    await api.login(args.email);
+    await api.ensureAccount(args.email);
+    say(`enrolling ${args.routers - routers.length} routers through ${args.apiUrl} ...`);
+    while (routers.length < args.routers) {
+      routers.push(await api.enroll(`Simulated router ${routers.length + 1}`));
+      if (args.tokenFile && routers.length % 100 === 0) writeTokenFile(args.tokenFile, routers);
+    }
+  } catch (error) {
+    say(`could not enroll routers: ${(error as Error).message}`);
+    process.exit(1);
+  }
+  if (args.tokenFile) writeTokenFile(args.tokenFile, routers);
+}
+
+const simulator = await startSimulator({
+  routers,
+  heartbeatUrl: args.heartbeatUrl,
+  silent: args.silent,
+  flap: args.flap,
+  reboot: args.reboot,
+  bindTunnelIp: args.bindTunnelIp,
+});
+say(
+  `simulating ${routers.length} routers against ${args.heartbeatUrl} (silent ${args.silent}, flapping ${args.flap}, rebooting ${args.reboot})` +
+    (args.tokenFile ? `; tokens in ${args.tokenFile}` : ""),
+);
+
+const status = setInterval(() => {
+  if (args.quiet) return;
+  const s = simulator.summary();
+  say(`online ${s.online}/${s.routers}  acks ${s.acks}  errors ${s.errors}${s.refused ? `  refused (deleted) ${s.refused}` : ""}`);
+}, 10_000);
+
+const stop = async () => {
+  clearInterval(status);
+  await simulator.close();
+  process.exit(0);
+};
+process.once("SIGINT", () => void stop());
+process.once("SIGTERM", () => void stop());

@@ -1,0 +1,119 @@
+import { once } from "node:events";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import path from "node:path";
+import ssh2 from "ssh2";
+import { type RouterOsSshServer, startRouterOsSshServer } from "./routeros-ssh-server.ts";
+
+/**
+ * One simulated router's RouterOS side (CONTRACT section 6): the SSH server on its tunnel_ip that
+ * understands the agent's commands, and a simulated LAN behind it: an echo device and a small
+ * HTTP device (ports 80, 443, 8080, 8291 and 8728 reach the HTTP device, every other port the echo
+ * device), whatever the `dst_address` inside the LAN.
+ */
+export interface SimulatedRouterOsOptions {
+  /** The router's tunnel_ip (127.0.0.x in tests and demos). */
+  tunnelIp: string;
+  /** TUNNEL_SSH_PORT of the agent. */
+  sshPort: number;
+  /** TUNNEL_SSH_USER of the agent; any user when absent. */
+  sshUser?: string;
+  /** OpenSSH public keys allowed in; any correctly signed key when empty. */
+  authorizedKeys?: string[];
+  /** Host key; generated when absent. Use {@link loadOrCreateHostKey} to keep it across runs. */
+  hostKey?: string;
+  /** Delay before each command is answered (a slow router). */
+  commandDelayMs?: number;
+  /** Where the LAN devices listen (default 127.0.0.1). */
+  lanHost?: string;
+}
+
+export interface SimulatedLan {
+  echoPort: number;
+  httpPort: number;
+  /** Connections the LAN devices accepted, and bytes they received, since start. */
+  connections(): number;
+  bytesReceived(): number;
+}
+
+export interface SimulatedRouterOs {
+  tunnelIp: string;
+  ssh: RouterOsSshServer;
+  lan: SimulatedLan;
+  close(): Promise<void>;
+}
+
+const HTTP_PORTS = new Set([80, 443, 8080, 8291, 8728]);
+
+const listen = async (server: net.Server, host: string): Promise<number> => {
+  server.listen(0, host);
+  await once(server, "listening");
+  return (server.address() as net.AddressInfo).port;
+};
+
+export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions): Promise<SimulatedRouterOs> => {
+  const lanHost = options.lanHost ?? "127.0.0.1";
+  let connections = 0;
+  let received = 0;
+  const sockets = new Set<net.Socket>();
+  const track = (socket: net.Socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+    });
+  };
+  const echo = net.createServer({ allowHalfOpen: true }, (socket) => {
+    track(socket);
+    socket.pipe(socket);
+  });
+  const web = http.createServer((req, res) => {
+    req.resume();
+    res.setHeader("content-type", "text/plain");
+    res.end(`simulated LAN device behind ${options.tunnelIp}: ${req.method} ${req.url}\n`);
+  });
+  web.on("connection", track);
+  const echoPort = await listen(echo, lanHost);
+  const httpPort = await listen(web, lanHost);
+
+  const ssh = await startRouterOsSshServer({
+    host: options.tunnelIp,
+    port: options.sshPort,
+    lan: (_address, port) => ({ host: lanHost, port: HTTP_PORTS.has(port) ? httpPort : echoPort }),
+    ...(options.hostKey ? { hostKey: options.hostKey } : {}),
+    ...(options.authorizedKeys ? { authorizedKeys: options.authorizedKeys } : {}),
+    ...(options.sshUser ? { username: options.sshUser } : {}),
+    ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
+  });
+
+  return {
+    tunnelIp: options.tunnelIp,
+    ssh,
+    lan: { echoPort, httpPort, connections: () => connections, bytesReceived: () => received },
+    close: async () => {
+      await ssh.close();
+      for (const socket of sockets) socket.destroy();
+      web.closeAllConnections();
+      await Promise.all([new Promise((r) => echo.close(r)), new Promise((r) => web.close(r))]);
+    },
+  };
+};
+
+/**
+ * A host key kept in `file`, created on first use: a simulator restarted on the same tunnel_ip
+ * presents the same key, so the agent's pin (trust on first use) still holds.
+ */
+export const loadOrCreateHostKey = (file: string): string => {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  mkdirSync(path.dirname(file), { recursive: true });
+  const key = ssh2.utils.generateKeyPairSync("ed25519").private;
+  writeFileSync(file, key, { mode: 0o600 });
+  return key;
+};

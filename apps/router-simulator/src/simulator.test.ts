@@ -1,0 +1,142 @@
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocketServer } from "ws";
+import { ArgsError, parseArgs } from "./cli-args.ts";
+import { startSimulator } from "./simulator.ts";
+import { tunnelIpFor } from "./tunnel-ips.ts";
+
+/** A stand-in daemon speaking CONTRACT section 5: checks the token, records frames, acks. */
+interface Received {
+  token: string;
+  remote: string | undefined;
+  frame: Record<string, unknown>;
+}
+let wss: WebSocketServer;
+let url: string;
+const received: Received[] = [];
+const INTERVAL = 40;
+const REVOKED = "hb_revoked_token_000000000000";
+
+beforeAll(async () => {
+  wss = new WebSocketServer({ host: "127.0.0.1", port: 0, path: "/v1/heartbeat" });
+  wss.on("headers", () => {});
+  wss.options.verifyClient = (info, done) => done(info.req.headers.authorization !== `Bearer ${REVOKED}`, 401);
+  wss.on("connection", (ws, req) => {
+    ws.on("message", (data) => {
+      received.push({
+        token: String(req.headers.authorization).slice(7),
+        remote: req.socket.remoteAddress,
+        frame: JSON.parse(data.toString()),
+      });
+      ws.send(JSON.stringify({ type: "ack", interval_ms: INTERVAL }));
+    });
+  });
+  await once(wss, "listening");
+  url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/v1/heartbeat`;
+});
+
+afterAll(async () => {
+  for (const client of wss.clients) client.terminate();
+  await new Promise((resolve) => wss.close(resolve));
+});
+
+const fleet = (n: number, prefix: string) =>
+  Array.from({ length: n }, (_, i) => ({
+    router_id: `${prefix}-0000-4000-8000-${String(i).padStart(12, "0")}`,
+    heartbeat_token: `hb_${prefix}_${i}_tokentokentoken`,
+    name: `r${i}`,
+  }));
+const framesOf = (token: string) => received.filter((r) => r.token === token).map((r) => r.frame);
+
+describe("simulator", () => {
+  it("keeps routers beating at the acked interval from their own loopback address", async () => {
+    const routers = fleet(3, "aaaaaaaa");
+    const sim = await startSimulator({ routers, heartbeatUrl: url });
+    try {
+      await expect.poll(() => routers.every((r) => framesOf(r.heartbeat_token).length >= 4), { timeout: 5_000 }).toBe(true);
+      const first = received.find((r) => r.token === routers[0]?.heartbeat_token);
+      expect(first?.remote).toBe("127.0.1.1");
+      expect(first?.frame).toMatchObject({
+        type: "heartbeat",
+        identity: "sim-0001",
+        tunnel_ip: "127.0.1.1",
+        model: "RB5009UG+S+",
+        hardwareboard: true,
+        uptime: expect.any(Number),
+      });
+      expect(sim.routers.map((r) => r.tunnelIp)).toEqual(["127.0.1.1", "127.0.1.2", "127.0.1.3"]);
+      expect(sim.summary()).toMatchObject({ routers: 3, online: 3, errors: 0 });
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it("silences, flaps and reboots the routers asked for", async () => {
+    const routers = fleet(4, "bbbbbbbb");
+    const [silent, flapping, rebooting, steady] = routers.map((r) => r.heartbeat_token);
+    const sim = await startSimulator({ routers, heartbeatUrl: url, silent: 1, flap: 1, reboot: 1, phaseIntervals: 3 });
+    try {
+      expect(sim.routers.map((r) => r.behaviour)).toEqual(["silent", "flap", "reboot", "steady"]);
+      // The rebooting router goes away and returns with an uptime that started over.
+      await expect
+        .poll(
+          () => {
+            const uptimes = framesOf(rebooting ?? "").map((f) => Number(f.uptime));
+            return uptimes.length > 1 && (uptimes.at(-1) ?? 0) < (uptimes[0] ?? 0);
+          },
+          { timeout: 5_000 },
+        )
+        .toBe(true);
+      expect(framesOf(silent ?? "")).toHaveLength(1);
+      expect(sim.routers[0]?.online).toBe(false);
+      const flapUptimes = framesOf(flapping ?? "").map((f) => Number(f.uptime));
+      // Flapping keeps its uptime (the link flaps, not the router).
+      expect(flapUptimes.every((u, i) => i === 0 || u >= (flapUptimes[i - 1] ?? 0))).toBe(true);
+      expect(framesOf(steady ?? "").length).toBeGreaterThan(framesOf(flapping ?? "").length);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it("stops a router whose token is refused (deleted)", async () => {
+    const sim = await startSimulator({ routers: [{ router_id: "r", heartbeat_token: REVOKED, name: "gone" }], heartbeatUrl: url });
+    try {
+      await expect.poll(() => sim.routers[0]?.stats.refused).toBe(true);
+      expect(sim.summary().refused).toBe(1);
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
+describe("command line", () => {
+  it("parses the options of CONTRACT section 6", () => {
+    expect(
+      parseArgs(["--routers", "10", "--heartbeat-url", "ws://127.0.0.1:4001/v1/heartbeat", "--token-file", "t.json", "--silent", "2", "--flap", "1", "--reboot", "3"]),
+    ).toMatchObject({ routers: 10, heartbeatUrl: "ws://127.0.0.1:4001/v1/heartbeat", tokenFile: "t.json", silent: 2, flap: 1, reboot: 3 });
+  });
+
+  it.each([
+    [[], /--routers N is required/],
+    [["--routers", "0"], /--routers N is required/],
+    [["--routers", "100001"], /between 0 and 100000/],
+    [["--routers", "x"], /integer/],
+    [["--routers", "2", "--silent", "2", "--flap", "1"], /cannot exceed/],
+    [["--routers", "2", "--heartbeat-url", "http://x"], /ws: or wss:/],
+    [["--routers", "2", "--bogus"], /unknown option --bogus/],
+  ])("refuses %j", (argv, message) => {
+    expect(() => parseArgs(argv)).toThrow(ArgsError);
+    expect(() => parseArgs(argv)).toThrow(message);
+  });
+
+  it("gives every router a distinct loopback tunnel address", () => {
+    expect(tunnelIpFor(0)).toBe("127.0.1.1");
+    expect(tunnelIpFor(253)).toBe("127.0.1.254");
+    expect(tunnelIpFor(254)).toBe("127.0.2.1");
+    expect(tunnelIpFor(254 * 254)).toBe("127.1.1.1");
+    const all = new Set(Array.from({ length: 70_000 }, (_, i) => tunnelIpFor(i)));
+    expect(all.size).toBe(70_000);
+    expect(() => tunnelIpFor(-1)).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,71 @@
+import type { ForwardsRepository } from "@fleet/db";
+import type { Clock } from "@fleet/shared";
+import type { Logger } from "pino";
+import type { EntryPointRelay } from "./relay.ts";
+
+export interface RelaySyncOptions {
+  relay: EntryPointRelay;
+  forwards: ForwardsRepository;
+  /** ENTRY_POINT_HOST: the relay serves the forwards allocated at this entry point. */
+  entryPoint: string;
+  clock: Clock;
+  logger: Logger;
+  pollMs: number;
+}
+
+/**
+ * Keeps the relay's listeners equal to the active forwards of its entry point. The API may run in
+ * another process, so the forwards table is the source of truth: it is re-read every `pollMs`
+ * (~500 ms), and at once when this process learns of a change (a finished job, a sweep).
+ */
+export class RelaySync {
+  readonly #o: RelaySyncOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+
+  constructor(options: RelaySyncOptions) {
+    this.#o = options;
+  }
+
+  /** Re-reads the active forwards and applies them; concurrent calls coalesce into one more pass. */
+  refresh(): Promise<void> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = (async () => {
+      try {
+        do {
+          this.#again = false;
+          const targets = await this.#o.forwards.relayTargets(this.#o.entryPoint, this.#o.clock.now());
+          if (this.#stopped) return;
+          await this.#o.relay.sync(targets);
+        } while (this.#again && !this.#stopped);
+      } catch (error) {
+        this.#o.logger.error({ err: error }, "relay sync failed");
+      } finally {
+        this.#running = undefined;
+      }
+    })();
+    return this.#running;
+  }
+
+  start(): void {
+    const tick = () => {
+      this.#timer = setTimeout(() => {
+        void this.refresh().finally(() => {
+          if (!this.#stopped) tick();
+        });
+      }, this.#o.pollMs);
+    };
+    tick();
+  }
+
+  async close(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running;
+  }
+}

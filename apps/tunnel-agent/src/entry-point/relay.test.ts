@@ -1,0 +1,165 @@
+import { createHash, randomBytes } from "node:crypto";
+import { once } from "node:events";
+import net from "node:net";
+import type { RelayTarget } from "@fleet/db";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { proxyV1Header, proxyV2Header } from "./proxy-protocol.ts";
+import { EntryPointRelay } from "./relay.ts";
+
+const ENTRY = "127.0.0.1";
+const TUNNEL = "127.0.0.7";
+const logger = pino({ level: "silent" });
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+/** A stand-in for the router's tunnel side: counts connections and bytes, echoes or sinks. */
+const startRouter = async (mode: "echo" | "sink" = "echo") => {
+  const seen = { connections: 0, bytes: 0, hash: createHash("sha256") };
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer({ allowHalfOpen: true }, (socket) => {
+    seen.connections++;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => undefined);
+    if (mode === "echo") {
+      socket.pipe(socket);
+      return;
+    }
+    socket.on("data", (chunk: Buffer) => {
+      seen.bytes += chunk.length;
+      seen.hash.update(chunk);
+    });
+    socket.on("end", () => socket.end(`${seen.bytes}`));
+  });
+  server.listen(0, TUNNEL);
+  await once(server, "listening");
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return { port: (server.address() as net.AddressInfo).port, seen, sockets };
+};
+
+const startRelay = async (proxyProtocol: boolean, target: Omit<RelayTarget, "tunnelIp" | "expiresAt">) => {
+  const relay = new EntryPointRelay({ bind: ENTRY, proxyProtocol, logger, headerTimeoutMs: 300 });
+  cleanups.push(() => relay.close());
+  await relay.sync([{ ...target, tunnelIp: TUNNEL, expiresAt: new Date(Date.now() + 3_600_000) }]);
+  return relay;
+};
+
+const connect = async (port: number, first?: Buffer) => {
+  const socket = net.connect({ host: ENTRY, port });
+  cleanups.push(() => socket.destroy());
+  await once(socket, "connect");
+  if (first) socket.write(first);
+  return socket;
+};
+
+/** Everything the socket receives until the relay or the router closes it. */
+const readAll = (socket: net.Socket) =>
+  new Promise<Buffer>((resolve) => {
+    const chunks: Buffer[] = [];
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    socket.on("error", () => undefined);
+    socket.on("close", () => resolve(Buffer.concat(chunks)));
+  });
+
+const roundTrip = async (socket: net.Socket, text: string) => {
+  socket.write(text);
+  let got = "";
+  while (got.length < text.length) got += ((await once(socket, "data")) as [Buffer])[0].toString();
+  return got;
+};
+
+const FORWARD = "0b6f1c1e-1111-4222-8333-444455556666";
+
+describe("EntryPointRelay", () => {
+  it("pipes an allowed source to the router and back, half-close included", async () => {
+    const router = await startRouter();
+    const relay = await startRelay(false, { id: FORWARD, port: router.port, allowOnlyCidr: "127.0.0.1/32" });
+    expect(relay.listening()).toEqual([{ id: FORWARD, port: router.port }]);
+    const socket = await connect(router.port);
+    expect(await roundTrip(socket, "ping")).toBe("ping");
+    const rest = readAll(socket);
+    socket.end("last words");
+    expect((await rest).toString()).toBe("last words");
+    expect(relay.stats(FORWARD)).toEqual({ accepted: 1, refused: 0 });
+  });
+
+  it("cuts a source outside allow_only_cidr before connecting to the router", async () => {
+    const router = await startRouter();
+    const relay = await startRelay(false, { id: FORWARD, port: router.port, allowOnlyCidr: "8.8.8.0/24" });
+    const socket = await connect(router.port, Buffer.from("secret"));
+    expect((await readAll(socket)).length).toBe(0);
+    expect(router.seen.connections).toBe(0);
+    expect(relay.stats(FORWARD)).toEqual({ accepted: 0, refused: 1 });
+  });
+
+  it.each([
+    ["v1", proxyV1Header],
+    ["v2", proxyV2Header],
+  ])("with PROXY %s, checks the header's source and forwards only what follows the header", async (_v, header) => {
+    const router = await startRouter("sink");
+    const relay = await startRelay(true, { id: FORWARD, port: router.port, allowOnlyCidr: "8.8.8.0/24" });
+    const allowed = await connect(router.port);
+    const reply = readAll(allowed);
+    // Header and payload in one write, split at an awkward place: both must be handled.
+    const bytes = Buffer.concat([header({ address: "8.8.8.42", port: 5555 }, { address: ENTRY, port: router.port }), Buffer.from("payload")]);
+    allowed.write(bytes.subarray(0, 5));
+    allowed.end(bytes.subarray(5));
+    expect((await reply).toString()).toBe("7");
+    expect(router.seen.hash.digest("hex")).toBe(createHash("sha256").update("payload").digest("hex"));
+
+    const denied = await connect(router.port, header({ address: "9.9.9.9", port: 5555 }, { address: ENTRY, port: router.port }));
+    denied.write("payload");
+    expect((await readAll(denied)).length).toBe(0);
+    expect(router.seen.connections).toBe(1);
+    expect(relay.stats(FORWARD)).toEqual({ accepted: 1, refused: 1 });
+  });
+
+  it("with PROXY on, refuses a missing, malformed, LOCAL or late header", async () => {
+    const router = await startRouter();
+    const relay = await startRelay(true, { id: FORWARD, port: router.port, allowOnlyCidr: "127.0.0.1/32" });
+    const local = proxyV2Header({ address: "127.0.0.1", port: 1 }, { address: ENTRY, port: 2 });
+    local[12] = 0x20;
+    for (const first of [Buffer.from("SSH-2.0-OpenSSH\r\n"), Buffer.from("PROXY TCP4 127.1 127.0.0.1 1 2\r\n"), local]) {
+      const socket = await connect(router.port, first);
+      expect((await readAll(socket)).length).toBe(0);
+    }
+    const silent = await connect(router.port);
+    expect((await readAll(silent)).length).toBe(0);
+    expect(router.seen.connections).toBe(0);
+    expect(relay.stats(FORWARD)?.refused).toBe(4);
+  });
+
+  it("carries a large transfer intact with backpressure", async () => {
+    const router = await startRouter("sink");
+    await startRelay(false, { id: FORWARD, port: router.port, allowOnlyCidr: "127.0.0.1/32" });
+    const data = randomBytes(32 * 1024 * 1024);
+    const socket = await connect(router.port);
+    const reply = readAll(socket);
+    socket.end(data);
+    expect((await reply).toString()).toBe(String(data.length));
+    expect(router.seen.hash.digest("hex")).toBe(createHash("sha256").update(data).digest("hex"));
+  });
+
+  it("closes the listener and every open connection when the forward leaves the active set", async () => {
+    const router = await startRouter();
+    const relay = await startRelay(false, { id: FORWARD, port: router.port, allowOnlyCidr: "127.0.0.1/32" });
+    const open = await connect(router.port);
+    expect(await roundTrip(open, "hi")).toBe("hi");
+    expect(relay.connections(FORWARD)).toBe(1);
+    const ended = readAll(open);
+    await relay.sync([]);
+    await ended;
+    expect(relay.listening()).toEqual([]);
+    expect(relay.connections()).toBe(0);
+    const refused = net.connect({ host: ENTRY, port: router.port });
+    cleanups.push(() => refused.destroy());
+    const [error] = (await once(refused, "error")) as [NodeJS.ErrnoException];
+    expect(error.code).toBe("ECONNREFUSED");
+  });
+});

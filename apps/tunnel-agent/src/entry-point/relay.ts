@@ -1,0 +1,230 @@
+import net from "node:net";
+import type { RelayTarget } from "@fleet/db";
+import { ipv4InCidr } from "@fleet/shared";
+import type { Logger } from "pino";
+import { parseProxyHeader, V1_MAX_LENGTH, V2_MAX_LENGTH } from "./proxy-protocol.ts";
+
+export interface EntryPointRelayOptions {
+  /** ENTRY_POINT_BIND. */
+  bind: string;
+  /** ENTRY_POINT_PROXY_PROTOCOL: read a PROXY v1/v2 header first and check its source instead. */
+  proxyProtocol: boolean;
+  logger: Logger;
+  /** How long a client may take to send its PROXY header. */
+  headerTimeoutMs?: number;
+  /** How long connecting to the router's tunnel address may take. */
+  connectTimeoutMs?: number;
+}
+
+/** Counters per forward, for tests and operators. */
+export interface RelayStats {
+  accepted: number;
+  refused: number;
+}
+
+/** How long a half-closed pair may wait for its other side to finish. */
+const LINGER_MS = 30_000;
+
+interface Pair {
+  client: net.Socket;
+  upstream: net.Socket | undefined;
+}
+
+interface Listener {
+  target: RelayTarget;
+  server: net.Server;
+  pairs: Set<Pair>;
+  stats: RelayStats;
+  listening: boolean;
+}
+
+/**
+ * The entry point (CONTRACT section 7): one listener per active forward on `bind:port`. A client is
+ * checked against the forward's `allow_only_cidr` before anything else happens; a refused client is
+ * destroyed at once and no upstream connection is made, so not a byte reaches the router. Allowed
+ * clients are piped both ways to `tunnel_ip:port` with backpressure (`pipe` pauses the faster side)
+ * and half-close passed through. When a forward leaves the active set, its listener and every
+ * connection it carries are closed.
+ */
+export class EntryPointRelay {
+  readonly #o: Required<EntryPointRelayOptions>;
+  readonly #listeners = new Map<string, Listener>();
+  #stopped = false;
+
+  constructor(options: EntryPointRelayOptions) {
+    this.#o = { headerTimeoutMs: 5_000, connectTimeoutMs: 10_000, ...options };
+  }
+
+  /** Makes the listeners match `targets`: opens new ones, closes removed ones, retargets moved routers. */
+  async sync(targets: readonly RelayTarget[]): Promise<void> {
+    if (this.#stopped) return;
+    const wanted = new Map(targets.map((t) => [t.id, t]));
+    for (const [id, listener] of this.#listeners) {
+      const target = wanted.get(id);
+      if (!target || target.port !== listener.target.port || target.allowOnlyCidr !== listener.target.allowOnlyCidr) {
+        this.#closeListener(id, listener);
+      } else {
+        // A router that moved to another tunnel address: new connections go there.
+        listener.target = target;
+      }
+    }
+    await Promise.all(
+      [...wanted.values()].filter((t) => !this.#listeners.has(t.id)).map((target) => this.#open(target)),
+    );
+  }
+
+  /** Forward ids with a bound listener, and their ports. */
+  listening(): Array<{ id: string; port: number }> {
+    return [...this.#listeners.values()].filter((l) => l.listening).map((l) => ({ id: l.target.id, port: l.target.port }));
+  }
+
+  /** Open relayed connections (all forwards, or one). */
+  connections(forwardId?: string): number {
+    if (forwardId) return this.#listeners.get(forwardId)?.pairs.size ?? 0;
+    let n = 0;
+    for (const listener of this.#listeners.values()) n += listener.pairs.size;
+    return n;
+  }
+
+  stats(forwardId: string): RelayStats | undefined {
+    const stats = this.#listeners.get(forwardId)?.stats;
+    return stats ? { ...stats } : undefined;
+  }
+
+  async close(): Promise<void> {
+    this.#stopped = true;
+    for (const [id, listener] of this.#listeners) this.#closeListener(id, listener);
+  }
+
+  async #open(target: RelayTarget): Promise<void> {
+    const listener: Listener = {
+      target,
+      server: net.createServer({ allowHalfOpen: true, pauseOnConnect: true }),
+      pairs: new Set(),
+      stats: { accepted: 0, refused: 0 },
+      listening: false,
+    };
+    listener.server.on("connection", (socket) => this.#accept(listener, socket));
+    this.#listeners.set(target.id, listener);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        listener.server.once("error", reject);
+        listener.server.listen({ host: this.#o.bind, port: target.port, exclusive: true }, () => {
+          listener.server.off("error", reject);
+          resolve();
+        });
+      });
+      listener.listening = true;
+      listener.server.on("error", (error) => this.#o.logger.error({ err: error, forwardId: target.id }, "entry-point listener failed"));
+      if (this.#listeners.get(target.id) !== listener) listener.server.close();
+    } catch (error) {
+      // Another process holds the port (a second agent on this host): drop it, retry next sync.
+      if (this.#listeners.get(target.id) === listener) this.#listeners.delete(target.id);
+      this.#o.logger.warn(
+        { forwardId: target.id, port: target.port, code: (error as NodeJS.ErrnoException).code },
+        "entry-point port unavailable",
+      );
+    }
+  }
+
+  #closeListener(id: string, listener: Listener): void {
+    this.#listeners.delete(id);
+    listener.server.close();
+    for (const pair of listener.pairs) this.#endPair(listener, pair);
+  }
+
+  #accept(listener: Listener, client: net.Socket): void {
+    const pair: Pair = { client, upstream: undefined };
+    listener.pairs.add(pair);
+    client.on("error", () => this.#endPair(listener, pair));
+    client.on("close", () => this.#sideClosed(listener, pair));
+    if (!this.#o.proxyProtocol) {
+      this.#admit(listener, pair, client.remoteAddress ?? "", Buffer.alloc(0));
+      return;
+    }
+    let buffered = Buffer.alloc(0);
+    const timer = setTimeout(() => this.#refuse(listener, pair, "no PROXY header in time"), this.#o.headerTimeoutMs);
+    const onData = (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      const result = parseProxyHeader(buffered);
+      if (result.status === "incomplete") {
+        if (buffered.length > Math.max(V1_MAX_LENGTH, V2_MAX_LENGTH)) this.#refuse(listener, pair, "PROXY header too long");
+        return;
+      }
+      clearTimeout(timer);
+      client.off("data", onData);
+      client.pause();
+      if (result.status === "invalid") {
+        this.#refuse(listener, pair, result.reason);
+        return;
+      }
+      if (result.header.command !== "proxy") {
+        this.#refuse(listener, pair, "PROXY header carries no client address");
+        return;
+      }
+      this.#admit(listener, pair, result.header.source.address, buffered.subarray(result.length));
+    };
+    client.on("close", () => clearTimeout(timer));
+    client.on("data", onData);
+    // pauseOnConnect leaves the socket explicitly paused; a 'data' listener alone does not resume it.
+    client.resume();
+  }
+
+  #refuse(listener: Listener, pair: Pair, reason: string, source?: string): void {
+    listener.stats.refused++;
+    this.#o.logger.info({ forwardId: listener.target.id, source, reason }, "entry-point connection refused");
+    this.#endPair(listener, pair);
+  }
+
+  #admit(listener: Listener, pair: Pair, source: string, early: Buffer): void {
+    const { client } = pair;
+    if (!ipv4InCidr(source, listener.target.allowOnlyCidr)) {
+      this.#refuse(listener, pair, "source outside allow_only_cidr", source);
+      return;
+    }
+    listener.stats.accepted++;
+    const { tunnelIp, port } = listener.target;
+    const upstream = net.connect({ host: tunnelIp, port, allowHalfOpen: true });
+    pair.upstream = upstream;
+    upstream.setTimeout(this.#o.connectTimeoutMs, () => this.#endPair(listener, pair));
+    upstream.on("error", () => this.#endPair(listener, pair));
+    upstream.on("close", () => this.#sideClosed(listener, pair));
+    upstream.once("connect", () => {
+      upstream.setTimeout(0);
+      // Management sessions (SSH, web UIs) are chatty: send small writes at once.
+      upstream.setNoDelay(true);
+      client.setNoDelay(true);
+      // Bytes that arrived in the same packet as the PROXY header belong to the client's stream.
+      if (early.length > 0) upstream.write(early);
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+  }
+
+  /**
+   * One side finished both directions. The other side is ended, not destroyed: it may still be
+   * flushing the last bytes it was handed. The pair is forgotten once both sides are closed.
+   */
+  #sideClosed(listener: Listener, pair: Pair): void {
+    const { client, upstream } = pair;
+    if (!upstream) {
+      this.#endPair(listener, pair);
+      return;
+    }
+    if (client.closed && upstream.closed) {
+      listener.pairs.delete(pair);
+      return;
+    }
+    if (!client.closed) client.end();
+    if (!upstream.closed) upstream.end();
+    // A peer that never closes its half must not pin the pair forever.
+    setTimeout(() => this.#endPair(listener, pair), LINGER_MS).unref();
+  }
+
+  /** Forced end (refusal, error, forward closed): both sockets go at once. */
+  #endPair(listener: Listener, pair: Pair): void {
+    if (!listener.pairs.delete(pair)) return;
+    pair.client.destroy();
+    pair.upstream?.destroy();
+  }
+}

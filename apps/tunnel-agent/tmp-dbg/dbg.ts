@@ -1,0 +1,15 @@
+import net from "node:net";
+import { once } from "node:events";
+import pino from "pino";
+import { EntryPointRelay } from "/work/main/apps/tunnel-agent/src/entry-point/relay.ts";
+import { proxyV1Header } from "/work/main/apps/tunnel-agent/src/entry-point/proxy-protocol.ts";
+const server = net.createServer({ allowHalfOpen: true }, (s) => { let n = 0; s.on("data", (c) => { n += c.length; console.log("sink data", c.toString()); }); s.on("end", () => { console.log("sink end", n); s.end(String(n)); }); });
+server.listen(0, "127.0.0.7"); await once(server, "listening");
+const port = (server.address() as net.AddressInfo).port;
+const relay = new EntryPointRelay({ bind: "127.0.0.1", proxyProtocol: true, logger: pino({ level: "debug" }) });
+await relay.sync([{ id: "x", port, allowOnlyCidr: "8.8.8.0/24", tunnelIp: "127.0.0.7", expiresAt: new Date() }]);
+const c = net.connect({ host: "127.0.0.1", port }); await once(c, "connect");
+c.on("data", (d) => console.log("client got", d.toString())); c.on("end", () => console.log("client end")); c.on("close", () => { console.log("client close"); process.exit(0); });
+const bytes = Buffer.concat([proxyV1Header({ address: "8.8.8.42", port: 5555 }, { address: "127.0.0.1", port }), Buffer.from("payload")]);
+c.write(bytes.subarray(0, 5)); c.end(bytes.subarray(5));
+setTimeout(() => { console.log("timeout"); process.exit(1); }, 2000);

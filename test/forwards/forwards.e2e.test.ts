@@ -1,0 +1,315 @@
+import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { databaseFingerprint, createTestDatabase, makeRouter, type TestDatabase } from "@fleet/db/testing";
+import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-router";
+import { ManualClock } from "@fleet/shared";
+import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
+import type { RouterOsClient } from "@fleet/tunnel-agent/routeros/routeros-client";
+import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
+import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
+import pino from "pino";
+import ssh2 from "ssh2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectAs, connectOutcome, echo, freePortOn, waitFor } from "./forward-fixtures.ts";
+
+/**
+ * Transient forwarding end to end, through real servers on loopback: the all-in-one process (API,
+ * tunnel agent with its entry-point relay) over a private database, and simulated routers whose
+ * RouterOS SSH servers apply dst-nat rules by relaying to a simulated LAN. Sources are presented
+ * with PROXY headers (ENTRY_POINT_PROXY_PROTOCOL=true): tests may only use 127.0.0.0/8, and
+ * allow_from must be publicly routed.
+ */
+const TUNNEL_A = "127.0.0.21";
+const TUNNEL_B = "127.0.0.22";
+const ALLOWED = "8.8.8.8";
+const OUTSIDER = "9.9.9.9";
+
+let db: TestDatabase;
+let system: RunningSystem;
+let sshPort: number;
+let routerA: SimulatedRouterOs;
+let routerB: SimulatedRouterOs;
+const clock = new ManualClock(new Date());
+const hostKeyB = ssh2.utils.generateKeyPairSync("ed25519").private;
+/** A second authorized key: the test plays an operator editing the router by hand. */
+const operatorKey = ssh2.utils.generateKeyPairSync("ed25519");
+
+const asOperator = async (work: (router: RouterOsClient) => Promise<void>) => {
+  const connector = new SshRouterOsConnector({
+    username: "fleet",
+    privateKey: operatorKey.private,
+    connectTimeoutMs: 5000,
+    commandTimeoutMs: 5000,
+    hostKeys: new InMemoryHostKeyStore(),
+  });
+  const router = await connector.connect({ host: TUNNEL_A, port: sshPort });
+  try {
+    await work(router);
+  } finally {
+    router.close();
+  }
+};
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  sshPort = await freePortOn([TUNNEL_A, TUNNEL_B]);
+  const config = loadAllInOneConfig({
+    PORT: "0",
+    HEARTBEAT_PORT: "0",
+    STRIPE_EMULATOR_PORT: "0",
+    DATA_DIR: "memory",
+    LOG_LEVEL: "silent",
+    AUTH_DEV_LOGIN: "true",
+    JWT_SECRET: `e2e-secret-${crypto.randomUUID()}`,
+    ENTRY_POINT_HOST: "entry.e2e.test",
+    ENTRY_POINT_BIND: "127.0.0.1",
+    ENTRY_POINT_PORTS: "47000-47199",
+    ENTRY_POINT_PROXY_PROTOCOL: "true",
+    TUNNEL_SSH_PORT: String(sshPort),
+    TUNNEL_SSH_USER: "fleet",
+    // Nothing periodic may talk to the routers behind the tests' backs.
+    TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
+  });
+  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+  const authorizedKeys = [system.tunnelAgent.publicKey, operatorKey.public];
+  routerA = await startSimulatedRouterOs({ tunnelIp: TUNNEL_A, sshPort, sshUser: "fleet", authorizedKeys });
+  routerB = await startSimulatedRouterOs({ tunnelIp: TUNNEL_B, sshPort, sshUser: "fleet", authorizedKeys, hostKey: hostKeyB });
+});
+
+afterAll(async () => {
+  await system?.close();
+  await routerA?.close();
+  await routerB?.close();
+  await db?.close();
+});
+
+const api = async (method: string, path: string, token?: string, body?: unknown) => {
+  const res = await fetch(`${system.api.url}${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+};
+
+const owner = async (tunnelIp: string) => {
+  const login = await api("POST", "/v1/auth/dev-login", undefined, { email: `fwd-${crypto.randomUUID()}@example.com` });
+  const user = { organizationId: login.body.organization_id, teamId: login.body.team_id, token: login.body.access_token as string };
+  const router = await makeRouter(db, user, { tunnelIp });
+  return { ...user, routerId: router.id, base: `/api/routers/${router.id}/transient-forwarding` };
+};
+
+const create = async (who: Awaited<ReturnType<typeof owner>>, body: Record<string, unknown> = {}) => {
+  const res = await api("POST", who.base, who.token, {
+    expire_after_minutes: 60,
+    dst_port: 22,
+    dst_address: "192.168.88.10",
+    allow_from: "8.8.8.0/24",
+    ...body,
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body as { id: string; port: number; expires_at: string };
+};
+
+const ruleOf = (router: SimulatedRouterOs, forwardId: string) =>
+  router.ssh.rules().find((r) => r.props.comment === `fleet-fwd:${forwardId}`);
+
+/** The fingerprint without the heartbeat daemon's bookkeeping, which moves on its own schedule. */
+const forwardingState = (fingerprint: string) => fingerprint.split(",").filter((t) => !t.startsWith("heartbeat_coverage:"));
+
+/** Every queued job has finished (the router side may finish a moment before its job row). */
+const settled = () =>
+  waitFor(async () => {
+    const [row] = await db.query<{ n: number }>("select count(*)::int as n from jobs where status in ('pending', 'running')");
+    return row?.n === 0;
+  }, "the job queue to settle");
+
+/** The rule is on the router and the relay listens: the forward is usable. */
+const untilUsable = async (router: SimulatedRouterOs, forward: { id: string; port: number }) => {
+  const rule = await waitFor(() => ruleOf(router, forward.id), "the rule on the router");
+  await waitFor(() => system.tunnelAgent.relay.listening().some((l) => l.id === forward.id), "the relay listener");
+  await waitFor(async () => {
+    const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = ?", [forward.id]);
+    return row?.applied_at;
+  }, "the forward to be marked applied");
+  return rule;
+};
+
+describe("transient forwarding through the entry point and a simulated router", () => {
+  it("applies the rule, carries an allowed source's bytes to the LAN and back, and cuts everyone else", async () => {
+    const who = await owner(TUNNEL_A);
+    const forward = await create(who);
+    const rule = await untilUsable(routerA, forward);
+    expect(rule.props).toEqual({
+      chain: "dstnat",
+      protocol: "tcp",
+      "dst-port": String(forward.port),
+      action: "dst-nat",
+      "to-addresses": "192.168.88.10",
+      "to-ports": "22",
+      comment: `fleet-fwd:${forward.id}`,
+    });
+    expect(rule.disabled).toBe(false);
+    const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = ?", [forward.id]);
+    expect(row?.applied_at).not.toBeNull();
+    const [job] = await db.query<{ status: string; attempts: number }>(
+      "select status, attempts from jobs where payload->>'forward_id' = ? and kind = 'forward.apply'",
+      [forward.id],
+    );
+    expect(job).toEqual({ status: "done", attempts: 1 });
+
+    for (const version of [1, 2] as const) {
+      const client = await connectAs(forward.port, ALLOWED, { version, payload: "hello " });
+      expect(await echo(client.socket, `through v${version}`)).toBe(`hello through v${version}`);
+      client.socket.end();
+      await client.received;
+    }
+
+    const lanConnections = routerA.lan.connections();
+    const lanBytes = routerA.lan.bytesReceived();
+    const outsider = await connectAs(forward.port, OUTSIDER, { payload: "let me in" });
+    outsider.socket.write("more bytes");
+    expect((await outsider.received).length).toBe(0);
+    expect(routerA.lan.connections()).toBe(lanConnections);
+    expect(routerA.lan.bytesReceived()).toBe(lanBytes);
+    expect(system.tunnelAgent.relay.stats(forward.id)).toEqual({ accepted: 2, refused: 1 });
+  });
+
+  it("DELETE removes the rule, drops its connections and closes the port", async () => {
+    const who = await owner(TUNNEL_A);
+    const forward = await create(who, { dst_port: 2222 });
+    await untilUsable(routerA, forward);
+    const open = await connectAs(forward.port, ALLOWED);
+    expect(await echo(open.socket, "still here")).toBe("still here");
+
+    expect((await api("DELETE", `${who.base}/${forward.id}`, who.token)).status).toBe(204);
+    await waitFor(() => !ruleOf(routerA, forward.id), "the rule to go");
+    await open.received;
+    await waitFor(async () => (await connectOutcome(forward.port)) === "ECONNREFUSED", "the port to close");
+    const tail = routerA.ssh.commands().slice(-2);
+    expect(tail).toEqual([
+      `/ip firewall nat remove [find where comment="fleet-fwd:${forward.id}"]`,
+      `/ip firewall connection remove [find where dst-address~"${TUNNEL_A}:${forward.port}"]`,
+    ]);
+    expect((await api("GET", `${who.base}/${forward.id}`, who.token)).body).toMatchObject({ revoked_early: true });
+  });
+
+  it("expiry with the injected clock closes the forward on the router and at the entry point", async () => {
+    const who = await owner(TUNNEL_A);
+    const forward = await create(who, { expire_after_minutes: 10 });
+    await untilUsable(routerA, forward);
+    const open = await connectAs(forward.port, ALLOWED);
+    expect(await echo(open.socket, "before expiry")).toBe("before expiry");
+
+    clock.advance(10 * 60_000 - 1);
+    expect(await system.tunnelAgent.sweep()).toBe(0);
+    expect(ruleOf(routerA, forward.id)).toBeDefined();
+    clock.advance(1);
+    expect(await system.tunnelAgent.sweep()).toBe(1);
+    await waitFor(() => !ruleOf(routerA, forward.id), "the rule to go at expiry");
+    await open.received;
+    await waitFor(async () => (await connectOutcome(forward.port)) === "ECONNREFUSED", "the port to close at expiry");
+    await settled();
+    const after = (await api("GET", `${who.base}/${forward.id}`, who.token)).body;
+    expect(after).toMatchObject({ expired: true, revoked_early: false, time_to_expire: "expired" });
+    const jobs = await db.query<{ kind: string; status: string }>(
+      "select kind, status from jobs where payload->>'forward_id' = ? order by created_at",
+      [forward.id],
+    );
+    expect(jobs).toEqual([
+      { kind: "forward.apply", status: "done" },
+      { kind: "forward.remove", status: "done" },
+    ]);
+  });
+
+  it("refuses injection attempts in every field before anything reaches a router", async () => {
+    const who = await owner(TUNNEL_A);
+    const payloads = ['"', '" ; /system reboot ; "', ";/system reboot", "[/system reboot]", "]", "\n/system reboot", "\r\n/quit", "$(x)", "$ip", "$[:put 1]", "\\"];
+    await settled();
+    const commandsBefore = [routerA.ssh.commands().length, routerB.ssh.commands().length];
+    const before = await databaseFingerprint(db);
+    for (const p of payloads) {
+      for (const [field, value] of [
+        ["dst_address", `192.168.88.10${p}`],
+        ["allow_from", `8.8.8.0/24${p}`],
+        ["dst_port", `22${p}`],
+        ["expire_after_minutes", `60${p}`],
+      ] as const) {
+        const res = await api("POST", who.base, who.token, {
+          expire_after_minutes: 60,
+          dst_port: 22,
+          dst_address: "192.168.88.10",
+          allow_from: "8.8.8.0/24",
+          [field]: value,
+        });
+        expect(res.status, `${field}=${JSON.stringify(value)}`).toBe(422);
+        expect(Object.keys(res.body.data)).toEqual([field]);
+      }
+    }
+    expect(forwardingState(await databaseFingerprint(db))).toEqual(forwardingState(before));
+    expect(await system.tunnelAgent.drain()).toBe(0);
+    expect([routerA.ssh.commands().length, routerB.ssh.commands().length]).toEqual(commandsBefore);
+    for (const command of [...routerA.ssh.commands(), ...routerB.ssh.commands()]) {
+      expect(command).not.toMatch(/reboot|\$|;|\n|\r|\\/);
+    }
+  });
+
+  it("reconciliation removes tagged rules without an active forward and re-applies missing ones", async () => {
+    const who = await owner(TUNNEL_A);
+    const kept = await create(who, { dst_port: 2200 });
+    await untilUsable(routerA, kept);
+    const stale = crypto.randomUUID();
+    const customerRule =
+      '/ip firewall nat add chain=dstnat protocol=tcp dst-port=8081 action=dst-nat to-addresses=192.168.88.5 to-ports=80 comment="customer rule"';
+    // Someone changed the router behind the agent's back: our rule gone, a rule of a forward we no
+    // longer have, and a rule that is not ours at all.
+    await asOperator(async (router) => {
+      await router.exec(removeForwardRule(kept.id));
+      await router.exec(addForwardRule({ port: 47_198, dstAddress: "192.168.88.99", dstPort: 80, forwardId: stale }));
+      await router.exec(customerRule);
+    });
+    expect(ruleOf(routerA, kept.id)).toBeUndefined();
+    expect(ruleOf(routerA, stale)).toBeDefined();
+
+    expect(await system.tunnelAgent.reconcile()).toBeGreaterThanOrEqual(1);
+    await waitFor(() => ruleOf(routerA, kept.id) && !ruleOf(routerA, stale), "reconciliation to repair the router");
+    expect(routerA.ssh.rules().some((r) => r.props.comment === "customer rule")).toBe(true);
+    expect(routerA.ssh.rules().filter((r) => r.props.comment === `fleet-fwd:${kept.id}`)).toHaveLength(1);
+    const client = await connectAs(kept.port, ALLOWED);
+    expect(await echo(client.socket, "repaired")).toBe("repaired");
+    client.socket.end();
+  });
+
+  it("pins the router's host key on first contact and refuses a changed one with a clear last_error", async () => {
+    const who = await owner(TUNNEL_B);
+    const first = await create(who);
+    await untilUsable(routerB, first);
+    const [pin] = await db.query<{ fingerprint: string }>("select fingerprint from ssh_host_keys where host = ? and port = ?", [
+      TUNNEL_B,
+      sshPort,
+    ]);
+    expect(pin?.fingerprint).toBe(routerB.ssh.hostKeyFingerprint);
+
+    await routerB.close();
+    const impostor = await startSimulatedRouterOs({ tunnelIp: TUNNEL_B, sshPort, authorizedKeys: [system.tunnelAgent.publicKey] });
+    try {
+      const second = await create(who, { dst_port: 23 });
+      const job = await waitFor(async () => {
+        const [row] = await db.query<{ status: string; last_error: string | null }>(
+          "select status, last_error from jobs where payload->>'forward_id' = ? and kind = 'forward.apply'",
+          [second.id],
+        );
+        return row?.status === "failed" ? row : undefined;
+      }, "the apply job to fail");
+      expect(job.last_error).toContain(`refusing router ${who.routerId}`);
+      expect(job.last_error).toContain(`host key for ${TUNNEL_B}:${sshPort} changed`);
+      expect(job.last_error).toContain(routerB.ssh.hostKeyFingerprint);
+      expect(job.last_error).toContain(impostor.ssh.hostKeyFingerprint);
+      expect(impostor.ssh.logins()).toBe(0);
+      expect(impostor.ssh.commands()).toEqual([]);
+    } finally {
+      await impostor.close();
+      routerB = await startSimulatedRouterOs({ tunnelIp: TUNNEL_B, sshPort, sshUser: "fleet", authorizedKeys: [system.tunnelAgent.publicKey], hostKey: hostKeyB });
+    }
+  });
+});

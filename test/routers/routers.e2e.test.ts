@@ -1,0 +1,144 @@
+import { type RunningSystem, startAll } from "@fleet/all-in-one";
+import { createClient, FetchEventSource } from "@fleet/api/client";
+import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
+import { ManualClock, type TRouterStatusEvent } from "@fleet/shared";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { loadAllInOneConfig } from "../../apps/all-in-one/src/config.ts";
+
+/**
+ * A router's life through the whole system over the wire: enrolled through the API, beating over
+ * WebSocket to the daemon, seen as online, silent long enough for a fault (pushed to a tRPC
+ * subscriber), back again, deleted, and refused from then on. Domain time is a ManualClock; the
+ * daemon's sweep is driven by hand at the moments the state table names.
+ */
+let db: TestDatabase;
+let system: RunningSystem;
+const clock = new ManualClock(new Date());
+const INTERVAL = 30_000;
+const MISSED = 10;
+
+const api = async (method: string, path: string, token: string, body?: unknown) => {
+  const res = await fetch(`${system.api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+};
+
+const open = (token: string) =>
+  new Promise<{ ws: WebSocket; next: () => Promise<unknown>; closed: Promise<number> } | number>((resolve) => {
+    const ws = new WebSocket(system.heartbeat.wsUrl, { headers: { authorization: `Bearer ${token}` } });
+    const inbox: unknown[] = [];
+    const waiting: Array<(m: unknown) => void> = [];
+    const closed = new Promise<number>((done) => ws.on("close", (code) => done(code)));
+    ws.on("error", () => {});
+    ws.on("message", (data) => {
+      const message = JSON.parse(data.toString());
+      const waiter = waiting.shift();
+      if (waiter) waiter(message);
+      else inbox.push(message);
+    });
+    ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+    ws.once("open", () =>
+      resolve({
+        ws,
+        closed,
+        next: () => new Promise((done) => (inbox.length > 0 ? done(inbox.shift()) : waiting.push(done))),
+      }),
+    );
+  });
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const config = loadAllInOneConfig({
+    PORT: "0",
+    HEARTBEAT_PORT: "0",
+    STRIPE_EMULATOR_PORT: "0",
+    DATA_DIR: "memory",
+    LOG_LEVEL: "silent",
+    AUTH_DEV_LOGIN: "true",
+    JWT_SECRET: `e2e-secret-${crypto.randomUUID()}`,
+    HEARTBEAT_INTERVAL_MS: String(INTERVAL),
+    MISSED_HEARTBEATS: String(MISSED),
+    ENTRY_POINT_PORTS: "47400-47409",
+  });
+  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+});
+
+afterAll(async () => {
+  await system?.close();
+  await db?.close();
+});
+
+describe("a router's life", () => {
+  it("enrolls, beats, faults, recovers, and is refused after DELETE", async () => {
+    const login = await fetch(`${system.api.url}/v1/auth/dev-login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: `e2e-${crypto.randomUUID()}@example.com` }),
+    }).then((r) => r.json() as Promise<{ access_token: string }>);
+    const token: string = login.access_token;
+    expect((await api("POST", "/api/routers", token, { name: "Lab" })).status).toBe(402);
+    expect((await api("POST", "/v1/account", token, { name: "Lab Ltd", email: "billing@lab.example", address: { country: "DE" } })).status).toBe(201);
+    const enrolled = await api("POST", "/api/routers", token, { name: "Lab" });
+    expect(enrolled.status).toBe(201);
+    const routerId: string = enrolled.body.data.router.id;
+    const heartbeatToken: string = enrolled.body.data.heartbeat_token;
+
+    const events: TRouterStatusEvent[] = [];
+    let started = false;
+    const client = createClient({ url: system.api.url, token, EventSource: FetchEventSource });
+    const subscription = client.routers.onStatus.subscribe(undefined, {
+      onStarted: () => {
+        started = true;
+      },
+      onData: (e) => events.push(e),
+    });
+    await expect.poll(() => started).toBe(true);
+
+    const socket = await open(heartbeatToken);
+    if (typeof socket === "number") throw new Error(`upgrade refused: ${socket}`);
+    const lastBeat = clock.now().getTime();
+    socket.ws.send(JSON.stringify({ type: "heartbeat", identity: "lab-gw", uptime: 50_000, model: "CCR2004-16G-2S+" }));
+    expect(await socket.next()).toEqual({ type: "ack", interval_ms: INTERVAL });
+    await system.heartbeat.flush();
+    const listed = await api("GET", "/api/routers", token);
+    expect(listed.body.data[0]).toMatchObject({ id: routerId, identity: "lab-gw", has_pulse: true, last_seen: "just now", model: "CCR2004-16G-2S+" });
+    await expect.poll(() => events.some((e) => e.type === "pulse" && e.has_pulse)).toBe(true);
+
+    // Ten missed heartbeats: 5 minutes at 30 s.
+    clock.set(new Date(lastBeat + MISSED * INTERVAL + 1_000));
+    await system.heartbeat.sweep();
+    expect((await api("GET", "/api/routers", token)).body.data[0].has_pulse).toBe(false);
+    const ongoing = (await api("GET", `/api/routers/${routerId}/faults`, token)).body.data;
+    expect(ongoing).toEqual([
+      expect.objectContaining({ rid: routerId, message: "Site Offline: lab-gw", cause: "Unknown", status: "ongoing", resolved_at: null, duration: null }),
+    ]);
+    expect(ongoing[0].created_at).toBe(new Date(lastBeat + INTERVAL).toISOString().replace(/\.\d+Z$/, "+00:00"));
+    await expect.poll(() => events.some((e) => e.type === "fault" && e.fault.status === "ongoing")).toBe(true);
+
+    // Back after 20 minutes with a fresh uptime: it rebooted.
+    clock.set(new Date(lastBeat + 20 * 60_000));
+    socket.ws.send(JSON.stringify({ type: "heartbeat", uptime: 60 }));
+    await socket.next();
+    await system.heartbeat.flush();
+    const done = (await api("GET", `/api/routers/${routerId}/faults`, token)).body.data[0];
+    expect(done).toMatchObject({ status: "completed", cause: "Router rebooted", duration: (20 * 60_000 - INTERVAL) / 1000 });
+    await expect.poll(() => events.some((e) => e.type === "fault" && e.fault.status === "completed")).toBe(true);
+    subscription.unsubscribe();
+
+    expect((await api("DELETE", `/api/routers/${routerId}`, token)).status).toBe(204);
+    expect(await socket.closed).toBe(1008);
+    expect(await open(heartbeatToken)).toBe(401);
+    const post = await fetch(`${system.heartbeat.url}/v1/heartbeat`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${heartbeatToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ type: "heartbeat" }),
+    });
+    expect(post.status).toBe(401);
+  });
+});
