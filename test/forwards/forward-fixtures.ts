@@ -3,7 +3,11 @@ import net from "node:net";
 import { proxyV1Header, proxyV2Header } from "@fleet/tunnel-agent";
 
 /** Polls `check` until it returns something truthy (propagation across the queue, not time rules). */
-export const waitFor = async <T>(check: () => T | Promise<T>, what: string, timeoutMs = 15_000): Promise<NonNullable<T>> => {
+export const waitFor = async <T>(
+  check: () => T | Promise<T>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<NonNullable<T>> => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -56,7 +60,12 @@ export const connectAs = async (
   const received = new Promise<Buffer>((resolve) => socket.on("close", () => resolve(Buffer.concat(chunks))));
   await once(socket, "connect");
   const make = options.version === 2 ? proxyV2Header : proxyV1Header;
-  socket.write(Buffer.concat([make({ address: source, port: 40_123 }, { address: host, port }), Buffer.from(options.payload ?? "")]));
+  socket.write(
+    Buffer.concat([
+      make({ address: source, port: 40_123 }, { address: host, port }),
+      Buffer.from(options.payload ?? ""),
+    ]),
+  );
   return { socket, received };
 };
 

@@ -1,6 +1,6 @@
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
 import { databaseFingerprint, createTestDatabase, makeRouter, type TestDatabase } from "@fleet/db/testing";
-import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-router";
+import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { ManualClock } from "@fleet/shared";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsClient } from "@fleet/tunnel-agent/routeros/routeros-client";
@@ -72,7 +72,13 @@ beforeAll(async () => {
   system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
   const authorizedKeys = [system.tunnelAgent.publicKey, operatorKey.public];
   routerA = await startSimulatedRouterOs({ tunnelIp: TUNNEL_A, sshPort, sshUser: "fleet", authorizedKeys });
-  routerB = await startSimulatedRouterOs({ tunnelIp: TUNNEL_B, sshPort, sshUser: "fleet", authorizedKeys, hostKey: hostKeyB });
+  routerB = await startSimulatedRouterOs({
+    tunnelIp: TUNNEL_B,
+    sshPort,
+    sshUser: "fleet",
+    authorizedKeys,
+    hostKey: hostKeyB,
+  });
 });
 
 afterAll(async () => {
@@ -85,7 +91,10 @@ afterAll(async () => {
 const api = async (method: string, path: string, token?: string, body?: unknown) => {
   const res = await fetch(`${system.api.url}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body ? { "content-type": "application/json" } : {}),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -94,7 +103,11 @@ const api = async (method: string, path: string, token?: string, body?: unknown)
 
 const owner = async (tunnelIp: string) => {
   const login = await api("POST", "/v1/auth/dev-login", undefined, { email: `fwd-${crypto.randomUUID()}@example.com` });
-  const user = { organizationId: login.body.organization_id, teamId: login.body.team_id, token: login.body.access_token as string };
+  const user = {
+    organizationId: login.body.organization_id,
+    teamId: login.body.team_id,
+    token: login.body.access_token as string,
+  };
   const router = await makeRouter(db, user, { tunnelIp });
   return { ...user, routerId: router.id, base: `/api/routers/${router.id}/transient-forwarding` };
 };
@@ -115,12 +128,15 @@ const ruleOf = (router: SimulatedRouterOs, forwardId: string) =>
   router.ssh.rules().find((r) => r.props.comment === `fleet-fwd:${forwardId}`);
 
 /** The fingerprint without the heartbeat daemon's bookkeeping, which moves on its own schedule. */
-const forwardingState = (fingerprint: string) => fingerprint.split(",").filter((t) => !t.startsWith("heartbeat_coverage:"));
+const forwardingState = (fingerprint: string) =>
+  fingerprint.split(",").filter((t) => !t.startsWith("heartbeat_coverage:"));
 
 /** Every queued job has finished (the router side may finish a moment before its job row). */
 const settled = () =>
   waitFor(async () => {
-    const [row] = await db.query<{ n: number }>("select count(*)::int as n from jobs where status in ('pending', 'running')");
+    const [row] = await db.query<{ n: number }>(
+      "select count(*)::int as n from jobs where status in ('pending', 'running')",
+    );
     return row?.n === 0;
   }, "the job queue to settle");
 
@@ -224,7 +240,19 @@ describe("transient forwarding through the entry point and a simulated router", 
 
   it("refuses injection attempts in every field before anything reaches a router", async () => {
     const who = await owner(TUNNEL_A);
-    const payloads = ['"', '" ; /system reboot ; "', ";/system reboot", "[/system reboot]", "]", "\n/system reboot", "\r\n/quit", "$(x)", "$ip", "$[:put 1]", "\\"];
+    const payloads = [
+      '"',
+      '" ; /system reboot ; "',
+      ";/system reboot",
+      "[/system reboot]",
+      "]",
+      "\n/system reboot",
+      "\r\n/quit",
+      "$(x)",
+      "$ip",
+      "$[:put 1]",
+      "\\",
+    ];
     await settled();
     const commandsBefore = [routerA.ssh.commands().length, routerB.ssh.commands().length];
     const before = await databaseFingerprint(db);
@@ -284,14 +312,18 @@ describe("transient forwarding through the entry point and a simulated router", 
     const who = await owner(TUNNEL_B);
     const first = await create(who);
     await untilUsable(routerB, first);
-    const [pin] = await db.query<{ fingerprint: string }>("select fingerprint from ssh_host_keys where host = ? and port = ?", [
-      TUNNEL_B,
-      sshPort,
-    ]);
+    const [pin] = await db.query<{ fingerprint: string }>(
+      "select fingerprint from ssh_host_keys where host = ? and port = ?",
+      [TUNNEL_B, sshPort],
+    );
     expect(pin?.fingerprint).toBe(routerB.ssh.hostKeyFingerprint);
 
     await routerB.close();
-    const impostor = await startSimulatedRouterOs({ tunnelIp: TUNNEL_B, sshPort, authorizedKeys: [system.tunnelAgent.publicKey] });
+    const impostor = await startSimulatedRouterOs({
+      tunnelIp: TUNNEL_B,
+      sshPort,
+      authorizedKeys: [system.tunnelAgent.publicKey],
+    });
     try {
       const second = await create(who, { dst_port: 23 });
       const job = await waitFor(async () => {
@@ -309,7 +341,13 @@ describe("transient forwarding through the entry point and a simulated router", 
       expect(impostor.ssh.commands()).toEqual([]);
     } finally {
       await impostor.close();
-      routerB = await startSimulatedRouterOs({ tunnelIp: TUNNEL_B, sshPort, sshUser: "fleet", authorizedKeys: [system.tunnelAgent.publicKey], hostKey: hostKeyB });
+      routerB = await startSimulatedRouterOs({
+        tunnelIp: TUNNEL_B,
+        sshPort,
+        sshUser: "fleet",
+        authorizedKeys: [system.tunnelAgent.publicKey],
+        hostKey: hostKeyB,
+      });
     }
   });
 });

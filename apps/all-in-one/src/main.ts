@@ -18,6 +18,7 @@ try {
 const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS });
 const system = await startAll({ config, logger });
 const { api } = system;
+const { entryPoint } = config.tunnelAgent;
 
 // Human-readable banner on stderr; stdout stays JSON log lines.
 const storage = config.api.databaseUrl ? "PostgreSQL (DATABASE_URL)" : `embedded PGlite in ${config.api.dataDir}`;
@@ -28,7 +29,8 @@ const lines = [
   `  Docs       ${api.url}/docs   OpenAPI ${api.url}/openapi.json`,
   `  Health     ${api.url}/healthz`,
   `  Heartbeats ${system.heartbeat.wsUrl} (WebSocket) and POST ${system.heartbeat.url}/v1/heartbeat, every ${config.heartbeat.intervalMs / 1000} s`,
-  `  Forwards   entry point ${config.tunnelAgent.entryPoint.host} on ${system.tunnelAgent.relay.bind}:${config.tunnelAgent.entryPoint.ports.join("-")}; routers authorize ${system.tunnelAgent.publicKey}`,
+  `  Forwards   entry point ${entryPoint.host}, relay on ${entryPoint.bind} ports ${entryPoint.ports.join("-")}`,
+  `  Routers    authorize the tunnel agent's key: ${system.tunnelAgent.publicKey}`,
   api.stripeEmulatorUrl ? `  Stripe     built-in emulator at ${api.stripeEmulatorUrl} (publishable key ${api.publishableKey})` : "  Stripe     configured keys",
   "",
   api.devLogin

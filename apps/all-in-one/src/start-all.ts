@@ -36,11 +36,21 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
   await db.migrate();
   const stops: Array<() => Promise<void>> = [];
   try {
-    const api = await startApi({ config: config.api, db, logger: logger.child({ app: "api" }), ...(clock ? { clock } : {}) });
+    const api = await startApi({
+      config: config.api,
+      db,
+      logger: logger.child({ app: "api" }),
+      ...(clock ? { clock } : {}),
+    });
     stops.push(api.close);
     const heartbeat = await startHeartbeat({ config: config.heartbeat, db, logger: logger.child({ app: "heartbeat" }), ...(clock ? { clock } : {}) });
     stops.push(heartbeat.close);
-    const tunnelAgent = await startTunnelAgent({ config: config.tunnelAgent, db, logger: logger.child({ app: "tunnel-agent" }), ...(clock ? { clock } : {}) });
+    const tunnelAgent = await startTunnelAgent({
+      config: config.tunnelAgent,
+      db,
+      logger: logger.child({ app: "tunnel-agent" }),
+      ...(clock ? { clock } : {}),
+    });
     stops.push(tunnelAgent.close);
     return {
       db,

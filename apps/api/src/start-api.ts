@@ -59,7 +59,13 @@ export interface RunningApi {
 const EMULATOR_SECRET_KEY = "sk_test_fleet_emulator";
 const EMULATOR_PUBLISHABLE_KEY = "pk_test_fleet_emulator";
 
-export const startApi = async ({ config, db, logger, now, clock: domainClock }: StartApiOptions): Promise<RunningApi> => {
+export const startApi = async ({
+  config,
+  db,
+  logger,
+  now,
+  clock: domainClock,
+}: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
   if (config.stripe.secretKey && config.stripe.publishableKey) {

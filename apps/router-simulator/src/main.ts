@@ -1,15 +1,19 @@
 import { ArgsError, parseArgs, USAGE } from "./cli-args.ts";
+import { ROUTEROS_USAGE, RouterOsArgsError, routerOsHook, takeRouterOsArgs } from "./routeros/routeros-hook.ts";
 import { type EnrolledRouter, FleetApi } from "./fleet-api.ts";
 import { startSimulator } from "./simulator.ts";
 import { readTokenFile, writeTokenFile } from "./token-file.ts";
 
 // `npm run simulate -- --routers N`: enrolls (or reuses) N routers and keeps them beating.
 let args: ReturnType<typeof parseArgs>;
+let routerOs: ReturnType<typeof takeRouterOsArgs>["options"];
 try {
-  args = parseArgs(process.argv.slice(2));
+  const taken = takeRouterOsArgs(process.argv.slice(2));
+  routerOs = taken.options;
+  args = parseArgs(taken.rest);
 } catch (error) {
-  if (error instanceof ArgsError) {
-    process.stderr.write(`${error.message}\n\n${USAGE}\n`);
+  if (error instanceof ArgsError || error instanceof RouterOsArgsError) {
+    process.stderr.write(`${error.message}\n\n${USAGE}\n${ROUTEROS_USAGE}\n`);
     process.exit(2);
   }
   throw error;
@@ -42,6 +46,7 @@ const simulator = await startSimulator({
   flap: args.flap,
   reboot: args.reboot,
   bindTunnelIp: args.bindTunnelIp,
+  onRouter: routerOsHook(routerOs, say),
 });
 say(
   `simulating ${routers.length} routers against ${args.heartbeatUrl} (silent ${args.silent}, flapping ${args.flap}, rebooting ${args.reboot})` +

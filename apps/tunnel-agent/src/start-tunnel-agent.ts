@@ -25,6 +25,8 @@ export interface StartTunnelAgentOptions {
   clock?: Clock;
   /** Replaces the SSH connector (tests that fake the router side). */
   connector?: RouterOsConnector;
+  /** No background job loop: the caller drives the queue with `runOnce`/`drain` (deterministic tests). */
+  manualJobs?: boolean;
   /** Called after each reconciliation of a router (tests, metrics). */
   onReconciled?: (routerId: string, report: ReconcileReport) => void;
 }
@@ -89,7 +91,13 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     pollMs: config.relayPollMs,
   });
 
-  const deps: ForwardJobDeps = { forwards, connector, clock, logger: logger.child({ part: "jobs" }), sshPort: config.ssh.port };
+  const deps: ForwardJobDeps = {
+    forwards,
+    connector,
+    clock,
+    logger: logger.child({ part: "jobs" }),
+    sshPort: config.ssh.port,
+  };
   const consumer = new JobConsumer({
     jobs,
     handlers: {
@@ -124,13 +132,18 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   await sweeper.start();
   await reconcile();
   relaySync.start();
-  consumer.start();
+  if (!options.manualJobs) consumer.start();
   const reconcileTimer = setInterval(() => {
     reconcile().catch((error: unknown) => logger.error({ err: error }, "scheduling reconciliation failed"));
   }, config.reconcileIntervalMs);
   reconcileTimer.unref();
   logger.info(
-    { workerId: consumer.workerId, entryPoint: config.entryPoint.host, bind: config.entryPoint.bind, ports: config.entryPoint.ports },
+    {
+      workerId: consumer.workerId,
+      entryPoint: config.entryPoint.host,
+      bind: config.entryPoint.bind,
+      ports: config.entryPoint.ports,
+    },
     "tunnel agent started",
   );
 

@@ -1,8 +1,11 @@
 import type { WebSocket } from "ws";
 
-/** Open sockets per router, so a deleted router's sockets can be closed and reconnects bounded. */
+/**
+ * Open sockets per router, so a deleted router's sockets can be closed and reconnects bounded.
+ * Nearly every router holds one socket, so the value is a small array rather than a Set.
+ */
 export class ConnectionRegistry {
-  readonly #byRouter = new Map<string, Set<WebSocket>>();
+  readonly #byRouter = new Map<string, WebSocket[]>();
   #count = 0;
   readonly #maxPerRouter: number;
 
@@ -16,27 +19,24 @@ export class ConnectionRegistry {
 
   /** Registers a socket; returns older sockets of the same router beyond the cap (to be closed). */
   add(routerId: string, ws: WebSocket): WebSocket[] {
-    let set = this.#byRouter.get(routerId);
-    if (!set) {
-      set = new Set();
-      this.#byRouter.set(routerId, set);
-    }
-    set.add(ws);
+    const list = this.#byRouter.get(routerId);
     this.#count += 1;
-    const excess: WebSocket[] = [];
-    // Sets iterate in insertion order: the oldest come first.
-    for (const older of set) {
-      if (set.size - excess.length <= this.#maxPerRouter) break;
-      if (older !== ws) excess.push(older);
+    if (!list) {
+      this.#byRouter.set(routerId, [ws]);
+      return [];
     }
-    return excess;
+    list.push(ws);
+    // Oldest first: the newest connection wins.
+    return list.length > this.#maxPerRouter ? list.slice(0, list.length - this.#maxPerRouter) : [];
   }
 
   remove(routerId: string, ws: WebSocket): void {
-    const set = this.#byRouter.get(routerId);
-    if (!set?.delete(ws)) return;
+    const list = this.#byRouter.get(routerId);
+    const at = list?.indexOf(ws) ?? -1;
+    if (!list || at < 0) return;
+    list.splice(at, 1);
     this.#count -= 1;
-    if (set.size === 0) this.#byRouter.delete(routerId);
+    if (list.length === 0) this.#byRouter.delete(routerId);
   }
 
   sockets(routerId: string): WebSocket[] {
@@ -44,6 +44,6 @@ export class ConnectionRegistry {
   }
 
   *all(): IterableIterator<WebSocket> {
-    for (const set of this.#byRouter.values()) yield* set;
+    for (const list of this.#byRouter.values()) yield* list;
   }
 }

@@ -2,6 +2,8 @@
  * A token bucket per connection (and per router over HTTP): `burst` frames at once, `perSecond`
  * sustained. A router beats once per interval, so only a broken or hostile peer ever hits it.
  */
+const monotonicNow = () => performance.now();
+
 export class FloodGuard {
   readonly #burst: number;
   readonly #perMs: number;
@@ -13,7 +15,7 @@ export class FloodGuard {
   /** When the last error frame about flooding went out (one per second at most). */
   lastWarnedAt = Number.NEGATIVE_INFINITY;
 
-  constructor(burst: number, perSecond: number, now: () => number = () => performance.now()) {
+  constructor(burst: number, perSecond: number, now: () => number = monotonicNow) {
     this.#burst = burst;
     this.#perMs = perSecond / 1000;
     this.#now = now;

@@ -215,7 +215,8 @@ export class RouterOsNatTable {
   }
 
   async #listen(port: number): Promise<void> {
-    const server = net.createServer((client) => this.#relay(port, client));
+    // Half-open like real conntrack: a client that ends its sending side still gets the answer.
+    const server = net.createServer({ allowHalfOpen: true }, (client) => this.#relay(port, client));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen({ host: this.#host, port, exclusive: true }, () => {
@@ -237,7 +238,7 @@ export class RouterOsNatTable {
       return;
     }
     const to = this.#lan(rule.props["to-addresses"] ?? "", Number(rule.props["to-ports"] ?? port));
-    const upstream = net.connect(to.port, to.host);
+    const upstream = net.connect({ port: to.port, host: to.host, allowHalfOpen: true });
     const relay: Relay = {
       ruleId: rule.id,
       dstAddress: `${this.#host}:${port}`,
@@ -247,8 +248,17 @@ export class RouterOsNatTable {
     };
     this.#relays.add(relay);
     const end = (): void => this.#end(relay);
-    client.on("error", end).on("close", end);
-    upstream.on("error", end).on("close", end);
+    // A side that closed normally may leave the other still flushing its last bytes: end it
+    // gracefully; errors and rule removal still destroy both at once.
+    const closed = (): void => {
+      if (client.closed && upstream.closed) this.#relays.delete(relay);
+      else {
+        client.end();
+        upstream.end();
+      }
+    };
+    client.on("error", end).on("close", closed);
+    upstream.on("error", end).on("close", closed);
     client.pipe(upstream);
     upstream.pipe(client);
   }

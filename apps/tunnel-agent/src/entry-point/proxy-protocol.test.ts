@@ -21,7 +21,11 @@ describe("parseProxyHeader v1", () => {
       status: "ok",
       header: { command: "proxy", family: "tcp6", source: { address: "2001:db8::1", port: 1 } },
     });
-    expect(parseProxyHeader(Buffer.from("PROXY UNKNOWN\r\n"))).toEqual({ status: "ok", header: { command: "local" }, length: 15 });
+    expect(parseProxyHeader(Buffer.from("PROXY UNKNOWN\r\n"))).toEqual({
+      status: "ok",
+      header: { command: "local" },
+      length: 15,
+    });
   });
 
   it("waits for more bytes at every prefix of a header", () => {
@@ -66,7 +70,10 @@ describe("parseProxyHeader v2", () => {
     v6.writeUInt16BE(36, 14);
     v6[31] = 1; // source ::1
     v6.writeUInt16BE(443, 48);
-    expect(parseProxyHeader(v6)).toMatchObject({ status: "ok", header: { family: "tcp6", source: { address: "::1", port: 443 } } });
+    expect(parseProxyHeader(v6)).toMatchObject({
+      status: "ok",
+      header: { family: "tcp6", source: { address: "::1", port: 443 } },
+    });
     const local = proxyV2Header(src, dst);
     local[12] = 0x20;
     expect(parseProxyHeader(local)).toMatchObject({ status: "ok", header: { command: "local" } });

@@ -36,7 +36,9 @@ const invalid = (reason: string): ProxyParseResult => ({ status: "invalid", reas
 
 /** True while `buffer` is still a prefix of `expected` (so more bytes may complete it). */
 const isPrefixOf = (buffer: Buffer, expected: Buffer): boolean =>
-  buffer.subarray(0, Math.min(buffer.length, expected.length)).equals(expected.subarray(0, Math.min(buffer.length, expected.length)));
+  buffer
+    .subarray(0, Math.min(buffer.length, expected.length))
+    .equals(expected.subarray(0, Math.min(buffer.length, expected.length)));
 
 const parsePort = (text: string): number | undefined => {
   if (!PORT.test(text)) return undefined;
@@ -144,7 +146,11 @@ export const proxyV1Header = (source: ProxyAddress, destination: ProxyAddress): 
   Buffer.from(`PROXY TCP4 ${source.address} ${destination.address} ${source.port} ${destination.port}\r\n`, "latin1");
 
 /** A v2 PROXY header for TCP over IPv4, optionally with raw TLV bytes after the addresses. */
-export const proxyV2Header = (source: ProxyAddress, destination: ProxyAddress, tlvs: Buffer = Buffer.alloc(0)): Buffer => {
+export const proxyV2Header = (
+  source: ProxyAddress,
+  destination: ProxyAddress,
+  tlvs: Buffer = Buffer.alloc(0),
+): Buffer => {
   const header = Buffer.alloc(16 + 12);
   V2_SIGNATURE.copy(header, 0);
   header[12] = 0x21;

@@ -107,13 +107,19 @@ describe("EntryPointRelay", () => {
     const allowed = await connect(router.port);
     const reply = readAll(allowed);
     // Header and payload in one write, split at an awkward place: both must be handled.
-    const bytes = Buffer.concat([header({ address: "8.8.8.42", port: 5555 }, { address: ENTRY, port: router.port }), Buffer.from("payload")]);
+    const bytes = Buffer.concat([
+      header({ address: "8.8.8.42", port: 5555 }, { address: ENTRY, port: router.port }),
+      Buffer.from("payload"),
+    ]);
     allowed.write(bytes.subarray(0, 5));
     allowed.end(bytes.subarray(5));
     expect((await reply).toString()).toBe("7");
     expect(router.seen.hash.digest("hex")).toBe(createHash("sha256").update("payload").digest("hex"));
 
-    const denied = await connect(router.port, header({ address: "9.9.9.9", port: 5555 }, { address: ENTRY, port: router.port }));
+    const denied = await connect(
+      router.port,
+      header({ address: "9.9.9.9", port: 5555 }, { address: ENTRY, port: router.port }),
+    );
     denied.write("payload");
     expect((await readAll(denied)).length).toBe(0);
     expect(router.seen.connections).toBe(1);
@@ -125,7 +131,11 @@ describe("EntryPointRelay", () => {
     const relay = await startRelay(true, { id: FORWARD, port: router.port, allowOnlyCidr: "127.0.0.1/32" });
     const local = proxyV2Header({ address: "127.0.0.1", port: 1 }, { address: ENTRY, port: 2 });
     local[12] = 0x20;
-    for (const first of [Buffer.from("SSH-2.0-OpenSSH\r\n"), Buffer.from("PROXY TCP4 127.1 127.0.0.1 1 2\r\n"), local]) {
+    for (const first of [
+      Buffer.from("SSH-2.0-OpenSSH\r\n"),
+      Buffer.from("PROXY TCP4 127.1 127.0.0.1 1 2\r\n"),
+      local,
+    ]) {
       const socket = await connect(router.port, first);
       expect((await readAll(socket)).length).toBe(0);
     }

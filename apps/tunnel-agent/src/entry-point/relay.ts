@@ -75,7 +75,9 @@ export class EntryPointRelay {
 
   /** Forward ids with a bound listener, and their ports. */
   listening(): Array<{ id: string; port: number }> {
-    return [...this.#listeners.values()].filter((l) => l.listening).map((l) => ({ id: l.target.id, port: l.target.port }));
+    return [...this.#listeners.values()]
+      .filter((l) => l.listening)
+      .map((l) => ({ id: l.target.id, port: l.target.port }));
   }
 
   /** Open relayed connections (all forwards, or one). */
@@ -115,7 +117,9 @@ export class EntryPointRelay {
         });
       });
       listener.listening = true;
-      listener.server.on("error", (error) => this.#o.logger.error({ err: error, forwardId: target.id }, "entry-point listener failed"));
+      listener.server.on("error", (error) =>
+        this.#o.logger.error({ err: error, forwardId: target.id }, "entry-point listener failed"),
+      );
       if (this.#listeners.get(target.id) !== listener) listener.server.close();
     } catch (error) {
       // Another process holds the port (a second agent on this host): drop it, retry next sync.
@@ -148,7 +152,8 @@ export class EntryPointRelay {
       buffered = Buffer.concat([buffered, chunk]);
       const result = parseProxyHeader(buffered);
       if (result.status === "incomplete") {
-        if (buffered.length > Math.max(V1_MAX_LENGTH, V2_MAX_LENGTH)) this.#refuse(listener, pair, "PROXY header too long");
+        if (buffered.length > Math.max(V1_MAX_LENGTH, V2_MAX_LENGTH))
+          this.#refuse(listener, pair, "PROXY header too long");
         return;
       }
       clearTimeout(timer);

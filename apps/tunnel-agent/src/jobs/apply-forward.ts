@@ -36,7 +36,10 @@ export const applyForwardHandler =
     }
     const { forward, tunnelIp } = found;
     if (forward.status !== "active" || forward.expiresAt <= deps.clock.now()) {
-      deps.logger.info({ forwardId: forward.id, status: forward.status }, "forward closed before it was applied; skipping");
+      deps.logger.info(
+        { forwardId: forward.id, status: forward.status },
+        "forward closed before it was applied; skipping",
+      );
       return;
     }
     if (!tunnelIp) throw new Error(`router ${forward.routerId} has no tunnel_ip; will retry`);
@@ -47,5 +50,8 @@ export const applyForwardHandler =
       async (router) => ensureRule(router, forward, await readTaggedRules(router)),
     );
     await deps.forwards.markApplied(forward.id, deps.clock.now());
-    deps.logger.info({ forwardId: forward.id, routerId: forward.routerId, port: forward.port, outcome }, "forward applied");
+    deps.logger.info(
+      { forwardId: forward.id, routerId: forward.routerId, port: forward.port, outcome },
+      "forward applied",
+    );
   };

@@ -22,9 +22,16 @@ export const ruleMatches = (rule: TerseNatRule, forward: ForwardRecord): boolean
 /** Builds the add command before any connection is made: a value the builders refuse is permanent. */
 export const addCommandFor = (forward: ForwardRecord): string => {
   try {
-    return addForwardRule({ port: forward.port, dstAddress: forward.dstAddress, dstPort: forward.dstPort, forwardId: forward.id });
+    return addForwardRule({
+      port: forward.port,
+      dstAddress: forward.dstAddress,
+      dstPort: forward.dstPort,
+      forwardId: forward.id,
+    });
   } catch (error) {
-    throw new PermanentJobError(`forward ${forward.id} holds a value no RouterOS command may carry: ${(error as Error).message}`);
+    throw new PermanentJobError(
+      `forward ${forward.id} holds a value no RouterOS command may carry: ${(error as Error).message}`,
+    );
   }
 };
 

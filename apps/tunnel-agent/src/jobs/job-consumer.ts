@@ -115,11 +115,14 @@ export class JobConsumer {
     const log = logger.child({ jobId: job.id, kind: job.kind, attempt: job.attempts });
     const handler = this.#o.handlers[job.kind];
     // Renew well before expiry so a slow router never lets a second agent in beside us.
-    const renew = setInterval(() => {
-      jobs.extendLease(job.id, this.workerId, clock.now(), this.#o.leaseMs).catch((error: unknown) => {
-        log.warn({ err: error }, "could not extend job lease");
-      });
-    }, Math.max(100, Math.floor(this.#o.leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        jobs.extendLease(job.id, this.workerId, clock.now(), this.#o.leaseMs).catch((error: unknown) => {
+          log.warn({ err: error }, "could not extend job lease");
+        });
+      },
+      Math.max(100, Math.floor(this.#o.leaseMs / 3)),
+    );
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       await handler(job);

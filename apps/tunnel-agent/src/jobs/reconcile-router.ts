@@ -40,7 +40,8 @@ export const reconcileRouterHandler =
       for (const rule of rules) if (!activeIds.has(rule.forwardId)) stale.set(rule.forwardId, rule.dstPort);
       for (const [forwardId, port] of stale) {
         await router.exec(removeForwardRule(forwardId));
-        if (Number.isInteger(port) && port >= 1 && port <= 65535 && !activePorts.has(port)) await router.exec(dropConnections(tunnelIp, port));
+        if (Number.isInteger(port) && port >= 1 && port <= 65535 && !activePorts.has(port))
+          await router.exec(dropConnections(tunnelIp, port));
         result.removed.push(forwardId);
       }
       for (const forward of active) {

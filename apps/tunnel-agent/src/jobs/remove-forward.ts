@@ -34,10 +34,15 @@ export const removeForwardHandler =
     const reused =
       found !== null &&
       (await deps.forwards.activeAtTunnel(tunnelIp, deps.clock.now())).some((f) => f.port === found.forward.port);
-    const drop = found && !reused ? build("drop command", () => dropConnections(tunnelIp, found.forward.port)) : undefined;
-    await withRouterSession(deps.connector, { routerId: payload.router_id, host: tunnelIp, port: deps.sshPort }, async (router) => {
-      await router.exec(remove);
-      if (drop) await router.exec(drop);
-    });
+    const drop =
+      found && !reused ? build("drop command", () => dropConnections(tunnelIp, found.forward.port)) : undefined;
+    await withRouterSession(
+      deps.connector,
+      { routerId: payload.router_id, host: tunnelIp, port: deps.sshPort },
+      async (router) => {
+        await router.exec(remove);
+        if (drop) await router.exec(drop);
+      },
+    );
     deps.logger.info({ forwardId: payload.forward_id, routerId: payload.router_id }, "forward removed from router");
   };

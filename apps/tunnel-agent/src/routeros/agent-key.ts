@@ -13,7 +13,9 @@ const publicOf = (privateKey: string, source: string): string => {
   const parsed = ssh2.utils.parseKey(privateKey);
   const key = Array.isArray(parsed) ? parsed[0] : parsed;
   if (!key || key instanceof Error) {
-    throw new Error(`TUNNEL_SSH_KEY: ${source} is not a usable private key${key instanceof Error ? ` (${key.message})` : ""}`);
+    throw new Error(
+      `TUNNEL_SSH_KEY: ${source} is not a usable private key${key instanceof Error ? ` (${key.message})` : ""}`,
+    );
   }
   return `${key.type} ${key.getPublicSSH().toString("base64")}`;
 };

@@ -67,7 +67,10 @@ describe("ForwardsRepository", () => {
       status: "pending",
       payload: { forward_id: forward.id, router_id: router.id },
     });
-    expect(await forwards.findForAgent(forward.id)).toMatchObject({ tunnelIp: "127.0.0.9", forward: { id: forward.id } });
+    expect(await forwards.findForAgent(forward.id)).toMatchObject({
+      tunnelIp: "127.0.0.9",
+      forward: { id: forward.id },
+    });
   });
 
   it("answers router_not_found for unknown, foreign and malformed router ids, and no_tunnel_ip before a heartbeat", async () => {
@@ -75,8 +78,14 @@ describe("ForwardsRepository", () => {
     const stranger = await owner();
     const router = await makeRouter(db, o);
     const silent = await makeRouter(db, o, { tunnelIp: null });
-    expect(await forwards.create(input(crypto.randomUUID(), o.teamId), T0)).toEqual({ ok: false, reason: "router_not_found" });
-    expect(await forwards.create(input(router.id, stranger.teamId), T0)).toEqual({ ok: false, reason: "router_not_found" });
+    expect(await forwards.create(input(crypto.randomUUID(), o.teamId), T0)).toEqual({
+      ok: false,
+      reason: "router_not_found",
+    });
+    expect(await forwards.create(input(router.id, stranger.teamId), T0)).toEqual({
+      ok: false,
+      reason: "router_not_found",
+    });
     expect(await forwards.create(input("not-a-uuid", o.teamId), T0)).toEqual({ ok: false, reason: "router_not_found" });
     expect(await forwards.create(input(silent.id, o.teamId), T0)).toEqual({ ok: false, reason: "no_tunnel_ip" });
     expect(await forwards.listActive(router.id, T0)).toEqual([]);
@@ -93,7 +102,10 @@ describe("ForwardsRepository", () => {
     expect(await forwards.create(input(router.id, o.teamId, cap), T0)).toEqual({ ok: false, reason: "router_cap" });
     // The first one's time has passed (no sweep yet): it no longer counts.
     created(await forwards.create(input(router.id, o.teamId, cap), at(60_000)));
-    expect(await forwards.create(input(router.id, o.teamId, cap), at(60_000))).toEqual({ ok: false, reason: "router_cap" });
+    expect(await forwards.create(input(router.id, o.teamId, cap), at(60_000))).toEqual({
+      ok: false,
+      reason: "router_cap",
+    });
   });
 
   it("holds the cap under concurrent creates on one router", async () => {
@@ -101,7 +113,9 @@ describe("ForwardsRepository", () => {
     const router = await makeRouter(db, o);
     const entryPoint = unique("ep");
     const results = await Promise.all(
-      Array.from({ length: 10 }, () => forwards.create(input(router.id, o.teamId, { entryPoint, maxActivePerRouter: 4 }), T0)),
+      Array.from({ length: 10 }, () =>
+        forwards.create(input(router.id, o.teamId, { entryPoint, maxActivePerRouter: 4 }), T0),
+      ),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(4);
     expect(results.filter((r) => !r.ok && r.reason === "router_cap")).toHaveLength(6);
@@ -127,7 +141,9 @@ describe("ForwardsRepository", () => {
     // A closed forward frees its port for the next create.
     const first = created(results[0] as CreateForwardResult);
     await forwards.close(first.routerId, first.id, at(1000));
-    const reused = created(await forwards.create(input(routers[0]?.id ?? "", o.teamId, { entryPoint, ports }), at(1000)));
+    const reused = created(
+      await forwards.create(input(routers[0]?.id ?? "", o.teamId, { entryPoint, ports }), at(1000)),
+    );
     expect(reused.port).toBe(first.port);
   });
 
@@ -135,8 +151,15 @@ describe("ForwardsRepository", () => {
     const o = await owner();
     const router = await makeRouter(db, o);
     const entryPoint = unique("ep");
-    const stale = created(await forwards.create(input(router.id, o.teamId, { entryPoint, ports: [43000, 43000], expiresAt: at(60_000) }), T0));
-    const fresh = created(await forwards.create(input(router.id, o.teamId, { entryPoint, ports: [43000, 43000] }), at(60_000)));
+    const stale = created(
+      await forwards.create(
+        input(router.id, o.teamId, { entryPoint, ports: [43000, 43000], expiresAt: at(60_000) }),
+        T0,
+      ),
+    );
+    const fresh = created(
+      await forwards.create(input(router.id, o.teamId, { entryPoint, ports: [43000, 43000] }), at(60_000)),
+    );
     expect(fresh.port).toBe(43000);
     expect(await forwards.get(router.id, stale.id)).toMatchObject({ status: "expired" });
     expect((await jobs.list({ forwardId: stale.id })).map((j) => j.kind)).toEqual(["forward.apply", "forward.remove"]);
@@ -169,8 +192,12 @@ describe("ForwardsRepository", () => {
     const o = await owner();
     const router = await makeRouter(db, o);
     const entryPoint = unique("ep");
-    const soon = created(await forwards.create(input(router.id, o.teamId, { entryPoint, expiresAt: at(10 * 60_000) }), T0));
-    const later = created(await forwards.create(input(router.id, o.teamId, { entryPoint, expiresAt: at(20 * 60_000) }), T0));
+    const soon = created(
+      await forwards.create(input(router.id, o.teamId, { entryPoint, expiresAt: at(10 * 60_000) }), T0),
+    );
+    const later = created(
+      await forwards.create(input(router.id, o.teamId, { entryPoint, expiresAt: at(20 * 60_000) }), T0),
+    );
     expect((await forwards.nextExpiry())?.getTime()).toBeLessThanOrEqual(soon.expiresAt.getTime());
     expect((await forwards.expireDue(at(10 * 60_000 - 1))).filter((f) => f.routerId === router.id)).toEqual([]);
     const swept = (await forwards.expireDue(at(10 * 60_000))).filter((f) => f.routerId === router.id);

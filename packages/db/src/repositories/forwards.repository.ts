@@ -105,7 +105,10 @@ export class ForwardsRepository {
   /** The router if it is in the team, with its tunnel address; null for unknown or foreign ids. */
   async findRouterInTeam(routerId: string, teamId: string): Promise<RouterTunnel | null> {
     if (!isUuid(routerId) || !isUuid(teamId)) return null;
-    const rows = await this.#db.query<Row>(`select id, tunnel_ip from routers where id = ? and team_id = ?`, [routerId, teamId]);
+    const rows = await this.#db.query<Row>(`select id, tunnel_ip from routers where id = ? and team_id = ?`, [
+      routerId,
+      teamId,
+    ]);
     const row = rows[0];
     return row ? { id: String(row.id), tunnelIp: row.tunnel_ip === null ? null : String(row.tunnel_ip) } : null;
   }
@@ -154,13 +157,30 @@ export class ForwardsRepository {
            values (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)
            on conflict (entry_point, port) where status = 'active' do nothing
            returning ${RETURNING}`,
-          [id, input.routerId, input.entryPoint, free.port, input.dstAddress, input.dstPort, input.allowOnlyCidr, input.expiresAt, now],
+          [
+            id,
+            input.routerId,
+            input.entryPoint,
+            free.port,
+            input.dstAddress,
+            input.dstPort,
+            input.allowOnlyCidr,
+            input.expiresAt,
+            now,
+          ],
         );
         if (!inserted) continue; // a concurrent create took this port first
         await tx.execute(
           `insert into jobs (id, kind, group_key, dedupe_key, payload, status, attempts, max_attempts, run_at, created_at, updated_at)
            values (?, '${APPLY_JOB}', ?, null, ?::jsonb, 'pending', 0, ${JOB_DEFAULT_MAX_ATTEMPTS}, ?, ?, ?)`,
-          [crypto.randomUUID(), input.routerId, JSON.stringify({ forward_id: id, router_id: input.routerId }), now, now, now],
+          [
+            crypto.randomUUID(),
+            input.routerId,
+            JSON.stringify({ forward_id: id, router_id: input.routerId }),
+            now,
+            now,
+            now,
+          ],
         );
         return { ok: true, forward: forwardFromRow(inserted) };
       }
@@ -182,7 +202,10 @@ export class ForwardsRepository {
   /** One forward of a router, in any state. */
   async get(routerId: string, id: string): Promise<ForwardRecord | null> {
     if (!isUuid(routerId) || !isUuid(id)) return null;
-    const rows = await this.#db.query<Row>(`select ${COLUMNS} from forwards f where f.id = ? and f.router_id = ?`, [id, routerId]);
+    const rows = await this.#db.query<Row>(`select ${COLUMNS} from forwards f where f.id = ? and f.router_id = ?`, [
+      id,
+      routerId,
+    ]);
     return rows[0] ? forwardFromRow(rows[0]) : null;
   }
 

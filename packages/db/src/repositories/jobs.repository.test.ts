@@ -57,7 +57,11 @@ describe("JobsRepository", () => {
     const job = await jobs.enqueue({ kind, groupKey: unique("g"), payload: {}, maxAttempts: 2 }, T0);
     await jobs.claim("a", T0, 1000, [kind]);
     expect(await jobs.fail(job?.id ?? "", "a", at(10), "router unreachable", { retryInMs: 2000 })).toBe("retry");
-    expect(await jobs.get(job?.id ?? "")).toMatchObject({ status: "pending", lastError: "router unreachable", lockedBy: null });
+    expect(await jobs.get(job?.id ?? "")).toMatchObject({
+      status: "pending",
+      lastError: "router unreachable",
+      lockedBy: null,
+    });
     expect(await jobs.claim("a", at(2009), 1000, [kind])).toBeNull();
     expect(await jobs.claim("a", at(2010), 1000, [kind])).toMatchObject({ attempts: 2 });
     expect(await jobs.fail(job?.id ?? "", "a", at(2020), "still unreachable", { retryInMs: 4000 })).toBe("failed");
@@ -71,8 +75,14 @@ describe("JobsRepository", () => {
     const kind = kindFor();
     const job = await jobs.enqueue({ kind, groupKey: unique("g"), payload: {} }, T0);
     await jobs.claim("a", T0, 1000, [kind]);
-    expect(await jobs.fail(job?.id ?? "", "a", T0, "host key changed", { retryInMs: 1, permanent: true })).toBe("failed");
-    expect(await jobs.get(job?.id ?? "")).toMatchObject({ status: "failed", attempts: 1, lastError: "host key changed" });
+    expect(await jobs.fail(job?.id ?? "", "a", T0, "host key changed", { retryInMs: 1, permanent: true })).toBe(
+      "failed",
+    );
+    expect(await jobs.get(job?.id ?? "")).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      lastError: "host key changed",
+    });
   });
 
   it("re-claims a job whose agent died once the lease expires; the dead agent's late answer is ignored", async () => {
@@ -94,7 +104,10 @@ describe("JobsRepository", () => {
     const job = await jobs.enqueue({ kind, groupKey: unique("g"), payload: {}, maxAttempts: 1 }, T0);
     await jobs.claim("dead", T0, 1000, [kind]);
     expect(await jobs.claim("next", at(1000), 1000, [kind])).toBeNull();
-    expect(await jobs.get(job?.id ?? "")).toMatchObject({ status: "failed", lastError: expect.stringMatching(/lease expired/) });
+    expect(await jobs.get(job?.id ?? "")).toMatchObject({
+      status: "failed",
+      lastError: expect.stringMatching(/lease expired/),
+    });
   });
 
   it("never runs two jobs of one group at once, but other groups proceed", async () => {

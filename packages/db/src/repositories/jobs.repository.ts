@@ -136,10 +136,9 @@ export class JobsRepository {
         const group = String(candidate.group_key);
         if (seen.has(group)) continue;
         seen.add(group);
-        const [lock] = await tx.execute<Row[]>(
-          `select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok`,
-          [`fleet-job-group:${group}`],
-        );
+        const [lock] = await tx.execute<Row[]>(`select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok`, [
+          `fleet-job-group:${group}`,
+        ]);
         if (lock?.ok !== true) continue;
         const busy = await tx.execute<Row[]>(
           `select 1 from jobs where group_key = ? and status = 'running' and locked_until > ? and id <> ? limit 1`,
@@ -238,7 +237,9 @@ export class JobsRepository {
   }
 
   /** Jobs for inspection (tests, operators), oldest first. */
-  async list(filter: { kind?: string; groupKey?: string; status?: TJobStatus; forwardId?: string } = {}): Promise<JobRecord[]> {
+  async list(
+    filter: { kind?: string; groupKey?: string; status?: TJobStatus; forwardId?: string } = {},
+  ): Promise<JobRecord[]> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (filter.kind) {

@@ -90,14 +90,20 @@ describe("checkDstAddress", () => {
     if (!result.ok) expect(result.message).toContain(reason);
   });
 
-  it.each(["127.1", "0x7f.0.0.1", "017700000001", "0", "192.168.1.1\"; /system reboot", "$(x)", "10.0.0.1]", "10.0.0.1\n"])(
-    "refuses the non-canonical or hostile %j",
-    (value) => {
-      const result = checkDstAddress(value);
-      expect(result.ok).toBe(false);
-      if (!result.ok) expect(result.message).toMatch(/four decimal numbers/);
-    },
-  );
+  it.each([
+    "127.1",
+    "0x7f.0.0.1",
+    "017700000001",
+    "0",
+    '192.168.1.1"; /system reboot',
+    "$(x)",
+    "10.0.0.1]",
+    "10.0.0.1\n",
+  ])("refuses the non-canonical or hostile %j", (value) => {
+    const result = checkDstAddress(value);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.message).toMatch(/four decimal numbers/);
+  });
 });
 
 describe("normalizeAllowFrom", () => {

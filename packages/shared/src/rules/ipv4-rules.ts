@@ -92,7 +92,8 @@ const describeClass = (kind: TIpv4Class): string => {
   }
 };
 
-const NOT_CANONICAL = "must be an IPv4 address written as four decimal numbers 0-255 without leading zeros, like 192.168.88.10";
+const NOT_CANONICAL =
+  "must be an IPv4 address written as four decimal numbers 0-255 without leading zeros, like 192.168.88.10";
 
 /**
  * `dst_address`: an RFC 1918 private or a publicly routed IPv4 address. Loopback, link-local,
@@ -126,7 +127,10 @@ export const normalizeAllowFrom = (value: string): TIpRuleResult<string> => {
     }
     prefix = Number(prefixText);
     if (prefix < ALLOW_FROM_PREFIX.min || prefix > ALLOW_FROM_PREFIX.max) {
-      return { ok: false, message: `must have a prefix length between /${ALLOW_FROM_PREFIX.min} and /${ALLOW_FROM_PREFIX.max}, got /${prefix}` };
+      return {
+        ok: false,
+        message: `must have a prefix length between /${ALLOW_FROM_PREFIX.min} and /${ALLOW_FROM_PREFIX.max}, got /${prefix}`,
+      };
     }
   }
   const network = ipaddr.IPv4.networkAddressFromCIDR(`${address}/${prefix}`).toString();

@@ -13,7 +13,10 @@ const issuesOf = (input: unknown): Record<string, string[]> => {
   const result = ZCreateForwardInput.safeParse(input);
   if (result.success) return {};
   const fields: Record<string, string[]> = {};
-  for (const issue of result.error.issues) (fields[issue.path.join(".")] ??= []).push(issue.message);
+  for (const issue of result.error.issues) {
+    const key = issue.path.join(".");
+    fields[key] = [...(fields[key] ?? []), issue.message];
+  }
   return fields;
 };
 

@@ -27,7 +27,10 @@ const addressText = z
   .max(64, { error: "must be an IPv4 address" });
 
 // Path parameters: any text; an id that is not a UUID simply matches nothing (404 like an unknown id).
-const pathId = z.string({ error: "must be a string" }).min(1, { error: "is required" }).max(100, { error: "is not a valid id" });
+const pathId = z
+  .string({ error: "must be a string" })
+  .min(1, { error: "is required" })
+  .max(100, { error: "is not a valid id" });
 
 export const ZRouterPath = z.object({ router_id: pathId });
 
@@ -67,7 +70,9 @@ export const ZForward = z
     entry_point: z.string(),
     dst_address: z.string(),
     dst_port: z.number().int(),
-    time_to_expire: z.string().meta({ description: 'Remaining time in words ("59 minutes from now"), "expired" or "revoked".' }),
+    time_to_expire: z
+      .string()
+      .meta({ description: 'Remaining time in words ("59 minutes from now"), "expired" or "revoked".' }),
   })
   .meta({ id: "TransientPortForward" });
 export type TForward = z.infer<typeof ZForward>;

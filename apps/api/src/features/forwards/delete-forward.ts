@@ -8,7 +8,8 @@ export const deleteForward = teamProcedure("routers:write")
       path: "/api/routers/{router_id}/transient-forwarding/{id}",
       tags: ["transient forwarding"],
       summary: "Revoke a transient port forward early",
-      description: "Closes the way at once; the router rule is removed asynchronously. Deleting a closed forward is a no-op.",
+      description:
+        "Closes the way at once; the router rule is removed asynchronously. Deleting a closed forward is a no-op.",
     },
     successStatus: 204,
   })

@@ -9,7 +9,10 @@ const PORTS = FORWARD_LIMITS.activePerRouter + 1;
 
 let h: ApiHarness;
 beforeAll(async () => {
-  h = await startApiHarness({ ENTRY_POINT_HOST: "limits.fleet.test", ENTRY_POINT_PORTS: `${FIRST_PORT}-${FIRST_PORT + PORTS - 1}` });
+  h = await startApiHarness({
+    ENTRY_POINT_HOST: "limits.fleet.test",
+    ENTRY_POINT_PORTS: `${FIRST_PORT}-${FIRST_PORT + PORTS - 1}`,
+  });
 });
 afterAll(async () => {
   await h?.close();
@@ -34,7 +37,10 @@ describe("forward limits", () => {
     let before = await databaseFingerprint(h.db);
     const capped = await h.request("POST", baseA, { token: user.token, body });
     expect(capped.status).toBe(429);
-    expect(capped.body).toMatchObject({ status: "fail", message: expect.stringMatching(/20 active transient forwards/) });
+    expect(capped.body).toMatchObject({
+      status: "fail",
+      message: expect.stringMatching(/20 active transient forwards/),
+    });
     expect(await databaseFingerprint(h.db)).toBe(before);
 
     const last = await h.request("POST", baseB, { token: user.token, body });

@@ -84,7 +84,8 @@ describe("transient forwarding endpoints", () => {
   it("list shows active forwards only, get shows any state, delete revokes once and is idempotent", async () => {
     const { token, base } = await withRouter();
     const a = (await h.request("POST", base, { token, body: body({ dst_port: 80 }) })).body;
-    const b = (await h.request("POST", base, { token, body: body({ dst_port: 443, expire_after_minutes: 1440 }) })).body;
+    const b = (await h.request("POST", base, { token, body: body({ dst_port: 443, expire_after_minutes: 1440 }) }))
+      .body;
     expect(a.port).not.toBe(b.port);
     const listed = await h.request("GET", base, { token });
     expect(listed.status).toBe(200);
@@ -101,7 +102,10 @@ describe("transient forwarding endpoints", () => {
 
     const again = await refused("DELETE", `${base}/${a.id}`, { token });
     expect(again.status).toBe(204);
-    const jobs = await h.db.query<{ kind: string }>(`select kind from jobs where payload->>'forward_id' = ? order by created_at`, [a.id]);
+    const jobs = await h.db.query<{ kind: string }>(
+      `select kind from jobs where payload->>'forward_id' = ? order by created_at`,
+      [a.id],
+    );
     expect(jobs.map((j) => j.kind)).toEqual(["forward.apply", "forward.remove"]);
   });
 
@@ -111,7 +115,9 @@ describe("transient forwarding endpoints", () => {
     expect(created.time_to_expire).toBe("10 minutes from now");
     try {
       h.clock.offsetMs = 1000;
-      expect((await h.request("GET", `${base}/${created.id}`, { token })).body.time_to_expire).toBe("9 minutes from now");
+      expect((await h.request("GET", `${base}/${created.id}`, { token })).body.time_to_expire).toBe(
+        "9 minutes from now",
+      );
       h.clock.offsetMs = 10 * 60_000;
       const expired = (await h.request("GET", `${base}/${created.id}`, { token })).body;
       expect(expired).toMatchObject({ expired: true, revoked_early: false, time_to_expire: "expired" });
@@ -147,14 +153,19 @@ describe("transient forwarding endpoints", () => {
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(res.body).toMatchObject({ status: "fail", message: expect.stringMatching(/not found/) });
     }
-    expect((await h.request("GET", `${theirs.base}/${other.id}`, { token: theirs.token })).body.revoked_early).toBe(false);
+    expect((await h.request("GET", `${theirs.base}/${other.id}`, { token: theirs.token })).body.revoked_early).toBe(
+      false,
+    );
     expect((await h.request("GET", `${mine.base}/${forward.id}`, { token: mine.token })).status).toBe(200);
   });
 
   it("refuses a router that never reported a tunnel address with 409", async () => {
     const user = await h.login();
     const router = await makeRouter(h.db, user, { tunnelIp: null });
-    const res = await refused("POST", `/api/routers/${router.id}/transient-forwarding`, { token: user.token, body: body() });
+    const res = await refused("POST", `/api/routers/${router.id}/transient-forwarding`, {
+      token: user.token,
+      body: body(),
+    });
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ status: "fail", message: expect.stringMatching(/tunnel_ip/) });
   });
@@ -287,7 +298,17 @@ describe("create validation (CONTRACT section 7)", () => {
     await rejected({ dst_address: address }, "dst_address");
   });
 
-  const injections = ['"', '" ; /system reboot ; "', ";/system reboot", "[/system reboot]", "]", "\n/system reboot", "$(x)", "$x", "\\"];
+  const injections = [
+    '"',
+    '" ; /system reboot ; "',
+    ";/system reboot",
+    "[/system reboot]",
+    "]",
+    "\n/system reboot",
+    "$(x)",
+    "$x",
+    "\\",
+  ];
   it.each(injections)("refuses the injection %j in every field", async (payload) => {
     await rejected({ dst_address: `192.168.88.10${payload}` }, "dst_address");
     await rejected({ allow_from: `8.8.8.8${payload}` }, "allow_from");
@@ -298,7 +319,20 @@ describe("create validation (CONTRACT section 7)", () => {
   it("reports every missing field and refuses a body that is not an object", async () => {
     const res = await refused("POST", ctx.base, { token: ctx.token, body: {} });
     expect(res.status).toBe(422);
-    expect(Object.keys(res.body.data).sort()).toEqual(["allow_from", "dst_address", "dst_port", "expire_after_minutes"]);
-    expect((await refused("POST", ctx.base, { token: ctx.token, rawBody: "{nope", headers: { "content-type": "application/json" } })).status).toBe(400);
+    expect(Object.keys(res.body.data).sort()).toEqual([
+      "allow_from",
+      "dst_address",
+      "dst_port",
+      "expire_after_minutes",
+    ]);
+    expect(
+      (
+        await refused("POST", ctx.base, {
+          token: ctx.token,
+          rawBody: "{nope",
+          headers: { "content-type": "application/json" },
+        })
+      ).status,
+    ).toBe(400);
   });
 });

@@ -79,15 +79,26 @@ export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions):
   const echoPort = await listen(echo, lanHost);
   const httpPort = await listen(web, lanHost);
 
-  const ssh = await startRouterOsSshServer({
-    host: options.tunnelIp,
-    port: options.sshPort,
-    lan: (_address, port) => ({ host: lanHost, port: HTTP_PORTS.has(port) ? httpPort : echoPort }),
-    ...(options.hostKey ? { hostKey: options.hostKey } : {}),
-    ...(options.authorizedKeys ? { authorizedKeys: options.authorizedKeys } : {}),
-    ...(options.sshUser ? { username: options.sshUser } : {}),
-    ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
-  });
+  const closeLan = async () => {
+    for (const socket of sockets) socket.destroy();
+    web.closeAllConnections();
+    await Promise.all([new Promise((r) => echo.close(r)), new Promise((r) => web.close(r))]);
+  };
+  let ssh: RouterOsSshServer;
+  try {
+    ssh = await startRouterOsSshServer({
+      host: options.tunnelIp,
+      port: options.sshPort,
+      lan: (_address, port) => ({ host: lanHost, port: HTTP_PORTS.has(port) ? httpPort : echoPort }),
+      ...(options.hostKey ? { hostKey: options.hostKey } : {}),
+      ...(options.authorizedKeys ? { authorizedKeys: options.authorizedKeys } : {}),
+      ...(options.sshUser ? { username: options.sshUser } : {}),
+      ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
+    });
+  } catch (error) {
+    await closeLan();
+    throw error;
+  }
 
   return {
     tunnelIp: options.tunnelIp,
@@ -95,9 +106,7 @@ export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions):
     lan: { echoPort, httpPort, connections: () => connections, bytesReceived: () => received },
     close: async () => {
       await ssh.close();
-      for (const socket of sockets) socket.destroy();
-      web.closeAllConnections();
-      await Promise.all([new Promise((r) => echo.close(r)), new Promise((r) => web.close(r))]);
+      await closeLan();
     },
   };
 };

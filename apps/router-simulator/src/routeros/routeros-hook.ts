@@ -1,0 +1,119 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { loadOrCreateHostKey, startSimulatedRouterOs } from "./simulated-routeros.ts";
+
+/**
+ * The RouterOS part of `npm run simulate` (CONTRACT section 6): for each simulated router, an SSH
+ * server on its tunnel_ip that speaks the agent's RouterOS commands and relays dst-nat rules to a
+ * simulated LAN (an echo device and an HTTP device). Wired into the simulator through its
+ * `onRouter` hook; its flags are taken out of argv before the simulator's own parser sees them.
+ */
+export interface RouterOsHookOptions {
+  enabled: boolean;
+  /** Must equal the agent's TUNNEL_SSH_PORT. */
+  sshPort: number;
+  /** Must equal the agent's TUNNEL_SSH_USER; any user when unset. */
+  sshUser: string | undefined;
+  /** OpenSSH public keys allowed to log in (the agent's); any correctly signed key when unset. */
+  authorizedKeysFile: string | undefined;
+  /** Host keys are kept here per tunnel_ip, so the agent's pins survive a simulator restart. */
+  stateDir: string;
+}
+
+export const ROUTEROS_USAGE = `
+RouterOS simulation (SSH on each router's tunnel_ip, dst-nat to a simulated LAN):
+  --ssh-port P           SSH port, as the agent's TUNNEL_SSH_PORT (default 22; ports below 1024
+                         need privileges, so for a demo run the agent with TUNNEL_SSH_PORT=2222
+                         and pass --ssh-port 2222)
+  --ssh-user U           login name, as the agent's TUNNEL_SSH_USER (default: any)
+  --authorized-keys F    public keys allowed in (default: ./.data/tunnel-agent/id_ed25519.pub when
+                         present, the key npm start generates; otherwise any signed key)
+  --state-dir D          where simulated host keys are kept (default ./.data/simulator)
+  --no-ssh               heartbeats only`;
+
+export class RouterOsArgsError extends Error {}
+
+const DEFAULT_AGENT_KEY = path.join(".data", "tunnel-agent", "id_ed25519.pub");
+
+/** Removes this module's flags from `argv`; the rest goes to the simulator's own parser. */
+export const takeRouterOsArgs = (argv: readonly string[]): { options: RouterOsHookOptions; rest: string[] } => {
+  const options: RouterOsHookOptions = {
+    enabled: true,
+    sshPort: 22,
+    sshUser: undefined,
+    authorizedKeysFile: existsSync(DEFAULT_AGENT_KEY) ? DEFAULT_AGENT_KEY : undefined,
+    stateDir: path.join(".data", "simulator"),
+  };
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i] ?? "";
+    const value = (): string => {
+      const next = argv[++i];
+      if (next === undefined || next.startsWith("--")) throw new RouterOsArgsError(`${flag} needs a value`);
+      return next;
+    };
+    switch (flag) {
+      case "--ssh-port": {
+        const raw = value();
+        if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535)
+          throw new RouterOsArgsError("--ssh-port must be 1-65535");
+        options.sshPort = Number(raw);
+        break;
+      }
+      case "--ssh-user":
+        options.sshUser = value();
+        break;
+      case "--authorized-keys":
+        options.authorizedKeysFile = value();
+        break;
+      case "--state-dir":
+        options.stateDir = value();
+        break;
+      case "--no-ssh":
+        options.enabled = false;
+        break;
+      default:
+        rest.push(flag);
+    }
+  }
+  return { options, rest };
+};
+
+const readAuthorizedKeys = (file: string): string[] =>
+  readFileSync(file, "utf8")
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"))
+    // OpenSSH lines may end in a comment; ssh2 parses "type base64" only.
+    .map((line) => line.split(/\s+/).slice(0, 2).join(" "));
+
+/**
+ * The simulator's `onRouter` hook: starts the RouterOS side of one router and answers its cleanup.
+ * A router whose SSH port cannot be bound keeps beating; the problem is reported once.
+ */
+export const routerOsHook = (options: RouterOsHookOptions, say: (line: string) => void) => {
+  const authorizedKeys = options.authorizedKeysFile ? readAuthorizedKeys(options.authorizedKeysFile) : undefined;
+  let reported = false;
+  return async (router: { tunnelIp: string }): Promise<undefined | (() => Promise<void>)> => {
+    if (!options.enabled) return undefined;
+    try {
+      const running = await startSimulatedRouterOs({
+        tunnelIp: router.tunnelIp,
+        sshPort: options.sshPort,
+        hostKey: loadOrCreateHostKey(path.join(options.stateDir, "host-keys", `${router.tunnelIp}.key`)),
+        ...(options.sshUser ? { sshUser: options.sshUser } : {}),
+        ...(authorizedKeys ? { authorizedKeys } : {}),
+      });
+      return () => running.close();
+    } catch (error) {
+      if (!reported) {
+        reported = true;
+        say(
+          `RouterOS SSH simulation unavailable on ${router.tunnelIp}:${options.sshPort} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); ` +
+            "try --ssh-port 2222 with TUNNEL_SSH_PORT=2222 for the agent, or --no-ssh",
+        );
+      }
+      return undefined;
+    }
+  };
+};

@@ -1,0 +1,67 @@
+/**
+ * Child process of `npm run bench:relay`: the tunnel agent with its entry-point relay over an
+ * in-memory database holding one router (at the simulated router's tunnel_ip) and two forwards:
+ * to the LAN sink (dst port 9) and to the LAN echo (dst port 7). Applies both through the real job
+ * queue and SSH, then prints `{"sink": port, "echo": port}` on stdout.
+ */
+import { ForwardsRepository, openDatabase } from "@fleet/db";
+import { makeRouter, makeUser } from "@fleet/db/testing";
+import { loadTunnelAgentConfig, startTunnelAgent } from "@fleet/tunnel-agent";
+import pino from "pino";
+
+const [tunnelIp = "", sshPort = "0"] = process.argv.slice(2);
+const ENTRY = "bench.fleet.test";
+const PORTS: [number, number] = [49500, 49599];
+
+const db = await openDatabase({ dataDir: "memory" });
+await db.migrate();
+const user = await makeUser(db);
+const router = await makeRouter(db, user, { tunnelIp });
+const forwards = new ForwardsRepository(db);
+const create = async (dstPort: number) => {
+  const result = await forwards.create(
+    {
+      routerId: router.id,
+      teamId: user.teamId,
+      entryPoint: ENTRY,
+      ports: PORTS,
+      dstAddress: "192.168.88.10",
+      dstPort,
+      allowOnlyCidr: "8.8.8.0/24",
+      expiresAt: new Date(Date.now() + 3_600_000),
+      maxActivePerRouter: 20,
+    },
+    new Date(),
+  );
+  if (!result.ok) throw new Error(result.reason);
+  return result.forward;
+};
+const sink = await create(9);
+const echo = await create(7);
+const agent = await startTunnelAgent({
+  config: loadTunnelAgentConfig({
+    DATA_DIR: "memory",
+    ENTRY_POINT_HOST: ENTRY,
+    ENTRY_POINT_BIND: "127.0.0.1",
+    ENTRY_POINT_PORTS: PORTS.join("-"),
+    ENTRY_POINT_PROXY_PROTOCOL: "true",
+    TUNNEL_SSH_PORT: sshPort,
+  }),
+  db,
+  logger: pino({ level: "warn" }),
+});
+const deadline = Date.now() + 30_000;
+while (
+  agent.relay.listening().length < 2 ||
+  (await db.query("select 1 from forwards where applied_at is null")).length > 0
+) {
+  if (Date.now() > deadline) throw new Error("forwards were not applied in time");
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+process.stdout.write(`${JSON.stringify({ sink: sink.port, echo: echo.port })}\n`);
+process.once("SIGTERM", () => {
+  void agent
+    .close()
+    .then(() => db.close())
+    .then(() => process.exit(0));
+});

@@ -1,0 +1,408 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type Database, ForwardsRepository, JobsRepository, openDatabase } from "@fleet/db";
+import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
+import { type Clock, FORWARD_JOB_KINDS, ManualClock, systemClock } from "@fleet/shared";
+import { loadTunnelAgentConfig, type RunningTunnelAgent, startTunnelAgent } from "@fleet/tunnel-agent";
+import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
+import type { RouterOsClient, RouterOsConnector } from "@fleet/tunnel-agent/routeros/routeros-client";
+import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
+import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
+import pino from "pino";
+import ssh2 from "ssh2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePortOn, waitFor } from "./forward-fixtures.ts";
+
+/**
+ * The durable queue under failure and contention: an agent killed between claiming a job and
+ * finishing it, and several agents on one database. On PostgreSQL the killed agent is a real child
+ * process (SIGKILL); PGlite lives inside one process, so there the dead agent is played in-process:
+ * it claims the job and talks to the router, then simply never finishes.
+ */
+const root = path.resolve(import.meta.dirname, "../..");
+const ENTRY = "queue.fleet.test";
+const TUNNELS = ["127.0.0.31", "127.0.0.32", "127.0.0.33", "127.0.0.34"];
+const LEASE_MS = 1500;
+const key = ssh2.utils.generateKeyPairSync("ed25519");
+
+let db: TestDatabase;
+let sshPort: number;
+let workDir: string;
+let keyFile: string;
+const routers: SimulatedRouterOs[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  sshPort = await freePortOn(TUNNELS);
+  workDir = mkdtempSync(path.join(tmpdir(), "fleet-agent-"));
+  keyFile = path.join(workDir, "agent_key");
+  writeFileSync(keyFile, key.private, { mode: 0o600 });
+});
+
+afterAll(async () => {
+  for (const router of routers) await router.close();
+  await db?.close();
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+const startRouter = async (tunnelIp: string, commandDelayMs = 0) => {
+  const router = await startSimulatedRouterOs({
+    tunnelIp,
+    sshPort,
+    sshUser: "mgmt",
+    authorizedKeys: [key.public],
+    commandDelayMs,
+  });
+  routers.push(router);
+  return router;
+};
+
+const agentEnv = (extra: Record<string, string> = {}): Record<string, string> => ({
+  DATA_DIR: workDir,
+  LOG_LEVEL: "silent",
+  ENTRY_POINT_HOST: ENTRY,
+  ENTRY_POINT_BIND: "127.0.0.3",
+  ENTRY_POINT_PORTS: "48000-48099",
+  TUNNEL_SSH_PORT: String(sshPort),
+  TUNNEL_SSH_KEY: keyFile,
+  TUNNEL_JOB_LEASE_MS: String(LEASE_MS),
+  TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
+  ...extra,
+});
+
+const newRouter = async (tunnelIp: string) => {
+  const user = await makeUser(db);
+  const router = await makeRouter(db, user, { tunnelIp });
+  return { routerId: router.id, teamId: user.teamId };
+};
+
+const newForward = async (
+  tunnelIp: string,
+  clock: Clock = systemClock,
+  owner?: { routerId: string; teamId: string },
+) => {
+  const { routerId, teamId } = owner ?? (await newRouter(tunnelIp));
+  const result = await new ForwardsRepository(db).create(
+    {
+      routerId,
+      teamId,
+      entryPoint: ENTRY,
+      ports: [48000, 48099],
+      dstAddress: "192.168.88.20",
+      dstPort: 22,
+      allowOnlyCidr: "8.8.8.0/24",
+      expiresAt: new Date(clock.now().getTime() + 3_600_000),
+      maxActivePerRouter: 20,
+    },
+    clock.now(),
+  );
+  if (!result.ok) throw new Error(result.reason);
+  return result.forward;
+};
+
+const jobOf = async (forwardId: string, kind: string) => {
+  const [job] = await new JobsRepository(db).list({ forwardId, kind });
+  if (!job) throw new Error(`no ${kind} job for ${forwardId}`);
+  return job;
+};
+
+const tagged = (router: SimulatedRouterOs, forwardId: string) =>
+  router.ssh.rules().filter((r) => r.props.comment === `fleet-fwd:${forwardId}`);
+
+const sent = (router: SimulatedRouterOs, command: string) => router.ssh.commands().filter((c) => c === command).length;
+
+/** `npm run start:tunnel-agent` as a real process; resolves once it has started. */
+const spawnAgent = async (env: Record<string, string>) => {
+  const child: ChildProcess = spawn(process.execPath, [path.join(root, "apps/tunnel-agent/src/main.ts")], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const workerId = await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new Error(`agent exited: ${stderr}`);
+      return /Tunnel agent (\S+) running/.exec(stderr)?.[1];
+    },
+    "the agent to start",
+    30_000,
+  );
+  return { child, workerId, kill: () => child.kill("SIGKILL") };
+};
+
+/** The agent's own connector (same key, host keys of its own) for the in-process dead agent. */
+const deadAgentConnector = (): RouterOsConnector =>
+  new SshRouterOsConnector({
+    username: "mgmt",
+    privateKey: key.private,
+    connectTimeoutMs: 5000,
+    commandTimeoutMs: 5000,
+    hostKeys: new InMemoryHostKeyStore(),
+  });
+
+describe("durable jobs", () => {
+  it("a job whose agent dies between claiming and finishing is completed once by the next agent", async () => {
+    if (db.driver === "postgresql") {
+      const router = await startRouter(TUNNELS[0] ?? "", 700);
+      const env = agentEnv({ DATABASE_URL: db.url ?? "" });
+      const forward = await newForward(router.tunnelIp);
+      const add = addForwardRule({
+        port: forward.port,
+        dstAddress: "192.168.88.20",
+        dstPort: 22,
+        forwardId: forward.id,
+      });
+
+      // Apply: killed after the router received the add, before the agent could record success.
+      const first = await spawnAgent(env);
+      await waitFor(() => sent(router, add) === 1, "the add command to reach the router");
+      first.kill();
+      const stuck = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+      expect(stuck).toMatchObject({ status: "running", lockedBy: first.workerId, attempts: 1 });
+      const second = await spawnAgent(env);
+      try {
+        await waitFor(
+          async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done",
+          "the apply to complete",
+          30_000,
+        );
+        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).toMatchObject({
+          status: "done",
+          attempts: 2,
+          lockedBy: null,
+        });
+        expect(tagged(router, forward.id)).toHaveLength(1);
+        expect(sent(router, add)).toBe(1);
+
+        // Remove: the same, killed after the router received the removal. The start-up
+        // reconciliation of this router must be over first: it could send the same command.
+        await waitFor(async () => {
+          const [row] = await db.query<{ n: number }>(
+            "select count(*)::int as n from jobs where group_key = ? and status in ('pending', 'running')",
+            [forward.routerId],
+          );
+          return row?.n === 0;
+        }, "the router's queue to drain");
+        await new ForwardsRepository(db).close(forward.routerId, forward.id, new Date());
+        const remove = removeForwardRule(forward.id);
+        await waitFor(() => sent(router, remove) >= 1, "the remove command to reach the router");
+        second.kill();
+        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({
+          status: "running",
+          lockedBy: second.workerId,
+        });
+      } finally {
+        second.kill();
+      }
+      const third = await spawnAgent(env);
+      try {
+        await waitFor(
+          async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).status === "done",
+          "the removal to complete",
+          30_000,
+        );
+        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ status: "done", attempts: 2 });
+        expect(tagged(router, forward.id)).toHaveLength(0);
+        expect(router.ssh.rules()).toEqual([]);
+      } finally {
+        third.kill();
+      }
+      return;
+    }
+
+    // PGlite: the dead agent is this test. It claims, sends the add, and is never heard of again.
+    const router = await startRouter(TUNNELS[0] ?? "");
+    const clock = new ManualClock(new Date());
+    const forward = await newForward(router.tunnelIp, clock);
+    const jobs = new JobsRepository(db);
+    const claimed = await jobs.claim("dead-agent", clock.now(), LEASE_MS, [FORWARD_JOB_KINDS.apply]);
+    expect(claimed?.payload).toMatchObject({ forward_id: forward.id });
+    const add = addForwardRule({ port: forward.port, dstAddress: "192.168.88.20", dstPort: 22, forwardId: forward.id });
+    const session: RouterOsClient = await deadAgentConnector().connect({ host: router.tunnelIp, port: sshPort });
+    await session.exec(add);
+    session.close();
+
+    const agent = await startTunnelAgent({
+      config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" })),
+      db,
+      logger: pino({ level: "silent" }),
+      clock,
+      manualJobs: true,
+    });
+    try {
+      // The lease still holds: nobody may touch the job yet.
+      expect(await agent.drain()).toBe(0);
+      expect((await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status).toBe("running");
+      clock.advance(LEASE_MS);
+      await agent.drain();
+      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).toMatchObject({ status: "done", attempts: 2 });
+      expect(tagged(router, forward.id)).toHaveLength(1);
+      expect(sent(router, add)).toBe(1);
+      expect(await jobs.complete(claimed?.id ?? "", "dead-agent", clock.now())).toBe(false);
+
+      await new ForwardsRepository(db).close(forward.routerId, forward.id, clock.now());
+      const removal = await jobs.claim("dead-agent", clock.now(), LEASE_MS, [FORWARD_JOB_KINDS.remove]);
+      expect(removal?.payload).toMatchObject({ forward_id: forward.id });
+      const again = await deadAgentConnector().connect({ host: router.tunnelIp, port: sshPort });
+      await again.exec(removeForwardRule(forward.id));
+      again.close();
+      clock.advance(LEASE_MS);
+      await agent.drain();
+      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ status: "done", attempts: 2 });
+      expect(router.ssh.rules()).toEqual([]);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it("closes and removes at start a forward that expired while no agent ran", async () => {
+    const router = await startRouter("127.0.0.35");
+    const clock = new ManualClock(new Date());
+    const config = loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" }));
+    const logger = pino({ level: "silent" });
+    const forward = await newForward(router.tunnelIp, clock);
+    const first = await startTunnelAgent({ config, db, logger, clock });
+    try {
+      await waitFor(async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done", "the apply");
+    } finally {
+      await first.close();
+    }
+    expect(tagged(router, forward.id)).toHaveLength(1);
+
+    // Nobody is running when the hour passes.
+    clock.advance(3_600_000);
+    expect(
+      (await db.query<{ status: string }>("select status from forwards where id = ?", [forward.id]))[0]?.status,
+    ).toBe("active");
+    const second = await startTunnelAgent({ config, db, logger, clock });
+    try {
+      expect(
+        (await db.query<{ status: string }>("select status from forwards where id = ?", [forward.id]))[0]?.status,
+      ).toBe("expired");
+      // The agent's own loop and its start-up reconciliation share this router's queue: wait for it.
+      await waitFor(async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).status === "done", "the removal");
+      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ status: "done", attempts: 1 });
+      expect(tagged(router, forward.id)).toHaveLength(0);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("retries a job that fails with exponential backoff and keeps the last error visible", async () => {
+    // No router answers at this address.
+    const clock = new ManualClock(new Date());
+    const forward = await newForward("127.0.0.36", clock);
+    const agent = await startTunnelAgent({
+      config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" })),
+      db,
+      logger: pino({ level: "silent" }),
+      clock,
+      manualJobs: true,
+    });
+    try {
+      const started = clock.now().getTime();
+      await agent.drain();
+      let job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+      expect(job).toMatchObject({ status: "pending", attempts: 1, lockedBy: null });
+      expect(job.lastError).toMatch(/ECONNREFUSED/);
+      expect(job.runAt.getTime()).toBe(started + 1000);
+      expect(await agent.drain()).toBe(0);
+      clock.advance(1000);
+      await agent.drain();
+      job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+      expect(job).toMatchObject({ status: "pending", attempts: 2 });
+      expect(job.runAt.getTime()).toBe(started + 1000 + 2000);
+      clock.advance(2000);
+      await agent.drain();
+      expect((await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).runAt.getTime()).toBe(started + 3000 + 4000);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it("two agents on one database never run jobs of one router at the same time, and apply each forward once", async () => {
+    const devices = await Promise.all(TUNNELS.slice(1).map((ip) => startRouter(ip, 15)));
+    // One router row per device, four forwards each: the router's jobs must run one at a time.
+    const owners = await Promise.all(devices.map((d) => newRouter(d.tunnelIp)));
+    const forwards: Array<{ forward: Awaited<ReturnType<typeof newForward>>; device: SimulatedRouterOs }> = [];
+    for (let i = 0; i < 12; i++) {
+      const device = devices[i % devices.length] as SimulatedRouterOs;
+      forwards.push({ forward: await newForward(device.tunnelIp, systemClock, owners[i % devices.length]), device });
+    }
+
+    // Each agent gets its own database handle (its own pool on PostgreSQL, like separate processes);
+    // PGlite can only be opened once, so there they share it.
+    const handles: Database[] = [db];
+    if (db.url) handles.push(await openDatabase({ databaseUrl: db.url, dataDir: "memory", poolSize: 3 }));
+    const busy = new Map<string, number>();
+    let overlaps = 0;
+    const watched = (inner: RouterOsConnector): RouterOsConnector => ({
+      connect: async (target) => {
+        const client = await inner.connect(target);
+        return {
+          exec: async (command) => {
+            const now = (busy.get(target.host) ?? 0) + 1;
+            busy.set(target.host, now);
+            if (now > 1) overlaps++;
+            try {
+              return await client.exec(command);
+            } finally {
+              busy.set(target.host, (busy.get(target.host) ?? 1) - 1);
+            }
+          },
+          close: () => client.close(),
+        };
+      },
+    });
+    const agents: RunningTunnelAgent[] = [];
+    try {
+      for (const [i, handle] of [handles[0], handles[1] ?? handles[0]].entries()) {
+        const config = loadTunnelAgentConfig(
+          agentEnv({ DATA_DIR: "memory", ENTRY_POINT_HOST: `idle-${i}.fleet.test`, TUNNEL_JOB_LEASE_MS: "60000" }),
+        );
+        agents.push(
+          await startTunnelAgent({
+            config,
+            db: handle as Database,
+            logger: pino({ level: "silent" }),
+            connector: watched(deadAgentConnector()),
+          }),
+        );
+      }
+      await waitFor(
+        async () => {
+          const done = await Promise.all(
+            forwards.map(async ({ forward }) => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done"),
+          );
+          return done.every(Boolean);
+        },
+        "every apply job to finish",
+        30_000,
+      );
+    } finally {
+      for (const agent of agents) await agent.close();
+      for (const handle of handles.slice(1)) await handle.close();
+    }
+    expect(overlaps).toBe(0);
+    for (const { forward, device } of forwards) {
+      const add = addForwardRule({
+        port: forward.port,
+        dstAddress: "192.168.88.20",
+        dstPort: 22,
+        forwardId: forward.id,
+      });
+      expect(sent(device, add)).toBe(1);
+      expect(tagged(device, forward.id)).toHaveLength(1);
+      const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+      expect(job.attempts).toBe(1);
+      const [row] = await db.query<{ locked_by: string | null }>("select locked_by from jobs where id = ?", [job.id]);
+      expect(row?.locked_by).toBeNull();
+    }
+  });
+});
