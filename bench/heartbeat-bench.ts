@@ -41,6 +41,8 @@ const SAT_MS = opt("saturation-s", 10) * 1000;
 const FAULT_ROUTERS = Math.min(ROUTERS, opt("fault-routers", 4_000));
 const FAULT_INTERVAL = opt("fault-interval-ms", 1_000);
 const FAULT_MISSED = opt("fault-missed", 20);
+/** Quiet time before a memory reading, so V8's memory reducer has given back what it will. */
+const SETTLE_MS = opt("settle-s", 8) * 1000;
 const FLUSH_ROWS = Math.min(ROUTERS, opt("flush-rows", 10_000));
 const WORKERS = Math.max(1, Math.ceil(ROUTERS / PER_PROCESS));
 const LOADERS = Math.max(1, Math.ceil(ROUTERS / PER_PROCESS));
@@ -173,6 +175,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   // Memory is compared between N/4 and N connected routers, both warmed up, so what every
   // process pays once (JIT code, pool connections, caches sized at start) stays out of the slope.
   const quarter = parts.reduce((n, [from, to]) => n + Math.floor((to - from) / 4), 0);
+  await sleep(SETTLE_MS);
   const rss0 = await rss(servers);
   if (process.env.BENCH_DEBUG) {
     for (const srv of servers) log(`    ${mode} memory at N/4: ${JSON.stringify((await srv.call<{ memory: unknown }>({ cmd: "rss" })).memory)}`);
@@ -196,7 +199,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   log(`  ${mode}: connected ${ROUTERS - failed}/${ROUTERS} in ${fmt((Date.now() - started) / 1000)} s`);
   // Still only the first quarter beats: the same traffic as at rss0, so V8's young generation
   // (sized by allocation rate) is the same in both readings and only the connections differ.
-  await sleep(2_000);
+  await sleep(SETTLE_MS);
   const rss1 = await rss(servers);
   if (process.env.BENCH_DEBUG) {
     for (const srv of servers) log(`    ${mode} memory at N: ${JSON.stringify((await srv.call<{ memory: unknown }>({ cmd: "rss" })).memory)}`);

@@ -26,8 +26,11 @@ export interface Database {
   readonly orm: MikroORM;
   /** A fresh EntityManager fork: one per request, job or tick, never the global one. */
   em(): SqlEntityManager;
-  /** Raw SQL on the shared pool/instance, for hot paths where the unit of work is dead weight. */
-  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /**
+   * Raw SQL on the shared pool/instance, for hot paths where the unit of work is dead weight.
+   * `prepare` names the statement so PostgreSQL parses and plans it once per connection.
+   */
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
   /** Applies pending migrations; safe when several processes start at once. */
   migrate(): Promise<void>;
   /** True when the database answers and no migration is pending. */
@@ -35,7 +38,12 @@ export interface Database {
   close(): Promise<void>;
 }
 
-type RawQuery = (sql: string, params: unknown[]) => Promise<unknown[]>;
+export interface QueryOptions {
+  /** Statement name: one fixed SQL text per name. */
+  prepare?: string;
+}
+
+type RawQuery = (sql: string, params: unknown[], options?: QueryOptions) => Promise<unknown[]>;
 interface PgliteLike {
   query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
 }
@@ -112,7 +120,12 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
   pool.on("error", () => {
     // An idle client died (server restart); the pool replaces it on the next query.
   });
-  const raw: RawQuery = async (sql, params) => (await pool.query(toPositional(sql), params as unknown[])).rows;
+  const raw: RawQuery = async (sql, params, options) =>
+    (
+      await pool.query(
+        options?.prepare ? { name: options.prepare, text: toPositional(sql), values: params } : { text: toPositional(sql), values: params },
+      )
+    ).rows;
   const migrateWithLock = async () => {
     // A session-level advisory lock on a dedicated connection: the migrator uses the ORM's pool,
     // so the lock must live on a connection it never touches.
@@ -142,9 +155,9 @@ const wrap = (
     driver,
     orm,
     em,
-    query: async <T>(sql: string, params: readonly unknown[] = []) => {
+    query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
       if (closed) throw new Error("database is closed");
-      return (await raw(sql, [...params])) as T[];
+      return (await raw(sql, [...params], options)) as T[];
     },
     migrate,
     isReady: async () => {

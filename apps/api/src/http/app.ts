@@ -9,6 +9,7 @@ import { describeError, errorBodyForPath } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
+import { trpcFastPath } from "./trpc-fast-path.ts";
 
 export interface AppOptions {
   router: AppRouter;
@@ -66,11 +67,20 @@ export const createApp = (options: AppOptions): Express => {
     },
   );
 
+  const trpcContext = contextFactory(services, "trpc");
   app.use(
     "/trpc",
+    trpcFastPath({
+      router,
+      createContext: trpcContext,
+      maxBatchSize: MAX_BATCH_CALLS,
+      onError: (error) => {
+        if (describeError(error).status >= 500) logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
+      },
+    }),
     createExpressMiddleware({
       router,
-      createContext: contextFactory(services, "trpc"),
+      createContext: trpcContext,
       maxBatchSize: MAX_BATCH_CALLS,
       onError: ({ error }) => {
         if (describeError(error).status >= 500) logger.error({ err: error.cause ?? error }, "procedure failed");

@@ -46,6 +46,15 @@ export interface AccountPatch {
   address?: Partial<AccountRecord["address"]>;
 }
 
+// The common case in one cheap statement: an organization at the top of its tree with its own
+// account. Everything else (children, no account yet, unknown ids) takes the recursive query.
+const OWN_ACCOUNT_SQL = `
+select o.name as root_name, a.id, a.name, a.email, a.currency, a.balance_minor, a.address_city, a.address_country,
+  a.address_line1, a.address_line2, a.address_postal_code, a.address_state, a.stripe_customer_id,
+  (extract(epoch from a.created_at) * 1000)::float8 as created_ms
+from billing_accounts a join organizations o on o.id = a.organization_id
+where a.organization_id = ? and o.parent_id is null`;
+
 // Depth cap guards against a cycle someone writes by hand; real trees are a few levels deep.
 const BILLING_CONTEXT_SQL = `
 with recursive chain (id, parent_id, name, depth) as (
@@ -104,6 +113,8 @@ const fromEntity = (e: TBillingAccount): AccountRecord => ({
   createdAt: e.createdAt,
 });
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export class AccountsRepository {
   readonly #db: Database;
   constructor(db: Database) {
@@ -112,7 +123,17 @@ export class AccountsRepository {
 
   /** One statement: the organization's billing root and the root's account. Null: unknown org. */
   async billingContext(organizationId: string): Promise<BillingContext | null> {
-    const rows = await this.#db.query<AccountRow>(BILLING_CONTEXT_SQL, [organizationId]);
+    if (!UUID.test(organizationId)) return null;
+    const own = (await this.#db.query<AccountRow>(OWN_ACCOUNT_SQL, [organizationId], { prepare: "account_own" }))[0];
+    if (own) {
+      return {
+        organizationId,
+        rootOrganizationId: organizationId,
+        rootOrganizationName: String(own.root_name),
+        account: fromRow(organizationId, own),
+      };
+    }
+    const rows = await this.#db.query<AccountRow>(BILLING_CONTEXT_SQL, [organizationId], { prepare: "account_context" });
     const row = rows[0];
     if (!row) return null;
     const rootId = String(row.root_id);
