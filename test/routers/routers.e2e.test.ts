@@ -5,7 +5,7 @@ import { ManualClock, type TRouterStatusEvent } from "@fleet/shared";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { loadAllInOneConfig } from "../../apps/all-in-one/src/config.ts";
+import { loadAllInOneConfig } from "@fleet/all-in-one/config";
 
 /**
  * A router's life through the whole system over the wire: enrolled through the API, beating over

@@ -4,8 +4,8 @@ import { type RunningSimulator, startSimulator } from "@fleet/router-simulator";
 import { formatDateTime, ManualClock } from "@fleet/shared";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadAllInOneConfig } from "../../apps/all-in-one/src/config.ts";
-import { FleetApi } from "../../apps/router-simulator/src/fleet-api.ts";
+import { loadAllInOneConfig } from "@fleet/all-in-one/config";
+import { FleetApi } from "@fleet/router-simulator/fleet-api";
 
 /**
  * The demo of CONTRACT section 6 in miniature: `npm start` plus the simulator. Routers enroll

@@ -1,19 +1,10 @@
-import { ConfigError, REDACT_PATHS } from "@fleet/shared";
+import { closeOnSignals, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
-import { type AllInOneConfig, loadAllInOneConfig } from "./config.ts";
+import { loadAllInOneConfig } from "./config.ts";
 import { startAll } from "./start-all.ts";
 
 // `npm start`: the whole system in one process on the embedded defaults.
-let config: AllInOneConfig;
-try {
-  config = loadAllInOneConfig();
-} catch (error) {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n`);
-    process.exit(1);
-  }
-  throw error;
-}
+const config = loadConfigOrExit(() => loadAllInOneConfig());
 
 const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS });
 const system = await startAll({ config, logger });
@@ -41,13 +32,4 @@ const lines = [
 ];
 process.stderr.write(`${lines.join("\n")}\n`);
 
-let stopping = false;
-const stop = async (signal: string) => {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, "shutting down");
-  await system.close();
-  process.exit(0);
-};
-process.once("SIGINT", () => void stop("SIGINT"));
-process.once("SIGTERM", () => void stop("SIGTERM"));
+closeOnSignals(system.close, (signal) => logger.info({ signal }, "shutting down"));

@@ -20,3 +20,4 @@ export * from "./rules/router-health.ts";
 export * from "./schemas/router.schema.ts";
 export * from "./schemas/heartbeat.schema.ts";
 export * from "./ports/status-feed.ts";
+export * from "./env/process-lifecycle.ts";

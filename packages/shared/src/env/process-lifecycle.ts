@@ -1,0 +1,39 @@
+import { ConfigError } from "./env-parsers.ts";
+
+/**
+ * Loads configuration or stops the process with the single line CONTRACT section 2 asks for
+ * ("one clear line naming the variable"). Any other error is a bug and propagates.
+ */
+export const loadConfigOrExit = <T>(load: () => T): T => {
+  try {
+    return load();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+};
+
+/**
+ * Graceful shutdown (CONTRACT section 1): on the first SIGINT or SIGTERM, run `close` once (stop
+ * accepting, finish in-flight work, close the database), then exit 0; exit 1 if closing failed.
+ */
+export const closeOnSignals = (close: () => Promise<void>, onSignal?: (signal: string) => void): void => {
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    onSignal?.(signal);
+    close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGINT", () => stop("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+};
