@@ -94,7 +94,8 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
       apiBase: envUrl(env, "STRIPE_API_BASE", ["http:", "https:"]),
       emulatorPort: envPort(env, "STRIPE_EMULATOR_PORT", 12111),
     },
-    docsUrl: docsUrl?.toString() ?? "http://localhost:3000/docs",
+    // The validated text as given: URL serialization would add a trailing slash to a bare origin.
+    docsUrl: docsUrl ? (envOptional(env, "DOCS_URL") as string) : "http://localhost:3000/docs",
     entryPoint: loadEntryPointEnv(env),
     oem: {
       catalogUrl: envUrl(env, "OEM_CATALOG_URL", ["http:", "https:"]),

@@ -1,6 +1,7 @@
 import type { AccountService } from "./features/account/account.service.ts";
 import type { AuthService } from "./features/auth/auth.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
+import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import type { TokenVerifier } from "./features/auth/token-verifier.ts";
 import type { OemService } from "./features/oem/oem.service.ts";
 import type { InvoicesService } from "./features/invoices/invoices.service.ts";
@@ -11,6 +12,7 @@ import type { TeamResolver } from "./features/teams/team-resolver.ts";
 /** What procedures reach through the context: built once in start-api.ts. */
 export interface Services {
   tokens: TokenVerifier;
+  organizations: OrganizationResolver;
   auth: AuthService;
   accounts: AccountService;
   teams: TeamResolver;

@@ -20,6 +20,7 @@ import { ForwardsService } from "./features/forwards/forwards.service.ts";
 import { InvoicesService } from "./features/invoices/invoices.service.ts";
 import { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
 import { resolveDevJwtSecret } from "./features/auth/dev-secret.ts";
+import { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
@@ -99,6 +100,7 @@ export const startApi = async ({
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const services: Services = {
     tokens,
+    organizations: new OrganizationResolver(identity),
     auth: new AuthService({ identity, signer, loginHookSecret: config.auth.loginHookSecret }),
     accounts: accountService,
     paymentMethods: new PaymentMethodsService({ accounts: accountService, payments, publishableKey: stripe.publishableKey }),

@@ -40,6 +40,20 @@ export const restAdapter = (router: AppRouter, services: Services, onServerError
       req.body = {};
       req.headers["content-type"] = "application/json";
     }
+    if (BODY_METHODS.has(req.method) && (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))) {
+      // Bodies are merged with path parameters: anything but an object would be spread into nonsense.
+      res.status(422);
+      res.json(
+        errorBodyForPath(req.path, {
+          status: 422,
+          code: "validation_failed",
+          message: "The request body must be a JSON object.",
+          fields: { body: ["must be a JSON object"] },
+          extra: {},
+        }),
+      );
+      return;
+    }
     if (req.method === "PUT" && req.path.replace(/\/+$/, "") === "/v1/account") req.method = "PATCH";
     // CONTRACT section 4: POST /v1/account/payment-methods is an alias of the save at /v1/account/tax.
     if (req.method === "POST" && req.path.replace(/\/+$/, "") === "/v1/account/payment-methods") {

@@ -50,10 +50,12 @@ export const publicProcedure = t.procedure.use(async ({ next }) => {
 /** A procedure that needs a verified access token carrying `scope`. */
 export const authedProcedure = (scope: TScope) =>
   publicProcedure.use(async ({ ctx, next }) => {
-    const auth: AuthClaims = await ctx.services.tokens.verify(ctx.authorization);
-    if (!auth.scopes.has(scope)) {
+    const claims: AuthClaims = await ctx.services.tokens.verify(ctx.authorization);
+    if (!claims.scopes.has(scope)) {
       throw new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
     }
+    const organizationId = await ctx.services.organizations.resolve(claims.organizationId);
+    const auth = organizationId === claims.organizationId ? claims : { ...claims, organizationId };
     return next({ ctx: { ...ctx, auth } });
   });
 

@@ -4,6 +4,7 @@ import { Forward } from "./forward.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
 import { Job } from "./job.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
+import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
 import { Organization } from "./organization.entity.ts";
 import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
@@ -14,6 +15,6 @@ import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
 
 /** Every entity, listed explicitly (no folder discovery): add new ones here. */
-export const ENTITIES = [User, Organization, OrganizationMember, Team, BillingAccount, BillingSubscription, Router, RouterFault, RouterDowntimeHour, HeartbeatCoverage, OemProduct, Forward, Job, SshHostKey];
+export const ENTITIES = [User, Organization, OrganizationExternalId, OrganizationMember, Team, BillingAccount, BillingSubscription, Router, RouterFault, RouterDowntimeHour, HeartbeatCoverage, OemProduct, Forward, Job, SshHostKey];
 
-export { BillingAccount, BillingSubscription, Forward, HeartbeatCoverage, Job, SshHostKey, OemProduct, Organization, OrganizationMember, Router, RouterDowntimeHour, RouterFault, Team, User };
+export { BillingAccount, BillingSubscription, Forward, HeartbeatCoverage, Job, SshHostKey, OemProduct, Organization, OrganizationExternalId, OrganizationMember, Router, RouterDowntimeHour, RouterFault, Team, User };

@@ -5,6 +5,7 @@ import { RoutersMigration } from "./20261121-003-routers.migration.ts";
 import { ForwardsMigration } from "./20261121-004-forwards.migration.ts";
 import { RouterHealthMigration } from "./20261121-005-router-health.migration.ts";
 import { OemMigration } from "./20261121-006-oem.migration.ts";
+import { OrganizationExternalIdsMigration } from "./20261121-007-organization-external-ids.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -17,4 +18,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261121-004-forwards", class: ForwardsMigration },
   { name: "20261121-005-router-health", class: RouterHealthMigration },
   { name: "20261121-006-oem", class: OemMigration },
+  { name: "20261121-007-organization-external-ids", class: OrganizationExternalIdsMigration },
 ];

@@ -2,6 +2,7 @@ import { coverageOnStart, type HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { type NativeQuery, nativeSql } from "../native-sql.ts";
 import { COVERAGE_COLUMNS, type CoverageRecord, coverageFromRow, type FaultRecord, faultFromRow } from "./routers.repository.ts";
+import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A router a heartbeat token belongs to. */
@@ -89,15 +90,16 @@ const POSTGRES_CHUNK = 20_000;
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
+// The previous state comes from a self-join (`o`), which reads the statement's snapshot: no row
+// locks beyond the update's own, so the flush costs what a plain UNNEST update costs. A fault the
+// sweeper opens concurrently may be missed by `o`; the writer therefore also completes faults for
+// every router whose silence was long enough to have one (see HeartbeatWriter).
 const APPLY_SQL = `
 with v as (
   select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::text[], $13::jsonb[])
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
       hardwareboard, uptime, tunnel_ip, metadata)
-),
-prev as (
-  select r.id, r.has_pulse, r.last_seen_at from routers r join v on v.id = r.id order by r.id for update of r
 )
 update routers r set
   has_pulse = true,
@@ -116,9 +118,9 @@ update routers r set
     when v.metadata is null then r.reported_metadata
     when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
     else r.reported_metadata || v.metadata end
-from v join prev on prev.id = v.id
-where r.id = v.id
-returning r.id, r.team_id, prev.has_pulse as previous_has_pulse, ${ms("prev.last_seen_at", "previous_seen_ms")}`;
+from v, routers o
+where r.id = v.id and o.id = v.id
+returning r.id, r.team_id, o.has_pulse as previous_has_pulse, ${ms("o.last_seen_at", "previous_seen_ms")}`;
 
 const DOWNTIME_SQL = `
 insert into router_downtime_hours (router_id, hour, seconds_down)
@@ -223,19 +225,19 @@ export class HeartbeatsRepository {
       const rows = await sql.query<{ id: string; team_id: string; previous_has_pulse: boolean; previous_seen_ms: unknown }>(
         APPLY_SQL,
         [
-          part.map((w) => w.routerId),
-          part.map((w) => w.seenAt.getTime()),
-          part.map((w) => w.peer),
-          part.map((w) => text(w.identity)),
-          part.map((w) => text(w.serialNumber)),
-          part.map((w) => text(w.softwareVersion)),
-          part.map((w) => text(w.softwareId)),
-          part.map((w) => text(w.model)),
-          part.map((w) => text(w.boardName)),
-          part.map((w) => w.hardwareboard ?? null),
-          part.map((w) => (w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds))),
-          part.map((w) => text(w.tunnelIp)),
-          part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null)),
+          plainArray(part.map((w) => w.routerId)),
+          plainArray(part.map((w) => w.seenAt.getTime())),
+          textArray(part.map((w) => w.peer)),
+          textArray(part.map((w) => text(w.identity))),
+          textArray(part.map((w) => text(w.serialNumber))),
+          textArray(part.map((w) => text(w.softwareVersion))),
+          textArray(part.map((w) => text(w.softwareId))),
+          textArray(part.map((w) => text(w.model))),
+          textArray(part.map((w) => text(w.boardName))),
+          plainArray(part.map((w) => w.hardwareboard ?? null)),
+          plainArray(part.map((w) => (w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds)))),
+          textArray(part.map((w) => text(w.tunnelIp))),
+          textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
         ],
       );
       for (const row of rows) {

@@ -1,4 +1,5 @@
 import type { Database } from "../database.ts";
+import { OrganizationExternalId } from "../entities/organization-external-id.entity.ts";
 import { OrganizationMember } from "../entities/organization-member.entity.ts";
 import { Organization } from "../entities/organization.entity.ts";
 import { Team } from "../entities/team.entity.ts";
@@ -118,6 +119,40 @@ export class IdentityRepository {
     if (!UUID.test(organizationId)) return false;
     const rows = await this.#db.query(`select 1 from organizations where id = ?`, [organizationId]);
     return rows.length > 0;
+  }
+
+  /**
+   * The organization a trusted token's `id` claim names, created on first sight with a default team
+   * (the authentication workflow of SPEC.md, run just in time for tokens minted elsewhere). A UUID
+   * is used as the organization's own id; anything else is remembered as an external id.
+   */
+  async resolveOrganization(claimedId: string): Promise<string> {
+    const isUuid = UUID.test(claimedId);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const rows = isUuid
+        ? await this.#db.query<{ id: string }>(`select id from organizations where id = ?`, [claimedId])
+        : await this.#db.query<{ id: string }>(
+            `select organization_id as id from organization_external_ids where external_id = ?`,
+            [claimedId],
+          );
+      if (rows[0]) return rows[0].id;
+      try {
+        return await this.#db.em().transactional(async (tx) => {
+          const organization = tx.create(Organization, {
+            id: isUuid ? claimedId.toLowerCase() : crypto.randomUUID(),
+            name: `Organization ${claimedId}`.slice(0, 200),
+          });
+          tx.create(Team, { id: crypto.randomUUID(), organization, name: "Default", isDefault: true });
+          if (!isUuid) tx.create(OrganizationExternalId, { externalId: claimedId, organization });
+          await tx.flush();
+          return organization.id;
+        });
+      } catch (error) {
+        // Two first requests of the same organization raced: read what the winner wrote.
+        if (!isUniqueViolation(error)) throw error;
+      }
+    }
+    throw new Error("organization provisioning did not converge");
   }
 
   /** Creates an organization under a parent (reseller trees); used by tests and admin tooling. */

@@ -2,8 +2,7 @@ import { z } from "zod";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
 
 /** The `/api` success envelope (SPEC "Routers": `status` and `data`). */
-export const successEnvelope = <T extends z.ZodType>(data: T) =>
-  z.object({ status: z.literal("success"), data });
+export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
 
 /** SPEC "Router". Unknown values are null (never reported) or "never" for `last_seen`. */
 export const ZRouter = z
@@ -14,8 +13,13 @@ export const ZRouter = z
     software_version: z.string(),
     software_id: z.string(),
     has_pulse: z.boolean().meta({ description: "Online (true) or offline, from the heartbeat check-in scheduler." }),
-    uptime: z.string().nullable().meta({ description: 'Human text such as "3 days, 14 hours, 5 minutes"; null until reported.' }),
-    last_seen: z.string().meta({ description: 'Human text such as "2 minutes ago"; "never" before the first heartbeat.' }),
+    uptime: z
+      .string()
+      .nullable()
+      .meta({ description: 'Human text such as "3 days, 14 hours, 5 minutes"; null until reported.' }),
+    last_seen: z
+      .string()
+      .meta({ description: 'Human text such as "2 minutes ago"; "never" before the first heartbeat.' }),
     last_seen_from: z.string().nullable().meta({ description: "Peer IP address of the latest heartbeat." }),
     hardwareboard: z.boolean(),
     model: z.string(),
@@ -74,7 +78,19 @@ export const ZFault = z
 export type TFault = z.infer<typeof ZFault>;
 
 /** Path parameter of every router endpoint. Malformed ids answer 404 like unknown ones. */
-export const ZRouterIdInput = z.object({ router_id: z.string() });
+/**
+ * CONTRACT section 5 writes some router paths with `{id}` and SPEC with `{router_id}`; tRPC inputs are
+ * the path parameters as fields, so either name is accepted and normalized to `router_id`.
+ */
+const routerIdAlias = (value: unknown): unknown => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const record = value as Record<string, unknown>;
+  if (record.router_id !== undefined || typeof record.id !== "string") return value;
+  const { id, ...rest } = record;
+  return { ...rest, router_id: id };
+};
+
+export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: z.string() }));
 export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;
 
 /** SPEC "Limits" for routers; exported so tests probe the exact edges. */
@@ -178,20 +194,28 @@ const metadataValueError = (key: string, value: unknown): string | null => {
  * PATCH /api/routers/{router_id}/metadata: the keys to merge. Known keys are validated (SPEC
  * "Router Metadata"), others are free-form but bounded; `null` removes a key.
  */
-export const ZUpdateRouterMetadataInput = z
-  .object({ router_id: z.string() })
-  .catchall(z.unknown())
-  .superRefine((input, ctx) => {
-    const keys = Object.keys(input).filter((k) => k !== "router_id");
-    if (keys.length > ROUTER_LIMITS.metadataKeys) {
-      ctx.addIssue({ code: "custom", path: ["body"], message: `must have at most ${ROUTER_LIMITS.metadataKeys} keys` });
-      return;
-    }
-    for (const key of keys) {
-      const message = metadataValueError(key, input[key]);
-      if (message) ctx.addIssue({ code: "custom", path: [key], message });
-    }
-  });
+export const ZUpdateRouterMetadataInput = z.preprocess(
+  routerIdAlias,
+  z
+    .object({ router_id: z.string() })
+    .catchall(z.unknown())
+    .superRefine((input, ctx) => {
+      const keys = Object.keys(input).filter((k) => k !== "router_id");
+      if (keys.length > ROUTER_LIMITS.metadataKeys) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["body"],
+          message: `must have at most ${ROUTER_LIMITS.metadataKeys} keys`,
+        });
+        return;
+      }
+      for (const key of keys) {
+        const message = metadataValueError(key, input[key]);
+        if (message) ctx.addIssue({ code: "custom", path: [key], message });
+      }
+    }),
+);
+
 export type TUpdateRouterMetadataInput = z.infer<typeof ZUpdateRouterMetadataInput>;
 
 /** Size of a merged user metadata object, checked against ROUTER_LIMITS after merging. */

@@ -89,9 +89,37 @@ describe("access tokens", () => {
     expect((await h.request("GET", "/v1/account", { token: writeOnly })).status).toBe(403);
   });
 
-  it("answers 401 for a token whose organization does not exist", async () => {
-    const token = await sign({ sub: crypto.randomUUID(), id: crypto.randomUUID(), scope: "account:read" }, { exp: "5m" });
+  it("provisions an organization named by a trusted token on first sight (UUID or external id)", async () => {
+    const scope = "account:read account:write routers:read";
+    const uuid = crypto.randomUUID();
+    const byUuid = await sign({ sub: "user-1", id: uuid, scope }, { exp: "5m" });
+    expect((await h.request("GET", "/v1/account", { token: byUuid })).status).toBe(422);
+    expect(await h.db.query("select id from organizations where id = ?", [uuid])).toHaveLength(1);
+
+    const external = `org_${crypto.randomUUID().slice(0, 8)}`;
+    const first = await sign({ sub: "idp|42", id: external, scope }, { exp: "5m" });
+    const again = await sign({ sub: "idp|43", id: external, scope }, { exp: "10m" });
+    const results = await Promise.all([
+      h.request("GET", "/v1/account", { token: first }),
+      h.request("GET", "/v1/account", { token: again }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([422, 422]);
+    const created = await h.request("POST", "/v1/account", {
+      token: first,
+      body: { name: "External", email: "ext@example.com", address: { country: "SE" } },
+    });
+    expect(created.status).toBe(201);
+    expect((await h.request("GET", "/v1/account", { token: again })).body.id).toBe(created.body.id);
+    const mapped = await h.db.query("select organization_id from organization_external_ids where external_id = ?", [external]);
+    expect(mapped).toHaveLength(1);
+    expect((await h.request("GET", "/api/routers", { token: first })).status).toBe(200);
+  });
+
+  it("refuses an organization claim longer than 255 characters with 401, writing nothing", async () => {
+    const before = await databaseFingerprint(h.db);
+    const token = await sign({ sub: "u", id: "x".repeat(256), scope: "account:read" }, { exp: "5m" });
     expect((await h.request("GET", "/v1/account", { token })).status).toBe(401);
+    expect(await databaseFingerprint(h.db)).toBe(before);
   });
 });
 
