@@ -46,6 +46,19 @@ describe("splitByUtcHour", () => {
 });
 
 describe("hourlyMetrics", () => {
+  it("derives percentage_down from the minutes_down it is shown with", () => {
+    const hour = Date.parse("2026-11-21T12:00:00Z");
+    const m = hourlyMetrics({
+      now: at("2026-11-21T13:10:00Z"),
+      createdAt: at("2026-11-20T00:00:00Z"),
+      stored: new Map([[hour, 7]]),
+      ongoing: null,
+    });
+    const last = m[m.length - 1];
+    expect(last?.minutesDown).toBe(0.12);
+    expect(last?.percentageDown).toBe(0.2);
+  });
+
   const created = at("2026-11-20T00:00:00Z");
   it("24 complete hours, oldest first, ending at the last full hour", () => {
     const m = hourlyMetrics({ now: at("2026-11-21T13:59:59Z"), createdAt: created, stored: new Map(), ongoing: null });

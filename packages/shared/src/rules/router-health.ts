@@ -127,11 +127,13 @@ export const hourlyMetrics = (input: HourlyMetricsInput): HourlyDowntime[] => {
       seconds = (input.stored.get(hourStart) ?? 0) + (ongoing.get(hourStart) ?? 0) / 1000;
       seconds = Math.min(3_600, Math.max(0, seconds));
     }
+    // CONTRACT section 5 derives the percentage from the minutes shown, so the two always agree.
+    const minutesDown = round2(seconds / 60);
     result.push({
       hour: new Date(hourStart),
       secondsDown: seconds,
-      minutesDown: round2(seconds / 60),
-      percentageDown: round2((seconds / 3_600) * 100),
+      minutesDown,
+      percentageDown: round2((minutesDown / 60) * 100),
     });
   }
   return result;
