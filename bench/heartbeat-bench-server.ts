@@ -11,14 +11,13 @@ import type { AddressInfo, Socket } from "node:net";
 import { openDatabase } from "@fleet/db";
 import pino from "pino";
 import { WebSocketServer } from "ws";
-import { loadHeartbeatConfig, type RunningHeartbeat, startHeartbeat } from "../apps/heartbeat-daemon/src/start-heartbeat.ts";
+import { loadHeartbeatConfig, type RunningHeartbeat, startHeartbeat } from "@fleet/heartbeat-daemon";
 
 type Command =
   | { cmd: "start"; mode: "daemon" | "baseline"; port: number; databaseUrl: string; intervalMs: number; missed: number }
   | { cmd: "rss" }
   | { cmd: "stats" }
-  | { cmd: "close" }
-  | { cmd: "snapshot"; file: string };
+  | { cmd: "close" };
 
 const reply = (message: unknown) => process.send?.(message);
 // "last-resort" is V8's memory-reducing full GC: it also gives free pages and new space back, so
@@ -112,12 +111,6 @@ process.on("message", async (message: Command) => {
         });
         loop.reset();
         break;
-      case "snapshot": {
-        gc?.();
-        const { writeHeapSnapshot } = await import("node:v8");
-        reply({ ok: true, file: writeHeapSnapshot(message.file) });
-        break;
-      }
       case "close":
         await close?.();
         reply({ ok: true });

@@ -5,7 +5,7 @@ import { ManualClock, type TRouterStatusEvent } from "@fleet/shared";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { loadAllInOneConfig } from "@fleet/all-in-one/config";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 
 /**
  * A router's life through the whole system over the wire: enrolled through the API, beating over

@@ -4,7 +4,7 @@ import { type RunningSimulator, startSimulator } from "@fleet/router-simulator";
 import { formatDateTime, ManualClock } from "@fleet/shared";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadAllInOneConfig } from "@fleet/all-in-one/config";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
 
 /**

@@ -45,8 +45,9 @@ export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
   sweepLimit: 5_000,
   tokenCacheTtlMs: 5_000,
   pingIntervalMs: Math.max(intervalMs, 5_000),
-  floodBurst: 20,
-  floodPerSecond: 10,
+  // Generous for a router (one frame per interval), still a hard bound on a misbehaving one.
+  floodBurst: 200,
+  floodPerSecond: 50,
   coverageGapMs: 5_000,
 });
 

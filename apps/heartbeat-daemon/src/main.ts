@@ -52,7 +52,9 @@ if (config.workers > 1 && cluster.isPrimary) {
   process.once("SIGTERM", () => stop("SIGTERM"));
 } else {
   const worker = config.workers > 1;
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  // A daemon needs few connections (one flush and one sweep at a time, token lookups, the feed);
+  // several workers must stay well inside PostgreSQL's max_connections.
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
   if (!worker) await db.migrate();
   const daemon = await startHeartbeat({ config, db, logger, reusePort: worker });
   logger.info({ url: daemon.url, ws: daemon.wsUrl, pid: process.pid }, "heartbeat daemon listening");

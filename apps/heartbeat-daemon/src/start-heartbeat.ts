@@ -63,6 +63,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     feed,
     coverage,
     intervalMs: config.intervalMs,
+    missedHeartbeats: config.missedHeartbeats,
     flushIntervalMs: tuning.flushIntervalMs,
     maxBatchRows: tuning.maxBatchRows,
     logger,

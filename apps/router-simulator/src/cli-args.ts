@@ -16,8 +16,9 @@ export interface SimulatorArgs {
 export const USAGE = `Usage: npm run simulate -- --routers N [options]
 
   --routers N            simulated routers to run (1-100000)
-  --heartbeat-url URL    heartbeat daemon (default ws://127.0.0.1:3001/v1/heartbeat)
-  --api-url URL          API used to enroll routers (default http://127.0.0.1:3000)
+  --heartbeat-url URL    heartbeat daemon (default ws://HOST:HEARTBEAT_PORT/v1/heartbeat, i.e. ws://127.0.0.1:3001/v1/heartbeat)
+  --api-url URL          API used to enroll routers (default http://HOST:PORT; with only --heartbeat-url
+                         given, that URL's host and PORT)
   --token-file F         reuse routers enrolled earlier (JSON); new ones are added to it
   --email E              dev-login email of the simulated fleet owner (default simulator@fleet.example)
   --silent K             K routers go silent after their first heartbeat (faults open)
@@ -43,11 +44,17 @@ const url = (name: string, raw: string | undefined, protocols: string[]): string
   throw new ArgsError(`${name} must be a ${protocols.join(" or ")} URL`);
 };
 
-export const parseArgs = (argv: readonly string[]): SimulatorArgs => {
-  const args: SimulatorArgs = {
-    routers: 0,
+export const parseArgs = (
+  argv: readonly string[],
+  defaults: { heartbeatUrl: string; apiUrl: string } = {
     heartbeatUrl: "ws://127.0.0.1:3001/v1/heartbeat",
     apiUrl: "http://127.0.0.1:3000",
+  },
+): SimulatorArgs => {
+  const args: SimulatorArgs = {
+    routers: 0,
+    heartbeatUrl: defaults.heartbeatUrl,
+    apiUrl: defaults.apiUrl,
     tokenFile: undefined,
     email: "simulator@fleet.example",
     silent: 0,
@@ -57,6 +64,8 @@ export const parseArgs = (argv: readonly string[]): SimulatorArgs => {
     quiet: false,
   };
   let sawRouters = false;
+  let sawHeartbeatUrl = false;
+  let sawApiUrl = false;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -70,9 +79,11 @@ export const parseArgs = (argv: readonly string[]): SimulatorArgs => {
         break;
       case "--heartbeat-url":
         args.heartbeatUrl = url("--heartbeat-url", value(), ["ws:", "wss:"]);
+        sawHeartbeatUrl = true;
         break;
       case "--api-url":
         args.apiUrl = url("--api-url", value(), ["http:", "https:"]).replace(/\/+$/, "");
+        sawApiUrl = true;
         break;
       case "--token-file":
         args.tokenFile = value();
@@ -102,6 +113,13 @@ export const parseArgs = (argv: readonly string[]): SimulatorArgs => {
     }
   }
   if (!sawRouters || args.routers < 1) throw new ArgsError("--routers N is required (N >= 1)");
+  if (sawHeartbeatUrl && !sawApiUrl) {
+    // The API runs beside the heartbeat daemon: same host, the API's port.
+    const api = new URL(defaults.apiUrl);
+    api.hostname = new URL(args.heartbeatUrl).hostname;
+    api.protocol = args.heartbeatUrl.startsWith("wss:") ? "https:" : "http:";
+    args.apiUrl = api.toString().replace(/\/+$/, "");
+  }
   if (args.silent + args.flap + args.reboot > args.routers) {
     throw new ArgsError("--silent + --flap + --reboot cannot exceed --routers");
   }

@@ -1,4 +1,6 @@
 import { ArgsError, parseArgs, USAGE } from "./cli-args.ts";
+import { loadSimulatorDefaults } from "./config.ts";
+import { ConfigError } from "@fleet/shared";
 import { ROUTEROS_USAGE, RouterOsArgsError, routerOsHook, takeRouterOsArgs } from "./routeros/routeros-hook.ts";
 import { type EnrolledRouter, FleetApi } from "./fleet-api.ts";
 import { startSimulator } from "./simulator.ts";
@@ -8,11 +10,12 @@ import { readTokenFile, writeTokenFile } from "./token-file.ts";
 let args: ReturnType<typeof parseArgs>;
 let routerOs: ReturnType<typeof takeRouterOsArgs>["options"];
 try {
-  const taken = takeRouterOsArgs(process.argv.slice(2));
+  const defaults = loadSimulatorDefaults();
+  const taken = takeRouterOsArgs(process.argv.slice(2), { sshPort: defaults.sshPort, sshUser: defaults.sshUser });
   routerOs = taken.options;
-  args = parseArgs(taken.rest);
+  args = parseArgs(taken.rest, defaults);
 } catch (error) {
-  if (error instanceof ArgsError || error instanceof RouterOsArgsError) {
+  if (error instanceof ArgsError || error instanceof RouterOsArgsError || error instanceof ConfigError) {
     process.stderr.write(`${error.message}\n\n${USAGE}\n${ROUTEROS_USAGE}\n`);
     process.exit(2);
   }

@@ -1,3 +1,4 @@
+import { loadSimulatorDefaults } from "./config.ts";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -111,6 +112,20 @@ describe("simulator", () => {
 });
 
 describe("command line", () => {
+  it("finds the system from the environment the system reads, or beside the heartbeat URL", () => {
+    const defaults = loadSimulatorDefaults({ HOST: "127.0.0.5", PORT: "4100", HEARTBEAT_PORT: "4101", TUNNEL_SSH_PORT: "2222" });
+    expect(defaults).toEqual({
+      heartbeatUrl: "ws://127.0.0.5:4101/v1/heartbeat",
+      apiUrl: "http://127.0.0.5:4100",
+      sshPort: 2222,
+      sshUser: undefined,
+    });
+    expect(parseArgs(["--routers", "1"], defaults)).toMatchObject({ heartbeatUrl: defaults.heartbeatUrl, apiUrl: defaults.apiUrl });
+    const onlyHeartbeat = parseArgs(["--routers", "1", "--heartbeat-url", "ws://127.0.0.9:5001/v1/heartbeat"], loadSimulatorDefaults({}));
+    expect(onlyHeartbeat.apiUrl).toBe("http://127.0.0.9:3000");
+    expect(() => loadSimulatorDefaults({ PORT: "70000" })).toThrow(/PORT/);
+  });
+
   it("parses the options of CONTRACT section 6", () => {
     expect(
       parseArgs(["--routers", "10", "--heartbeat-url", "ws://127.0.0.1:4001/v1/heartbeat", "--token-file", "t.json", "--silent", "2", "--flap", "1", "--reboot", "3"]),

@@ -135,6 +135,19 @@ describe("fault state table", () => {
     expect((await faultsOf(quiet.id))[0]).toMatchObject({ status: "completed", cause: "Unknown", duration_seconds: 11 });
   });
 
+  it("completes a fault the sweeper opened while the heartbeat's flush was reading", async () => {
+    const t = clock.now().getTime();
+    const router = await beatingRouter("racing");
+    // The race's outcome: the flush read has_pulse true from before the sweeper's commit.
+    await db.query(
+      `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at) values (?, ?, 'site', 'error', 'Site Offline: racing', 'Unknown', 'ongoing', ?)`,
+      [crypto.randomUUID(), router.id, new Date(t + I)],
+    );
+    at(t + MISSED * I + GRACE);
+    await beat(router.heartbeatToken, { uptime: 1_000_000 });
+    expect(await faultsOf(router.id)).toEqual([expect.objectContaining({ status: "completed", cause: "Connectivity lost", duration_seconds: 2 })]);
+  });
+
   it("a router that never sent a heartbeat gets no fault", async () => {
     const router = await makeRouter(db, owner);
     clock.advance(3_600_000);

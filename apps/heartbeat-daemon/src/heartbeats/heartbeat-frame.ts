@@ -1,7 +1,8 @@
 import type { HeartbeatWrite } from "@fleet/db";
 import { describeFrameIssues, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
 
-export type FrameResult = { ok: true; frame: THeartbeatFrame } | { ok: false; message: string };
+/** `json`: not JSON at all (HTTP 400); `schema`: JSON but not a heartbeat (HTTP 422). */
+export type FrameResult = { ok: true; frame: THeartbeatFrame } | { ok: false; kind: "json" | "schema"; message: string };
 
 /** Text of one frame -> a heartbeat, or the message of the error frame to send back. */
 export const parseHeartbeat = (text: string): FrameResult => {
@@ -9,13 +10,13 @@ export const parseHeartbeat = (text: string): FrameResult => {
   try {
     json = JSON.parse(text);
   } catch {
-    return { ok: false, message: "The frame is not valid JSON." };
+    return { ok: false, kind: "json", message: "The frame is not valid JSON." };
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    return { ok: false, message: 'Not a heartbeat: send a JSON object with "type": "heartbeat".' };
+    return { ok: false, kind: "schema", message: 'Not a heartbeat: send a JSON object with "type": "heartbeat".' };
   }
   const result = ZHeartbeatFrame.safeParse(json);
-  if (!result.success) return { ok: false, message: describeFrameIssues(result.error) };
+  if (!result.success) return { ok: false, kind: "schema", message: describeFrameIssues(result.error) };
   return { ok: true, frame: result.data };
 };
 

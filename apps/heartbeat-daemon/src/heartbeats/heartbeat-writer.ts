@@ -17,6 +17,8 @@ export interface HeartbeatWriterOptions {
   feed: StatusFeed;
   coverage: CoverageHolder;
   intervalMs: number;
+  /** MISSED_HEARTBEATS: a silence this long may have opened a fault. */
+  missedHeartbeats: number;
   flushIntervalMs: number;
   maxBatchRows: number;
   logger: Logger;
@@ -44,6 +46,8 @@ export class HeartbeatWriter {
   #running: Promise<void> | null = null;
   #again = false;
   #timer: NodeJS.Timeout | undefined;
+  #soon = false;
+  #lastFlushAt = Number.NEGATIVE_INFINITY;
   readonly stats: FlushStats = { flushes: 0, rows: 0, failures: 0, lastFlushMs: 0 };
 
   constructor(options: HeartbeatWriterOptions) {
@@ -60,8 +64,22 @@ export class HeartbeatWriter {
   }
 
   enqueue(write: HeartbeatWrite): void {
-    this.#pending.set(write.routerId, write);
-    if (this.#pending.size >= this.#o.maxBatchRows) void this.flush();
+    const earlier = this.#pending.get(write.routerId);
+    this.#pending.set(write.routerId, earlier ? mergeWrites(earlier, write) : write);
+    if (this.#pending.size >= this.#o.maxBatchRows) {
+      void this.flush();
+    } else if (!this.#soon) {
+      // Write as soon as one flush interval has passed since the last flush: a quiet daemon writes
+      // within milliseconds, a busy one still flushes once per interval with everything pending.
+      this.#soon = true;
+      const wait = Math.max(0, this.#lastFlushAt + this.#o.flushIntervalMs - performance.now());
+      const run = () => {
+        this.#soon = false;
+        void this.flush();
+      };
+      if (wait === 0) setImmediate(run);
+      else setTimeout(run, wait).unref();
+    }
   }
 
   /** Drops a router's pending heartbeat (it was deleted). */
@@ -102,6 +120,7 @@ export class HeartbeatWriter {
     if (this.#pending.size === 0) return;
     const batch = [...this.#pending.values()];
     this.#pending = new Map();
+    this.#lastFlushAt = performance.now();
     const started = performance.now();
     let applied: AppliedHeartbeat[];
     try {
@@ -109,7 +128,10 @@ export class HeartbeatWriter {
     } catch (error) {
       this.stats.failures += 1;
       this.#o.logger.error({ err: error, rows: batch.length }, "heartbeat flush failed; will retry");
-      for (const write of batch) if (!this.#pending.has(write.routerId)) this.#pending.set(write.routerId, write);
+      for (const write of batch) {
+        const newer = this.#pending.get(write.routerId);
+        this.#pending.set(write.routerId, newer ? mergeWrites(write, newer) : write);
+      }
       return;
     }
     this.stats.flushes += 1;
@@ -147,22 +169,47 @@ export class HeartbeatWriter {
       for (const part of closed) downtime.push(part);
       if (!row.previousHasPulse) {
         events.push({ type: "pulse", router_id: row.routerId, team_id: row.teamId, has_pulse: true, at: formatIsoUtc(write.seenAt) });
-        if (row.previousSeenAt) {
-          completions.push({
-            routerId: row.routerId,
-            resolvedAt: write.seenAt,
-            cause: inferFaultCause({ lastSeen: row.previousSeenAt, resumedAt: write.seenAt, uptimeSeconds: write.uptimeSeconds }),
-          });
-        }
+      }
+      // Any router silent for the whole threshold may have a fault, even if the flush read its
+      // state just before the sweeper opened it: completing a fault that is not there is a no-op.
+      const silentLongEnough =
+        row.previousSeenAt !== null && write.seenAt.getTime() - row.previousSeenAt.getTime() >= this.#o.missedHeartbeats * this.#o.intervalMs;
+      if (row.previousSeenAt && (!row.previousHasPulse || silentLongEnough)) {
+        completions.push({
+          routerId: row.routerId,
+          resolvedAt: write.seenAt,
+          cause: inferFaultCause({ lastSeen: row.previousSeenAt, resumedAt: write.seenAt, uptimeSeconds: write.uptimeSeconds }),
+        });
       }
     }
     if (downtime.length > 0) await this.#o.store.recordDowntime(downtime);
     if (completions.length > 0) {
       const completed = await this.#o.store.completeFaults(completions);
-      for (const fault of completed) events.push(toFaultEvent(fault));
+      const flipped = new Set(events.map((e) => e.router_id));
+      for (const fault of completed) {
+        const write = byRouter.get(fault.routerId);
+        if (!flipped.has(fault.routerId) && write) {
+          events.push({ type: "pulse", router_id: fault.routerId, team_id: fault.teamId, has_pulse: true, at: formatIsoUtc(write.seenAt) });
+        }
+        events.push(toFaultEvent(fault));
+      }
     }
     if (events.length > 0) {
       await this.#o.feed.publish(events).catch((error) => this.#o.logger.warn({ err: error }, "status events not published"));
     }
   }
 }
+
+/**
+ * Two heartbeats of one router in one batch: the newer one's reported fields win, fields it did
+ * not report keep the older values, metadata keys merge (CONTRACT section 5: each heartbeat sets
+ * the fields it reports).
+ */
+export const mergeWrites = (older: HeartbeatWrite, newer: HeartbeatWrite): HeartbeatWrite => {
+  const merged: HeartbeatWrite = { ...older };
+  for (const [key, value] of Object.entries(newer) as Array<[keyof HeartbeatWrite, unknown]>) {
+    if (value !== undefined && value !== null) (merged as unknown as Record<string, unknown>)[key] = value;
+  }
+  if (older.metadata && newer.metadata) merged.metadata = { ...older.metadata, ...newer.metadata };
+  return merged;
+};

@@ -62,14 +62,17 @@ const json = (res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(text);
 };
 
+/** Answers a refused upgrade over the raw socket (no WebSocket exists yet) and closes it once sent. */
 const rejectUpgrade = (socket: Socket, status: number, reason: string, message: string, extra = "") => {
   const body = JSON.stringify({ type: "error", message });
-  if (socket.writable) {
-    socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
+  if (!socket.writable) {
+    socket.destroy();
+    return;
   }
-  socket.destroy();
+  socket.once("finish", destroySocket);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 };
 
 function destroySocket(this: Socket) {
@@ -84,6 +87,8 @@ const UNAUTHORIZED = "Missing, unknown or revoked heartbeat token: send Authoriz
  */
 export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<HeartbeatServer> => {
   const ack = JSON.stringify({ type: "ack", interval_ms: o.intervalMs });
+  // Encoded once: every heartbeat gets the same bytes back.
+  const ackFrame = Buffer.from(ack);
   const registry = new ConnectionRegistry(MAX_SOCKETS_PER_ROUTER);
   const peers = new WeakMap<WebSocket, Peer>();
   const httpGuards = new Map<string, FloodGuard>();
@@ -149,7 +154,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
       return;
     }
     o.writer.enqueue(toWrite(peer.owner.routerId, parsed.frame, o.clock.now(), peer.address));
-    ws.send(ack);
+    ws.send(ackFrame, { binary: false });
   };
 
   const onUpgrade = async (req: IncomingMessage, socket: Socket, head: Buffer) => {
@@ -205,7 +210,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
       return json(res, 429, { type: "error", message: `Too many heartbeats: at most ${o.tuning.floodPerSecond} per second.` });
     }
     const parsed = parseHeartbeat(Buffer.concat(chunks).toString("utf8"));
-    if (!parsed.ok) return json(res, parsed.message.startsWith("The frame is not valid JSON") ? 400 : 422, { type: "error", message: parsed.message });
+    if (!parsed.ok) return json(res, parsed.kind === "json" ? 400 : 422, { type: "error", message: parsed.message });
     o.writer.enqueue(toWrite(owner.routerId, parsed.frame, o.clock.now(), peerAddress(req.socket.remoteAddress)));
     res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(ack) });
     res.end(ack);

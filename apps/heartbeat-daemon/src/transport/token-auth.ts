@@ -10,14 +10,16 @@ export interface TokenAuthOptions {
   lookup: TokenLookup;
   /** A cached answer (owner or "unknown") is re-checked against the database after this long. */
   ttlMs: number;
-  /** Cap on cached entries; the oldest go first. */
+  /** Cap on cached owners; the oldest go first. */
   maxEntries?: number;
+  /** Cap on remembered unknown tokens, kept apart so garbage tokens cannot push out real ones. */
+  maxUnknown?: number;
   /** Monotonic milliseconds; injectable for tests. */
   now?: () => number;
 }
 
 interface Entry {
-  owner: TokenOwner | null;
+  owner: TokenOwner;
   checkedAt: number;
 }
 
@@ -44,8 +46,10 @@ export class TokenAuthenticator {
   readonly #lookup: TokenLookup;
   readonly #ttlMs: number;
   readonly #maxEntries: number;
+  readonly #maxUnknown: number;
   readonly #now: () => number;
   readonly #cache = new Map<string, Entry>();
+  readonly #unknown = new Map<string, number>();
   readonly #hashByRouter = new Map<string, string>();
   #pending = new Map<string, Array<(owner: TokenOwner | null) => void>>();
   #scheduled = false;
@@ -53,7 +57,8 @@ export class TokenAuthenticator {
   constructor(options: TokenAuthOptions) {
     this.#lookup = options.lookup;
     this.#ttlMs = options.ttlMs;
-    this.#maxEntries = options.maxEntries ?? 500_000;
+    this.#maxEntries = options.maxEntries ?? 200_000;
+    this.#maxUnknown = options.maxUnknown ?? 10_000;
     this.#now = options.now ?? (() => performance.now());
   }
 
@@ -61,8 +66,11 @@ export class TokenAuthenticator {
   async authenticate(token: string | undefined): Promise<TokenOwner | null> {
     if (!token || !PLAUSIBLE_TOKEN.test(token)) return null;
     const hash = hashToken(token);
+    const now = this.#now();
     const entry = this.#cache.get(hash);
-    if (entry && this.#now() - entry.checkedAt < this.#ttlMs) return entry.owner;
+    if (entry && now - entry.checkedAt < this.#ttlMs) return entry.owner;
+    const refused = this.#unknown.get(hash);
+    if (refused !== undefined && now - refused < this.#ttlMs) return null;
     return new Promise((resolve) => {
       const waiters = this.#pending.get(hash);
       if (waiters) waiters.push(resolve);
@@ -76,7 +84,8 @@ export class TokenAuthenticator {
     const hash = this.#hashByRouter.get(routerId);
     if (hash === undefined) return;
     this.#hashByRouter.delete(routerId);
-    this.#cache.set(hash, { owner: null, checkedAt: this.#now() });
+    this.#cache.delete(hash);
+    this.#rememberUnknown(hash, this.#now());
   }
 
   get size(): number {
@@ -115,7 +124,22 @@ export class TokenAuthenticator {
     }
   }
 
+  #rememberUnknown(hash: string, checkedAt: number): void {
+    if (this.#unknown.size >= this.#maxUnknown) {
+      const oldest = this.#unknown.keys().next();
+      if (!oldest.done) this.#unknown.delete(oldest.value);
+    }
+    this.#unknown.delete(hash);
+    this.#unknown.set(hash, checkedAt);
+  }
+
   #remember(hash: string, owner: TokenOwner | null, checkedAt: number): void {
+    if (!owner) {
+      this.#cache.delete(hash);
+      this.#rememberUnknown(hash, checkedAt);
+      return;
+    }
+    this.#unknown.delete(hash);
     if (this.#cache.size >= this.#maxEntries && !this.#cache.has(hash)) {
       const oldest = this.#cache.keys().next();
       if (!oldest.done) {
@@ -126,6 +150,6 @@ export class TokenAuthenticator {
     }
     this.#cache.delete(hash);
     this.#cache.set(hash, { owner, checkedAt });
-    if (owner) this.#hashByRouter.set(owner.routerId, hash);
+    this.#hashByRouter.set(owner.routerId, hash);
   }
 }

@@ -36,11 +36,14 @@ export class RouterOsArgsError extends Error {}
 const DEFAULT_AGENT_KEY = path.join(".data", "tunnel-agent", "id_ed25519.pub");
 
 /** Removes this module's flags from `argv`; the rest goes to the simulator's own parser. */
-export const takeRouterOsArgs = (argv: readonly string[]): { options: RouterOsHookOptions; rest: string[] } => {
+export const takeRouterOsArgs = (
+  argv: readonly string[],
+  defaults: { sshPort: number; sshUser: string | undefined } = { sshPort: 22, sshUser: undefined },
+): { options: RouterOsHookOptions; rest: string[] } => {
   const options: RouterOsHookOptions = {
     enabled: true,
-    sshPort: 22,
-    sshUser: undefined,
+    sshPort: defaults.sshPort,
+    sshUser: defaults.sshUser,
     authorizedKeysFile: existsSync(DEFAULT_AGENT_KEY) ? DEFAULT_AGENT_KEY : undefined,
     stateDir: path.join(".data", "simulator"),
   };

@@ -158,8 +158,10 @@ export const faultOpensAt = (lastSeen: Date, intervalMs: number, missedHeartbeat
   new Date(lastSeen.getTime() + missedHeartbeats * intervalMs);
 
 /** Whole seconds from start to resolution, never negative. */
+// Timestamps are shown to the second, so the duration is the difference of the shown seconds:
+// `resolved_at - created_at` as a client reads them always equals `duration`.
 export const faultDurationSeconds = (createdAt: Date, resolvedAt: Date): number =>
-  Math.max(0, Math.floor((resolvedAt.getTime() - createdAt.getTime()) / 1000));
+  Math.max(0, Math.floor(resolvedAt.getTime() / 1000) - Math.floor(createdAt.getTime() / 1000));
 
 export interface FaultCauseInput {
   /** The last heartbeat before the outage. */

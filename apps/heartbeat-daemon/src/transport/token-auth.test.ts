@@ -1,0 +1,76 @@
+import type { TokenOwner } from "@fleet/db";
+import { describe, expect, it } from "vitest";
+import { bearerToken, hashToken, TokenAuthenticator } from "./token-auth.ts";
+
+/** A fake token store: counts its queries; `owners` is what the database holds now. */
+const store = (owners: Map<string, TokenOwner>) => {
+  const calls: string[][] = [];
+  return {
+    calls,
+    lookup: {
+      lookupTokens: async (hashes: readonly string[]) => {
+        calls.push([...hashes]);
+        return new Map(hashes.flatMap((h) => (owners.has(h) ? [[h, owners.get(h) as TokenOwner] as const] : [])));
+      },
+    },
+  };
+};
+
+const token = (n: number) => `hb_token_number_${String(n).padStart(6, "0")}`;
+
+describe("TokenAuthenticator", () => {
+  it("merges concurrent lookups into one query and caches the answer", async () => {
+    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t" }]]);
+    const s = store(owners);
+    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => 0 });
+    const results = await Promise.all([auth.authenticate(token(1)), auth.authenticate(token(1)), auth.authenticate(token(2))]);
+    expect(results).toEqual([{ routerId: "r1", teamId: "t" }, { routerId: "r1", teamId: "t" }, null]);
+    expect(s.calls).toHaveLength(1);
+    expect(s.calls[0]?.sort()).toEqual([hashToken(token(1)), hashToken(token(2))].sort());
+    await auth.authenticate(token(1));
+    await auth.authenticate(token(2));
+    expect(s.calls).toHaveLength(1);
+  });
+
+  it("re-checks after the TTL, so a router deleted elsewhere is refused", async () => {
+    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t" }]]);
+    const s = store(owners);
+    let now = 0;
+    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => now });
+    expect(await auth.authenticate(token(1))).not.toBeNull();
+    owners.clear();
+    now = 999;
+    expect(await auth.authenticate(token(1))).not.toBeNull();
+    now = 1_000;
+    expect(await auth.authenticate(token(1))).toBeNull();
+  });
+
+  it("forgets a revoked router at once", async () => {
+    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t" }]]);
+    const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, now: () => 0 });
+    expect(await auth.authenticate(token(1))).not.toBeNull();
+    auth.revokeRouter("r1");
+    expect(await auth.authenticate(token(1))).toBeNull();
+  });
+
+  it("refuses implausible tokens without a query and bounds remembered unknown ones", async () => {
+    const s = store(new Map());
+    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 60_000, maxUnknown: 3, now: () => 0 });
+    for (const bad of [undefined, "", "short", "x".repeat(257), "has space inside it"]) expect(await auth.authenticate(bad)).toBeNull();
+    expect(s.calls).toHaveLength(0);
+    for (let i = 0; i < 5; i++) await auth.authenticate(token(i));
+    expect(s.calls).toHaveLength(5);
+    // Only the 3 most recent unknown tokens are remembered.
+    await auth.authenticate(token(4));
+    expect(s.calls).toHaveLength(5);
+    await auth.authenticate(token(0));
+    expect(s.calls).toHaveLength(6);
+  });
+
+  it("reads the bearer token from the header", () => {
+    expect(bearerToken("Bearer abc")).toBe("abc");
+    expect(bearerToken("bearer   abc ")).toBe("abc");
+    expect(bearerToken("Basic abc")).toBeUndefined();
+    expect(bearerToken(undefined)).toBeUndefined();
+  });
+});
