@@ -73,7 +73,11 @@ const schedule = (peer: Peer, firstDelay: number) => {
 
 const open = (peer: Peer): Promise<boolean> =>
   new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${peer.token}` }, localAddress: peer.source, perMessageDeflate: false });
+    const ws = new WebSocket(url, {
+      headers: { authorization: `Bearer ${peer.token}` },
+      localAddress: peer.source,
+      perMessageDeflate: false,
+    });
     peer.ws = ws;
     peer.inFlight = [];
     ws.on("error", () => resolve(false));
@@ -101,15 +105,18 @@ const open = (peer: Peer): Promise<boolean> =>
       if (!opened || peer.ws !== ws || closing || peer.silent) return;
       peer.ws = undefined;
       // The daemon went away (restart): come back soon, as routers do.
-      setTimeout(async () => {
-        if (closing || peer.silent) return;
-        for (let attempt = 0; attempt < 100 && !(await open(peer)); attempt++) {
-          await new Promise((r) => setTimeout(r, 200 + Math.random() * 300));
+      setTimeout(
+        async () => {
           if (closing || peer.silent) return;
-        }
-        send(peer);
-        schedule(peer, intervalMs * Math.random());
-      }, 100 + Math.random() * 500);
+          for (let attempt = 0; attempt < 100 && !(await open(peer)); attempt++) {
+            await new Promise((r) => setTimeout(r, 200 + Math.random() * 300));
+            if (closing || peer.silent) return;
+          }
+          send(peer);
+          schedule(peer, intervalMs * Math.random());
+        },
+        100 + Math.random() * 500,
+      );
     });
   });
 
@@ -191,7 +198,8 @@ process.on("message", async (message: Command) => {
     }
     case "lastSent": {
       const last: Record<number, number> = {};
-      for (const peer of peers) if (peer.index >= message.from && peer.index < message.to) last[peer.index] = peer.lastSent;
+      for (const peer of peers)
+        if (peer.index >= message.from && peer.index < message.to) last[peer.index] = peer.lastSent;
       reply({ ok: true, last });
       break;
     }

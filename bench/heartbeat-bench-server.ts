@@ -37,7 +37,12 @@ const startBaseline = async (port: number, databaseUrl: string, intervalMs: numb
   await db.close();
   const ack = JSON.stringify({ type: "ack", interval_ms: intervalMs });
   let frames = 0;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024, perMessageDeflate: false, clientTracking: false });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: 16 * 1024,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
   const server = createServer((_req, res) => res.end());
   server.on("upgrade", (req, socket: Socket, head) => {
     socket.on("error", () => socket.destroy());
@@ -60,7 +65,9 @@ const startBaseline = async (port: number, databaseUrl: string, intervalMs: numb
       });
     });
   });
-  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port, reusePort: true, exclusive: true }, resolve));
+  await new Promise<void>((resolve) =>
+    server.listen({ host: "127.0.0.1", port, reusePort: true, exclusive: true }, resolve),
+  );
   stats = () => ({ frames });
   close = async () => {
     server.closeAllConnections();
@@ -79,7 +86,12 @@ const startDaemon = async (port: number, databaseUrl: string, intervalMs: number
     LOG_LEVEL: "warn",
   });
   const db = await openDatabase({ databaseUrl, dataDir: "memory", poolSize: 4 });
-  const daemon: RunningHeartbeat = await startHeartbeat({ config, db, logger: pino({ level: "warn" }), reusePort: true });
+  const daemon: RunningHeartbeat = await startHeartbeat({
+    config,
+    db,
+    logger: pino({ level: "warn" }),
+    reusePort: true,
+  });
   stats = () => daemon.stats();
   close = async () => {
     await daemon.close();

@@ -61,7 +61,10 @@ interface Child {
 }
 
 const spawn = (file: string, gc: boolean): Child => {
-  const proc = fork(path.join(here, file), [], { execArgv: gc ? ["--expose-gc"] : [], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const proc = fork(path.join(here, file), [], {
+    execArgv: gc ? ["--expose-gc"] : [],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   let chain: Promise<unknown> = Promise.resolve();
   return {
     proc,
@@ -90,7 +93,8 @@ const freePort = async (): Promise<number> => {
   return port;
 };
 
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 1) => n.toFixed(digits);
 
@@ -107,7 +111,10 @@ await setupDb.migrate();
 const orgId = crypto.randomUUID();
 const teamId = crypto.randomUUID();
 await setupDb.query("insert into organizations (id, name, created_at) values (?, 'bench', now())", [orgId]);
-await setupDb.query("insert into teams (id, organization_id, name, is_default, created_at) values (?, ?, 'bench', true, now())", [teamId, orgId]);
+await setupDb.query(
+  "insert into teams (id, organization_id, name, is_default, created_at) values (?, ?, 'bench', true, now())",
+  [teamId, orgId],
+);
 // Router i has id uuid(i) and token hb_bench_<run>_<i>; the hash is computed by PostgreSQL.
 await setupDb.query(
   `insert into routers (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
@@ -120,10 +127,19 @@ const routerId = (i: number) => `${i.toString(16).padStart(8, "0")}-0000-4000-80
 log(`database ${dbName}: ${ROUTERS} routers; ${WORKERS} server process(es), ${LOADERS} load process(es)`);
 
 const xacts = async () =>
-  Number((await admin.query("select xact_commit + xact_rollback as n from pg_stat_database where datname = $1", [dbName])).rows[0]?.n ?? 0);
+  Number(
+    (await admin.query("select xact_commit + xact_rollback as n from pg_stat_database where datname = $1", [dbName]))
+      .rows[0]?.n ?? 0,
+  );
 
 // ---- one phase: servers + loaders ----------------------------------------------------------
-const startServers = async (mode: "daemon" | "baseline", count: number, port: number, intervalMs: number, missed: number) => {
+const startServers = async (
+  mode: "daemon" | "baseline",
+  count: number,
+  port: number,
+  intervalMs: number,
+  missed: number,
+) => {
   const servers = Array.from({ length: count }, () => spawn("heartbeat-bench-server.ts", true));
   for (const s of servers) await s.call({ cmd: "start", mode, port, databaseUrl, intervalMs, missed });
   return servers;
@@ -138,7 +154,10 @@ const closeAll = async (children: Child[]) => {
   await Promise.all(children.map((c) => (c.proc.exitCode === null ? once(c.proc, "exit") : undefined)));
 };
 const slices = (total: number, parts: number) =>
-  Array.from({ length: parts }, (_, k) => [Math.floor((k * total) / parts), Math.floor(((k + 1) * total) / parts)] as const);
+  Array.from(
+    { length: parts },
+    (_, k) => [Math.floor((k * total) / parts), Math.floor(((k + 1) * total) / parts)] as const,
+  );
 
 interface PhaseResult {
   p50: number;
@@ -163,7 +182,15 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   await Promise.all(
     loaders.map((l, k) => {
       const [from, to] = parts[k] ?? [0, 0];
-      return l.call({ cmd: "connect", url: wsUrl, runId: RUN, from, to: from + Math.floor((to - from) / 4), perSource: 4_000, concurrency: 250 });
+      return l.call({
+        cmd: "connect",
+        url: wsUrl,
+        runId: RUN,
+        from,
+        to: from + Math.floor((to - from) / 4),
+        perSource: 4_000,
+        concurrency: 250,
+      });
     }),
   );
   for (const l of loaders) await l.call({ cmd: "cadence", intervalMs: INTERVAL });
@@ -178,7 +205,8 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   await sleep(SETTLE_MS);
   const rss0 = await rss(servers);
   if (process.env.BENCH_DEBUG) {
-    for (const srv of servers) log(`    ${mode} memory at N/4: ${JSON.stringify((await srv.call<{ memory: unknown }>({ cmd: "rss" })).memory)}`);
+    for (const srv of servers)
+      log(`    ${mode} memory at N/4: ${JSON.stringify((await srv.call<{ memory: unknown }>({ cmd: "rss" })).memory)}`);
   }
   const results = await Promise.all(
     loaders.map((l, k) => {
@@ -201,7 +229,8 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   await sleep(SETTLE_MS);
   const rss1 = await rss(servers);
   if (process.env.BENCH_DEBUG) {
-    for (const srv of servers) log(`    ${mode} memory at N: ${JSON.stringify((await srv.call<{ memory: unknown }>({ cmd: "rss" })).memory)}`);
+    for (const srv of servers)
+      log(`    ${mode} memory at N: ${JSON.stringify((await srv.call<{ memory: unknown }>({ cmd: "rss" })).memory)}`);
   }
   for (const l of loaders) await l.call({ cmd: "cadence", intervalMs: INTERVAL });
   await sleep(2_000);
@@ -211,7 +240,8 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const m0 = Date.now();
   await sleep(MEASURE_MS);
   const latencies: number[] = [];
-  for (const l of loaders) latencies.push(...(await l.call<{ latencies: number[] }>({ cmd: "record", on: false })).latencies);
+  for (const l of loaders)
+    latencies.push(...(await l.call<{ latencies: number[] }>({ cmd: "record", on: false })).latencies);
   const elapsed = (Date.now() - m0) / 1000;
   const xactsFull = ((await xacts()) - x0) / elapsed;
   if (process.env.BENCH_DEBUG) {
@@ -239,10 +269,22 @@ const saturation = async (mode: "daemon" | "baseline"): Promise<number> => {
   const sockets = Math.min(SAT_SOCKETS, ROUTERS);
   const parts = slices(sockets, loaders.length);
   await Promise.all(
-    loaders.map((l, k) => l.call({ cmd: "connect", url: `ws://127.0.0.1:${port}/v1/heartbeat`, runId: RUN, from: parts[k]?.[0], to: parts[k]?.[1], perSource: 4_000, concurrency: 250 })),
+    loaders.map((l, k) =>
+      l.call({
+        cmd: "connect",
+        url: `ws://127.0.0.1:${port}/v1/heartbeat`,
+        runId: RUN,
+        from: parts[k]?.[0],
+        to: parts[k]?.[1],
+        perSource: 4_000,
+        concurrency: 250,
+      }),
+    ),
   );
   await sleep(1_000);
-  const counts = await Promise.all(loaders.map((l) => l.call<{ acks: number }>({ cmd: "saturate", durationMs: SAT_MS, perSocketHz: 10 })));
+  const counts = await Promise.all(
+    loaders.map((l) => l.call<{ acks: number }>({ cmd: "saturate", durationMs: SAT_MS, perSocketHz: 10 })),
+  );
   await closeAll(loaders);
   await closeAll(servers);
   return counts.reduce((n, c) => n + c.acks, 0) / (SAT_MS / 1000);
@@ -310,7 +352,9 @@ const flushComparison = async () => {
 // ---- 5: silence 10%, restart the daemon ----------------------------------------------------
 const faultsAndRestart = async () => {
   if (FAULT_MISSED * FAULT_INTERVAL < 15_000) {
-    log("  note: the threshold ends while every daemon is stopped (about 9 s after the silence); those faults can only open after the restart");
+    log(
+      "  note: the threshold ends while every daemon is stopped (about 9 s after the silence); those faults can only open after the restart",
+    );
   }
   await setupDb.query("update routers set has_pulse = false, last_seen_at = null");
   await setupDb.query("delete from router_faults");
@@ -332,10 +376,22 @@ const faultsAndRestart = async () => {
   const workers = Math.max(1, Math.ceil(FAULT_ROUTERS / PER_PROCESS));
   const port = await freePort();
   let servers = await startServers("daemon", workers, port, FAULT_INTERVAL, FAULT_MISSED);
-  const loaders = Array.from({ length: Math.max(1, Math.ceil(FAULT_ROUTERS / PER_PROCESS)) }, () => spawn("heartbeat-bench-load.ts", false));
+  const loaders = Array.from({ length: Math.max(1, Math.ceil(FAULT_ROUTERS / PER_PROCESS)) }, () =>
+    spawn("heartbeat-bench-load.ts", false),
+  );
   const parts = slices(FAULT_ROUTERS, loaders.length);
   await Promise.all(
-    loaders.map((l, k) => l.call({ cmd: "connect", url: `ws://127.0.0.1:${port}/v1/heartbeat`, runId: RUN, from: parts[k]?.[0], to: parts[k]?.[1], perSource: 4_000, concurrency: 250 })),
+    loaders.map((l, k) =>
+      l.call({
+        cmd: "connect",
+        url: `ws://127.0.0.1:${port}/v1/heartbeat`,
+        runId: RUN,
+        from: parts[k]?.[0],
+        to: parts[k]?.[1],
+        perSource: 4_000,
+        concurrency: 250,
+      }),
+    ),
   );
   for (const l of loaders) await l.call({ cmd: "cadence", intervalMs: FAULT_INTERVAL });
   await sleep(3 * FAULT_INTERVAL + 1_000);
@@ -383,7 +439,9 @@ const faultsAndRestart = async () => {
     "select id, (extract(epoch from last_seen_at) * 1000)::float8 as ms from routers where last_seen_at is not null",
   );
   const lastSeenById = new Map(seen.map((r) => [r.id, Number(r.ms)]));
-  const stored = await setupDb.query<{ router_id: string; s: number }>("select router_id, sum(seconds_down)::int as s from router_downtime_hours group by router_id");
+  const stored = await setupDb.query<{ router_id: string; s: number }>(
+    "select router_id, sum(seconds_down)::int as s from router_downtime_hours group by router_id",
+  );
   const storedById = new Map(stored.map((r) => [r.router_id, Number(r.s)]));
   let worstSilenced = 0;
   let worstOthers = 0;
@@ -392,14 +450,20 @@ const faultsAndRestart = async () => {
     const seenMs = lastSeenById.get(id);
     let computed = storedById.get(id) ?? 0;
     if (seenMs !== undefined && coverage) {
-      const ongoing = downtimeBetween(effectiveLastSeen(new Date(seenMs), coverage, coverage.intervalMs), now, coverage.intervalMs);
+      const ongoing = downtimeBetween(
+        effectiveLastSeen(new Date(seenMs), coverage, coverage.intervalMs),
+        now,
+        coverage.intervalMs,
+      );
       if (ongoing) computed += splitByUtcHour(ongoing).reduce((n, p) => n + p.ms / 1000, 0);
     }
     const sent = lastSent.get(i);
     const truth = sent === undefined ? 0 : Math.max(0, (now.getTime() - (sent + FAULT_INTERVAL)) / 1000);
     const error = Math.abs(computed - truth) / 60;
     if (sent === undefined && error > worstOthers && process.env.BENCH_DEBUG) {
-      log(`    router ${i}: computed ${fmt(computed)} s, stored ${storedById.get(id) ?? 0} s, last seen ${seenMs === undefined ? "never" : new Date(seenMs).toISOString()}, coverage ${JSON.stringify(coverage)}`);
+      log(
+        `    router ${i}: computed ${fmt(computed)} s, stored ${storedById.get(id) ?? 0} s, last seen ${seenMs === undefined ? "never" : new Date(seenMs).toISOString()}, coverage ${JSON.stringify(coverage)}`,
+      );
     }
     if (sent === undefined) worstOthers = Math.max(worstOthers, error);
     else worstSilenced = Math.max(worstSilenced, error);
@@ -423,19 +487,49 @@ const faultsAndRestart = async () => {
 
 // ---- run ------------------------------------------------------------------------------------
 try {
-  log(`1-4. cadence: ${ROUTERS} routers every ${INTERVAL / 1000} s (${fmt(ROUTERS / (INTERVAL / 1000), 0)} heartbeats/s), ${MEASURE_MS / 1000} s measured`);
-  const skipped: PhaseResult = { p50: Number.NaN, p99: Number.NaN, p999: Number.NaN, samples: 0, rate: Number.NaN, slopeBytes: Number.NaN, xactsQuarter: Number.NaN, xactsFull: Number.NaN };
+  log(
+    `1-4. cadence: ${ROUTERS} routers every ${INTERVAL / 1000} s (${fmt(ROUTERS / (INTERVAL / 1000), 0)} heartbeats/s), ${MEASURE_MS / 1000} s measured`,
+  );
+  const skipped: PhaseResult = {
+    p50: Number.NaN,
+    p99: Number.NaN,
+    p999: Number.NaN,
+    samples: 0,
+    rate: Number.NaN,
+    slopeBytes: Number.NaN,
+    xactsQuarter: Number.NaN,
+    xactsFull: Number.NaN,
+  };
   const baseline = PHASES.has("1") ? await runPhase("baseline") : skipped;
   const daemon = PHASES.has("1") ? await runPhase("daemon") : skipped;
-  if (PHASES.has("2")) log(`2. saturation: 1 server process, ${Math.min(SAT_SOCKETS, ROUTERS)} sockets at up to 10 Hz each, ${SAT_MS / 1000} s`);
+  if (PHASES.has("2"))
+    log(
+      `2. saturation: 1 server process, ${Math.min(SAT_SOCKETS, ROUTERS)} sockets at up to 10 Hz each, ${SAT_MS / 1000} s`,
+    );
   const satBaseline = PHASES.has("2") ? await saturation("baseline") : Number.NaN;
   const satDaemon = PHASES.has("2") ? await saturation("daemon") : Number.NaN;
   if (PHASES.has("4")) log(`4. flush of ${FLUSH_ROWS} rows vs a hand-written pg UNNEST upsert`);
-  const flush = PHASES.has("4") ? await flushComparison() : { rows: FLUSH_ROWS, handMs: Number.NaN, oursMs: Number.NaN };
-  if (PHASES.has("5")) log(`5. faults: ${FAULT_ROUTERS} routers every ${FAULT_INTERVAL / 1000} s, threshold ${FAULT_MISSED} missed; 10% silenced, then a daemon restart`);
+  const flush = PHASES.has("4")
+    ? await flushComparison()
+    : { rows: FLUSH_ROWS, handMs: Number.NaN, oursMs: Number.NaN };
+  if (PHASES.has("5"))
+    log(
+      `5. faults: ${FAULT_ROUTERS} routers every ${FAULT_INTERVAL / 1000} s, threshold ${FAULT_MISSED} missed; 10% silenced, then a daemon restart`,
+    );
   const faults = PHASES.has("5")
     ? await faultsAndRestart()
-    : { routers: 0, silenced: 0, opened: 0, missing: 0, falseFaults: 0, lateP50: Number.NaN, lateP99: Number.NaN, lateMax: Number.NaN, worstSilencedMinutes: Number.NaN, worstOthersMinutes: Number.NaN };
+    : {
+        routers: 0,
+        silenced: 0,
+        opened: 0,
+        missing: 0,
+        falseFaults: 0,
+        lateP50: Number.NaN,
+        lateP99: Number.NaN,
+        lateMax: Number.NaN,
+        worstSilencedMinutes: Number.NaN,
+        worstOthersMinutes: Number.NaN,
+      };
 
   const lines = [
     "",

@@ -12,7 +12,10 @@ import {
   removeForwardRule,
 } from "@fleet/tunnel-agent/routeros/routeros-commands";
 import { RouterOsCommandError, SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
-import { type RouterOsSshServerOptions, startRouterOsSshServer } from "@fleet/router-simulator/routeros/routeros-ssh-server";
+import {
+  type RouterOsSshServerOptions,
+  startRouterOsSshServer,
+} from "@fleet/router-simulator/routeros/routeros-ssh-server";
 
 const HOST = "127.0.0.1";
 const ID = "0b6f1c1e-1111-4222-8333-444455556666";
@@ -96,11 +99,20 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
   it("adds a rule, lists it, relays bytes, and removal closes the port and its connections", async () => {
     const { sim, router, lanCalls } = await setup();
     const port = await freePort();
-    expect(await router.exec(addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }))).toBe("");
+    expect(await router.exec(addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }))).toBe(
+      "",
+    );
 
     const listed = parseTerseRules(await router.exec(listForwardRules()));
     expect(listed).toEqual([
-      expect.objectContaining({ index: 0, forwardId: ID, dstPort: port, toAddresses: "192.168.88.10", toPorts: 22, disabled: false }),
+      expect.objectContaining({
+        index: 0,
+        forwardId: ID,
+        dstPort: port,
+        toAddresses: "192.168.88.10",
+        toPorts: 22,
+        disabled: false,
+      }),
     ]);
     expect(sim.rules()[0]).toMatchObject({ id: "*1", props: { comment: `fleet-fwd:${ID}`, "dst-port": String(port) } });
 
@@ -164,8 +176,24 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
   it("only relays sources matching src-address", async () => {
     const { router } = await setup();
     const [blocked, allowed] = [await freePort(), await freePort()];
-    await router.exec(addForwardRule({ port: blocked, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID, srcAddress: "10.0.0.0/8" }));
-    await router.exec(addForwardRule({ port: allowed, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID2, srcAddress: "127.0.0.0/8" }));
+    await router.exec(
+      addForwardRule({
+        port: blocked,
+        dstAddress: "192.168.88.10",
+        dstPort: 22,
+        forwardId: ID,
+        srcAddress: "10.0.0.0/8",
+      }),
+    );
+    await router.exec(
+      addForwardRule({
+        port: allowed,
+        dstAddress: "192.168.88.10",
+        dstPort: 22,
+        forwardId: ID2,
+        srcAddress: "127.0.0.0/8",
+      }),
+    );
     const rejected = await connectTcp(blocked);
     await once(rejected, "close");
     expect(await echoOnce(await connectTcp(allowed), "ok")).toBe("ok");
@@ -182,10 +210,22 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
   it.each([
     ["/ip firewall nat frobnicate", "bad command name frobnicate (line 1 column 18)"],
     ["/system reboot", "bad command name system (line 1 column 2)"],
-    ["/ip firewall nat add chain=dstnat protocol=tcp dst-port=40001 action=dst-nat to-addresses=lan", "failure: value of to-addresses must be ip address"],
-    ["/ip firewall nat add chain=dstnat protocol=tcp dst-port=70000 action=dst-nat to-addresses=10.0.0.1", "failure: value of dst-port out of range (0..65535)"],
-    ["/ip firewall nat add chain=dstnat protocol=tcp dst-port=1 action=dst-nat to-addresses=10.0.0.1 foo=bar", "expected end of command (line 1 column 96)"],
-    ['/ip firewall nat add chain=dstnat comment="x"; /ip firewall nat add chain=dstnat', "syntax error (line 1 column 46)"],
+    [
+      "/ip firewall nat add chain=dstnat protocol=tcp dst-port=40001 action=dst-nat to-addresses=lan",
+      "failure: value of to-addresses must be ip address",
+    ],
+    [
+      "/ip firewall nat add chain=dstnat protocol=tcp dst-port=70000 action=dst-nat to-addresses=10.0.0.1",
+      "failure: value of dst-port out of range (0..65535)",
+    ],
+    [
+      "/ip firewall nat add chain=dstnat protocol=tcp dst-port=1 action=dst-nat to-addresses=10.0.0.1 foo=bar",
+      "expected end of command (line 1 column 96)",
+    ],
+    [
+      '/ip firewall nat add chain=dstnat comment="x"; /ip firewall nat add chain=dstnat',
+      "syntax error (line 1 column 46)",
+    ],
     ['/ip firewall nat add chain=dstnat comment="$[/system reboot]"', "syntax error (line 1 column 44)"],
   ])("reports %j in-band, which the adapter raises as RouterOsCommandError", async (command, text) => {
     const { sim, router } = await setup();
@@ -203,7 +243,9 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
       expect(() => addForwardRule({ port: 40001, dstAddress: "192.168.88.10", dstPort: 22, forwardId })).toThrow();
       expect(() => removeForwardRule(forwardId)).toThrow();
     }
-    expect(() => addForwardRule({ port: 40001, dstAddress: '10.0.0.1" comment="x', dstPort: 22, forwardId: ID })).toThrow();
+    expect(() =>
+      addForwardRule({ port: 40001, dstAddress: '10.0.0.1" comment="x', dstPort: 22, forwardId: ID }),
+    ).toThrow();
     expect(() => dropConnections("127.0.0.1;", 1)).toThrow();
     await router.exec(listForwardRules());
     expect(sim.commands()).toEqual([listForwardRules()]);

@@ -101,7 +101,9 @@ describe("SshRouterOsConnector", () => {
 
   it("accepts only authorized client keys and the configured user", async () => {
     const sim = await startSim({ authorizedKeys: [clientKey.public], username: "fleet" });
-    await expect(connect(sim, connector({ privateKey: otherKey.private }))).rejects.toThrow(/authentication methods failed/);
+    await expect(connect(sim, connector({ privateKey: otherKey.private }))).rejects.toThrow(
+      /authentication methods failed/,
+    );
     await expect(connect(sim, connector({ username: "admin" }))).rejects.toThrow(/authentication methods failed/);
     const router = await connect(sim);
     expect(await router.exec(listForwardRules())).toBe("");

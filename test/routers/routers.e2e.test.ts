@@ -22,7 +22,10 @@ const MISSED = 10;
 const api = async (method: string, path: string, token: string, body?: unknown) => {
   const res = await fetch(`${system.api.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -83,7 +86,15 @@ describe("a router's life", () => {
     }).then((r) => r.json() as Promise<{ access_token: string }>);
     const token: string = login.access_token;
     expect((await api("POST", "/api/routers", token, { name: "Lab" })).status).toBe(402);
-    expect((await api("POST", "/v1/account", token, { name: "Lab Ltd", email: "billing@lab.example", address: { country: "DE" } })).status).toBe(201);
+    expect(
+      (
+        await api("POST", "/v1/account", token, {
+          name: "Lab Ltd",
+          email: "billing@lab.example",
+          address: { country: "DE" },
+        })
+      ).status,
+    ).toBe(201);
     const enrolled = await api("POST", "/api/routers", token, { name: "Lab" });
     expect(enrolled.status).toBe(201);
     const routerId: string = enrolled.body.data.router.id;
@@ -107,7 +118,13 @@ describe("a router's life", () => {
     expect(await socket.next()).toEqual({ type: "ack", interval_ms: INTERVAL });
     await system.heartbeat.flush();
     const listed = await api("GET", "/api/routers", token);
-    expect(listed.body.data[0]).toMatchObject({ id: routerId, identity: "lab-gw", has_pulse: true, last_seen: "just now", model: "CCR2004-16G-2S+" });
+    expect(listed.body.data[0]).toMatchObject({
+      id: routerId,
+      identity: "lab-gw",
+      has_pulse: true,
+      last_seen: "just now",
+      model: "CCR2004-16G-2S+",
+    });
     await expect.poll(() => events.some((e) => e.type === "pulse" && e.has_pulse)).toBe(true);
 
     // Ten missed heartbeats: 5 minutes at 30 s.
@@ -116,7 +133,14 @@ describe("a router's life", () => {
     expect((await api("GET", "/api/routers", token)).body.data[0].has_pulse).toBe(false);
     const ongoing = (await api("GET", `/api/routers/${routerId}/faults`, token)).body.data;
     expect(ongoing).toEqual([
-      expect.objectContaining({ rid: routerId, message: "Site Offline: lab-gw", cause: "Unknown", status: "ongoing", resolved_at: null, duration: null }),
+      expect.objectContaining({
+        rid: routerId,
+        message: "Site Offline: lab-gw",
+        cause: "Unknown",
+        status: "ongoing",
+        resolved_at: null,
+        duration: null,
+      }),
     ]);
     expect(ongoing[0].created_at).toBe(new Date(lastBeat + INTERVAL).toISOString().replace(/\.\d+Z$/, "+00:00"));
     await expect.poll(() => events.some((e) => e.type === "fault" && e.fault.status === "ongoing")).toBe(true);
@@ -127,7 +151,11 @@ describe("a router's life", () => {
     await socket.next();
     await system.heartbeat.flush();
     const done = (await api("GET", `/api/routers/${routerId}/faults`, token)).body.data[0];
-    expect(done).toMatchObject({ status: "completed", cause: "Router rebooted", duration: (20 * 60_000 - INTERVAL) / 1000 });
+    expect(done).toMatchObject({
+      status: "completed",
+      cause: "Router rebooted",
+      duration: (20 * 60_000 - INTERVAL) / 1000,
+    });
     await expect.poll(() => events.some((e) => e.type === "fault" && e.fault.status === "completed")).toBe(true);
     subscription.unsubscribe();
 

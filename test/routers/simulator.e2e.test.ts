@@ -61,8 +61,11 @@ describe("simulator against the whole system", () => {
       body: JSON.stringify({ email }),
     }).then((r) => r.json() as Promise<any>);
     const list = async () =>
-      (await fetch(`${system.api.url}/api/routers`, { headers: { authorization: `Bearer ${login.access_token}` } }).then((r) => r.json() as Promise<any>))
-        .data as Array<Record<string, unknown>>;
+      (
+        await fetch(`${system.api.url}/api/routers`, {
+          headers: { authorization: `Bearer ${login.access_token}` },
+        }).then((r) => r.json() as Promise<any>)
+      ).data as Array<Record<string, unknown>>;
 
     await expect.poll(async () => (await list()).filter((r) => r.has_pulse).length, { timeout: 10_000 }).toBe(4);
     const routers = await list();
@@ -73,7 +76,9 @@ describe("simulator against the whole system", () => {
     // Ten minutes later on the domain clock; the steady routers keep beating at that time.
     clock.advance(10 * 60_000);
     const now = formatDateTime(clock.now());
-    await expect.poll(async () => (await list()).filter((r) => r.last_seen_at === now).length, { timeout: 10_000 }).toBe(3);
+    await expect
+      .poll(async () => (await list()).filter((r) => r.last_seen_at === now).length, { timeout: 10_000 })
+      .toBe(3);
     await system.heartbeat.sweep();
 
     const after = await list();

@@ -22,7 +22,9 @@ const lines = [
   `  Heartbeats ${system.heartbeat.wsUrl} (WebSocket) and POST ${system.heartbeat.url}/v1/heartbeat, every ${config.heartbeat.intervalMs / 1000} s`,
   `  Forwards   entry point ${entryPoint.host}, relay on ${entryPoint.bind} ports ${entryPoint.ports.join("-")}`,
   `  Routers    authorize the tunnel agent's key: ${system.tunnelAgent.publicKey}`,
-  api.stripeEmulatorUrl ? `  Stripe     built-in emulator at ${api.stripeEmulatorUrl} (publishable key ${api.publishableKey})` : "  Stripe     configured keys",
+  api.stripeEmulatorUrl
+    ? `  Stripe     built-in emulator at ${api.stripeEmulatorUrl} (publishable key ${api.publishableKey})`
+    : "  Stripe     configured keys",
   "",
   api.devLogin
     ? `Get a token:\n  curl -s -X POST ${api.url}/v1/auth/dev-login -H 'content-type: application/json' -d '{"email":"you@example.com"}'`

@@ -43,7 +43,12 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
       ...(clock ? { clock } : {}),
     });
     stops.push(api.close);
-    const heartbeat = await startHeartbeat({ config: config.heartbeat, db, logger: logger.child({ app: "heartbeat" }), ...(clock ? { clock } : {}) });
+    const heartbeat = await startHeartbeat({
+      config: config.heartbeat,
+      db,
+      logger: logger.child({ app: "heartbeat" }),
+      ...(clock ? { clock } : {}),
+    });
     stops.push(heartbeat.close);
     const tunnelAgent = await startTunnelAgent({
       config: config.tunnelAgent,

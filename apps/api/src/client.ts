@@ -1,4 +1,11 @@
-import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink, type TRPCClient } from "@trpc/client";
+import {
+  createTRPCClient,
+  httpBatchLink,
+  httpLink,
+  httpSubscriptionLink,
+  splitLink,
+  type TRPCClient,
+} from "@trpc/client";
 import { FetchEventSource } from "./fetch-event-source.ts";
 import type { AppRouter } from "./trpc/app-router.ts";
 

@@ -70,12 +70,24 @@ export const startApi = async ({
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
   if (config.stripe.secretKey && config.stripe.publishableKey) {
-    stripe = { secretKey: config.stripe.secretKey, publishableKey: config.stripe.publishableKey, apiBase: config.stripe.apiBase };
+    stripe = {
+      secretKey: config.stripe.secretKey,
+      publishableKey: config.stripe.publishableKey,
+      apiBase: config.stripe.apiBase,
+    };
   } else if (config.stripe.apiBase) {
-    stripe = { secretKey: EMULATOR_SECRET_KEY, publishableKey: EMULATOR_PUBLISHABLE_KEY, apiBase: config.stripe.apiBase };
+    stripe = {
+      secretKey: EMULATOR_SECRET_KEY,
+      publishableKey: EMULATOR_PUBLISHABLE_KEY,
+      apiBase: config.stripe.apiBase,
+    };
   } else {
     emulator = await startStripeEmulator({ host: config.host, port: config.stripe.emulatorPort });
-    stripe = { secretKey: EMULATOR_SECRET_KEY, publishableKey: EMULATOR_PUBLISHABLE_KEY, apiBase: new URL(emulator.url) };
+    stripe = {
+      secretKey: EMULATOR_SECRET_KEY,
+      publishableKey: EMULATOR_PUBLISHABLE_KEY,
+      apiBase: new URL(emulator.url),
+    };
   }
   const stripeClient = createStripeClient(stripe);
 
@@ -95,7 +107,11 @@ export const startApi = async ({
   const accounts = new AccountsRepository(db);
   const identity = new IdentityRepository(db);
   const oemCatalog = new OemRepository(db);
-  const accountService = new AccountService({ accounts, customers: createCustomerGateway(stripeClient), docsUrl: config.docsUrl });
+  const accountService = new AccountService({
+    accounts,
+    customers: createCustomerGateway(stripeClient),
+    docsUrl: config.docsUrl,
+  });
   const payments = createPaymentsGateway(stripeClient);
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const services: Services = {
@@ -103,7 +119,11 @@ export const startApi = async ({
     organizations: new OrganizationResolver(identity),
     auth: new AuthService({ identity, signer, loginHookSecret: config.auth.loginHookSecret }),
     accounts: accountService,
-    paymentMethods: new PaymentMethodsService({ accounts: accountService, payments, publishableKey: stripe.publishableKey }),
+    paymentMethods: new PaymentMethodsService({
+      accounts: accountService,
+      payments,
+      publishableKey: stripe.publishableKey,
+    }),
     invoices: new InvoicesService({ accounts: accountService, payments }),
     teams: new TeamResolver(identity),
     forwards: new ForwardsService({

@@ -27,7 +27,14 @@ describe("heartbeat daemon configuration", () => {
       LOG_LEVEL: "warn",
       HEARTBEAT_WORKERS: "64",
     });
-    expect(config).toMatchObject({ host: "0.0.0.0", port: 4001, intervalMs: 50, missedHeartbeats: 1, workers: 64, logLevel: "warn" });
+    expect(config).toMatchObject({
+      host: "0.0.0.0",
+      port: 4001,
+      intervalMs: 50,
+      missedHeartbeats: 1,
+      workers: 64,
+      logLevel: "warn",
+    });
     expect(config.databaseUrl).toBe("postgres://u@db:5432/fleet");
   });
 

@@ -46,13 +46,18 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   const { tuning } = config;
   const store = new HeartbeatsRepository(db);
   const sql = await nativeSql(db);
-  const feedHandle: StatusFeedHandle = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
+  const feedHandle: StatusFeedHandle = await acquireStatusFeed(db, (error) =>
+    logger.warn({ err: error }, "status feed connection lost"),
+  );
   const feed = feedHandle.feed;
 
   const coverage: CoverageHolder = { current: null };
   coverage.current = await store.startCoverage(clock.now(), tuning.coverageGapMs, config.intervalMs);
   if (coverage.current.outageStartedAt && coverage.current.coveredSince.getTime() === clock.now().getTime()) {
-    logger.info({ since: coverage.current.outageStartedAt }, "no heartbeat daemon was running; silent routers get a full threshold");
+    logger.info(
+      { since: coverage.current.outageStartedAt },
+      "no heartbeat daemon was running; silent routers get a full threshold",
+    );
   }
 
   const auth = new TokenAuthenticator({ lookup: store, ttlMs: tuning.tokenCacheTtlMs });

@@ -30,7 +30,8 @@ export const USAGE = `Usage: npm run simulate -- --routers N [options]
 export class ArgsError extends Error {}
 
 const count = (name: string, raw: string | undefined, max: number): number => {
-  if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) > max) throw new ArgsError(`${name} must be an integer between 0 and ${max}`);
+  if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) > max)
+    throw new ArgsError(`${name} must be an integer between 0 and ${max}`);
   return Number(raw);
 };
 

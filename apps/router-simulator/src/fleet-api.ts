@@ -35,7 +35,8 @@ export class FleetApi {
   /** Dev login (the API must run with AUTH_DEV_LOGIN, as `npm start` does). */
   async login(email: string): Promise<void> {
     const res = await this.#call("POST", "/v1/auth/dev-login", { email });
-    if (res.status !== 200) throw new Error(`dev login failed (${res.status}): is the API running with AUTH_DEV_LOGIN on?`);
+    if (res.status !== 200)
+      throw new Error(`dev login failed (${res.status}): is the API running with AUTH_DEV_LOGIN on?`);
     this.#token = res.body.access_token;
   }
 
@@ -43,8 +44,13 @@ export class FleetApi {
   async ensureAccount(email: string): Promise<void> {
     const current = await this.#call("GET", "/v1/account");
     if (current.status === 200) return;
-    const created = await this.#call("POST", "/v1/account", { name: "Simulated fleet", email, address: { country: "US" } });
-    if (created.status !== 201 && created.status !== 409) throw new Error(`could not create the billing account (${created.status})`);
+    const created = await this.#call("POST", "/v1/account", {
+      name: "Simulated fleet",
+      email,
+      address: { country: "US" },
+    });
+    if (created.status !== 201 && created.status !== 409)
+      throw new Error(`could not create the billing account (${created.status})`);
   }
 
   async enroll(name: string): Promise<EnrolledRouter> {

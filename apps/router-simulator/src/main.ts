@@ -59,7 +59,9 @@ say(
 const status = setInterval(() => {
   if (args.quiet) return;
   const s = simulator.summary();
-  say(`online ${s.online}/${s.routers}  acks ${s.acks}  errors ${s.errors}${s.refused ? `  refused (deleted) ${s.refused}` : ""}`);
+  say(
+    `online ${s.online}/${s.routers}  acks ${s.acks}  errors ${s.errors}${s.refused ? `  refused (deleted) ${s.refused}` : ""}`,
+  );
 }, 10_000);
 
 const stop = async () => {

@@ -55,7 +55,9 @@ describe("simulator", () => {
     const routers = fleet(3, "aaaaaaaa");
     const sim = await startSimulator({ routers, heartbeatUrl: url });
     try {
-      await expect.poll(() => routers.every((r) => framesOf(r.heartbeat_token).length >= 4), { timeout: 5_000 }).toBe(true);
+      await expect
+        .poll(() => routers.every((r) => framesOf(r.heartbeat_token).length >= 4), { timeout: 5_000 })
+        .toBe(true);
       const first = received.find((r) => r.token === routers[0]?.heartbeat_token);
       expect(first?.remote).toBe("127.0.1.1");
       expect(first?.frame).toMatchObject({
@@ -101,7 +103,10 @@ describe("simulator", () => {
   });
 
   it("stops a router whose token is refused (deleted)", async () => {
-    const sim = await startSimulator({ routers: [{ router_id: "r", heartbeat_token: REVOKED, name: "gone" }], heartbeatUrl: url });
+    const sim = await startSimulator({
+      routers: [{ router_id: "r", heartbeat_token: REVOKED, name: "gone" }],
+      heartbeatUrl: url,
+    });
     try {
       await expect.poll(() => sim.routers[0]?.stats.refused).toBe(true);
       expect(sim.summary().refused).toBe(1);
@@ -113,23 +118,54 @@ describe("simulator", () => {
 
 describe("command line", () => {
   it("finds the system from the environment the system reads, or beside the heartbeat URL", () => {
-    const defaults = loadSimulatorDefaults({ HOST: "127.0.0.5", PORT: "4100", HEARTBEAT_PORT: "4101", TUNNEL_SSH_PORT: "2222" });
+    const defaults = loadSimulatorDefaults({
+      HOST: "127.0.0.5",
+      PORT: "4100",
+      HEARTBEAT_PORT: "4101",
+      TUNNEL_SSH_PORT: "2222",
+    });
     expect(defaults).toEqual({
       heartbeatUrl: "ws://127.0.0.5:4101/v1/heartbeat",
       apiUrl: "http://127.0.0.5:4100",
       sshPort: 2222,
       sshUser: undefined,
     });
-    expect(parseArgs(["--routers", "1"], defaults)).toMatchObject({ heartbeatUrl: defaults.heartbeatUrl, apiUrl: defaults.apiUrl });
-    const onlyHeartbeat = parseArgs(["--routers", "1", "--heartbeat-url", "ws://127.0.0.9:5001/v1/heartbeat"], loadSimulatorDefaults({}));
+    expect(parseArgs(["--routers", "1"], defaults)).toMatchObject({
+      heartbeatUrl: defaults.heartbeatUrl,
+      apiUrl: defaults.apiUrl,
+    });
+    const onlyHeartbeat = parseArgs(
+      ["--routers", "1", "--heartbeat-url", "ws://127.0.0.9:5001/v1/heartbeat"],
+      loadSimulatorDefaults({}),
+    );
     expect(onlyHeartbeat.apiUrl).toBe("http://127.0.0.9:3000");
     expect(() => loadSimulatorDefaults({ PORT: "70000" })).toThrow(/PORT/);
   });
 
   it("parses the options of CONTRACT section 6", () => {
     expect(
-      parseArgs(["--routers", "10", "--heartbeat-url", "ws://127.0.0.1:4001/v1/heartbeat", "--token-file", "t.json", "--silent", "2", "--flap", "1", "--reboot", "3"]),
-    ).toMatchObject({ routers: 10, heartbeatUrl: "ws://127.0.0.1:4001/v1/heartbeat", tokenFile: "t.json", silent: 2, flap: 1, reboot: 3 });
+      parseArgs([
+        "--routers",
+        "10",
+        "--heartbeat-url",
+        "ws://127.0.0.1:4001/v1/heartbeat",
+        "--token-file",
+        "t.json",
+        "--silent",
+        "2",
+        "--flap",
+        "1",
+        "--reboot",
+        "3",
+      ]),
+    ).toMatchObject({
+      routers: 10,
+      heartbeatUrl: "ws://127.0.0.1:4001/v1/heartbeat",
+      tokenFile: "t.json",
+      silent: 2,
+      flap: 1,
+      reboot: 3,
+    });
   });
 
   it.each([

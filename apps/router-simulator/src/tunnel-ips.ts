@@ -4,7 +4,8 @@
  * 127.0.0.0/24 is left to hand-written tests; simulated routers start at 127.0.1.1.
  */
 export const tunnelIpFor = (index: number): string => {
-  if (!Number.isInteger(index) || index < 0 || index >= 254 * 254 * 254) throw new RangeError(`no loopback address for router ${index}`);
+  if (!Number.isInteger(index) || index < 0 || index >= 254 * 254 * 254)
+    throw new RangeError(`no loopback address for router ${index}`);
   const host = (index % 254) + 1;
   const third = (Math.floor(index / 254) % 254) + 1;
   const second = Math.floor(index / (254 * 254));

@@ -55,7 +55,9 @@ export const toPositional = (sql: string): string => {
   if (converted === undefined) {
     let n = 0;
     // Skip quoted literals and identifiers; `??` stays a literal `?` (jsonb operators).
-    converted = sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\?\?|\?/g, (m) => (m === "?" ? `$${++n}` : m === "??" ? "?" : m));
+    converted = sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\?\?|\?/g, (m) =>
+      m === "?" ? `$${++n}` : m === "??" ? "?" : m,
+    );
     if (positional.size > 5000) positional.clear();
     positional.set(sql, converted);
   }
@@ -123,7 +125,9 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
   const raw: RawQuery = async (sql, params, options) =>
     (
       await pool.query(
-        options?.prepare ? { name: options.prepare, text: toPositional(sql), values: params } : { text: toPositional(sql), values: params },
+        options?.prepare
+          ? { name: options.prepare, text: toPositional(sql), values: params }
+          : { text: toPositional(sql), values: params },
       )
     ).rows;
   const migrateWithLock = async () => {

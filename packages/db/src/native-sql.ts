@@ -16,12 +16,17 @@ export interface NativeSql {
 
 interface PgPoolLike {
   query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
-  connect(): Promise<{ query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>; release(error?: Error): void }>;
+  connect(): Promise<{
+    query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+    release(error?: Error): void;
+  }>;
 }
 
 interface PgliteLike {
   query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
-  transaction<T>(work: (tx: { query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }> }) => Promise<T>): Promise<T>;
+  transaction<T>(
+    work: (tx: { query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }> }) => Promise<T>,
+  ): Promise<T>;
 }
 
 const cache = new WeakMap<Database, Promise<NativeSql>>();
@@ -41,7 +46,8 @@ const build = async (db: Database): Promise<NativeSql> => {
   if (db.driver === "postgresql") {
     const pool = client as PgPoolLike;
     return {
-      query: async <T>(sql: string, params: readonly unknown[] = []) => (await pool.query(sql, [...params])).rows as T[],
+      query: async <T>(sql: string, params: readonly unknown[] = []) =>
+        (await pool.query(sql, [...params])).rows as T[],
       transaction: async (work) => {
         const conn = await pool.connect();
         const query: NativeQuery = async <T>(sql: string, params: readonly unknown[] = []) =>
@@ -67,7 +73,8 @@ const build = async (db: Database): Promise<NativeSql> => {
   // PGlite serializes everything on its one connection; its transaction() holds that lock.
   const pglite = client as PgliteLike;
   return {
-    query: async <T>(sql: string, params: readonly unknown[] = []) => (await pglite.query(sql, [...params])).rows as T[],
+    query: async <T>(sql: string, params: readonly unknown[] = []) =>
+      (await pglite.query(sql, [...params])).rows as T[],
     transaction: (work) =>
       pglite.transaction((tx) =>
         work(async <T>(sql: string, params: readonly unknown[] = []) => (await tx.query(sql, [...params])).rows as T[]),

@@ -17,9 +17,24 @@ import type {
   SubscriptionItem,
 } from "./stripe-types.ts";
 
-const ZERO_DECIMAL = new Set(
-  ["bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga", "pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof", "xpf"],
-);
+const ZERO_DECIMAL = new Set([
+  "bif",
+  "clp",
+  "djf",
+  "gnf",
+  "jpy",
+  "kmf",
+  "krw",
+  "mga",
+  "pyg",
+  "rwf",
+  "ugx",
+  "vnd",
+  "vuv",
+  "xaf",
+  "xof",
+  "xpf",
+]);
 
 export function minorUnitDigits(currency: string): number {
   return ZERO_DECIMAL.has(currency) ? 0 : 2;
@@ -41,7 +56,12 @@ export function formatMoney(amount: number, currency: string): string {
 }
 
 export function formatDate(unix: number): string {
-  return new Date(unix * 1000).toLocaleDateString("en-GB", { day: "numeric", month: "short", year: "numeric", timeZone: "UTC" });
+  return new Date(unix * 1000).toLocaleDateString("en-GB", {
+    day: "numeric",
+    month: "short",
+    year: "numeric",
+    timeZone: "UTC",
+  });
 }
 
 export function priceLabel(price: Price): string {
@@ -122,7 +142,11 @@ export function createInvoice(store: EmulatorStore, o: NewInvoiceOptions): Invoi
     paid: false,
     paid_out_of_band: false,
     parent: sub
-      ? { type: "subscription_details", quote_details: null, subscription_details: { metadata: sub.metadata, subscription: sub.id } }
+      ? {
+          type: "subscription_details",
+          quote_details: null,
+          subscription_details: { metadata: sub.metadata, subscription: sub.id },
+        }
       : null,
     payment_settings: { default_mandate: null, payment_method_options: null, payment_method_types: null },
     period_end: o.period?.end ?? now,
@@ -184,7 +208,12 @@ export function addInvoiceItemLine(store: EmulatorStore, inv: Invoice, ii: Invoi
     metadata: ii.metadata,
     parent: {
       type: "invoice_item_details",
-      invoice_item_details: { invoice_item: ii.id, proration: ii.proration, proration_details: { credited_items: null }, subscription },
+      invoice_item_details: {
+        invoice_item: ii.id,
+        proration: ii.proration,
+        proration_details: { credited_items: null },
+        subscription,
+      },
       subscription_item_details: null,
     },
     pricing: ii.pricing,
@@ -193,7 +222,12 @@ export function addInvoiceItemLine(store: EmulatorStore, inv: Invoice, ii: Invoi
   recompute(store, inv);
 }
 
-export function addSubscriptionItemLine(store: EmulatorStore, inv: Invoice, sub: Subscription, item: SubscriptionItem): void {
+export function addSubscriptionItemLine(
+  store: EmulatorStore,
+  inv: Invoice,
+  sub: Subscription,
+  item: SubscriptionItem,
+): void {
   const price = item.price;
   const productName = store.products.get(price.product)?.name ?? price.product;
   const description = `${item.quantity} × ${productName} (at ${priceLabel(price)})`;
@@ -297,7 +331,10 @@ function paymentMethodFor(store: EmulatorStore, inv: Invoice, explicit: string |
   );
 }
 
-export type CollectionResult = { outcome: "paid" } | { outcome: "no_payment_method" } | { outcome: "declined"; error: Error };
+export type CollectionResult =
+  | { outcome: "paid" }
+  | { outcome: "no_payment_method" }
+  | { outcome: "declined"; error: Error };
 
 /** One payment attempt on an open invoice. The first attempt of any kind sets attempt_count to 1. */
 export function attemptPayment(store: EmulatorStore, inv: Invoice, explicitPm?: string): CollectionResult {

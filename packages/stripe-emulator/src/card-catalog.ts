@@ -17,7 +17,11 @@ const GENERIC_DECLINE: CardDecline = {
 const DECLINES: Record<string, CardBehavior> = {
   "4000000000000002": { decline: GENERIC_DECLINE, declineOnSetup: true },
   "4000000000009995": {
-    decline: { code: "card_declined", decline_code: "insufficient_funds", message: "Your card has insufficient funds." },
+    decline: {
+      code: "card_declined",
+      decline_code: "insufficient_funds",
+      message: "Your card has insufficient funds.",
+    },
     declineOnSetup: true,
   },
   "4000000000000069": {
@@ -25,7 +29,11 @@ const DECLINES: Record<string, CardBehavior> = {
     declineOnSetup: true,
   },
   "4000000000000127": {
-    decline: { code: "incorrect_cvc", decline_code: "incorrect_cvc", message: "Your card's security code is incorrect." },
+    decline: {
+      code: "incorrect_cvc",
+      decline_code: "incorrect_cvc",
+      message: "Your card's security code is incorrect.",
+    },
     declineOnSetup: true,
   },
   "4000000000000119": {

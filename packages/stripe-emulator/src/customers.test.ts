@@ -130,7 +130,10 @@ describe("errors and auth", () => {
       type: "card",
       card: { number: "4242424242424242", exp_month: 12, exp_year: new Date().getUTCFullYear() + 2, cvc: "123" },
     });
-    const c = await t.stripe.customers.create({ payment_method: pm.id, invoice_settings: { default_payment_method: pm.id } });
+    const c = await t.stripe.customers.create({
+      payment_method: pm.id,
+      invoice_settings: { default_payment_method: pm.id },
+    });
     const expanded = await t.stripe.customers.retrieve(c.id, {
       expand: ["invoice_settings.default_payment_method", "nonexistent.field"],
     });

@@ -134,8 +134,7 @@ async function dispatch(store: EmulatorStore, router: Router, req: IncomingMessa
   const print = fingerprint(params);
   const previous = store.idempotency.get(idemKey);
   if (previous) {
-    const idemError = (message: string) =>
-      new StripeApiError(400, { type: "idempotency_error", message });
+    const idemError = (message: string) => new StripeApiError(400, { type: "idempotency_error", message });
     if (previous.method !== method || previous.path !== url.pathname) {
       throw idemError(
         `Keys for idempotent requests can only be used for the same endpoint they were first used for ('${previous.method} ${previous.path}' vs '${method} ${url.pathname}'). Try using a key other than '${idemKey}' if you meant to execute a different request.`,

@@ -25,9 +25,24 @@ async function customerWithCard(card = "pm_card_visa", extra: Stripe.CustomerCre
 describe("one-off invoices", () => {
   it("builds a USD invoice from pending items, finalizes and pays it", async () => {
     const { customer } = await customerWithCard();
-    const i1 = await t.stripe.invoiceItems.create({ customer: customer.id, amount: 1250, currency: "usd", description: "Router A" });
-    await t.stripe.invoiceItems.create({ customer: customer.id, amount: 750, currency: "usd", description: "Router B" });
-    await t.stripe.invoiceItems.create({ customer: customer.id, amount: 999, currency: "eur", description: "Other currency" });
+    const i1 = await t.stripe.invoiceItems.create({
+      customer: customer.id,
+      amount: 1250,
+      currency: "usd",
+      description: "Router A",
+    });
+    await t.stripe.invoiceItems.create({
+      customer: customer.id,
+      amount: 750,
+      currency: "usd",
+      description: "Router B",
+    });
+    await t.stripe.invoiceItems.create({
+      customer: customer.id,
+      amount: 999,
+      currency: "eur",
+      description: "Other currency",
+    });
     expect(i1.id).toMatch(/^ii_/);
     expect(i1.invoice).toBeNull();
 
@@ -94,14 +109,22 @@ describe("one-off invoices", () => {
     });
     expect((paid as unknown as { paid: boolean }).paid).toBe(true);
 
-    const second = await t.stripe.invoices.create({ customer: customer.id, currency: "usd", pending_invoice_items_behavior: "exclude" });
+    const second = await t.stripe.invoices.create({
+      customer: customer.id,
+      currency: "usd",
+      pending_invoice_items_behavior: "exclude",
+    });
     const secondOpen = await t.stripe.invoices.finalizeInvoice(second.id);
     expect(secondOpen.number).toBe(open.number?.replace(/0001$/, "0002"));
   });
 
   it("bills JPY in zero-decimal minor units with price × quantity items and send_invoice due dates", async () => {
     const { customer } = await customerWithCard();
-    const price = await t.stripe.prices.create({ unit_amount: 1500, currency: "jpy", product_data: { name: "Port forward" } });
+    const price = await t.stripe.prices.create({
+      unit_amount: 1500,
+      currency: "jpy",
+      product_data: { name: "Port forward" },
+    });
     expect(price).toMatchObject({ type: "one_time", recurring: null, unit_amount: 1500, currency: "jpy" });
     await t.stripe.invoiceItems.create({ customer: customer.id, amount: 999, currency: "usd" });
 
@@ -113,10 +136,25 @@ describe("one-off invoices", () => {
       pending_invoice_items_behavior: "exclude",
     });
     expect(inv.lines.data).toHaveLength(0);
-    await t.stripe.invoiceItems.create({ customer: customer.id, pricing: { price: price.id }, quantity: 2, invoice: inv.id });
+    await t.stripe.invoiceItems.create({
+      customer: customer.id,
+      pricing: { price: price.id },
+      quantity: 2,
+      invoice: inv.id,
+    });
     // Older API versions name it `price`.
-    await t.stripe.invoiceItems.create({ customer: customer.id, price: price.id, invoice: inv.id } as Stripe.InvoiceItemCreateParams);
-    await t.stripe.invoiceItems.create({ customer: customer.id, amount: 500, currency: "jpy", invoice: inv.id, description: "Setup" });
+    await t.stripe.invoiceItems.create({
+      customer: customer.id,
+      price: price.id,
+      invoice: inv.id,
+    } as Stripe.InvoiceItemCreateParams);
+    await t.stripe.invoiceItems.create({
+      customer: customer.id,
+      amount: 500,
+      currency: "jpy",
+      invoice: inv.id,
+      description: "Setup",
+    });
 
     const open = await t.stripe.invoices.finalizeInvoice(inv.id);
     expect(open.currency).toBe("jpy");
@@ -184,7 +222,13 @@ describe("one-off invoices", () => {
     expect(err.code).toBe("card_declined");
     expect(err.decline_code).toBe("generic_decline");
     let after = await t.stripe.invoices.retrieve(inv.id);
-    expect(after).toMatchObject({ status: "open", attempted: true, attempt_count: 1, amount_paid: 0, amount_remaining: 4200 });
+    expect(after).toMatchObject({
+      status: "open",
+      attempted: true,
+      attempt_count: 1,
+      amount_paid: 0,
+      amount_remaining: 4200,
+    });
 
     await stripeError(t.stripe.invoices.pay(inv.id));
     after = await t.stripe.invoices.retrieve(inv.id);
@@ -213,7 +257,9 @@ describe("one-off invoices", () => {
   it("applies the customer's credit balance", async () => {
     const { customer } = await customerWithCard("pm_card_visa", { balance: -5000 });
     await t.stripe.invoiceItems.create({ customer: customer.id, amount: 3000, currency: "usd" });
-    const covered = await t.stripe.invoices.finalizeInvoice((await t.stripe.invoices.create({ customer: customer.id })).id);
+    const covered = await t.stripe.invoices.finalizeInvoice(
+      (await t.stripe.invoices.create({ customer: customer.id })).id,
+    );
     expect(covered).toMatchObject({
       total: 3000,
       amount_due: 0,
@@ -226,13 +272,22 @@ describe("one-off invoices", () => {
     await t.stripe.invoiceItems.create({ customer: customer.id, amount: 3000, currency: "usd" });
     const partial = await t.stripe.invoices.create({ customer: customer.id });
     const paid = await t.stripe.invoices.pay(partial.id); // pays a draft: finalizes first
-    expect(paid).toMatchObject({ total: 3000, starting_balance: -2000, ending_balance: 0, amount_due: 1000, amount_paid: 1000, status: "paid" });
+    expect(paid).toMatchObject({
+      total: 3000,
+      starting_balance: -2000,
+      ending_balance: 0,
+      amount_due: 1000,
+      amount_paid: 1000,
+      status: "paid",
+    });
     expect(((await t.stripe.customers.retrieve(customer.id)) as Stripe.Customer).balance).toBe(0);
 
     // Voiding gives the consumed credit back.
     await t.stripe.customers.update(customer.id, { balance: -700 });
     await t.stripe.invoiceItems.create({ customer: customer.id, amount: 1000, currency: "usd" });
-    const open = await t.stripe.invoices.finalizeInvoice((await t.stripe.invoices.create({ customer: customer.id })).id);
+    const open = await t.stripe.invoices.finalizeInvoice(
+      (await t.stripe.invoices.create({ customer: customer.id })).id,
+    );
     expect(open.amount_due).toBe(300);
     await t.stripe.invoices.voidInvoice(open.id);
     expect(((await t.stripe.customers.retrieve(customer.id)) as Stripe.Customer).balance).toBe(-700);

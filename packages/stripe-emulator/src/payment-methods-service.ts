@@ -27,18 +27,30 @@ export function createCardPaymentMethod(store: EmulatorStore, p: Params, prefix 
   const cvc = str(card, "cvc", cardLabel("cvc"));
 
   if (!luhnValid(number)) {
-    throw cardError({ code: "incorrect_number", message: "Your card number is incorrect." }, { param: cardLabel("number") });
+    throw cardError(
+      { code: "incorrect_number", message: "Your card number is incorrect." },
+      { param: cardLabel("number") },
+    );
   }
   const today = new Date(store.now() * 1000);
   const year = today.getUTCFullYear();
   if (expMonth < 1 || expMonth > 12) {
-    throw cardError({ code: "invalid_expiry_month", message: "Your card's expiration month is invalid." }, { param: cardLabel("exp_month") });
+    throw cardError(
+      { code: "invalid_expiry_month", message: "Your card's expiration month is invalid." },
+      { param: cardLabel("exp_month") },
+    );
   }
   if (expYear < year || expYear > year + 50) {
-    throw cardError({ code: "invalid_expiry_year", message: "Your card's expiration year is invalid." }, { param: cardLabel("exp_year") });
+    throw cardError(
+      { code: "invalid_expiry_year", message: "Your card's expiration year is invalid." },
+      { param: cardLabel("exp_year") },
+    );
   }
   if (expYear === year && expMonth < today.getUTCMonth() + 1) {
-    throw cardError({ code: "invalid_expiry_month", message: "Your card's expiration month is invalid." }, { param: cardLabel("exp_month") });
+    throw cardError(
+      { code: "invalid_expiry_month", message: "Your card's expiration month is invalid." },
+      { param: cardLabel("exp_month") },
+    );
   }
   return insertCard(store, number, expMonth, expYear, cvc ? "pass" : null, p);
 }
@@ -127,10 +139,9 @@ export function attachPaymentMethod(store: EmulatorStore, pm: PaymentMethod, cus
 
 export function detachPaymentMethod(store: EmulatorStore, pm: PaymentMethod): PaymentMethod {
   if (!pm.customer) {
-    throw invalidRequest(
-      "The payment method you provided is not attached to a customer so detachment is impossible.",
-      { code: "payment_method_unexpected_state" },
-    );
+    throw invalidRequest("The payment method you provided is not attached to a customer so detachment is impossible.", {
+      code: "payment_method_unexpected_state",
+    });
   }
   const customer = store.customers.get(pm.customer);
   if (customer?.invoice_settings.default_payment_method === pm.id) {

@@ -38,7 +38,14 @@ describe("card setup flow (SetupIntent + Stripe.js-style client calls)", () => {
     const pm = await t.publishable.paymentMethods.create({ type: "card", card: card("4242424242424242") });
     expect(pm.id).toMatch(/^pm_/);
     expect(pm.customer).toBeNull();
-    expect(pm.card).toMatchObject({ brand: "visa", last4: "4242", exp_month: 12, exp_year: EXP_YEAR, funding: "credit", country: "US" });
+    expect(pm.card).toMatchObject({
+      brand: "visa",
+      last4: "4242",
+      exp_month: 12,
+      exp_year: EXP_YEAR,
+      funding: "credit",
+      country: "US",
+    });
 
     // Client side: Stripe.js reads the intent with its client secret.
     const seen = await t.publishable.setupIntents.retrieve(intent.id, { client_secret: intent.client_secret ?? "" });
@@ -83,7 +90,9 @@ describe("card setup flow (SetupIntent + Stripe.js-style client calls)", () => {
 
   it("rejects a wrong client_secret", async () => {
     // Older API versions name it `payment_method_types`.
-    const intent = await t.stripe.setupIntents.create({ payment_method_types: ["card"] } as Stripe.SetupIntentCreateParams);
+    const intent = await t.stripe.setupIntents.create({
+      payment_method_types: ["card"],
+    } as Stripe.SetupIntentCreateParams);
     expect(intent.payment_method_types).toEqual(["card"]);
     const err = await stripeError(
       t.publishable.setupIntents.retrieve(intent.id, { client_secret: `${intent.id}_secret_wrong` }),
@@ -113,7 +122,11 @@ describe("card setup flow (SetupIntent + Stripe.js-style client calls)", () => {
 
     const after = await t.stripe.setupIntents.retrieve(intent.id);
     expect(after.status).toBe("requires_payment_method");
-    expect(after.last_setup_error).toMatchObject({ code: "card_declined", decline_code: "generic_decline", type: "card_error" });
+    expect(after.last_setup_error).toMatchObject({
+      code: "card_declined",
+      decline_code: "generic_decline",
+      type: "card_error",
+    });
     expect((await t.stripe.paymentMethods.retrieve(pm.id)).customer).toBeNull();
 
     // A good card then succeeds on the same intent.
@@ -147,7 +160,9 @@ describe("card validation and brands", () => {
   });
 
   it("rejects a Luhn-invalid number with 402 incorrect_number", async () => {
-    const err = await stripeError(t.publishable.paymentMethods.create({ type: "card", card: card("4242424242424241") }));
+    const err = await stripeError(
+      t.publishable.paymentMethods.create({ type: "card", card: card("4242424242424241") }),
+    );
     expect(err).toBeInstanceOf(Stripe.errors.StripeCardError);
     expect(err.statusCode).toBe(402);
     expect(err.code).toBe("incorrect_number");

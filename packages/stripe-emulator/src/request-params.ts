@@ -19,7 +19,10 @@ export function list(p: Params, key: string): unknown[] | undefined {
   const v = p[key];
   if (v === undefined || v === "") return undefined;
   if (Array.isArray(v)) return v;
-  if (isRecord(v)) return Object.keys(v).sort((a, b) => Number(a) - Number(b)).map((k) => v[k]);
+  if (isRecord(v))
+    return Object.keys(v)
+      .sort((a, b) => Number(a) - Number(b))
+      .map((k) => v[k]);
   throw invalidParam(key, `Invalid array`);
 }
 

@@ -19,7 +19,8 @@ export class StripeApiError extends Error {
   constructor(status: number, body: StripeErrorBody) {
     super(body.message);
     this.status = status;
-    this.body = body.code && !body.doc_url ? { ...body, doc_url: `https://stripe.com/docs/error-codes/${body.code}` } : body;
+    this.body =
+      body.code && !body.doc_url ? { ...body, doc_url: `https://stripe.com/docs/error-codes/${body.code}` } : body;
   }
 }
 

@@ -87,7 +87,10 @@ describe("subscriptions", () => {
 
   it("keeps a declined first invoice open, then activates once paid", async () => {
     const customer = await customerWithCard("pm_card_chargeCustomerFail");
-    const sub = await t.stripe.subscriptions.create({ customer: customer.id, items: [{ price: monthly.id, quantity: 2 }] });
+    const sub = await t.stripe.subscriptions.create({
+      customer: customer.id,
+      items: [{ price: monthly.id, quantity: 2 }],
+    });
     expect(sub.status).toBe("incomplete");
     const inv = await t.stripe.invoices.retrieve(sub.latest_invoice as string);
     expect(inv).toMatchObject({ status: "open", attempted: true, attempt_count: 1, amount_remaining: 2000 });
@@ -113,15 +116,28 @@ describe("subscriptions", () => {
       collection_method: "send_invoice",
       days_until_due: 14,
     });
-    expect(sub).toMatchObject({ status: "active", currency: "jpy", collection_method: "send_invoice", days_until_due: 14 });
+    expect(sub).toMatchObject({
+      status: "active",
+      currency: "jpy",
+      collection_method: "send_invoice",
+      days_until_due: 14,
+    });
     const inv = await t.stripe.invoices.retrieve(sub.latest_invoice as string);
-    expect(inv).toMatchObject({ status: "open", currency: "jpy", amount_due: 1960, due_date: inv.created + 14 * 86400 });
+    expect(inv).toMatchObject({
+      status: "open",
+      currency: "jpy",
+      amount_due: 1960,
+      due_date: inv.created + 14 * 86400,
+    });
     expect(inv.lines.data[0]?.description).toBe("2 × Fleet Basic (at ¥980 / month)");
   });
 
   it("updates the quantity with none, create_prorations and always_invoice", async () => {
     const customer = await customerWithCard();
-    const sub = await t.stripe.subscriptions.create({ customer: customer.id, items: [{ price: monthly.id, quantity: 3 }] });
+    const sub = await t.stripe.subscriptions.create({
+      customer: customer.id,
+      items: [{ price: monthly.id, quantity: 3 }],
+    });
     const itemId = sub.items.data[0]?.id ?? "";
 
     const quiet = await t.stripe.subscriptions.update(sub.id, {
@@ -175,10 +191,14 @@ describe("subscriptions", () => {
   it("rejects one-time prices and unknown prices", async () => {
     const customer = await t.stripe.customers.create();
     const once = await t.stripe.prices.create({ unit_amount: 500, currency: "usd", product_data: { name: "Once" } });
-    const err = await stripeError(t.stripe.subscriptions.create({ customer: customer.id, items: [{ price: once.id }] }));
+    const err = await stripeError(
+      t.stripe.subscriptions.create({ customer: customer.id, items: [{ price: once.id }] }),
+    );
     expect(err.statusCode).toBe(400);
     expect(err.param).toBe("items[0][price]");
-    const missing = await stripeError(t.stripe.subscriptions.create({ customer: customer.id, items: [{ price: "price_nope" }] }));
+    const missing = await stripeError(
+      t.stripe.subscriptions.create({ customer: customer.id, items: [{ price: "price_nope" }] }),
+    );
     expect(missing.code).toBe("resource_missing");
     expect(missing.param).toBe("items[0][price]");
     const noItems = await stripeError(t.stripe.subscriptions.create({ customer: customer.id }));

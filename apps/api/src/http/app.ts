@@ -40,7 +40,10 @@ export const createApp = (options: AppOptions): Express => {
     res.on("finish", () => {
       if (!logger.isLevelEnabled("info")) return;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      logger.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "request");
+      logger.info(
+        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 },
+        "request",
+      );
     });
     next();
   });
@@ -60,7 +63,12 @@ export const createApp = (options: AppOptions): Express => {
     express.json({ limit: MAX_BODY_BYTES, strict: true, type: ["application/json", "application/*+json"] }),
     (req: Request, _res: Response, next: NextFunction) => {
       if (req.body !== undefined && exceedsDepth(req.body, MAX_JSON_DEPTH)) {
-        next(Object.assign(new Error(`JSON nested deeper than ${MAX_JSON_DEPTH} levels is refused.`), { status: 400, expose: true }));
+        next(
+          Object.assign(new Error(`JSON nested deeper than ${MAX_JSON_DEPTH} levels is refused.`), {
+            status: 400,
+            expose: true,
+          }),
+        );
         return;
       }
       next();
@@ -75,7 +83,8 @@ export const createApp = (options: AppOptions): Express => {
       createContext: trpcContext,
       maxBatchSize: MAX_BATCH_CALLS,
       onError: (error) => {
-        if (describeError(error).status >= 500) logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
+        if (describeError(error).status >= 500)
+          logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
       },
     }),
     createExpressMiddleware({
@@ -99,7 +108,13 @@ export const createApp = (options: AppOptions): Express => {
 
   app.use((req: Request, res: Response) => {
     res.status(404).json(
-      errorBodyForPath(req.path, { status: 404, code: "not_found", message: `No route for ${req.method} ${req.path}.`, fields: undefined, extra: {} }),
+      errorBodyForPath(req.path, {
+        status: 404,
+        code: "not_found",
+        message: `No route for ${req.method} ${req.path}.`,
+        fields: undefined,
+        extra: {},
+      }),
     );
   });
 

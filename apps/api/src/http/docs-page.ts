@@ -26,9 +26,11 @@ export const docsRouter = (): Router => {
   });
   // A separate file instead of an inline script keeps a strict Content-Security-Policy possible.
   router.get("/docs/docs-init.js", (_req, res) => {
-    res.type("application/javascript").send(
-      `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui", deepLinking: true, persistAuthorization: true });`,
-    );
+    res
+      .type("application/javascript")
+      .send(
+        `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui", deepLinking: true, persistAuthorization: true });`,
+      );
   });
   return router;
 };

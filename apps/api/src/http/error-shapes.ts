@@ -63,15 +63,28 @@ export const describeError = (error: unknown): DescribedError => {
       return { status: 422, code: "validation_failed", message: validationMessage(fields), fields, extra: {} };
     }
     const status = STATUS_BY_TRPC_CODE[error.code] ?? (error.code === "PARSE_ERROR" ? 400 : 500);
-    if (status >= 500) return { status, code: "internal", message: "Internal server error.", fields: undefined, extra: {} };
+    if (status >= 500)
+      return { status, code: "internal", message: "Internal server error.", fields: undefined, extra: {} };
     return { status, code: error.code.toLowerCase(), message: error.message, fields: undefined, extra: {} };
   }
   const http = cause as HttpLikeError | undefined;
   if (http?.type === "entity.too.large") {
-    return { status: 413, code: "payload_too_large", message: "The request body is larger than 100 KiB.", fields: undefined, extra: {} };
+    return {
+      status: 413,
+      code: "payload_too_large",
+      message: "The request body is larger than 100 KiB.",
+      fields: undefined,
+      extra: {},
+    };
   }
   if (http?.type === "entity.parse.failed") {
-    return { status: 400, code: "bad_request", message: "The request body is not valid JSON.", fields: undefined, extra: {} };
+    return {
+      status: 400,
+      code: "bad_request",
+      message: "The request body is not valid JSON.",
+      fields: undefined,
+      extra: {},
+    };
   }
   if (typeof http?.status === "number" && http.status >= 400 && http.status < 500 && http.expose) {
     const message = (cause as Error).message || "Bad request.";
@@ -91,9 +104,7 @@ export const v1ErrorBody = (e: DescribedError): Record<string, unknown> => ({
 /** `/api/...` JSend body (CONTRACT section 4): `fail` for 4xx, `error` for 5xx. */
 export const apiErrorBody = (e: DescribedError): Record<string, unknown> => {
   if (e.status >= 500) return { status: "error", message: e.message, code: e.code };
-  const data = e.fields
-    ? Object.fromEntries(Object.entries(e.fields).map(([k, v]) => [k, v.join(" ")]))
-    : undefined;
+  const data = e.fields ? Object.fromEntries(Object.entries(e.fields).map(([k, v]) => [k, v.join(" ")])) : undefined;
   return { status: "fail", message: e.message, code: e.code, ...(data ? { data } : {}), ...e.extra };
 };
 

@@ -22,26 +22,41 @@ const nested = (depth: number): unknown => {
 describe("request edges", () => {
   it("malformed JSON is 400 and changes nothing", async () => {
     const before = await databaseFingerprint(h.db);
-    const res = await h.request("POST", "/v1/account", { token, rawBody: '{"name": ', headers: { "content-type": "application/json" } });
+    const res = await h.request("POST", "/v1/account", {
+      token,
+      rawBody: '{"name": ',
+      headers: { "content-type": "application/json" },
+    });
     expect(res.status).toBe(400);
     expect(res.body.message).toMatch(/JSON/);
     expect(await databaseFingerprint(h.db)).toBe(before);
   });
 
-  it.each(["application/json", "application/json; charset=utf-8"])("a body over 100 KiB is 413 (%s); exactly 100 KiB is parsed", async (type) => {
-    const before = await databaseFingerprint(h.db);
-    const wrap = (size: number) => {
-      const base = JSON.stringify({ name: "A", email: "a@b.co", address: { country: "US" }, pad: "" });
-      return base.replace('"pad":""', `"pad":"${"x".repeat(size - base.length)}"`);
-    };
-    const over = await h.request("POST", "/v1/account", { token, rawBody: wrap(100 * 1024 + 1), headers: { "content-type": type } });
-    expect(over.status).toBe(413);
-    expect(over.body.message).toMatch(/100 KiB/);
-    expect(await databaseFingerprint(h.db)).toBe(before);
-    const { token: fresh } = await h.login();
-    const exact = await h.request("POST", "/v1/account", { token: fresh, rawBody: wrap(100 * 1024), headers: { "content-type": type } });
-    expect(exact.status).toBe(201);
-  });
+  it.each(["application/json", "application/json; charset=utf-8"])(
+    "a body over 100 KiB is 413 (%s); exactly 100 KiB is parsed",
+    async (type) => {
+      const before = await databaseFingerprint(h.db);
+      const wrap = (size: number) => {
+        const base = JSON.stringify({ name: "A", email: "a@b.co", address: { country: "US" }, pad: "" });
+        return base.replace('"pad":""', `"pad":"${"x".repeat(size - base.length)}"`);
+      };
+      const over = await h.request("POST", "/v1/account", {
+        token,
+        rawBody: wrap(100 * 1024 + 1),
+        headers: { "content-type": type },
+      });
+      expect(over.status).toBe(413);
+      expect(over.body.message).toMatch(/100 KiB/);
+      expect(await databaseFingerprint(h.db)).toBe(before);
+      const { token: fresh } = await h.login();
+      const exact = await h.request("POST", "/v1/account", {
+        token: fresh,
+        rawBody: wrap(100 * 1024),
+        headers: { "content-type": type },
+      });
+      expect(exact.status).toBe(201);
+    },
+  );
 
   it("JSON nested deeper than 32 levels is 400; 32 levels is accepted", async () => {
     const deep = await h.request("PATCH", "/v1/account", { token, body: { address: nested(33) } });
@@ -53,7 +68,11 @@ describe("request edges", () => {
   });
 
   it("a non-JSON content type with a body is 415", async () => {
-    const res = await h.request("POST", "/v1/account", { token, rawBody: "name=a", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const res = await h.request("POST", "/v1/account", {
+      token,
+      rawBody: "name=a",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect(res.status).toBe(415);
   });
 
@@ -71,8 +90,14 @@ describe("tRPC", () => {
   it("serves the same procedures to a typed client (batched and unbatched)", async () => {
     const { token: t } = await h.login();
     const client = createClient({ url: h.api.url, token: t });
-    await expect(client.account.get.query()).rejects.toMatchObject({ data: { httpStatus: 422, appCode: "no_account" } });
-    const created = await client.account.create.mutate({ name: "Typed Co", email: "typed@example.com", address: { country: "NL" } });
+    await expect(client.account.get.query()).rejects.toMatchObject({
+      data: { httpStatus: 422, appCode: "no_account" },
+    });
+    const created = await client.account.create.mutate({
+      name: "Typed Co",
+      email: "typed@example.com",
+      address: { country: "NL" },
+    });
     expect(created.address.country).toBe("NL");
     const [a, b] = await Promise.all([client.account.get.query(), client.account.get.query()]);
     expect(a).toEqual(created);
@@ -88,10 +113,14 @@ describe("tRPC", () => {
   it("refuses a batch of more than 10 calls and accepts 10", async () => {
     const paths = (n: number) => Array.from({ length: n }, () => "account.get").join(",");
     const input = (_n: number) => encodeURIComponent("{}");
-    const ten = await fetch(`${h.api.url}/trpc/${paths(10)}?batch=1&input=${input(10)}`, { headers: { authorization: `Bearer ${token}` } });
+    const ten = await fetch(`${h.api.url}/trpc/${paths(10)}?batch=1&input=${input(10)}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     // Ten calls run: each answers the no-account error.
     expect(ten.status).toBe(422);
-    const eleven = await fetch(`${h.api.url}/trpc/${paths(11)}?batch=1&input=${input(11)}`, { headers: { authorization: `Bearer ${token}` } });
+    const eleven = await fetch(`${h.api.url}/trpc/${paths(11)}?batch=1&input=${input(11)}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(eleven.status).toBe(400);
     expect(JSON.stringify(await eleven.json())).toMatch(/exceeds maximum/);
   });

@@ -18,7 +18,11 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
     baseUrl,
   });
   for (const [, procedure] of Object.entries(router._def.procedures)) {
-    const meta = (procedure as unknown as { _def: { meta?: { successStatus?: number; openapi?: { method: string; path: string } } } })._def.meta;
+    const meta = (
+      procedure as unknown as {
+        _def: { meta?: { successStatus?: number; openapi?: { method: string; path: string } } };
+      }
+    )._def.meta;
     const status = meta?.successStatus;
     const openapi = meta?.openapi;
     if (!status || status === 200 || !openapi) continue;
@@ -31,11 +35,19 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
   const save = (doc.paths?.["/v1/account/tax"] as Record<string, Operation> | undefined)?.post;
   const paymentMethods = doc.paths?.["/v1/account/payment-methods"] as Record<string, Operation> | undefined;
   if (save && paymentMethods) {
-    paymentMethods.post = { ...save, operationId: "paymentMethods-save-alias", summary: `${String(save.summary ?? "Save a payment method")} (alias of POST /v1/account/tax)` };
+    paymentMethods.post = {
+      ...save,
+      operationId: "paymentMethods-save-alias",
+      summary: `${String(save.summary ?? "Save a payment method")} (alias of POST /v1/account/tax)`,
+    };
   }
   const account = doc.paths?.["/v1/account"] as Record<string, Operation> | undefined;
   if (account?.patch) {
-    account.put = { ...account.patch, operationId: "account-update-put", summary: "Update the billing account (PUT alias)" };
+    account.put = {
+      ...account.patch,
+      operationId: "account-update-put",
+      summary: "Update the billing account (PUT alias)",
+    };
     account.delete = {
       operationId: "account-delete",
       tags: ["account"],

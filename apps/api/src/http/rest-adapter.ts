@@ -22,7 +22,11 @@ const successStatuses = (router: AppRouter): Map<string, number> => {
  * bodies itself; this adapter replaces them with the contract's shapes (`/v1` plain, `/api` JSend)
  * and sets the contract's statuses (422 for validation, 201/204 for creates/deletes).
  */
-export const restAdapter = (router: AppRouter, services: Services, onServerError: (error: unknown) => void): RequestHandler[] => {
+export const restAdapter = (
+  router: AppRouter,
+  services: Services,
+  onServerError: (error: unknown) => void,
+): RequestHandler[] => {
   const statuses = successStatuses(router);
   const createContext = contextFactory(services, "rest");
 
@@ -33,14 +37,25 @@ export const restAdapter = (router: AppRouter, services: Services, onServerError
       const chunked = req.headers["transfer-encoding"] !== undefined;
       if (type && !/^application\/json\b/i.test(type) && (length > 0 || chunked)) {
         res.status(415);
-        res.json(errorBodyForPath(req.path, { status: 415, code: "unsupported_media_type", message: "Send the body as application/json.", fields: undefined, extra: {} }));
+        res.json(
+          errorBodyForPath(req.path, {
+            status: 415,
+            code: "unsupported_media_type",
+            message: "Send the body as application/json.",
+            fields: undefined,
+            extra: {},
+          }),
+        );
         return;
       }
       // Endpoints without parameters may be called with no body at all.
       req.body = {};
       req.headers["content-type"] = "application/json";
     }
-    if (BODY_METHODS.has(req.method) && (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))) {
+    if (
+      BODY_METHODS.has(req.method) &&
+      (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))
+    ) {
       // Bodies are merged with path parameters: anything but an object would be spread into nonsense.
       res.status(422);
       res.json(

@@ -11,8 +11,15 @@ export interface ApiHarness {
   /** Moves the API's clock (token expiry). */
   clock: { offsetMs: number };
   /** Fetch against the API with JSON defaults. */
-  request(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
-  login(email?: string, extra?: { scope?: string; timezone?: string }): Promise<{ token: string; userId: string; organizationId: string; teamId: string }>;
+  request(
+    method: string,
+    path: string,
+    options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
+  login(
+    email?: string,
+    extra?: { scope?: string; timezone?: string },
+  ): Promise<{ token: string; userId: string; organizationId: string; teamId: string }>;
   close(): Promise<void>;
 }
 
@@ -26,7 +33,10 @@ export interface ApiHarnessOptions {
   clock?: Clock;
 }
 
-export const startApiHarness = async (env: Record<string, string> = {}, options: ApiHarnessOptions = {}): Promise<ApiHarness> => {
+export const startApiHarness = async (
+  env: Record<string, string> = {},
+  options: ApiHarnessOptions = {},
+): Promise<ApiHarness> => {
   const db = await createTestDatabase();
   const config = loadApiConfig(
     {
@@ -41,7 +51,13 @@ export const startApiHarness = async (env: Record<string, string> = {}, options:
     { devLogin: true },
   );
   const clock = { offsetMs: 0 };
-  const api = await startApi({ config, db, logger: options.logger ?? pino({ level: "silent" }), now: () => Date.now() + clock.offsetMs, ...(options.clock ? { clock: options.clock } : {}) });
+  const api = await startApi({
+    config,
+    db,
+    logger: options.logger ?? pino({ level: "silent" }),
+    now: () => Date.now() + clock.offsetMs,
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
@@ -62,7 +78,10 @@ export const startApiHarness = async (env: Record<string, string> = {}, options:
   };
   const login: ApiHarness["login"] = async (email, extra = {}) => {
     const res = await request("POST", "/v1/auth/dev-login", {
-      body: { email: email ?? `user-${process.pid}-${++counter}-${crypto.randomUUID().slice(0, 6)}@example.com`, ...extra },
+      body: {
+        email: email ?? `user-${process.pid}-${++counter}-${crypto.randomUUID().slice(0, 6)}@example.com`,
+        ...extra,
+      },
     });
     if (res.status !== 200) throw new Error(`dev-login failed: ${res.status} ${JSON.stringify(res.body)}`);
     return {

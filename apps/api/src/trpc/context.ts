@@ -24,7 +24,15 @@ const fromConnectionParams = (params: Record<string, string | undefined> | null 
 
 export const contextFactory =
   (services: Services, transport: RequestContext["transport"]) =>
-  ({ req, res, info }: { req: Request; res: Response; info?: { connectionParams?: Record<string, string | undefined> | null } }): RequestContext => ({
+  ({
+    req,
+    res,
+    info,
+  }: {
+    req: Request;
+    res: Response;
+    info?: { connectionParams?: Record<string, string | undefined> | null };
+  }): RequestContext => ({
     transport,
     authorization: req.headers.authorization ?? fromConnectionParams(info?.connectionParams),
     ip: req.socket.remoteAddress,

@@ -19,7 +19,16 @@ const clock = new ManualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
 const events: TRouterStatusEvent[] = [];
 
 const faultsOf = async (routerId: string) =>
-  db.query<{ status: string; cause: string; message: string; type: string; severity: string; created_ms: number; resolved_ms: number | null; duration_seconds: number | null }>(
+  db.query<{
+    status: string;
+    cause: string;
+    message: string;
+    type: string;
+    severity: string;
+    created_ms: number;
+    resolved_ms: number | null;
+    duration_seconds: number | null;
+  }>(
     `select status, cause, message, type, severity, (extract(epoch from created_at) * 1000)::float8 as created_ms,
        (extract(epoch from resolved_at) * 1000)::float8 as resolved_ms, duration_seconds
      from router_faults where router_id = ? order by created_at`,
@@ -90,10 +99,21 @@ describe("fault state table", () => {
     at(t + 60_000);
     await h.daemon.sweep();
     expect(await faultsOf(router.id)).toHaveLength(1);
-    await expect.poll(() => events).toContainEqual(expect.objectContaining({ type: "pulse", router_id: router.id, has_pulse: false }));
-    await expect.poll(() => events).toContainEqual(
-      expect.objectContaining({ type: "fault", router_id: router.id, fault: expect.objectContaining({ status: "ongoing", created_at: new Date(t + I).toISOString().replace(".000Z", "+00:00") }) }),
-    );
+    await expect
+      .poll(() => events)
+      .toContainEqual(expect.objectContaining({ type: "pulse", router_id: router.id, has_pulse: false }));
+    await expect
+      .poll(() => events)
+      .toContainEqual(
+        expect.objectContaining({
+          type: "fault",
+          router_id: router.id,
+          fault: expect.objectContaining({
+            status: "ongoing",
+            created_at: new Date(t + I).toISOString().replace(".000Z", "+00:00"),
+          }),
+        }),
+      );
   });
 
   it("completes the fault with the next heartbeat: a reboot when the uptime is shorter than the silence", async () => {
@@ -114,12 +134,22 @@ describe("fault state table", () => {
         duration_seconds: 19,
       }),
     ]);
-    await expect.poll(() => events).toContainEqual(expect.objectContaining({ type: "pulse", router_id: router.id, has_pulse: true }));
-    await expect.poll(() => events).toContainEqual(
-      expect.objectContaining({ type: "fault", router_id: router.id, fault: expect.objectContaining({ status: "completed", duration: 19 }) }),
-    );
+    await expect
+      .poll(() => events)
+      .toContainEqual(expect.objectContaining({ type: "pulse", router_id: router.id, has_pulse: true }));
+    await expect
+      .poll(() => events)
+      .toContainEqual(
+        expect.objectContaining({
+          type: "fault",
+          router_id: router.id,
+          fault: expect.objectContaining({ status: "completed", duration: 19 }),
+        }),
+      );
     // Down from the first missed heartbeat until the next heartbeat: 19.4 s.
-    expect(await downtime(router.id)).toEqual([{ hour: new Date(t).toISOString().replace(/:\d\d:\d\d\.\d+Z/, ":00:00.000Z"), seconds: 19 }]);
+    expect(await downtime(router.id)).toEqual([
+      { hour: new Date(t).toISOString().replace(/:\d\d:\d\d\.\d+Z/, ":00:00.000Z"), seconds: 19 },
+    ]);
   });
 
   it("says connectivity was lost when the router kept running, and Unknown when it reports no uptime", async () => {
@@ -131,8 +161,16 @@ describe("fault state table", () => {
     at(t + 12 * I);
     await beat(kept.heartbeatToken, { uptime: 5_012 });
     await beat(quiet.heartbeatToken);
-    expect((await faultsOf(kept.id))[0]).toMatchObject({ status: "completed", cause: "Connectivity lost", duration_seconds: 11 });
-    expect((await faultsOf(quiet.id))[0]).toMatchObject({ status: "completed", cause: "Unknown", duration_seconds: 11 });
+    expect((await faultsOf(kept.id))[0]).toMatchObject({
+      status: "completed",
+      cause: "Connectivity lost",
+      duration_seconds: 11,
+    });
+    expect((await faultsOf(quiet.id))[0]).toMatchObject({
+      status: "completed",
+      cause: "Unknown",
+      duration_seconds: 11,
+    });
   });
 
   it("completes a fault the sweeper opened while the heartbeat's flush was reading", async () => {
@@ -145,7 +183,9 @@ describe("fault state table", () => {
     );
     at(t + MISSED * I + GRACE);
     await beat(router.heartbeatToken, { uptime: 1_000_000 });
-    expect(await faultsOf(router.id)).toEqual([expect.objectContaining({ status: "completed", cause: "Connectivity lost", duration_seconds: 2 })]);
+    expect(await faultsOf(router.id)).toEqual([
+      expect.objectContaining({ status: "completed", cause: "Connectivity lost", duration_seconds: 2 }),
+    ]);
   });
 
   it("a router that never sent a heartbeat gets no fault", async () => {
@@ -211,7 +251,9 @@ describe("restart rule", () => {
     at(t + 60_000 + MISSED * I + GRACE);
     await h.daemon.sweep();
     // A full threshold from the restart; its first counted miss is one interval after it.
-    expect(await faultsOf(gone.id)).toEqual([expect.objectContaining({ status: "ongoing", created_ms: t + 60_000 + I })]);
+    expect(await faultsOf(gone.id)).toEqual([
+      expect.objectContaining({ status: "ongoing", created_ms: t + 60_000 + I }),
+    ]);
     expect(await faultsOf(back.id)).toEqual([]);
   });
 });
@@ -237,10 +279,15 @@ describe("several sweepers", () => {
     let opened: number;
     if (db.driver === "postgresql" && db.url) {
       // Separate processes in all but name: their own pools on the same PostgreSQL database.
-      const others = await Promise.all([1, 2, 3].map(() => openDatabase({ databaseUrl: db.url, dataDir: "memory", poolSize: 2 })));
+      const others = await Promise.all(
+        [1, 2, 3].map(() => openDatabase({ databaseUrl: db.url, dataDir: "memory", poolSize: 2 })),
+      );
       try {
         const results = await Promise.all([db, ...others, db, ...others].map((d) => sweeper(d)));
-        opened = results.reduce((n, r) => n + r.opened.filter((f) => routers.some((x) => x.id === f.routerId)).length, 0);
+        opened = results.reduce(
+          (n, r) => n + r.opened.filter((f) => routers.some((x) => x.id === f.routerId)).length,
+          0,
+        );
       } finally {
         await Promise.all(others.map((d) => d.close()));
       }

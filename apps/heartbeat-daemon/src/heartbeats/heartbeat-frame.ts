@@ -2,7 +2,9 @@ import type { HeartbeatWrite } from "@fleet/db";
 import { describeFrameIssues, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
 
 /** `json`: not JSON at all (HTTP 400); `schema`: JSON but not a heartbeat (HTTP 422). */
-export type FrameResult = { ok: true; frame: THeartbeatFrame } | { ok: false; kind: "json" | "schema"; message: string };
+export type FrameResult =
+  | { ok: true; frame: THeartbeatFrame }
+  | { ok: false; kind: "json" | "schema"; message: string };
 
 /** Text of one frame -> a heartbeat, or the message of the error frame to send back. */
 export const parseHeartbeat = (text: string): FrameResult => {
@@ -21,7 +23,12 @@ export const parseHeartbeat = (text: string): FrameResult => {
 };
 
 /** A validated frame as the write the batcher stores. */
-export const toWrite = (routerId: string, frame: THeartbeatFrame, seenAt: Date, peer: string | null): HeartbeatWrite => ({
+export const toWrite = (
+  routerId: string,
+  frame: THeartbeatFrame,
+  seenAt: Date,
+  peer: string | null,
+): HeartbeatWrite => ({
   routerId,
   seenAt,
   peer,

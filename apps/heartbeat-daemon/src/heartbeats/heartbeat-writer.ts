@@ -168,17 +168,28 @@ export class HeartbeatWriter {
       });
       for (const part of closed) downtime.push(part);
       if (!row.previousHasPulse) {
-        events.push({ type: "pulse", router_id: row.routerId, team_id: row.teamId, has_pulse: true, at: formatIsoUtc(write.seenAt) });
+        events.push({
+          type: "pulse",
+          router_id: row.routerId,
+          team_id: row.teamId,
+          has_pulse: true,
+          at: formatIsoUtc(write.seenAt),
+        });
       }
       // Any router silent for the whole threshold may have a fault, even if the flush read its
       // state just before the sweeper opened it: completing a fault that is not there is a no-op.
       const silentLongEnough =
-        row.previousSeenAt !== null && write.seenAt.getTime() - row.previousSeenAt.getTime() >= this.#o.missedHeartbeats * this.#o.intervalMs;
+        row.previousSeenAt !== null &&
+        write.seenAt.getTime() - row.previousSeenAt.getTime() >= this.#o.missedHeartbeats * this.#o.intervalMs;
       if (row.previousSeenAt && (!row.previousHasPulse || silentLongEnough)) {
         completions.push({
           routerId: row.routerId,
           resolvedAt: write.seenAt,
-          cause: inferFaultCause({ lastSeen: row.previousSeenAt, resumedAt: write.seenAt, uptimeSeconds: write.uptimeSeconds }),
+          cause: inferFaultCause({
+            lastSeen: row.previousSeenAt,
+            resumedAt: write.seenAt,
+            uptimeSeconds: write.uptimeSeconds,
+          }),
         });
       }
     }
@@ -189,13 +200,21 @@ export class HeartbeatWriter {
       for (const fault of completed) {
         const write = byRouter.get(fault.routerId);
         if (!flipped.has(fault.routerId) && write) {
-          events.push({ type: "pulse", router_id: fault.routerId, team_id: fault.teamId, has_pulse: true, at: formatIsoUtc(write.seenAt) });
+          events.push({
+            type: "pulse",
+            router_id: fault.routerId,
+            team_id: fault.teamId,
+            has_pulse: true,
+            at: formatIsoUtc(write.seenAt),
+          });
         }
         events.push(toFaultEvent(fault));
       }
     }
     if (events.length > 0) {
-      await this.#o.feed.publish(events).catch((error) => this.#o.logger.warn({ err: error }, "status events not published"));
+      await this.#o.feed
+        .publish(events)
+        .catch((error) => this.#o.logger.warn({ err: error }, "status events not published"));
     }
   }
 }

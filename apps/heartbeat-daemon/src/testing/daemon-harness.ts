@@ -33,7 +33,13 @@ export const startDaemonHarness = async (db: Database, options: DaemonHarnessOpt
   });
   config.tuning = { ...config.tuning, ...options.tuning };
   const clock = options.clock ?? new ManualClock();
-  const daemon = await startHeartbeat({ config, db, logger: pino({ level: "silent" }), clock, timers: options.timers ?? false });
+  const daemon = await startHeartbeat({
+    config,
+    db,
+    logger: pino({ level: "silent" }),
+    clock,
+    timers: options.timers ?? false,
+  });
   return { daemon, config, clock, close: () => daemon.close() };
 };
 
@@ -113,7 +119,10 @@ export const connectOk = async (wsUrl: string, token: string): Promise<TestSocke
 export const postHeartbeat = async (baseUrl: string, token: string | undefined, body: string | object) => {
   const res = await fetch(`${baseUrl}/v1/heartbeat`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
+    headers: {
+      "content-type": "application/json",
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+    },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
   const text = await res.text();

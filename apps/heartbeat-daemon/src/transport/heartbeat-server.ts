@@ -58,7 +58,11 @@ interface Peer {
 
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 };
 
@@ -94,7 +98,12 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   const httpGuards = new Map<string, FloodGuard>();
   let closing = false;
 
-  const wss = new WebSocketServer({ noServer: true, maxPayload: HEARTBEAT_MAX_FRAME_BYTES, perMessageDeflate: false, clientTracking: false });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: HEARTBEAT_MAX_FRAME_BYTES,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
 
   // One set of listener functions for every socket (`this` is the socket): 15,000 sockets per
   // process would otherwise carry four closures each.
@@ -115,7 +124,12 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   }
 
   const accept = (ws: WebSocket, owner: TokenOwner, address: string | null) => {
-    const peer: Peer = { owner, address, alive: true, guard: new FloodGuard(o.tuning.floodBurst, o.tuning.floodPerSecond) };
+    const peer: Peer = {
+      owner,
+      address,
+      alive: true,
+      guard: new FloodGuard(o.tuning.floodBurst, o.tuning.floodPerSecond),
+    };
     peers.set(ws, peer);
     for (const older of registry.add(owner.routerId, ws)) older.close(CLOSE_REVOKED, "replaced by a newer connection");
     ws.on("error", onSocketError);
@@ -136,7 +150,10 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
         return;
       }
       if (peer.guard.shouldWarn()) {
-        sendError(ws, `Too many frames: at most ${o.tuning.floodPerSecond} per second are processed; extra frames are dropped.`);
+        sendError(
+          ws,
+          `Too many frames: at most ${o.tuning.floodPerSecond} per second are processed; extra frames are dropped.`,
+        );
       }
       return;
     }
@@ -162,11 +179,15 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     // the whole request (headers and all) alive with it.
     socket.on("error", destroySocket);
     const path = (req.url ?? "").split("?")[0];
-    if (path !== HEARTBEAT_PATH) return rejectUpgrade(socket, 404, "Not Found", `WebSocket heartbeats live at ${HEARTBEAT_PATH}.`);
-    if (closing) return rejectUpgrade(socket, 503, "Service Unavailable", "The daemon is shutting down; reconnect shortly.");
+    if (path !== HEARTBEAT_PATH)
+      return rejectUpgrade(socket, 404, "Not Found", `WebSocket heartbeats live at ${HEARTBEAT_PATH}.`);
+    if (closing)
+      return rejectUpgrade(socket, 503, "Service Unavailable", "The daemon is shutting down; reconnect shortly.");
     const owner = await o.auth.authenticate(bearerToken(req.headers.authorization));
-    if (!owner) return rejectUpgrade(socket, 401, "Unauthorized", UNAUTHORIZED, 'WWW-Authenticate: Bearer realm="heartbeat"\r\n');
-    if (closing || socket.destroyed) return rejectUpgrade(socket, 503, "Service Unavailable", "The daemon is shutting down.");
+    if (!owner)
+      return rejectUpgrade(socket, 401, "Unauthorized", UNAUTHORIZED, 'WWW-Authenticate: Bearer realm="heartbeat"\r\n');
+    if (closing || socket.destroyed)
+      return rejectUpgrade(socket, 503, "Service Unavailable", "The daemon is shutting down.");
     const address = peerAddress(req.socket.remoteAddress);
     wss.handleUpgrade(req, socket, head, (ws) => accept(ws, owner, address));
   };
@@ -185,12 +206,22 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     const owner = await o.auth.authenticate(bearerToken(req.headers.authorization));
     if (!owner) {
       req.resume();
-      return json(res, 401, { type: "error", message: UNAUTHORIZED }, { "www-authenticate": 'Bearer realm="heartbeat"' });
+      return json(
+        res,
+        401,
+        { type: "error", message: UNAUTHORIZED },
+        { "www-authenticate": 'Bearer realm="heartbeat"' },
+      );
     }
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > HEARTBEAT_MAX_FRAME_BYTES) {
       req.resume();
-      return json(res, 413, { type: "error", message: `Heartbeats are at most ${HEARTBEAT_MAX_FRAME_BYTES} bytes.` }, { connection: "close" });
+      return json(
+        res,
+        413,
+        { type: "error", message: `Heartbeats are at most ${HEARTBEAT_MAX_FRAME_BYTES} bytes.` },
+        { connection: "close" },
+      );
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -204,10 +235,18 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
       chunks.push(chunk as Buffer);
     }
     if (tooBig) {
-      return json(res, 413, { type: "error", message: `Heartbeats are at most ${HEARTBEAT_MAX_FRAME_BYTES} bytes.` }, { connection: "close" });
+      return json(
+        res,
+        413,
+        { type: "error", message: `Heartbeats are at most ${HEARTBEAT_MAX_FRAME_BYTES} bytes.` },
+        { connection: "close" },
+      );
     }
     if (!httpGuard(owner.routerId).take()) {
-      return json(res, 429, { type: "error", message: `Too many heartbeats: at most ${o.tuning.floodPerSecond} per second.` });
+      return json(res, 429, {
+        type: "error",
+        message: `Too many heartbeats: at most ${o.tuning.floodPerSecond} per second.`,
+      });
     }
     const parsed = parseHeartbeat(Buffer.concat(chunks).toString("utf8"));
     if (!parsed.ok) return json(res, parsed.kind === "json" ? 400 : 422, { type: "error", message: parsed.message });
@@ -224,7 +263,8 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
         return json(res, ready ? 200 : 503, { status: ready ? "ok" : "unavailable" });
       }
       if (path === HEARTBEAT_PATH) {
-        if (req.method !== "POST") return json(res, 405, { type: "error", message: "Use POST or a WebSocket upgrade." }, { allow: "POST" });
+        if (req.method !== "POST")
+          return json(res, 405, { type: "error", message: "Use POST or a WebSocket upgrade." }, { allow: "POST" });
         if (closing) return json(res, 503, { type: "error", message: "The daemon is shutting down." });
         return onHttpHeartbeat(req, res);
       }
@@ -278,10 +318,13 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen({ host: o.host, port: o.port, reusePort: o.reusePort ?? false, exclusive: o.reusePort ? true : undefined }, () => {
-      server.off("error", reject);
-      resolve();
-    });
+    server.listen(
+      { host: o.host, port: o.port, reusePort: o.reusePort ?? false, exclusive: o.reusePort ? true : undefined },
+      () => {
+        server.off("error", reject);
+        resolve();
+      },
+    );
   });
   const port = (server.address() as AddressInfo).port;
   const host = o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host;

@@ -1,8 +1,22 @@
 import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
-import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase, unique } from "@fleet/db/testing";
+import {
+  createTestDatabase,
+  databaseFingerprint,
+  makeRouter,
+  makeUser,
+  type TestDatabase,
+  unique,
+} from "@fleet/db/testing";
 import { HEARTBEAT_MAX_FRAME_BYTES, type TRouterStatusEvent } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, connectOk, type DaemonHarness, eventually, postHeartbeat, startDaemonHarness } from "../testing/daemon-harness.ts";
+import {
+  connect,
+  connectOk,
+  type DaemonHarness,
+  eventually,
+  postHeartbeat,
+  startDaemonHarness,
+} from "../testing/daemon-harness.ts";
 
 let db: TestDatabase;
 let h: DaemonHarness;
@@ -42,13 +56,26 @@ describe("WebSocket heartbeats", () => {
   it("a later heartbeat in the same batch keeps the fields an earlier one reported", async () => {
     const router = await makeRouter(db, owner, { identity: "" });
     const socket = await connectOk(h.daemon.wsUrl, router.heartbeatToken);
-    socket.send({ type: "heartbeat", identity: "edge-1", model: "hEX", tunnel_ip: "127.0.0.43", uptime: 10, metadata: { a: 1 } });
+    socket.send({
+      type: "heartbeat",
+      identity: "edge-1",
+      model: "hEX",
+      tunnel_ip: "127.0.0.43",
+      uptime: 10,
+      metadata: { a: 1 },
+    });
     socket.send({ type: "heartbeat", uptime: 11, metadata: { b: 2 } });
     expect(await socket.next()).toMatchObject({ type: "ack" });
     expect(await socket.next()).toMatchObject({ type: "ack" });
     await h.daemon.flush();
     const row = await routerRow(router.id);
-    expect(row).toMatchObject({ identity: "edge-1", model: "hEX", tunnel_ip: "127.0.0.43", uptime: 11, has_pulse: true });
+    expect(row).toMatchObject({
+      identity: "edge-1",
+      model: "hEX",
+      tunnel_ip: "127.0.0.43",
+      uptime: 11,
+      has_pulse: true,
+    });
     expect(row?.reported_metadata).toMatchObject({ a: 1, b: 2 });
     await socket.close();
   });
@@ -105,7 +132,11 @@ describe("WebSocket heartbeats", () => {
     socket.send({ type: "heartbeat", uptime: 3_630, metadata: { rack: 4 } });
     await socket.next();
     await h.daemon.flush();
-    expect(await routerRow(router.id)).toMatchObject({ identity: "core-gw", uptime: 3_630, reported_metadata: { site: "HQ", rack: 4 } });
+    expect(await routerRow(router.id)).toMatchObject({
+      identity: "core-gw",
+      uptime: 3_630,
+      reported_metadata: { site: "HQ", rack: 4 },
+    });
     await socket.close();
   });
 
@@ -265,10 +296,19 @@ describe("WebSocket heartbeats", () => {
 describe("HTTP heartbeats", () => {
   it("answers 200 with the same ack and writes like a WebSocket heartbeat", async () => {
     const router = await makeRouter(db, owner);
-    const res = await postHeartbeat(h.daemon.url, router.heartbeatToken, { type: "heartbeat", identity: "fetch-router", uptime: 10 });
+    const res = await postHeartbeat(h.daemon.url, router.heartbeatToken, {
+      type: "heartbeat",
+      identity: "fetch-router",
+      uptime: 10,
+    });
     expect(res).toEqual({ status: 200, body: { type: "ack", interval_ms: 1_000 } });
     await h.daemon.flush();
-    expect(await routerRow(router.id)).toMatchObject({ has_pulse: true, identity: "fetch-router", uptime: 10, last_seen_from: "127.0.0.1" });
+    expect(await routerRow(router.id)).toMatchObject({
+      has_pulse: true,
+      identity: "fetch-router",
+      uptime: 10,
+      last_seen_from: "127.0.0.1",
+    });
   });
 
   it("refuses bad tokens, bad JSON, wrong types, oversized bodies and other methods, changing nothing", async () => {
@@ -278,23 +318,32 @@ describe("HTTP heartbeats", () => {
     expect((await postHeartbeat(h.daemon.url, `hb_${"f".repeat(32)}`, { type: "heartbeat" })).status).toBe(401);
     expect((await postHeartbeat(h.daemon.url, undefined, { type: "heartbeat" })).status).toBe(401);
     const badJson = await postHeartbeat(h.daemon.url, router.heartbeatToken, "{oops");
-    expect(badJson).toMatchObject({ status: 400, body: { type: "error", message: expect.stringMatching(/not valid JSON/) } });
+    expect(badJson).toMatchObject({
+      status: 400,
+      body: { type: "error", message: expect.stringMatching(/not valid JSON/) },
+    });
     const wrong = await postHeartbeat(h.daemon.url, router.heartbeatToken, { type: "heartbeat", uptime: "x" });
     expect(wrong).toMatchObject({ status: 422, body: { type: "error", message: expect.stringMatching(/uptime/) } });
-    expect((await postHeartbeat(h.daemon.url, router.heartbeatToken, frameOfSize(HEARTBEAT_MAX_FRAME_BYTES + 1))).status).toBe(413);
+    expect(
+      (await postHeartbeat(h.daemon.url, router.heartbeatToken, frameOfSize(HEARTBEAT_MAX_FRAME_BYTES + 1))).status,
+    ).toBe(413);
     const get = await fetch(`${h.daemon.url}/v1/heartbeat`);
     expect(get.status).toBe(405);
     expect((await fetch(`${h.daemon.url}/nope`)).status).toBe(404);
     await h.daemon.flush();
     expect(await databaseFingerprint(db)).toBe(before);
-    expect((await postHeartbeat(h.daemon.url, router.heartbeatToken, frameOfSize(HEARTBEAT_MAX_FRAME_BYTES))).status).toBe(200);
+    expect(
+      (await postHeartbeat(h.daemon.url, router.heartbeatToken, frameOfSize(HEARTBEAT_MAX_FRAME_BYTES))).status,
+    ).toBe(200);
   });
 
   it("answers 429 to a router flooding over HTTP", async () => {
     const router = await makeRouter(db, owner, { name: unique("http-flood") });
     const statuses: number[] = [];
     const { floodBurst } = h.config.tuning;
-    const posts = Array.from({ length: floodBurst + 100 }, () => postHeartbeat(h.daemon.url, router.heartbeatToken, { type: "heartbeat" }));
+    const posts = Array.from({ length: floodBurst + 100 }, () =>
+      postHeartbeat(h.daemon.url, router.heartbeatToken, { type: "heartbeat" }),
+    );
     for (const res of await Promise.all(posts)) statuses.push(res.status);
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(floodBurst);
     expect(statuses).toContain(429);

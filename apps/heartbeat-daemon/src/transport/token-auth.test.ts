@@ -23,7 +23,11 @@ describe("TokenAuthenticator", () => {
     const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t" }]]);
     const s = store(owners);
     const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => 0 });
-    const results = await Promise.all([auth.authenticate(token(1)), auth.authenticate(token(1)), auth.authenticate(token(2))]);
+    const results = await Promise.all([
+      auth.authenticate(token(1)),
+      auth.authenticate(token(1)),
+      auth.authenticate(token(2)),
+    ]);
     expect(results).toEqual([{ routerId: "r1", teamId: "t" }, { routerId: "r1", teamId: "t" }, null]);
     expect(s.calls).toHaveLength(1);
     expect(s.calls[0]?.sort()).toEqual([hashToken(token(1)), hashToken(token(2))].sort());
@@ -56,7 +60,8 @@ describe("TokenAuthenticator", () => {
   it("refuses implausible tokens without a query and bounds remembered unknown ones", async () => {
     const s = store(new Map());
     const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 60_000, maxUnknown: 3, now: () => 0 });
-    for (const bad of [undefined, "", "short", "x".repeat(257), "has space inside it"]) expect(await auth.authenticate(bad)).toBeNull();
+    for (const bad of [undefined, "", "short", "x".repeat(257), "has space inside it"])
+      expect(await auth.authenticate(bad)).toBeNull();
     expect(s.calls).toHaveLength(0);
     for (let i = 0; i < 5; i++) await auth.authenticate(token(i));
     expect(s.calls).toHaveLength(5);

@@ -136,8 +136,22 @@ const MENUS: Record<string, readonly string[]> = {
 
 // RouterOS rejects unknown argument names at parse time.
 const NAT_ADD_ARGS = new Set([
-  "chain", "action", "protocol", "src-address", "dst-address", "src-port", "dst-port", "in-interface",
-  "out-interface", "in-interface-list", "to-addresses", "to-ports", "comment", "disabled", "log", "log-prefix",
+  "chain",
+  "action",
+  "protocol",
+  "src-address",
+  "dst-address",
+  "src-port",
+  "dst-port",
+  "in-interface",
+  "out-interface",
+  "in-interface-list",
+  "to-addresses",
+  "to-ports",
+  "comment",
+  "disabled",
+  "log",
+  "log-prefix",
 ]);
 
 /**

@@ -21,11 +21,34 @@ interface Relay {
 }
 
 const PRINT_ORDER = [
-  "chain", "action", "to-addresses", "to-ports", "protocol", "src-address", "dst-address",
-  "in-interface", "out-interface", "src-port", "dst-port", "log", "log-prefix", "comment",
+  "chain",
+  "action",
+  "to-addresses",
+  "to-ports",
+  "protocol",
+  "src-address",
+  "dst-address",
+  "in-interface",
+  "out-interface",
+  "src-port",
+  "dst-port",
+  "log",
+  "log-prefix",
+  "comment",
 ];
 
-const ACTIONS = new Set(["accept", "dst-nat", "src-nat", "masquerade", "netmap", "redirect", "return", "passthrough", "jump", "log"]);
+const ACTIONS = new Set([
+  "accept",
+  "dst-nat",
+  "src-nat",
+  "masquerade",
+  "netmap",
+  "redirect",
+  "return",
+  "passthrough",
+  "jump",
+  "log",
+]);
 
 function quote(value: string): string {
   if (value !== "" && !/[\s"\\;$[\]{}=]/.test(value)) return value;
@@ -120,7 +143,11 @@ export class RouterOsNatTable {
       props[key] = value;
     }
     if (props.chain === undefined) return "failure: chain not specified";
-    const rule: NatRule = { id: `*${(this.#nextId++).toString(16).toUpperCase()}`, disabled: /^(?:yes|true)$/.test(props.disabled ?? ""), props };
+    const rule: NatRule = {
+      id: `*${(this.#nextId++).toString(16).toUpperCase()}`,
+      disabled: /^(?:yes|true)$/.test(props.disabled ?? ""),
+      props,
+    };
     const port = this.#relayPort(rule);
     if (port !== undefined && !this.#listeners.has(port)) {
       try {
@@ -163,7 +190,10 @@ export class RouterOsNatTable {
         return "failure: invalid regular expression";
       }
       if (!hit) continue;
-      const keys = [...PRINT_ORDER, ...Object.keys(rule.props).filter((k) => !PRINT_ORDER.includes(k) && k !== "disabled")];
+      const keys = [
+        ...PRINT_ORDER,
+        ...Object.keys(rule.props).filter((k) => !PRINT_ORDER.includes(k) && k !== "disabled"),
+      ];
       const shown: Record<string, string> = { log: "no", "log-prefix": "", ...rule.props };
       const fields = keys.flatMap((k) => (shown[k] === undefined ? [] : [`${k}=${quote(shown[k])}`]));
       lines.push(`${String(index).padStart(2)} ${(rule.disabled ? "X" : "").padEnd(2)} ${fields.join(" ")}`);
@@ -175,7 +205,9 @@ export class RouterOsNatTable {
     if ("ids" in target) return "no such item";
     try {
       for (const relay of this.#relays) {
-        if (matches({ "dst-address": relay.dstAddress, "src-address": relay.srcAddress, protocol: "tcp" }, target.find)) {
+        if (
+          matches({ "dst-address": relay.dstAddress, "src-address": relay.srcAddress, protocol: "tcp" }, target.find)
+        ) {
           this.#end(relay);
         }
       }
@@ -231,7 +263,9 @@ export class RouterOsNatTable {
     // First matching rule wins, as in RouterOS chain evaluation.
     const remote = client.remoteAddress ?? "";
     const rule = this.#rules.find(
-      (r) => this.#relayPort(r) === port && (r.props["src-address"] === undefined || addressMatches(remote, r.props["src-address"])),
+      (r) =>
+        this.#relayPort(r) === port &&
+        (r.props["src-address"] === undefined || addressMatches(remote, r.props["src-address"])),
     );
     if (!rule) {
       client.destroy();

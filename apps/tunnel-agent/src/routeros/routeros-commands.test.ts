@@ -97,7 +97,12 @@ describe("parseTerseRules", () => {
       disabled: false,
     });
     expect(rules[0]?.raw["log-prefix"]).toBe("");
-    expect(rules[1]).toMatchObject({ index: 1, forwardId: "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", disabled: true, toPorts: 3389 });
+    expect(rules[1]).toMatchObject({
+      index: 1,
+      forwardId: "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee",
+      disabled: true,
+      toPorts: 3389,
+    });
     expect(rules[2]?.index).toBe(12);
     expect(rules[2]?.dstPort).toBeNaN();
   });

@@ -72,8 +72,7 @@ export function addForwardRule(input: AddForwardRuleInput): string {
   const dstAddress = checkIpv4(input.dstAddress, "dstAddress");
   const dstPort = checkPort(input.dstPort, "dstPort");
   const tag = forwardTag(input.forwardId);
-  const src =
-    input.srcAddress === undefined ? "" : ` src-address=${checkIpv4OrCidr(input.srcAddress, "srcAddress")}`;
+  const src = input.srcAddress === undefined ? "" : ` src-address=${checkIpv4OrCidr(input.srcAddress, "srcAddress")}`;
   return (
     `/ip firewall nat add chain=dstnat protocol=tcp dst-port=${port}${src} action=dst-nat` +
     ` to-addresses=${dstAddress} to-ports=${dstPort} comment="${tag}"`

@@ -24,7 +24,10 @@ export const BillingAccount = defineEntity({
     addressState: p.string().length(50).default(""),
     stripeCustomerId: p.string().length(255).unique(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type TBillingAccount = InferEntity<typeof BillingAccount>;

@@ -15,6 +15,38 @@ import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
 
 /** Every entity, listed explicitly (no folder discovery): add new ones here. */
-export const ENTITIES = [User, Organization, OrganizationExternalId, OrganizationMember, Team, BillingAccount, BillingSubscription, Router, RouterFault, RouterDowntimeHour, HeartbeatCoverage, OemProduct, Forward, Job, SshHostKey];
+export const ENTITIES = [
+  User,
+  Organization,
+  OrganizationExternalId,
+  OrganizationMember,
+  Team,
+  BillingAccount,
+  BillingSubscription,
+  Router,
+  RouterFault,
+  RouterDowntimeHour,
+  HeartbeatCoverage,
+  OemProduct,
+  Forward,
+  Job,
+  SshHostKey,
+];
 
-export { BillingAccount, BillingSubscription, Forward, HeartbeatCoverage, Job, SshHostKey, OemProduct, Organization, OrganizationExternalId, OrganizationMember, Router, RouterDowntimeHour, RouterFault, Team, User };
+export {
+  BillingAccount,
+  BillingSubscription,
+  Forward,
+  HeartbeatCoverage,
+  Job,
+  SshHostKey,
+  OemProduct,
+  Organization,
+  OrganizationExternalId,
+  OrganizationMember,
+  Router,
+  RouterDowntimeHour,
+  RouterFault,
+  Team,
+  User,
+};

@@ -133,7 +133,9 @@ export class AccountsRepository {
         account: fromRow(organizationId, own),
       };
     }
-    const rows = await this.#db.query<AccountRow>(BILLING_CONTEXT_SQL, [organizationId], { prepare: "account_context" });
+    const rows = await this.#db.query<AccountRow>(BILLING_CONTEXT_SQL, [organizationId], {
+      prepare: "account_context",
+    });
     const row = rows[0];
     if (!row) return null;
     const rootId = String(row.root_id);

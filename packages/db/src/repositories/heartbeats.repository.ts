@@ -1,7 +1,13 @@
 import { coverageOnStart, type HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { type NativeQuery, nativeSql } from "../native-sql.ts";
-import { COVERAGE_COLUMNS, type CoverageRecord, coverageFromRow, type FaultRecord, faultFromRow } from "./routers.repository.ts";
+import {
+  COVERAGE_COLUMNS,
+  type CoverageRecord,
+  coverageFromRow,
+  type FaultRecord,
+  faultFromRow,
+} from "./routers.repository.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -222,24 +228,30 @@ export class HeartbeatsRepository {
     const parts = chunks(writes, this.chunkSize);
     for (const [index, part] of parts.entries()) {
       if (index > 0 && this.#db.driver === "pglite") await yieldToEventLoop();
-      const rows = await sql.query<{ id: string; team_id: string; previous_has_pulse: boolean; previous_seen_ms: unknown }>(
-        APPLY_SQL,
-        [
-          plainArray(part.map((w) => w.routerId)),
-          plainArray(part.map((w) => w.seenAt.getTime())),
-          textArray(part.map((w) => w.peer)),
-          textArray(part.map((w) => text(w.identity))),
-          textArray(part.map((w) => text(w.serialNumber))),
-          textArray(part.map((w) => text(w.softwareVersion))),
-          textArray(part.map((w) => text(w.softwareId))),
-          textArray(part.map((w) => text(w.model))),
-          textArray(part.map((w) => text(w.boardName))),
-          plainArray(part.map((w) => w.hardwareboard ?? null)),
-          plainArray(part.map((w) => (w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds)))),
-          textArray(part.map((w) => text(w.tunnelIp))),
-          textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
-        ],
-      );
+      const rows = await sql.query<{
+        id: string;
+        team_id: string;
+        previous_has_pulse: boolean;
+        previous_seen_ms: unknown;
+      }>(APPLY_SQL, [
+        plainArray(part.map((w) => w.routerId)),
+        plainArray(part.map((w) => w.seenAt.getTime())),
+        textArray(part.map((w) => w.peer)),
+        textArray(part.map((w) => text(w.identity))),
+        textArray(part.map((w) => text(w.serialNumber))),
+        textArray(part.map((w) => text(w.softwareVersion))),
+        textArray(part.map((w) => text(w.softwareId))),
+        textArray(part.map((w) => text(w.model))),
+        textArray(part.map((w) => text(w.boardName))),
+        plainArray(part.map((w) => w.hardwareboard ?? null)),
+        plainArray(
+          part.map((w) =>
+            w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds),
+          ),
+        ),
+        textArray(part.map((w) => text(w.tunnelIp))),
+        textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
+      ]);
       for (const row of rows) {
         applied.push({
           routerId: row.id,
@@ -301,7 +313,9 @@ export class HeartbeatsRepository {
          values (1, to_timestamp($1::float8 / 1000.0), to_timestamp($1::float8 / 1000.0), null, $2::int) on conflict (id) do nothing`,
         [now.getTime(), intervalMs],
       );
-      const rows = await query<Record<string, unknown>>(`select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1 for update`);
+      const rows = await query<Record<string, unknown>>(
+        `select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1 for update`,
+      );
       const row = rows[0];
       const current: HeartbeatCoverageState | null = row ? coverageFromRow(row) : null;
       const next = coverageOnStart(current, now, gapLimitMs);
@@ -338,16 +352,19 @@ export class HeartbeatsRepository {
   }
 
   async #due(query: NativeQuery, p: SweepParams, coverage: CoverageRecord): Promise<DueRouter[]> {
-    const rows = await query<{ id: string; team_id: string; name: string; identity: string; last_seen_ms: unknown }>(DUE_SQL, [
-      p.now.getTime(),
-      p.missedHeartbeats,
-      p.intervalMs,
-      coverage.coveredSince.getTime(),
-      coverage.outageStartedAt?.getTime() ?? null,
-      p.toleranceMs,
-      p.graceMs,
-      p.limit,
-    ]);
+    const rows = await query<{ id: string; team_id: string; name: string; identity: string; last_seen_ms: unknown }>(
+      DUE_SQL,
+      [
+        p.now.getTime(),
+        p.missedHeartbeats,
+        p.intervalMs,
+        coverage.coveredSince.getTime(),
+        coverage.outageStartedAt?.getTime() ?? null,
+        p.toleranceMs,
+        p.graceMs,
+        p.limit,
+      ],
+    );
     return rows.map((r) => ({
       routerId: r.id,
       teamId: r.team_id,
@@ -365,9 +382,10 @@ export class HeartbeatsRepository {
       faults.map((f) => f.message),
       faults.map((f) => f.createdAt.getTime()),
     ]);
-    const teamRows = await query<{ id: string; team_id: string }>("select id, team_id from routers where id = any($1::uuid[])", [
-      rows.map((r) => String(r.router_id)),
-    ]);
+    const teamRows = await query<{ id: string; team_id: string }>(
+      "select id, team_id from routers where id = any($1::uuid[])",
+      [rows.map((r) => String(r.router_id))],
+    );
     for (const r of teamRows) teams.set(r.id, r.team_id);
     return rows.map((row) => {
       const fault = faultFromRow(row);
@@ -378,7 +396,9 @@ export class HeartbeatsRepository {
   /** The coverage record, for the daemon's own reads. */
   async coverage(): Promise<CoverageRecord | null> {
     const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Record<string, unknown>>(`select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1`);
+    const rows = await sql.query<Record<string, unknown>>(
+      `select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1`,
+    );
     return rows[0] ? coverageFromRow(rows[0]) : null;
   }
 }

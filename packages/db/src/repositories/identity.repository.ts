@@ -99,7 +99,12 @@ export class IdentityRepository {
     );
     if (rows[0]) return rows[0].id;
     const em = this.#db.em();
-    const team = em.create(Team, { id: crypto.randomUUID(), organization: organizationId, name: "Default", isDefault: true });
+    const team = em.create(Team, {
+      id: crypto.randomUUID(),
+      organization: organizationId,
+      name: "Default",
+      isDefault: true,
+    });
     await em.flush();
     return team.id;
   }

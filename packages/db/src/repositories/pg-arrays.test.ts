@@ -13,9 +13,24 @@ afterAll(async () => {
 
 describe("array literals", () => {
   it("round-trip every awkward text value through PostgreSQL", async () => {
-    const values = ["plain", "", "NULL", 'quote " inside', "back\\slash", "{braces},commas", " spaced ", "new\nline", "ünïcødé ✓", "'single'", null];
+    const values = [
+      "plain",
+      "",
+      "NULL",
+      'quote " inside',
+      "back\\slash",
+      "{braces},commas",
+      " spaced ",
+      "new\nline",
+      "ünïcødé ✓",
+      "'single'",
+      null,
+    ];
     const sql = await nativeSql(db);
-    const rows = await sql.query<{ v: string | null }>("select v from unnest($1::text[]) with ordinality as t(v, n) order by n", [textArray(values)]);
+    const rows = await sql.query<{ v: string | null }>(
+      "select v from unnest($1::text[]) with ordinality as t(v, n) order by n",
+      [textArray(values)],
+    );
     expect(rows.map((r) => r.v)).toEqual(values);
   });
 

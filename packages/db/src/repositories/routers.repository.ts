@@ -76,7 +76,8 @@ const json = (value: unknown): Record<string, unknown> => {
   return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
 };
 
-const dateOrNull = (value: unknown): Date | null => (value === null || value === undefined ? null : new Date(toNumber(value)));
+const dateOrNull = (value: unknown): Date | null =>
+  value === null || value === undefined ? null : new Date(toNumber(value));
 
 export const routerFromRow = (row: Row): RouterRecord => ({
   id: String(row.id),
@@ -110,7 +111,8 @@ export const faultFromRow = (row: Row): FaultRecord => ({
   status: row.status === "completed" ? "completed" : "ongoing",
   createdAt: new Date(toNumber(row.created_ms)),
   resolvedAt: dateOrNull(row.resolved_ms),
-  durationSeconds: row.duration_seconds === null || row.duration_seconds === undefined ? null : toNumber(row.duration_seconds),
+  durationSeconds:
+    row.duration_seconds === null || row.duration_seconds === undefined ? null : toNumber(row.duration_seconds),
 });
 
 export const coverageFromRow = (row: Row): CoverageRecord => ({
@@ -188,10 +190,10 @@ export class RoutersRepository {
     if (!isRouterId(routerId)) return null;
     const sql = await nativeSql(this.#db);
     return sql.transaction(async (query) => {
-      const rows = await query<Row>(`select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2 for update`, [
-        routerId,
-        teamId,
-      ]);
+      const rows = await query<Row>(
+        `select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2 for update`,
+        [routerId, teamId],
+      );
       const row = rows[0];
       if (!row) return null;
       const next = change(routerFromRow(row));

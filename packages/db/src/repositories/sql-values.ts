@@ -11,8 +11,7 @@ export const toDate = (value: unknown): Date => {
   throw new TypeError(`not a timestamp: ${String(value)}`);
 };
 
-export const toNumber = (value: unknown): number =>
-  typeof value === "number" ? value : Number(value);
+export const toNumber = (value: unknown): number => (typeof value === "number" ? value : Number(value));
 
 /** True for PostgreSQL's unique_violation, whichever driver raised it. */
 export const isUniqueViolation = (error: unknown): boolean => {

@@ -37,7 +37,15 @@ export const makeAccount = async (
 export const makeRouter = async (
   db: Database,
   owner: { organizationId: string; teamId: string },
-  overrides: Partial<{ name: string; tunnelIp: string | null; hasPulse: boolean; model: string; boardName: string; identity: string; heartbeatToken: string }> = {},
+  overrides: Partial<{
+    name: string;
+    tunnelIp: string | null;
+    hasPulse: boolean;
+    model: string;
+    boardName: string;
+    identity: string;
+    heartbeatToken: string;
+  }> = {},
 ): Promise<{ id: string; heartbeatToken: string }> => {
   const id = crypto.randomUUID();
   const heartbeatToken = overrides.heartbeatToken ?? `hb_${crypto.randomUUID().replaceAll("-", "")}`;

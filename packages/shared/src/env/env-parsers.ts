@@ -19,8 +19,7 @@ const present = (env: TEnv, name: string): string | undefined => {
   return value === undefined || value.trim() === "" ? undefined : value.trim();
 };
 
-export const envString = (env: TEnv, name: string, fallback: string): string =>
-  present(env, name) ?? fallback;
+export const envString = (env: TEnv, name: string, fallback: string): string => present(env, name) ?? fallback;
 
 export const envOptional = (env: TEnv, name: string): string | undefined => present(env, name);
 
@@ -52,11 +51,7 @@ export const envBool = (env: TEnv, name: string, fallback: boolean): boolean => 
   throw new ConfigError(name, `must be true or false, got "${raw}"`);
 };
 
-export const envUrl = (
-  env: TEnv,
-  name: string,
-  protocols: readonly string[],
-): URL | undefined => {
+export const envUrl = (env: TEnv, name: string, protocols: readonly string[]): URL | undefined => {
   const raw = present(env, name);
   if (raw === undefined) return undefined;
   let url: URL;

@@ -86,7 +86,12 @@ describe("hourlyMetrics", () => {
   });
   it("hours that ended before enrollment count 0", () => {
     const stored = new Map([[at("2026-11-21T09:00:00Z").getTime(), 600]]);
-    const m = hourlyMetrics({ now: at("2026-11-21T12:00:00Z"), createdAt: at("2026-11-21T10:00:00Z"), stored, ongoing: null });
+    const m = hourlyMetrics({
+      now: at("2026-11-21T12:00:00Z"),
+      createdAt: at("2026-11-21T10:00:00Z"),
+      stored,
+      ongoing: null,
+    });
     expect(m.find((h) => h.hour.getTime() === at("2026-11-21T09:00:00Z").getTime())?.minutesDown).toBe(0);
     const enrolledMidHour = hourlyMetrics({
       now: at("2026-11-21T12:00:00Z"),
@@ -94,7 +99,9 @@ describe("hourlyMetrics", () => {
       stored,
       ongoing: null,
     });
-    expect(enrolledMidHour.find((h) => h.hour.getTime() === at("2026-11-21T09:00:00Z").getTime())?.minutesDown).toBe(10);
+    expect(enrolledMidHour.find((h) => h.hour.getTime() === at("2026-11-21T09:00:00Z").getTime())?.minutesDown).toBe(
+      10,
+    );
   });
 });
 
@@ -131,10 +138,18 @@ describe("restart rule", () => {
   it("coverageOnStart records an outage only when no daemon was alive within the gap", () => {
     const now = at("2026-11-21T12:00:10Z");
     expect(coverageOnStart(null, now, 5_000)).toEqual({ coveredSince: now, aliveAt: now, outageStartedAt: null });
-    const alive = { coveredSince: at("2026-11-21T10:00:00Z"), aliveAt: at("2026-11-21T12:00:06Z"), outageStartedAt: null };
+    const alive = {
+      coveredSince: at("2026-11-21T10:00:00Z"),
+      aliveAt: at("2026-11-21T12:00:06Z"),
+      outageStartedAt: null,
+    };
     expect(coverageOnStart(alive, now, 5_000)).toEqual({ ...alive, aliveAt: now });
     const stale = { ...alive, aliveAt: at("2026-11-21T12:00:04Z") };
-    expect(coverageOnStart(stale, now, 5_000)).toEqual({ coveredSince: now, aliveAt: now, outageStartedAt: stale.aliveAt });
+    expect(coverageOnStart(stale, now, 5_000)).toEqual({
+      coveredSince: now,
+      aliveAt: now,
+      outageStartedAt: stale.aliveAt,
+    });
   });
 });
 

@@ -77,7 +77,7 @@ export const ZAccount = z
     id: z.string(),
     name: z.string(),
     email: z.string(),
-    currency: z.string().meta({ description: 'Empty string until the first subscription sets it.' }),
+    currency: z.string().meta({ description: "Empty string until the first subscription sets it." }),
     balance: z.number(),
     address: ZAddress,
     created_at: z.string().meta({ description: "YYYY-MM-DD HH:MM:SS in the token's time zone (UTC by default)." }),

@@ -1,16 +1,14 @@
 import { z } from "zod";
 
 /** Every scope the system knows (CONTRACT section 3). */
-export const ALL_SCOPES = [
-  "account:read",
-  "account:write",
-  "routers:read",
-  "routers:write",
-] as const;
+export const ALL_SCOPES = ["account:read", "account:write", "routers:read", "routers:write"] as const;
 export type TScope = (typeof ALL_SCOPES)[number];
 
 export const ZDevLoginInput = z.object({
-  email: z.string().max(250).pipe(z.email({ error: "must be a valid email address" })),
+  email: z
+    .string()
+    .max(250)
+    .pipe(z.email({ error: "must be a valid email address" })),
   scope: z.string().max(500).optional(),
   timezone: z.string().max(64).optional(),
 });
@@ -29,7 +27,10 @@ export const ZLoginResult = z
 export type TLoginResult = z.infer<typeof ZLoginResult>;
 
 export const ZLoginHookInput = z.object({
-  email: z.string().max(250).pipe(z.email({ error: "must be a valid email address" })),
+  email: z
+    .string()
+    .max(250)
+    .pipe(z.email({ error: "must be a valid email address" })),
 });
 
 export const ZLoginHookResult = z

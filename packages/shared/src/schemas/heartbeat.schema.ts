@@ -6,7 +6,10 @@ export const HEARTBEAT_MAX_FRAME_BYTES = 16 * 1024;
 
 // Routers written as RouterOS scripts send empty values as null; null means "not reported".
 const reported = (max: number) =>
-  z.string({ error: "must be a string" }).max(max, { error: `must be at most ${max} characters` }).nullish();
+  z
+    .string({ error: "must be a string" })
+    .max(max, { error: `must be at most ${max} characters` })
+    .nullish();
 
 /**
  * One heartbeat (CONTRACT section 5), over WebSocket or `POST /v1/heartbeat`. Unknown top-level

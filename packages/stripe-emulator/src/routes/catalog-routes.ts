@@ -10,7 +10,8 @@ import type { Interval, Price, Product } from "../stripe-types.ts";
 function createProduct(store: EmulatorStore, p: Params, label = (k: string) => k): Product {
   const now = store.now();
   const id = str(p, "id") ?? store.newId("prod");
-  if (store.products.has(id)) throw invalidRequest(`Product already exists.`, { code: "resource_already_exists", param: "id" });
+  if (store.products.has(id))
+    throw invalidRequest(`Product already exists.`, { code: "resource_already_exists", param: "id" });
   const product: Product = {
     id,
     object: "product",
@@ -46,7 +47,8 @@ export function registerCatalogRoutes(router: Router): void {
     if (description !== undefined) product.description = description;
     product.active = bool(params, "active") ?? product.active;
     const defaultPrice = str(params, "default_price");
-    if (defaultPrice !== undefined) product.default_price = defaultPrice && store.price(defaultPrice, "default_price").id;
+    if (defaultPrice !== undefined)
+      product.default_price = defaultPrice && store.price(defaultPrice, "default_price").id;
     product.metadata = applyMetadata(params, product.metadata);
     product.updated = store.now();
     return product;

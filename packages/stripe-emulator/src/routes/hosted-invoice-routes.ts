@@ -26,7 +26,11 @@ function summary(inv: Invoice): string[] {
 }
 
 export function renderPdf(lines: string[]): Buffer {
-  const esc = (s: string) => s.replace(/×/g, "x").replace(/[^\x20-\x7e]/g, "?").replace(/([\\()])/g, "\\$1");
+  const esc = (s: string) =>
+    s
+      .replace(/×/g, "x")
+      .replace(/[^\x20-\x7e]/g, "?")
+      .replace(/([\\()])/g, "\\$1");
   const content = ["BT", "/F1 11 Tf", "16 TL", "50 800 Td", ...lines.map((l) => `(${esc(l)}) '`), "ET"].join("\n");
   const objects = [
     "<< /Type /Catalog /Pages 2 0 R >>",
@@ -48,8 +52,7 @@ export function renderPdf(lines: string[]): Buffer {
   return Buffer.from(out, "latin1");
 }
 
-const html = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const html = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export function registerHostedInvoiceRoutes(router: Router): void {
   router.get(
@@ -57,7 +60,10 @@ export function registerHostedInvoiceRoutes(router: Router): void {
     ({ store, path }) => {
       const inv = store.invoice(path.id ?? "");
       const rows = inv.lines.data
-        .map((l) => `<tr><td>${html(l.description ?? "Item")}</td><td>${html(formatMoney(l.amount, l.currency))}</td></tr>`)
+        .map(
+          (l) =>
+            `<tr><td>${html(l.description ?? "Item")}</td><td>${html(formatMoney(l.amount, l.currency))}</td></tr>`,
+        )
         .join("");
       const body = `<!doctype html><html><head><meta charset="utf-8"><title>Invoice ${html(inv.number ?? inv.id)}</title></head>
 <body><h1>Invoice ${html(inv.number ?? inv.id)}</h1><p>Status: ${html(inv.status)}</p>

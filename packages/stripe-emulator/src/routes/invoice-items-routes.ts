@@ -71,7 +71,10 @@ export function registerInvoiceItemRoutes(router: Router): void {
       livemode: false,
       metadata: applyMetadata(params),
       parent: subscription
-        ? { type: "subscription_details", subscription_details: { subscription: subscription.id, subscription_item: null } }
+        ? {
+            type: "subscription_details",
+            subscription_details: { subscription: subscription.id, subscription_item: null },
+          }
         : null,
       period: {
         start: (period && int(period, "start", "period[start]")) ?? now,

@@ -75,7 +75,8 @@ export function registerInvoiceRoutes(router: Router): void {
     if (inv.collection_method === "charge_automatically") inv.due_date = null;
     const pm = str(params, "default_payment_method");
     if (pm !== undefined) {
-      inv.default_payment_method = pm && customerPaymentMethod(store, store.customer(inv.customer), pm, "default_payment_method");
+      inv.default_payment_method =
+        pm && customerPaymentMethod(store, store.customer(inv.customer), pm, "default_payment_method");
     }
     return inv;
   });

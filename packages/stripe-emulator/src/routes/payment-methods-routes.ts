@@ -10,7 +10,9 @@ import {
 import { address, applyMetadata, int, obj, reqStr, str } from "../request-params.ts";
 
 export function registerPaymentMethodRoutes(router: Router): void {
-  router.post("/v1/payment_methods", ({ store, params }) => createCardPaymentMethod(store, params), { publishable: true });
+  router.post("/v1/payment_methods", ({ store, params }) => createCardPaymentMethod(store, params), {
+    publishable: true,
+  });
 
   router.get("/v1/payment_methods/:id", ({ store, path }) => store.paymentMethod(path.id ?? ""));
 

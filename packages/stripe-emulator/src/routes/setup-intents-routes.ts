@@ -78,7 +78,10 @@ export function registerSetupIntentRoutes(router: Router): void {
     if (customer) store.customer(customer, "customer");
     const id = store.newId("seti");
     // `payment_method_types` (older API versions) or `allowed_payment_method_types` (current).
-    const types = (list(params, "payment_method_types") ?? list(params, "allowed_payment_method_types") ?? ["card"]).map(String);
+    const types = (
+      list(params, "payment_method_types") ??
+      list(params, "allowed_payment_method_types") ?? ["card"]
+    ).map(String);
     const si: SetupIntent = {
       id,
       object: "setup_intent",
@@ -132,7 +135,9 @@ export function registerSetupIntentRoutes(router: Router): void {
     return si;
   });
 
-  router.post("/v1/setup_intents/:id/confirm", (ctx) => confirm(ctx.store, loadIntent(ctx), ctx), { publishable: true });
+  router.post("/v1/setup_intents/:id/confirm", (ctx) => confirm(ctx.store, loadIntent(ctx), ctx), {
+    publishable: true,
+  });
 
   router.post("/v1/setup_intents/:id/cancel", ({ store, path, params }) => {
     const si = store.setupIntent(path.id ?? "");

@@ -60,7 +60,10 @@ function recurringPrice(store: EmulatorStore, id: string, label: string, currenc
     );
   }
   if (currency && price.currency !== currency) {
-    throw invalidParam(label, `The price's currency (${price.currency}) must match the subscription currency (${currency}).`);
+    throw invalidParam(
+      label,
+      `The price's currency (${price.currency}) must match the subscription currency (${currency}).`,
+    );
   }
   return price;
 }
@@ -83,7 +86,13 @@ function newItem(store: EmulatorStore, sub: Subscription, price: Price, quantity
 }
 
 /** Finalizes a subscription invoice and collects it the way `payment_behavior=allow_incomplete` does. */
-function billSubscription(store: EmulatorStore, sub: Subscription, inv: Invoice, baseUrl: string, attempt: boolean): void {
+function billSubscription(
+  store: EmulatorStore,
+  sub: Subscription,
+  inv: Invoice,
+  baseUrl: string,
+  attempt: boolean,
+): void {
   finalizeInvoice(store, inv, baseUrl);
   sub.latest_invoice = inv.id;
   const first = inv.billing_reason === "subscription_create";
@@ -150,7 +159,8 @@ function applyCommonParams(store: EmulatorStore, sub: Subscription, p: Params): 
   if (description !== undefined) sub.description = description;
   const pm = str(p, "default_payment_method");
   if (pm !== undefined) {
-    sub.default_payment_method = pm && customerPaymentMethod(store, store.customer(sub.customer), pm, "default_payment_method");
+    sub.default_payment_method =
+      pm && customerPaymentMethod(store, store.customer(sub.customer), pm, "default_payment_method");
   }
   sub.collection_method = oneOf(p, "collection_method", COLLECTION_METHODS) ?? sub.collection_method;
   const days = int(p, "days_until_due");
@@ -237,7 +247,10 @@ export function registerSubscriptionRoutes(router: Router): void {
       const price = recurringPrice(store, reqStr(e, "price", label), label, sub.currency);
       const r = price.recurring;
       if (r && (r.interval !== recurring.interval || r.interval_count !== recurring.interval_count)) {
-        throw invalidParam(label, "All prices on a subscription must have the same `recurring.interval` and `recurring.interval_count`.");
+        throw invalidParam(
+          label,
+          "All prices on a subscription must have the same `recurring.interval` and `recurring.interval_count`.",
+        );
       }
       return newItem(store, sub, price, int(e, "quantity", `items[${i}][quantity]`) ?? 1, e);
     });
@@ -271,7 +284,8 @@ export function registerSubscriptionRoutes(router: Router): void {
       return sub;
     }
     const behavior =
-      oneOf(params, "proration_behavior", ["none", "create_prorations", "always_invoice"] as const) ?? "create_prorations";
+      oneOf(params, "proration_behavior", ["none", "create_prorations", "always_invoice"] as const) ??
+      "create_prorations";
     const changes: Array<() => void> = [];
     (itemEntries(params) ?? []).forEach((e, i) => {
       const itemId = str(e, "id", `items[${i}][id]`);

@@ -31,7 +31,10 @@ export class AccountService {
   async create(auth: AuthClaims, input: TCreateAccountInput): Promise<TAccount> {
     const context = await this.#ownContext(auth.organizationId);
     if (context.account) {
-      throw new AppError("conflict", "This organization already has a billing account; change it with PATCH /v1/account.");
+      throw new AppError(
+        "conflict",
+        "This organization already has a billing account; change it with PATCH /v1/account.",
+      );
     }
     const customer = await this.#deps.customers.createCustomer({
       name: input.name,
@@ -48,7 +51,10 @@ export class AccountService {
       balanceMinor: customer.balance,
     });
     if (!account) {
-      throw new AppError("conflict", "This organization already has a billing account; change it with PATCH /v1/account.");
+      throw new AppError(
+        "conflict",
+        "This organization already has a billing account; change it with PATCH /v1/account.",
+      );
     }
     return toAccountResponse(account, auth.timezone);
   }
@@ -65,7 +71,8 @@ export class AccountService {
     if (a?.country !== undefined && a.country !== current.address.country) address.country = a.country;
     if (a?.line1 !== undefined && a.line1 !== current.address.line1) address.line1 = a.line1;
     if (a?.line2 !== undefined && a.line2 !== current.address.line2) address.line2 = a.line2;
-    if (a?.postal_code !== undefined && a.postal_code !== current.address.postalCode) address.postalCode = a.postal_code;
+    if (a?.postal_code !== undefined && a.postal_code !== current.address.postalCode)
+      address.postalCode = a.postal_code;
     if (a?.state !== undefined && a.state !== current.address.state) address.state = a.state;
     if (Object.keys(address).length > 0) patch.address = address;
     if (Object.keys(patch).length === 0) return toAccountResponse(current, auth.timezone);

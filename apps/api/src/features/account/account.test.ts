@@ -63,7 +63,13 @@ describe("POST /v1/account", () => {
     const { token, organizationId } = await h.login();
     const res = await h.request("POST", "/v1/account", {
       token,
-      body: { ...validBody, address: { country: "de", city: "Ignored", line1: "Ignored" }, currency: "eur", balance: 99, unknown: true },
+      body: {
+        ...validBody,
+        address: { country: "de", city: "Ignored", line1: "Ignored" },
+        currency: "eur",
+        balance: 99,
+        unknown: true,
+      },
     });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
@@ -73,7 +79,15 @@ describe("POST /v1/account", () => {
       balance: 0,
       address: { city: "", country: "DE", line1: "", line2: "", postal_code: "", state: "" },
     });
-    expect(Object.keys(res.body).sort()).toEqual(["address", "balance", "created_at", "currency", "email", "id", "name"]);
+    expect(Object.keys(res.body).sort()).toEqual([
+      "address",
+      "balance",
+      "created_at",
+      "currency",
+      "email",
+      "id",
+      "name",
+    ]);
     const rows = await h.db.query<{ stripe_customer_id: string }>(
       "select stripe_customer_id from billing_accounts where organization_id = ?",
       [organizationId],
@@ -146,16 +160,25 @@ describe("POST /v1/account", () => {
     const email = `${local}@${domain}.com`;
     expect(email).toHaveLength(ACCOUNT_LIMITS.email);
     const ok = await h.login();
-    const res = await h.request("POST", "/v1/account", { token: ok.token, body: { name, email, address: { country: "US" } } });
+    const res = await h.request("POST", "/v1/account", {
+      token: ok.token,
+      body: { name, email, address: { country: "US" } },
+    });
     expect(res.status).toBe(201);
     expect(res.body.name).toHaveLength(100);
     expect(res.body.email).toHaveLength(250);
 
     const tooLong = await h.login();
-    const r1 = await refused("POST", "/v1/account", { token: tooLong.token, body: { name: `${name}n`, email: "a@b.co", address: { country: "US" } } });
+    const r1 = await refused("POST", "/v1/account", {
+      token: tooLong.token,
+      body: { name: `${name}n`, email: "a@b.co", address: { country: "US" } },
+    });
     expect(r1.status).toBe(422);
     expect(r1.body.errors.name).toBeDefined();
-    const r2 = await refused("POST", "/v1/account", { token: tooLong.token, body: { name: "A", email: `e${email}`, address: { country: "US" } } });
+    const r2 = await refused("POST", "/v1/account", {
+      token: tooLong.token,
+      body: { name: "A", email: `e${email}`, address: { country: "US" } },
+    });
     expect(r2.status).toBe(422);
     expect(r2.body.errors.email).toBeDefined();
   });
@@ -176,19 +199,36 @@ describe("PATCH and PUT /v1/account", () => {
       body: { address: { city: "Berlin", line1: "Street 1", line2: "Suite 2", postal_code: "10115", state: "BE" } },
     });
     expect(full.status).toBe(200);
-    expect(full.body.address).toEqual({ city: "Berlin", country: "DE", line1: "Street 1", line2: "Suite 2", postal_code: "10115", state: "BE" });
+    expect(full.body.address).toEqual({
+      city: "Berlin",
+      country: "DE",
+      line1: "Street 1",
+      line2: "Suite 2",
+      postal_code: "10115",
+      state: "BE",
+    });
     expect(full.body.name).toBe("Acme Networks");
 
     const unset = await h.request("PATCH", "/v1/account", { token, body: { address: { line2: "" }, name: "Acme 2" } });
     expect(unset.status).toBe(200);
-    expect(unset.body.address).toEqual({ city: "Berlin", country: "DE", line1: "Street 1", line2: "", postal_code: "10115", state: "BE" });
+    expect(unset.body.address).toEqual({
+      city: "Berlin",
+      country: "DE",
+      line1: "Street 1",
+      line2: "",
+      postal_code: "10115",
+      state: "BE",
+    });
     expect(unset.body.name).toBe("Acme 2");
     expect((await h.request("GET", "/v1/account", { token })).body).toEqual(unset.body);
   });
 
   it("accepts PUT with the same body", async () => {
     const { token } = await setup();
-    const res = await h.request("PUT", "/v1/account", { token, body: { email: "NEW@Example.com", address: { country: "fr" } } });
+    const res = await h.request("PUT", "/v1/account", {
+      token,
+      body: { email: "NEW@Example.com", address: { country: "fr" } },
+    });
     expect(res.status).toBe(200);
     expect(res.body.email).toBe("new@example.com");
     expect(res.body.address.country).toBe("FR");
@@ -267,7 +307,11 @@ describe("DELETE /v1/account", () => {
 
 describe("processor failures", () => {
   it("maps an unreachable processor to 502 and writes nothing", async () => {
-    const broken = await startApiHarness({ STRIPE_API_BASE: "http://127.0.0.1:9", STRIPE_SECRET_KEY: "sk_test_x", STRIPE_PUBLISHABLE_KEY: "pk_test_x" });
+    const broken = await startApiHarness({
+      STRIPE_API_BASE: "http://127.0.0.1:9",
+      STRIPE_SECRET_KEY: "sk_test_x",
+      STRIPE_PUBLISHABLE_KEY: "pk_test_x",
+    });
     try {
       const { token } = await broken.login();
       const before = await databaseFingerprint(broken.db);

@@ -18,7 +18,10 @@ afterAll(async () => {
 
 const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
 
-const sign = (claims: Record<string, unknown>, options: { key?: string; exp?: string | number; alg?: "HS256" | "HS512" } = {}) => {
+const sign = (
+  claims: Record<string, unknown>,
+  options: { key?: string; exp?: string | number; alg?: "HS256" | "HS512" } = {},
+) => {
   let jwt = new SignJWT(claims).setProtectedHeader({ alg: options.alg ?? "HS256" });
   if (options.exp !== undefined) jwt = jwt.setExpirationTime(options.exp);
   return jwt.sign(createSecretKey(Buffer.from(options.key ?? secret)));
@@ -38,7 +41,10 @@ describe("access tokens", () => {
 
   it("refuses an expired token", async () => {
     const { userId, organizationId } = await h.login();
-    const token = await sign({ sub: userId, id: organizationId, scope: "account:read" }, { exp: Math.floor(Date.now() / 1000) - 5 });
+    const token = await sign(
+      { sub: userId, id: organizationId, scope: "account:read" },
+      { exp: Math.floor(Date.now() / 1000) - 5 },
+    );
     const res = await h.request("GET", "/v1/account", { token });
     expect(res.status).toBe(401);
     expect(res.body.message).toMatch(/expired/);
@@ -110,7 +116,9 @@ describe("access tokens", () => {
     });
     expect(created.status).toBe(201);
     expect((await h.request("GET", "/v1/account", { token: again })).body.id).toBe(created.body.id);
-    const mapped = await h.db.query("select organization_id from organization_external_ids where external_id = ?", [external]);
+    const mapped = await h.db.query("select organization_id from organization_external_ids where external_id = ?", [
+      external,
+    ]);
     expect(mapped).toHaveLength(1);
     expect((await h.request("GET", "/api/routers", { token: first })).status).toBe(200);
   });
@@ -129,7 +137,8 @@ describe("dev login (the authentication workflow)", () => {
     const first = await h.request("POST", "/v1/auth/dev-login", { body: { email } });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ token_type: "Bearer", expires_in: 3600 });
-    for (const key of ["access_token", "user_id", "organization_id", "team_id"]) expect(first.body[key]).toEqual(expect.any(String));
+    for (const key of ["access_token", "user_id", "organization_id", "team_id"])
+      expect(first.body[key]).toEqual(expect.any(String));
     const second = await h.request("POST", "/v1/auth/dev-login", { body: { email: email.toLowerCase() } });
     expect(second.body.organization_id).toBe(first.body.organization_id);
     expect(second.body.team_id).toBe(first.body.team_id);
@@ -147,8 +156,12 @@ describe("dev login (the authentication workflow)", () => {
   it("validates its input", async () => {
     const before = await databaseFingerprint(h.db);
     expect((await h.request("POST", "/v1/auth/dev-login", { body: { email: "nope" } })).status).toBe(422);
-    expect((await h.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co", scope: "admin:all" } })).status).toBe(422);
-    expect((await h.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co", timezone: "Mars/Base" } })).status).toBe(422);
+    expect(
+      (await h.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co", scope: "admin:all" } })).status,
+    ).toBe(422);
+    expect(
+      (await h.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co", timezone: "Mars/Base" } })).status,
+    ).toBe(422);
     expect(await databaseFingerprint(h.db)).toBe(before);
   });
 
@@ -169,9 +182,15 @@ describe("login hook", () => {
     const hooked = await startApiHarness({ AUTH_LOGIN_HOOK_SECRET: hookSecret });
     try {
       const email = `idp-${crypto.randomUUID()}@example.com`;
-      const denied = await hooked.request("POST", "/v1/auth/login-hook", { body: { email }, headers: { authorization: "Bearer wrong" } });
+      const denied = await hooked.request("POST", "/v1/auth/login-hook", {
+        body: { email },
+        headers: { authorization: "Bearer wrong" },
+      });
       expect(denied.status).toBe(401);
-      const ok = await hooked.request("POST", "/v1/auth/login-hook", { body: { email }, headers: { authorization: `Bearer ${hookSecret}` } });
+      const ok = await hooked.request("POST", "/v1/auth/login-hook", {
+        body: { email },
+        headers: { authorization: `Bearer ${hookSecret}` },
+      });
       expect(ok.status).toBe(200);
       expect(Object.keys(ok.body).sort()).toEqual(["organization_id", "team_id", "user_id"]);
     } finally {
@@ -197,7 +216,12 @@ describe("JWKS mode", () => {
   afterAll(() => new Promise<void>((resolve) => jwks.close(() => resolve())));
 
   it("verifies ES256 tokens by JWKS, checks issuer and audience, and refuses HS256", async () => {
-    const api = await startApiHarness({ JWT_JWKS_URL: jwksUrl, JWT_ISSUER: "https://idp.example", JWT_AUDIENCE: "fleet", AUTH_DEV_LOGIN: "false" });
+    const api = await startApiHarness({
+      JWT_JWKS_URL: jwksUrl,
+      JWT_ISSUER: "https://idp.example",
+      JWT_AUDIENCE: "fleet",
+      AUTH_DEV_LOGIN: "false",
+    });
     try {
       const { organizationId, userId } = await (await import("@fleet/db/testing")).makeUser(api.db);
       const good = await new SignJWT({ id: organizationId, scope: "account:read" })
@@ -216,7 +240,10 @@ describe("JWKS mode", () => {
         .setExpirationTime("5m")
         .sign(privateKey);
       expect((await api.request("GET", "/v1/account", { token: wrongAudience })).status).toBe(401);
-      const hs = await sign({ sub: userId, id: organizationId, scope: "account:read", iss: "https://idp.example", aud: "fleet" }, { exp: "5m" });
+      const hs = await sign(
+        { sub: userId, id: organizationId, scope: "account:read", iss: "https://idp.example", aud: "fleet" },
+        { exp: "5m" },
+      );
       expect((await api.request("GET", "/v1/account", { token: hs })).status).toBe(401);
     } finally {
       await api.close();

@@ -125,7 +125,13 @@ export class TokenSigner {
     this.ttlSeconds = options.ttlSeconds ?? 3600;
   }
 
-  async sign(claims: { userId: string; organizationId: string; teamId?: string; scope: string; timezone?: string | undefined }): Promise<string> {
+  async sign(claims: {
+    userId: string;
+    organizationId: string;
+    teamId?: string;
+    scope: string;
+    timezone?: string | undefined;
+  }): Promise<string> {
     const body: Record<string, string> = { id: claims.organizationId, scope: claims.scope };
     if (claims.timezone) body.timezone = claims.timezone;
     if (claims.teamId) body.team = claims.teamId;

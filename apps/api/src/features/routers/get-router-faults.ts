@@ -4,7 +4,12 @@ import { teamProcedure } from "../../trpc/init.ts";
 
 export const getRouterFaults = teamProcedure("routers:read")
   .meta({
-    openapi: { method: "GET", path: "/api/routers/{router_id}/faults", tags: ["routers"], summary: "The last 100 faults, newest first" },
+    openapi: {
+      method: "GET",
+      path: "/api/routers/{router_id}/faults",
+      tags: ["routers"],
+      summary: "The last 100 faults, newest first",
+    },
     successStatus: 200,
   })
   .input(ZRouterIdInput)

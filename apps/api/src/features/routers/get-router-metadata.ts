@@ -3,7 +3,12 @@ import { teamProcedure } from "../../trpc/init.ts";
 
 export const getRouterMetadata = teamProcedure("routers:read")
   .meta({
-    openapi: { method: "GET", path: "/api/routers/{router_id}/metadata", tags: ["routers"], summary: "Router metadata" },
+    openapi: {
+      method: "GET",
+      path: "/api/routers/{router_id}/metadata",
+      tags: ["routers"],
+      summary: "Router metadata",
+    },
     successStatus: 200,
   })
   .input(ZRouterIdInput)

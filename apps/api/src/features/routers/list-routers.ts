@@ -4,7 +4,12 @@ import { teamProcedure } from "../../trpc/init.ts";
 
 export const listRouters = teamProcedure("routers:read")
   .meta({
-    openapi: { method: "GET", path: "/api/routers", tags: ["routers"], summary: "List the routers of the token's team" },
+    openapi: {
+      method: "GET",
+      path: "/api/routers",
+      tags: ["routers"],
+      summary: "List the routers of the token's team",
+    },
     successStatus: 200,
   })
   .input(z.void())

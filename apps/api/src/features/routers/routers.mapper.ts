@@ -20,7 +20,8 @@ import {
 export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
   let uptime: string | null = null;
   if (router.uptimeSeconds !== null) {
-    const sinceReport = router.hasPulse && router.lastSeenAt ? Math.max(0, (now.getTime() - router.lastSeenAt.getTime()) / 1000) : 0;
+    const sinceReport =
+      router.hasPulse && router.lastSeenAt ? Math.max(0, (now.getTime() - router.lastSeenAt.getTime()) / 1000) : 0;
     uptime = formatDuration(router.uptimeSeconds + sinceReport);
   }
   return {

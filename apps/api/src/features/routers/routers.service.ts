@@ -97,7 +97,9 @@ export class RouterService {
     if (!removed) throw notFound();
     await this.#deps.feed
       .publish([{ type: "removed", router_id: removed.id, team_id: teamId }])
-      .catch((error) => this.#deps.logger.warn({ err: error }, "router removal not announced; daemons notice at their next flush"));
+      .catch((error) =>
+        this.#deps.logger.warn({ err: error }, "router removal not announced; daemons notice at their next flush"),
+      );
     await this.#sync(removed.organizationId);
   }
 
@@ -122,9 +124,13 @@ export class RouterService {
         });
       }
       if (metadataBytes(userMetadata) > ROUTER_LIMITS.metadataTotalBytes) {
-        throw new AppError("validation_failed", `A router's metadata is at most ${ROUTER_LIMITS.metadataTotalBytes} bytes of JSON.`, {
-          fields: { body: [`must leave at most ${ROUTER_LIMITS.metadataTotalBytes} bytes of JSON after merging`] },
-        });
+        throw new AppError(
+          "validation_failed",
+          `A router's metadata is at most ${ROUTER_LIMITS.metadataTotalBytes} bytes of JSON.`,
+          {
+            fields: { body: [`must leave at most ${ROUTER_LIMITS.metadataTotalBytes} bytes of JSON after merging`] },
+          },
+        );
       }
       return { userMetadata, name };
     });
@@ -147,11 +153,14 @@ export class RouterService {
     ]);
     let ongoing = null;
     if (router.lastSeenAt && coverage) {
-      const watchedUntil = now.getTime() - coverage.aliveAt.getTime() > Math.max(coverage.intervalMs, 5_000) ? coverage.aliveAt : now;
+      const watchedUntil =
+        now.getTime() - coverage.aliveAt.getTime() > Math.max(coverage.intervalMs, 5_000) ? coverage.aliveAt : now;
       const from = effectiveLastSeen(router.lastSeenAt, coverage, coverage.intervalMs);
       ongoing = downtimeBetween(from, watchedUntil, coverage.intervalMs);
     }
-    return hourlyMetrics({ now, createdAt: router.createdAt, stored, ongoing, hours: ROUTER_LIMITS.metricHours }).map(toMetricResponse);
+    return hourlyMetrics({ now, createdAt: router.createdAt, stored, ongoing, hours: ROUTER_LIMITS.metricHours }).map(
+      toMetricResponse,
+    );
   }
 
   /** The last 100 faults, newest first. */
@@ -210,7 +219,10 @@ export class RouterService {
     try {
       await this.#deps.clearance.syncQuantity(organizationId);
     } catch (error) {
-      this.#deps.logger.error({ err: error, organizationId }, "subscription quantity sync failed; the next sync repairs it");
+      this.#deps.logger.error(
+        { err: error, organizationId },
+        "subscription quantity sync failed; the next sync repairs it",
+      );
     }
   }
 }

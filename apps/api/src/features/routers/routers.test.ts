@@ -75,7 +75,9 @@ describe("POST /api/routers", () => {
       "select team_id, name, heartbeat_token_hash from routers where id = ?",
       [router.id],
     );
-    expect(rows).toEqual([{ team_id: user.teamId, name: "Office", heartbeat_token_hash: createHash("sha256").update(token).digest("hex") }]);
+    expect(rows).toEqual([
+      { team_id: user.teamId, name: "Office", heartbeat_token_hash: createHash("sha256").update(token).digest("hex") },
+    ]);
     const dump = await h.db.query<{ d: string }>("select string_agg(t::text, '|') as d from routers t");
     expect(dump[0]?.d).not.toContain(token);
   });
@@ -84,15 +86,28 @@ describe("POST /api/routers", () => {
     const root = await billedUser();
     const child = await makeChildOrganization(h.db, root.organizationId);
     const childUser = await makeUser(h.db);
-    await h.db.query("update users set current_organization_id = ? where id = ?", [child.organizationId, childUser.userId]);
-    const token = (await h.login((await h.db.query<{ email: string }>("select email from users where id = ?", [childUser.userId]))[0]?.email)).token;
+    await h.db.query("update users set current_organization_id = ? where id = ?", [
+      child.organizationId,
+      childUser.userId,
+    ]);
+    const token = (
+      await h.login(
+        (
+          await h.db.query<{ email: string }>("select email from users where id = ?", [childUser.userId])
+        )[0]?.email,
+      )
+    ).token;
     expect((await h.request("POST", "/api/routers", { token, body: {} })).status).toBe(201);
 
     const orphanRoot = await h.login();
     const orphanChild = await makeChildOrganization(h.db, orphanRoot.organizationId);
     const orphanUser = await makeUser(h.db);
-    await h.db.query("update users set current_organization_id = ? where id = ?", [orphanChild.organizationId, orphanUser.userId]);
-    const email = (await h.db.query<{ email: string }>("select email from users where id = ?", [orphanUser.userId]))[0]?.email;
+    await h.db.query("update users set current_organization_id = ? where id = ?", [
+      orphanChild.organizationId,
+      orphanUser.userId,
+    ]);
+    const email = (await h.db.query<{ email: string }>("select email from users where id = ?", [orphanUser.userId]))[0]
+      ?.email;
     const res = await h.request("POST", "/api/routers", { token: (await h.login(email)).token, body: {} });
     expect(res.status).toBe(402);
     expect(res.body.message).toMatch(/top of this organization tree/);
@@ -100,10 +115,16 @@ describe("POST /api/routers", () => {
 
   it("validates the name at its limit and needs routers:write", async () => {
     const user = await billedUser();
-    expect((await h.request("POST", "/api/routers", { token: user.token, body: { name: "n".repeat(ROUTER_LIMITS.name) } })).status).toBe(201);
+    expect(
+      (await h.request("POST", "/api/routers", { token: user.token, body: { name: "n".repeat(ROUTER_LIMITS.name) } }))
+        .status,
+    ).toBe(201);
     const reader = await h.login(undefined, { scope: "routers:read" });
     const before = await databaseFingerprint(h.db);
-    const long = await h.request("POST", "/api/routers", { token: user.token, body: { name: "n".repeat(ROUTER_LIMITS.name + 1) } });
+    const long = await h.request("POST", "/api/routers", {
+      token: user.token,
+      body: { name: "n".repeat(ROUTER_LIMITS.name + 1) },
+    });
     expect(long.status).toBe(422);
     expect(long.body).toMatchObject({ status: "fail", data: { name: expect.stringMatching(/at most 100/) } });
     expect((await h.request("POST", "/api/routers", { token: user.token, body: { name: 5 } })).status).toBe(422);
@@ -188,7 +209,15 @@ describe("router metadata", () => {
     );
     const patch = await h.request("PATCH", `/api/routers/${router.id}/metadata`, {
       token: user.token,
-      body: { name: "Branch 7", timezone: "Europe/Berlin", lat: 52.52, lng: 13.405, banner_img: "https://cdn.example.com/b.png", floor: 3, tags: ["a", "b"] },
+      body: {
+        name: "Branch 7",
+        timezone: "Europe/Berlin",
+        lat: 52.52,
+        lng: 13.405,
+        banner_img: "https://cdn.example.com/b.png",
+        floor: 3,
+        tags: ["a", "b"],
+      },
     });
     expect(patch.status).toBe(200);
     const expected = {
@@ -209,20 +238,32 @@ describe("router metadata", () => {
     expect(patch.body).toEqual({ status: "success", data: expected });
     const get = await h.request("GET", `/api/routers/${router.id}/metadata`, { token: user.token });
     expect(get.body).toEqual({ status: "success", data: expected });
-    const removed = await h.request("PATCH", `/api/routers/${router.id}/metadata`, { token: user.token, body: { floor: null, lat: null } });
+    const removed = await h.request("PATCH", `/api/routers/${router.id}/metadata`, {
+      token: user.token,
+      body: { floor: null, lat: null },
+    });
     expect(removed.body.data).not.toHaveProperty("floor");
     expect(removed.body.data).not.toHaveProperty("lat");
     expect(removed.body.data.lng).toBe(13.405);
     // The name is the router's name: faults say "Site Offline: <identity or name>".
-    expect((await h.db.query<{ name: string }>("select name from routers where id = ?", [router.id]))[0]?.name).toBe("Branch 7");
+    expect((await h.db.query<{ name: string }>("select name from routers where id = ?", [router.id]))[0]?.name).toBe(
+      "Branch 7",
+    );
   });
 
   it("accepts every limit at its edge and refuses one past it, changing nothing", async () => {
     const user = await billedUser();
     const { router } = await enroll(user);
     const path = `/api/routers/${router.id}/metadata`;
-    const ok = async (body: object) => expect((await h.request("PATCH", path, { token: user.token, body })).status).toBe(200);
-    await ok({ name: "n".repeat(100), lat: 90, lng: -180, timezone: "America/Argentina/Buenos_Aires", thumbnail_img: "http://x.example/t.png" });
+    const ok = async (body: object) =>
+      expect((await h.request("PATCH", path, { token: user.token, body })).status).toBe(200);
+    await ok({
+      name: "n".repeat(100),
+      lat: 90,
+      lng: -180,
+      timezone: "America/Argentina/Buenos_Aires",
+      thumbnail_img: "http://x.example/t.png",
+    });
     await ok({ lat: -90, lng: 180 });
     await ok({ ["k".repeat(64)]: "v", blob: "x".repeat(ROUTER_LIMITS.metadataValueBytes - 2) });
     const bad: Array<[object, string, RegExp]> = [
@@ -252,15 +293,26 @@ describe("router metadata", () => {
     // Limits after merging: key count and total size.
     for (let i = 0; i < 4; i++) await ok(Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`m${i}_${j}`, j])));
     const before = await databaseFingerprint(h.db);
-    const tooMany = await h.request("PATCH", path, { token: user.token, body: Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`z${j}`, j])) });
+    const tooMany = await h.request("PATCH", path, {
+      token: user.token,
+      body: Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`z${j}`, j])),
+    });
     expect(tooMany.status).toBe(422);
     expect(tooMany.body.data.body).toMatch(/at most 50 keys/);
     expect(await databaseFingerprint(h.db)).toBe(before);
     const fresh = (await enroll(user)).router.id;
     for (let i = 0; i < 7; i++) {
-      await expect(h.request("PATCH", `/api/routers/${fresh}/metadata`, { token: user.token, body: { [`big${i}`]: "x".repeat(2_000) } })).resolves.toMatchObject({ status: 200 });
+      await expect(
+        h.request("PATCH", `/api/routers/${fresh}/metadata`, {
+          token: user.token,
+          body: { [`big${i}`]: "x".repeat(2_000) },
+        }),
+      ).resolves.toMatchObject({ status: 200 });
     }
-    const big = await h.request("PATCH", `/api/routers/${fresh}/metadata`, { token: user.token, body: { big7: "x".repeat(2_000), big8: "x".repeat(2_000) } });
+    const big = await h.request("PATCH", `/api/routers/${fresh}/metadata`, {
+      token: user.token,
+      body: { big7: "x".repeat(2_000), big8: "x".repeat(2_000) },
+    });
     expect(big.status).toBe(422);
     expect(big.body.data.body).toMatch(/16384 bytes/);
   });
@@ -278,7 +330,10 @@ describe("GET /api/routers/{id}/metrics", () => {
     );
     // Last heartbeat 13:59:00 at a 30 s interval: down since 13:59:30, still silent at 15:10.
     clock.set(new Date(Date.UTC(2026, 11, 1, 15, 10, 0)));
-    await h.db.query("update routers set last_seen_at = ? where id = ?", [new Date(Date.UTC(2026, 11, 1, 13, 59, 0)), router.id]);
+    await h.db.query("update routers set last_seen_at = ? where id = ?", [
+      new Date(Date.UTC(2026, 11, 1, 13, 59, 0)),
+      router.id,
+    ]);
     await h.db.query(
       `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms) values (1, ?, ?, null, 30000)
        on conflict (id) do update set covered_since = excluded.covered_since, alive_at = excluded.alive_at, outage_started_at = null, interval_ms = 30000`,
@@ -335,7 +390,12 @@ describe("GET /api/routers/{id}/faults", () => {
       duration: null,
       status: "ongoing",
     });
-    expect(faults[1]).toMatchObject({ message: "Site Offline: f104", resolved_at: "2026-11-05T08:01:30+00:00", duration: 90, status: "completed" });
+    expect(faults[1]).toMatchObject({
+      message: "Site Offline: f104",
+      resolved_at: "2026-11-05T08:01:30+00:00",
+      duration: 90,
+      status: "completed",
+    });
     expect(faults[99].message).toBe("Site Offline: f6");
   });
 });
@@ -344,7 +404,10 @@ describe("DELETE /api/routers/{id}", () => {
   it("answers 204, removes the router with its faults and downtime, and announces the revocation", async () => {
     const user = await billedUser();
     const { router } = await enroll(user);
-    await h.db.query("insert into router_downtime_hours (router_id, hour, seconds_down) values (?, ?, 60)", [router.id, new Date(Date.UTC(2026, 10, 1))]);
+    await h.db.query("insert into router_downtime_hours (router_id, hour, seconds_down) values (?, ?, 60)", [
+      router.id,
+      new Date(Date.UTC(2026, 10, 1)),
+    ]);
     const heard: TRouterStatusEvent[] = [];
     const stop = feed.feed.subscribe((e) => heard.push(e));
     const res = await h.request("DELETE", `/api/routers/${router.id}`, { token: user.token });
@@ -389,7 +452,13 @@ describe("tRPC", () => {
       onData: (event) => received.push(event),
     });
     await expect.poll(() => started).toBe(true);
-    const ours: TRouterStatusEvent = { type: "pulse", router_id: mine.id, team_id: user.teamId, has_pulse: false, at: "2026-12-01T12:00:00+00:00" };
+    const ours: TRouterStatusEvent = {
+      type: "pulse",
+      router_id: mine.id,
+      team_id: user.teamId,
+      has_pulse: false,
+      at: "2026-12-01T12:00:00+00:00",
+    };
     const theirs: TRouterStatusEvent = { ...ours, router_id: crypto.randomUUID(), team_id: stranger.teamId };
     // The subscriber may register a moment after the stream opens: publish until heard.
     await expect
@@ -422,7 +491,10 @@ describe("OpenAPI", () => {
     const doc = (await h.request("GET", "/openapi.json")).body;
     expect(Object.keys(doc.paths["/api/routers"])).toEqual(expect.arrayContaining(["get", "post"]));
     expect(Object.keys(doc.paths["/api/routers/{router_id}"])).toContain("delete");
-    expect(Object.keys(doc.paths["/api/routers/{router_id}/metadata"])).toEqual(expect.arrayContaining(["get", "patch"]));
-    for (const p of ["metrics", "faults", "oem"]) expect(doc.paths[`/api/routers/{router_id}/${p}`]).toHaveProperty("get");
+    expect(Object.keys(doc.paths["/api/routers/{router_id}/metadata"])).toEqual(
+      expect.arrayContaining(["get", "patch"]),
+    );
+    for (const p of ["metrics", "faults", "oem"])
+      expect(doc.paths[`/api/routers/{router_id}/${p}`]).toHaveProperty("get");
   });
 });

@@ -23,7 +23,10 @@ export interface CustomerGateway {
 
 /** Same organization and same details -> same key: a retried create never makes a second customer. */
 const createKey = (input: CustomerInput): string =>
-  `customer-create:${input.organizationId}:${createHash("sha256").update(JSON.stringify([input.name, input.email, input.address])).digest("hex").slice(0, 32)}`;
+  `customer-create:${input.organizationId}:${createHash("sha256")
+    .update(JSON.stringify([input.name, input.email, input.address]))
+    .digest("hex")
+    .slice(0, 32)}`;
 
 export const createCustomerGateway = (stripe: Stripe): CustomerGateway => ({
   createCustomer: (input) =>
