@@ -10,6 +10,7 @@ import pino from "pino";
 import ssh2 from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectAs, connectOutcome, echo, freePortOn, waitFor } from "./forward-fixtures.ts";
+import { testSystemEnv } from "../support/system-env.ts";
 
 /**
  * Transient forwarding end to end, through real servers on loopback: the all-in-one process (API,
@@ -53,13 +54,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   sshPort = await freePortOn([TUNNEL_A, TUNNEL_B]);
   const config = loadAllInOneConfig({
-    PORT: "0",
-    HEARTBEAT_PORT: "0",
-    STRIPE_EMULATOR_PORT: "0",
-    DATA_DIR: "memory",
-    LOG_LEVEL: "silent",
-    AUTH_DEV_LOGIN: "true",
-    JWT_SECRET: `e2e-secret-${crypto.randomUUID()}`,
+    ...testSystemEnv(),
     ENTRY_POINT_HOST: "entry.e2e.test",
     ENTRY_POINT_BIND: "127.0.0.1",
     ENTRY_POINT_PORTS: "47000-47199",

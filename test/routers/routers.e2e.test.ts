@@ -6,6 +6,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loadAllInOneConfig } from "@fleet/all-in-one";
+import { testSystemEnv } from "../support/system-env.ts";
 
 /**
  * A router's life through the whole system over the wire: enrolled through the API, beating over
@@ -58,13 +59,7 @@ const open = (token: string) =>
 beforeAll(async () => {
   db = await createTestDatabase();
   const config = loadAllInOneConfig({
-    PORT: "0",
-    HEARTBEAT_PORT: "0",
-    STRIPE_EMULATOR_PORT: "0",
-    DATA_DIR: "memory",
-    LOG_LEVEL: "silent",
-    AUTH_DEV_LOGIN: "true",
-    JWT_SECRET: `e2e-secret-${crypto.randomUUID()}`,
+    ...testSystemEnv(),
     HEARTBEAT_INTERVAL_MS: String(INTERVAL),
     MISSED_HEARTBEATS: String(MISSED),
     ENTRY_POINT_PORTS: "47400-47409",

@@ -6,6 +6,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
+import { testSystemEnv } from "../support/system-env.ts";
 
 /**
  * The demo of CONTRACT section 6 in miniature: `npm start` plus the simulator. Routers enroll
@@ -23,13 +24,7 @@ const clock = new ManualClock(new Date());
 beforeAll(async () => {
   db = await createTestDatabase();
   const config = loadAllInOneConfig({
-    PORT: "0",
-    HEARTBEAT_PORT: "0",
-    STRIPE_EMULATOR_PORT: "0",
-    DATA_DIR: "memory",
-    LOG_LEVEL: "silent",
-    AUTH_DEV_LOGIN: "true",
-    JWT_SECRET: `sim-secret-${crypto.randomUUID()}`,
+    ...testSystemEnv(),
     HEARTBEAT_INTERVAL_MS: String(INTERVAL),
     MISSED_HEARTBEATS: String(MISSED),
     ENTRY_POINT_PORTS: "47410-47419",

@@ -1,4 +1,4 @@
-import type { HeartbeatCoverageState } from "@fleet/shared";
+import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { nativeSql } from "../native-sql.ts";
 import { toNumber } from "./sql-values.ts";
@@ -26,19 +26,8 @@ export interface RouterRecord {
   createdAt: Date;
 }
 
-/** A fault (SPEC "Fault"). */
-export interface FaultRecord {
-  id: string;
-  routerId: string;
-  type: string;
-  severity: string;
-  message: string;
-  cause: string;
-  status: "ongoing" | "completed";
-  createdAt: Date;
-  resolvedAt: Date | null;
-  durationSeconds: number | null;
-}
+/** A fault (SPEC "Fault"): the fields the shared mapper renders. */
+export type FaultRecord = FaultFields;
 
 export interface NewRouter {
   organizationId: string;

@@ -1,0 +1,14 @@
+/**
+ * The environment every in-process end-to-end system starts from: random ports, in-memory data,
+ * silent logs, dev login on, a fresh JWT secret. Tests add what their scenario needs.
+ */
+export const testSystemEnv = (overrides: Record<string, string> = {}): Record<string, string> => ({
+  PORT: "0",
+  HEARTBEAT_PORT: "0",
+  STRIPE_EMULATOR_PORT: "0",
+  DATA_DIR: "memory",
+  LOG_LEVEL: "silent",
+  AUTH_DEV_LOGIN: "true",
+  JWT_SECRET: `e2e-secret-${crypto.randomUUID()}`,
+  ...overrides,
+});
