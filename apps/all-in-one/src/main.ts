@@ -30,6 +30,7 @@ const lines = [
     ? `Get a token:\n  curl -s -X POST ${api.url}/v1/auth/dev-login -H 'content-type: application/json' -d '{"email":"you@example.com"}'`
     : "Dev login is off (AUTH_DEV_LOGIN=false): use tokens from your identity provider.",
   `Then:\n  curl -s ${api.url}/v1/account -H "authorization: Bearer $TOKEN"`,
+  `Simulated routers (heartbeats + RouterOS over SSH), in another terminal:\n  npm run simulate -- --routers 5`,
   "",
 ];
 process.stderr.write(`${lines.join("\n")}\n`);
