@@ -139,6 +139,13 @@ describe("service endpoints", () => {
     const account = doc.body.paths["/v1/account"];
     expect(Object.keys(account).sort()).toEqual(["delete", "get", "patch", "post", "put"]);
     expect(Object.keys(account.post.responses)).toContain("201");
+    // Error answers are documented as the transports really render them.
+    expect(account.post.responses["422"].content["application/json"].schema.$ref).toBe("#/components/schemas/V1Error");
+    expect(account.post.responses["413"]).toBeDefined();
+    const forwards = doc.body.paths["/api/routers/{router_id}/transient-forwarding"].post;
+    expect(forwards.responses["404"].content["application/json"].schema.$ref).toBe("#/components/schemas/ApiError");
+    expect(Object.keys(doc.body.components.schemas).filter((n: string) => n.startsWith("error."))).toEqual([]);
+    expect(doc.body.components.schemas.ApiError.properties.status).toBeDefined();
     const docs = await fetch(`${h.api.url}/docs`);
     const html = await docs.text();
     expect(docs.status).toBe(200);

@@ -1,4 +1,6 @@
+import { ZApiError, ZV1Error } from "@fleet/shared";
 import { generateOpenApiDocument } from "trpc-to-openapi";
+import { z } from "zod";
 import type { AppRouter } from "../trpc/app-router.ts";
 
 type Doc = ReturnType<typeof generateOpenApiDocument>;
@@ -55,5 +57,56 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
       responses: { "405": { description: "Deleting a billing account is not offered through the API." } },
     };
   }
+  documentErrors(doc);
   return doc;
+};
+
+const BODY_METHODS = new Set(["post", "put", "patch"]);
+
+/** A schema with a registered id comes back as a `$ref` plus definitions: keep the definition. */
+const componentSchema = (schema: z.ZodType, id: string): unknown => {
+  const json = z.toJSONSchema(schema, { target: "openapi-3.0" }) as { definitions?: Record<string, unknown> };
+  return json.definitions?.[id] ?? json;
+};
+
+/**
+ * The generator documents its own error bodies (`message`, `code`, `issues`; validation as 400).
+ * Replace them with what the transports really answer (CONTRACT section 4): `/v1` plain errors,
+ * `/api` JSend, 422 for validation, and the statuses every operation can produce.
+ */
+const documentErrors = (doc: Doc): void => {
+  const components = (doc.components ??= {});
+  const schemas = (components.schemas ??= {}) as Record<string, unknown>;
+  for (const name of Object.keys(schemas)) if (name.startsWith("error.")) delete schemas[name];
+  schemas.V1Error = componentSchema(ZV1Error, "V1Error");
+  schemas.ApiError = componentSchema(ZApiError, "ApiError");
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    const ref = { $ref: `#/components/schemas/${path.startsWith("/api/") ? "ApiError" : "V1Error"}` };
+    const body = (description: string) => ({ description, content: { "application/json": { schema: ref } } });
+    for (const [method, value] of Object.entries(item as Record<string, Operation>)) {
+      if (!value || typeof value !== "object" || !value.responses) continue;
+      const success = Object.fromEntries(Object.entries(value.responses).filter(([code]) => /^2\d\d$/.test(code)));
+      const errors: Record<string, unknown> = {};
+      const isProtected = Array.isArray(value.security) ? value.security.length > 0 : !path.startsWith("/v1/auth/");
+      if (BODY_METHODS.has(method)) {
+        errors["400"] = body("Malformed JSON, or JSON nested deeper than 32 levels.");
+        errors["413"] = body("Body larger than 100 KiB.");
+      }
+      if (isProtected) {
+        errors["401"] = body("Missing, malformed, expired or wrongly signed access token.");
+        errors["403"] = body("The token lacks the scope, or names a team of another organization.");
+      }
+      if (path.includes("{")) errors["404"] = body("Unknown id, or an id of another organization or team.");
+      const keep = Object.fromEntries(
+        Object.entries(value.responses).filter(([code]) => ["402", "405", "409", "429", "502", "503"].includes(code)),
+      );
+      errors["422"] = body(
+        path.startsWith("/v1/account")
+          ? "Validation failed (`errors` by dotted field), or the organization has no billing account yet."
+          : "Validation failed; `data` names the fields.",
+      );
+      errors["500"] = body("Unexpected error.");
+      value.responses = { ...success, ...keep, ...errors };
+    }
+  }
 };
