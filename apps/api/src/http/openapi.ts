@@ -75,8 +75,9 @@ const componentSchema = (schema: z.ZodType, id: string): unknown => {
  * `/api` JSend, 422 for validation, and the statuses every operation can produce.
  */
 const documentErrors = (doc: Doc): void => {
-  const components = (doc.components ??= {});
-  const schemas = (components.schemas ??= {}) as Record<string, unknown>;
+  doc.components = doc.components ?? {};
+  doc.components.schemas = doc.components.schemas ?? {};
+  const schemas = doc.components.schemas as Record<string, unknown>;
   for (const name of Object.keys(schemas)) if (name.startsWith("error.")) delete schemas[name];
   schemas.V1Error = componentSchema(ZV1Error, "V1Error");
   schemas.ApiError = componentSchema(ZApiError, "ApiError");
