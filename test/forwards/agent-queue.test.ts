@@ -12,9 +12,9 @@ import type { RouterOsClient, RouterOsConnector } from "@fleet/tunnel-agent/rout
 import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
 import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
 import pino from "pino";
-import ssh2 from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePortOn, waitFor } from "./forward-fixtures.ts";
+import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
 
 /**
  * The durable queue under failure and contention: an agent killed between claiming a job and
@@ -26,7 +26,7 @@ const root = path.resolve(import.meta.dirname, "../..");
 const ENTRY = "queue.fleet.test";
 const TUNNELS = ["127.0.0.31", "127.0.0.32", "127.0.0.33", "127.0.0.34"];
 const LEASE_MS = 1500;
-const key = ssh2.utils.generateKeyPairSync("ed25519");
+const key = generateEd25519KeyPair();
 
 let db: TestDatabase;
 let sshPort: number;

@@ -7,10 +7,10 @@ import type { RouterOsClient } from "@fleet/tunnel-agent/routeros/routeros-clien
 import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
 import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
 import pino from "pino";
-import ssh2 from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectAs, connectOutcome, echo, freePortOn, waitFor } from "./forward-fixtures.ts";
 import { testSystemEnv } from "../support/system-env.ts";
+import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
 
 /**
  * Transient forwarding end to end, through real servers on loopback: the all-in-one process (API,
@@ -30,9 +30,9 @@ let sshPort: number;
 let routerA: SimulatedRouterOs;
 let routerB: SimulatedRouterOs;
 const clock = new ManualClock(new Date());
-const hostKeyB = ssh2.utils.generateKeyPairSync("ed25519").private;
+const hostKeyB = generateEd25519KeyPair().private;
 /** A second authorized key: the test plays an operator editing the router by hand. */
-const operatorKey = ssh2.utils.generateKeyPairSync("ed25519");
+const operatorKey = generateEd25519KeyPair();
 
 const asOperator = async (work: (router: RouterOsClient) => Promise<void>) => {
   const connector = new SshRouterOsConnector({

@@ -16,11 +16,12 @@ import {
   type RouterOsSshServerOptions,
   startRouterOsSshServer,
 } from "@fleet/router-simulator/routeros/routeros-ssh-server";
+import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
 
 const HOST = "127.0.0.1";
 const ID = "0b6f1c1e-1111-4222-8333-444455556666";
 const ID2 = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
-const clientKey = ssh2.utils.generateKeyPairSync("ed25519");
+const clientKey = generateEd25519KeyPair();
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

@@ -16,10 +16,11 @@ import {
   SshRouterOsConnector,
   type SshRouterOsConnectorOptions,
 } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
+import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
 
 const HOST = "127.0.0.1";
-const clientKey = ssh2.utils.generateKeyPairSync("ed25519");
-const otherKey = ssh2.utils.generateKeyPairSync("ed25519");
+const clientKey = generateEd25519KeyPair();
+const otherKey = generateEd25519KeyPair();
 
 /** Offers the authorized public key but signs with `signer`, to prove the server checks signatures. */
 class TestAgent extends ssh2.BaseAgent<ssh2.ParsedKey> {
@@ -118,7 +119,7 @@ describe("SshRouterOsConnector", () => {
   });
 
   it("pins the host key on first contact and refuses a changed one", async () => {
-    const hostKey = ssh2.utils.generateKeyPairSync("ed25519").private;
+    const hostKey = generateEd25519KeyPair().private;
     const hostKeys = new InMemoryHostKeyStore();
     const first = await startSim({ hostKey });
     const port = first.port;

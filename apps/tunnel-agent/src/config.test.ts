@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConfigError } from "@fleet/shared";
-import ssh2 from "ssh2";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadTunnelAgentConfig } from "./config.ts";
 import { resolveAgentKey } from "./routeros/agent-key.ts";
+import { generateEd25519KeyPair } from "./routeros/ssh-keys.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "fleet-agent-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -83,7 +83,7 @@ describe("resolveAgentKey", () => {
   });
 
   it("uses TUNNEL_SSH_KEY when given, and a fresh key per process with DATA_DIR=memory", () => {
-    const pair = ssh2.utils.generateKeyPairSync("ed25519");
+    const pair = generateEd25519KeyPair();
     const keyFile = path.join(dir, "given_key");
     writeFileSync(keyFile, pair.private);
     expect(resolveAgentKey(keyFile, "memory")).toEqual({ privateKey: pair.private, publicKey: pair.public.trim() });

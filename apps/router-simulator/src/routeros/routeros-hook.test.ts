@@ -6,6 +6,7 @@ import path from "node:path";
 import ssh2 from "ssh2";
 import { afterAll, describe, expect, it } from "vitest";
 import { routerOsHook, takeRouterOsArgs } from "./routeros-hook.ts";
+import { generateEd25519KeyPair } from "./ssh-keys.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "fleet-sim-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -48,7 +49,7 @@ describe("takeRouterOsArgs", () => {
 describe("routerOsHook", () => {
   it("starts an SSH server on the router's tunnel_ip that keeps its host key across restarts", async () => {
     const tunnelIp = "127.0.0.91";
-    const key = ssh2.utils.generateKeyPairSync("ed25519");
+    const key = generateEd25519KeyPair();
     const keys = path.join(dir, "authorized_keys");
     writeFileSync(keys, `# the agent\n${key.public} fleet-tunnel-agent\n`);
     const options = {

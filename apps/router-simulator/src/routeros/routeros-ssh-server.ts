@@ -5,6 +5,7 @@ import type { Connection, ParsedKey, ServerChannel } from "ssh2";
 import ssh2 from "ssh2";
 import { parseRouterOsCommand } from "./routeros-cli-parser.ts";
 import { type LanResolver, type NatRule, RouterOsNatTable } from "./routeros-nat-table.ts";
+import { generateEd25519KeyPair } from "./ssh-keys.ts";
 
 const { Server, utils } = ssh2;
 
@@ -55,7 +56,7 @@ function parseKeyOrThrow(key: string | Buffer, what: string): ParsedKey {
 }
 
 export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Promise<RouterOsSshServer> {
-  const hostKey = opts.hostKey ?? utils.generateKeyPairSync("ed25519").private;
+  const hostKey = opts.hostKey ?? generateEd25519KeyPair().private;
   const hostPublic = parseKeyOrThrow(hostKey, "hostKey").getPublicSSH();
   const allowed = (opts.authorizedKeys ?? []).map((k) => parseKeyOrThrow(k, "authorizedKeys"));
   const nat = new RouterOsNatTable(opts.host, opts.lan, opts.conntrackOutlivesRules ?? false);

@@ -3,8 +3,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
-import ssh2 from "ssh2";
 import { type RouterOsSshServer, startRouterOsSshServer } from "./routeros-ssh-server.ts";
+import { generateEd25519KeyPair } from "./ssh-keys.ts";
 
 /**
  * One simulated router's RouterOS side (CONTRACT section 6): the SSH server on its tunnel_ip that
@@ -122,7 +122,7 @@ export const loadOrCreateHostKey = (file: string): string => {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
   mkdirSync(path.dirname(file), { recursive: true });
-  const key = ssh2.utils.generateKeyPairSync("ed25519").private;
+  const key = generateEd25519KeyPair().private;
   writeFileSync(file, key, { mode: 0o600 });
   return key;
 };

@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import ssh2 from "ssh2";
+import { generateEd25519KeyPair } from "./ssh-keys.ts";
 
 export interface AgentKey {
   /** OpenSSH private key text; never logged. */
@@ -21,7 +22,7 @@ const publicOf = (privateKey: string, source: string): string => {
 };
 
 const generate = (): AgentKey => {
-  const pair = ssh2.utils.generateKeyPairSync("ed25519");
+  const pair = generateEd25519KeyPair();
   return { privateKey: pair.private, publicKey: pair.public.trim() };
 };
 
