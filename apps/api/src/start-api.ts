@@ -144,6 +144,7 @@ export const startApi = async ({
       feed: statusFeed.feed,
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       logger: logger.child({ feature: "routers" }),
+      oem: oemCatalog,
     }),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };

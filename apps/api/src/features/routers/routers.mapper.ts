@@ -49,10 +49,21 @@ const KNOWN_KEYS = new Set(Object.keys(ZRouterMetadata.shape));
  * typed and come from the router's columns or the user), overlaid by the user's keys, overlaid by
  * the router's facts.
  */
-export const toMetadataResponse = (router: RouterRecord): TRouterMetadata => {
+export const toMetadataResponse = (
+  router: RouterRecord,
+  product: { slug: string; banner: string | null; thumbnail: string | null } | null = null,
+): TRouterMetadata => {
   const reported = Object.fromEntries(Object.entries(router.reportedMetadata).filter(([key]) => !KNOWN_KEYS.has(key)));
+  // Catalogue values are defaults: images a user set on the router win.
+  const catalogue: Record<string, string> = {};
+  if (product) {
+    catalogue.slug = product.slug;
+    if (product.banner) catalogue.banner_img = product.banner;
+    if (product.thumbnail) catalogue.thumbnail_img = product.thumbnail;
+  }
   return {
     ...reported,
+    ...catalogue,
     ...router.userMetadata,
     name: router.name,
     model: router.model,

@@ -40,12 +40,21 @@ export interface RouterStore {
   coverage(): Promise<CoverageRecord | null>;
 }
 
+/** Manufacturer data the metadata answer borrows its image URLs and slug from. */
+export interface OemLookup {
+  findForRouter(
+    model: string | null | undefined,
+    boardName: string | null | undefined,
+  ): Promise<{ slug: string; banner: string | null; thumbnail: string | null } | null>;
+}
+
 export interface RouterServiceDeps {
   routers: RouterStore;
   clearance: ServiceClearance;
   feed: StatusFeed;
   clock: Clock;
   logger: Logger;
+  oem?: OemLookup;
 }
 
 const HOUR_MS = 3_600_000;
@@ -104,7 +113,7 @@ export class RouterService {
   }
 
   async metadata(teamId: string, routerId: string): Promise<TRouterMetadata> {
-    return toMetadataResponse(await this.#find(teamId, routerId));
+    return this.#metadataOf(await this.#find(teamId, routerId));
   }
 
   /** Merges user keys; `null` removes one. `name` is the router's name. */
@@ -135,7 +144,7 @@ export class RouterService {
       return { userMetadata, name };
     });
     if (!updated) throw notFound();
-    return toMetadataResponse(updated);
+    return this.#metadataOf(updated);
   }
 
   /**
@@ -206,6 +215,12 @@ export class RouterService {
   /** Ends every open subscription (shutdown), so SSE responses finish instead of holding the server. */
   close(): void {
     for (const subscription of this.#subscriptions) subscription.abort();
+  }
+
+  /** SPEC "Router Metadata": `slug`, `banner_img` and `thumbnail_img` come from the OEM catalogue. */
+  async #metadataOf(router: RouterRecord): Promise<TRouterMetadata> {
+    const product = await this.#deps.oem?.findForRouter(router.model, router.boardName).catch(() => null);
+    return toMetadataResponse(router, product ?? null);
   }
 
   async #find(teamId: string, routerId: string): Promise<RouterRecord> {

@@ -234,6 +234,9 @@ describe("router metadata", () => {
       banner_img: "https://cdn.example.com/b.png",
       floor: 3,
       tags: ["a", "b"],
+      // From the OEM catalogue (hAP ax3 is in it); the user's banner_img above wins over its banner.
+      slug: expect.any(String),
+      thumbnail_img: expect.stringMatching(/^https:\/\//),
     };
     expect(patch.body).toEqual({ status: "success", data: expected });
     const get = await h.request("GET", `/api/routers/${router.id}/metadata`, { token: user.token });
