@@ -21,3 +21,4 @@ export * from "./schemas/router.schema.ts";
 export * from "./schemas/heartbeat.schema.ts";
 export * from "./ports/status-feed.ts";
 export * from "./env/process-lifecycle.ts";
+export * from "./rules/coalescing-runner.ts";

@@ -1,5 +1,11 @@
 import type { AppliedHeartbeat, DowntimeWrite, FaultCompletion, FaultRecord, HeartbeatWrite } from "@fleet/db";
-import { formatIsoUtc, inferFaultCause, type StatusFeed, type TRouterStatusEvent } from "@fleet/shared";
+import {
+  coalescingRunner,
+  formatIsoUtc,
+  inferFaultCause,
+  type StatusFeed,
+  type TRouterStatusEvent,
+} from "@fleet/shared";
 import type { Logger } from "pino";
 import { downtimeClosedBy } from "../metrics/downtime.ts";
 import { toFaultEvent } from "../faults/fault-events.ts";
@@ -43,8 +49,10 @@ export interface FlushStats {
 export class HeartbeatWriter {
   readonly #o: HeartbeatWriterOptions;
   #pending = new Map<string, HeartbeatWrite>();
-  #running: Promise<void> | null = null;
-  #again = false;
+  readonly #flusher = coalescingRunner(
+    () => this.#flushOnce(),
+    () => this.#pending.size > 0,
+  );
   #timer: NodeJS.Timeout | undefined;
   #soon = false;
   #lastFlushAt = Number.NEGATIVE_INFINITY;
@@ -89,26 +97,12 @@ export class HeartbeatWriter {
 
   /** Writes everything pending now; resolves when it is written (or failed and was put back). */
   flush(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    this.#running = (async () => {
-      try {
-        do {
-          this.#again = false;
-          await this.#flushOnce();
-        } while (this.#again && this.#pending.size > 0);
-      } finally {
-        this.#running = null;
-      }
-    })();
-    return this.#running;
+    return this.#flusher.run();
   }
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
-    await this.#running?.catch(() => {});
+    await this.#flusher.current()?.catch(() => {});
     // Final flush; retried once, since a failure here would lose acknowledged heartbeats.
     for (let attempt = 0; attempt < 2 && this.#pending.size > 0; attempt++) await this.flush();
     if (this.#pending.size > 0) {

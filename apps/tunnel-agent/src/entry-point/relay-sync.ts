@@ -1,5 +1,5 @@
 import type { ForwardsRepository } from "@fleet/db";
-import type { Clock } from "@fleet/shared";
+import { type Clock, coalescingRunner } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { EntryPointRelay } from "./relay.ts";
 
@@ -21,8 +21,18 @@ export interface RelaySyncOptions {
 export class RelaySync {
   readonly #o: RelaySyncOptions;
   #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
+  readonly #syncer = coalescingRunner(
+    async () => {
+      try {
+        const targets = await this.#o.forwards.relayTargets(this.#o.entryPoint, this.#o.clock.now());
+        if (this.#stopped) return;
+        await this.#o.relay.sync(targets);
+      } catch (error) {
+        this.#o.logger.error({ err: error }, "relay sync failed");
+      }
+    },
+    () => !this.#stopped,
+  );
   #stopped = false;
 
   constructor(options: RelaySyncOptions) {
@@ -31,25 +41,7 @@ export class RelaySync {
 
   /** Re-reads the active forwards and applies them; concurrent calls coalesce into one more pass. */
   refresh(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    this.#running = (async () => {
-      try {
-        do {
-          this.#again = false;
-          const targets = await this.#o.forwards.relayTargets(this.#o.entryPoint, this.#o.clock.now());
-          if (this.#stopped) return;
-          await this.#o.relay.sync(targets);
-        } while (this.#again && !this.#stopped);
-      } catch (error) {
-        this.#o.logger.error({ err: error }, "relay sync failed");
-      } finally {
-        this.#running = undefined;
-      }
-    })();
-    return this.#running;
+    return this.#syncer.run();
   }
 
   start(): void {
@@ -66,6 +58,6 @@ export class RelaySync {
   async close(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await this.#running;
+    await this.#syncer.current();
   }
 }

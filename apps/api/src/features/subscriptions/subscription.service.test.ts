@@ -8,7 +8,6 @@ import {
   makeUser,
   type TestDatabase,
 } from "@fleet/db/testing";
-import { AppError } from "@fleet/shared";
 import { type StripeEmulator, startStripeEmulator } from "@fleet/stripe-emulator";
 import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +15,7 @@ import { createStripeClient } from "../../integrations/stripe/stripe-client.ts";
 import { createSubscriptionGateway, priceLookupKey } from "../../integrations/stripe/subscription-gateway.ts";
 import { currencyForCountry, managedRouterPrice } from "./managed-router-prices.ts";
 import { SubscriptionService } from "./subscription.service.ts";
+import { rejection } from "../../testing/rejections.ts";
 
 let db: TestDatabase;
 let emulator: StripeEmulator;
@@ -63,16 +63,6 @@ const rowOf = async (accountId: string) => new SubscriptionsRepository(db).findB
 const accountCurrency = async (accountId: string) =>
   (await db.query<{ currency: string }>("select currency from billing_accounts where id = ?", [accountId]))[0]
     ?.currency;
-
-const rejection = async (promise: Promise<unknown>): Promise<AppError> => {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof AppError) return error;
-    throw error;
-  }
-  throw new Error("expected a rejection");
-};
 
 describe("ensureClearance", () => {
   it("refuses an organization without a billing account with 402 saying how to fix it", async () => {

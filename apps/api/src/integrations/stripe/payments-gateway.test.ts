@@ -1,7 +1,7 @@
-import { AppError } from "@fleet/shared";
 import Stripe from "stripe";
 import { describe, expect, it } from "vitest";
 import { createPaymentsGateway } from "./payments-gateway.ts";
+import { rejection } from "../../testing/rejections.ts";
 
 /** A processor whose attach always fails with `error`: the one call these tests make. */
 const failingAttach = (error: Error) =>
@@ -12,16 +12,6 @@ const failingAttach = (error: Error) =>
       },
     },
   } as unknown as Stripe);
-
-const rejection = async (promise: Promise<unknown>): Promise<AppError> => {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof AppError) return error;
-    throw error;
-  }
-  throw new Error("expected a rejection");
-};
 
 describe("attachPaymentMethod failures", () => {
   it("a card the processor will not attach (used up, or taken meanwhile) is a 409 telling the user what to do", async () => {
