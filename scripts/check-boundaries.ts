@@ -1,5 +1,5 @@
 /**
- * The dependency rules of STYLE.md as a lint: who may import whom, no test code in production code,
+ * The dependency rules of docs/contributing.md ("Dependency rules") as a lint: who may import whom, no test code in production code,
  * and `process.env` read only by configuration modules. Run by `npm run lint` (and CI).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";

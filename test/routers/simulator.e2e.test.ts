@@ -9,7 +9,7 @@ import { FleetApi } from "@fleet/router-simulator/fleet-api";
 import { testSystemEnv } from "../support/system-env.ts";
 
 /**
- * The demo of CONTRACT section 6 in miniature: `npm start` plus the simulator. Routers enroll
+ * The demo of docs/routeros.md "Simulator" in miniature: `npm start` plus the simulator. Routers enroll
  * through the API, beat over WebSocket from their own loopback tunnel address and show up online;
  * the silent one gets a fault, the others do not. Heartbeats flow in real time at a short interval;
  * the fault threshold is crossed on a ManualClock and swept by hand.

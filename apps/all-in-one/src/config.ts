@@ -10,7 +10,7 @@ export interface AllInOneConfig {
   tunnelAgent: TunnelAgentConfig;
 }
 
-/** `npm start`: dev login defaults to on (CONTRACT section 2). */
+/** `npm start`: dev login defaults to on (docs/operations.md "Configuration"). */
 export const loadAllInOneConfig = (env: TEnv = process.env): AllInOneConfig => ({
   api: loadApiConfig(env, { devLogin: true }),
   heartbeat: loadHeartbeatConfig(env),

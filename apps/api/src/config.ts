@@ -13,7 +13,7 @@ import {
 } from "@fleet/shared";
 import cron from "node-cron";
 
-/** Everything the API reads from its environment, parsed once (CONTRACT section 2). */
+/** Everything the API reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface ApiConfig {
   host: string;
   port: number;
@@ -37,7 +37,7 @@ export interface ApiConfig {
     emulatorPort: number;
   };
   docsUrl: string;
-  /** ENTRY_POINT_* (CONTRACT section 2): `entry_point` and the port range of new forwards. */
+  /** ENTRY_POINT_* (docs/operations.md "Configuration"): `entry_point` and the port range of new forwards. */
   entryPoint: EntryPointEnv;
   oem: {
     /** `OEM_CATALOG_URL`: where the manufacturer catalogue is refreshed from; unset = no refresh. */

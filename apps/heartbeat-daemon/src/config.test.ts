@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { loadHeartbeatConfig } from "./config.ts";
 
 describe("heartbeat daemon configuration", () => {
-  it("defaults to CONTRACT section 2", () => {
+  it("defaults to docs/operations.md, Configuration", () => {
     expect(loadHeartbeatConfig({})).toMatchObject({
       host: "127.0.0.1",
       port: 3001,

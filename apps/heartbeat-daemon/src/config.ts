@@ -1,6 +1,6 @@
 import { ConfigError, envInt, envLogLevel, envPort, envString, envUrl, type TEnv } from "@fleet/shared";
 
-/** Everything the heartbeat daemon reads from its environment, parsed once (CONTRACT section 2). */
+/** Everything the heartbeat daemon reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface HeartbeatConfig {
   host: string;
   /** HEARTBEAT_PORT: WebSocket and HTTP heartbeats, /healthz. */

@@ -4,7 +4,7 @@ import type { HeartbeatConfig } from "./config.ts";
 import { type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
 import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
-import { type Clock, systemClock } from "./ports/clock.ts";
+import { type Clock, systemClock } from "@fleet/shared";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
 
@@ -36,7 +36,7 @@ export interface RunningHeartbeat {
 }
 
 /**
- * The heartbeat daemon (CONTRACT section 5): authenticates routers, acknowledges their heartbeats
+ * The heartbeat daemon (docs/api.md "Routers and heartbeats"): authenticates routers, acknowledges their heartbeats
  * at once and writes them in batches, opens faults for silent routers and completes them when the
  * routers come back, and records downtime per hour.
  */

@@ -1,4 +1,4 @@
-/** `npm run simulate -- --routers N [...]` (CONTRACT section 6), parsed and checked. */
+/** `npm run simulate -- --routers N [...]` (docs/routeros.md "Simulator"), parsed and checked. */
 export interface SimulatorArgs {
   routers: number;
   heartbeatUrl: string;

@@ -1,7 +1,7 @@
 import { envOptional, envPort, envString, type TEnv } from "@fleet/shared";
 
 /**
- * Where the system is, from the same variables the system itself reads (CONTRACT section 2), so
+ * Where the system is, from the same variables the system itself reads (docs/operations.md "Configuration"), so
  * `npm run simulate` finds an `npm start` that runs on other ports without extra flags.
  */
 export interface SimulatorDefaults {

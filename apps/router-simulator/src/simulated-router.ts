@@ -1,7 +1,7 @@
 import { type THeartbeatFrame, ZHeartbeatAck } from "@fleet/shared";
 import WebSocket from "ws";
 
-/** How a simulated router behaves (CONTRACT section 6: some go silent, reboot, flap). */
+/** How a simulated router behaves (docs/routeros.md "Simulator": some go silent, reboot, flap). */
 export type RouterBehaviour = "steady" | "silent" | "flap" | "reboot";
 
 /** Hardware a simulated router claims to be: a few real MikroTik models, CHR included. */

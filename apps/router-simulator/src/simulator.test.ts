@@ -7,7 +7,7 @@ import { ArgsError, parseArgs } from "./cli-args.ts";
 import { startSimulator } from "./simulator.ts";
 import { tunnelIpFor } from "./tunnel-ips.ts";
 
-/** A stand-in daemon speaking CONTRACT section 5: checks the token, records frames, acks. */
+/** A stand-in daemon speaking docs/api.md "Routers and heartbeats": checks the token, records frames, acks. */
 interface Received {
   token: string;
   remote: string | undefined;
@@ -142,7 +142,7 @@ describe("command line", () => {
     expect(() => loadSimulatorDefaults({ PORT: "70000" })).toThrow(/PORT/);
   });
 
-  it("parses the options of CONTRACT section 6", () => {
+  it("parses the options of docs/routeros.md, Simulator", () => {
     expect(
       parseArgs([
         "--routers",

@@ -41,7 +41,7 @@ const behaviourFor = (index: number, o: SimulatorOptions): RouterBehaviour => {
   return "steady";
 };
 
-/** Runs a fleet of simulated routers against a heartbeat daemon (CONTRACT section 6). */
+/** Runs a fleet of simulated routers against a heartbeat daemon (docs/routeros.md "Simulator"). */
 export const startSimulator = async (o: SimulatorOptions): Promise<RunningSimulator> => {
   const routers = o.routers.map(
     (enrolled, index) =>

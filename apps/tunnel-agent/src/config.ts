@@ -10,7 +10,7 @@ import {
   type TEnv,
 } from "@fleet/shared";
 
-/** Everything the tunnel agent reads from its environment, parsed once (CONTRACT section 2). */
+/** Everything the tunnel agent reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface TunnelAgentConfig {
   databaseUrl: string | undefined;
   dataDir: string;

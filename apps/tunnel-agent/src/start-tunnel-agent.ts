@@ -57,7 +57,7 @@ export interface RunningTunnelAgent {
 }
 
 /**
- * The tunnel agent (CONTRACT section 7): durable apply/remove/reconcile jobs over SSH to routers,
+ * The tunnel agent (docs/api.md "Tunnel agent and entry point"): durable apply/remove/reconcile jobs over SSH to routers,
  * the expiry sweep, periodic reconciliation and the entry-point relay. Any number may run against
  * one PostgreSQL: jobs are leased, so each is done by one agent at a time.
  */

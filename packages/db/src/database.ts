@@ -7,7 +7,7 @@ import pg from "pg";
 import { ENTITIES } from "./entities/index.ts";
 import { MIGRATIONS } from "./migrations/index.ts";
 
-/** How to reach the database (CONTRACT section 2: DATABASE_URL, DATA_DIR). */
+/** How to reach the database (docs/operations.md "Configuration": DATABASE_URL, DATA_DIR). */
 export interface DatabaseConfig {
   /** `postgres://...` selects PostgreSQL; unset selects embedded PGlite. */
   databaseUrl?: string | undefined;

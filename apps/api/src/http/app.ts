@@ -20,9 +20,9 @@ export interface AppOptions {
   publicUrl: string;
 }
 
-/** CONTRACT section 4: JSON nested deeper than this is refused with 400. */
+/** docs/api.md "Errors": JSON nested deeper than this is refused with 400. */
 export const MAX_JSON_DEPTH = 32;
-/** CONTRACT section 4: bodies over 100 KiB answer 413. */
+/** docs/api.md "Errors": bodies over 100 KiB answer 413. */
 export const MAX_BODY_BYTES = 100 * 1024;
 /** A tRPC batch may hold at most this many calls. */
 export const MAX_BATCH_CALLS = 10;

@@ -93,7 +93,7 @@ export const describeError = (error: unknown): DescribedError => {
   return { status: 500, code: "internal", message: "Internal server error.", fields: undefined, extra: {} };
 };
 
-/** `/v1/...` body (CONTRACT section 4). */
+/** `/v1/...` body (docs/api.md "Errors"). */
 export const v1ErrorBody = (e: DescribedError): Record<string, unknown> => ({
   message: e.message,
   ...e.extra,
@@ -101,7 +101,7 @@ export const v1ErrorBody = (e: DescribedError): Record<string, unknown> => ({
   ...(e.fields ? { errors: e.fields } : {}),
 });
 
-/** `/api/...` JSend body (CONTRACT section 4): `fail` for 4xx, `error` for 5xx. */
+/** `/api/...` JSend body (docs/api.md "Errors"): `fail` for 4xx, `error` for 5xx. */
 export const apiErrorBody = (e: DescribedError): Record<string, unknown> => {
   if (e.status >= 500) return { status: "error", message: e.message, code: e.code };
   const data = e.fields ? Object.fromEntries(Object.entries(e.fields).map(([k, v]) => [k, v.join(" ")])) : undefined;

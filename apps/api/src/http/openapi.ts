@@ -71,7 +71,7 @@ const componentSchema = (schema: z.ZodType, id: string): unknown => {
 
 /**
  * The generator documents its own error bodies (`message`, `code`, `issues`; validation as 400).
- * Replace them with what the transports really answer (CONTRACT section 4): `/v1` plain errors,
+ * Replace them with what the transports really answer (docs/api.md "Errors"): `/v1` plain errors,
  * `/api` JSend, 422 for validation, and the statuses every operation can produce.
  */
 const documentErrors = (doc: Doc): void => {

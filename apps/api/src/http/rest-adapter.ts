@@ -70,7 +70,7 @@ export const restAdapter = (
       return;
     }
     if (req.method === "PUT" && req.path.replace(/\/+$/, "") === "/v1/account") req.method = "PATCH";
-    // CONTRACT section 4: POST /v1/account/payment-methods is an alias of the save at /v1/account/tax.
+    // docs/api.md "Errors": POST /v1/account/payment-methods is an alias of the save at /v1/account/tax.
     if (req.method === "POST" && req.path.replace(/\/+$/, "") === "/v1/account/payment-methods") {
       req.url = req.url.replace(/^\/v1\/account\/payment-methods\/*/, "/v1/account/tax");
     }

@@ -1,9 +1,9 @@
-import { accountRouter } from "../features/account/account.router.ts";
-import { authRouter } from "../features/auth/auth.router.ts";
-import { forwardsRouter } from "../features/forwards/forwards.router.ts";
-import { invoicesRouter } from "../features/invoices/invoices.router.ts";
-import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.router.ts";
-import { routersRouter } from "../features/routers/routers.router.ts";
+import { accountRouter } from "../features/account/account.routes.ts";
+import { authRouter } from "../features/auth/auth.routes.ts";
+import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
+import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
+import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
+import { routersRouter } from "../features/routers/routers.routes.ts";
 import { router } from "./init.ts";
 
 /** The one procedure set behind tRPC (/trpc), REST (spec paths) and /openapi.json. */

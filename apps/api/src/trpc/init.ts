@@ -61,7 +61,7 @@ export const authedProcedure = (scope: TScope) =>
 
 /**
  * A router-endpoint procedure: verified token with `scope`, and `ctx.teamId` resolved from the
- * token's team claim or the organization's default team (CONTRACT section 3).
+ * token's team claim or the organization's default team (docs/api.md "Authentication").
  */
 export const teamProcedure = (scope: TScope) =>
   authedProcedure(scope).use(async ({ ctx, next }) => {

@@ -9,7 +9,7 @@ import {
   type TRouterStatusEvent,
 } from "@fleet/shared";
 import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
-import type { Clock } from "../ports/clock.ts";
+import type { Clock } from "@fleet/shared";
 import { toFaultEvent } from "./fault-events.ts";
 
 /** The persistence the sweeper needs (HeartbeatsRepository in production). */
@@ -37,7 +37,7 @@ export interface SweepResult {
 }
 
 /**
- * Opens the faults of SPEC's state table: routers with MISSED_HEARTBEATS consecutive missed
+ * Opens the faults of the API doc's state table: routers with MISSED_HEARTBEATS consecutive missed
  * periods get `has_pulse` false and an ongoing "site" fault whose `created_at` is the first missed
  * heartbeat. A plain function: the daemon's timer calls it, and tests call it with a ManualClock.
  * Exactly once across processes: one sweeper at a time (advisory lock), rows taken with SKIP

@@ -215,7 +215,7 @@ export class HeartbeatWriter {
 
 /**
  * Two heartbeats of one router in one batch: the newer one's reported fields win, fields it did
- * not report keep the older values, metadata keys merge (CONTRACT section 5: each heartbeat sets
+ * not report keep the older values, metadata keys merge (docs/api.md "Routers and heartbeats": each heartbeat sets
  * the fields it reports).
  */
 export const mergeWrites = (older: HeartbeatWrite, newer: HeartbeatWrite): HeartbeatWrite => {

@@ -2,7 +2,7 @@ import type { DowntimeWrite } from "@fleet/db";
 import { downtimeBetween, effectiveLastSeen, type HeartbeatCoverageState, splitByUtcHour } from "@fleet/shared";
 
 /**
- * Downtime a heartbeat closes (CONTRACT section 5: down from the first missed heartbeat until the
+ * Downtime a heartbeat closes (docs/api.md "Routers and heartbeats": down from the first missed heartbeat until the
  * next heartbeat), per UTC hour, for the compact hourly table. Nothing when the gap was within the
  * jitter tolerance or the router had never been seen; daemon outages are excused by the restart rule.
  */

@@ -7,7 +7,7 @@ import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import type { HeartbeatTuning } from "../config.ts";
 import { parseHeartbeat, peerAddress, toWrite } from "../heartbeats/heartbeat-frame.ts";
 import type { HeartbeatWriter } from "../heartbeats/heartbeat-writer.ts";
-import type { Clock } from "../ports/clock.ts";
+import type { Clock } from "@fleet/shared";
 import { ConnectionRegistry } from "./connections.ts";
 import { FloodGuard } from "./flood-guard.ts";
 import { bearerToken, type TokenAuthenticator } from "./token-auth.ts";
@@ -86,7 +86,7 @@ function destroySocket(this: Socket) {
 const UNAUTHORIZED = "Missing, unknown or revoked heartbeat token: send Authorization: Bearer <heartbeat_token>.";
 
 /**
- * The heartbeat transport of CONTRACT section 5: WebSocket at /v1/heartbeat (token checked at the
+ * The heartbeat transport of docs/api.md "Routers and heartbeats": WebSocket at /v1/heartbeat (token checked at the
  * upgrade, before a socket exists), the same JSON over POST /v1/heartbeat, and /healthz.
  */
 export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<HeartbeatServer> => {

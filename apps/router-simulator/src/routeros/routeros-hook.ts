@@ -3,7 +3,7 @@ import path from "node:path";
 import { loadOrCreateHostKey, startSimulatedRouterOs } from "./simulated-routeros.ts";
 
 /**
- * The RouterOS part of `npm run simulate` (CONTRACT section 6): for each simulated router, an SSH
+ * The RouterOS part of `npm run simulate` (docs/routeros.md "Simulator"): for each simulated router, an SSH
  * server on its tunnel_ip that speaks the agent's RouterOS commands and relays dst-nat rules to a
  * simulated LAN (an echo device and an HTTP device). Wired into the simulator through its
  * `onRouter` hook; its flags are taken out of argv before the simulator's own parser sees them.

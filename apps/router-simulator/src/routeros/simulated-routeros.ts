@@ -7,7 +7,7 @@ import { type RouterOsSshServer, startRouterOsSshServer } from "./routeros-ssh-s
 import { generateEd25519KeyPair } from "./ssh-keys.ts";
 
 /**
- * One simulated router's RouterOS side (CONTRACT section 6): the SSH server on its tunnel_ip that
+ * One simulated router's RouterOS side (docs/routeros.md "Simulator"): the SSH server on its tunnel_ip that
  * understands the agent's commands, and a simulated LAN behind it: an echo device and a small
  * HTTP device (ports 80, 443, 8080, 8291 and 8728 reach the HTTP device, every other port the echo
  * device), whatever the `dst_address` inside the LAN.

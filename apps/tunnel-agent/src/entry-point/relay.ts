@@ -39,7 +39,7 @@ interface Listener {
 }
 
 /**
- * The entry point (CONTRACT section 7): one listener per active forward on `bind:port`. A client is
+ * The entry point (docs/api.md "Tunnel agent and entry point"): one listener per active forward on `bind:port`. A client is
  * checked against the forward's `allow_only_cidr` before anything else happens; a refused client is
  * destroyed at once and no upstream connection is made, so not a byte reaches the router. Allowed
  * clients are piped both ways to `tunnel_ip:port` with backpressure (`pipe` pauses the faster side)

@@ -18,7 +18,7 @@ const MIN_DELAY_MS = 100;
 
 /**
  * Closes forwards whose `expires_at` has come (Active -> Expired) and queues their removal jobs
- * (CONTRACT section 7). A timer sleeps until the next expiry, capped by a safety interval, and the
+ * (docs/api.md "Tunnel agent and entry point"). A timer sleeps until the next expiry, capped by a safety interval, and the
  * first sweep at start closes what expired while no agent ran. `sweep()` is a plain function so
  * tests with a manual clock call it directly.
  */

@@ -22,7 +22,7 @@ export const parseForwardPayload = (job: JobRecord) => {
 };
 
 /**
- * `forward.apply`: adds the forward's dst-nat rule on its router (CONTRACT section 7). A forward
+ * `forward.apply`: adds the forward's dst-nat rule on its router (docs/api.md "Tunnel agent and entry point"). A forward
  * that closed before the job ran is left alone; its removal job follows in the same router queue.
  */
 export const applyForwardHandler =

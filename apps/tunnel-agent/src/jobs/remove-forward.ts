@@ -15,7 +15,7 @@ const build = <T>(what: string, make: () => T): T => {
 
 /**
  * `forward.remove`: removes the forward's rule by its tag and drops the connections it carried
- * (CONTRACT section 7). Removing a rule that is already gone is a no-op on RouterOS, so a retry or
+ * (docs/api.md "Tunnel agent and entry point"). Removing a rule that is already gone is a no-op on RouterOS, so a retry or
  * a second delivery is harmless.
  */
 export const removeForwardHandler =

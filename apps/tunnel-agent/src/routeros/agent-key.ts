@@ -27,7 +27,7 @@ const generate = (): AgentKey => {
 };
 
 /**
- * The key the agent logs in to routers with (CONTRACT section 2 `TUNNEL_SSH_KEY`): the given file,
+ * The key the agent logs in to routers with (docs/operations.md "Configuration" `TUNNEL_SSH_KEY`): the given file,
  * else a dev ed25519 key generated once in DATA_DIR (with a `.pub` beside it for the routers), or a
  * per-process key when DATA_DIR is `memory`.
  */

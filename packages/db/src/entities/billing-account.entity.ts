@@ -2,7 +2,7 @@ import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Organization } from "./organization.entity.ts";
 
 /**
- * The billing account of an organization (SPEC "Account"). Card data never lives here; the
+ * The billing account of an organization (docs/api.md "Account"). Card data never lives here; the
  * processor's customer id links to it. `balanceMinor` mirrors the processor's customer balance in
  * minor units so reads never wait on the processor.
  */

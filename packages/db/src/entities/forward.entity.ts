@@ -2,7 +2,7 @@ import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Router } from "./router.entity.ts";
 
 /**
- * A transient port forward (SPEC "Transient Port Forward"). Rows are kept after they close so
+ * A transient port forward (docs/api.md "Transient Port Forward"). Rows are kept after they close so
  * `GET .../{id}` still answers and reconciliation knows which rules once belonged to us.
  * `status`: active -> expired (time reached `expiresAt`) or revoked (DELETE before it).
  */
@@ -10,7 +10,7 @@ export const Forward = defineEntity({
   name: "Forward",
   tableName: "forwards",
   uniques: [
-    // CONTRACT section 7: a port is unique among the ACTIVE forwards of an entry point. The
+    // docs/api.md "Tunnel agent and entry point": a port is unique among the ACTIVE forwards of an entry point. The
     // database enforces it so concurrent creates cannot both win; closed rows free the port.
     { name: "forwards_active_port_unique", properties: ["entryPoint", "port"], where: "status = 'active'" },
   ],

@@ -3,7 +3,7 @@ import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 /**
  * One row (id 1): since when some heartbeat daemon has been continuously up, and when the last
  * outage of every daemon began. The sweeper uses it so a daemon restart opens no false faults
- * (CONTRACT section 5): routers whose sockets dropped because the daemons went away get their
+ * (docs/api.md "Routers and heartbeats"): routers whose sockets dropped because the daemons went away get their
  * full threshold again from `coveredSince`.
  */
 export const HeartbeatCoverage = defineEntity({

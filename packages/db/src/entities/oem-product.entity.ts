@@ -2,7 +2,7 @@ import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import type { TOemProduct } from "@fleet/shared";
 
 /**
- * One model of the manufacturer's catalogue (SPEC "OEM Information"). The whole entry is kept as
+ * One model of the manufacturer's catalogue (docs/api.md "OEM Information"). The whole entry is kept as
  * one document, as the vendor publishes it; `matchKeys` are its normalized model and board names
  * (`normalizeOemKey`), the only part queries look at.
  */

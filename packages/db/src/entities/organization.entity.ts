@@ -1,7 +1,7 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 
 /**
- * An organization. `parent` builds the reseller hierarchy of SPEC "What the service does" 1:
+ * An organization. `parent` builds the reseller hierarchy of docs/api.md "What the service does" 1:
  * the organization at the top of a tree is billed for everything below it.
  */
 export const Organization = defineEntity({

@@ -2,7 +2,7 @@ import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Router } from "./router.entity.ts";
 
 /**
- * A fault of a router (SPEC "Fault"). Opened by the heartbeat daemon's sweeper after
+ * A fault of a router (docs/api.md "Fault"). Opened by the heartbeat daemon's sweeper after
  * MISSED_HEARTBEATS missed periods, completed by the router's next heartbeat. The partial unique
  * index keeps at most one ongoing fault per router, so concurrent sweepers open each fault once.
  */
@@ -19,7 +19,7 @@ export const RouterFault = defineEntity({
     message: p.string().length(400),
     cause: p.string().length(200),
     status: p.enum(["ongoing", "completed"] as const),
-    /** The first missed heartbeat: last heartbeat + one interval (CONTRACT section 5). */
+    /** The first missed heartbeat: last heartbeat + one interval (docs/api.md "Routers and heartbeats"). */
     createdAt: p.datetime(),
     resolvedAt: p.datetime().nullable(),
     /** Whole seconds from createdAt to resolvedAt. */

@@ -3,7 +3,7 @@ import { Organization } from "./organization.entity.ts";
 import { Team } from "./team.entity.ts";
 
 /**
- * A managed router (SPEC "Router"). Live fields (`hasPulse`, `lastSeenAt`, reported facts) are
+ * A managed router (docs/api.md "Router"). Live fields (`hasPulse`, `lastSeenAt`, reported facts) are
  * written by the heartbeat daemon in batches; `userMetadata` holds keys set through the API.
  */
 export const Router = defineEntity({

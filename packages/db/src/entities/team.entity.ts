@@ -1,7 +1,7 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Organization } from "./organization.entity.ts";
 
-/** Router endpoints act on a team (SPEC Authentication 4); every organization has a default one. */
+/** Router endpoints act on a team (docs/api.md Authentication 4); every organization has a default one. */
 export const Team = defineEntity({
   name: "Team",
   tableName: "teams",

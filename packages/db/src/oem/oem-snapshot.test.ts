@@ -6,7 +6,7 @@ import { loadOemSnapshot, oemMatchKeys } from "./oem-snapshot.ts";
 const catalog = loadOemSnapshot();
 const products = catalog.products;
 const hardware = products.filter((p) => p.slug !== "chr");
-/** SPEC: "may be null" only for these two; everything else is known for real hardware. */
+/** docs/api.md: "may be null" only for these two; everything else is known for real hardware. */
 const NULLABLE_FOR_HARDWARE = new Set(["cpu_nominal_frequency", "switch_chip_model"]);
 const SPEC_FIELDS = [
   "category",
@@ -40,24 +40,27 @@ describe("shipped OEM snapshot", () => {
     expect(products.length).toBeGreaterThanOrEqual(30);
   });
 
-  it.each(products.map((p) => [p.slug, p] as const))("%s has every SPEC field in its format", (_slug, product) => {
-    expect(ZOemProduct.safeParse(product).error?.issues ?? []).toEqual([]);
-    const rawEntry = (raw as { products: Record<string, unknown>[] }).products.find((p) => p.slug === product.slug);
-    for (const field of SPEC_FIELDS) expect(rawEntry, field).toHaveProperty(field);
-    expect(product.cpu_core_count).toMatch(/^[1-9]\d*$/);
-    expect(product.price).toMatch(/^\d+\.\d{2}$/);
-    expect(Number(product.price)).toBeGreaterThan(0);
-    expect(product.banner).toMatch(/^https:\/\/cdn\.mikrotik\.com\/web-assets\/rb_images\/[a-z0-9_]+_hi_res\.png$/);
-    expect(product.thumbnail).toMatch(/^https:\/\/cdn\.mikrotik\.com\/web-assets\/rb_images\/[a-z0-9_]+_m\.png$/);
-    expect(product.slug).toMatch(/^[a-z0-9_]+$/);
-    if (product.slug !== "chr") {
-      for (const field of SPEC_FIELDS) {
-        if (!NULLABLE_FOR_HARDWARE.has(field)) expect(product[field], field).not.toBeNull();
+  it.each(products.map((p) => [p.slug, p] as const))(
+    "%s has every docs/api.md field in its format",
+    (_slug, product) => {
+      expect(ZOemProduct.safeParse(product).error?.issues ?? []).toEqual([]);
+      const rawEntry = (raw as { products: Record<string, unknown>[] }).products.find((p) => p.slug === product.slug);
+      for (const field of SPEC_FIELDS) expect(rawEntry, field).toHaveProperty(field);
+      expect(product.cpu_core_count).toMatch(/^[1-9]\d*$/);
+      expect(product.price).toMatch(/^\d+\.\d{2}$/);
+      expect(Number(product.price)).toBeGreaterThan(0);
+      expect(product.banner).toMatch(/^https:\/\/cdn\.mikrotik\.com\/web-assets\/rb_images\/[a-z0-9_]+_hi_res\.png$/);
+      expect(product.thumbnail).toMatch(/^https:\/\/cdn\.mikrotik\.com\/web-assets\/rb_images\/[a-z0-9_]+_m\.png$/);
+      expect(product.slug).toMatch(/^[a-z0-9_]+$/);
+      if (product.slug !== "chr") {
+        for (const field of SPEC_FIELDS) {
+          if (!NULLABLE_FOR_HARDWARE.has(field)) expect(product[field], field).not.toBeNull();
+        }
+        expect(product.ports.length).toBeGreaterThan(0);
+        expect(product.test_results.ethernet.length).toBeGreaterThan(0);
       }
-      expect(product.ports.length).toBeGreaterThan(0);
-      expect(product.test_results.ethernet.length).toBeGreaterThan(0);
-    }
-  });
+    },
+  );
 
   it("covers the product families and the Cloud Hosted Router", () => {
     const names = products.map((p) => p.name).join(" | ");

@@ -95,7 +95,7 @@ const queueRemovalFrom = (cte: string) => `
 // How often one create retries after losing a port to a concurrent create.
 const PORT_ATTEMPTS = 25;
 
-/** Transient port forwards (SPEC "Transient Port Forward", CONTRACT section 7). */
+/** Transient port forwards (docs/api.md "Transient Port Forward", docs/api.md "Tunnel agent and entry point"). */
 export class ForwardsRepository {
   readonly #db: Database;
   constructor(db: Database) {

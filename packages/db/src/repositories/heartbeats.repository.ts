@@ -17,7 +17,7 @@ export interface TokenOwner {
   teamId: string;
 }
 
-/** One router's latest heartbeat of a flush window (CONTRACT section 5). Undefined/null: not reported. */
+/** One router's latest heartbeat of a flush window (docs/api.md "Routers and heartbeats"). Undefined/null: not reported. */
 export interface HeartbeatWrite {
   routerId: string;
   seenAt: Date;

@@ -18,7 +18,7 @@ export interface TeamRef {
   organizationId: string;
 }
 
-/** Users, organizations, memberships and teams: the authentication workflow of SPEC.md. */
+/** Users, organizations, memberships and teams: the authentication workflow of docs/api.md. */
 export class IdentityRepository {
   readonly #db: Database;
   constructor(db: Database) {
@@ -26,7 +26,7 @@ export class IdentityRepository {
   }
 
   /**
-   * SPEC "Initial state and workflow rules" 1-2: a new user gets a default organization (owner,
+   * docs/api.md "Initial state and workflow rules" 1-2: a new user gets a default organization (owner,
    * current) and a default team, and no billing account. A known user keeps their current one.
    */
   async loginByEmail(email: string, organizationName?: string): Promise<LoginIdentity> {
@@ -128,7 +128,7 @@ export class IdentityRepository {
 
   /**
    * The organization a trusted token's `id` claim names, created on first sight with a default team
-   * (the authentication workflow of SPEC.md, run just in time for tokens minted elsewhere). A UUID
+   * (the authentication workflow of docs/api.md, run just in time for tokens minted elsewhere). A UUID
    * is used as the organization's own id; anything else is remembered as an external id.
    */
   async resolveOrganization(claimedId: string): Promise<string> {

@@ -3,7 +3,7 @@ import type { Database } from "../database.ts";
 import { nativeSql } from "../native-sql.ts";
 import { toNumber } from "./sql-values.ts";
 
-/** A router as the API reads it (SPEC "Router", "Router Metadata"). */
+/** A router as the API reads it (docs/api.md "Router", "Router Metadata"). */
 export interface RouterRecord {
   id: string;
   organizationId: string;
@@ -26,7 +26,7 @@ export interface RouterRecord {
   createdAt: Date;
 }
 
-/** A fault (SPEC "Fault"): the fields the shared mapper renders. */
+/** A fault (docs/api.md "Fault"): the fields the shared mapper renders. */
 export type FaultRecord = FaultFields;
 
 export interface NewRouter {

@@ -21,7 +21,7 @@ export interface NewSubscription {
   quantity: number;
 }
 
-// Walks down from the billing root: every organization below it is billed by it (SPEC 1).
+// Walks down from the billing root: every organization below it is billed by it (docs/api.md 1).
 const ROUTERS_IN_TREE_SQL = `
 with recursive tree (id, depth) as (
   select id, 0 from organizations where id = ?
@@ -54,7 +54,7 @@ export class SubscriptionsRepository {
 
   /**
    * Records the first subscription and, in the same transaction, sets the account's currency when
-   * it is still empty (SPEC "Account": currency is set at the first subscription). Null when the
+   * it is still empty (docs/api.md "Account": currency is set at the first subscription). Null when the
    * account already has one (a concurrent creator won).
    */
   async insert(input: NewSubscription): Promise<SubscriptionRecord | null> {

@@ -2,7 +2,7 @@ import ipaddr from "ipaddr.js";
 import { ConfigError, envBool, envPortRange, envString, type TEnv } from "./env-parsers.ts";
 
 /**
- * The entry point of CONTRACT section 2, read by the API (host and port range for new forwards)
+ * The entry point of docs/operations.md "Configuration", read by the API (host and port range for new forwards)
  * and by the tunnel agent (where its relay listens). One parser so both read the same values.
  */
 export interface EntryPointEnv {

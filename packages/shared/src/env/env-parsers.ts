@@ -1,6 +1,6 @@
 /**
  * Small parsers for configuration values. A bad value throws ConfigError whose message is the one
- * line start-up prints before exiting (CONTRACT section 2: "one clear line naming the variable").
+ * line start-up prints before exiting (docs/operations.md "Configuration": "one clear line naming the variable").
  */
 
 export class ConfigError extends Error {

@@ -7,7 +7,7 @@
 export const ERROR_STATUS = {
   /** Body failed validation; `details` holds `{ "<dotted.field>": ["message", ...] }`. */
   validation_failed: 422,
-  /** The organization has no billing account yet (SPEC "No-account error"). */
+  /** The organization has no billing account yet (docs/api.md "No-account error"). */
   no_account: 422,
   /** Malformed JSON or a structurally unacceptable request (too deep, bad batch). */
   bad_request: 400,
@@ -70,7 +70,7 @@ export class AppError extends Error {
 
 export const isAppError = (error: unknown): error is AppError => error instanceof AppError;
 
-/** Message of the SPEC's no-account error, shared by every endpoint that needs an account. */
+/** Message of the API doc's no-account error, shared by every endpoint that needs an account. */
 export const NO_ACCOUNT_MESSAGE =
   "This organization has no billing account yet. Create one first with POST /v1/account.";
 

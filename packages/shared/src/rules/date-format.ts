@@ -1,5 +1,5 @@
 /**
- * Date rendering rules of SPEC.md. Formatters are cached per time zone: building an
+ * Date rendering rules of docs/api.md. Formatters are cached per time zone: building an
  * Intl.DateTimeFormat costs far more than using one, and this sits on every response.
  */
 
@@ -37,7 +37,7 @@ const formatterFor = (timeZone: string): Intl.DateTimeFormat => {
 };
 
 /**
- * `YYYY-MM-DD HH:MM:SS` in the given IANA time zone (SPEC: account, setup intent, payment method and
+ * `YYYY-MM-DD HH:MM:SS` in the given IANA time zone (docs/api.md: account, setup intent, payment method and
  * invoice `created_at`). An unknown or absent zone renders UTC.
  */
 export const formatDateTime = (date: Date, timeZone?: string | null): string => {
@@ -55,11 +55,11 @@ export const formatDateTime = (date: Date, timeZone?: string | null): string => 
 
 const formatUtc = (date: Date): string => date.toISOString().slice(0, 19).replace("T", " ");
 
-/** ISO 8601 in UTC with an explicit `+00:00` offset and no milliseconds (SPEC: forwards, metrics, faults). */
+/** ISO 8601 in UTC with an explicit `+00:00` offset and no milliseconds (docs/api.md: forwards, metrics, faults). */
 export const formatIsoUtc = (date: Date): string => `${date.toISOString().slice(0, 19)}+00:00`;
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
-/** "21 Nov 2026" (SPEC: invoice period_start/period_end: day, abbreviated month, year), in UTC. */
+/** "21 Nov 2026" (docs/api.md: invoice period_start/period_end: day, abbreviated month, year), in UTC. */
 export const formatDayMonthYear = (date: Date): string =>
   `${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}`;

@@ -1,5 +1,5 @@
 /**
- * Human-readable durations of SPEC "Router": `uptime` ("3 days, 14 hours, 5 minutes") and
+ * Human-readable durations of docs/api.md "Router": `uptime` ("3 days, 14 hours, 5 minutes") and
  * `last_seen` ("2 minutes ago"). English only, like the rest of the API's text.
  */
 

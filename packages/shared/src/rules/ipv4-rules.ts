@@ -1,7 +1,7 @@
 import ipaddr from "ipaddr.js";
 
 /**
- * IPv4 rules of CONTRACT section 7 (forward `dst_address` and `allow_from`). Everything here is a
+ * IPv4 rules of docs/api.md "Tunnel agent and entry point" (forward `dst_address` and `allow_from`). Everything here is a
  * pure function of its input. Only canonical dotted quads are accepted: inet_aton-style spellings
  * (`127.1`, `0x7f.0.0.1`, `017700000001`, `0`, `010.0.0.1`) are known filter bypasses, because two
  * parsers disagree about which address they name.
@@ -33,7 +33,7 @@ const DOCUMENTATION: ReadonlyArray<[ipaddr.IPv4, number]> = [
   ipaddr.IPv4.parseCIDR("203.0.113.0/24"),
 ];
 
-/** Smallest and largest prefix length `allow_from` may have (SPEC "Limits"). */
+/** Smallest and largest prefix length `allow_from` may have (docs/api.md "Limits"). */
 export const ALLOW_FROM_PREFIX = { min: 24, max: 32 } as const;
 
 /** True only for `a.b.c.d` with each part 0-255 written in plain decimal without leading zeros. */

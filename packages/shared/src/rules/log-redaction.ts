@@ -1,5 +1,5 @@
 /**
- * pino redaction paths used by every process: secrets never reach logs (CONTRACT section 2).
+ * pino redaction paths used by every process: secrets never reach logs (docs/operations.md "Configuration").
  * Values are replaced, keys kept, so a log still shows that a header was present.
  */
 export const REDACT_PATHS = [

@@ -1,5 +1,5 @@
 /**
- * Router health rules (SPEC "Fault", "Metric"; CONTRACT section 5), shared by the heartbeat daemon
+ * Router health rules (docs/api.md "Fault", "Metric"; docs/api.md "Routers and heartbeats"), shared by the heartbeat daemon
  * (which writes faults and downtime) and the API (which reads metrics). Pure: no clock, no I/O.
  *
  * Jitter rule: a heartbeat counts as on time when it arrives within one interval plus half an
@@ -104,12 +104,12 @@ export interface HourlyMetricsInput {
   stored: ReadonlyMap<number, number>;
   /** Downtime still going on (router silent now), not yet stored. */
   ongoing: TimeInterval | null;
-  /** How many complete hours; SPEC: 24. */
+  /** How many complete hours; docs/api.md: 24. */
   hours?: number;
 }
 
 /**
- * The most recent complete UTC hours, oldest first (CONTRACT section 5): stored downtime plus the
+ * The most recent complete UTC hours, oldest first (docs/api.md "Routers and heartbeats"): stored downtime plus the
  * part of an ongoing outage inside each hour, capped at the whole hour.
  */
 export const hourlyMetrics = (input: HourlyMetricsInput): HourlyDowntime[] => {
@@ -127,7 +127,7 @@ export const hourlyMetrics = (input: HourlyMetricsInput): HourlyDowntime[] => {
       seconds = (input.stored.get(hourStart) ?? 0) + (ongoing.get(hourStart) ?? 0) / 1000;
       seconds = Math.min(3_600, Math.max(0, seconds));
     }
-    // CONTRACT section 5 derives the percentage from the minutes shown, so the two always agree.
+    // docs/api.md "Routers and heartbeats" derives the percentage from the minutes shown, so the two always agree.
     const minutesDown = round2(seconds / 60);
     result.push({
       hour: new Date(hourStart),
@@ -139,7 +139,7 @@ export const hourlyMetrics = (input: HourlyMetricsInput): HourlyDowntime[] => {
   return result;
 };
 
-/** Fault vocabulary (SPEC "Fault"; CONTRACT section 5). */
+/** Fault vocabulary (docs/api.md "Fault"; docs/api.md "Routers and heartbeats"). */
 export const FAULT_TYPE_SITE = "site";
 export const FAULT_SEVERITY_ERROR = "error";
 export const FAULT_CAUSE_UNKNOWN = "Unknown";
@@ -150,7 +150,7 @@ export const FAULT_CAUSE_CONNECTIVITY = "Connectivity lost";
 export const siteOfflineMessage = (router: { identity: string; name: string; id: string }): string =>
   `Site Offline: ${router.identity.trim() || router.name.trim() || router.id}`;
 
-/** A fault's `created_at`: the first missed heartbeat (CONTRACT section 5). */
+/** A fault's `created_at`: the first missed heartbeat (docs/api.md "Routers and heartbeats"). */
 export const faultStartsAt = (lastSeen: Date, intervalMs: number): Date => new Date(lastSeen.getTime() + intervalMs);
 
 /** When the fault opens: after `missedHeartbeats` consecutive missed periods. */

@@ -1,5 +1,5 @@
 /**
- * SPEC "Transient Port Forward" `time_to_expire`: the remaining time in words, rounded down to the
+ * docs/api.md "Transient Port Forward" `time_to_expire`: the remaining time in words, rounded down to the
  * largest whole unit ("59 minutes from now", "1 hour from now"), or "expired" once it has passed.
  */
 const UNITS: ReadonlyArray<[string, number]> = [

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { isIsoCountryCode } from "../rules/countries.ts";
 
-/** SPEC "Limits": account field lengths. Exported so tests probe the exact edges. */
+/** docs/api.md "Limits": account field lengths. Exported so tests probe the exact edges. */
 export const ACCOUNT_LIMITS = {
   name: 100,
   email: 250,
@@ -22,7 +22,7 @@ const country = z
   .transform((value) => value.toUpperCase())
   .refine(isIsoCountryCode, { error: "must be a two-letter ISO 3166-1 alpha-2 country code" });
 
-// Length is checked on what the user sent; the address is then stored lowercased (SPEC).
+// Length is checked on what the user sent; the address is then stored lowercased (docs/api.md).
 const email = text(ACCOUNT_LIMITS.email)
   .min(1, { error: "is required and cannot be empty" })
   .pipe(z.email({ error: "must be a valid email address" }))

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** Every scope the system knows (CONTRACT section 3). */
+/** Every scope the system knows (docs/api.md "Authentication"). */
 export const ALL_SCOPES = ["account:read", "account:write", "routers:read", "routers:write"] as const;
 export type TScope = (typeof ALL_SCOPES)[number];
 

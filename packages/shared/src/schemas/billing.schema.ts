@@ -3,7 +3,7 @@ import { z } from "zod";
 /** Longest processor object id accepted in a request (Stripe ids are far shorter). */
 export const PAYMENT_METHOD_ID_MAX = 255;
 
-/** SPEC "Limits": the invoice list returns the most recent 100, no pagination. */
+/** docs/api.md "Limits": the invoice list returns the most recent 100, no pagination. */
 export const INVOICE_LIST_LIMIT = 100;
 
 /**
@@ -20,11 +20,11 @@ export const ZPaymentMethodId = z
 export const ZSavePaymentMethodInput = z.object({ id: ZPaymentMethodId });
 export type TSavePaymentMethodInput = z.infer<typeof ZSavePaymentMethodInput>;
 
-/** DELETE /v1/account/payment-methods/{id}: the path parameter as a field (CONTRACT section 8). */
+/** DELETE /v1/account/payment-methods/{id}: the path parameter as a field (docs/api.md "tRPC"). */
 export const ZDeletePaymentMethodInput = z.object({ id: ZPaymentMethodId });
 export type TDeletePaymentMethodInput = z.infer<typeof ZDeletePaymentMethodInput>;
 
-/** SPEC "Setup Intent" status values. */
+/** docs/api.md "Setup Intent" status values. */
 export const SETUP_INTENT_STATUSES = [
   "requires_payment_method",
   "requires_confirmation",
@@ -47,7 +47,7 @@ export const ZSetupIntent = z
   .meta({ id: "SetupIntent" });
 export type TSetupIntent = z.infer<typeof ZSetupIntent>;
 
-/** SPEC "Payment Method" brand values; anything else the processor reports is `unknown`. */
+/** docs/api.md "Payment Method" brand values; anything else the processor reports is `unknown`. */
 export const CARD_BRANDS = [
   "amex",
   "diners",
@@ -75,7 +75,7 @@ export type TPaymentMethod = z.infer<typeof ZPaymentMethod>;
 
 export const ZPaymentMethodList = z.array(ZPaymentMethod);
 
-/** SPEC "Invoice" status values. */
+/** docs/api.md "Invoice" status values. */
 export const INVOICE_STATUSES = ["draft", "open", "paid", "uncollectible", "void"] as const;
 
 export const ZInvoice = z

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** Error body of the `/v1/...` endpoints (CONTRACT section 4). */
+/** Error body of the `/v1/...` endpoints (docs/api.md "Errors"). */
 export const ZV1Error = z
   .object({
     message: z.string(),
@@ -10,7 +10,7 @@ export const ZV1Error = z
   })
   .meta({ id: "V1Error" });
 
-/** JSend error body of the `/api/...` endpoints (CONTRACT section 4). */
+/** JSend error body of the `/api/...` endpoints (docs/api.md "Errors"). */
 export const ZApiError = z
   .object({
     status: z.enum(["fail", "error"]),

@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { checkDstAddress, normalizeAllowFrom } from "../rules/ipv4-rules.ts";
 
-/** SPEC "Limits" for creating a forward. Exported so tests probe the exact edges. */
+/** docs/api.md "Limits" for creating a forward. Exported so tests probe the exact edges. */
 export const FORWARD_LIMITS = {
   expireAfterMinutes: { min: 10, max: 1440 },
   dstPort: { min: 1, max: 65535 },
-  /** Active forwards one router may have at once (a guard against abuse; SPEC leaves it open). */
+  /** Active forwards one router may have at once (a guard against abuse; docs/api.md leaves it open). */
   activePerRouter: 20,
 } as const;
 
@@ -37,7 +37,7 @@ export const ZRouterPath = z.object({ router_id: pathId });
 export const ZForwardPath = z.object({ router_id: pathId, id: pathId });
 export type TForwardPath = z.infer<typeof ZForwardPath>;
 
-/** POST /api/routers/{router_id}/transient-forwarding (SPEC "Create body", CONTRACT section 7). */
+/** POST /api/routers/{router_id}/transient-forwarding (docs/api.md "Create body", docs/api.md "Tunnel agent and entry point"). */
 export const ZCreateForwardInput = z.object({
   router_id: pathId,
   expire_after_minutes: integerBetween(FORWARD_LIMITS.expireAfterMinutes.min, FORWARD_LIMITS.expireAfterMinutes.max),
@@ -57,7 +57,7 @@ export const ZCreateForwardInput = z.object({
 });
 export type TCreateForwardInput = z.infer<typeof ZCreateForwardInput>;
 
-/** SPEC "Transient Port Forward", in the SPEC's field order. */
+/** docs/api.md "Transient Port Forward", in the API doc's field order. */
 export const ZForward = z
   .object({
     id: z.string(),

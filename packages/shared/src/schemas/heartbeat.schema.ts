@@ -1,7 +1,7 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 
-/** CONTRACT section 5: frames over this many bytes close the WebSocket with 1009. */
+/** docs/api.md "Routers and heartbeats": frames over this many bytes close the WebSocket with 1009. */
 export const HEARTBEAT_MAX_FRAME_BYTES = 16 * 1024;
 
 // Routers written as RouterOS scripts send empty values as null; null means "not reported".
@@ -12,7 +12,7 @@ const reported = (max: number) =>
     .nullish();
 
 /**
- * One heartbeat (CONTRACT section 5), over WebSocket or `POST /v1/heartbeat`. Unknown top-level
+ * One heartbeat (docs/api.md "Routers and heartbeats"), over WebSocket or `POST /v1/heartbeat`. Unknown top-level
  * keys are ignored, so newer router scripts keep working.
  */
 export const ZHeartbeatFrame = z.object({

@@ -1,10 +1,10 @@
 import { z } from "zod";
 
 /**
- * Manufacturer (OEM) data of a router model (SPEC "OEM Information"). The SPEC's columns are
+ * Manufacturer (OEM) data of a router model (docs/api.md "OEM Information"). The the API doc's columns are
  * strings except `archived`; identity columns are always present, the rest may be null because
  * "data for particular hardware may not exist" (a virtual instance has no MTBF, say).
- * `ports`, `wireless` and `test_results` are the port-speed and test-speed data the SPEC allows as
+ * `ports`, `wireless` and `test_results` are the port-speed and test-speed data the API doc allows as
  * additional fields, for rightsizing.
  */
 
@@ -142,7 +142,7 @@ export type TOemCatalog = z.infer<typeof ZOemCatalog>;
 export const ZRouterOemInput = z.object({ router_id: z.string() });
 export type TRouterOemInput = z.infer<typeof ZRouterOemInput>;
 
-/** `GET /api/routers/{router_id}/oem` answer (JSend envelope, SPEC "Routers"). */
+/** `GET /api/routers/{router_id}/oem` answer (JSend envelope, docs/api.md "Routers"). */
 export const ZOemInfoResponse = z
   .object({ status: z.literal("success"), data: ZOemInfo })
   .meta({ id: "OemInfoResponse" });

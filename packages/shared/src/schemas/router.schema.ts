@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
 
-/** The `/api` success envelope (SPEC "Routers": `status` and `data`). */
+/** The `/api` success envelope (docs/api.md "Routers": `status` and `data`). */
 export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
 
-/** SPEC "Router". Unknown values are null (never reported) or "never" for `last_seen`. */
+/** docs/api.md "Router". Unknown values are null (never reported) or "never" for `last_seen`. */
 export const ZRouter = z
   .object({
     id: z.string().meta({ description: "v4 UUID." }),
@@ -30,7 +30,7 @@ export const ZRouter = z
   .meta({ id: "Router" });
 export type TRouter = z.infer<typeof ZRouter>;
 
-/** SPEC "Router Metadata": a free-form key/value store with these known keys. */
+/** docs/api.md "Router Metadata": a free-form key/value store with these known keys. */
 export const ZRouterMetadata = z
   .object({
     name: z.string().optional(),
@@ -50,7 +50,7 @@ export const ZRouterMetadata = z
   .meta({ id: "RouterMetadata" });
 export type TRouterMetadata = z.infer<typeof ZRouterMetadata>;
 
-/** SPEC "Metric (hourly)". */
+/** docs/api.md "Metric (hourly)". */
 export const ZMetric = z
   .object({
     date: z.string().meta({ description: "The hour, ISO 8601 with offset: 2026-11-21T13:00:00+00:00." }),
@@ -60,7 +60,7 @@ export const ZMetric = z
   .meta({ id: "Metric" });
 export type TMetric = z.infer<typeof ZMetric>;
 
-/** SPEC "Fault". */
+/** docs/api.md "Fault". */
 export const ZFault = z
   .object({
     id: z.string(),
@@ -79,7 +79,7 @@ export type TFault = z.infer<typeof ZFault>;
 
 /** Path parameter of every router endpoint. Malformed ids answer 404 like unknown ones. */
 /**
- * CONTRACT section 5 writes some router paths with `{id}` and SPEC with `{router_id}`; tRPC inputs are
+ * docs/api.md "Routers and heartbeats" writes some router paths with `{id}` and docs/api.md with `{router_id}`; tRPC inputs are
  * the path parameters as fields, so either name is accepted and normalized to `router_id`.
  */
 const routerIdAlias = (value: unknown): unknown => {
@@ -93,7 +93,7 @@ const routerIdAlias = (value: unknown): unknown => {
 export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: z.string() }));
 export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;
 
-/** SPEC "Limits" for routers; exported so tests probe the exact edges. */
+/** docs/api.md "Limits" for routers; exported so tests probe the exact edges. */
 export const ROUTER_LIMITS = {
   name: 100,
   /** Faults returned by GET /faults. */
@@ -191,7 +191,7 @@ const metadataValueError = (key: string, value: unknown): string | null => {
 };
 
 /**
- * PATCH /api/routers/{router_id}/metadata: the keys to merge. Known keys are validated (SPEC
+ * PATCH /api/routers/{router_id}/metadata: the keys to merge. Known keys are validated (docs/api.md
  * "Router Metadata"), others are free-form but bounded; `null` removes a key.
  */
 export const ZUpdateRouterMetadataInput = z.preprocess(
@@ -237,7 +237,7 @@ export const ZRouterStatusEvent = z
   .meta({ id: "RouterStatusEvent" });
 export type TRouterStatusEvent = z.infer<typeof ZRouterStatusEvent>;
 
-/** The fields of a stored fault that SPEC "Fault" shows. */
+/** The fields of a stored fault that docs/api.md "Fault" shows. */
 export interface FaultFields {
   id: string;
   routerId: string;
@@ -251,7 +251,7 @@ export interface FaultFields {
   durationSeconds: number | null;
 }
 
-/** Stored fault -> SPEC "Fault", the same for the API's answers and the status feed. */
+/** Stored fault -> docs/api.md "Fault", the same for the API's answers and the status feed. */
 export const toFaultResponse = (fault: FaultFields): TFault => ({
   id: fault.id,
   rid: fault.routerId,

@@ -1,7 +1,7 @@
 import type { AccountRecord } from "@fleet/db";
 import { formatDateTime, fromMinorUnits, type TAccount } from "@fleet/shared";
 
-/** Record -> response (SPEC "Account"): nested address, `created_at` in the token's zone. */
+/** Record -> response (docs/api.md "Account"): nested address, `created_at` in the token's zone. */
 export const toAccountResponse = (account: AccountRecord, timezone: string | undefined): TAccount => ({
   id: account.id,
   name: account.name,

@@ -16,7 +16,7 @@ export interface AccountServiceDeps {
   docsUrl: string;
 }
 
-/** The billing account of the token's organization (SPEC "Account"). */
+/** The billing account of the token's organization (docs/api.md "Account"). */
 export class AccountService {
   readonly #deps: AccountServiceDeps;
   constructor(deps: AccountServiceDeps) {
@@ -59,7 +59,7 @@ export class AccountService {
     return toAccountResponse(account, auth.timezone);
   }
 
-  /** Only supplied fields change; an empty string unsets an optional one (SPEC "Update rules"). */
+  /** Only supplied fields change; an empty string unsets an optional one (docs/api.md "Update rules"). */
   async update(auth: AuthClaims, input: TUpdateAccountInput): Promise<TAccount> {
     const current = await this.requireAccount(auth.organizationId);
     const patch: AccountPatch = {};

@@ -1,7 +1,7 @@
 import { ZAccount, ZUpdateAccountInput } from "@fleet/shared";
 import { authedProcedure } from "../../trpc/init.ts";
 
-/** PATCH; `PUT /v1/account` with the same body is routed here too (SPEC shows both). */
+/** PATCH; `PUT /v1/account` with the same body is routed here too (docs/api.md shows both). */
 export const updateAccount = authedProcedure("account:write")
   .meta({
     openapi: {

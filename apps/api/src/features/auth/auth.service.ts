@@ -17,7 +17,7 @@ export interface AuthServiceDeps {
   loginHookSecret: string | undefined;
 }
 
-/** The authentication workflow of SPEC.md ("Initial state and workflow rules" 1-2). */
+/** The authentication workflow of docs/api.md ("Initial state and workflow rules" 1-2). */
 export class AuthService {
   readonly #deps: AuthServiceDeps;
   constructor(deps: AuthServiceDeps) {

@@ -4,7 +4,7 @@ import path from "node:path";
 
 /**
  * The development HS256 key: generated once and kept in DATA_DIR so tokens survive restarts and
- * every process of one machine agrees (CONTRACT section 2). `memory` keeps it in this process only.
+ * every process of one machine agrees (docs/operations.md "Configuration"). `memory` keeps it in this process only.
  */
 export const resolveDevJwtSecret = (dataDir: string): string => {
   if (dataDir === "memory") return randomBytes(32).toString("base64url");

@@ -2,7 +2,7 @@ import { createSecretKey, type KeyObject } from "node:crypto";
 import { AppError, isKnownTimeZone } from "@fleet/shared";
 import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
 
-/** What a verified access token grants (CONTRACT section 3). */
+/** What a verified access token grants (docs/api.md "Authentication"). */
 export interface AuthClaims {
   userId: string;
   organizationId: string;

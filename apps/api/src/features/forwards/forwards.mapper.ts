@@ -2,7 +2,7 @@ import type { ForwardRecord } from "@fleet/db";
 import { formatIsoUtc, type TForward, timeToExpire } from "@fleet/shared";
 
 /**
- * Record -> response (SPEC "Transient Port Forward"). `expired` is true once the time has come,
+ * Record -> response (docs/api.md "Transient Port Forward"). `expired` is true once the time has come,
  * even before the agent's sweep has closed the row, so answers never depend on the sweep's timing.
  */
 export const toForwardResponse = (forward: ForwardRecord, now: Date): TForward => {

@@ -5,7 +5,7 @@ import { toForwardResponse } from "./forwards.mapper.ts";
 export interface ForwardsServiceDeps {
   forwards: ForwardsRepository;
   clock: Clock;
-  /** ENTRY_POINT_HOST and ENTRY_POINT_PORTS (CONTRACT section 2). */
+  /** ENTRY_POINT_HOST and ENTRY_POINT_PORTS (docs/operations.md "Configuration"). */
   entryPoint: { host: string; ports: readonly [number, number] };
   /** Active forwards one router may have; defaults to {@link FORWARD_LIMITS.activePerRouter}. */
   maxActivePerRouter?: number;
@@ -15,9 +15,9 @@ const routerNotFound = () => new AppError("not_found", "Router not found.");
 const forwardNotFound = () => new AppError("not_found", "Transient forward not found.");
 
 /**
- * Transient port forwards of the token's team (SPEC "Transient port forwarding"). Creating stores
+ * Transient port forwards of the token's team (docs/api.md "Transient port forwarding"). Creating stores
  * the forward and its apply job in one transaction and answers at once; the tunnel agent does the
- * router side (CONTRACT section 7).
+ * router side (docs/api.md "Tunnel agent and entry point").
  */
 export class ForwardsService {
   readonly #deps: ForwardsServiceDeps;

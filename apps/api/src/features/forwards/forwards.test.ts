@@ -39,7 +39,7 @@ const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe("transient forwarding endpoints", () => {
-  it("create answers 201 with every field of the SPEC, bare, and queues the apply job", async () => {
+  it("create answers 201 with every field of the API doc, bare, and queues the apply job", async () => {
     const { token, base } = await withRouter();
     const before = Date.now();
     const res = await h.request("POST", base, { token, body: body({ allow_from: "8.8.8.77/24" }) });
@@ -214,7 +214,7 @@ describe("transient forwarding endpoints", () => {
   });
 });
 
-describe("create validation (CONTRACT section 7)", () => {
+describe("create validation (docs/api.md, Tunnel agent and entry point)", () => {
   let ctx: Awaited<ReturnType<typeof withRouter>>;
   beforeAll(async () => {
     ctx = await withRouter();

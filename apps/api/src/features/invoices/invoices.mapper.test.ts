@@ -30,7 +30,7 @@ const snapshot = (overrides: Partial<InvoiceSnapshot> = {}): InvoiceSnapshot => 
 });
 
 describe("toInvoiceResponse", () => {
-  it("renders every field of SPEC's Invoice from minor units", () => {
+  it("renders every field of the API doc's Invoice from minor units", () => {
     expect(toInvoiceResponse(snapshot(), "Asia/Tokyo")).toEqual({
       id: "in_1",
       number: "ABC-0001",

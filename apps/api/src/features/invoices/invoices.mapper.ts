@@ -10,11 +10,11 @@ import type { InvoiceSnapshot } from "../../integrations/stripe/payments-gateway
 
 const STATUSES = new Set<string>(INVOICE_STATUSES);
 
-/** `YYYY-MM-DD` in UTC: SPEC gives due_date the type "date" without a form; ISO is unambiguous. */
+/** `YYYY-MM-DD` in UTC: docs/api.md gives due_date the type "date" without a form; ISO is unambiguous. */
 const isoDay = (date: Date): string => date.toISOString().slice(0, 10);
 
 /**
- * SPEC "Invoice": processor minor units -> major units of the invoice currency (zero- and
+ * docs/api.md "Invoice": processor minor units -> major units of the invoice currency (zero- and
  * three-decimal currencies honoured), upper-case code with its symbol, periods as "21 Nov 2026",
  * `created_at` in the token's zone; nulls kept where the processor has none.
  */

@@ -9,7 +9,7 @@ export interface InvoicesServiceDeps {
   payments: Pick<PaymentsGateway, "listInvoices">;
 }
 
-/** SPEC "Invoices": the selected organization's invoices, newest first, the most recent 100. */
+/** docs/api.md "Invoices": the selected organization's invoices, newest first, the most recent 100. */
 export class InvoicesService {
   readonly #deps: InvoicesServiceDeps;
   constructor(deps: InvoicesServiceDeps) {

@@ -1,6 +1,6 @@
 import type { TOemInfo, TOemProduct } from "@fleet/shared";
 
-/** Catalogue entry -> OEM Information (SPEC "OEM Information"); match keys stay internal. */
+/** Catalogue entry -> OEM Information (docs/api.md "OEM Information"); match keys stay internal. */
 export const toOemInfo = (product: TOemProduct): TOemInfo => ({
   category: product.category,
   slug: product.slug,

@@ -15,7 +15,7 @@ export interface OemServiceDeps {
 /** Longest reported name echoed in an error message (values come from the router itself). */
 const MAX_ECHO = 100;
 
-/** Manufacturer data of a router (SPEC "OEM information"), matched by its reported model/board. */
+/** Manufacturer data of a router (docs/api.md "OEM information"), matched by its reported model/board. */
 export class OemService {
   readonly #deps: OemServiceDeps;
   constructor(deps: OemServiceDeps) {
@@ -24,7 +24,7 @@ export class OemService {
 
   async forRouter(teamId: string, routerId: string): Promise<TOemInfoResponse> {
     const router = await this.#deps.catalog.routerModel(teamId, routerId);
-    // Unknown, malformed and other teams' ids answer alike (CONTRACT section 4).
+    // Unknown, malformed and other teams' ids answer alike (docs/api.md "Errors").
     if (!router) throw new AppError("not_found", "Router not found.");
     const product = await this.#deps.catalog.findForRouter(router.model, router.boardName);
     if (!product) throw new AppError("not_found", noDataMessage(router));

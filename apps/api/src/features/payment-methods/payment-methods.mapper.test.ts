@@ -29,7 +29,7 @@ describe("toCardBrand", () => {
 describe("payment method and setup intent responses", () => {
   const created = new Date("2026-11-21T15:04:05Z");
 
-  it("has exactly SPEC's six fields", () => {
+  it("has exactly the API doc's six fields", () => {
     const out = toPaymentMethodResponse(
       {
         id: "pm_1",

@@ -18,7 +18,7 @@ const BRAND_ALIASES: Record<string, TCardBrand> = {
   union_pay: "unionpay",
 };
 
-/** The processor's brand -> SPEC's enum; anything it does not list (cartes_bancaires, link, ...) is `unknown`. */
+/** The processor's brand -> the API doc's enum; anything it does not list (cartes_bancaires, link, ...) is `unknown`. */
 export const toCardBrand = (brand: string): TCardBrand => {
   const normalized = brand.toLowerCase().replace(/[\s-]+/g, "_");
   if (KNOWN_BRANDS.has(normalized)) return normalized as TCardBrand;
@@ -27,7 +27,7 @@ export const toCardBrand = (brand: string): TCardBrand => {
 
 const SETUP_STATUSES = new Set<string>(SETUP_INTENT_STATUSES);
 
-/** SPEC "Setup Intent". The only place a `client_secret` is ever put into an answer. */
+/** docs/api.md "Setup Intent". The only place a `client_secret` is ever put into an answer. */
 export const toSetupIntentResponse = (
   intent: SetupIntentSnapshot,
   publishableKey: string,
@@ -40,7 +40,7 @@ export const toSetupIntentResponse = (
   created_at: formatDateTime(intent.created, timezone),
 });
 
-/** SPEC "Payment Method": nothing beyond its six fields (no default flag, no fingerprint). */
+/** docs/api.md "Payment Method": nothing beyond its six fields (no default flag, no fingerprint). */
 export const toPaymentMethodResponse = (card: CardSnapshot, timezone: string | undefined): TPaymentMethod => ({
   id: card.id,
   brand: toCardBrand(card.brand),

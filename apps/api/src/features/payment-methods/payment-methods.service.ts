@@ -12,14 +12,14 @@ export interface AccountRequirement {
 export interface PaymentMethodsServiceDeps {
   accounts: AccountRequirement;
   payments: PaymentsGateway;
-  /** Handed to clients with every setup intent (SPEC "Setup Intent"). */
+  /** Handed to clients with every setup intent (docs/api.md "Setup Intent"). */
   publishableKey: string;
 }
 
 const notFound = (id: string) => new AppError("not_found", `This account has no payment method with id "${id}".`);
 
 /**
- * Cards are saved through the processor's client-side flow (SPEC "Payment methods"); nothing about
+ * Cards are saved through the processor's client-side flow (docs/api.md "Payment methods"); nothing about
  * them is stored here, so every answer comes from the processor and nothing can be half-written.
  */
 export class PaymentMethodsService {
@@ -60,7 +60,7 @@ export class PaymentMethodsService {
     return cards.map((card) => toPaymentMethodResponse(card, auth.timezone));
   }
 
-  /** SPEC: the default or only payment method cannot be deleted; another must become default first. */
+  /** docs/api.md: the default or only payment method cannot be deleted; another must become default first. */
   async delete(auth: AuthClaims, paymentMethodId: string): Promise<void> {
     const account = await this.#deps.accounts.requireAccount(auth.organizationId);
     const customerId = account.stripeCustomerId;

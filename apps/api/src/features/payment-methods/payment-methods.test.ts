@@ -59,7 +59,7 @@ describe("the whole flow a frontend performs", () => {
   it("setup intent, client-side card and confirm, save, list, second card, delete rules", async () => {
     const { token, customerId } = await withAccount({ timezone: "Asia/Tokyo" });
 
-    // 1. Setup intent: exactly the SPEC fields, created for this account's customer.
+    // 1. Setup intent: exactly the API doc fields, created for this account's customer.
     const intent = await h.request("POST", "/v1/account/setup-intent", { token });
     expect(intent.status).toBe(201);
     expect(Object.keys(intent.body).sort()).toEqual(["client_secret", "created_at", "id", "publishable_key", "status"]);

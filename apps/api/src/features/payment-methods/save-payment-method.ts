@@ -1,7 +1,7 @@
 import { ZPaymentMethod, ZSavePaymentMethodInput } from "@fleet/shared";
 import { authedProcedure } from "../../trpc/init.ts";
 
-/** `POST /v1/account/payment-methods` (CONTRACT section 4 alias) is routed here by the REST adapter. */
+/** `POST /v1/account/payment-methods` (docs/api.md "Errors" alias) is routed here by the REST adapter. */
 export const savePaymentMethod = authedProcedure("account:write")
   .meta({
     openapi: {

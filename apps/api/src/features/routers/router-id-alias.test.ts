@@ -12,7 +12,7 @@ afterAll(async () => {
 });
 
 describe("router path parameter names", () => {
-  it("tRPC accepts `id` (CONTRACT section 5) as well as `router_id` (SPEC)", async () => {
+  it("tRPC accepts `id` (docs/api.md, Routers and heartbeats) as well as `router_id` (docs/api.md)", async () => {
     const login = await h.login();
     const client = createClient({ url: h.api.url, token: login.token });
     const a = await makeRouter(h.db, login, { name: "alias-a" });

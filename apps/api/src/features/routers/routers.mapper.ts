@@ -14,7 +14,7 @@ import {
 } from "@fleet/shared";
 
 /**
- * Record -> SPEC "Router". An online router's uptime runs on from its last report; an offline
+ * Record -> docs/api.md "Router". An online router's uptime runs on from its last report; an offline
  * router shows the uptime it last reported. Timestamps are UTC.
  */
 export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
@@ -45,7 +45,7 @@ export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
 const KNOWN_KEYS = new Set(Object.keys(ZRouterMetadata.shape));
 
 /**
- * Record -> SPEC "Router Metadata": what the router reported (free-form keys only; known keys are
+ * Record -> docs/api.md "Router Metadata": what the router reported (free-form keys only; known keys are
  * typed and come from the router's columns or the user), overlaid by the user's keys, overlaid by
  * the router's facts.
  */

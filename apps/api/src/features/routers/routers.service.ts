@@ -68,7 +68,7 @@ const newHeartbeatToken = (): string => `hb_${randomBytes(32).toString("base64ur
 const sha256 = (value: string): string => createHash("sha256").update(value).digest("hex");
 
 /**
- * The router inventory of a team (SPEC "Routers", CONTRACT section 5): enrollment, removal,
+ * The router inventory of a team (docs/api.md "Routers", docs/api.md "Routers and heartbeats"): enrollment, removal,
  * metadata, hourly metrics, faults and live status. Every lookup is scoped to the team; unknown,
  * malformed and other teams' ids all answer the same 404.
  */
@@ -148,7 +148,7 @@ export class RouterService {
   }
 
   /**
-   * The 24 most recent complete UTC hours (CONTRACT section 5): stored downtime plus the part of a
+   * The 24 most recent complete UTC hours (docs/api.md "Routers and heartbeats"): stored downtime plus the part of a
    * silence still going on. Time when no daemon was watching is not held against a router.
    */
   async metrics(teamId: string, routerId: string): Promise<TMetric[]> {
@@ -217,7 +217,7 @@ export class RouterService {
     for (const subscription of this.#subscriptions) subscription.abort();
   }
 
-  /** SPEC "Router Metadata": `slug`, `banner_img` and `thumbnail_img` come from the OEM catalogue. */
+  /** docs/api.md "Router Metadata": `slug`, `banner_img` and `thumbnail_img` come from the OEM catalogue. */
   async #metadataOf(router: RouterRecord): Promise<TRouterMetadata> {
     const product = await this.#deps.oem?.findForRouter(router.model, router.boardName).catch(() => null);
     return toMetadataResponse(router, product ?? null);

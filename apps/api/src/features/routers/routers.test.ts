@@ -361,7 +361,7 @@ describe("GET /api/routers/{id}/metrics", () => {
 });
 
 describe("GET /api/routers/{id}/faults", () => {
-  it("answers the last 100 faults, newest first, in the SPEC's shape", async () => {
+  it("answers the last 100 faults, newest first, in the API doc's shape", async () => {
     const user = await billedUser();
     const { router } = await enroll(user);
     const base = Date.UTC(2026, 10, 1, 0, 0, 0);

@@ -2,7 +2,7 @@ import type { BillingContext } from "@fleet/db";
 import { AppError, isAppError } from "@fleet/shared";
 
 /**
- * The subscription interface of SPEC "Initial state and workflow rules" 4 as enrollment calls it:
+ * The subscription interface of docs/api.md "Initial state and workflow rules" 4 as enrollment calls it:
  * the check before creating a service, and the quantity sync after creating or removing one.
  * The payments feature's SubscriptionService implements it; wiring it is one line in start-api.ts.
  */

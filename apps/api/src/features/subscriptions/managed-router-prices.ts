@@ -6,7 +6,7 @@ export const MANAGED_ROUTER_PRODUCT = "Managed router";
 
 /**
  * Monthly price of one managed router, in minor units of each supported currency. A currency not
- * listed here is billed in USD (SPEC "Account": currency comes from the country when supported).
+ * listed here is billed in USD (docs/api.md "Account": currency comes from the country when supported).
  * Three-decimal amounts end in 0, as the processor requires.
  */
 export const MANAGED_ROUTER_MONTHLY: Readonly<Record<string, number>> = {

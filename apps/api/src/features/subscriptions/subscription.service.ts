@@ -17,7 +17,7 @@ export interface SubscriptionServiceDeps {
 }
 
 /**
- * The subscription interface of SPEC "Initial state and workflow rules" 4 (ServiceClearance, called
+ * The subscription interface of docs/api.md "Initial state and workflow rules" 4 (ServiceClearance, called
  * by router enrollment and removal). Bills managed routers: one subscription per billing account,
  * quantity = routers in the tree.
  * Every sync recounts from the database, so a sync that failed half-way (processor down) is
@@ -94,7 +94,7 @@ export class SubscriptionService implements ServiceClearance {
       }
       return { ...existing, quantity };
     }
-    // SPEC "Account": the first subscription fixes the currency, from the country when priced.
+    // docs/api.md "Account": the first subscription fixes the currency, from the country when priced.
     const price = managedRouterPrice(account.currency || currencyForCountry(account.address.country));
     const priceId = await gateway.ensurePrice(price);
     return gateway.createSubscription({

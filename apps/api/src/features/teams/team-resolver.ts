@@ -3,7 +3,7 @@ import { AppError } from "@fleet/shared";
 import type { AuthClaims } from "../auth/token-verifier.ts";
 
 /**
- * The team router endpoints act on (CONTRACT section 3): the token's `team` claim, or the
+ * The team router endpoints act on (docs/api.md "Authentication"): the token's `team` claim, or the
  * organization's default team. A team of another organization is refused with 403; an unknown
  * team id is treated the same way, so team ids cannot be probed.
  */

@@ -49,7 +49,7 @@ export interface InvoiceSnapshot {
   created: Date;
 }
 
-/** The payment-method and invoice side of the processor (SPEC "Payment methods", "Invoices"). */
+/** The payment-method and invoice side of the processor (docs/api.md "Payment methods", "Invoices"). */
 export interface PaymentsGateway {
   createSetupIntent(customerId: string): Promise<SetupIntentSnapshot>;
   /** Null when the processor does not know the id. */

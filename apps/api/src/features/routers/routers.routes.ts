@@ -9,7 +9,7 @@ import { onRouterStatus } from "./on-router-status.ts";
 import { removeRouter } from "./remove-router.ts";
 import { updateRouterMetadata } from "./update-router-metadata.ts";
 
-/** CONTRACT section 8: `routers.*` (plus the `onStatus` subscription). */
+/** docs/api.md "tRPC": `routers.*` (plus the `onStatus` subscription). */
 export const routersRouter = router({
   list: listRouters,
   enroll: enrollRouter,

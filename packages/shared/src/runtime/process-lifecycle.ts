@@ -1,7 +1,7 @@
-import { ConfigError } from "./env-parsers.ts";
+import { ConfigError } from "../env/env-parsers.ts";
 
 /**
- * Loads configuration or stops the process with the single line CONTRACT section 2 asks for
+ * Loads configuration or stops the process with the single line docs/operations.md "Configuration" asks for
  * ("one clear line naming the variable"). Any other error is a bug and propagates.
  */
 export const loadConfigOrExit = <T>(load: () => T): T => {
@@ -17,7 +17,7 @@ export const loadConfigOrExit = <T>(load: () => T): T => {
 };
 
 /**
- * Graceful shutdown (CONTRACT section 1): on the first SIGINT or SIGTERM, run `close` once (stop
+ * Graceful shutdown (docs/operations.md "Commands"): on the first SIGINT or SIGTERM, run `close` once (stop
  * accepting, finish in-flight work, close the database), then exit 0; exit 1 if closing failed.
  */
 export const closeOnSignals = (close: () => Promise<void>, onSignal?: (signal: string) => void): void => {
