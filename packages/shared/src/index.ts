@@ -22,3 +22,4 @@ export * from "./schemas/heartbeat.schema.ts";
 export * from "./contracts/status-feed.ts";
 export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
+export * from "./rules/text-rules.ts";

@@ -1,0 +1,70 @@
+import { z } from "zod";
+
+/**
+ * The text rule of docs/api.md "Errors": text input never holds C0 control characters
+ * (U+0000-U+001F), DEL (U+007F) or a lone UTF-16 surrogate. PostgreSQL refuses NUL in `text`
+ * outright, RouterOS scripts and log lines break on the others, and a lone surrogate cannot be
+ * encoded as UTF-8. Tab and newline are allowed only where a field is multi-line.
+ */
+export const TEXT_RULE_MESSAGE = "must not contain control characters or invalid Unicode";
+
+/** True when `value` breaks the text rule. A loop over UTF-16 units: no regex, no allocation. */
+export const breaksTextRule = (value: string, options: { multiline?: boolean } = {}): boolean => {
+  const multiline = options.multiline === true;
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit < 0x20) {
+      if (multiline && (unit === 0x09 || unit === 0x0a)) continue;
+      return true;
+    }
+    if (unit === 0x7f) return true;
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = value.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return true;
+      i++;
+      continue;
+    }
+    if (unit >= 0xdc00 && unit <= 0xdfff) return true;
+  }
+  return false;
+};
+
+/**
+ * The dotted path of the first string (key or value) inside `value` that breaks the text rule, or
+ * undefined. For free-form input (metadata objects) whose shape no schema fixes.
+ */
+export const findTextRuleViolation = (value: unknown, path: string[] = []): string | undefined => {
+  if (typeof value === "string") return breaksTextRule(value) ? path.join(".") : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findTextRuleViolation(value[i], [...path, String(i)]);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (value !== null && typeof value === "object") {
+    for (const [key, inner] of Object.entries(value)) {
+      if (breaksTextRule(key)) return [...path, key].join(".");
+      const found = findTextRuleViolation(inner, [...path, key]);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+};
+
+/**
+ * The one zod string for text input: every text field of a body, a metadata value or a heartbeat
+ * is built from it (or refined with `textRule`), so the rule holds everywhere by construction.
+ */
+export const textRule = <T extends z.ZodType<string>>(schema: T, options: { multiline?: boolean } = {}) =>
+  schema.refine((value) => !breaksTextRule(value, options), { error: TEXT_RULE_MESSAGE });
+
+/** `z.string()` with the text rule; chain `.max()` etc. before passing, or use `text({ max })`. */
+export const text = (options: { max?: number; min?: number; multiline?: boolean; error?: string } = {}) => {
+  let schema = z.string(options.error ? { error: options.error } : undefined);
+  if (options.min !== undefined)
+    schema = schema.min(options.min, { error: `must be at least ${options.min} characters` });
+  if (options.max !== undefined)
+    schema = schema.max(options.max, { error: `must be at most ${options.max} characters` });
+  return textRule(schema, options);
+};
