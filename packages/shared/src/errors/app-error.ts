@@ -25,6 +25,8 @@ export const ERROR_STATUS = {
   billed_by_parent: 409,
   /** Body larger than the 100 KiB limit. */
   payload_too_large: 413,
+  /** A body whose content type is not JSON (docs/api.md "Errors"). */
+  unsupported_media_type: 415,
   /** The subscription check refused to create a service, or a card was declined. */
   payment_required: 402,
   /** Too many requests or resources (a cap was reached). */
@@ -50,6 +52,12 @@ export interface AppErrorOptions {
   /** Extra machine-readable keys added to the error body (never secrets). */
   extra?: Record<string, unknown>;
   cause?: unknown;
+  /**
+   * Seconds after which a retry may succeed. Every transport sends it as `Retry-After` (whole
+   * seconds); a 429 without it gets a default there (docs/api.md "Authentication": every 429
+   * carries `Retry-After`).
+   */
+  retryAfterSeconds?: number;
 }
 
 export class AppError extends Error {
@@ -57,6 +65,7 @@ export class AppError extends Error {
   readonly status: number;
   readonly fields: TFieldErrors | undefined;
   readonly extra: Record<string, unknown> | undefined;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: TErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -65,6 +74,7 @@ export class AppError extends Error {
     this.status = ERROR_STATUS[code];
     this.fields = options.fields;
     this.extra = options.extra;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
