@@ -154,7 +154,7 @@ export const startApi = async ({
   const isReady = async () => {
     if (!migrated) migrated = await db.isReady();
     if (!migrated) return false;
-    await db.query("select 1");
+    await db.ping();
     return true;
   };
 

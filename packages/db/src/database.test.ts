@@ -15,6 +15,13 @@ describe("database", () => {
     }
   });
 
+  it("ping answers while the database is open and rejects once it is closed", async () => {
+    const db = await createTestDatabase();
+    await expect(db.ping()).resolves.toBeUndefined();
+    await db.close();
+    await expect(db.ping()).rejects.toThrow();
+  });
+
   it("applying migrations twice is a no-op", async () => {
     const db = await createTestDatabase();
     try {

@@ -35,6 +35,8 @@ export interface Database {
   migrate(): Promise<void>;
   /** True when the database answers and no migration is pending. */
   isReady(): Promise<boolean>;
+  /** One round trip to the database; rejects when it does not answer (readiness probes). */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -164,6 +166,10 @@ const wrap = (
       return (await raw(sql, [...params], options)) as T[];
     },
     migrate,
+    ping: async () => {
+      if (closed) throw new Error("database is closed");
+      await raw("select 1", []);
+    },
     isReady: async () => {
       if (closed) return false;
       try {

@@ -1,3 +1,4 @@
+import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { BillingAccount, type TBillingAccount } from "../entities/billing-account.entity.ts";
 import { isUniqueViolation, toDate, toNumber } from "./sql-values.ts";
@@ -113,8 +114,6 @@ const fromEntity = (e: TBillingAccount): AccountRecord => ({
   createdAt: e.createdAt,
 });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export class AccountsRepository {
   readonly #db: Database;
   constructor(db: Database) {
@@ -123,7 +122,7 @@ export class AccountsRepository {
 
   /** One statement: the organization's billing root and the root's account. Null: unknown org. */
   async billingContext(organizationId: string): Promise<BillingContext | null> {
-    if (!UUID.test(organizationId)) return null;
+    if (!isUuid(organizationId)) return null;
     const own = (await this.#db.query<AccountRow>(OWN_ACCOUNT_SQL, [organizationId], { prepare: "account_own" }))[0];
     if (own) {
       return {

@@ -1,3 +1,4 @@
+import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { OrganizationExternalId } from "../entities/organization-external-id.entity.ts";
 import { OrganizationMember } from "../entities/organization-member.entity.ts";
@@ -111,7 +112,7 @@ export class IdentityRepository {
 
   /** The team if it exists, with its organization; null otherwise. */
   async findTeam(teamId: string): Promise<TeamRef | null> {
-    if (!UUID.test(teamId)) return null;
+    if (!isUuid(teamId)) return null;
     const rows = await this.#db.query<{ id: string; organization_id: string }>(
       `select id, organization_id from teams where id = ?`,
       [teamId],
@@ -121,7 +122,7 @@ export class IdentityRepository {
   }
 
   async organizationExists(organizationId: string): Promise<boolean> {
-    if (!UUID.test(organizationId)) return false;
+    if (!isUuid(organizationId)) return false;
     const rows = await this.#db.query(`select 1 from organizations where id = ?`, [organizationId]);
     return rows.length > 0;
   }
@@ -132,9 +133,9 @@ export class IdentityRepository {
    * is used as the organization's own id; anything else is remembered as an external id.
    */
   async resolveOrganization(claimedId: string): Promise<string> {
-    const isUuid = UUID.test(claimedId);
+    const claimedUuid = isUuid(claimedId);
     for (let attempt = 0; attempt < 3; attempt++) {
-      const rows = isUuid
+      const rows = claimedUuid
         ? await this.#db.query<{ id: string }>(`select id from organizations where id = ?`, [claimedId])
         : await this.#db.query<{ id: string }>(
             `select organization_id as id from organization_external_ids where external_id = ?`,
@@ -144,11 +145,11 @@ export class IdentityRepository {
       try {
         return await this.#db.em().transactional(async (tx) => {
           const organization = tx.create(Organization, {
-            id: isUuid ? claimedId.toLowerCase() : crypto.randomUUID(),
+            id: claimedUuid ? claimedId.toLowerCase() : crypto.randomUUID(),
             name: `Organization ${claimedId}`.slice(0, 200),
           });
           tx.create(Team, { id: crypto.randomUUID(), organization, name: "Default", isDefault: true });
-          if (!isUuid) tx.create(OrganizationExternalId, { externalId: claimedId, organization });
+          if (!claimedUuid) tx.create(OrganizationExternalId, { externalId: claimedId, organization });
           await tx.flush();
           return organization.id;
         });
@@ -175,8 +176,6 @@ export class IdentityRepository {
     });
   }
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const defaultOrganizationName = (email: string): string => {
   const local = email.split("@")[0] ?? email;

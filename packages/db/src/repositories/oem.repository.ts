@@ -1,4 +1,4 @@
-import { oemLookupKeys, type TOemCatalog, type TOemProduct } from "@fleet/shared";
+import { oemLookupKeys, type TOemCatalog, type TOemProduct, isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { OemProduct } from "../entities/oem-product.entity.ts";
 import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
@@ -17,8 +17,6 @@ export interface OemCatalogStatus {
   source: string | null;
   updatedAt: Date | null;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const parseDocument = (value: unknown): TOemProduct =>
   (typeof value === "string" ? JSON.parse(value) : value) as TOemProduct;
@@ -59,7 +57,7 @@ export class OemRepository {
 
   /** Model and board name of a router of `teamId`; null for an unknown id or another team's router. */
   async routerModel(teamId: string, routerId: string): Promise<RouterModelRef | null> {
-    if (!UUID.test(routerId)) return null;
+    if (!isUuid(routerId)) return null;
     const rows = await this.#db.query<{ model: string; board_name: string }>(
       `select model, board_name from routers where id = ? and team_id = ?`,
       [routerId, teamId],
