@@ -44,6 +44,8 @@ export interface StartApiOptions {
   now?: () => number;
   /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
   clock?: Clock;
+  /** Off only in the test that compares the fast path with tRPC's own adapter. */
+  trpcFastPath?: boolean;
 }
 
 export interface RunningApi {
@@ -66,6 +68,7 @@ export const startApi = async ({
   logger,
   now,
   clock: domainClock,
+  trpcFastPath,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -165,6 +168,7 @@ export const startApi = async ({
     logger,
     isReady,
     publicUrl: `http://${publicHost}:${config.port}`,
+    ...(trpcFastPath === undefined ? {} : { trpcFastPath }),
   });
   const server = createServer({ keepAliveTimeout: 65_000 }, app);
   await listen(server, config.host, config.port);
