@@ -1,8 +1,12 @@
 import { oemLookupKeys, type TOemCatalog, type TOemProduct, isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
-import { OemProduct } from "../entities/oem-product.entity.ts";
+import { nativeSql } from "../native-sql.ts";
 import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
+import { textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
+
+/** Rows per insert statement when the catalogue is replaced (3 parameters each). */
+const INSERT_CHUNK = 1_000;
 
 /** The model facts of a router that OEM matching needs. */
 export interface RouterModelRef {
@@ -43,13 +47,14 @@ export class OemRepository {
   /** The best entry for already-normalized keys, best key first; current models beat archived. */
   async findByKeys(keys: readonly string[]): Promise<TOemProduct | null> {
     if (keys.length === 0) return null;
-    const rank = keys.map((_, i) => `when ? = any(match_keys) then ${i}`).join(" ");
-    const rows = await this.#db.query<{ document: unknown }>(
+    const rank = keys.map((_, i) => `when $${i + 1} = any(match_keys) then ${i}`).join(" ");
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<{ document: unknown }>(
       `select document from oem_products
-       where ${keys.map(() => "? = any(match_keys)").join(" or ")}
+       where ${keys.map((_, i) => `$${i + 1} = any(match_keys)`).join(" or ")}
        order by case ${rank} end, coalesce((document->>'archived')::boolean, false), slug
        limit 1`,
-      [...keys, ...keys],
+      keys,
     );
     const row = rows[0];
     return row ? parseDocument(row.document) : null;
@@ -58,8 +63,9 @@ export class OemRepository {
   /** Model and board name of a router of `teamId`; null for an unknown id or another team's router. */
   async routerModel(teamId: string, routerId: string): Promise<RouterModelRef | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#db.query<{ model: string; board_name: string }>(
-      `select model, board_name from routers where id = ? and team_id = ?`,
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<{ model: string; board_name: string }>(
+      `select model, board_name from routers where id = $1 and team_id = $2`,
       [routerId, teamId],
     );
     const row = rows[0];
@@ -71,18 +77,25 @@ export class OemRepository {
    * failure leaves the old one in place. Returns the number of entries stored.
    */
   async replaceAll(catalog: TOemCatalog, source: string, now: Date): Promise<number> {
-    const rows = catalog.products.map((product) => ({
-      slug: product.slug,
-      matchKeys: oemMatchKeys(product),
-      document: product,
-      source,
-      updatedAt: now,
-    }));
-    await this.#db.em().transactional(async (tx) => {
-      await tx.nativeDelete(OemProduct, {});
-      await tx.insertMany(OemProduct, rows);
+    const products = catalog.products;
+    const sql = await nativeSql(this.#db);
+    await sql.transaction(async (query) => {
+      await query("delete from oem_products");
+      for (let start = 0; start < products.length; start += INSERT_CHUNK) {
+        const chunk = products.slice(start, start + INSERT_CHUNK);
+        const params: unknown[] = [source, now];
+        const values = chunk.map((product) => {
+          params.push(product.slug, textArray(oemMatchKeys(product)), JSON.stringify(product));
+          const n = params.length;
+          return `($${n - 2}, $${n - 1}::text[], $${n}::jsonb, $1, $2)`;
+        });
+        await query(
+          `insert into oem_products (slug, match_keys, document, source, updated_at) values ${values.join(", ")}`,
+          params,
+        );
+      }
     });
-    return rows.length;
+    return products.length;
   }
 
   /**
@@ -91,7 +104,8 @@ export class OemRepository {
    */
   async installSnapshot(catalog: TOemCatalog, now: Date): Promise<boolean> {
     const source = snapshotSource(catalog);
-    const rows = await this.#db.query<{ source: string }>(`select distinct source from oem_products`);
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<{ source: string }>(`select distinct source from oem_products`);
     const sources = rows.map((r) => r.source);
     if (sources.length === 1 && sources[0] === source) return false;
     if (sources.some((s) => !s.startsWith(SNAPSHOT_SOURCE_PREFIX))) return false;
@@ -100,7 +114,8 @@ export class OemRepository {
   }
 
   async status(): Promise<OemCatalogStatus> {
-    const rows = await this.#db.query<{ n: unknown; source: string | null; updated_at: unknown }>(
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<{ n: unknown; source: string | null; updated_at: unknown }>(
       `select count(*)::int as n, max(source) as source, max(updated_at) as updated_at from oem_products`,
     );
     const row = rows[0];
