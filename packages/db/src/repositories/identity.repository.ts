@@ -1,6 +1,5 @@
 import { isUuid } from "@fleet/shared";
-import type { Database } from "../database.ts";
-import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import type { Database, Query } from "../database.ts";
 import { isUniqueViolation } from "./sql-values.ts";
 
 export interface LoginIdentity {
@@ -42,8 +41,7 @@ export class IdentityRepository {
   }
 
   async #existing(email: string): Promise<LoginIdentity | null> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ user_id: string; organization_id: string | null }>(
+    const rows = await this.#db.query<{ user_id: string; organization_id: string | null }>(
       `select u.id as user_id, u.current_organization_id as organization_id from users u where u.email = $1`,
       [email],
     );
@@ -52,20 +50,22 @@ export class IdentityRepository {
     let organizationId = row.organization_id;
     if (!organizationId) {
       // The current organization was deleted: fall back to any membership, else a new one.
-      const member = await sql.query<{ organization_id: string }>(
+      const member = await this.#db.query<{ organization_id: string }>(
         `select organization_id from organization_members where user_id = $1 order by created_at limit 1`,
         [row.user_id],
       );
       organizationId = member[0]?.organization_id ?? (await this.#createOrganizationFor(row.user_id, email));
-      await sql.query(`update users set current_organization_id = $1 where id = $2`, [organizationId, row.user_id]);
+      await this.#db.query(`update users set current_organization_id = $1 where id = $2`, [
+        organizationId,
+        row.user_id,
+      ]);
     }
     const teamId = await this.defaultTeamId(organizationId);
     return { userId: row.user_id, organizationId, teamId, created: false };
   }
 
   async #register(email: string, organizationName?: string): Promise<LoginIdentity> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const organizationId = await insertOrganization(query, organizationName ?? defaultOrganizationName(email));
       const userId = crypto.randomUUID();
       await query(`insert into users (id, email, current_organization_id, created_at) values ($1, $2, $3, now())`, [
@@ -80,8 +80,7 @@ export class IdentityRepository {
   }
 
   async #createOrganizationFor(userId: string, email: string): Promise<string> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const organizationId = await insertOrganization(query, defaultOrganizationName(email));
       await insertOwner(query, organizationId, userId);
       await insertDefaultTeam(query, organizationId);
@@ -91,20 +90,18 @@ export class IdentityRepository {
 
   /** The organization's default team, created on first use for organizations made elsewhere. */
   async defaultTeamId(organizationId: string): Promise<string> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ id: string }>(
+    const rows = await this.#db.query<{ id: string }>(
       `select id from teams where organization_id = $1 and is_default limit 1`,
       [organizationId],
     );
     if (rows[0]) return rows[0].id;
-    return insertDefaultTeam(sql.query, organizationId);
+    return insertDefaultTeam(this.#db.query, organizationId);
   }
 
   /** The team if it exists, with its organization; null otherwise. */
   async findTeam(teamId: string): Promise<TeamRef | null> {
     if (!isUuid(teamId)) return null;
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ id: string; organization_id: string }>(
+    const rows = await this.#db.query<{ id: string; organization_id: string }>(
       `select id, organization_id from teams where id = $1`,
       [teamId],
     );
@@ -114,8 +111,7 @@ export class IdentityRepository {
 
   async organizationExists(organizationId: string): Promise<boolean> {
     if (!isUuid(organizationId)) return false;
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query(`select 1 from organizations where id = $1`, [organizationId]);
+    const rows = await this.#db.query(`select 1 from organizations where id = $1`, [organizationId]);
     return rows.length > 0;
   }
 
@@ -126,17 +122,16 @@ export class IdentityRepository {
    */
   async resolveOrganization(claimedId: string): Promise<string> {
     const claimedUuid = isUuid(claimedId);
-    const sql = await nativeSql(this.#db);
     for (let attempt = 0; attempt < 3; attempt++) {
       const rows = claimedUuid
-        ? await sql.query<{ id: string }>(`select id from organizations where id = $1`, [claimedId])
-        : await sql.query<{ id: string }>(
+        ? await this.#db.query<{ id: string }>(`select id from organizations where id = $1`, [claimedId])
+        : await this.#db.query<{ id: string }>(
             `select organization_id as id from organization_external_ids where external_id = $1`,
             [claimedId],
           );
       if (rows[0]) return rows[0].id;
       try {
-        return await sql.transaction(async (query) => {
+        return await this.#db.transaction(async (query) => {
           const organizationId = await insertOrganization(
             query,
             `Organization ${claimedId}`.slice(0, 200),
@@ -162,8 +157,7 @@ export class IdentityRepository {
 
   /** Creates an organization under a parent (reseller trees); used by tests and admin tooling. */
   async createOrganization(name: string, parentId?: string): Promise<{ organizationId: string; teamId: string }> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const organizationId = await insertOrganization(query, name, parentId ?? null);
       const teamId = await insertDefaultTeam(query, organizationId);
       return { organizationId, teamId };
@@ -172,7 +166,7 @@ export class IdentityRepository {
 }
 
 const insertOrganization = async (
-  query: NativeQuery,
+  query: Query,
   name: string,
   parentId: string | null = null,
   id: string = crypto.randomUUID(),
@@ -185,14 +179,14 @@ const insertOrganization = async (
   return id;
 };
 
-const insertOwner = async (query: NativeQuery, organizationId: string, userId: string): Promise<void> => {
+const insertOwner = async (query: Query, organizationId: string, userId: string): Promise<void> => {
   await query(
     `insert into organization_members (id, organization_id, user_id, role, created_at) values ($1, $2, $3, 'owner', now())`,
     [crypto.randomUUID(), organizationId, userId],
   );
 };
 
-const insertDefaultTeam = async (query: NativeQuery, organizationId: string): Promise<string> => {
+const insertDefaultTeam = async (query: Query, organizationId: string): Promise<string> => {
   const id = crypto.randomUUID();
   await query(
     `insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'Default', true, now())`,

@@ -1,6 +1,5 @@
 import { oemLookupKeys, type TOemCatalog, type TOemProduct, isUuid } from "@fleet/shared";
-import type { Database } from "../database.ts";
-import { nativeSql } from "../native-sql.ts";
+import type { Database, Query } from "../database.ts";
 import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
 import { textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
@@ -48,8 +47,7 @@ export class OemRepository {
   async findByKeys(keys: readonly string[]): Promise<TOemProduct | null> {
     if (keys.length === 0) return null;
     const rank = keys.map((_, i) => `when $${i + 1} = any(match_keys) then ${i}`).join(" ");
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ document: unknown }>(
+    const rows = await this.#db.query<{ document: unknown }>(
       `select document from oem_products
        where ${keys.map((_, i) => `$${i + 1} = any(match_keys)`).join(" or ")}
        order by case ${rank} end, coalesce((document->>'archived')::boolean, false), slug
@@ -63,8 +61,7 @@ export class OemRepository {
   /** Model and board name of a router of `teamId`; null for an unknown id or another team's router. */
   async routerModel(teamId: string, routerId: string): Promise<RouterModelRef | null> {
     if (!isUuid(routerId)) return null;
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ model: string; board_name: string }>(
+    const rows = await this.#db.query<{ model: string; board_name: string }>(
       `select model, board_name from routers where id = $1 and team_id = $2`,
       [routerId, teamId],
     );
@@ -78,8 +75,7 @@ export class OemRepository {
    */
   async replaceAll(catalog: TOemCatalog, source: string, now: Date): Promise<number> {
     const products = catalog.products;
-    const sql = await nativeSql(this.#db);
-    await sql.transaction(async (query) => {
+    await this.#db.transaction(async (query) => {
       await query("delete from oem_products");
       for (let start = 0; start < products.length; start += INSERT_CHUNK) {
         const chunk = products.slice(start, start + INSERT_CHUNK);
@@ -104,8 +100,7 @@ export class OemRepository {
    */
   async installSnapshot(catalog: TOemCatalog, now: Date): Promise<boolean> {
     const source = snapshotSource(catalog);
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ source: string }>(`select distinct source from oem_products`);
+    const rows = await this.#db.query<{ source: string }>(`select distinct source from oem_products`);
     const sources = rows.map((r) => r.source);
     if (sources.length === 1 && sources[0] === source) return false;
     if (sources.some((s) => !s.startsWith(SNAPSHOT_SOURCE_PREFIX))) return false;
@@ -114,8 +109,7 @@ export class OemRepository {
   }
 
   async status(): Promise<OemCatalogStatus> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ n: unknown; source: string | null; updated_at: unknown }>(
+    const rows = await this.#db.query<{ n: unknown; source: string | null; updated_at: unknown }>(
       `select count(*)::int as n, max(source) as source, max(updated_at) as updated_at from oem_products`,
     );
     const row = rows[0];
