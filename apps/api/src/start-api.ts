@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   AccountsRepository,
+  AdoptionsRepository,
   acquireStatusFeed,
   type Database,
   ForwardsRepository,
@@ -24,6 +25,8 @@ import { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
+import { agentPublicKeySource } from "./features/routers/adoption/agent-public-key.ts";
+import { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
@@ -44,6 +47,14 @@ export interface StartApiOptions {
   now?: () => number;
   /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
   clock?: Clock;
+  /**
+   * What the composition root knows better than the API's own configuration (docs/routeros.md
+   * "Adoption"): where the heartbeat daemon really listens and the tunnel agent's public key.
+   */
+  adoption?: {
+    heartbeatPublicUrl?: () => string;
+    agentPublicKey?: () => string | undefined;
+  };
 }
 
 export interface RunningApi {
@@ -66,6 +77,7 @@ export const startApi = async ({
   logger,
   now,
   clock: domainClock,
+  adoption: adoptionSources,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -114,6 +126,24 @@ export const startApi = async ({
   });
   const payments = createPaymentsGateway(stripeClient);
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
+  const routersClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
+  // Known once the server is bound (PORT=0 picks a free port).
+  let boundUrl = `http://${config.host}:${config.port}`;
+  const hostForUrl = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const { adoption: adoptionConfig } = config;
+  const defaultHeartbeatUrl = `http://${hostForUrl.includes(":") ? `[${hostForUrl}]` : hostForUrl}:${adoptionConfig.heartbeatPort}`;
+  const adoption = new AdoptionService({
+    store: new AdoptionsRepository(db),
+    clock: routersClock,
+    logger: logger.child({ feature: "adoption" }),
+    apiPublicUrl: () => adoptionConfig.apiPublicUrl ?? boundUrl,
+    heartbeatPublicUrl: () =>
+      adoptionConfig.heartbeatPublicUrl ?? adoptionSources?.heartbeatPublicUrl?.() ?? defaultHeartbeatUrl,
+    agentPublicKey: adoptionSources?.agentPublicKey ?? agentPublicKeySource(adoptionConfig, config.dataDir),
+    intervalMs: adoptionConfig.intervalMs,
+    sshUser: adoptionConfig.sshUser,
+    tunnelNetwork: adoptionConfig.tunnelNetwork,
+  });
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -142,10 +172,12 @@ export const startApi = async ({
         docsUrl: config.docsUrl,
       }),
       feed: statusFeed.feed,
-      clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
+      clock: routersClock,
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
+      adoption,
     }),
+    adoption,
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -170,6 +202,7 @@ export const startApi = async ({
   await listen(server, config.host, config.port);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
+  boundUrl = url;
   // Started once listening succeeded, so a failed start leaves no timer behind.
   const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
     ? scheduleOemRefresh({

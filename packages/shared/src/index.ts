@@ -23,3 +23,5 @@ export * from "./contracts/status-feed.ts";
 export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
 export * from "./rules/text-rules.ts";
+export * from "./routeros/routeros-script.ts";
+export * from "./routeros/adoption-script.ts";
