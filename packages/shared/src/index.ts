@@ -25,3 +25,4 @@ export * from "./runtime/coalescing-runner.ts";
 export * from "./rules/text-rules.ts";
 export * from "./routeros/routeros-script.ts";
 export * from "./routeros/adoption-script.ts";
+export * from "./tokens/heartbeat-token.ts";
