@@ -7,6 +7,8 @@ export interface AdoptedFleetOptions {
   bindTunnelIp?: boolean;
   /** `/system resource get version` of every router (default a 7.16 release). */
   version?: string;
+  /** Device-mode of the routers at these indexes (home mode forbids fetch or scheduler); others allow all. */
+  deviceModes?: Record<number, { fetch: boolean; scheduler: boolean }>;
   /**
    * Called for each router before it adopts: attach its SSH side here (`router.authorize` decides
    * logins from the users and keys the script creates). A returned function runs at shutdown.
@@ -38,6 +40,7 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       tunnelIp: tunnelIpFor(index),
       bindTunnelIp: o.bindTunnelIp ?? true,
       ...(o.version ? { version: o.version } : {}),
+      ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),
     });
     routers.push(router);
     const cleanup = await o.onRouter?.(router);

@@ -50,7 +50,8 @@ export class AdoptedRouter {
     this.routerId = options.routerId;
     this.tunnelIp = options.tunnelIp;
     const hardware = HARDWARE[options.index % HARDWARE.length] ?? HARDWARE[0];
-    const serial = options.routerId.replaceAll("-", "").slice(0, 12).toUpperCase();
+    // Real serials start with letters (HE708...); a digits-only one would be a float after :serialize.
+    const serial = `HE${options.routerId.replaceAll("-", "").slice(0, 10).toUpperCase()}`;
     this.device = new RouterOsDevice({
       identity: options.identity ?? `sim-${String(options.index + 1).padStart(4, "0")}`,
       version: options.version ?? "7.16.2 (stable)",
