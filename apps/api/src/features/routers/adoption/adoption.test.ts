@@ -254,3 +254,31 @@ describe("POST /api/routers/{id}/adoption", () => {
     expect((await fetchScript(adoption.url)).status).toBe(410);
   });
 });
+
+describe("without the agent's public key", () => {
+  it("answers 503 for a valid URL and says what to set in the log, not to the caller", async () => {
+    const lines: string[] = [];
+    const logger = pino(
+      { level: "error" },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    const bare = await startApiHarness({}, { logger });
+    try {
+      const user = await bare.login();
+      await makeAccount(bare.db, user.organizationId);
+      const res = await bare.request("POST", "/api/routers", { token: user.token, body: { name: "No key" } });
+      expect(res.status).toBe(201);
+      const script = await fetchScript(res.body.data.adoption.url);
+      expect(script.status).toBe(503);
+      expect(script.text).not.toMatch(/TUNNEL_SSH/);
+      expect(lines.join("")).toContain("TUNNEL_SSH_PUBLIC_KEY");
+    } finally {
+      await bare.close();
+    }
+  });
+});
