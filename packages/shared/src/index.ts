@@ -26,3 +26,4 @@ export * from "./rules/text-rules.ts";
 export * from "./routeros/routeros-script.ts";
 export * from "./routeros/adoption-script.ts";
 export * from "./tokens/heartbeat-token.ts";
+export * from "./runtime/server-lifecycle.ts";
