@@ -27,3 +27,4 @@ export * from "./routeros/routeros-script.ts";
 export * from "./routeros/adoption-script.ts";
 export * from "./tokens/heartbeat-token.ts";
 export * from "./runtime/server-lifecycle.ts";
+export * from "./rules/routeros-duration.ts";
