@@ -129,6 +129,55 @@ describe("routers adopted with the one-line command", () => {
     }
   });
 
+  it("beat over HTTP exactly as the installed script posts, and show up online", async () => {
+    const token = await accessToken();
+    const list = async () => (await call("GET", "/api/routers", token)).body.data as Array<Record<string, unknown>>;
+    await waitFor(async () => (await list()).filter((r) => r.has_pulse).length === ROUTERS, "every router online");
+    const routers = await list();
+    for (const [i, router] of fleet.routers.entries()) {
+      const row = routers.find((r) => r.id === router.routerId);
+      expect(row).toMatchObject({ identity: `sim-000${i + 1}`, last_seen_from: router.tunnelIp });
+      const request = router.requests.find((r) => r.method === "POST");
+      expect(request?.url).toBe(`${system.heartbeat.url}/v1/heartbeat`);
+      expect(request?.headers).toEqual([
+        ["Authorization", `Bearer ${enrolled[i]?.heartbeat_token}`],
+        ["Content-Type", "application/json"],
+      ]);
+      expect(request?.status).toBe(200);
+    }
+    // The CHR (every third router) has no serial number: its system id stands in.
+    const chr = routers.find((r) => r.id === fleet.routers[2]?.routerId);
+    expect(chr).toMatchObject({ hardwareboard: false, model: "CHR" });
+    expect(chr?.serial_number).toBe(chr?.software_id);
+  });
+
+  it("used their adoption URLs up: the script answers 410 after the first heartbeat", async () => {
+    for (const router of enrolled) {
+      const url = /url="([^"]+)"/.exec(router.adoption_command)?.[1] ?? "";
+      expect((await fetch(url)).status).toBe(410);
+    }
+  });
+
+  it("re-adopt: a new command replaces the token; the old one is refused, the router runs the new script and beats again", async () => {
+    const token = await accessToken();
+    const router = fleet.routers[0];
+    if (!router) throw new Error("router 0 is missing");
+    const again = await call("POST", `/api/routers/${router.routerId}/adoption`, token);
+    expect(again.status).toBe(201);
+    // Its scheduler still posts the old token, which the daemon now refuses.
+    await waitFor(() => router.requests.at(-1)?.status === 401, "the old token to be refused");
+    await router.device.run(again.body.data.command);
+    const newToken = (request: (typeof router.requests)[number]) =>
+      request.headers.find(([name]) => name === "Authorization")?.[1] !== `Bearer ${enrolled[0]?.heartbeat_token}`;
+    await waitFor(() => router.requests.some((r) => newToken(r) && r.status === 200), "heartbeats with the new token");
+    // Running the script over the earlier installation left one of each object.
+    const { tables } = router.device;
+    expect(tables["system scheduler"]).toHaveLength(1);
+    expect(tables["system script"]).toHaveLength(1);
+    expect(tables["user ssh-keys"]).toHaveLength(1);
+    expect(tables.user.filter((u) => u.props.name === SSH_USER)).toHaveLength(1);
+  });
+
   it("let the agent in with the installed key and user only, and a forward carries traffic", async () => {
     const token = await accessToken();
     const router = fleet.routers[1];

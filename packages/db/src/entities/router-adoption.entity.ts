@@ -13,6 +13,8 @@ export const RouterAdoption = defineEntity({
     router: () => p.manyToOne(Router).deleteRule("cascade").index(),
     createdAt: p.datetime(),
     expiresAt: p.datetime(),
+    /** Heartbeats at or after this instant use the URL up. */
+    countsFrom: p.datetime(),
   },
 });
 export type TRouterAdoption = InferEntity<typeof RouterAdoption>;

@@ -9,6 +9,8 @@ export interface NewAdoption {
   tokenHash: string;
   createdAt: Date;
   expiresAt: Date;
+  /** A heartbeat at or after this instant uses the URL up. */
+  countsFrom: Date;
 }
 
 /** What the script endpoint needs to decide 200, 410 or 404, and to write the script. */
@@ -17,6 +19,7 @@ export interface AdoptionLookup {
   routerName: string;
   createdAt: Date;
   expiresAt: Date;
+  countsFrom: Date;
   /** The router's current heartbeat token hash: another adoption may have replaced the token. */
   heartbeatTokenHash: string;
   lastSeenAt: Date | null;
@@ -37,9 +40,15 @@ export class AdoptionsRepository {
   async insert(routerId: string, adoption: NewAdoption): Promise<void> {
     const sql = await nativeSql(this.#db);
     await sql.query(
-      `insert into router_adoptions (token_hash, router_id, created_at, expires_at)
-       values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0))`,
-      [adoption.tokenHash, routerId, adoption.createdAt.getTime(), adoption.expiresAt.getTime()],
+      `insert into router_adoptions (token_hash, router_id, created_at, expires_at, counts_from)
+       values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0))`,
+      [
+        adoption.tokenHash,
+        routerId,
+        adoption.createdAt.getTime(),
+        adoption.expiresAt.getTime(),
+        adoption.countsFrom.getTime(),
+      ],
     );
   }
 
@@ -62,9 +71,15 @@ export class AdoptionsRepository {
         [routerId, adoption.createdAt.getTime()],
       );
       await query(
-        `insert into router_adoptions (token_hash, router_id, created_at, expires_at)
-         values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0))`,
-        [adoption.tokenHash, routerId, adoption.createdAt.getTime(), adoption.expiresAt.getTime()],
+        `insert into router_adoptions (token_hash, router_id, created_at, expires_at, counts_from)
+         values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0))`,
+        [
+          adoption.tokenHash,
+          routerId,
+          adoption.createdAt.getTime(),
+          adoption.expiresAt.getTime(),
+          adoption.countsFrom.getTime(),
+        ],
       );
       return true;
     });
@@ -75,7 +90,7 @@ export class AdoptionsRepository {
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<Row>(
       `select a.router_id, r.name, r.heartbeat_token_hash, ${ms("a.created_at", "created_ms")},
-         ${ms("a.expires_at", "expires_ms")}, ${ms("r.last_seen_at", "last_seen_ms")}
+         ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("r.last_seen_at", "last_seen_ms")}
        from router_adoptions a join routers r on r.id = a.router_id where a.token_hash = $1`,
       [tokenHash],
     );
@@ -87,6 +102,7 @@ export class AdoptionsRepository {
       heartbeatTokenHash: String(row.heartbeat_token_hash),
       createdAt: new Date(toNumber(row.created_ms)),
       expiresAt: new Date(toNumber(row.expires_ms)),
+      countsFrom: new Date(toNumber(row.counts_ms)),
       lastSeenAt:
         row.last_seen_ms === null || row.last_seen_ms === undefined ? null : new Date(toNumber(row.last_seen_ms)),
     };

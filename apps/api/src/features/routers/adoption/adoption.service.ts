@@ -27,6 +27,11 @@ export interface AdoptionServiceDeps {
 
 /** docs/routeros.md "Adoption": a script URL works for one hour. */
 export const ADOPTION_TTL_MS = 3_600_000;
+/**
+ * After a re-adoption, heartbeat daemons may accept the replaced token for as long as they cache
+ * it (5 s, docs/api.md "Routers and heartbeats"); heartbeats in this window do not use the new URL up.
+ */
+export const REPLACED_TOKEN_GRACE_MS = 10_000;
 
 /** A freshly made adoption: the URL's token and the heartbeat token derived from it. */
 export interface MintedAdoption {
@@ -74,14 +79,20 @@ export class AdoptionService {
 
   /** Stores the URL of a router just enrolled with `minted.heartbeatToken`. */
   async record(routerId: string, minted: MintedAdoption): Promise<TAdoption> {
-    await this.#deps.store.insert(routerId, this.#row(minted));
+    // A new router has no other token: every heartbeat after enrollment is made with this one.
+    await this.#deps.store.insert(routerId, this.#row(minted, 0));
     return this.answer(minted);
   }
 
   /** A router that was reset: new heartbeat token (the old one stops working) and a new URL. */
   async reissue(teamId: string, routerId: string): Promise<TAdoption> {
     const minted = this.mint();
-    const found = await this.#deps.store.reissue(teamId, routerId, this.heartbeatTokenHash(minted), this.#row(minted));
+    const found = await this.#deps.store.reissue(
+      teamId,
+      routerId,
+      this.heartbeatTokenHash(minted),
+      this.#row(minted, REPLACED_TOKEN_GRACE_MS),
+    );
     if (!found) throw new AppError("not_found", "Router not found.");
     return this.answer(minted);
   }
@@ -102,8 +113,8 @@ export class AdoptionService {
     const heartbeatToken = heartbeatTokenFor(adoptionToken);
     const now = this.#deps.clock.now();
     const replaced = found.heartbeatTokenHash !== tokenHash(heartbeatToken);
-    // Heartbeats before this URL was issued were made with an older token; one after it, with ours.
-    const used = found.lastSeenAt !== null && found.lastSeenAt.getTime() >= found.createdAt.getTime();
+    // Heartbeats before `countsFrom` were (or may have been) made with an older token.
+    const used = found.lastSeenAt !== null && found.lastSeenAt.getTime() >= found.countsFrom.getTime();
     if (replaced || used || now.getTime() >= found.expiresAt.getTime()) throw goneScript();
     const agentPublicKey = this.#deps.agentPublicKey();
     if (!agentPublicKey) {
@@ -124,7 +135,12 @@ export class AdoptionService {
     });
   }
 
-  #row(minted: MintedAdoption): NewAdoption {
-    return { tokenHash: tokenHash(minted.adoptionToken), createdAt: minted.createdAt, expiresAt: minted.expiresAt };
+  #row(minted: MintedAdoption, graceMs: number): NewAdoption {
+    return {
+      tokenHash: tokenHash(minted.adoptionToken),
+      createdAt: minted.createdAt,
+      expiresAt: minted.expiresAt,
+      countsFrom: new Date(minted.createdAt.getTime() + graceMs),
+    };
   }
 }

@@ -229,6 +229,17 @@ describe("POST /api/routers/{id}/adoption", () => {
     expect((await fetchScript(first.adoption.url)).status).toBe(410);
   });
 
+  it("does not count heartbeats the replaced token may still make while daemons cache it (10 s)", async () => {
+    const user = await billedUser();
+    const { router } = await enroll(user);
+    const res = await h.request("POST", `/api/routers/${router.id}/adoption`, { token: user.token });
+    const issuedAt = clock.now().getTime();
+    await beat(router.id, new Date(issuedAt + 9_999));
+    expect((await fetchScript(res.body.data.url)).status).toBe(200);
+    await beat(router.id, new Date(issuedAt + 10_000));
+    expect((await fetchScript(res.body.data.url)).status).toBe(410);
+  });
+
   it("answers 404 for unknown ids and other teams' routers, and 403 without routers:write; nothing changes", async () => {
     const owner = await billedUser();
     const { router } = await enroll(owner);
