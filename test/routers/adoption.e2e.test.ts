@@ -1,6 +1,6 @@
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
-import type { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
+import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import { type RunningAdoptedFleet, startAdoptedFleet } from "@fleet/router-simulator/adoption/adopted-fleet";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
@@ -176,6 +176,37 @@ describe("routers adopted with the one-line command", () => {
     expect(tables["system script"]).toHaveLength(1);
     expect(tables["user ssh-keys"]).toHaveLength(1);
     expect(tables.user.filter((u) => u.props.name === SSH_USER)).toHaveLength(1);
+  });
+
+  it("keeps hostile names and identities inside their strings, from the enroll answer to the heartbeat", async () => {
+    const name = 'Shop "A" $HOME [/system reboot]; /user remove 0 ? Zürich ✓';
+    const identity = 'edge "7" $x [/system reset-configuration]; ü東京';
+    const api = new FleetApi(system.api.url);
+    await api.login(email);
+    const enrolledHostile = await api.enroll(name);
+    const router = new AdoptedRouter({
+      index: 7,
+      routerId: enrolledHostile.router_id,
+      adoptionCommand: enrolledHostile.adoption_command ?? "",
+      tunnelIp: "127.0.9.9",
+      bindTunnelIp: false,
+      identity,
+    });
+    try {
+      await router.adopt();
+      expect(router.device.log.map((l) => l.message)).toContain(
+        `fleet adoption of router ${name} (${enrolledHostile.router_id})`,
+      );
+      // Nothing else ran: the only objects are the ones the script installs.
+      expect(router.device.tables.user.map((u) => u.props.name)).toEqual(["admin", SSH_USER]);
+      const token = await accessToken();
+      await waitFor(async () => {
+        const rows = (await call("GET", "/api/routers", token)).body.data as Array<Record<string, unknown>>;
+        return rows.find((r) => r.id === enrolledHostile.router_id)?.identity === identity;
+      }, "the hostile identity to arrive intact");
+    } finally {
+      router.stop();
+    }
   });
 
   it("let the agent in with the installed key and user only, and a forward carries traffic", async () => {
