@@ -156,6 +156,17 @@ describe("routers adopted with the one-line command", () => {
       const url = /url="([^"]+)"/.exec(router.adoption_command)?.[1] ?? "";
       expect((await fetch(url)).status).toBe(410);
     }
+    // Pasting a used command into another router fails at the fetch, before anything is installed.
+    const copycat = new AdoptedRouter({
+      index: 8,
+      routerId: "copycat",
+      adoptionCommand: enrolled[0]?.adoption_command ?? "",
+      tunnelIp: "127.0.9.8",
+      bindTunnelIp: false,
+    });
+    await expect(copycat.adopt()).rejects.toThrow(/<410>/);
+    expect(copycat.device.tables["system scheduler"]).toEqual([]);
+    expect(copycat.device.tables.file).toEqual([]);
   });
 
   it("re-adopt: a new command replaces the token; the old one is refused, the router runs the new script and beats again", async () => {
