@@ -1,7 +1,7 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer } from "node:http";
 import {
   AccountsRepository,
+  AdoptionsRepository,
   acquireStatusFeed,
   type Database,
   ForwardsRepository,
@@ -9,7 +9,7 @@ import {
   RoutersRepository,
   SubscriptionsRepository,
 } from "@fleet/db";
-import type { Clock } from "@fleet/shared";
+import { type Clock, closeHttpServer, listen, serverUrl } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
@@ -24,6 +24,8 @@ import { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
+import { agentPublicKeySource } from "./features/routers/adoption/agent-public-key.ts";
+import { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
@@ -46,6 +48,14 @@ export interface StartApiOptions {
   clock?: Clock;
   /** Off only in the test that compares the fast path with tRPC's own adapter. */
   trpcFastPath?: boolean;
+  /**
+   * What the composition root knows better than the API's own configuration (docs/routeros.md
+   * "Adoption"): where the heartbeat daemon really listens and the tunnel agent's public key.
+   */
+  adoption?: {
+    heartbeatPublicUrl?: () => string;
+    agentPublicKey?: () => string | undefined;
+  };
 }
 
 export interface RunningApi {
@@ -69,6 +79,7 @@ export const startApi = async ({
   now,
   clock: domainClock,
   trpcFastPath,
+  adoption: adoptionSources,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -117,6 +128,24 @@ export const startApi = async ({
   });
   const payments = createPaymentsGateway(stripeClient);
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
+  const routersClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
+  // Known once the server is bound (PORT=0 picks a free port).
+  let boundUrl = `http://${config.host}:${config.port}`;
+  const hostForUrl = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const { adoption: adoptionConfig } = config;
+  const defaultHeartbeatUrl = `http://${hostForUrl.includes(":") ? `[${hostForUrl}]` : hostForUrl}:${adoptionConfig.heartbeatPort}`;
+  const adoption = new AdoptionService({
+    store: new AdoptionsRepository(db),
+    clock: routersClock,
+    logger: logger.child({ feature: "adoption" }),
+    apiPublicUrl: () => adoptionConfig.apiPublicUrl ?? boundUrl,
+    heartbeatPublicUrl: () =>
+      adoptionConfig.heartbeatPublicUrl ?? adoptionSources?.heartbeatPublicUrl?.() ?? defaultHeartbeatUrl,
+    agentPublicKey: adoptionSources?.agentPublicKey ?? agentPublicKeySource(adoptionConfig, config.dataDir),
+    intervalMs: adoptionConfig.intervalMs,
+    sshUser: adoptionConfig.sshUser,
+    tunnelNetwork: adoptionConfig.tunnelNetwork,
+  });
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -145,10 +174,12 @@ export const startApi = async ({
         docsUrl: config.docsUrl,
       }),
       feed: statusFeed.feed,
-      clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
+      clock: routersClock,
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
+      adoption,
     }),
+    adoption,
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -171,9 +202,9 @@ export const startApi = async ({
     ...(trpcFastPath === undefined ? {} : { trpcFastPath }),
   });
   const server = createServer({ keepAliveTimeout: 65_000 }, app);
-  await listen(server, config.host, config.port);
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
+  const port = await listen(server, { host: config.host, port: config.port });
+  const url = serverUrl(config.host, port, "localhost");
+  boundUrl = url;
   // Started once listening succeeded, so a failed start leaves no timer behind.
   const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
     ? scheduleOemRefresh({
@@ -195,7 +226,7 @@ export const startApi = async ({
       await oemRefresh?.stop();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
-      await closeServer(server);
+      await closeHttpServer(server);
       await statusFeed.release();
       await emulator?.close();
     },
@@ -213,24 +244,3 @@ const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Log
     logger.warn({ err: error }, "could not install the shipped OEM catalogue; keeping the stored one");
   }
 };
-
-const listen = (server: Server, host: string, port: number) =>
-  new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host, port }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-
-/** Stop accepting, let in-flight requests finish (bounded), drop idle keep-alive sockets. */
-const closeServer = (server: Server, graceMs = 10_000) =>
-  new Promise<void>((resolve) => {
-    const force = setTimeout(() => server.closeAllConnections(), graceMs);
-    force.unref();
-    server.close(() => {
-      clearTimeout(force);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
