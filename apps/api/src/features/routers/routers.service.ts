@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from "node:crypto";
 import type { CoverageRecord, FaultRecord, NewRouter, RouterRecord } from "@fleet/db";
 import {
   AppError,
@@ -7,6 +6,7 @@ import {
   effectiveLastSeen,
   hourlyMetrics,
   metadataBytes,
+  mintHeartbeatToken,
   ROUTER_LIMITS,
   type StatusFeed,
   type TEnrolledRouter,
@@ -63,10 +63,6 @@ const MAX_QUEUED_EVENTS = 1_000;
 
 const notFound = () => new AppError("not_found", "Router not found.");
 
-/** `hb_` + 256 random bits; only its SHA-256 is stored. */
-const newHeartbeatToken = (): string => `hb_${randomBytes(32).toString("base64url")}`;
-const sha256 = (value: string): string => createHash("sha256").update(value).digest("hex");
-
 /**
  * The router inventory of a team (docs/api.md "Routers", docs/api.md "Routers and heartbeats"): enrollment, removal,
  * metadata, hourly metrics, faults and live status. Every lookup is scoped to the team; unknown,
@@ -88,12 +84,13 @@ export class RouterService {
   /** Subscription check first (402), then the router, then the quantity sync. */
   async enroll(auth: AuthClaims, teamId: string, input: TEnrollRouterInput): Promise<TEnrolledRouter> {
     await this.#deps.clearance.ensureClearance(auth.organizationId);
-    const token = newHeartbeatToken();
+    // Only the hash is stored; the token is in this one answer.
+    const { token, hash } = mintHeartbeatToken();
     const router = await this.#deps.routers.insert({
       organizationId: auth.organizationId,
       teamId,
       name: input.name ?? "",
-      tokenHash: sha256(token),
+      tokenHash: hash,
       createdAt: this.#deps.clock.now(),
     });
     await this.#sync(auth.organizationId);
