@@ -1,5 +1,4 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer } from "node:http";
 import {
   AccountsRepository,
   acquireStatusFeed,
@@ -9,7 +8,7 @@ import {
   RoutersRepository,
   SubscriptionsRepository,
 } from "@fleet/db";
-import type { Clock } from "@fleet/shared";
+import { type Clock, closeHttpServer, listen, serverUrl } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
@@ -167,9 +166,8 @@ export const startApi = async ({
     publicUrl: `http://${publicHost}:${config.port}`,
   });
   const server = createServer({ keepAliveTimeout: 65_000 }, app);
-  await listen(server, config.host, config.port);
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
+  const port = await listen(server, { host: config.host, port: config.port });
+  const url = serverUrl(config.host, port, "localhost");
   // Started once listening succeeded, so a failed start leaves no timer behind.
   const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
     ? scheduleOemRefresh({
@@ -191,7 +189,7 @@ export const startApi = async ({
       await oemRefresh?.stop();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
-      await closeServer(server);
+      await closeHttpServer(server);
       await statusFeed.release();
       await emulator?.close();
     },
@@ -209,24 +207,3 @@ const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Log
     logger.warn({ err: error }, "could not install the shipped OEM catalogue; keeping the stored one");
   }
 };
-
-const listen = (server: Server, host: string, port: number) =>
-  new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host, port }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-
-/** Stop accepting, let in-flight requests finish (bounded), drop idle keep-alive sockets. */
-const closeServer = (server: Server, graceMs = 10_000) =>
-  new Promise<void>((resolve) => {
-    const force = setTimeout(() => server.closeAllConnections(), graceMs);
-    force.unref();
-    server.close(() => {
-      clearTimeout(force);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });

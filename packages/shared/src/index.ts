@@ -24,3 +24,4 @@ export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
 export * from "./rules/text-rules.ts";
 export * from "./tokens/heartbeat-token.ts";
+export * from "./runtime/server-lifecycle.ts";

@@ -2,9 +2,8 @@ import type { HeartbeatWrite } from "@fleet/db";
 import { describeFrameIssues, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
 
 /** `json`: not JSON at all (HTTP 400); `schema`: JSON but not a heartbeat (HTTP 422). */
-export type FrameResult =
-  | { ok: true; frame: THeartbeatFrame }
-  | { ok: false; kind: "json" | "schema"; message: string };
+export type FrameRefusal = { ok: false; kind: "json" | "schema"; message: string };
+export type FrameResult = { ok: true; frame: THeartbeatFrame } | FrameRefusal;
 
 /** Text of one frame -> a heartbeat, or the message of the error frame to send back. */
 export const parseHeartbeat = (text: string): FrameResult => {

@@ -41,7 +41,15 @@ export type THeartbeatFrame = z.infer<typeof ZHeartbeatFrame>;
 export const ZHeartbeatAck = z.object({ type: z.literal("ack"), interval_ms: z.number().int() });
 export type THeartbeatAck = z.infer<typeof ZHeartbeatAck>;
 
-export const ZHeartbeatError = z.object({ type: z.literal("error"), message: z.string() });
+/**
+ * The error frame (WebSocket) and error body (HTTP). `errors` names the refused field the way docs/api.md
+ * "Errors" names fields of a 422 (`{"uptime": ["must be ..."]}`); absent when no single field is at fault.
+ */
+export const ZHeartbeatError = z.object({
+  type: z.literal("error"),
+  message: z.string(),
+  errors: z.record(z.string(), z.array(z.string())).optional(),
+});
 export type THeartbeatError = z.infer<typeof ZHeartbeatError>;
 
 /** "uptime: must be a number of seconds" for the first issue: short enough for a router's log. */
