@@ -25,3 +25,4 @@ export * from "./runtime/coalescing-runner.ts";
 export * from "./rules/text-rules.ts";
 export * from "./tokens/heartbeat-token.ts";
 export * from "./runtime/server-lifecycle.ts";
+export * from "./rules/routeros-duration.ts";

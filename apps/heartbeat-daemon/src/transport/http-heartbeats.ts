@@ -60,7 +60,7 @@ export class HttpHeartbeats {
       Buffer.concat(chunks).toString("utf8"),
       peerAddress(req.socket.remoteAddress),
     );
-    if (refused) return sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message));
+    if (refused) return sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
     sendJson(res, 200, this.#o.ack);
   }
 

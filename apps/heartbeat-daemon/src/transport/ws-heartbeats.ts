@@ -200,7 +200,7 @@ export class WsHeartbeats {
     const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : data.toString("utf8");
     const refused = this.#o.intake.accept(peer.owner, text, peer.address);
     if (refused) {
-      this.#send(ws, errorFrame(refused.message));
+      this.#send(ws, errorFrame(refused.message, refused.errors));
       return;
     }
     ws.send(this.#o.ackFrame, { binary: false });
