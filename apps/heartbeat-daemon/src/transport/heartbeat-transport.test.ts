@@ -327,6 +327,13 @@ describe("HTTP heartbeats", () => {
     });
     const wrong = await postHeartbeat(h.daemon.url, router.heartbeatToken, { type: "heartbeat", uptime: "x" });
     expect(wrong).toMatchObject({ status: 422, body: { type: "error", message: expect.stringMatching(/uptime/) } });
+    const nul = await postHeartbeat(h.daemon.url, router.heartbeatToken, { type: "heartbeat", identity: "x\u0000" });
+    expect(nul).toMatchObject({ status: 422, body: { type: "error", errors: { identity: [expect.any(String)] } } });
+    const meta = await postHeartbeat(h.daemon.url, router.heartbeatToken, {
+      type: "heartbeat",
+      metadata: { site: { note: "\u001b[31m" } },
+    });
+    expect(meta).toMatchObject({ status: 422, body: { errors: { "metadata.site.note": [expect.any(String)] } } });
     expect(
       (await postHeartbeat(h.daemon.url, router.heartbeatToken, frameOfSize(HEARTBEAT_MAX_FRAME_BYTES + 1))).status,
     ).toBe(413);
