@@ -1,25 +1,12 @@
-import { Writable } from "node:stream";
 import { acquireStatusFeed, HeartbeatsRepository, type HeartbeatWrite, type StatusFeedHandle } from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { capturingLogger } from "../testing/daemon-harness.ts";
 import { HeartbeatWriter } from "./heartbeat-writer.ts";
 
 let db: TestDatabase;
 let feed: StatusFeedHandle;
 let owner: { organizationId: string; teamId: string };
-
-/** A logger whose lines the test reads. */
-const capturingLogger = () => {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split("\n")) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: "info" }, stream) };
-};
 
 const row = async (id: string) =>
   (

@@ -48,7 +48,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   const ack = JSON.stringify({ type: "ack", interval_ms: o.intervalMs });
   let closing = false;
   const isClosing = () => closing;
-  const intake = new HeartbeatIntake({ writer: o.writer, clock: o.clock });
+  const intake = new HeartbeatIntake({ writer: o.writer, clock: o.clock, logger: o.logger });
   const ws = new WsHeartbeats({
     tuning: o.tuning,
     auth: o.auth,

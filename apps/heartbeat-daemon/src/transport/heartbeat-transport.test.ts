@@ -72,7 +72,8 @@ describe("WebSocket heartbeats", () => {
     expect(row).toMatchObject({
       identity: "edge-1",
       model: "hEX",
-      tunnel_ip: "127.0.0.43",
+      // The factory's assigned address: a reported one is never written.
+      tunnel_ip: "127.0.0.2",
       uptime: 11,
       has_pulse: true,
     });
@@ -124,7 +125,7 @@ describe("WebSocket heartbeats", () => {
       board_name: "RB5009UG+S+",
       hardwareboard: true,
       uptime: 3_600,
-      tunnel_ip: "127.0.0.42",
+      tunnel_ip: "127.0.0.2",
       reported_metadata: { site: "HQ", rack: 3 },
     });
     expect(new Date(String(row?.last_seen_at)).getTime()).toBe(h.clock.now().getTime());

@@ -53,10 +53,13 @@ export const ZHeartbeatFrame = z.object({
       return seconds;
     })
     .optional(),
+  // Never written: the address is the system's to assign (docs/api.md "Routers and heartbeats"). The daemon
+  // compares it, normalized (`::ffff:10.0.0.1` -> `10.0.0.1`), with the assigned one.
   tunnel_ip: z
     .string({ error: "must be a string" })
     .max(45)
     .refine((value) => ipaddr.isValid(value), { error: "must be an IPv4 or IPv6 address" })
+    .transform((value) => ipaddr.process(value).toString())
     .nullish(),
   metadata: z
     .record(z.string().max(64), z.unknown(), { error: "must be an object" })
