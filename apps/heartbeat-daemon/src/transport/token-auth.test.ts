@@ -82,5 +82,11 @@ describe("TokenAuthenticator", () => {
     expect(bearerToken("bearer   abc ")).toBe("abc");
     expect(bearerToken("Basic abc")).toBeUndefined();
     expect(bearerToken(undefined)).toBeUndefined();
+    expect(bearerToken("BEARER\tabc\t")).toBe("abc");
+    expect(bearerToken("Bearer")).toBeUndefined();
+    expect(bearerToken("Bearer ")).toBeUndefined();
+    expect(bearerToken("Bearerabc")).toBeUndefined();
+    expect(bearerToken("Bearer a b")).toBeUndefined();
+    expect(bearerToken("Bearer hb_x,Content-Type: application/json")).toBeUndefined();
   });
 });
