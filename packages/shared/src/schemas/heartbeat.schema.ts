@@ -100,6 +100,3 @@ export const firstFrameIssue = (error: z.ZodError): { field: string | undefined;
     message: `Not a valid heartbeat: ${field ? `${field} ` : ""}${first.message}.`,
   };
 };
-
-/** "Not a valid heartbeat: uptime must be ..." for the first issue. */
-export const describeFrameIssues = (error: z.ZodError): string => firstFrameIssue(error).message;
