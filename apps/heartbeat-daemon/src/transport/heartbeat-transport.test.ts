@@ -55,6 +55,7 @@ afterAll(async () => {
 describe("WebSocket heartbeats", () => {
   it("a later heartbeat in the same batch keeps the fields an earlier one reported", async () => {
     const router = await makeRouter(db, owner, { identity: "" });
+    const assigned = (await routerRow(router.id))?.tunnel_ip;
     const socket = await connectOk(h.daemon.wsUrl, router.heartbeatToken);
     socket.send({
       type: "heartbeat",
@@ -72,8 +73,8 @@ describe("WebSocket heartbeats", () => {
     expect(row).toMatchObject({
       identity: "edge-1",
       model: "hEX",
-      // The factory's assigned address: a reported one is never written.
-      tunnel_ip: "127.0.0.2",
+      // The assigned address stays: a reported one is never written.
+      tunnel_ip: assigned,
       uptime: 11,
       has_pulse: true,
     });
@@ -96,6 +97,7 @@ describe("WebSocket heartbeats", () => {
 
   it("acknowledges at once and writes the reported fields in the next flush", async () => {
     const router = await makeRouter(db, owner, { identity: "" });
+    const assigned = (await routerRow(router.id))?.tunnel_ip;
     const socket = await connectOk(h.daemon.wsUrl, router.heartbeatToken);
     socket.send({
       type: "heartbeat",
@@ -125,7 +127,7 @@ describe("WebSocket heartbeats", () => {
       board_name: "RB5009UG+S+",
       hardwareboard: true,
       uptime: 3_600,
-      tunnel_ip: "127.0.0.2",
+      tunnel_ip: assigned,
       reported_metadata: { site: "HQ", rack: 3 },
     });
     expect(new Date(String(row?.last_seen_at)).getTime()).toBe(h.clock.now().getTime());
