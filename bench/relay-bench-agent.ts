@@ -30,6 +30,7 @@ const create = async (dstPort: number) => {
       allowOnlyCidr: "8.8.8.0/24",
       expiresAt: new Date(Date.now() + 3_600_000),
       maxActivePerRouter: 20,
+      maxActivePerOrg: 50,
     },
     new Date(),
   );

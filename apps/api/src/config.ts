@@ -1,6 +1,7 @@
 import {
   ConfigError,
   envBool,
+  envInt,
   envLogLevel,
   envOptional,
   envPort,
@@ -8,8 +9,10 @@ import {
   envString,
   envUrl,
   type EntryPointEnv,
+  envTunnelNetwork,
   loadEntryPointEnv,
   type TEnv,
+  type TunnelNetwork,
 } from "@fleet/shared";
 import cron from "node-cron";
 
@@ -39,6 +42,10 @@ export interface ApiConfig {
   docsUrl: string;
   /** ENTRY_POINT_* (docs/operations.md "Configuration"): `entry_point` and the port range of new forwards. */
   entryPoint: EntryPointEnv;
+  /** `TUNNEL_NETWORK`: where enrollment assigns each router its unique tunnel address. */
+  tunnelNetwork: TunnelNetwork;
+  /** `FORWARDS_PER_ORG`: active forwards one organization may hold (docs/api.md "Tunnel agent and entry point"). */
+  forwardsPerOrg: number;
   oem: {
     /** `OEM_CATALOG_URL`: where the manufacturer catalogue is refreshed from; unset = no refresh. */
     catalogUrl: URL | undefined;
@@ -97,6 +104,8 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
     // The validated text as given: URL serialization would add a trailing slash to a bare origin.
     docsUrl: docsUrl ? (envOptional(env, "DOCS_URL") as string) : "http://localhost:3000/docs",
     entryPoint: loadEntryPointEnv(env),
+    tunnelNetwork: envTunnelNetwork(env),
+    forwardsPerOrg: envInt(env, "FORWARDS_PER_ORG", 50, 1, 1_000_000),
     oem: {
       catalogUrl: envUrl(env, "OEM_CATALOG_URL", ["http:", "https:"]),
       refreshCron: envCron(env, "OEM_REFRESH_CRON", "17 3 * * *"),

@@ -130,6 +130,7 @@ export const startApi = async ({
       forwards: new ForwardsRepository(db),
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
+      maxActivePerOrg: config.forwardsPerOrg,
     }),
     oem: new OemService({ catalog: oemCatalog }),
     routers: new RouterService({
@@ -145,6 +146,7 @@ export const startApi = async ({
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
+      tunnelNetwork: config.tunnelNetwork,
     }),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };

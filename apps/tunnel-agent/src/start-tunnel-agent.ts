@@ -89,6 +89,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     clock,
     logger,
     pollMs: config.relayPollMs,
+    tunnelNetwork: config.tunnelNetwork,
   });
 
   const deps: ForwardJobDeps = {
@@ -97,6 +98,9 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     clock,
     logger: logger.child({ part: "jobs" }),
     sshPort: config.ssh.port,
+    tunnelNetwork: config.tunnelNetwork,
+    tunnelSource: config.entryPoint.tunnelSource,
+    listingFormats: new Map(),
   };
   const consumer = new JobConsumer({
     jobs,

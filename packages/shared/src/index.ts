@@ -23,3 +23,5 @@ export * from "./contracts/status-feed.ts";
 export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
 export * from "./rules/text-rules.ts";
+export * from "./rules/tunnel-network.ts";
+export * from "./env/tunnel-network-env.ts";

@@ -27,6 +27,8 @@ export interface SimulatedRouterOsOptions {
   commandDelayMs?: number;
   /** Where the LAN devices listen (default 127.0.0.1). */
   lanHost?: string;
+  /** The router's public address (another loopback address in tests): unpinned rules open here too. */
+  wanAddress?: string;
 }
 
 export interface SimulatedLan {
@@ -94,6 +96,7 @@ export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions):
       ...(options.authorizedKeys ? { authorizedKeys: options.authorizedKeys } : {}),
       ...(options.sshUser ? { username: options.sshUser } : {}),
       ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
+      ...(options.wanAddress ? { wanAddress: options.wanAddress } : {}),
     });
   } catch (error) {
     await closeLan();

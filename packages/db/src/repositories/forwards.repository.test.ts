@@ -35,6 +35,7 @@ const input = (routerId: string, teamId: string, overrides: Partial<NewForward> 
   allowOnlyCidr: "8.8.8.0/24",
   expiresAt: at(HOUR),
   maxActivePerRouter: 20,
+  maxActivePerOrg: 1_000,
   ...overrides,
 });
 

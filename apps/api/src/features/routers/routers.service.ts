@@ -1,5 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { CoverageRecord, FaultRecord, NewRouter, RouterRecord } from "@fleet/db";
+import {
+  type CoverageRecord,
+  type FaultRecord,
+  type NewRouter,
+  type RouterRecord,
+  TunnelIpTakenError,
+} from "@fleet/db";
 import {
   AppError,
   type Clock,
@@ -17,15 +23,22 @@ import {
   type TRouterMetadata,
   type TRouterStatusEvent,
   type TUpdateRouterMetadataInput,
+  type TunnelNetwork,
   utcHourStart,
 } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { AuthClaims } from "../auth/token-verifier.ts";
 import { toFault, toMetadataResponse, toMetricResponse, toRouterResponse } from "./routers.mapper.ts";
 import type { ServiceClearance } from "./service-clearance.ts";
+import {
+  checkRequestedTunnelIp,
+  insertWithAllocatedTunnelIp,
+  type TunnelAddressStore,
+  tunnelIpTaken,
+} from "./tunnel-address.ts";
 
 /** The persistence the service needs (RoutersRepository in production). */
-export interface RouterStore {
+export interface RouterStore extends TunnelAddressStore {
   listByTeam(teamId: string): Promise<RouterRecord[]>;
   findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
   insert(input: NewRouter): Promise<RouterRecord>;
@@ -55,6 +68,8 @@ export interface RouterServiceDeps {
   clock: Clock;
   logger: Logger;
   oem?: OemLookup;
+  /** TUNNEL_NETWORK: enrollment assigns each router a unique address inside it. */
+  tunnelNetwork: TunnelNetwork;
 }
 
 const HOUR_MS = 3_600_000;
@@ -86,18 +101,38 @@ export class RouterService {
   }
 
   /** Subscription check first (402), then the router, then the quantity sync. */
+  /**
+   * The tunnel address is the system's to assign (docs/api.md "Routers and heartbeats"): the
+   * operator's `tunnel_ip` (checked before the subscription check, so a refused one changes
+   * nothing), else a free one of TUNNEL_NETWORK.
+   */
   async enroll(auth: AuthClaims, teamId: string, input: TEnrollRouterInput): Promise<TEnrolledRouter> {
+    const { routers, tunnelNetwork } = this.#deps;
+    const requested =
+      input.tunnel_ip === undefined ? undefined : await checkRequestedTunnelIp(routers, tunnelNetwork, input.tunnel_ip);
     await this.#deps.clearance.ensureClearance(auth.organizationId);
     const token = newHeartbeatToken();
-    const router = await this.#deps.routers.insert({
-      organizationId: auth.organizationId,
-      teamId,
-      name: input.name ?? "",
-      tokenHash: sha256(token),
-      createdAt: this.#deps.clock.now(),
-    });
+    const insert = (tunnelIp: string) =>
+      routers.insert({
+        organizationId: auth.organizationId,
+        teamId,
+        name: input.name ?? "",
+        tokenHash: sha256(token),
+        createdAt: this.#deps.clock.now(),
+        tunnelIp,
+      });
+    const router =
+      requested === undefined
+        ? await insertWithAllocatedTunnelIp(routers, tunnelNetwork, insert)
+        : await insert(requested).catch((error: unknown) => {
+            throw error instanceof TunnelIpTakenError ? tunnelIpTaken(requested) : error;
+          });
     await this.#sync(auth.organizationId);
-    return { router: toRouterResponse(router, this.#deps.clock.now()), heartbeat_token: token };
+    return {
+      router: toRouterResponse(router, this.#deps.clock.now()),
+      heartbeat_token: token,
+      tunnel_ip: router.tunnelIp ?? "",
+    };
   }
 
   /** Deletes the router and revokes its token: daemons drop its sockets when they hear of it. */
