@@ -92,6 +92,13 @@ export class EntryPointRelay {
       .map((l) => ({ id: l.target.id, port: l.target.port }));
   }
 
+  /** Forwards whose port was busy and is being retried, with the failed binds so far. */
+  pendingBinds(): Array<{ id: string; port: number; failures: number }> {
+    return [...this.#listeners.values()]
+      .filter((l) => !l.listening && l.bindFailures > 0)
+      .map((l) => ({ id: l.target.id, port: l.target.port, failures: l.bindFailures }));
+  }
+
   /** Open relayed connections (all forwards, or one). */
   connections(forwardId?: string): number {
     if (forwardId) return this.#listeners.get(forwardId)?.pairs.size ?? 0;

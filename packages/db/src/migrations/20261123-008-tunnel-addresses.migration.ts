@@ -19,7 +19,7 @@ export class TunnelAddressesMigration extends Migration {
   override up(): void {
     // CASE keeps the inet cast away from values that are not addresses (SQL has no short-circuit).
     this.addSql(
-      `update "routers" set "tunnel_ip" = null where "tunnel_ip" is not null and (case when "tunnel_ip" ~ '${CANONICAL_IPV4}' then not ("tunnel_ip"::inet << '${DEFAULT_NETWORK}'::inet) or "tunnel_ip"::inet = network('${DEFAULT_NETWORK}'::inet) or "tunnel_ip"::inet = broadcast('${DEFAULT_NETWORK}'::inet) else true end);`,
+      `update "routers" set "tunnel_ip" = null where "tunnel_ip" is not null and (case when "tunnel_ip" ~ '${CANONICAL_IPV4}' then not ("tunnel_ip"::inet << '${DEFAULT_NETWORK}'::inet) or "tunnel_ip" = host(network('${DEFAULT_NETWORK}'::inet)) or "tunnel_ip" = host(broadcast('${DEFAULT_NETWORK}'::inet)) else true end);`,
     );
     this.addSql(
       `update "routers" set "tunnel_ip" = null where "tunnel_ip" in (select "tunnel_ip" from "routers" where "tunnel_ip" is not null group by "tunnel_ip" having count(*) > 1);`,

@@ -41,6 +41,9 @@ describe("forward limits", () => {
       status: "fail",
       message: expect.stringMatching(/20 active transient forwards/),
     });
+    // Retry-After: whole seconds until the router's earliest forward (30 minutes) expires.
+    expect(capped.body.retry_after_seconds).toBeGreaterThan(1_700);
+    expect(capped.body.retry_after_seconds).toBeLessThanOrEqual(1_800);
     expect(await databaseFingerprint(h.db)).toBe(before);
 
     const last = await h.request("POST", baseB, { token: user.token, body });
