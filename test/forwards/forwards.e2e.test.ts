@@ -71,6 +71,8 @@ beforeAll(async () => {
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
     // Tests may only use loopback: the simulated routers' tunnel addresses are 127.0.0.x.
     TUNNEL_NETWORK: "127.0.0.0/8",
+    // The relay reaches the routers from 127.0.0.1: every rule also matches that source only.
+    ENTRY_POINT_TUNNEL_SOURCE: "127.0.0.1",
   });
   system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
   const authorizedKeys = [system.tunnelAgent.publicKey, operatorKey.public];
@@ -190,6 +192,7 @@ describe("transient forwarding through the entry point and a simulated router", 
       protocol: "tcp",
       "dst-address": TUNNEL_A,
       "dst-port": String(forward.port),
+      "src-address": "127.0.0.1",
       action: "dst-nat",
       "to-addresses": "192.168.88.10",
       "to-ports": "22",
