@@ -28,6 +28,9 @@ export class RelaySync {
       try {
         const targets = await this.#o.forwards.relayTargets(this.#o.entryPoint, this.#o.clock.now());
         if (this.#stopped) return;
+        // Forget warnings of forwards no longer active, so the set stays as small as the active set.
+        const ids = new Set(targets.map((target) => target.id));
+        for (const id of this.#refused) if (!ids.has(id)) this.#refused.delete(id);
         await this.#o.relay.sync(targets.filter((target) => this.#inNetwork(target)));
       } catch (error) {
         this.#o.logger.error({ err: error }, "relay sync failed");
