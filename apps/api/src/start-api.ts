@@ -131,6 +131,7 @@ export const startApi = async ({
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
       maxActivePerOrg: config.forwardsPerOrg,
+      tunnelNetwork: config.tunnelNetwork,
     }),
     oem: new OemService({ catalog: oemCatalog }),
     routers: new RouterService({

@@ -1,5 +1,13 @@
 import type { ForwardsRepository, RouterTunnel } from "@fleet/db";
-import { AppError, type Clock, FORWARD_LIMITS, type TCreateForwardInput, type TForward } from "@fleet/shared";
+import {
+  AppError,
+  type Clock,
+  FORWARD_LIMITS,
+  isTunnelHostAddress,
+  type TCreateForwardInput,
+  type TForward,
+  type TunnelNetwork,
+} from "@fleet/shared";
 import { toForwardResponse } from "./forwards.mapper.ts";
 
 export interface ForwardsServiceDeps {
@@ -11,7 +19,18 @@ export interface ForwardsServiceDeps {
   maxActivePerRouter?: number;
   /** FORWARDS_PER_ORG: active forwards one organization may hold (docs/operations.md "Configuration"). */
   maxActivePerOrg: number;
+  /**
+   * TUNNEL_NETWORK: a router whose address lies outside it (the network was changed) is as
+   * unreachable as one without an address: the agent never connects there, so 409.
+   */
+  tunnelNetwork?: TunnelNetwork;
 }
+
+const noTunnel = () =>
+  new AppError(
+    "conflict",
+    "This router has no assigned management tunnel address (tunnel_ip) inside the tunnel network, so nothing can be forwarded through it. An operator must assign one.",
+  );
 
 /**
  * `Retry-After` of a full quota: whole seconds until the earliest counted forward expires (a slot
@@ -55,6 +74,11 @@ export class ForwardsService {
   }
 
   async create(teamId: string, input: TCreateForwardInput): Promise<TForward> {
+    const network = this.#deps.tunnelNetwork;
+    if (network) {
+      const router = await this.#router(teamId, input.router_id);
+      if (router.tunnelIp !== null && !isTunnelHostAddress(network, router.tunnelIp)) throw noTunnel();
+    }
     const now = this.#deps.clock.now();
     const max = this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter;
     const result = await this.#deps.forwards.create(
@@ -77,10 +101,7 @@ export class ForwardsService {
       case "router_not_found":
         throw routerNotFound();
       case "no_tunnel_ip":
-        throw new AppError(
-          "conflict",
-          "This router has no assigned management tunnel address (tunnel_ip), so nothing can be forwarded through it. An operator must assign one.",
-        );
+        throw noTunnel();
       case "router_cap": {
         const retryAfter = retryAfterSeconds(result.freesAt, now);
         throw new AppError(
