@@ -159,6 +159,8 @@ export const startApi = async ({
       forwards: new ForwardsRepository(db),
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
+      maxActivePerOrg: config.forwardsPerOrg,
+      tunnelNetwork: config.tunnelNetwork,
     }),
     oem: new OemService({ catalog: oemCatalog }),
     routers: new RouterService({
@@ -175,6 +177,7 @@ export const startApi = async ({
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
       adoption,
+      tunnelNetwork: config.tunnelNetwork,
     }),
     adoption,
   };
