@@ -30,6 +30,7 @@ const create = async (dstPort: number) => {
       allowOnlyCidr: "8.8.8.0/24",
       expiresAt: new Date(Date.now() + 3_600_000),
       maxActivePerRouter: 20,
+      maxActivePerOrg: 50,
     },
     new Date(),
   );
@@ -46,6 +47,8 @@ const agent = await startTunnelAgent({
     ENTRY_POINT_PORTS: PORTS.join("-"),
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     TUNNEL_SSH_PORT: sshPort,
+    // The simulated router sits on a loopback address (the bench may only use 127.0.0.0/8).
+    TUNNEL_NETWORK: "127.0.0.0/8",
   }),
   db,
   logger: pino({ level: "warn" }),

@@ -162,6 +162,8 @@ export const startApi = async ({
       forwards: new ForwardsRepository(db),
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
+      maxActivePerOrg: config.forwardsPerOrg,
+      tunnelNetwork: config.tunnelNetwork,
     }),
     oem: new OemService({ catalog: oemCatalog }),
     routers: new RouterService({
@@ -178,6 +180,7 @@ export const startApi = async ({
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
       adoption,
+      tunnelNetwork: config.tunnelNetwork,
     }),
     adoption,
   };

@@ -5,9 +5,11 @@ import {
   envOptional,
   envPort,
   envString,
+  envTunnelNetwork,
   envUrl,
   loadEntryPointEnv,
   type TEnv,
+  type TunnelNetwork,
 } from "@fleet/shared";
 
 /** Everything the tunnel agent reads from its environment, parsed once (docs/operations.md "Configuration"). */
@@ -17,6 +19,8 @@ export interface TunnelAgentConfig {
   logLevel: string;
   /** ENTRY_POINT_*: which forwards this agent's relay serves and where it listens. */
   entryPoint: EntryPointEnv;
+  /** `TUNNEL_NETWORK`: the agent and the relay connect only to assigned addresses inside it. */
+  tunnelNetwork: TunnelNetwork;
   ssh: {
     /** `TUNNEL_SSH_PORT`: SSH port on each router's tunnel_ip. */
     port: number;
@@ -55,6 +59,7 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),
     entryPoint: loadEntryPointEnv(env),
+    tunnelNetwork: envTunnelNetwork(env),
     ssh: {
       port: envPort(env, "TUNNEL_SSH_PORT", 22, false),
       user: envString(env, "TUNNEL_SSH_USER", "mgmt"),

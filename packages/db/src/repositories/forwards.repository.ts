@@ -1,6 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import type { SqlEntityManager } from "@mikro-orm/sql";
 import type { Database } from "../database.ts";
+import { nativeSql } from "../native-sql.ts";
 import { JOB_DEFAULT_MAX_ATTEMPTS } from "./jobs.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -37,11 +38,15 @@ export interface NewForward {
   allowOnlyCidr: string;
   expiresAt: Date;
   maxActivePerRouter: number;
+  /** FORWARDS_PER_ORG: active forwards the router's organization may hold in all. */
+  maxActivePerOrg: number;
 }
 
 export type CreateForwardResult =
   | { ok: true; forward: ForwardRecord }
-  | { ok: false; reason: "router_not_found" | "no_tunnel_ip" | "router_cap" | "ports_exhausted" };
+  | { ok: false; reason: "router_not_found" | "no_tunnel_ip" | "ports_exhausted" }
+  /** A quota is full; `freesAt` is when the earliest of the forwards counted against it expires. */
+  | { ok: false; reason: "router_cap" | "org_cap"; freesAt: Date | null };
 
 /** What the relay needs to serve one forward. */
 export interface RelayTarget {
@@ -88,6 +93,9 @@ const queueRemovalFrom = (cte: string) => `
   from ${cte}
   returning id`;
 
+const CANONICAL_IPV4_SQL =
+  "^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$";
+
 // How often one create retries after losing a port to a concurrent create.
 const PORT_ATTEMPTS = 25;
 
@@ -118,7 +126,7 @@ export class ForwardsRepository {
     if (!isUuid(input.routerId) || !isUuid(input.teamId)) return { ok: false, reason: "router_not_found" };
     return this.#db.em().transactional(async (tx: SqlEntityManager): Promise<CreateForwardResult> => {
       const [router] = await tx.execute<Row[]>(
-        `select id, tunnel_ip from routers where id = ? and team_id = ? for update`,
+        `select id, organization_id, tunnel_ip from routers where id = ? and team_id = ? for update`,
         [input.routerId, input.teamId],
       );
       if (!router) return { ok: false, reason: "router_not_found" };
@@ -126,10 +134,24 @@ export class ForwardsRepository {
         return { ok: false, reason: "no_tunnel_ip" };
       }
       const [count] = await tx.execute<Row[]>(
-        `select count(*)::int as n from forwards where router_id = ? and status = 'active' and expires_at > ?`,
+        `select count(*)::int as n, min(expires_at) as frees_at from forwards
+         where router_id = ? and status = 'active' and expires_at > ?`,
         [input.routerId, now],
       );
-      if (toNumber(count?.n ?? 0) >= input.maxActivePerRouter) return { ok: false, reason: "router_cap" };
+      if (toNumber(count?.n ?? 0) >= input.maxActivePerRouter) {
+        return { ok: false, reason: "router_cap", freesAt: count?.frees_at ? toDate(count.frees_at) : null };
+      }
+      // The organization row serializes creates across all its routers, so the quota holds under
+      // concurrency (routers are always locked before their organization: no lock cycle).
+      await tx.execute(`select id from organizations where id = ? for update`, [router.organization_id]);
+      const [orgCount] = await tx.execute<Row[]>(
+        `select count(*)::int as n, min(f.expires_at) as frees_at from forwards f join routers r on r.id = f.router_id
+         where r.organization_id = ? and f.status = 'active' and f.expires_at > ?`,
+        [router.organization_id, now],
+      );
+      if (toNumber(orgCount?.n ?? 0) >= input.maxActivePerOrg) {
+        return { ok: false, reason: "org_cap", freesAt: orgCount?.frees_at ? toDate(orgCount.frees_at) : null };
+      }
 
       let freedStale = false;
       for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
@@ -270,7 +292,33 @@ export class ForwardsRepository {
     await this.#db.query(`update forwards set applied_at = ? where id = ?`, [now, id]);
   }
 
-  /** The router's tunnel address, or null when the router is gone or never reported one. */
+  /**
+   * Routers the agent cannot reach: no assigned tunnel address (migration 008 left them without
+   * one) or one outside `networkCidr` (TUNNEL_NETWORK changed). Their forwards answer 409.
+   */
+  async routersWithoutReachableTunnel(
+    networkCidr: string,
+    limit: number,
+  ): Promise<{ count: number; routers: Array<{ id: string; tunnelIp: string | null }> }> {
+    const sql = await nativeSql(this.#db);
+    // CASE keeps the inet cast away from text that is not a canonical address.
+    const where = `r.tunnel_ip is null or case when r.tunnel_ip ~ '${CANONICAL_IPV4_SQL}'
+      then not (r.tunnel_ip::inet << $1::inet) else true end`;
+    const rows = await sql.query<Row>(
+      `select r.id, r.tunnel_ip, count(*) over ()::int as total from routers r where ${where}
+       order by r.created_at, r.id limit $2::int`,
+      [networkCidr, limit],
+    );
+    return {
+      count: toNumber(rows[0]?.total ?? 0),
+      routers: rows.map((row) => ({
+        id: String(row.id),
+        tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
+      })),
+    };
+  }
+
+  /** The router's assigned tunnel address, or null when the router is gone or has none. */
   async routerTunnelIp(routerId: string): Promise<string | null> {
     if (!isUuid(routerId)) return null;
     const rows = await this.#db.query<Row>(`select tunnel_ip from routers where id = ?`, [routerId]);

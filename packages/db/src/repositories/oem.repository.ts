@@ -1,5 +1,5 @@
 import { oemLookupKeys, type TOemCatalog, type TOemProduct, isUuid } from "@fleet/shared";
-import type { Database, Query } from "../database.ts";
+import type { Database } from "../database.ts";
 import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
 import { textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";

@@ -1,35 +1,45 @@
+import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 
-/** SSH host key pins (trust on first use), shared by every agent through the database. */
+/**
+ * SSH host key pins (trust on first use), one per router, shared by every agent through the
+ * database. Keyed by router id, not by address: a router that answers at another's address can
+ * never match that router's pin (docs/api.md "Routers and heartbeats").
+ */
 export class SshHostKeysRepository {
   readonly #db: Database;
   constructor(db: Database) {
     this.#db = db;
   }
 
-  async get(host: string, port: number): Promise<string | undefined> {
+  async get(routerId: string): Promise<string | undefined> {
+    if (!isUuid(routerId)) return undefined;
     const rows = await this.#db.query<{ fingerprint: string }>(
-      `select fingerprint from ssh_host_keys where host = ? and port = ?`,
-      [host, port],
+      "select fingerprint from ssh_host_keys where router_id = $1",
+      [routerId],
     );
     return rows[0]?.fingerprint;
   }
 
   /**
    * Pins a fingerprint unless one is pinned already, and answers the pin that holds: when two
-   * agents meet a router for the first time at once, the first write wins for both.
+   * agents meet a router for the first time at once, the first write wins for both. A router that
+   * no longer exists pins nothing (answers undefined).
    */
-  async pin(host: string, port: number, fingerprint: string, now: Date): Promise<string> {
+  async pin(routerId: string, fingerprint: string, now: Date): Promise<string | undefined> {
+    if (!isUuid(routerId)) return undefined;
     await this.#db.query(
-      `insert into ssh_host_keys (id, host, port, fingerprint, created_at) values (?, ?, ?, ?, ?)
-       on conflict (host, port) do nothing`,
-      [crypto.randomUUID(), host, port, fingerprint, now],
+      `insert into ssh_host_keys (id, router_id, fingerprint, created_at)
+       select $1, r.id, $3, to_timestamp($4::float8 / 1000.0) from routers r where r.id = $2
+       on conflict (router_id) do nothing`,
+      [crypto.randomUUID(), routerId, fingerprint, now.getTime()],
     );
-    return (await this.get(host, port)) ?? fingerprint;
+    return this.get(routerId);
   }
 
   /** Forgets a pin (an operator re-keyed the router on purpose). */
-  async unpin(host: string, port: number): Promise<void> {
-    await this.#db.query(`delete from ssh_host_keys where host = ? and port = ?`, [host, port]);
+  async unpin(routerId: string): Promise<void> {
+    if (!isUuid(routerId)) return;
+    await this.#db.query("delete from ssh_host_keys where router_id = $1", [routerId]);
   }
 }
