@@ -90,7 +90,10 @@ beforeAll(async () => {
     });
     // The management tunnel address is the system's to assign (docs/api.md "Routers and heartbeats");
     // where this build's enrollment does not take it from the body yet, the operator's assignment is written here.
-    await db.query("update routers set tunnel_ip = ? where id = ? and tunnel_ip is null", [tunnelIp, router.router_id]);
+    await db.query("update routers set tunnel_ip = $1 where id = $2 and tunnel_ip is null", [
+      tunnelIp,
+      router.router_id,
+    ]);
   }
 
   fleet = await startAdoptedFleet({
