@@ -82,7 +82,12 @@ export const startApi = async ({
       apiBase: config.stripe.apiBase,
     };
   } else {
-    emulator = await startStripeEmulator({ host: config.host, port: config.stripe.emulatorPort });
+    // Loopback only, whatever HOST is: it accepts any test key (docs/billing.md "Stripe emulator").
+    emulator = await startStripeEmulator({
+      host: "127.0.0.1",
+      port: config.stripe.emulatorPort,
+      dataDir: config.dataDir,
+    });
     stripe = {
       secretKey: EMULATOR_SECRET_KEY,
       publishableKey: EMULATOR_PUBLISHABLE_KEY,
