@@ -7,6 +7,7 @@ import type { OemService } from "./features/oem/oem.service.ts";
 import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
 import type { RouterService } from "./features/routers/routers.service.ts";
+import type { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
@@ -21,4 +22,5 @@ export interface Services {
   paymentMethods: PaymentMethodsService;
   invoices: InvoicesService;
   routers: RouterService;
+  stripeWebhooks: StripeWebhookService;
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import {
   AccountsRepository,
   acquireStatusFeed,
+  BillingMirrorRepository,
   type Database,
   ForwardsRepository,
   IdentityRepository,
@@ -25,6 +26,9 @@ import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
+import { BillingMirrorService } from "./features/subscriptions/billing-mirror.service.ts";
+import type { ReconcileResult } from "./features/subscriptions/reconcile-billing.ts";
+import { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
 import { createApp } from "./http/app.ts";
@@ -32,6 +36,7 @@ import { createCustomerGateway } from "./integrations/stripe/billing-gateway.ts"
 import { createPaymentsGateway } from "./integrations/stripe/payments-gateway.ts";
 import { createSubscriptionGateway } from "./integrations/stripe/subscription-gateway.ts";
 import { createStripeClient, type StripeConnection } from "./integrations/stripe/stripe-client.ts";
+import { createWebhookVerifier, resolveEmulatorWebhookSecret } from "./integrations/stripe/webhook-verifier.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 
@@ -51,6 +56,10 @@ export interface RunningApi {
   port: number;
   /** Set when the built-in Stripe emulator was started. */
   stripeEmulatorUrl: string | undefined;
+  /** The built-in emulator itself (tests wait for its webhook deliveries). */
+  stripeEmulator: StripeEmulator | undefined;
+  /** `reconcileBilling` on demand: every account's billing mirror rebuilt from the processor now. */
+  reconcileBilling(): Promise<ReconcileResult>;
   /** Publishable key clients use with the processor's client-side library. */
   publishableKey: string;
   devLogin: boolean;
@@ -69,6 +78,9 @@ export const startApi = async ({
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
+  // docs/billing.md "Webhooks": the configured endpoint secret, else (emulator) one kept in DATA_DIR.
+  const webhookSecret =
+    config.stripe.webhookSecret ?? (config.stripe.secretKey ? undefined : resolveEmulatorWebhookSecret(config.dataDir));
   if (config.stripe.secretKey && config.stripe.publishableKey) {
     stripe = {
       secretKey: config.stripe.secretKey,
@@ -118,6 +130,26 @@ export const startApi = async ({
     docsUrl: config.docsUrl,
   });
   const payments = createPaymentsGateway(stripeClient);
+  const subscriptionGateway = createSubscriptionGateway(stripeClient);
+  const billingLogger = logger.child({ feature: "billing" });
+  const mirrorRepository = new BillingMirrorRepository(db);
+  const wallClock = () => new Date(now ? now() : Date.now());
+  const billingMirror = new BillingMirrorService({
+    repository: mirrorRepository,
+    reconcile: { mirror: mirrorRepository, payments, subscriptions: subscriptionGateway, now: wallClock },
+    now: wallClock,
+    onError: (error, context) => billingLogger.warn({ err: error }, context),
+  });
+  const subscriptionService = new SubscriptionService({
+    accounts,
+    subscriptions: new SubscriptionsRepository(db),
+    gateway: subscriptionGateway,
+    docsUrl: config.docsUrl,
+    mirror: mirrorRepository,
+    mirrorWrites: billingMirror,
+    payments,
+    trialRouters: config.billing.trialRouters,
+  });
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const services: Services = {
     tokens,
@@ -128,8 +160,16 @@ export const startApi = async ({
       accounts: accountService,
       payments,
       publishableKey: stripe.publishableKey,
+      mirror: billingMirror,
+      billing: subscriptionService,
+      onError: (error, context) => billingLogger.warn({ err: error }, context),
     }),
-    invoices: new InvoicesService({ accounts: accountService, payments }),
+    invoices: new InvoicesService({ accounts: accountService, mirror: billingMirror }),
+    stripeWebhooks: new StripeWebhookService({
+      verify: createWebhookVerifier(webhookSecret, now),
+      mirror: mirrorRepository,
+      now: wallClock,
+    }),
     teams: new TeamResolver(identity),
     forwards: new ForwardsService({
       forwards: new ForwardsRepository(db),
@@ -140,12 +180,7 @@ export const startApi = async ({
     routers: new RouterService({
       routers: new RoutersRepository(db),
       // Enrolling is creating a service: subscription check before, quantity sync after.
-      clearance: new SubscriptionService({
-        accounts,
-        subscriptions: new SubscriptionsRepository(db),
-        gateway: createSubscriptionGateway(stripeClient),
-        docsUrl: config.docsUrl,
-      }),
+      clearance: subscriptionService,
       feed: statusFeed.feed,
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       logger: logger.child({ feature: "routers" }),
@@ -175,6 +210,15 @@ export const startApi = async ({
   await listen(server, config.host, config.port);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
+  // The emulator announces its changes to this API, like Stripe to a configured endpoint.
+  if (emulator && webhookSecret) {
+    const loopback = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : publicHost;
+    emulator.setWebhookEndpoint({
+      url: `http://${loopback.includes(":") ? `[${loopback}]` : loopback}:${port}/v1/stripe/webhook`,
+      secret: webhookSecret,
+    });
+  }
+  const reconcileTimer = startBillingReconciliation(billingMirror, config.billing.reconcileIntervalMs, billingLogger);
   // Started once listening succeeded, so a failed start leaves no timer behind.
   const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
     ? scheduleOemRefresh({
@@ -190,10 +234,13 @@ export const startApi = async ({
     url,
     port,
     stripeEmulatorUrl: emulator?.url,
+    stripeEmulator: emulator,
+    reconcileBilling: () => billingMirror.reconcile(),
     publishableKey: stripe.publishableKey,
     devLogin: signer !== undefined,
     close: async () => {
       await oemRefresh?.stop();
+      clearInterval(reconcileTimer);
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       await closeServer(server);
@@ -201,6 +248,30 @@ export const startApi = async ({
       await emulator?.close();
     },
   };
+};
+
+/**
+ * Periodic reconciliation of the billing mirror (docs/billing.md "Reconciliation"), one process of a
+ * cluster at a time (advisory lock); a pass still running when the next is due is not doubled.
+ */
+const startBillingReconciliation = (mirror: BillingMirrorService, intervalMs: number, logger: Logger) => {
+  if (intervalMs <= 0) return undefined;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    mirror
+      .reconcileExclusive()
+      .then((result) => {
+        if (result) logger.info(result, "billing mirror reconciled");
+      })
+      .catch((error) => logger.warn({ err: error }, "billing reconciliation failed; the next pass retries"))
+      .finally(() => {
+        running = false;
+      });
+  }, intervalMs);
+  timer.unref();
+  return timer;
 };
 
 /**

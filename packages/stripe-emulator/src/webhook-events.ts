@@ -117,10 +117,14 @@ export class EventRecorder {
         if (kind === "invoices" && failed.has(id)) push("invoice.payment_failed", value);
       }
     }
-    for (const id of [...this.#seen.keys()]) {
+    for (const [id, json] of [...this.#seen]) {
       if (id.startsWith("cus_") && !store.customers.has(id)) {
         this.#seen.delete(id);
         push("customer.deleted", { id, object: "customer", deleted: true });
+      }
+      if (id.startsWith("in_") && !store.invoices.has(id)) {
+        this.#seen.delete(id);
+        push("invoice.deleted", JSON.parse(json) as object);
       }
     }
     const now = store.nowMs();

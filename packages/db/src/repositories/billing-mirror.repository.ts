@@ -157,6 +157,10 @@ export class BillingMirrorWriter {
     ]);
   }
 
+  async removeInvoice(invoiceId: string): Promise<void> {
+    await this.#q("delete from billing_invoices where id = $1", [invoiceId]);
+  }
+
   async removeCard(cardId: string): Promise<void> {
     await this.#q("delete from billing_payment_methods where id = $1", [cardId]);
   }
@@ -271,7 +275,8 @@ export class BillingMirrorRepository {
   async listInvoices(accountId: string, limit: number): Promise<MirrorInvoice[]> {
     const q = await this.#query();
     const rows = await q<Row>(
-      "select * from billing_invoices where account_id = $1 order by created_at desc, id desc limit $2",
+      // Same second: the processor's ids grow with time in byte order (the emulator's do).
+      'select * from billing_invoices where account_id = $1 order by created_at desc, id collate "C" desc limit $2',
       [accountId, limit],
     );
     return rows.map(toInvoice);
