@@ -29,7 +29,8 @@ export const createWebhookVerifier = (secret: string | undefined, now: () => num
         secret,
         SIGNATURE_TOLERANCE_SECONDS,
         undefined,
-        Math.floor(now() / 1000),
+        // The SDK takes the receipt time in milliseconds.
+        now(),
       );
     } catch (error) {
       const old = error instanceof Error && /tolerance/i.test(error.message);
