@@ -221,6 +221,14 @@ export class BillingMirrorWriter {
     );
   }
 
+  /** Drops the account's record of a subscription that ended, so a new one can be recorded. */
+  async forgetEndedSubscription(stripeSubscriptionId: string): Promise<void> {
+    await this.#q(
+      "delete from billing_subscriptions where stripe_subscription_id = $1 and status in ('canceled', 'incomplete_expired')",
+      [stripeSubscriptionId],
+    );
+  }
+
   /** Reconciliation: the account's cards become exactly `cards`. */
   async replaceCards(accountId: string, cards: MirrorCard[], defaultId: string | null, at: Date): Promise<void> {
     await this.#q("delete from billing_payment_methods where account_id = $1 and not (id = any($2::text[]))", [

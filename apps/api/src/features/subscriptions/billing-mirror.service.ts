@@ -70,6 +70,10 @@ export class BillingMirrorService {
     if (subscription.latestInvoice) await this.invoicesSeen(accountId, [subscription.latestInvoice]);
   }
 
+  async forgetEndedSubscription(stripeSubscriptionId: string): Promise<void> {
+    await (await this.#deps.repository.writer()).forgetEndedSubscription(stripeSubscriptionId);
+  }
+
   /** On demand: rebuild the given accounts (default all) now. */
   reconcile(accounts?: MirrorAccount[]): Promise<ReconcileResult> {
     return reconcileBilling(this.#deps.reconcile, accounts, (error) =>

@@ -121,4 +121,20 @@ describe("a card whose charges fail", () => {
     expect(routers.status).toBe(200);
     expect(routers.body.data).toHaveLength(1);
   });
+
+  it("a subscription cancelled at the processor is replaced by a new one at the next router", async () => {
+    const { token, customerId } = await loginWithAccount(h);
+    const visa = await server.paymentMethods.attach("pm_card_visa", { customer: customerId });
+    await h.request("POST", "/v1/account/payment-methods", { token, body: { id: visa.id } });
+    expect((await enroll(token)).status).toBe(201);
+    const [old] = (await server.subscriptions.list({ customer: customerId })).data;
+    await server.subscriptions.cancel(old?.id ?? "");
+    await settleWebhooks(h);
+    expect((await enroll(token)).status).toBe(201);
+    const live = (await server.subscriptions.list({ customer: customerId })).data;
+    expect(live).toHaveLength(1);
+    expect(live[0]?.id).not.toBe(old?.id);
+    expect(live[0]?.status).toBe("active");
+    expect(live[0]?.items.data[0]?.quantity).toBe(2);
+  });
 });

@@ -25,11 +25,15 @@ export interface SubscriptionServiceDeps {
   mirrorWrites: {
     subscriptionSeen(accountId: string, subscription: SubscriptionSnapshot): Promise<void>;
     invoicesSeen(accountId: string, invoices: InvoiceSnapshot[]): Promise<void>;
+    forgetEndedSubscription(stripeSubscriptionId: string): Promise<void>;
   };
   payments: Pick<PaymentsGateway, "retryOpenInvoices">;
   /** `TRIAL_ROUTERS`: routers a billing root may run before it has a payment method on file. */
   trialRouters: number;
 }
+
+/** Subscriptions in these states bill nothing any more. */
+const ENDED = new Set(["canceled", "incomplete_expired"]);
 
 /** Subscription states in which a payment failed: no new service until it is paid. */
 const BLOCKING = new Set(["past_due", "unpaid", "incomplete"]);
@@ -139,7 +143,16 @@ export class SubscriptionService implements ServiceClearance {
   async #sync(rootOrganizationId: string, account: AccountRecord, attempt = 0): Promise<void> {
     const { subscriptions, gateway } = this.#deps;
     const quantity = await subscriptions.countRoutersInTree(rootOrganizationId);
-    const current = await subscriptions.findByAccount(account.id);
+    let current = await subscriptions.findByAccount(account.id);
+    // A subscription that ended at the processor (cancelled in its dashboard, or after dunning) is
+    // forgotten: the next service starts a new one, under the same rules as the first.
+    let previous: string | null = null;
+    const state = current ? await this.#deps.mirror.subscriptionStatus(account.id) : null;
+    if (current && state && ENDED.has(state.status)) {
+      previous = current.stripeSubscriptionId;
+      await this.#deps.mirrorWrites.forgetEndedSubscription(current.stripeSubscriptionId);
+      current = null;
+    }
     if (current) {
       if (current.quantity === quantity) return;
       // Processor first: if it fails, our row still says what the processor bills.
@@ -155,7 +168,7 @@ export class SubscriptionService implements ServiceClearance {
     // Trial routers (no card yet) are not billed: the subscription starts with the first card.
     if (!(await this.#deps.mirror.hasCard(account.id))) return;
 
-    const created = await this.#createOrAdopt(account, quantity);
+    const created = await this.#createOrAdopt(account, quantity, previous);
     const row = await subscriptions.insert({
       accountId: account.id,
       stripeSubscriptionId: created.id,
@@ -190,7 +203,11 @@ export class SubscriptionService implements ServiceClearance {
   }
 
   /** A subscription made earlier whose answer was lost is adopted, never duplicated. */
-  async #createOrAdopt(account: AccountRecord, quantity: number): Promise<SubscriptionSnapshot> {
+  async #createOrAdopt(
+    account: AccountRecord,
+    quantity: number,
+    previous: string | null,
+  ): Promise<SubscriptionSnapshot> {
     const { gateway } = this.#deps;
     const existing = await gateway.findSubscription(account.stripeCustomerId, account.id);
     if (existing) {
@@ -207,6 +224,7 @@ export class SubscriptionService implements ServiceClearance {
       accountId: account.id,
       priceId,
       quantity,
+      previous,
     });
   }
 

@@ -36,6 +36,8 @@ export interface SubscriptionGateway {
     accountId: string;
     priceId: string;
     quantity: number;
+    /** The account's ended subscription this one replaces, if any (part of the idempotency key). */
+    previous?: string | null;
   }): Promise<SubscriptionSnapshot>;
   updateQuantity(input: { subscriptionId: string; itemId: string; quantity: number }): Promise<void>;
   cancelSubscription(subscriptionId: string): Promise<void>;
@@ -103,7 +105,7 @@ export const createSubscriptionGateway = (stripe: Stripe): SubscriptionGateway =
         return found ? toSnapshot(found) : null;
       }),
 
-    createSubscription: ({ customerId, accountId, priceId, quantity }) =>
+    createSubscription: ({ customerId, accountId, priceId, quantity, previous }) =>
       callStripe(async () => {
         const subscription = await stripe.subscriptions.create(
           {
@@ -115,7 +117,8 @@ export const createSubscriptionGateway = (stripe: Stripe): SubscriptionGateway =
             // The first invoice comes back with it: its outcome decides whether the service is created.
             expand: ["latest_invoice"],
           },
-          { idempotencyKey: `subscription-create:${accountId}:${priceId}:${quantity}` },
+          // Deterministic per generation: concurrent creates make one; a replacement is a new key.
+          { idempotencyKey: `subscription-create:${accountId}:${previous ?? "first"}:${priceId}:${quantity}` },
         );
         return toSnapshot(subscription);
       }),
