@@ -39,6 +39,14 @@ export interface ApiConfig {
     publishableKey: string | undefined;
     apiBase: URL | undefined;
     emulatorPort: number;
+    /** `STRIPE_WEBHOOK_SECRET`; with the emulator and unset, generated once in DATA_DIR. */
+    webhookSecret: string | undefined;
+  };
+  billing: {
+    /** `TRIAL_ROUTERS`: routers a billing root may enroll before it has a payment method. */
+    trialRouters: number;
+    /** `BILLING_RECONCILE_INTERVAL_MS`: period of the mirror's reconciliation with the processor (0 = off). */
+    reconcileIntervalMs: number;
   };
   docsUrl: string;
   /** ENTRY_POINT_* (docs/operations.md "Configuration"): `entry_point` and the port range of new forwards. */
@@ -123,6 +131,11 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
       publishableKey,
       apiBase: envUrl(env, "STRIPE_API_BASE", ["http:", "https:"]),
       emulatorPort: envPort(env, "STRIPE_EMULATOR_PORT", 12111),
+      webhookSecret: envWebhookSecret(env),
+    },
+    billing: {
+      trialRouters: envInt(env, "TRIAL_ROUTERS", 3, 0, 1_000_000),
+      reconcileIntervalMs: envInt(env, "BILLING_RECONCILE_INTERVAL_MS", 900_000, 0, 86_400_000),
     },
     // The validated text as given: URL serialization would add a trailing slash to a bare origin.
     docsUrl: docsUrl ? (envOptional(env, "DOCS_URL") as string) : "http://localhost:3000/docs",
@@ -168,6 +181,14 @@ const loadAdoptionConfig = (env: TEnv): AdoptionConfig => {
     // The one parse of TUNNEL_NETWORK (the same value enrollment allocates from), as its CIDR text.
     tunnelNetwork: envTunnelNetwork(env).cidr,
   };
+};
+
+const envWebhookSecret = (env: TEnv): string | undefined => {
+  const secret = envOptional(env, "STRIPE_WEBHOOK_SECRET");
+  if (secret !== undefined && !/^whsec_\S{16,}$/.test(secret)) {
+    throw new ConfigError("STRIPE_WEBHOOK_SECRET", "must be a Stripe endpoint secret (whsec_...)");
+  }
+  return secret;
 };
 
 const envCron = (env: TEnv, name: string, fallback: string): string => {

@@ -8,6 +8,7 @@ import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
 import type { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import type { RouterService } from "./features/routers/routers.service.ts";
+import type { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
@@ -23,4 +24,5 @@ export interface Services {
   invoices: InvoicesService;
   routers: RouterService;
   adoption: AdoptionService;
+  stripeWebhooks: StripeWebhookService;
 }

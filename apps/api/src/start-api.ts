@@ -3,6 +3,7 @@ import {
   AccountsRepository,
   AdoptionsRepository,
   acquireStatusFeed,
+  BillingMirrorRepository,
   type Database,
   ForwardsRepository,
   IdentityRepository,
@@ -27,6 +28,9 @@ import { OemService } from "./features/oem/oem.service.ts";
 import { agentPublicKeySource } from "./features/routers/adoption/agent-public-key.ts";
 import { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
+import { BillingMirrorService } from "./features/subscriptions/billing-mirror.service.ts";
+import type { ReconcileResult } from "./features/subscriptions/reconcile-billing.ts";
+import { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
 import { createApp } from "./http/app.ts";
@@ -34,6 +38,7 @@ import { createCustomerGateway } from "./integrations/stripe/billing-gateway.ts"
 import { createPaymentsGateway } from "./integrations/stripe/payments-gateway.ts";
 import { createSubscriptionGateway } from "./integrations/stripe/subscription-gateway.ts";
 import { createStripeClient, type StripeConnection } from "./integrations/stripe/stripe-client.ts";
+import { createWebhookVerifier, resolveEmulatorWebhookSecret } from "./integrations/stripe/webhook-verifier.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 
@@ -63,6 +68,10 @@ export interface RunningApi {
   port: number;
   /** Set when the built-in Stripe emulator was started. */
   stripeEmulatorUrl: string | undefined;
+  /** The built-in emulator itself (tests wait for its webhook deliveries). */
+  stripeEmulator: StripeEmulator | undefined;
+  /** `reconcileBilling` on demand: every account's billing mirror rebuilt from the processor now. */
+  reconcileBilling(): Promise<ReconcileResult>;
   /** Publishable key clients use with the processor's client-side library. */
   publishableKey: string;
   devLogin: boolean;
@@ -83,6 +92,9 @@ export const startApi = async ({
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
+  // docs/billing.md "Webhooks": the configured endpoint secret, else (emulator) one kept in DATA_DIR.
+  const webhookSecret =
+    config.stripe.webhookSecret ?? (config.stripe.secretKey ? undefined : resolveEmulatorWebhookSecret(config.dataDir));
   if (config.stripe.secretKey && config.stripe.publishableKey) {
     stripe = {
       secretKey: config.stripe.secretKey,
@@ -96,7 +108,12 @@ export const startApi = async ({
       apiBase: config.stripe.apiBase,
     };
   } else {
-    emulator = await startStripeEmulator({ host: config.host, port: config.stripe.emulatorPort });
+    // Loopback only, whatever HOST is: it accepts any test key (docs/billing.md "Stripe emulator").
+    emulator = await startStripeEmulator({
+      host: "127.0.0.1",
+      port: config.stripe.emulatorPort,
+      dataDir: config.dataDir,
+    });
     stripe = {
       secretKey: EMULATOR_SECRET_KEY,
       publishableKey: EMULATOR_PUBLISHABLE_KEY,
@@ -127,6 +144,26 @@ export const startApi = async ({
     docsUrl: config.docsUrl,
   });
   const payments = createPaymentsGateway(stripeClient);
+  const subscriptionGateway = createSubscriptionGateway(stripeClient);
+  const billingLogger = logger.child({ feature: "billing" });
+  const mirrorRepository = new BillingMirrorRepository(db);
+  const wallClock = () => new Date(now ? now() : Date.now());
+  const billingMirror = new BillingMirrorService({
+    repository: mirrorRepository,
+    reconcile: { mirror: mirrorRepository, payments, subscriptions: subscriptionGateway, now: wallClock },
+    now: wallClock,
+    onError: (error, context) => billingLogger.warn({ err: error }, context),
+  });
+  const subscriptionService = new SubscriptionService({
+    accounts,
+    subscriptions: new SubscriptionsRepository(db),
+    gateway: subscriptionGateway,
+    docsUrl: config.docsUrl,
+    mirror: mirrorRepository,
+    mirrorWrites: billingMirror,
+    payments,
+    trialRouters: config.billing.trialRouters,
+  });
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const routersClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
   // Known once the server is bound (PORT=0 picks a free port).
@@ -155,8 +192,16 @@ export const startApi = async ({
       accounts: accountService,
       payments,
       publishableKey: stripe.publishableKey,
+      mirror: billingMirror,
+      billing: subscriptionService,
+      onError: (error, context) => billingLogger.warn({ err: error }, context),
     }),
-    invoices: new InvoicesService({ accounts: accountService, payments }),
+    invoices: new InvoicesService({ accounts: accountService, mirror: billingMirror }),
+    stripeWebhooks: new StripeWebhookService({
+      verify: createWebhookVerifier(webhookSecret, now),
+      mirror: mirrorRepository,
+      now: wallClock,
+    }),
     teams: new TeamResolver(identity),
     forwards: new ForwardsService({
       forwards: new ForwardsRepository(db),
@@ -169,12 +214,7 @@ export const startApi = async ({
     routers: new RouterService({
       routers: new RoutersRepository(db),
       // Enrolling is creating a service: subscription check before, quantity sync after.
-      clearance: new SubscriptionService({
-        accounts,
-        subscriptions: new SubscriptionsRepository(db),
-        gateway: createSubscriptionGateway(stripeClient),
-        docsUrl: config.docsUrl,
-      }),
+      clearance: subscriptionService,
       feed: statusFeed.feed,
       clock: routersClock,
       logger: logger.child({ feature: "routers" }),
@@ -208,6 +248,11 @@ export const startApi = async ({
   const port = await listen(server, { host: config.host, port: config.port });
   const url = serverUrl(config.host, port, "localhost");
   boundUrl = url;
+  // The emulator announces its changes to this API, like Stripe to a configured endpoint.
+  if (emulator && webhookSecret) {
+    emulator.setWebhookEndpoint({ url: `${serverUrl(config.host, port)}/v1/stripe/webhook`, secret: webhookSecret });
+  }
+  const reconcileTimer = startBillingReconciliation(billingMirror, config.billing.reconcileIntervalMs, billingLogger);
   // Started once listening succeeded, so a failed start leaves no timer behind.
   const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
     ? scheduleOemRefresh({
@@ -223,10 +268,13 @@ export const startApi = async ({
     url,
     port,
     stripeEmulatorUrl: emulator?.url,
+    stripeEmulator: emulator,
+    reconcileBilling: () => billingMirror.reconcile(),
     publishableKey: stripe.publishableKey,
     devLogin: signer !== undefined,
     close: async () => {
       await oemRefresh?.stop();
+      clearInterval(reconcileTimer);
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       await closeHttpServer(server);
@@ -234,6 +282,30 @@ export const startApi = async ({
       await emulator?.close();
     },
   };
+};
+
+/**
+ * Periodic reconciliation of the billing mirror (docs/billing.md "Reconciliation"), one process of a
+ * cluster at a time (advisory lock); a pass still running when the next is due is not doubled.
+ */
+const startBillingReconciliation = (mirror: BillingMirrorService, intervalMs: number, logger: Logger) => {
+  if (intervalMs <= 0) return undefined;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    mirror
+      .reconcileExclusive()
+      .then((result) => {
+        if (result) logger.info(result, "billing mirror reconciled");
+      })
+      .catch((error) => logger.warn({ err: error }, "billing reconciliation failed; the next pass retries"))
+      .finally(() => {
+        running = false;
+      });
+  }, intervalMs);
+  timer.unref();
+  return timer;
 };
 
 /**

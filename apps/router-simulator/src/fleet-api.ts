@@ -53,6 +53,10 @@ export class FleetApi {
     });
     if (created.status !== 201 && created.status !== 409)
       throw new Error(`could not create the billing account (${created.status})`);
+    // Beyond TRIAL_ROUTERS routers a card must be on file: Stripe's test card (emulator or test mode).
+    const card = await this.#call("POST", "/v1/account/payment-methods", { id: "pm_card_visa" });
+    if (card.status !== 201)
+      throw new Error(`could not save a test card (${card.status}): ${card.body?.message ?? ""}`);
   }
 
   /** `tunnelIp`: the management-tunnel address to claim (the simulator's loopback address for the router). */

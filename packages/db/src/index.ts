@@ -3,6 +3,7 @@ export * from "./entities/index.ts";
 export * from "./repositories/accounts.repository.ts";
 export * from "./repositories/identity.repository.ts";
 export * from "./repositories/subscriptions.repository.ts";
+export * from "./repositories/billing-mirror.repository.ts";
 export * from "./repositories/oem.repository.ts";
 export { loadOemSnapshot, oemMatchKeys, snapshotSource } from "./oem/oem-snapshot.ts";
 export * from "./repositories/forwards.repository.ts";

@@ -348,6 +348,7 @@ export function attemptPayment(store: EmulatorStore, inv: Invoice, explicitPm?: 
   inv.attempted = true;
   if (inv.attempt_count === 0) inv.attempt_count = 1;
   const decline = chargeCard(store, pm);
+  if (decline) store.failedPayments.push(inv.id);
   if (decline) return { outcome: "declined", error: cardError(decline, { payment_method: pm }) };
   markPaid(store, inv, false);
   return { outcome: "paid" };

@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import qs from "qs";
+import { openStateFile } from "./emulator-persistence.ts";
 import { EmulatorStore, randomToken } from "./emulator-store.ts";
 import { expandFields } from "./expand-fields.ts";
 import { RawResponse, Router } from "./http-router.ts";
@@ -18,10 +19,19 @@ import { registerPaymentMethodRoutes } from "./routes/payment-methods-routes.ts"
 import { registerSetupIntentRoutes } from "./routes/setup-intents-routes.ts";
 import { registerSubscriptionRoutes } from "./routes/subscriptions-routes.ts";
 import { StripeApiError, invalidRequest } from "./stripe-errors.ts";
+import { EventRecorder, WebhookSender } from "./webhook-events.ts";
+import type { WebhookEndpoint } from "./webhook-events.ts";
 
 export interface StripeEmulatorOptions {
-  /** Interface to bind (default 127.0.0.1). */
+  /**
+   * Interface to bind: 127.0.0.1 (default) or another loopback address. The emulator accepts any
+   * test key, so it never listens beyond the machine (docs/billing.md "Stripe emulator").
+   */
   host?: string;
+  /** Directory the state is kept in (`stripe-emulator.json`); undefined or "memory": in memory only. */
+  dataDir?: string;
+  /** Where events are POSTed, signed with its secret; also settable later with `setWebhookEndpoint`. */
+  webhook?: WebhookEndpoint;
   /** Port to bind; 0 (default) picks any free port. */
   port?: number;
   /** Current time in milliseconds; drives every `created`/period timestamp. */
@@ -33,6 +43,10 @@ export interface StripeEmulator {
   port: number;
   /** The live in-memory state (for test inspection). */
   store: EmulatorStore;
+  /** Starts (or stops, with undefined) delivering events; undelivered ones are kept meanwhile. */
+  setWebhookEndpoint(endpoint: WebhookEndpoint | undefined): void;
+  /** Resolves when no delivery is in flight (events waiting for a retry stay queued). */
+  webhooksIdle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -192,7 +206,23 @@ function send(res: ServerResponse, requestId: string, reply: Reply): void {
 }
 
 export async function startStripeEmulator(opts: StripeEmulatorOptions = {}): Promise<StripeEmulator> {
+  const host = opts.host ?? "127.0.0.1";
+  if (!/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) && host !== "::1" && host !== "localhost") {
+    throw new Error(`the Stripe emulator listens on loopback only, not on ${host}`);
+  }
   const store = new EmulatorStore({ clock: opts.clock });
+  const save = opts.dataDir && opts.dataDir !== "memory" ? openStateFile(store, opts.dataDir) : () => {};
+  const recorder = new EventRecorder(store);
+  const sender = new WebhookSender(store, save);
+  // After every request that may have changed something: events into the outbox, state to disk
+  // (before the answer, so an acknowledged change survives a crash), then delivery.
+  const commit = (req: IncomingMessage, requestId: string) => {
+    if (req.method === "GET" || req.method === "HEAD") return;
+    const key = req.headers["idempotency-key"];
+    recorder.record(requestId, typeof key === "string" ? key : null);
+    save();
+    sender.kick();
+  };
   const router = createRouter();
   const server = createServer((req, res) => {
     const requestId = `req_${randomToken(14)}`;
@@ -212,10 +242,12 @@ export async function startStripeEmulator(opts: StripeEmulatorOptions = {}): Pro
         const message = err instanceof Error ? err.message : String(err);
         return json(500, { error: { type: "api_error", message: `Emulator error: ${message}` } });
       })
-      .then((reply) => send(res, requestId, reply))
+      .then((reply) => {
+        commit(req, requestId);
+        send(res, requestId, reply);
+      })
       .catch(() => res.destroy());
   });
-  const host = opts.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port ?? 0, host, () => {
@@ -224,15 +256,20 @@ export async function startStripeEmulator(opts: StripeEmulatorOptions = {}): Pro
     });
   });
   const port = (server.address() as AddressInfo).port;
-  const publicHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
+  const publicHost = host.includes(":") ? `[${host}]` : host;
+  sender.setEndpoint(opts.webhook);
   return {
     url: `http://${publicHost}:${port}`,
     port,
     store,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    setWebhookEndpoint: (endpoint) => sender.setEndpoint(endpoint),
+    webhooksIdle: () => sender.idle(),
+    close: async () => {
+      await sender.close();
+      await new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeAllConnections();
-      }),
+      });
+    },
   };
 }

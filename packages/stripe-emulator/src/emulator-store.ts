@@ -18,6 +18,27 @@ export interface StoreOptions {
   clock?: () => number;
 }
 
+/** A Stripe event waiting to be delivered to the webhook endpoint (kept across restarts). */
+export interface PendingEvent {
+  event: StripeEvent;
+  attempts: number;
+  /** Milliseconds since the epoch. */
+  nextAttemptAt: number;
+}
+
+/** Stripe's event envelope (https://docs.stripe.com/api/events/object). */
+export interface StripeEvent {
+  id: string;
+  object: "event";
+  api_version: string;
+  created: number;
+  data: { object: object; previous_attributes?: Record<string, unknown> };
+  livemode: false;
+  pending_webhooks: number;
+  request: { id: string | null; idempotency_key: string | null };
+  type: string;
+}
+
 /** How a card behaves when it is verified (setup/attach) or charged. */
 export interface CardBehavior {
   decline: CardDecline | null;
@@ -54,6 +75,12 @@ export class EmulatorStore {
   readonly invoices = new Map<string, Invoice>();
   readonly subscriptions = new Map<string, Subscription>();
   readonly idempotency = new Map<string, IdempotentEntry>();
+  /** Events not yet acknowledged by the webhook endpoint, oldest first. */
+  outbox: PendingEvent[] = [];
+  /** Invoices whose payment attempt failed during the current request (-> `invoice.payment_failed`). */
+  failedPayments: string[] = [];
+  /** Ids handed out so far; part of every id, so ids stay unique across restarts. */
+  idCounter = 0;
   private readonly clock: () => number;
 
   constructor(opts: StoreOptions = {}) {
@@ -65,8 +92,21 @@ export class EmulatorStore {
     return Math.floor(this.clock() / 1000);
   }
 
+  /** Milliseconds, for delivery scheduling. */
+  nowMs(): number {
+    return this.clock();
+  }
+
+  /** `<prefix>_` + the counter in base 62 (5 characters) + random characters, Stripe's lengths. */
   newId(prefix: string): string {
-    return `${prefix}_${randomToken(prefix === "cus" ? 14 : 24)}`;
+    const length = prefix === "cus" ? 14 : 24;
+    let n = ++this.idCounter;
+    let counter = "";
+    for (let i = 0; i < 5; i++) {
+      counter = ALPHABET[n % 62] + counter;
+      n = Math.floor(n / 62);
+    }
+    return `${prefix}_${counter}${randomToken(length - 5)}`;
   }
 
   customer(id: string, param?: string): Customer {

@@ -70,6 +70,22 @@ export const createApp = (options: AppOptions): Express => {
   });
   app.use(docsRouter());
 
+  // docs/billing.md "Webhooks": the processor's events. The signature covers the exact bytes sent,
+  // so this one route takes the raw body, before the JSON parser below; no bearer header.
+  app.post(
+    "/v1/stripe/webhook",
+    express.raw({ type: () => true, limit: MAX_BODY_BYTES }),
+    async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const result = await services.stripeWebhooks.receive(body, req.get("stripe-signature"));
+        res.status(200).json({ received: true, id: result.id, outcome: result.outcome });
+      } catch (error) {
+        next(error);
+      }
+    },
+  );
+
   app.use(
     express.json({ limit: MAX_BODY_BYTES, strict: true, type: ["application/json", "application/*+json"] }),
     (req: Request, _res: Response, next: NextFunction) => {

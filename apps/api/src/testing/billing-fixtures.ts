@@ -16,6 +16,20 @@ export const emulatorSdk = (h: ApiHarness, key: string): Stripe => {
 export const CARD_EXP_YEAR = new Date().getUTCFullYear() + 3;
 export const testCard = (number: string) => ({ number, exp_month: 12, exp_year: CARD_EXP_YEAR, cvc: "123" });
 
+/**
+ * Waits until the harness's emulator has delivered every webhook event it holds: changes made
+ * directly at the processor reach the billing mirror through them (docs/billing.md "Webhooks").
+ */
+export const settleWebhooks = async (h: ApiHarness): Promise<void> => {
+  const emulator = h.api.stripeEmulator;
+  if (!emulator) return;
+  for (let i = 0; i < 500 && emulator.store.outbox.length > 0; i++) {
+    await emulator.webhooksIdle();
+    if (emulator.store.outbox.length > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  if (emulator.store.outbox.length > 0) throw new Error("webhook events were not delivered");
+};
+
 /** A user with a billing account made through the API; returns the token and the processor customer id. */
 export const loginWithAccount = async (
   h: ApiHarness,

@@ -15,6 +15,10 @@ export const BillingSubscription = defineEntity({
     stripeItemId: p.string().length(255),
     currency: p.string().length(3),
     quantity: p.integer(),
+    /** The processor's status (active, past_due, incomplete, unpaid, canceled, ...), from its events. */
+    status: p.string().length(32).default("active"),
+    /** `created` of the event that set `status`: an older event never overwrites a newer one. */
+    statusAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p
       .datetime()

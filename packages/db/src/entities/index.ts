@@ -1,4 +1,10 @@
 import { BillingAccount } from "./billing-account.entity.ts";
+import {
+  BillingInvoice,
+  BillingMirrorSync,
+  BillingPaymentMethod,
+  StripeWebhookEvent,
+} from "./billing-mirror.entity.ts";
 import { BillingSubscription } from "./billing-subscription.entity.ts";
 import { Forward } from "./forward.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
@@ -24,6 +30,10 @@ export const ENTITIES = [
   Team,
   BillingAccount,
   BillingSubscription,
+  BillingPaymentMethod,
+  BillingInvoice,
+  BillingMirrorSync,
+  StripeWebhookEvent,
   Router,
   RouterAdoption,
   RouterFault,
@@ -37,7 +47,11 @@ export const ENTITIES = [
 
 export {
   BillingAccount,
+  BillingInvoice,
+  BillingMirrorSync,
+  BillingPaymentMethod,
   BillingSubscription,
+  StripeWebhookEvent,
   Forward,
   HeartbeatCoverage,
   Job,

@@ -8,6 +8,7 @@ import { OemMigration } from "./20261121-006-oem.migration.ts";
 import { OrganizationExternalIdsMigration } from "./20261121-007-organization-external-ids.migration.ts";
 import { TunnelAddressesMigration } from "./20261123-008-tunnel-addresses.migration.ts";
 import { RouterAdoptionsMigration } from "./20261123-009-router-adoptions.migration.ts";
+import { BillingMirrorMigration } from "./20261123-010-billing-mirror.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -23,4 +24,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261121-007-organization-external-ids", class: OrganizationExternalIdsMigration },
   { name: "20261123-008-tunnel-addresses", class: TunnelAddressesMigration },
   { name: "20261123-009-router-adoptions", class: RouterAdoptionsMigration },
+  { name: "20261123-010-billing-mirror", class: BillingMirrorMigration },
 ];

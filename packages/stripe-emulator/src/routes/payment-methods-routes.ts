@@ -14,7 +14,8 @@ export function registerPaymentMethodRoutes(router: Router): void {
     publishable: true,
   });
 
-  router.get("/v1/payment_methods/:id", ({ store, path }) => store.paymentMethod(path.id ?? ""));
+  // Stripe's test ids (`pm_card_visa`...) can be retrieved too; each retrieval is a fresh card.
+  router.get("/v1/payment_methods/:id", ({ store, path }) => resolvePaymentMethod(store, path.id ?? ""));
 
   router.post("/v1/payment_methods/:id", ({ store, path, params }) => {
     const pm = store.paymentMethod(path.id ?? "");

@@ -299,7 +299,8 @@ export function registerSubscriptionRoutes(router: Router): void {
         sub.items.data = sub.items.data.filter((it) => it !== item);
         changes.push(() => prorate(store, sub, item, { price: item.price, quantity: item.quantity }, null));
       } else if (item) {
-        if (price === item.price && quantity === item.quantity) return;
+        // By id: a store reloaded from DATA_DIR holds copies, not the same objects.
+        if (price.id === item.price.id && quantity === item.quantity) return;
         const before = { price: item.price, quantity: item.quantity };
         item.price = price;
         item.plan = planFromPrice(price);

@@ -6,6 +6,8 @@ const at = (iso: string) => new Date(iso);
 
 const snapshot = (overrides: Partial<InvoiceSnapshot> = {}): InvoiceSnapshot => ({
   id: "in_1",
+  customerId: "cus_1",
+  subscriptionId: null,
   number: "ABC-0001",
   description: null,
   currency: "usd",

@@ -18,7 +18,10 @@ const isoDay = (date: Date): string => date.toISOString().slice(0, 10);
  * three-decimal currencies honoured), upper-case code with its symbol, periods as "21 Nov 2026",
  * `created_at` in the token's zone; nulls kept where the processor has none.
  */
-export const toInvoiceResponse = (invoice: InvoiceSnapshot, timezone: string | undefined): TInvoice => {
+export const toInvoiceResponse = (
+  invoice: Omit<InvoiceSnapshot, "customerId" | "subscriptionId">,
+  timezone: string | undefined,
+): TInvoice => {
   const currency = invoice.currency.toUpperCase();
   const money = (minor: number) => fromMinorUnits(minor, currency);
   return {

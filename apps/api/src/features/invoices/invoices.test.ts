@@ -3,7 +3,13 @@ import { INVOICE_LIST_LIMIT } from "@fleet/shared";
 import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
-import { EMULATOR_SECRET_KEY, emulatorSdk, loginWithAccount, unixInZone } from "../../testing/billing-fixtures.ts";
+import {
+  EMULATOR_SECRET_KEY,
+  emulatorSdk,
+  loginWithAccount,
+  unixInZone,
+  settleWebhooks,
+} from "../../testing/billing-fixtures.ts";
 
 let h: ApiHarness;
 let server: Stripe;
@@ -63,6 +69,7 @@ describe("GET /v1/account/invoices", () => {
     const tz = "America/New_York";
     const { token, customerId } = await loginWithAccount(h, { timezone: tz });
     const made = await makeInvoices(customerId, "usd", 1999);
+    await settleWebhooks(h);
     const res = await h.request("GET", "/v1/account/invoices", { token });
     expect(res.status).toBe(200);
     expect(res.body.map((i: { id: string }) => i.id)).toEqual([
@@ -154,6 +161,7 @@ describe("GET /v1/account/invoices", () => {
   it("maps JPY (zero-decimal) amounts as whole yen", async () => {
     const { token, customerId } = await loginWithAccount(h, { country: "JP" });
     const made = await makeInvoices(customerId, "jpy", 1500);
+    await settleWebhooks(h);
     const res = await h.request("GET", "/v1/account/invoices", { token });
     const byId = new Map(res.body.map((i: { id: string }) => [i.id, i]));
     expect(byId.get(made.paid.id)).toMatchObject({
@@ -183,6 +191,7 @@ describe("GET /v1/account/invoices", () => {
     await server.invoiceItems.create({ customer: customerId, amount: 12345, currency: "kwd" });
     const inv = await server.invoices.create({ customer: customerId, currency: "kwd" });
     await server.invoices.finalizeInvoice(inv.id);
+    await settleWebhooks(h);
     const res = await h.request("GET", "/v1/account/invoices", { token });
     expect(res.body).toHaveLength(1);
     expect(res.body[0]).toMatchObject({
@@ -198,9 +207,11 @@ describe("GET /v1/account/invoices", () => {
   it("another organization never sees these invoices", async () => {
     const a = await loginWithAccount(h);
     await makeInvoices(a.customerId, "usd", 700);
+    await settleWebhooks(h);
     expect((await h.request("GET", "/v1/account/invoices", { token: a.token })).body).toHaveLength(5);
 
     const b = await loginWithAccount(h);
+    await settleWebhooks(h);
     const res = await h.request("GET", "/v1/account/invoices", { token: b.token });
     expect(res.status).toBe(200);
     expect(res.body).toEqual([]);
@@ -219,12 +230,14 @@ describe("GET /v1/account/invoices", () => {
     for (let i = 0; i < INVOICE_LIST_LIMIT; i++) {
       ids.push((await server.invoices.create({ customer: customerId, pending_invoice_items_behavior: "exclude" })).id);
     }
+    await settleWebhooks(h);
     const atCap = await h.request("GET", "/v1/account/invoices", { token });
     expect(atCap.body).toHaveLength(INVOICE_LIST_LIMIT);
     expect(atCap.body.map((i: { id: string }) => i.id)).toEqual([...ids].reverse());
 
     const newest = (await server.invoices.create({ customer: customerId, pending_invoice_items_behavior: "exclude" }))
       .id;
+    await settleWebhooks(h);
     const beyond = await h.request("GET", "/v1/account/invoices", { token });
     expect(beyond.body).toHaveLength(INVOICE_LIST_LIMIT);
     expect(beyond.body[0].id).toBe(newest);

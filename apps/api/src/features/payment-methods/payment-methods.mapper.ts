@@ -41,7 +41,10 @@ export const toSetupIntentResponse = (
 });
 
 /** docs/api.md "Payment Method": nothing beyond its six fields (no default flag, no fingerprint). */
-export const toPaymentMethodResponse = (card: CardSnapshot, timezone: string | undefined): TPaymentMethod => ({
+export const toPaymentMethodResponse = (
+  card: Pick<CardSnapshot, "id" | "brand" | "last4" | "expMonth" | "expYear" | "created"> & Partial<CardSnapshot>,
+  timezone: string | undefined,
+): TPaymentMethod => ({
   id: card.id,
   brand: toCardBrand(card.brand),
   last4: card.last4,

@@ -2,6 +2,7 @@ import type { AccountRecord } from "@fleet/db";
 import { AppError, type TPaymentMethod, type TSetupIntent } from "@fleet/shared";
 import type { CardSnapshot, PaymentsGateway } from "../../integrations/stripe/payments-gateway.ts";
 import type { AuthClaims } from "../auth/token-verifier.ts";
+import type { BillingMirrorService } from "../subscriptions/billing-mirror.service.ts";
 import { toPaymentMethodResponse, toSetupIntentResponse } from "./payment-methods.mapper.ts";
 
 /** The billing account of an organization, or the no-account / billed-by-parent error. */
@@ -14,13 +15,20 @@ export interface PaymentMethodsServiceDeps {
   payments: PaymentsGateway;
   /** Handed to clients with every setup intent (docs/api.md "Setup Intent"). */
   publishableKey: string;
+  /** The billing mirror (docs/billing.md "Billing mirror"): lists answer from it; writes pass through it. */
+  mirror: Pick<BillingMirrorService, "cards" | "cardSaved" | "cardRemoved">;
+  /** Charges open invoices again and starts billing trial routers once a card is saved. */
+  billing: { cardSaved(organizationId: string): Promise<void> };
+  /** Failures after the card was saved (the retry of open invoices): logged, the save stands. */
+  onError: (error: unknown, context: string) => void;
 }
 
 const notFound = (id: string) => new AppError("not_found", `This account has no payment method with id "${id}".`);
 
 /**
- * Cards are saved through the processor's client-side flow (docs/api.md "Payment methods"); nothing about
- * them is stored here, so every answer comes from the processor and nothing can be half-written.
+ * Cards are saved through the processor's client-side flow (docs/api.md "Payment methods"). Writes go
+ * to the processor first (down: 502, nothing changed), then into the local mirror, which the list
+ * answers from (docs/billing.md "Billing mirror").
  */
 export class PaymentMethodsService {
   readonly #deps: PaymentMethodsServiceDeps;
@@ -51,12 +59,21 @@ export class PaymentMethodsService {
     const card =
       found.customerId === customerId ? found : await this.#deps.payments.attachPaymentMethod(found.id, customerId);
     await this.#deps.payments.setDefaultPaymentMethod(customerId, card.id);
+    await this.#deps.mirror.cardSaved(account.id, card, true);
+    try {
+      await this.#deps.billing.cardSaved(auth.organizationId);
+    } catch (error) {
+      this.#deps.onError(
+        error,
+        "open invoices not retried after a card was saved; reconciliation or the next save does it",
+      );
+    }
     return toPaymentMethodResponse(card, auth.timezone);
   }
 
   async list(auth: AuthClaims): Promise<TPaymentMethod[]> {
     const account = await this.#deps.accounts.requireAccount(auth.organizationId);
-    const cards = await this.#deps.payments.listCards(account.stripeCustomerId);
+    const cards = await this.#deps.mirror.cards(account);
     return cards.map((card) => toPaymentMethodResponse(card, auth.timezone));
   }
 
@@ -83,5 +100,6 @@ export class PaymentMethodsService {
       );
     }
     await this.#deps.payments.detachPaymentMethod(card.id);
+    await this.#deps.mirror.cardRemoved(card.id);
   }
 }

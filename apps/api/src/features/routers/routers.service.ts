@@ -11,6 +11,7 @@ import {
   downtimeBetween,
   effectiveLastSeen,
   hourlyMetrics,
+  isAppError,
   metadataBytes,
   ROUTER_LIMITS,
   type StatusFeed,
@@ -126,7 +127,16 @@ export class RouterService {
             throw error instanceof TunnelIpTakenError ? tunnelIpTaken(requested) : error;
           });
     const adoption = await this.#deps.adoption.record(router.id, minted);
-    await this.#sync(auth.organizationId);
+    try {
+      await this.#deps.clearance.syncQuantity(auth.organizationId);
+    } catch (error) {
+      // docs/billing.md "Failed payments": a first charge that fails enrolls nothing.
+      if (isAppError(error) && error.code === "payment_required") {
+        await this.#deps.routers.deleteInTeam(teamId, router.id);
+        throw error;
+      }
+      this.#deps.logger.error({ err: error }, "subscription quantity sync failed; the next sync repairs it");
+    }
     return {
       router: toRouterResponse(router, this.#deps.clock.now()),
       heartbeat_token: minted.heartbeatToken,

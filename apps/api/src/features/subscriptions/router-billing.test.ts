@@ -32,28 +32,22 @@ describe("router enrollment and the subscription", () => {
     expect(await databaseFingerprint(h.db)).toBe(before);
   });
 
-  it("bills each enrolled router: subscription, currency from the country, invoice, quantity follows removals", async () => {
+  it("trial routers are not billed; the first saved card starts the subscription for all of them", async () => {
     const { token, customerId } = await loginWithAccount(h, { country: "DE" });
     const first = await h.request("POST", "/api/routers", { token, body: { name: "edge-1" } });
     expect(first.status).toBe(201);
     const second = await h.request("POST", "/api/routers", { token, body: { name: "edge-2" } });
     expect(second.status).toBe(201);
+    expect(await liveSubscriptions(customerId)).toEqual([]);
 
+    const card = await server.paymentMethods.attach("pm_card_visa", { customer: customerId });
+    expect((await h.request("POST", "/v1/account/payment-methods", { token, body: { id: card.id } })).status).toBe(201);
     const [sub] = await liveSubscriptions(customerId);
     expect(sub?.items.data.map((i) => [i.quantity, i.price.currency, i.price.unit_amount])).toEqual([[2, "eur", 900]]);
     expect((await h.request("GET", "/v1/account", { token })).body.currency).toBe("EUR");
-
-    // The first subscription invoice is listed, in euros; no card yet, so it is open.
     const invoices = await h.request("GET", "/v1/account/invoices", { token });
     expect(invoices.body).toHaveLength(1);
-    expect(invoices.body[0]).toMatchObject({
-      currency: "EUR",
-      currency_symbol: "€",
-      amount_due: 9,
-      status: "open",
-      paid: false,
-      due_date: null,
-    });
+    expect(invoices.body[0]).toMatchObject({ currency: "EUR", currency_symbol: "€", amount_due: 18, status: "paid" });
 
     const removed = await h.request("DELETE", `/api/routers/${first.body.data.router.id}`, { token });
     expect(removed.status).toBe(204);

@@ -1,4 +1,4 @@
-import { AccountsRepository, SubscriptionsRepository } from "@fleet/db";
+import { AccountsRepository, BillingMirrorRepository, SubscriptionsRepository } from "@fleet/db";
 import {
   createTestDatabase,
   databaseFingerprint,
@@ -12,7 +12,9 @@ import { type StripeEmulator, startStripeEmulator } from "@fleet/stripe-emulator
 import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStripeClient } from "../../integrations/stripe/stripe-client.ts";
+import { createPaymentsGateway } from "../../integrations/stripe/payments-gateway.ts";
 import { createSubscriptionGateway, priceLookupKey } from "../../integrations/stripe/subscription-gateway.ts";
+import { BillingMirrorService } from "./billing-mirror.service.ts";
 import { currencyForCountry, managedRouterPrice } from "./managed-router-prices.ts";
 import { SubscriptionService } from "./subscription.service.ts";
 import { rejection } from "../../testing/rejections.ts";
@@ -23,12 +25,31 @@ let stripe: Stripe;
 
 const DOCS = "http://localhost:3000/docs";
 
-const newService = (client: Stripe = stripe) =>
+const newMirror = (client: Stripe = stripe) => {
+  const repository = new BillingMirrorRepository(db);
+  return new BillingMirrorService({
+    repository,
+    reconcile: {
+      mirror: repository,
+      payments: createPaymentsGateway(client),
+      subscriptions: createSubscriptionGateway(client),
+      now: () => new Date(),
+    },
+    now: () => new Date(),
+    onError: () => {},
+  });
+};
+
+const newService = (client: Stripe = stripe, trialRouters = 3) =>
   new SubscriptionService({
     accounts: new AccountsRepository(db),
     subscriptions: new SubscriptionsRepository(db),
     gateway: createSubscriptionGateway(client),
     docsUrl: DOCS,
+    mirror: new BillingMirrorRepository(db),
+    mirrorWrites: newMirror(client),
+    payments: createPaymentsGateway(client),
+    trialRouters,
   });
 let service: SubscriptionService;
 
@@ -52,6 +73,10 @@ const billedOrganization = async (country = "DE") => {
   const customer = await stripe.customers.create({ email: `${crypto.randomUUID()}@example.com` });
   const account = await makeAccount(db, user.organizationId, { country, stripeCustomerId: customer.id });
   if (!account) throw new Error("account not created");
+  // A card on file, mirrored: past the trial, routers are billed from the first one.
+  const card = await stripe.paymentMethods.attach("pm_card_visa", { customer: customer.id });
+  await stripe.customers.update(customer.id, { invoice_settings: { default_payment_method: card.id } });
+  await newMirror().reconcile([{ id: account.id, organizationId: user.organizationId, stripeCustomerId: customer.id }]);
   return { ...user, account, customerId: customer.id };
 };
 
@@ -125,9 +150,9 @@ describe("syncQuantity", () => {
       currency: "eur",
     });
     expect(await accountCurrency(org.account.id)).toBe("EUR");
-    // No card yet: the first invoice exists and stays open; the service was not blocked.
+    // The card on file paid the first invoice at once.
     const invoice = await stripe.invoices.retrieve(created?.latest_invoice as string);
-    expect(invoice).toMatchObject({ status: "open", amount_due: 1800, currency: "eur" });
+    expect(invoice).toMatchObject({ status: "paid", amount_due: 1800, currency: "eur" });
 
     // Routers of organizations below the root count for the root (called with the child's id).
     const child = await makeChildOrganization(db, org.organizationId);

@@ -27,6 +27,10 @@ export interface CardSnapshot {
 /** An invoice in the processor's minor units, before any presentation rule. */
 export interface InvoiceSnapshot {
   id: string;
+  /** The processor customer billed. */
+  customerId: string;
+  /** The processor subscription it bills, if any. */
+  subscriptionId: string | null;
   number: string | null;
   description: string | null;
   currency: string;
@@ -61,6 +65,11 @@ export interface PaymentsGateway {
   setDefaultPaymentMethod(customerId: string, paymentMethodId: string): Promise<void>;
   /** Newest first, at most `limit`. */
   listInvoices(customerId: string, limit: number): Promise<InvoiceSnapshot[]>;
+  /**
+   * Retries every open invoice of the customer with its current default card; answers each
+   * invoice as it is afterwards (paid, or still open after a decline).
+   */
+  retryOpenInvoices(customerId: string): Promise<InvoiceSnapshot[]>;
 }
 
 /** Cards a customer may hold before listing stops paging (far above any real account). */
@@ -68,7 +77,7 @@ const MAX_CARDS = 1000;
 
 const fromUnix = (seconds: number): Date => new Date(seconds * 1000);
 
-const toCard = (pm: Stripe.PaymentMethod): CardSnapshot => ({
+export const toCard = (pm: Stripe.PaymentMethod): CardSnapshot => ({
   id: pm.id,
   customerId: typeof pm.customer === "string" ? pm.customer : (pm.customer?.id ?? null),
   type: pm.type,
@@ -85,12 +94,20 @@ const toCard = (pm: Stripe.PaymentMethod): CardSnapshot => ({
  */
 type LegacyInvoiceFields = { paid?: unknown; tax?: unknown };
 
-const toInvoice = (invoice: Stripe.Invoice): InvoiceSnapshot => {
+const idOf = (value: string | { id?: string } | null | undefined): string | null =>
+  typeof value === "string" ? value : (value?.id ?? null);
+
+export const toInvoice = (invoice: Stripe.Invoice): InvoiceSnapshot => {
   const legacy = invoice as unknown as LegacyInvoiceFields;
   const taxes = invoice.total_taxes?.reduce((sum, t) => sum + t.amount, 0);
   const status = invoice.status ?? "draft";
+  const legacySubscription = (invoice as unknown as { subscription?: string | { id: string } | null }).subscription;
   return {
     id: invoice.id ?? "",
+    customerId: idOf(invoice.customer as string | { id: string } | null) ?? "",
+    subscriptionId:
+      idOf(invoice.parent?.subscription_details?.subscription as string | { id: string } | null | undefined) ??
+      idOf(legacySubscription),
     number: invoice.number,
     description: invoice.description ?? null,
     currency: invoice.currency,
@@ -210,5 +227,28 @@ export const createPaymentsGateway = (stripe: Stripe): PaymentsGateway => ({
     callStripe(async () => {
       const page = await stripe.invoices.list({ customer: customerId, limit });
       return page.data.map(toInvoice);
+    }),
+  retryOpenInvoices: (customerId) =>
+    callStripe(async () => {
+      const open = await stripe.invoices.list({ customer: customerId, status: "open", limit: 100 });
+      const results: InvoiceSnapshot[] = [];
+      for (const invoice of open.data) {
+        try {
+          results.push(
+            toInvoice(
+              await stripe.invoices.pay(
+                invoice.id ?? "",
+                {},
+                { idempotencyKey: `invoice-retry:${crypto.randomUUID()}` },
+              ),
+            ),
+          );
+        } catch (error) {
+          // Declined again: the invoice stays open with the processor's attempt recorded.
+          if (!(error instanceof Stripe.errors.StripeCardError)) throw error;
+          results.push(toInvoice(await stripe.invoices.retrieve(invoice.id ?? "")));
+        }
+      }
+      return results;
     }),
 });

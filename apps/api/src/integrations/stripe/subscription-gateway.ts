@@ -1,4 +1,5 @@
 import type Stripe from "stripe";
+import { type InvoiceSnapshot, toInvoice } from "./payments-gateway.ts";
 import { callStripe } from "./stripe-errors.ts";
 
 /** What a price is made of; the product is named once per currency. */
@@ -16,6 +17,12 @@ export interface SubscriptionSnapshot {
   itemId: string;
   currency: string;
   quantity: number;
+  /** The processor's status: active, incomplete (first charge failed), past_due, unpaid, canceled, ... */
+  status: string;
+  /** The processor customer. */
+  customerId: string;
+  /** Set when the processor answered with it expanded (create). */
+  latestInvoice: InvoiceSnapshot | null;
 }
 
 /** The subscription side of the processor, as billing for routers needs it. */
@@ -29,9 +36,14 @@ export interface SubscriptionGateway {
     accountId: string;
     priceId: string;
     quantity: number;
+    /** The account's ended subscription this one replaces, if any (part of the idempotency key). */
+    previous?: string | null;
   }): Promise<SubscriptionSnapshot>;
   updateQuantity(input: { subscriptionId: string; itemId: string; quantity: number }): Promise<void>;
   cancelSubscription(subscriptionId: string): Promise<void>;
+  /** The account's subscription as the processor has it now, ended ones included (newest); null if none. */
+  currentSubscription(customerId: string, accountId: string): Promise<SubscriptionSnapshot | null>;
+  retrieve(subscriptionId: string): Promise<SubscriptionSnapshot>;
 }
 
 const ENDED = new Set(["canceled", "incomplete_expired"]);
@@ -43,15 +55,20 @@ const ACCOUNT_KEY = "fleet_account_id";
 export const priceLookupKey = (spec: PriceSpec): string =>
   `fleet_managed_router_${spec.currency}_${spec.unitAmount}_${spec.interval}`;
 
-const toSnapshot = (subscription: Stripe.Subscription): SubscriptionSnapshot => {
+export const toSubscriptionSnapshot = (subscription: Stripe.Subscription): SubscriptionSnapshot => {
   const item = subscription.items.data[0];
+  const latest = subscription.latest_invoice;
   return {
     id: subscription.id,
     itemId: item?.id ?? "",
     currency: subscription.currency,
     quantity: item?.quantity ?? 0,
+    status: subscription.status,
+    customerId: typeof subscription.customer === "string" ? subscription.customer : subscription.customer.id,
+    latestInvoice: latest && typeof latest === "object" ? toInvoice(latest) : null,
   };
 };
+const toSnapshot = toSubscriptionSnapshot;
 
 export const createSubscriptionGateway = (stripe: Stripe): SubscriptionGateway => {
   // Prices never change once made, so one lookup per currency and process is enough.
@@ -88,7 +105,7 @@ export const createSubscriptionGateway = (stripe: Stripe): SubscriptionGateway =
         return found ? toSnapshot(found) : null;
       }),
 
-    createSubscription: ({ customerId, accountId, priceId, quantity }) =>
+    createSubscription: ({ customerId, accountId, priceId, quantity, previous }) =>
       callStripe(async () => {
         const subscription = await stripe.subscriptions.create(
           {
@@ -97,8 +114,11 @@ export const createSubscriptionGateway = (stripe: Stripe): SubscriptionGateway =
             // A missing or failing card must not block creating a service: the invoice stays open.
             payment_behavior: "allow_incomplete",
             metadata: { [ACCOUNT_KEY]: accountId },
+            // The first invoice comes back with it: its outcome decides whether the service is created.
+            expand: ["latest_invoice"],
           },
-          { idempotencyKey: `subscription-create:${accountId}:${priceId}:${quantity}` },
+          // Deterministic per generation: concurrent creates make one; a replacement is a new key.
+          { idempotencyKey: `subscription-create:${accountId}:${previous ?? "first"}:${priceId}:${quantity}` },
         );
         return toSnapshot(subscription);
       }),
@@ -112,6 +132,15 @@ export const createSubscriptionGateway = (stripe: Stripe): SubscriptionGateway =
         );
       }),
 
+    currentSubscription: (customerId, accountId) =>
+      callStripe(async () => {
+        const page = await stripe.subscriptions.list({ customer: customerId, status: "all", limit: 100 });
+        const ours = page.data.filter((s) => s.metadata?.[ACCOUNT_KEY] === accountId);
+        const found = ours.find((s) => !ENDED.has(s.status)) ?? ours[0];
+        return found ? toSnapshot(found) : null;
+      }),
+    retrieve: (subscriptionId) =>
+      callStripe(async () => toSnapshot(await stripe.subscriptions.retrieve(subscriptionId))),
     cancelSubscription: (subscriptionId) =>
       callStripe(async () => {
         await stripe.subscriptions.cancel(

@@ -1,0 +1,69 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { AppError } from "@fleet/shared";
+import Stripe from "stripe";
+
+/** Stripe's default: a signature older than five minutes is refused (replays). */
+export const SIGNATURE_TOLERANCE_SECONDS = 300;
+
+/** Checks a delivery's `Stripe-Signature` over the exact bytes received and returns the event. */
+export type WebhookVerifier = (rawBody: Buffer, signature: string | undefined) => Stripe.Event;
+
+/**
+ * The `stripe` SDK's own check (`webhooks.constructEvent`): HMAC-SHA256 of "<t>.<body>" with the
+ * endpoint secret, and `t` within the tolerance of `now`. Any failure is a 400 that says which.
+ */
+export const createWebhookVerifier = (secret: string | undefined, now: () => number = Date.now): WebhookVerifier => {
+  // No API call is made: any key builds the SDK's webhook helpers.
+  const webhooks = new Stripe("sk_test_webhook_verifier").webhooks;
+  return (rawBody, signature) => {
+    if (!secret) {
+      throw new AppError("bad_request", "Webhooks are not configured: set STRIPE_WEBHOOK_SECRET.");
+    }
+    if (!signature) throw new AppError("bad_request", "The Stripe-Signature header is missing.");
+    try {
+      return webhooks.constructEvent(
+        rawBody,
+        signature,
+        secret,
+        SIGNATURE_TOLERANCE_SECONDS,
+        undefined,
+        // The SDK takes the receipt time in milliseconds.
+        now(),
+      );
+    } catch (error) {
+      const old = error instanceof Error && /tolerance/i.test(error.message);
+      throw new AppError(
+        "bad_request",
+        old
+          ? "The Stripe-Signature timestamp is more than 5 minutes old."
+          : "The Stripe-Signature header does not match the body.",
+      );
+    }
+  };
+};
+
+/**
+ * The emulator's endpoint secret when STRIPE_WEBHOOK_SECRET is unset: generated once and kept in
+ * DATA_DIR, so the emulator and every API process of one machine agree (`memory`: this process only).
+ */
+export const resolveEmulatorWebhookSecret = (dataDir: string): string => {
+  const fresh = () => `whsec_${randomBytes(24).toString("base64url")}`;
+  if (dataDir === "memory") return fresh();
+  const file = path.resolve(dataDir, "stripe-webhook-secret");
+  try {
+    const existing = readFileSync(file, "utf8").trim();
+    if (existing.startsWith("whsec_")) return existing;
+  } catch {
+    // First start: create it.
+  }
+  mkdirSync(path.dirname(file), { recursive: true });
+  const secret = fresh();
+  try {
+    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });
+    return secret;
+  } catch {
+    return readFileSync(file, "utf8").trim();
+  }
+};
