@@ -86,6 +86,13 @@ export const startApiHarness = async (
     return { status: res.status, body: parsed, headers: res.headers };
   };
   const refused: ApiHarness["refused"] = async (method, path, options) => {
+    // Processor events of earlier steps land first (the emulator posts them after answering), so
+    // only this request is measured.
+    const emulator = api.stripeEmulator;
+    for (let i = 0; emulator && i < 500 && emulator.store.outbox.length > 0; i++) {
+      await emulator.webhooksIdle();
+      if (emulator.store.outbox.length > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const before = await databaseFingerprint(db);
     const res = await request(method, path, options);
     if ((await databaseFingerprint(db)) !== before) {
