@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { checkDstAddress, normalizeAllowFrom } from "../rules/ipv4-rules.ts";
+import { textRule } from "../rules/text-rules.ts";
 
 /** docs/api.md "Limits" for creating a forward. Exported so tests probe the exact edges. */
 export const FORWARD_LIMITS = {
@@ -21,16 +22,17 @@ const integerBetween = (min: number, max: number) =>
     // as numbers); a pipe is left alone, and JSON numbers stay the only accepted spelling.
     .transform((value) => value);
 
-const addressText = z
-  .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
-  // Anything longer than "255.255.255.255/32" is wrong anyway; keeps error text short.
-  .max(64, { error: "must be an IPv4 address" });
+const addressText = textRule(
+  z
+    .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+    // Anything longer than "255.255.255.255/32" is wrong anyway; keeps error text short.
+    .max(64, { error: "must be an IPv4 address" }),
+);
 
 // Path parameters: any text; an id that is not a UUID simply matches nothing (404 like an unknown id).
-const pathId = z
-  .string({ error: "must be a string" })
-  .min(1, { error: "is required" })
-  .max(100, { error: "is not a valid id" });
+const pathId = textRule(
+  z.string({ error: "must be a string" }).min(1, { error: "is required" }).max(100, { error: "is not a valid id" }),
+);
 
 export const ZRouterPath = z.object({ router_id: pathId });
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
+import { breaksTextRule, findTextRuleViolation, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
 
 /** The `/api` success envelope (docs/api.md "Routers": `status` and `data`). */
 export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
@@ -90,7 +91,10 @@ const routerIdAlias = (value: unknown): unknown => {
   return { ...rest, router_id: id };
 };
 
-export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: z.string() }));
+/** A router id as sent: any text under the text rule; one that is not a UUID simply matches nothing (404). */
+const routerId = textRule(z.string({ error: "must be a string" }).max(100, { error: "is not a valid id" }));
+
+export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: routerId }));
 export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;
 
 /** docs/api.md "Limits" for routers; exported so tests probe the exact edges. */
@@ -113,10 +117,11 @@ export const ROUTER_LIMITS = {
 
 /** POST /api/routers. */
 export const ZEnrollRouterInput = z.object({
-  name: z
-    .string({ error: "must be a string" })
-    .max(ROUTER_LIMITS.name, { error: `must be at most ${ROUTER_LIMITS.name} characters` })
-    .optional(),
+  name: textRule(
+    z
+      .string({ error: "must be a string" })
+      .max(ROUTER_LIMITS.name, { error: `must be at most ${ROUTER_LIMITS.name} characters` }),
+  ).optional(),
 });
 export type TEnrollRouterInput = z.infer<typeof ZEnrollRouterInput>;
 
@@ -197,10 +202,19 @@ const metadataValueError = (key: string, value: unknown): string | null => {
 export const ZUpdateRouterMetadataInput = z.preprocess(
   routerIdAlias,
   z
-    .object({ router_id: z.string() })
+    .object({ router_id: routerId })
     .catchall(z.unknown())
     .superRefine((input, ctx) => {
       const keys = Object.keys(input).filter((k) => k !== "router_id");
+      // The text rule first, over keys and every string inside values (docs/api.md "Errors").
+      let broken = false;
+      for (const key of keys) {
+        const found = breaksTextRule(key) ? [key] : findTextRuleViolation(input[key], [key])?.split(".");
+        if (found === undefined) continue;
+        ctx.addIssue({ code: "custom", path: found, message: TEXT_RULE_MESSAGE });
+        broken = true;
+      }
+      if (broken) return;
       if (keys.length > ROUTER_LIMITS.metadataKeys) {
         ctx.addIssue({
           code: "custom",
