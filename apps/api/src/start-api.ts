@@ -111,6 +111,7 @@ export const startApi = async ({
     accounts,
     customers: createCustomerGateway(stripeClient),
     docsUrl: config.docsUrl,
+    logger: logger.child({ feature: "account" }),
   });
   const payments = createPaymentsGateway(stripeClient);
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
