@@ -7,9 +7,10 @@ import type { AppRouter } from "../trpc/app-router.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
+import { isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
-import { trpcFastPath } from "./trpc-fast-path.ts";
+import { trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
 
 export interface AppOptions {
   router: AppRouter;
@@ -59,8 +60,10 @@ export const createApp = (options: AppOptions): Express => {
   });
   app.use(docsRouter());
 
+  app.use(refuseNonJsonBodies);
   app.use(
-    express.json({ limit: MAX_BODY_BYTES, strict: true, type: ["application/json", "application/*+json"] }),
+    // Only `application/json` (any parameters) is parsed; other types never reach a procedure.
+    express.json({ limit: MAX_BODY_BYTES, strict: true, type: (req) => isJsonMediaType(req.headers["content-type"]) }),
     (req: Request, _res: Response, next: NextFunction) => {
       if (req.body !== undefined && exceedsDepth(req.body, MAX_JSON_DEPTH)) {
         next(
@@ -78,6 +81,7 @@ export const createApp = (options: AppOptions): Express => {
   const trpcContext = contextFactory(services, "trpc");
   app.use(
     "/trpc",
+    trpcRefuseNonJson(router),
     trpcFastPath({
       router,
       createContext: trpcContext,

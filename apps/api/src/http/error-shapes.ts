@@ -77,6 +77,15 @@ export const describeError = (error: unknown): DescribedError => {
       extra: {},
     };
   }
+  if (http?.type === "charset.unsupported" || http?.type === "encoding.unsupported") {
+    return {
+      status: 415,
+      code: "unsupported_media_type",
+      message: "Send the body as application/json in UTF-8, without content encoding.",
+      fields: undefined,
+      extra: {},
+    };
+  }
   if (http?.type === "entity.parse.failed") {
     return {
       status: 400,

@@ -32,26 +32,12 @@ export const restAdapter = (
 
   const prepare = (req: Request, res: Response, next: NextFunction) => {
     if (BODY_METHODS.has(req.method) && req.body === undefined) {
-      const type = req.headers["content-type"];
-      const length = Number(req.headers["content-length"] ?? 0);
-      const chunked = req.headers["transfer-encoding"] !== undefined;
-      if (type && !/^application\/json\b/i.test(type) && (length > 0 || chunked)) {
-        res.status(415);
-        res.json(
-          errorBodyForPath(req.path, {
-            status: 415,
-            code: "unsupported_media_type",
-            message: "Send the body as application/json.",
-            fields: undefined,
-            extra: {},
-          }),
-        );
-        return;
-      }
+      // A body in another type than JSON was refused with 415 before (media-type.ts).
       // Endpoints without parameters may be called with no body at all.
       req.body = {};
-      req.headers["content-type"] = "application/json";
     }
+    // Parsed as JSON already (any spelling of the type); the library below compares it literally.
+    if (BODY_METHODS.has(req.method)) req.headers["content-type"] = "application/json";
     if (
       BODY_METHODS.has(req.method) &&
       (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))

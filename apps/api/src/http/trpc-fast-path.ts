@@ -1,7 +1,9 @@
 import type { AnyTRPCProcedure } from "@trpc/server";
+import { TRPCError } from "@trpc/server";
 import { getErrorShape, getHTTPStatusCode, getTRPCErrorFromUnknown } from "@trpc/server/unstable-core-do-not-import";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { AppRouter } from "../trpc/app-router.ts";
+import { isJsonMediaType } from "./media-type.ts";
 import type { RequestContext } from "../trpc/context.ts";
 
 interface FastPathOptions {
@@ -87,5 +89,30 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
       res.writeHead(status, { "content-type": "application/json", "content-length": payload.length });
       res.end(payload);
     }, next);
+  };
+};
+
+/**
+ * docs/api.md "Errors": a tRPC POST whose body is not JSON answers 415, in front of the fast path
+ * and tRPC's adapter alike. tRPC's adapter refuses most types itself but reads
+ * `multipart/form-data` and `application/octet-stream` as procedure input; this answers every
+ * non-JSON type with the adapter's own 415 envelope, so both paths stay equal.
+ */
+export const trpcRefuseNonJson = (router: AppRouter): RequestHandler => {
+  const config = router._def._config;
+  return (req: Request, res: Response, next: NextFunction) => {
+    const contentType = req.headers["content-type"];
+    if (req.method !== "POST" || isJsonMediaType(contentType)) return next();
+    const error = new TRPCError({
+      code: "UNSUPPORTED_MEDIA_TYPE",
+      // The adapter's own wording (its missing closing quote included), so answers are identical.
+      message: contentType ? `Unsupported content-type "${contentType}` : "Missing content-type header",
+    });
+    const body = {
+      error: getErrorShape({ config, error, type: "unknown", path: undefined, input: undefined, ctx: undefined }),
+    };
+    const payload = Buffer.from(JSON.stringify(body));
+    res.writeHead(415, { "content-type": "application/json", "content-length": payload.length });
+    res.end(payload);
   };
 };
