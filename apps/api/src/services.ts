@@ -8,6 +8,7 @@ import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
 import type { RouterService } from "./features/routers/routers.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
+import type { RateLimiter } from "./trpc/rate-limit.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
 export interface Services {
@@ -21,4 +22,6 @@ export interface Services {
   paymentMethods: PaymentMethodsService;
   invoices: InvoicesService;
   routers: RouterService;
+  /** docs/api.md "Authentication": per credential (`api`) and dev-login per source address. */
+  rateLimits: { api: RateLimiter; devLogin: RateLimiter };
 }

@@ -34,6 +34,7 @@ import { createSubscriptionGateway } from "./integrations/stripe/subscription-ga
 import { createStripeClient, type StripeConnection } from "./integrations/stripe/stripe-client.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
+import { DEV_LOGIN_PER_MINUTE, RateLimiter } from "./trpc/rate-limit.ts";
 
 export interface StartApiOptions {
   config: ApiConfig;
@@ -44,6 +45,11 @@ export interface StartApiOptions {
   now?: () => number;
   /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
   clock?: Clock;
+  /**
+   * dev-login requests per minute per address (docs/api.md "Authentication": 10). The test harness
+   * raises it, as every test logs in from 127.0.0.1; the rate-limit tests keep the real one.
+   */
+  devLoginPerMinute?: number;
 }
 
 export interface RunningApi {
@@ -66,6 +72,7 @@ export const startApi = async ({
   logger,
   now,
   clock: domainClock,
+  devLoginPerMinute = DEV_LOGIN_PER_MINUTE,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -91,6 +98,7 @@ export const startApi = async ({
   }
   const stripeClient = createStripeClient(stripe);
 
+  if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
   const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? resolveDevJwtSecret(config.dataDir));
   const tokens = new TokenVerifier({
     secret: jwtSecret,
@@ -147,6 +155,10 @@ export const startApi = async ({
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
     }),
+    rateLimits: {
+      api: new RateLimiter({ limit: config.rateLimitPerMinute, subject: "credential" }),
+      devLogin: new RateLimiter({ limit: devLoginPerMinute, subject: "address on dev-login" }),
+    },
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -192,6 +204,8 @@ export const startApi = async ({
       await oemRefresh?.stop();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
+      services.rateLimits.api.close();
+      services.rateLimits.devLogin.close();
       await closeServer(server);
       await statusFeed.release();
       await emulator?.close();

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
+import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
@@ -79,11 +80,13 @@ export const createApp = (options: AppOptions): Express => {
   );
 
   const trpcContext = contextFactory(services, "trpc");
+  const metas = procedureMetas(router);
   app.use(
     "/trpc",
     trpcRefuseNonJson(router),
     trpcFastPath({
       router,
+      metas,
       createContext: trpcContext,
       maxBatchSize: MAX_BATCH_CALLS,
       onError: (error) => {
@@ -95,6 +98,7 @@ export const createApp = (options: AppOptions): Express => {
       router,
       createContext: trpcContext,
       maxBatchSize: MAX_BATCH_CALLS,
+      responseMeta: ({ paths, errors }) => ({ headers: answerHeaders(metas, paths, errors.map(describeError)) }),
       onError: ({ error }) => {
         if (describeError(error).status >= 500) logger.error({ err: error.cause ?? error }, "procedure failed");
       },
@@ -126,6 +130,7 @@ export const createApp = (options: AppOptions): Express => {
     const described = describeError(error);
     if (described.status >= 500) logger.error({ err: error }, "request failed");
     if (res.headersSent) return;
+    res.set(answerHeaders(metas, undefined, [described]));
     res.status(described.status).json(errorBodyForPath(req.path, described));
   });
 

@@ -9,6 +9,8 @@ export interface DescribedError {
   message: string;
   fields: TFieldErrors | undefined;
   extra: Record<string, unknown>;
+  /** Seconds until a retry may succeed (429s); rendered as `Retry-After` by every transport. */
+  retryAfterSeconds?: number | undefined;
 }
 
 interface Issue {
@@ -54,6 +56,7 @@ export const describeError = (error: unknown): DescribedError => {
       message: cause.status >= 500 && cause.code === "internal" ? "Internal server error." : cause.message,
       fields: cause.fields,
       extra: cause.extra ?? {},
+      retryAfterSeconds: cause.retryAfterSeconds,
     };
   }
   if (error instanceof TRPCError) {

@@ -3,6 +3,7 @@ import { createOpenApiExpressMiddleware } from "trpc-to-openapi";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
+import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
 
 const BODY_METHODS = new Set(["POST", "PATCH", "PUT"]);
@@ -28,6 +29,7 @@ export const restAdapter = (
   onServerError: (error: unknown) => void,
 ): RequestHandler[] => {
   const statuses = successStatuses(router);
+  const metas = procedureMetas(router);
   const createContext = contextFactory(services, "rest");
 
   const prepare = (req: Request, res: Response, next: NextFunction) => {
@@ -85,10 +87,12 @@ export const restAdapter = (
       if (described.status >= 500) onServerError(error);
     },
     responseMeta: ({ errors, paths }) => {
-      const first = errors[0];
-      if (first) return { status: describeError(first).status };
+      const described = errors.map(describeError);
+      const headers = answerHeaders(metas, paths, described);
+      const first = described[0];
+      if (first) return { status: first.status, headers };
       const path = paths?.[0];
-      return { status: (path && statuses.get(path)) ?? 200 };
+      return { status: (path && statuses.get(path)) ?? 200, headers };
     },
   } as Parameters<typeof createOpenApiExpressMiddleware>[0]) as unknown as RequestHandler;
 

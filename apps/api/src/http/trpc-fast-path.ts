@@ -5,9 +5,14 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { AppRouter } from "../trpc/app-router.ts";
 import { isJsonMediaType } from "./media-type.ts";
 import type { RequestContext } from "../trpc/context.ts";
+import type { ProcedureMeta } from "../trpc/init.ts";
+import { answerHeaders } from "./answer-headers.ts";
+import { describeError } from "./error-shapes.ts";
 
 interface FastPathOptions {
   router: AppRouter;
+  /** Procedure metas by path (answer-headers.ts): `noStore` and friends. */
+  metas: ReadonlyMap<string, ProcedureMeta>;
   createContext: (opts: { req: Request; res: Response }) => RequestContext;
   maxBatchSize: number;
   onError: (error: unknown, path: string) => void;
@@ -64,6 +69,7 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
     }
 
     const ctx = options.createContext({ req, res });
+    const errors: ReturnType<typeof describeError>[] = [];
     void Promise.all(
       calls.map(async (call) => {
         try {
@@ -79,6 +85,7 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
         } catch (cause) {
           const error = getTRPCErrorFromUnknown(cause);
           options.onError(error, call.path);
+          errors.push(describeError(error));
           return { error: getErrorShape({ config, error, type, path: call.path, input: call.input, ctx }) };
         }
       }),
@@ -86,7 +93,15 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
       const body = isBatch ? envelopes : envelopes[0];
       const status = getHTTPStatusCode(body as Parameters<typeof getHTTPStatusCode>[0]);
       const payload = Buffer.from(JSON.stringify(body));
-      res.writeHead(status, { "content-type": "application/json", "content-length": payload.length });
+      res.writeHead(status, {
+        ...answerHeaders(
+          options.metas,
+          calls.map((call) => call.path),
+          errors,
+        ),
+        "content-type": "application/json",
+        "content-length": payload.length,
+      });
       res.end(payload);
     }, next);
   };

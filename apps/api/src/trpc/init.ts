@@ -7,7 +7,14 @@ import type { RequestContext } from "./context.ts";
 import { trpcCodeForStatus } from "./error-codes.ts";
 
 /** Procedure meta: the REST face (trpc-to-openapi) plus the success status of that face. */
-export type ProcedureMeta = OpenApiMeta & { successStatus?: 200 | 201 | 204 };
+export type ProcedureMeta = OpenApiMeta & {
+  successStatus?: 200 | 201 | 204;
+  /**
+   * The answer carries a secret (a token, a client secret, a key): every transport sends
+   * `Cache-Control: no-store` (docs/api.md "Authentication").
+   */
+  noStore?: boolean;
+};
 
 const t = initTRPC
   .context<RequestContext>()
@@ -51,6 +58,8 @@ export const publicProcedure = t.procedure.use(async ({ next }) => {
 export const authedProcedure = (scope: TScope) =>
   publicProcedure.use(async ({ ctx, next }) => {
     const claims: AuthClaims = await ctx.services.tokens.verify(ctx.authorization);
+    // Counted per verified credential, so a forged token can never spend someone else's quota.
+    await ctx.services.rateLimits.api.hit(ctx.req, ctx.res, claims.credentialId ?? `sub:${claims.userId}`);
     if (!claims.scopes.has(scope)) {
       throw new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
     }

@@ -141,7 +141,7 @@ export type TOemCatalog = z.infer<typeof ZOemCatalog>;
 
 /** Input of `routers.oem`: the path parameter. Any string: a malformed id answers 404 like an unknown one. */
 export const ZRouterOemInput = z.object({
-  router_id: textRule(z.string({ error: "must be a string" }).max(100, { error: "is not a valid id" })),
+  router_id: textRule(z.string({ error: "must be a string" })),
 });
 export type TRouterOemInput = z.infer<typeof ZRouterOemInput>;
 

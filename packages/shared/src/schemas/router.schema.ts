@@ -92,7 +92,7 @@ const routerIdAlias = (value: unknown): unknown => {
 };
 
 /** A router id as sent: any text under the text rule; one that is not a UUID simply matches nothing (404). */
-const routerId = textRule(z.string({ error: "must be a string" }).max(100, { error: "is not a valid id" }));
+const routerId = textRule(z.string({ error: "must be a string" }));
 
 export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: routerId }));
 export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;

@@ -24,6 +24,10 @@ export class AuthService {
     this.#deps = deps;
   }
 
+  get devLoginEnabled(): boolean {
+    return this.#deps.signer !== undefined;
+  }
+
   async devLogin(input: TDevLoginInput): Promise<TLoginResult> {
     const signer = this.#deps.signer;
     if (!signer) throw new AppError("not_found", "Not found.");

@@ -12,6 +12,7 @@ export const loginHook = publicProcedure
         "Protected by AUTH_LOGIN_HOOK_SECRET (as a bearer token). Runs the authentication workflow and answers the ids to put in the access token's claims.",
     },
     successStatus: 200,
+    noStore: true,
   })
   .input(ZLoginHookInput)
   .output(ZLoginHookResult)

@@ -14,6 +14,7 @@ export const createSetupIntent = authedProcedure("account:write")
       successDescription: "Created",
     },
     successStatus: 201,
+    noStore: true,
   })
   .input(z.void())
   .output(ZSetupIntent)

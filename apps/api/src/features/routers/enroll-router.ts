@@ -13,6 +13,7 @@ export const enrollRouter = teamProcedure("routers:write")
       successDescription: "Created",
     },
     successStatus: 201,
+    noStore: true,
   })
   .input(ZEnrollRouterInput)
   .output(successEnvelope(ZEnrolledRouter))
