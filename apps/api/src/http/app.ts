@@ -105,13 +105,6 @@ export const createApp = (options: AppOptions): Express => {
     }),
   );
 
-  app.delete("/v1/account", (_req, res) => {
-    res.status(405).setHeader("Allow", "GET, POST, PATCH, PUT").json({
-      message: "Billing accounts cannot be deleted through the API. Contact support to close this account.",
-      code: "method_not_allowed",
-    });
-  });
-
   app.use(restAdapter(router, services, (error) => logger.error({ err: error }, "procedure failed")));
 
   app.use((req: Request, res: Response) => {

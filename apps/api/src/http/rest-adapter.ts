@@ -5,6 +5,7 @@ import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
+import { RestSurface } from "./rest-surface.ts";
 
 const BODY_METHODS = new Set(["POST", "PATCH", "PUT"]);
 
@@ -30,9 +31,31 @@ export const restAdapter = (
 ): RequestHandler[] => {
   const statuses = successStatuses(router);
   const metas = procedureMetas(router);
+  const surface = new RestSurface(metas);
   const createContext = contextFactory(services, "rest");
 
   const prepare = (req: Request, res: Response, next: NextFunction) => {
+    // The surface the features declare (rest-surface.ts): aliases run as their operation, refused
+    // and unlisted methods of a known path answer 405 with the methods it does take.
+    const q = req.url.indexOf("?");
+    const hit = surface.match(req.method, req.path, q === -1 ? "" : req.url.slice(q));
+    if (hit?.kind === "alias") {
+      req.method = hit.method;
+      req.url = hit.url;
+    } else if (hit) {
+      res.status(405).setHeader("Allow", hit.allow.join(", "));
+      res.json(
+        errorBodyForPath(req.path, {
+          status: 405,
+          code: "method_not_allowed",
+          message:
+            hit.kind === "refused" ? hit.message : `${req.method} is not offered here; use ${hit.allow.join(", ")}.`,
+          fields: undefined,
+          extra: {},
+        }),
+      );
+      return;
+    }
     if (BODY_METHODS.has(req.method) && req.body === undefined) {
       // A body in another type than JSON was refused with 415 before (media-type.ts).
       // Endpoints without parameters may be called with no body at all.
@@ -56,11 +79,6 @@ export const restAdapter = (
         }),
       );
       return;
-    }
-    if (req.method === "PUT" && req.path.replace(/\/+$/, "") === "/v1/account") req.method = "PATCH";
-    // docs/api.md "Errors": POST /v1/account/payment-methods is an alias of the save at /v1/account/tax.
-    if (req.method === "POST" && req.path.replace(/\/+$/, "") === "/v1/account/payment-methods") {
-      req.url = req.url.replace(/^\/v1\/account\/payment-methods\/*/, "/v1/account/tax");
     }
     // Swap the library's error body for the contract's; the status comes from responseMeta.
     const end = res.end.bind(res) as (...args: unknown[]) => Response;

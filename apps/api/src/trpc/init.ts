@@ -14,7 +14,25 @@ export type ProcedureMeta = OpenApiMeta & {
    * `Cache-Control: no-store` (docs/api.md "Authentication").
    */
   noStore?: boolean;
+  /** The REST face beyond `openapi` (docs/api.md "Errors"), read by the REST adapter and /openapi.json. */
+  rest?: RestSurface;
 };
+
+type HttpMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
+
+export interface RestSurface {
+  /** Other method/path pairs answered exactly like this operation (PUT for a PATCH, a second path). */
+  aliases?: ReadonlyArray<{ method: HttpMethod; path?: string }>;
+  /** Methods refused on this operation's path with 405 and this message (not merely unlisted). */
+  refused?: ReadonlyArray<{ method: HttpMethod; message: string }>;
+  /** Statuses beyond the ones every operation of its kind can answer (402, 409, 502, 503, ...). */
+  errors?: readonly number[];
+  /**
+   * Who may call it: `token` (the default: a user's access token), `none` (dev-login), or
+   * `login-hook` (the identity provider's shared secret, not a user's token).
+   */
+  auth?: "token" | "none" | "login-hook";
+}
 
 const t = initTRPC
   .context<RequestContext>()

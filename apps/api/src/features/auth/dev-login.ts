@@ -14,6 +14,7 @@ export const devLogin = publicProcedure
         "Only when AUTH_DEV_LOGIN is on. Runs the authentication workflow: an unknown user gets a default organization and team, and no billing account.",
     },
     successStatus: 200,
+    rest: { auth: "none", errors: [404] },
     noStore: true,
   })
   // docs/api.md "Authentication": 10 per minute per source address, counted only while it is on.

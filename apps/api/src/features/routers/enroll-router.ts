@@ -13,6 +13,7 @@ export const enrollRouter = teamProcedure("routers:write")
       successDescription: "Created",
     },
     successStatus: 201,
+    rest: { errors: [402, 404, 409, 502] },
     noStore: true,
   })
   .input(ZEnrollRouterInput)
