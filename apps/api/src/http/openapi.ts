@@ -134,6 +134,12 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
         errorStatuses(openapi.method, openapi.path, meta).map((s) => [String(s), errorResponse(openapi.path, s)]),
       ),
     };
+    const body = meta.rest?.body;
+    if (body && !op.requestBody) {
+      const schema = z.toJSONSchema(body, { target: "draft-2020-12", io: "input" }) as { $schema?: string };
+      delete schema.$schema;
+      op.requestBody = { required: true, content: { "application/json": { schema } } };
+    }
     const auth = meta.rest?.auth ?? "token";
     op.security = auth === "none" ? [] : auth === "login-hook" ? [{ LoginHookSecret: [] }] : [{ Authorization: [] }];
   }

@@ -1,6 +1,7 @@
 import { AppError, type TScope } from "@fleet/shared";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
+import type { z } from "zod";
 import type { AuthClaims } from "../features/auth/token-verifier.ts";
 import { describeError } from "../http/error-shapes.ts";
 import type { RequestContext } from "./context.ts";
@@ -32,6 +33,8 @@ export interface RestSurface {
    * `login-hook` (the identity provider's shared secret, not a user's token).
    */
   auth?: "token" | "none" | "login-hook";
+  /** The request body's schema for /openapi.json when the input schema cannot show it (a preprocess). */
+  body?: z.ZodType;
 }
 
 const t = initTRPC

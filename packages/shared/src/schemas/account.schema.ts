@@ -20,12 +20,15 @@ const text = (max: number) =>
 const required = (max: number) => text(max).min(1, { error: "is required and cannot be empty" });
 
 const country = textRule(z.string({ error: "must be a string" }))
+  // The JSON Schema of /openapi.json: two letters, any case (the code is upper-cased, then checked).
+  .meta({ pattern: "^[A-Za-z]{2}$" })
   .transform((value) => value.toUpperCase())
   .refine(isIsoCountryCode, { error: "must be a two-letter ISO 3166-1 alpha-2 country code" });
 
 // Length is checked on what the user sent; the address is then stored lowercased (docs/api.md).
 const email = text(ACCOUNT_LIMITS.email)
   .min(1, { error: "is required and cannot be empty" })
+  .meta({ format: "email" })
   .pipe(z.email({ error: "must be a valid email address" }))
   .transform((value) => value.toLowerCase());
 

@@ -6,7 +6,9 @@ export const ALL_SCOPES = ["account:read", "account:write", "routers:read", "rou
 export type TScope = (typeof ALL_SCOPES)[number];
 
 export const ZDevLoginInput = z.object({
-  email: textRule(z.string().max(250)).pipe(z.email({ error: "must be a valid email address" })),
+  email: textRule(z.string().max(250))
+    .meta({ format: "email" })
+    .pipe(z.email({ error: "must be a valid email address" })),
   scope: textRule(z.string().max(500)).optional(),
   timezone: textRule(z.string().max(64)).optional(),
 });
@@ -25,7 +27,9 @@ export const ZLoginResult = z
 export type TLoginResult = z.infer<typeof ZLoginResult>;
 
 export const ZLoginHookInput = z.object({
-  email: textRule(z.string().max(250)).pipe(z.email({ error: "must be a valid email address" })),
+  email: textRule(z.string().max(250))
+    .meta({ format: "email" })
+    .pipe(z.email({ error: "must be a valid email address" })),
 });
 
 export const ZLoginHookResult = z

@@ -44,18 +44,25 @@ export const ZCreateForwardInput = z.object({
   router_id: pathId,
   expire_after_minutes: integerBetween(FORWARD_LIMITS.expireAfterMinutes.min, FORWARD_LIMITS.expireAfterMinutes.max),
   dst_port: integerBetween(FORWARD_LIMITS.dstPort.min, FORWARD_LIMITS.dstPort.max),
-  dst_address: addressText.transform((value, ctx) => {
-    const result = checkDstAddress(value);
-    if (result.ok) return result.value;
-    ctx.addIssue({ code: "custom", message: result.message });
-    return z.NEVER;
-  }),
-  allow_from: addressText.transform((value, ctx) => {
-    const result = normalizeAllowFrom(value);
-    if (result.ok) return result.value;
-    ctx.addIssue({ code: "custom", message: result.message });
-    return z.NEVER;
-  }),
+  dst_address: addressText
+    .meta({ format: "ipv4", description: "A private (RFC 1918) IPv4 address of a device on the router's LAN." })
+    .transform((value, ctx) => {
+      const result = checkDstAddress(value);
+      if (result.ok) return result.value;
+      ctx.addIssue({ code: "custom", message: result.message });
+      return z.NEVER;
+    }),
+  allow_from: addressText
+    .meta({
+      pattern: "^\\d{1,3}(\\.\\d{1,3}){3}(/\\d{1,2})?$",
+      description: "A public IPv4 address or CIDR range allowed to connect.",
+    })
+    .transform((value, ctx) => {
+      const result = normalizeAllowFrom(value);
+      if (result.ok) return result.value;
+      ctx.addIssue({ code: "custom", message: result.message });
+      return z.NEVER;
+    }),
 });
 export type TCreateForwardInput = z.infer<typeof ZCreateForwardInput>;
 

@@ -232,6 +232,29 @@ export const ZUpdateRouterMetadataInput = z.preprocess(
 
 export type TUpdateRouterMetadataInput = z.infer<typeof ZUpdateRouterMetadataInput>;
 
+const nullableUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(ROUTER_LIMITS.url)
+  .nullable()
+  .optional();
+
+/**
+ * The body of that PATCH as /openapi.json describes it (the validator above also accepts the path
+ * parameter as a field, which a JSON Schema of the body cannot say).
+ */
+export const ZRouterMetadataPatchBody = z
+  .looseObject({
+    name: z.string().max(ROUTER_LIMITS.name).optional(),
+    timezone: z.string().max(64).nullable().optional().meta({ description: "IANA time zone name; null removes it." }),
+    lat: z.number().min(-90).max(90).nullable().optional(),
+    lng: z.number().min(-180).max(180).nullable().optional(),
+    banner_img: nullableUrl,
+    thumbnail_img: nullableUrl,
+  })
+  .meta({
+    description: `Keys to merge; null removes a key. Other keys are free-form: at most ${ROUTER_LIMITS.metadataKeys} keys of at most ${ROUTER_LIMITS.metadataKeyLength} letters, digits, _ . : -, each value at most ${ROUTER_LIMITS.metadataValueBytes} bytes of JSON. Keys the router reports are read-only.`,
+  });
+
 /** Size of a merged user metadata object, checked against ROUTER_LIMITS after merging. */
 export const metadataBytes = jsonBytes;
 
