@@ -6,6 +6,7 @@ import type { TokenVerifier } from "./features/auth/token-verifier.ts";
 import type { OemService } from "./features/oem/oem.service.ts";
 import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
+import type { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import type { RouterService } from "./features/routers/routers.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 import type { RateLimiter } from "./trpc/rate-limit.ts";
@@ -22,6 +23,7 @@ export interface Services {
   paymentMethods: PaymentMethodsService;
   invoices: InvoicesService;
   routers: RouterService;
+  adoption: AdoptionService;
   /** docs/api.md "Authentication": per credential (`api`) and dev-login per source address. */
   rateLimits: { api: RateLimiter; devLogin: RateLimiter };
 }

@@ -1,7 +1,7 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer } from "node:http";
 import {
   AccountsRepository,
+  AdoptionsRepository,
   acquireStatusFeed,
   type Database,
   ForwardsRepository,
@@ -9,7 +9,7 @@ import {
   RoutersRepository,
   SubscriptionsRepository,
 } from "@fleet/db";
-import type { Clock } from "@fleet/shared";
+import { type Clock, closeHttpServer, listen, serverUrl } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
@@ -24,6 +24,8 @@ import { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
+import { agentPublicKeySource } from "./features/routers/adoption/agent-public-key.ts";
+import { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
@@ -45,6 +47,14 @@ export interface StartApiOptions {
   now?: () => number;
   /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
   clock?: Clock;
+  /**
+   * What the composition root knows better than the API's own configuration (docs/routeros.md
+   * "Adoption"): where the heartbeat daemon really listens and the tunnel agent's public key.
+   */
+  adoption?: {
+    heartbeatPublicUrl?: () => string;
+    agentPublicKey?: () => string | undefined;
+  };
   /**
    * dev-login requests per minute per address (docs/api.md "Authentication": 10). The test harness
    * raises it, as every test logs in from 127.0.0.1; the rate-limit tests keep the real one.
@@ -73,6 +83,7 @@ export const startApi = async ({
   now,
   clock: domainClock,
   devLoginPerMinute = DEV_LOGIN_PER_MINUTE,
+  adoption: adoptionSources,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -123,6 +134,24 @@ export const startApi = async ({
   });
   const payments = createPaymentsGateway(stripeClient);
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
+  const routersClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
+  // Known once the server is bound (PORT=0 picks a free port).
+  let boundUrl = `http://${config.host}:${config.port}`;
+  const hostForUrl = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const { adoption: adoptionConfig } = config;
+  const defaultHeartbeatUrl = `http://${hostForUrl.includes(":") ? `[${hostForUrl}]` : hostForUrl}:${adoptionConfig.heartbeatPort}`;
+  const adoption = new AdoptionService({
+    store: new AdoptionsRepository(db),
+    clock: routersClock,
+    logger: logger.child({ feature: "adoption" }),
+    apiPublicUrl: () => adoptionConfig.apiPublicUrl ?? boundUrl,
+    heartbeatPublicUrl: () =>
+      adoptionConfig.heartbeatPublicUrl ?? adoptionSources?.heartbeatPublicUrl?.() ?? defaultHeartbeatUrl,
+    agentPublicKey: adoptionSources?.agentPublicKey ?? agentPublicKeySource(adoptionConfig, config.dataDir),
+    intervalMs: adoptionConfig.intervalMs,
+    sshUser: adoptionConfig.sshUser,
+    tunnelNetwork: adoptionConfig.tunnelNetwork,
+  });
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -151,14 +180,16 @@ export const startApi = async ({
         docsUrl: config.docsUrl,
       }),
       feed: statusFeed.feed,
-      clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
+      clock: routersClock,
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
+      adoption,
     }),
     rateLimits: {
       api: new RateLimiter({ limit: config.rateLimitPerMinute, subject: "credential" }),
       devLogin: new RateLimiter({ limit: devLoginPerMinute, subject: "address on dev-login" }),
     },
+    adoption,
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -180,9 +211,9 @@ export const startApi = async ({
     publicUrl: `http://${publicHost}:${config.port}`,
   });
   const server = createServer({ keepAliveTimeout: 65_000 }, app);
-  await listen(server, config.host, config.port);
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
+  const port = await listen(server, { host: config.host, port: config.port });
+  const url = serverUrl(config.host, port, "localhost");
+  boundUrl = url;
   // Started once listening succeeded, so a failed start leaves no timer behind.
   const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
     ? scheduleOemRefresh({
@@ -206,7 +237,7 @@ export const startApi = async ({
       services.routers.close();
       services.rateLimits.api.close();
       services.rateLimits.devLogin.close();
-      await closeServer(server);
+      await closeHttpServer(server);
       await statusFeed.release();
       await emulator?.close();
     },
@@ -224,24 +255,3 @@ const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Log
     logger.warn({ err: error }, "could not install the shipped OEM catalogue; keeping the stored one");
   }
 };
-
-const listen = (server: Server, host: string, port: number) =>
-  new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host, port }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-
-/** Stop accepting, let in-flight requests finish (bounded), drop idle keep-alive sockets. */
-const closeServer = (server: Server, graceMs = 10_000) =>
-  new Promise<void>((resolve) => {
-    const force = setTimeout(() => server.closeAllConnections(), graceMs);
-    force.unref();
-    server.close(() => {
-      clearTimeout(force);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });

@@ -5,6 +5,7 @@ import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
+import { adoptionScriptRoute, redactAdoptionPath } from "./adoption-script.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
@@ -43,7 +44,12 @@ export const createApp = (options: AppOptions): Express => {
       if (!logger.isLevelEnabled("info")) return;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.info(
-        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 },
+        {
+          method: req.method,
+          path: redactAdoptionPath(req.path),
+          status: res.statusCode,
+          ms: Math.round(ms * 10) / 10,
+        },
         "request",
       );
     });
@@ -104,6 +110,8 @@ export const createApp = (options: AppOptions): Express => {
       },
     }),
   );
+
+  app.use(adoptionScriptRoute(services));
 
   app.use(restAdapter(router, services, (error) => logger.error({ err: error }, "procedure failed")));
 

@@ -153,6 +153,9 @@ describe("the OpenAPI document tells the truth", () => {
     }
     expect(capped).toBeGreaterThan(0);
 
+    await call("POST", `/api/routers/${id}/adoption`, { token: t });
+    await call("POST", `/api/routers/${UNKNOWN}/adoption`, { token: t });
+    await call("POST", `/api/routers/${id}/adoption`, { token: reader.token });
     await call("DELETE", `/api/routers/${UNKNOWN}`, { token: t });
     await call("DELETE", `/api/routers/${id}`, { token: t });
 

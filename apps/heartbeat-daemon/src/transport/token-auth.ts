@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import type { TokenOwner } from "@fleet/db";
+import { heartbeatTokenLookupHash } from "@fleet/shared";
 
 /** What the authenticator reads: owners of token hashes, many per query. */
 export interface TokenLookup {
@@ -23,17 +23,28 @@ interface Entry {
   checkedAt: number;
 }
 
-// Enrollment issues `hb_` + 43 base64url characters; anything far off that is refused unhashed.
-const PLAUSIBLE_TOKEN = /^[A-Za-z0-9_\-.~+/=]{16,256}$/;
 const LOOKUP_BATCH = 1_000;
 
-export const hashToken = (token: string): string => createHash("sha256").update(token).digest("hex");
+const BEARER = "bearer";
+const isSpace = (code: number) => code === 0x20 || code === 0x09;
 
-/** `Authorization: Bearer <token>` -> token, or undefined. */
+/**
+ * `Authorization: Bearer <token>` -> token, or undefined. A loop rather than a regex: it runs on
+ * every HTTP heartbeat. The scheme is case-insensitive; spaces around the token are allowed.
+ */
 export const bearerToken = (header: string | undefined): string | undefined => {
-  if (!header) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
+  if (header === undefined || header.length <= BEARER.length + 1) return undefined;
+  for (let i = 0; i < BEARER.length; i++) {
+    if ((header.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return undefined;
+  }
+  let start = BEARER.length;
+  if (!isSpace(header.charCodeAt(start))) return undefined;
+  while (start < header.length && isSpace(header.charCodeAt(start))) start++;
+  let end = start;
+  while (end < header.length && !isSpace(header.charCodeAt(end))) end++;
+  if (end === start) return undefined;
+  for (let i = end; i < header.length; i++) if (!isSpace(header.charCodeAt(i))) return undefined;
+  return start === 0 && end === header.length ? header : header.slice(start, end);
 };
 
 /**
@@ -52,6 +63,8 @@ export class TokenAuthenticator {
   readonly #unknown = new Map<string, number>();
   readonly #hashByRouter = new Map<string, string>();
   #pending = new Map<string, Array<(owner: TokenOwner | null) => void>>();
+  /** Database lookups made (one per batch of uncached tokens): cache misses, for stats and metrics. */
+  lookups = 0;
   #scheduled = false;
 
   constructor(options: TokenAuthOptions) {
@@ -64,8 +77,9 @@ export class TokenAuthenticator {
 
   /** The router the token belongs to; null for a missing, malformed, unknown or revoked token. */
   async authenticate(token: string | undefined): Promise<TokenOwner | null> {
-    if (!token || !PLAUSIBLE_TOKEN.test(token)) return null;
-    const hash = hashToken(token);
+    // Made, hashed and checked in one module (@fleet/shared heartbeat-token.ts); implausible tokens are refused unhashed.
+    const hash = heartbeatTokenLookupHash(token);
+    if (hash === null) return null;
     const now = this.#now();
     const entry = this.#cache.get(hash);
     if (entry && now - entry.checkedAt < this.#ttlMs) return entry.owner;
@@ -109,6 +123,7 @@ export class TokenAuthenticator {
       const part = hashes.slice(i, i + LOOKUP_BATCH);
       let owners: Map<string, TokenOwner>;
       try {
+        this.lookups += 1;
         owners = await this.#lookup.lookupTokens(part);
       } catch {
         // Database unreachable: refuse for now (not cached), the router retries.
