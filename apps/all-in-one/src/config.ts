@@ -10,9 +10,9 @@ export interface AllInOneConfig {
   tunnelAgent: TunnelAgentConfig;
 }
 
-/** `npm start`: dev login defaults to on (docs/operations.md "Configuration"). */
+/** `npm start`: every app's own loader, the same defaults as each app alone (docs/operations.md "Configuration"). */
 export const loadAllInOneConfig = (env: TEnv = process.env): AllInOneConfig => ({
-  api: loadApiConfig(env, { devLogin: true }),
+  api: loadApiConfig(env),
   heartbeat: loadHeartbeatConfig(env),
   tunnelAgent: loadTunnelAgentConfig(env),
 });

@@ -13,13 +13,36 @@ describe("API configuration", () => {
       logLevel: "info",
       docsUrl: "http://localhost:3000/docs",
       stripe: { secretKey: undefined, emulatorPort: 12111 },
-      auth: { devLogin: false, jwksUrl: undefined },
+      auth: { devLogin: true, devLoginWarning: undefined, jwksUrl: undefined },
       tunnelNetwork: { cidr: "100.64.0.0/10", prefix: 10 },
       forwardsPerOrg: 50,
       entryPoint: { ports: [61000, 61999], tunnelSource: undefined },
     });
-    expect(loadApiConfig({}, { devLogin: true }).auth.devLogin).toBe(true);
-    expect(loadApiConfig({ JWT_JWKS_URL: "https://idp.example/jwks" }, { devLogin: true }).auth.devLogin).toBe(false);
+  });
+
+  const SECRET = "s".repeat(32);
+  const JWKS = "https://idp.example/jwks";
+  // docs/operations.md "Configuration": on by default only with no JWT_SECRET, no JWT_JWKS_URL and
+  // NODE_ENV other than production; an explicit true turns it on anyway, with a warning.
+  it.each([
+    [{}, true, false],
+    [{ NODE_ENV: "development" }, true, false],
+    [{ NODE_ENV: "test" }, true, false],
+    [{ NODE_ENV: "production" }, false, false],
+    [{ JWT_SECRET: SECRET }, false, false],
+    [{ JWT_JWKS_URL: JWKS }, false, false],
+    [{ JWT_SECRET: SECRET, NODE_ENV: "production" }, false, false],
+    [{ AUTH_DEV_LOGIN: "false" }, false, false],
+    [{ AUTH_DEV_LOGIN: "true" }, true, false],
+    [{ AUTH_DEV_LOGIN: "true", NODE_ENV: "production" }, true, true],
+    [{ AUTH_DEV_LOGIN: "true", JWT_SECRET: SECRET }, true, true],
+    [{ AUTH_DEV_LOGIN: "true", JWT_SECRET: SECRET, NODE_ENV: "production" }, true, true],
+    [{ AUTH_DEV_LOGIN: "false", JWT_SECRET: SECRET }, false, false],
+  ])("AUTH_DEV_LOGIN with %o: on=%s, warning=%s", (env, on, warned) => {
+    const auth = loadApiConfig(env).auth;
+    expect(auth.devLogin).toBe(on);
+    expect(auth.devLoginWarning !== undefined).toBe(warned);
+    if (warned) expect(auth.devLoginWarning).toMatch(/AUTH_DEV_LOGIN=true/);
   });
 
   it.each([

@@ -31,6 +31,11 @@ export interface ApiConfig {
     issuer: string | undefined;
     audience: string | undefined;
     devLogin: boolean;
+    /**
+     * Set when AUTH_DEV_LOGIN=true overrides the safe default (a JWT secret is configured, or
+     * NODE_ENV=production): start-up logs it as a warning.
+     */
+    devLoginWarning: string | undefined;
     /** Shared secret of POST /v1/auth/login-hook; the endpoint is off without it. */
     loginHookSecret: string | undefined;
   };
@@ -49,6 +54,8 @@ export interface ApiConfig {
     reconcileIntervalMs: number;
   };
   docsUrl: string;
+  /** `RATE_LIMIT_PER_MINUTE`: API requests per minute per credential (docs/api.md "Authentication"). */
+  rateLimitPerMinute: number;
   /** ENTRY_POINT_* (docs/operations.md "Configuration"): `entry_point` and the port range of new forwards. */
   entryPoint: EntryPointEnv;
   /** `TUNNEL_NETWORK`: where enrollment assigns each router its unique tunnel address. */
@@ -85,13 +92,8 @@ export interface AdoptionConfig {
   tunnelNetwork: string;
 }
 
-export interface ApiConfigDefaults {
-  /** `npm start` turns dev login on by default; the API alone keeps it off. */
-  devLogin?: boolean;
-}
-
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
-export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaults = {}): ApiConfig => {
+export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
   const jwksUrl = envUrl(env, "JWT_JWKS_URL", ["http:", "https:"]);
   const jwtSecret = envSecret(env, "JWT_SECRET", 32);
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
@@ -107,11 +109,18 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
     throw new ConfigError("STRIPE_PUBLISHABLE_KEY", "must be set together with STRIPE_SECRET_KEY");
   }
   const docsUrl = envUrl(env, "DOCS_URL", ["http:", "https:"]);
-  const devLoginDefault = (defaults.devLogin ?? false) && !jwksUrl;
+  // docs/operations.md "Configuration": dev login is on by default only on a development machine,
+  // i.e. with no token key configured and NODE_ENV other than production.
+  const production = envOptional(env, "NODE_ENV") === "production";
+  const devLoginDefault = !jwtSecret && !jwksUrl && !production;
   const devLogin = envBool(env, "AUTH_DEV_LOGIN", devLoginDefault);
   if (devLogin && jwksUrl) {
     throw new ConfigError("AUTH_DEV_LOGIN", "cannot be on with JWT_JWKS_URL (dev tokens are HS256)");
   }
+  const devLoginWarning =
+    devLogin && !devLoginDefault
+      ? `AUTH_DEV_LOGIN=true although ${production ? "NODE_ENV=production" : "JWT_SECRET is set"}: POST /v1/auth/dev-login gives anyone who reaches the API a token for any email`
+      : undefined;
   return {
     host: envString(env, "HOST", "127.0.0.1"),
     port: envPort(env, "PORT", 3000),
@@ -124,6 +133,7 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
       issuer: envOptional(env, "JWT_ISSUER"),
       audience: envOptional(env, "JWT_AUDIENCE"),
       devLogin,
+      devLoginWarning,
       loginHookSecret: envSecret(env, "AUTH_LOGIN_HOOK_SECRET", 32),
     },
     stripe: {
@@ -139,6 +149,7 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
     },
     // The validated text as given: URL serialization would add a trailing slash to a bare origin.
     docsUrl: docsUrl ? (envOptional(env, "DOCS_URL") as string) : "http://localhost:3000/docs",
+    rateLimitPerMinute: envInt(env, "RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000),
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
     forwardsPerOrg: envInt(env, "FORWARDS_PER_ORG", 50, 1, 1_000_000),

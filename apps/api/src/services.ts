@@ -10,6 +10,7 @@ import type { AdoptionService } from "./features/routers/adoption/adoption.servi
 import type { RouterService } from "./features/routers/routers.service.ts";
 import type { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
+import type { RateLimiter } from "./trpc/rate-limit.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
 export interface Services {
@@ -25,4 +26,6 @@ export interface Services {
   routers: RouterService;
   adoption: AdoptionService;
   stripeWebhooks: StripeWebhookService;
+  /** docs/api.md "Authentication": per credential (`api`) and dev-login per source address. */
+  rateLimits: { api: RateLimiter; devLogin: RateLimiter };
 }

@@ -41,6 +41,7 @@ import { createStripeClient, type StripeConnection } from "./integrations/stripe
 import { createWebhookVerifier, resolveEmulatorWebhookSecret } from "./integrations/stripe/webhook-verifier.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
+import { DEV_LOGIN_PER_MINUTE, RateLimiter } from "./trpc/rate-limit.ts";
 
 export interface StartApiOptions {
   config: ApiConfig;
@@ -61,6 +62,11 @@ export interface StartApiOptions {
     heartbeatPublicUrl?: () => string;
     agentPublicKey?: () => string | undefined;
   };
+  /**
+   * dev-login requests per minute per address (docs/api.md "Authentication": 10). The test harness
+   * raises it, as every test logs in from 127.0.0.1; the rate-limit tests keep the real one.
+   */
+  devLoginPerMinute?: number;
 }
 
 export interface RunningApi {
@@ -88,6 +94,7 @@ export const startApi = async ({
   now,
   clock: domainClock,
   trpcFastPath,
+  devLoginPerMinute = DEV_LOGIN_PER_MINUTE,
   adoption: adoptionSources,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
@@ -122,6 +129,7 @@ export const startApi = async ({
   }
   const stripeClient = createStripeClient(stripe);
 
+  if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
   const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? resolveDevJwtSecret(config.dataDir));
   const tokens = new TokenVerifier({
     secret: jwtSecret,
@@ -142,6 +150,7 @@ export const startApi = async ({
     accounts,
     customers: createCustomerGateway(stripeClient),
     docsUrl: config.docsUrl,
+    logger: logger.child({ feature: "account" }),
   });
   const payments = createPaymentsGateway(stripeClient);
   const subscriptionGateway = createSubscriptionGateway(stripeClient);
@@ -222,6 +231,10 @@ export const startApi = async ({
       adoption,
       tunnelNetwork: config.tunnelNetwork,
     }),
+    rateLimits: {
+      api: new RateLimiter({ limit: config.rateLimitPerMinute, subject: "credential" }),
+      devLogin: new RateLimiter({ limit: devLoginPerMinute, subject: "address on dev-login" }),
+    },
     adoption,
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
@@ -277,6 +290,8 @@ export const startApi = async ({
       clearInterval(reconcileTimer);
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
+      services.rateLimits.api.close();
+      services.rateLimits.devLogin.close();
       await closeHttpServer(server);
       await statusFeed.release();
       await emulator?.close();

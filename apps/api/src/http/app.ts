@@ -4,13 +4,15 @@ import type { Logger } from "pino";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
+import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { adoptionScriptRoute, redactAdoptionPath } from "./adoption-script.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
+import { isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
-import { trpcFastPath } from "./trpc-fast-path.ts";
+import { trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
 
 export interface AppOptions {
   router: AppRouter;
@@ -86,8 +88,10 @@ export const createApp = (options: AppOptions): Express => {
     },
   );
 
+  app.use(refuseNonJsonBodies);
   app.use(
-    express.json({ limit: MAX_BODY_BYTES, strict: true, type: ["application/json", "application/*+json"] }),
+    // Only `application/json` (any parameters) is parsed; other types never reach a procedure.
+    express.json({ limit: MAX_BODY_BYTES, strict: true, type: (req) => isJsonMediaType(req.headers["content-type"]) }),
     (req: Request, _res: Response, next: NextFunction) => {
       if (req.body !== undefined && exceedsDepth(req.body, MAX_JSON_DEPTH)) {
         next(
@@ -103,11 +107,14 @@ export const createApp = (options: AppOptions): Express => {
   );
 
   const trpcContext = contextFactory(services, "trpc");
+  const metas = procedureMetas(router);
+  app.use("/trpc", trpcRefuseNonJson(router));
   if (options.trpcFastPath !== false) {
     app.use(
       "/trpc",
       trpcFastPath({
         router,
+        metas,
         createContext: trpcContext,
         maxBatchSize: MAX_BATCH_CALLS,
         onError: (error) => {
@@ -123,18 +130,12 @@ export const createApp = (options: AppOptions): Express => {
       router,
       createContext: trpcContext,
       maxBatchSize: MAX_BATCH_CALLS,
+      responseMeta: ({ paths, errors }) => ({ headers: answerHeaders(metas, paths, errors.map(describeError)) }),
       onError: ({ error }) => {
         if (describeError(error).status >= 500) logger.error({ err: error.cause ?? error }, "procedure failed");
       },
     }),
   );
-
-  app.delete("/v1/account", (_req, res) => {
-    res.status(405).setHeader("Allow", "GET, POST, PATCH, PUT").json({
-      message: "Billing accounts cannot be deleted through the API. Contact support to close this account.",
-      code: "method_not_allowed",
-    });
-  });
 
   app.use(adoptionScriptRoute(services));
 
@@ -156,6 +157,7 @@ export const createApp = (options: AppOptions): Express => {
     const described = describeError(error);
     if (described.status >= 500) logger.error({ err: error }, "request failed");
     if (res.headersSent) return;
+    res.set(answerHeaders(metas, undefined, [described]));
     res.status(described.status).json(errorBodyForPath(req.path, described));
   });
 

@@ -9,6 +9,8 @@ export interface DescribedError {
   message: string;
   fields: TFieldErrors | undefined;
   extra: Record<string, unknown>;
+  /** Seconds until a retry may succeed (429s); rendered as `Retry-After` by every transport. */
+  retryAfterSeconds?: number | undefined;
 }
 
 interface Issue {
@@ -54,6 +56,7 @@ export const describeError = (error: unknown): DescribedError => {
       message: cause.status >= 500 && cause.code === "internal" ? "Internal server error." : cause.message,
       fields: cause.fields,
       extra: cause.extra ?? {},
+      retryAfterSeconds: cause.retryAfterSeconds,
     };
   }
   if (error instanceof TRPCError) {
@@ -73,6 +76,15 @@ export const describeError = (error: unknown): DescribedError => {
       status: 413,
       code: "payload_too_large",
       message: "The request body is larger than 100 KiB.",
+      fields: undefined,
+      extra: {},
+    };
+  }
+  if (http?.type === "charset.unsupported" || http?.type === "encoding.unsupported") {
+    return {
+      status: 415,
+      code: "unsupported_media_type",
+      message: "Send the body as application/json in UTF-8, without content encoding.",
       fields: undefined,
       extra: {},
     };

@@ -2,13 +2,60 @@ import { ZApiError, ZV1Error } from "@fleet/shared";
 import { generateOpenApiDocument } from "trpc-to-openapi";
 import { z } from "zod";
 import type { AppRouter } from "../trpc/app-router.ts";
+import type { ProcedureMeta } from "../trpc/init.ts";
+import { procedureMetas } from "./answer-headers.ts";
+import { RestSurface } from "./rest-surface.ts";
 
 type Doc = ReturnType<typeof generateOpenApiDocument>;
-type Operation = { responses?: Record<string, unknown> } & Record<string, unknown>;
+type Operation = { responses?: Record<string, unknown>; security?: unknown } & Record<string, unknown>;
+
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
+
+/** What each error status means, per docs/api.md "Errors" (the body schema depends on the prefix). */
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: "Malformed JSON, or JSON nested deeper than 32 levels.",
+  401: "Missing, malformed, expired or wrongly signed credential.",
+  402: "Payment required: no billing account at the billing root, or the card was declined.",
+  403: "The token lacks the scope, or names a team of another organization.",
+  404: "Unknown id, an id of another organization or team, or the endpoint is switched off.",
+  405: "The method is not offered on this path (the `Allow` header lists the ones that are).",
+  409: "The request conflicts with the current state (already exists, billed by a parent organization, ...).",
+  413: "Body larger than 100 KiB.",
+  415: "A body whose content type is not application/json.",
+  422: "Validation failed (the fields are named), or the organization has no billing account yet.",
+  429: "Too many requests: wait for `Retry-After` seconds.",
+  500: "Unexpected error.",
+  502: "The payment processor failed or is unreachable.",
+  503: "A finite pool is used up (every entry-point port is taken).",
+};
+
+/** A schema with a registered id comes back as a `$ref` plus definitions: keep the definition. */
+const componentSchema = (schema: z.ZodType, id: string): unknown => {
+  const json = z.toJSONSchema(schema, { target: "draft-2020-12", io: "output" }) as {
+    $defs?: Record<string, unknown>;
+    $schema?: string;
+  };
+  const { $schema: _schema, ...rest } = (json.$defs?.[id] ?? json) as { $schema?: string };
+  return rest;
+};
+
+/** The statuses an operation can answer, from its method, path and meta (docs/api.md "Errors"). */
+const errorStatuses = (method: string, path: string, meta: ProcedureMeta): number[] => {
+  const statuses = new Set<number>([422, 500, ...(meta.rest?.errors ?? [])]);
+  if (BODY_METHODS.has(method)) for (const status of [400, 413, 415]) statuses.add(status);
+  const auth = meta.rest?.auth ?? "token";
+  if (auth === "token") for (const status of [401, 403, 429]) statuses.add(status);
+  if (auth === "none") statuses.add(429);
+  if (auth === "login-hook") statuses.add(401);
+  if (path.includes("{")) statuses.add(404);
+  return [...statuses].sort((a, b) => a - b);
+};
 
 /**
- * The OpenAPI document of the REST face, generated from the procedures, then amended with what the
- * generator cannot know: each operation's real success status and the PUT alias of the update.
+ * The OpenAPI document of the REST face, generated from the procedures and their meta: each
+ * operation's real success status, the statuses it can answer with the bodies really sent (`/v1`
+ * plain errors, `/api` JSend), its security, and the aliases and refused methods the features
+ * declare (rest-surface.ts). Nothing here names an endpoint.
  */
 export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc => {
   const doc = generateOpenApiDocument(router, {
@@ -18,96 +65,108 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
       "Every operation is also a tRPC procedure at /trpc. Get a development token with POST /v1/auth/dev-login.",
     version: "1.0.0",
     baseUrl,
+    securitySchemes: {
+      Authorization: {
+        type: "http",
+        scheme: "bearer",
+        description: "A user's access token (JWT), or an API key.",
+      },
+      LoginHookSecret: {
+        type: "http",
+        scheme: "bearer",
+        description: "The identity provider's shared secret (AUTH_LOGIN_HOOK_SECRET), not a user's token.",
+      },
+    },
   });
-  for (const [, procedure] of Object.entries(router._def.procedures)) {
-    const meta = (
-      procedure as unknown as {
-        _def: { meta?: { successStatus?: number; openapi?: { method: string; path: string } } };
-      }
-    )._def.meta;
-    const status = meta?.successStatus;
-    const openapi = meta?.openapi;
-    if (!status || status === 200 || !openapi) continue;
-    const op = (doc.paths?.[openapi.path] as Record<string, Operation> | undefined)?.[openapi.method.toLowerCase()];
-    if (op?.responses?.["200"]) {
-      const { "200": ok, ...rest } = op.responses;
-      op.responses = { [String(status)]: status === 204 ? { description: "No Content" } : ok, ...rest };
-    }
-  }
-  const save = (doc.paths?.["/v1/account/tax"] as Record<string, Operation> | undefined)?.post;
-  const paymentMethods = doc.paths?.["/v1/account/payment-methods"] as Record<string, Operation> | undefined;
-  if (save && paymentMethods) {
-    paymentMethods.post = {
-      ...save,
-      operationId: "paymentMethods-save-alias",
-      summary: `${String(save.summary ?? "Save a payment method")} (alias of POST /v1/account/tax)`,
-    };
-  }
-  const account = doc.paths?.["/v1/account"] as Record<string, Operation> | undefined;
-  if (account?.patch) {
-    account.put = {
-      ...account.patch,
-      operationId: "account-update-put",
-      summary: "Update the billing account (PUT alias)",
-    };
-    account.delete = {
-      operationId: "account-delete",
-      tags: ["account"],
-      summary: "Not available: contact support to close a billing account",
-      responses: { "405": { description: "Deleting a billing account is not offered through the API." } },
-    };
-  }
-  documentErrors(doc);
-  return doc;
-};
-
-const BODY_METHODS = new Set(["post", "put", "patch"]);
-
-/** A schema with a registered id comes back as a `$ref` plus definitions: keep the definition. */
-const componentSchema = (schema: z.ZodType, id: string): unknown => {
-  const json = z.toJSONSchema(schema, { target: "openapi-3.0" }) as { definitions?: Record<string, unknown> };
-  return json.definitions?.[id] ?? json;
-};
-
-/**
- * The generator documents its own error bodies (`message`, `code`, `issues`; validation as 400).
- * Replace them with what the transports really answer (docs/api.md "Errors"): `/v1` plain errors,
- * `/api` JSend, 422 for validation, and the statuses every operation can produce.
- */
-const documentErrors = (doc: Doc): void => {
+  doc.info.license = { name: "Proprietary", identifier: "LicenseRef-Proprietary" } as never;
   doc.components = doc.components ?? {};
   doc.components.schemas = doc.components.schemas ?? {};
   const schemas = doc.components.schemas as Record<string, unknown>;
   for (const name of Object.keys(schemas)) if (name.startsWith("error.")) delete schemas[name];
   schemas.V1Error = componentSchema(ZV1Error, "V1Error");
   schemas.ApiError = componentSchema(ZApiError, "ApiError");
-  for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    const ref = { $ref: `#/components/schemas/${path.startsWith("/api/") ? "ApiError" : "V1Error"}` };
-    const body = (description: string) => ({ description, content: { "application/json": { schema: ref } } });
-    for (const [method, value] of Object.entries(item as Record<string, Operation>)) {
-      if (!value || typeof value !== "object" || !value.responses) continue;
-      const success = Object.fromEntries(Object.entries(value.responses).filter(([code]) => /^2\d\d$/.test(code)));
-      const errors: Record<string, unknown> = {};
-      const isProtected = Array.isArray(value.security) ? value.security.length > 0 : !path.startsWith("/v1/auth/");
-      if (BODY_METHODS.has(method)) {
-        errors["400"] = body("Malformed JSON, or JSON nested deeper than 32 levels.");
-        errors["413"] = body("Body larger than 100 KiB.");
-      }
-      if (isProtected) {
-        errors["401"] = body("Missing, malformed, expired or wrongly signed access token.");
-        errors["403"] = body("The token lacks the scope, or names a team of another organization.");
-      }
-      if (path.includes("{")) errors["404"] = body("Unknown id, or an id of another organization or team.");
-      const keep = Object.fromEntries(
-        Object.entries(value.responses).filter(([code]) => ["402", "405", "409", "429", "502", "503"].includes(code)),
-      );
-      errors["422"] = body(
-        path.startsWith("/v1/account")
-          ? "Validation failed (`errors` by dotted field), or the organization has no billing account yet."
-          : "Validation failed; `data` names the fields.",
-      );
-      errors["500"] = body("Unexpected error.");
-      value.responses = { ...success, ...keep, ...errors };
+
+  const paths = (doc.paths ?? {}) as Record<string, Record<string, Operation>>;
+  const metas = procedureMetas(router);
+  const surface = new RestSurface(metas);
+
+  const errorResponse = (path: string, status: number) => ({
+    description: ERROR_DESCRIPTIONS[status] ?? "Error.",
+    ...(status === 429 || status === 405
+      ? {
+          headers:
+            status === 429
+              ? { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } }
+              : { Allow: { description: "The methods this path offers.", schema: { type: "string" } } },
+        }
+      : {}),
+    content: {
+      "application/json": {
+        schema: { $ref: `#/components/schemas/${path.startsWith("/api/") ? "ApiError" : "V1Error"}` },
+      },
+    },
+  });
+
+  for (const [, meta] of metas) {
+    const openapi = meta.openapi;
+    if (!openapi) continue;
+    const method = openapi.method.toLowerCase();
+    const op = paths[openapi.path]?.[method];
+    if (!op?.responses) continue;
+    const success = Object.entries(op.responses).find(([code]) => /^2\d\d$/.test(code));
+    const status = meta.successStatus ?? 200;
+    const ok =
+      status === 204
+        ? { description: "No Content" }
+        : {
+            ...(success?.[1] as object),
+            ...(meta.noStore
+              ? {
+                  headers: {
+                    "Cache-Control": { description: "Carries a secret: no-store.", schema: { type: "string" } },
+                  },
+                }
+              : {}),
+          };
+    op.responses = {
+      [String(status)]: ok,
+      ...Object.fromEntries(
+        errorStatuses(openapi.method, openapi.path, meta).map((s) => [String(s), errorResponse(openapi.path, s)]),
+      ),
+    };
+    const body = meta.rest?.body;
+    if (body && !op.requestBody) {
+      const schema = z.toJSONSchema(body, { target: "draft-2020-12", io: "input" }) as { $schema?: string };
+      delete schema.$schema;
+      op.requestBody = { required: true, content: { "application/json": { schema } } };
     }
+    const auth = meta.rest?.auth ?? "token";
+    op.security = auth === "none" ? [] : auth === "login-hook" ? [{ LoginHookSecret: [] }] : [{ Authorization: [] }];
   }
+
+  for (const alias of surface.operations()) {
+    if (!alias.canonical) continue;
+    const source = paths[alias.canonical.path]?.[alias.canonical.method.toLowerCase()];
+    if (!source) continue;
+    paths[alias.path] = paths[alias.path] ?? {};
+    (paths[alias.path] as Record<string, Operation>)[alias.method.toLowerCase()] = {
+      ...source,
+      operationId: `${String(source.operationId)}-${alias.method.toLowerCase()}-alias`,
+      summary: `${String(source.summary ?? "")} (alias of ${alias.canonical.method} ${alias.canonical.path})`,
+    };
+  }
+
+  for (const refused of surface.refused()) {
+    paths[refused.path] = paths[refused.path] ?? {};
+    const item = paths[refused.path] as Record<string, Operation>;
+    const tags = Object.values(item).find((op) => Array.isArray(op.tags))?.tags;
+    item[refused.method.toLowerCase()] = {
+      operationId: `${refused.path.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-|-$/g, "")}-${refused.method.toLowerCase()}-refused`,
+      ...(tags ? { tags } : {}),
+      summary: `Not offered: ${refused.message}`,
+      security: [],
+      responses: { "405": errorResponse(refused.path, 405) },
+    };
+  }
+  return doc;
 };

@@ -3,7 +3,9 @@ import { createOpenApiExpressMiddleware } from "trpc-to-openapi";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
+import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
+import { RestSurface } from "./rest-surface.ts";
 
 const BODY_METHODS = new Set(["POST", "PATCH", "PUT"]);
 
@@ -28,30 +30,39 @@ export const restAdapter = (
   onServerError: (error: unknown) => void,
 ): RequestHandler[] => {
   const statuses = successStatuses(router);
+  const metas = procedureMetas(router);
+  const surface = new RestSurface(metas);
   const createContext = contextFactory(services, "rest");
 
   const prepare = (req: Request, res: Response, next: NextFunction) => {
+    // The surface the features declare (rest-surface.ts): aliases run as their operation, refused
+    // and unlisted methods of a known path answer 405 with the methods it does take.
+    const q = req.url.indexOf("?");
+    const hit = surface.match(req.method, req.path, q === -1 ? "" : req.url.slice(q));
+    if (hit?.kind === "alias") {
+      req.method = hit.method;
+      req.url = hit.url;
+    } else if (hit) {
+      res.status(405).setHeader("Allow", hit.allow.join(", "));
+      res.json(
+        errorBodyForPath(req.path, {
+          status: 405,
+          code: "method_not_allowed",
+          message:
+            hit.kind === "refused" ? hit.message : `${req.method} is not offered here; use ${hit.allow.join(", ")}.`,
+          fields: undefined,
+          extra: {},
+        }),
+      );
+      return;
+    }
     if (BODY_METHODS.has(req.method) && req.body === undefined) {
-      const type = req.headers["content-type"];
-      const length = Number(req.headers["content-length"] ?? 0);
-      const chunked = req.headers["transfer-encoding"] !== undefined;
-      if (type && !/^application\/json\b/i.test(type) && (length > 0 || chunked)) {
-        res.status(415);
-        res.json(
-          errorBodyForPath(req.path, {
-            status: 415,
-            code: "unsupported_media_type",
-            message: "Send the body as application/json.",
-            fields: undefined,
-            extra: {},
-          }),
-        );
-        return;
-      }
+      // A body in another type than JSON was refused with 415 before (media-type.ts).
       // Endpoints without parameters may be called with no body at all.
       req.body = {};
-      req.headers["content-type"] = "application/json";
     }
+    // Parsed as JSON already (any spelling of the type); the library below compares it literally.
+    if (BODY_METHODS.has(req.method)) req.headers["content-type"] = "application/json";
     if (
       BODY_METHODS.has(req.method) &&
       (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))
@@ -68,11 +79,6 @@ export const restAdapter = (
         }),
       );
       return;
-    }
-    if (req.method === "PUT" && req.path.replace(/\/+$/, "") === "/v1/account") req.method = "PATCH";
-    // docs/api.md "Errors": POST /v1/account/payment-methods is an alias of the save at /v1/account/tax.
-    if (req.method === "POST" && req.path.replace(/\/+$/, "") === "/v1/account/payment-methods") {
-      req.url = req.url.replace(/^\/v1\/account\/payment-methods\/*/, "/v1/account/tax");
     }
     // Swap the library's error body for the contract's; the status comes from responseMeta.
     const end = res.end.bind(res) as (...args: unknown[]) => Response;
@@ -99,10 +105,12 @@ export const restAdapter = (
       if (described.status >= 500) onServerError(error);
     },
     responseMeta: ({ errors, paths }) => {
-      const first = errors[0];
-      if (first) return { status: describeError(first).status };
+      const described = errors.map(describeError);
+      const headers = answerHeaders(metas, paths, described);
+      const first = described[0];
+      if (first) return { status: first.status, headers };
       const path = paths?.[0];
-      return { status: (path && statuses.get(path)) ?? 200 };
+      return { status: (path && statuses.get(path)) ?? 200, headers };
     },
   } as Parameters<typeof createOpenApiExpressMiddleware>[0]) as unknown as RequestHandler;
 

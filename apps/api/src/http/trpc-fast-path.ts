@@ -1,11 +1,17 @@
-import { type AnyTRPCProcedure, getTRPCErrorFromUnknown, getTRPCErrorShape } from "@trpc/server";
+import { type AnyTRPCProcedure, getTRPCErrorFromUnknown, getTRPCErrorShape, TRPCError } from "@trpc/server";
 import { getHTTPStatusCode } from "@trpc/server/http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { AppRouter } from "../trpc/app-router.ts";
+import { isJsonMediaType } from "./media-type.ts";
 import type { RequestContext } from "../trpc/context.ts";
+import type { ProcedureMeta } from "../trpc/init.ts";
+import { answerHeaders } from "./answer-headers.ts";
+import { describeError } from "./error-shapes.ts";
 
 interface FastPathOptions {
   router: AppRouter;
+  /** Procedure metas by path (answer-headers.ts): `noStore` and friends. */
+  metas: ReadonlyMap<string, ProcedureMeta>;
   createContext: (opts: { req: Request; res: Response }) => RequestContext;
   maxBatchSize: number;
   onError: (error: unknown, path: string) => void;
@@ -78,6 +84,7 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
     }
 
     const ctx = options.createContext({ req, res });
+    const errors: ReturnType<typeof describeError>[] = [];
     void Promise.all(
       calls.map(async (call) => {
         try {
@@ -93,6 +100,7 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
         } catch (cause) {
           const error = getTRPCErrorFromUnknown(cause);
           options.onError(error, call.path);
+          errors.push(describeError(error));
           return { error: getTRPCErrorShape({ config, error, type, path: call.path, input: call.input, ctx }) };
         }
       }),
@@ -100,9 +108,42 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
       const body = isBatch ? envelopes : envelopes[0];
       const status = getHTTPStatusCode(body as Parameters<typeof getHTTPStatusCode>[0]);
       const payload = Buffer.from(JSON.stringify(body));
-      res.writeHead(status, { "content-type": "application/json", "content-length": payload.length });
+      res.writeHead(status, {
+        ...answerHeaders(
+          options.metas,
+          calls.map((call) => call.path),
+          errors,
+        ),
+        "content-type": "application/json",
+        "content-length": payload.length,
+      });
       res.end(payload);
     }, next);
+  };
+};
+
+/**
+ * docs/api.md "Errors": a tRPC POST whose body is not JSON answers 415, in front of the fast path
+ * and tRPC's adapter alike. tRPC's adapter refuses most types itself but reads
+ * `multipart/form-data` and `application/octet-stream` as procedure input; this answers every
+ * non-JSON type with the adapter's own 415 envelope, so both paths stay equal.
+ */
+export const trpcRefuseNonJson = (router: AppRouter): RequestHandler => {
+  const config = router._def._config;
+  return (req: Request, res: Response, next: NextFunction) => {
+    const contentType = req.headers["content-type"];
+    if (req.method !== "POST" || isJsonMediaType(contentType)) return next();
+    const error = new TRPCError({
+      code: "UNSUPPORTED_MEDIA_TYPE",
+      // The adapter's own wording (its missing closing quote included), so answers are identical.
+      message: contentType ? `Unsupported content-type "${contentType}` : "Missing content-type header",
+    });
+    const body = {
+      error: getTRPCErrorShape({ config, error, type: "unknown", path: undefined, input: undefined, ctx: undefined }),
+    };
+    const payload = Buffer.from(JSON.stringify(body));
+    res.writeHead(415, { "content-type": "application/json", "content-length": payload.length });
+    res.end(payload);
   };
 };
 

@@ -40,6 +40,8 @@ export interface ApiHarnessOptions {
   logger?: Logger;
   /** Time of domain rules (forward expiry, router metrics); token expiry keeps the real clock. */
   clock?: Clock;
+  /** dev-login requests per minute per address; tests log in freely unless they test the limit. */
+  devLoginPerMinute?: number;
 }
 
 export const startApiHarness = async (
@@ -47,18 +49,15 @@ export const startApiHarness = async (
   options: ApiHarnessOptions = {},
 ): Promise<ApiHarness> => {
   const db = await createTestDatabase();
-  const config = loadApiConfig(
-    {
-      PORT: "0",
-      STRIPE_EMULATOR_PORT: "0",
-      DATA_DIR: "memory",
-      AUTH_DEV_LOGIN: "true",
-      LOG_LEVEL: "silent",
-      JWT_SECRET: `test-secret-${crypto.randomUUID()}`,
-      ...env,
-    },
-    { devLogin: true },
-  );
+  const config = loadApiConfig({
+    PORT: "0",
+    STRIPE_EMULATOR_PORT: "0",
+    DATA_DIR: "memory",
+    AUTH_DEV_LOGIN: "true",
+    LOG_LEVEL: "silent",
+    JWT_SECRET: `test-secret-${crypto.randomUUID()}`,
+    ...env,
+  });
   const clock = { offsetMs: 0 };
   const api = await startApi({
     config,
@@ -66,6 +65,7 @@ export const startApiHarness = async (
     logger: options.logger ?? pino({ level: "silent" }),
     now: () => Date.now() + clock.offsetMs,
     ...(options.clock ? { clock: options.clock } : {}),
+    devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
   });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

@@ -80,17 +80,14 @@ export const startUnreachableProcessorApi = async (
   h: ApiHarness,
   logger: Logger = pino({ level: "silent" }),
 ): Promise<RunningApi> => {
-  const config = loadApiConfig(
-    {
-      PORT: "0",
-      DATA_DIR: "memory",
-      LOG_LEVEL: "silent",
-      JWT_SECRET: h.config.auth.jwtSecret ?? "",
-      STRIPE_API_BASE: "http://127.0.0.1:9",
-      STRIPE_SECRET_KEY: "sk_test_unreachable_processor",
-      STRIPE_PUBLISHABLE_KEY: "pk_test_unreachable_processor",
-    },
-    {},
-  );
+  const config = loadApiConfig({
+    PORT: "0",
+    DATA_DIR: "memory",
+    LOG_LEVEL: "silent",
+    JWT_SECRET: h.config.auth.jwtSecret ?? "",
+    STRIPE_API_BASE: "http://127.0.0.1:9",
+    STRIPE_SECRET_KEY: "sk_test_unreachable_processor",
+    STRIPE_PUBLISHABLE_KEY: "pk_test_unreachable_processor",
+  });
   return startApi({ config, db: h.db, logger });
 };

@@ -1,6 +1,7 @@
 import { AppError, type TScope } from "@fleet/shared";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
+import type { z } from "zod";
 import type { AuthClaims } from "../features/auth/token-verifier.ts";
 import { describeError } from "../http/error-shapes.ts";
 import type { RequestContext } from "./context.ts";
@@ -9,9 +10,32 @@ import { trpcCodeForStatus } from "./error-codes.ts";
 /** Procedure meta: the REST face (trpc-to-openapi) plus the success status of that face. */
 export type ProcedureMeta = OpenApiMeta & {
   successStatus?: 200 | 201 | 204;
-  /** The answer carries a secret: every transport sends `Cache-Control: no-store` (docs/api.md "Authentication"). */
+  /**
+   * The answer carries a secret (a token, a client secret, a key): every transport sends
+   * `Cache-Control: no-store` (docs/api.md "Authentication").
+   */
   noStore?: boolean;
+  /** The REST face beyond `openapi` (docs/api.md "Errors"), read by the REST adapter and /openapi.json. */
+  rest?: RestSurface;
 };
+
+type HttpMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
+
+export interface RestSurface {
+  /** Other method/path pairs answered exactly like this operation (PUT for a PATCH, a second path). */
+  aliases?: ReadonlyArray<{ method: HttpMethod; path?: string }>;
+  /** Methods refused on this operation's path with 405 and this message (not merely unlisted). */
+  refused?: ReadonlyArray<{ method: HttpMethod; message: string }>;
+  /** Statuses beyond the ones every operation of its kind can answer (402, 409, 502, 503, ...). */
+  errors?: readonly number[];
+  /**
+   * Who may call it: `token` (the default: a user's access token), `none` (dev-login), or
+   * `login-hook` (the identity provider's shared secret, not a user's token).
+   */
+  auth?: "token" | "none" | "login-hook";
+  /** The request body's schema for /openapi.json when the input schema cannot show it (a preprocess). */
+  body?: z.ZodType;
+}
 
 const t = initTRPC
   .context<RequestContext>()
@@ -55,6 +79,8 @@ export const publicProcedure = t.procedure.use(async ({ next }) => {
 export const authedProcedure = (scope: TScope) =>
   publicProcedure.use(async ({ ctx, next }) => {
     const claims: AuthClaims = await ctx.services.tokens.verify(ctx.authorization);
+    // Counted per verified credential, so a forged token can never spend someone else's quota.
+    await ctx.services.rateLimits.api.hit(ctx.req, ctx.res, claims.credentialId ?? `sub:${claims.userId}`);
     if (!claims.scopes.has(scope)) {
       throw new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
     }

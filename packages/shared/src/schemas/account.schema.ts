@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { isIsoCountryCode } from "../rules/countries.ts";
+import { textRule } from "../rules/text-rules.ts";
 
 /** docs/api.md "Limits": account field lengths. Exported so tests probe the exact edges. */
 export const ACCOUNT_LIMITS = {
@@ -12,19 +13,22 @@ export const ACCOUNT_LIMITS = {
   postal_code: 10,
 } as const;
 
+// Every text field carries the text rule (docs/api.md "Errors"): no control characters, no lone surrogates.
 const text = (max: number) =>
-  z.string({ error: "must be a string" }).max(max, { error: `must be at most ${max} characters` });
+  textRule(z.string({ error: "must be a string" }).max(max, { error: `must be at most ${max} characters` }));
 
 const required = (max: number) => text(max).min(1, { error: "is required and cannot be empty" });
 
-const country = z
-  .string({ error: "must be a string" })
+const country = textRule(z.string({ error: "must be a string" }))
+  // The JSON Schema of /openapi.json: two letters, any case (the code is upper-cased, then checked).
+  .meta({ pattern: "^[A-Za-z]{2}$" })
   .transform((value) => value.toUpperCase())
   .refine(isIsoCountryCode, { error: "must be a two-letter ISO 3166-1 alpha-2 country code" });
 
 // Length is checked on what the user sent; the address is then stored lowercased (docs/api.md).
 const email = text(ACCOUNT_LIMITS.email)
   .min(1, { error: "is required and cannot be empty" })
+  .meta({ format: "email" })
   .pipe(z.email({ error: "must be a valid email address" }))
   .transform((value) => value.toLowerCase());
 

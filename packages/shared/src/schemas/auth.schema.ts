@@ -1,16 +1,16 @@
 import { z } from "zod";
+import { textRule } from "../rules/text-rules.ts";
 
 /** Every scope the system knows (docs/api.md "Authentication"). */
 export const ALL_SCOPES = ["account:read", "account:write", "routers:read", "routers:write"] as const;
 export type TScope = (typeof ALL_SCOPES)[number];
 
 export const ZDevLoginInput = z.object({
-  email: z
-    .string()
-    .max(250)
+  email: textRule(z.string().max(250))
+    .meta({ format: "email" })
     .pipe(z.email({ error: "must be a valid email address" })),
-  scope: z.string().max(500).optional(),
-  timezone: z.string().max(64).optional(),
+  scope: textRule(z.string().max(500)).optional(),
+  timezone: textRule(z.string().max(64)).optional(),
 });
 export type TDevLoginInput = z.infer<typeof ZDevLoginInput>;
 
@@ -27,9 +27,8 @@ export const ZLoginResult = z
 export type TLoginResult = z.infer<typeof ZLoginResult>;
 
 export const ZLoginHookInput = z.object({
-  email: z
-    .string()
-    .max(250)
+  email: textRule(z.string().max(250))
+    .meta({ format: "email" })
     .pipe(z.email({ error: "must be a valid email address" })),
 });
 

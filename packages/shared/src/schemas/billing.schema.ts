@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { textRule } from "../rules/text-rules.ts";
 
 /** Longest processor object id accepted in a request (Stripe ids are far shorter). */
 export const PAYMENT_METHOD_ID_MAX = 255;
@@ -10,11 +11,13 @@ export const INVOICE_LIST_LIMIT = 100;
  * A processor payment method id as sent by a client. Only the characters Stripe ids use, so the
  * value can never reshape the processor URL it ends up in.
  */
-export const ZPaymentMethodId = z
-  .string({ error: "must be a string" })
-  .min(1, { error: "is required and cannot be empty" })
-  .max(PAYMENT_METHOD_ID_MAX, { error: `must be at most ${PAYMENT_METHOD_ID_MAX} characters` })
-  .regex(/^[A-Za-z0-9_]+$/, { error: "must be a payment method id such as pm_1Abc..." });
+export const ZPaymentMethodId = textRule(
+  z
+    .string({ error: "must be a string" })
+    .min(1, { error: "is required and cannot be empty" })
+    .max(PAYMENT_METHOD_ID_MAX, { error: `must be at most ${PAYMENT_METHOD_ID_MAX} characters` })
+    .regex(/^[A-Za-z0-9_]+$/, { error: "must be a payment method id such as pm_1Abc..." }),
+);
 
 /** POST /v1/account/tax (and its alias POST /v1/account/payment-methods). */
 export const ZSavePaymentMethodInput = z.object({ id: ZPaymentMethodId });

@@ -2,22 +2,35 @@ import { z } from "zod";
 
 /** Error body of the `/v1/...` endpoints (docs/api.md "Errors"). */
 export const ZV1Error = z
-  .object({
+  .looseObject({
     message: z.string(),
     documentation_url: z.string().optional(),
-    code: z.string().optional(),
-    errors: z.record(z.string(), z.array(z.string())).optional(),
+    code: z
+      .string()
+      .optional()
+      .meta({ description: "Machine-readable error code (validation_failed, rate_limited, ...)." }),
+    errors: z
+      .record(z.string(), z.array(z.string()))
+      .optional()
+      .meta({ description: "Validation failures by dotted field name." }),
+    billing_organization_id: z
+      .string()
+      .optional()
+      .meta({ description: "With billed_by_parent (409): the organization whose account pays." }),
   })
-  .meta({ id: "V1Error" });
+  .meta({ id: "V1Error", description: 'Further keys may appear (docs/api.md "Errors").' });
 
 /** JSend error body of the `/api/...` endpoints (docs/api.md "Errors"). */
 export const ZApiError = z
-  .object({
-    status: z.enum(["fail", "error"]),
+  .looseObject({
+    status: z.enum(["fail", "error"]).meta({ description: "fail for 4xx, error for 5xx (JSend)." }),
     message: z.string(),
-    data: z.record(z.string(), z.string()).optional(),
+    code: z.string().optional().meta({ description: "Machine-readable error code." }),
+    data: z.record(z.string(), z.string()).optional().meta({ description: "Validation failures by field name." }),
+    documentation_url: z.string().optional(),
+    billing_organization_id: z.string().optional(),
   })
-  .meta({ id: "ApiError" });
+  .meta({ id: "ApiError", description: 'Further keys may appear (docs/api.md "Errors").' });
 
 /** A bare `204 No Content` answer. */
 export const ZNoContent = z.void();

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { checkDstAddress, normalizeAllowFrom } from "../rules/ipv4-rules.ts";
+import { textRule } from "../rules/text-rules.ts";
 
 /** docs/api.md "Limits" for creating a forward. Exported so tests probe the exact edges. */
 export const FORWARD_LIMITS = {
@@ -21,16 +22,17 @@ const integerBetween = (min: number, max: number) =>
     // as numbers); a pipe is left alone, and JSON numbers stay the only accepted spelling.
     .transform((value) => value);
 
-const addressText = z
-  .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
-  // Anything longer than "255.255.255.255/32" is wrong anyway; keeps error text short.
-  .max(64, { error: "must be an IPv4 address" });
+const addressText = textRule(
+  z
+    .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+    // Anything longer than "255.255.255.255/32" is wrong anyway; keeps error text short.
+    .max(64, { error: "must be an IPv4 address" }),
+);
 
 // Path parameters: any text; an id that is not a UUID simply matches nothing (404 like an unknown id).
-const pathId = z
-  .string({ error: "must be a string" })
-  .min(1, { error: "is required" })
-  .max(100, { error: "is not a valid id" });
+const pathId = textRule(
+  z.string({ error: "must be a string" }).min(1, { error: "is required" }).max(100, { error: "is not a valid id" }),
+);
 
 export const ZRouterPath = z.object({ router_id: pathId });
 
@@ -42,18 +44,25 @@ export const ZCreateForwardInput = z.object({
   router_id: pathId,
   expire_after_minutes: integerBetween(FORWARD_LIMITS.expireAfterMinutes.min, FORWARD_LIMITS.expireAfterMinutes.max),
   dst_port: integerBetween(FORWARD_LIMITS.dstPort.min, FORWARD_LIMITS.dstPort.max),
-  dst_address: addressText.transform((value, ctx) => {
-    const result = checkDstAddress(value);
-    if (result.ok) return result.value;
-    ctx.addIssue({ code: "custom", message: result.message });
-    return z.NEVER;
-  }),
-  allow_from: addressText.transform((value, ctx) => {
-    const result = normalizeAllowFrom(value);
-    if (result.ok) return result.value;
-    ctx.addIssue({ code: "custom", message: result.message });
-    return z.NEVER;
-  }),
+  dst_address: addressText
+    .meta({ format: "ipv4", description: "A private (RFC 1918) IPv4 address of a device on the router's LAN." })
+    .transform((value, ctx) => {
+      const result = checkDstAddress(value);
+      if (result.ok) return result.value;
+      ctx.addIssue({ code: "custom", message: result.message });
+      return z.NEVER;
+    }),
+  allow_from: addressText
+    .meta({
+      pattern: "^\\d{1,3}(\\.\\d{1,3}){3}(/\\d{1,2})?$",
+      description: "A public IPv4 address or CIDR range allowed to connect.",
+    })
+    .transform((value, ctx) => {
+      const result = normalizeAllowFrom(value);
+      if (result.ok) return result.value;
+      ctx.addIssue({ code: "custom", message: result.message });
+      return z.NEVER;
+    }),
 });
 export type TCreateForwardInput = z.infer<typeof ZCreateForwardInput>;
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { textRule } from "../rules/text-rules.ts";
 
 /**
  * Manufacturer (OEM) data of a router model (docs/api.md "OEM Information"). The the API doc's columns are
@@ -139,7 +140,9 @@ export const ZOemCatalog = z
 export type TOemCatalog = z.infer<typeof ZOemCatalog>;
 
 /** Input of `routers.oem`: the path parameter. Any string: a malformed id answers 404 like an unknown one. */
-export const ZRouterOemInput = z.object({ router_id: z.string() });
+export const ZRouterOemInput = z.object({
+  router_id: textRule(z.string({ error: "must be a string" })),
+});
 export type TRouterOemInput = z.infer<typeof ZRouterOemInput>;
 
 /** `GET /api/routers/{router_id}/oem` answer (JSend envelope, docs/api.md "Routers"). */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
 import { isCanonicalIpv4 } from "../rules/ipv4-rules.ts";
+import { breaksTextRule, findTextRuleViolation, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
 
 /** The `/api` success envelope (docs/api.md "Routers": `status` and `data`). */
 export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
@@ -91,7 +92,10 @@ const routerIdAlias = (value: unknown): unknown => {
   return { ...rest, router_id: id };
 };
 
-export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: z.string() }));
+/** A router id as sent: any text under the text rule; one that is not a UUID simply matches nothing (404). */
+const routerId = textRule(z.string({ error: "must be a string" }));
+
+export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: routerId }));
 export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;
 
 /** docs/api.md "Limits" for routers; exported so tests probe the exact edges. */
@@ -114,10 +118,11 @@ export const ROUTER_LIMITS = {
 
 /** POST /api/routers. */
 export const ZEnrollRouterInput = z.object({
-  name: z
-    .string({ error: "must be a string" })
-    .max(ROUTER_LIMITS.name, { error: `must be at most ${ROUTER_LIMITS.name} characters` })
-    .optional(),
+  name: textRule(
+    z
+      .string({ error: "must be a string" })
+      .max(ROUTER_LIMITS.name, { error: `must be at most ${ROUTER_LIMITS.name} characters` }),
+  ).optional(),
   tunnel_ip: z
     .string({ error: "must be a string" })
     .refine(isCanonicalIpv4, { error: "must be a canonical dotted-quad IPv4 address" })
@@ -226,10 +231,19 @@ const metadataValueError = (key: string, value: unknown): string | null => {
 export const ZUpdateRouterMetadataInput = z.preprocess(
   routerIdAlias,
   z
-    .object({ router_id: z.string() })
+    .object({ router_id: routerId })
     .catchall(z.unknown())
     .superRefine((input, ctx) => {
       const keys = Object.keys(input).filter((k) => k !== "router_id");
+      // The text rule first, over keys and every string inside values (docs/api.md "Errors").
+      let broken = false;
+      for (const key of keys) {
+        const found = breaksTextRule(key) ? [key] : findTextRuleViolation(input[key], [key])?.split(".");
+        if (found === undefined) continue;
+        ctx.addIssue({ code: "custom", path: found, message: TEXT_RULE_MESSAGE });
+        broken = true;
+      }
+      if (broken) return;
       if (keys.length > ROUTER_LIMITS.metadataKeys) {
         ctx.addIssue({
           code: "custom",
@@ -246,6 +260,29 @@ export const ZUpdateRouterMetadataInput = z.preprocess(
 );
 
 export type TUpdateRouterMetadataInput = z.infer<typeof ZUpdateRouterMetadataInput>;
+
+const nullableUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(ROUTER_LIMITS.url)
+  .nullable()
+  .optional();
+
+/**
+ * The body of that PATCH as /openapi.json describes it (the validator above also accepts the path
+ * parameter as a field, which a JSON Schema of the body cannot say).
+ */
+export const ZRouterMetadataPatchBody = z
+  .looseObject({
+    name: z.string().max(ROUTER_LIMITS.name).optional(),
+    timezone: z.string().max(64).nullable().optional().meta({ description: "IANA time zone name; null removes it." }),
+    lat: z.number().min(-90).max(90).nullable().optional(),
+    lng: z.number().min(-180).max(180).nullable().optional(),
+    banner_img: nullableUrl,
+    thumbnail_img: nullableUrl,
+  })
+  .meta({
+    description: `Keys to merge; null removes a key. Other keys are free-form: at most ${ROUTER_LIMITS.metadataKeys} keys of at most ${ROUTER_LIMITS.metadataKeyLength} letters, digits, _ . : -, each value at most ${ROUTER_LIMITS.metadataValueBytes} bytes of JSON. Keys the router reports are read-only.`,
+  });
 
 /** Size of a merged user metadata object, checked against ROUTER_LIMITS after merging. */
 export const metadataBytes = jsonBytes;

@@ -6,6 +6,7 @@ import {
   type TCreateAccountInput,
   type TUpdateAccountInput,
 } from "@fleet/shared";
+import type { Logger } from "pino";
 import type { AuthClaims } from "../auth/token-verifier.ts";
 import type { CustomerGateway } from "../../integrations/stripe/billing-gateway.ts";
 import { toAccountResponse } from "./account.mapper.ts";
@@ -14,6 +15,8 @@ export interface AccountServiceDeps {
   accounts: AccountsRepository;
   customers: CustomerGateway;
   docsUrl: string;
+  /** Where a failed compensation is reported (the only case that needs a human). */
+  logger?: Logger;
 }
 
 /** The billing account of the token's organization (docs/api.md "Account"). */
@@ -78,24 +81,46 @@ export class AccountService {
     if (Object.keys(patch).length === 0) return toAccountResponse(current, auth.timezone);
 
     const merged = { ...current.address, ...address };
-    // The processor first: if it refuses, nothing here has changed.
-    const customer = await this.#deps.customers.updateCustomer(current.stripeCustomerId, {
-      ...(patch.name !== undefined ? { name: patch.name } : {}),
-      ...(patch.email !== undefined ? { email: patch.email } : {}),
+    // The changed fields only, with the given values (the new ones, or the old ones to revert).
+    const customerFields = (name: string, email: string, mergedAddress: typeof current.address) => ({
+      ...(patch.name !== undefined ? { name } : {}),
+      ...(patch.email !== undefined ? { email } : {}),
       ...(patch.address
         ? {
             address: {
-              city: merged.city,
-              country: merged.country,
-              line1: merged.line1,
-              line2: merged.line2,
-              postal_code: merged.postalCode,
-              state: merged.state,
+              city: mergedAddress.city,
+              country: mergedAddress.country,
+              line1: mergedAddress.line1,
+              line2: mergedAddress.line2,
+              postal_code: mergedAddress.postalCode,
+              state: mergedAddress.state,
             },
           }
         : {}),
     });
-    const updated = await this.#deps.accounts.update(current.id, { ...patch, balanceMinor: customer.balance });
+    // Order with compensation (docs/api.md "Account"): the input is fully validated before this
+    // point; the processor goes first, so if it refuses nothing here has changed. If the database
+    // write then fails, the processor customer is put back to the values it had, so the two never
+    // disagree. (A database transaction held open across the processor call would pin a
+    // connection, and the only one with embedded PGlite, for as long as the processor takes.)
+    const customer = await this.#deps.customers.updateCustomer(
+      current.stripeCustomerId,
+      customerFields(patch.name ?? current.name, patch.email ?? current.email, merged),
+    );
+    let updated: AccountRecord;
+    try {
+      updated = await this.#deps.accounts.update(current.id, { ...patch, balanceMinor: customer.balance });
+    } catch (error) {
+      await this.#deps.customers
+        .updateCustomer(current.stripeCustomerId, customerFields(current.name, current.email, current.address))
+        .catch((revertError: unknown) => {
+          this.#deps.logger?.error(
+            { err: revertError, accountId: current.id, customerId: current.stripeCustomerId },
+            "account update failed and the processor customer could not be reverted: reconcile by hand",
+          );
+        });
+      throw error;
+    }
     return toAccountResponse(updated, auth.timezone);
   }
 

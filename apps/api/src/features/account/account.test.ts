@@ -3,6 +3,7 @@ import { ACCOUNT_LIMITS } from "@fleet/shared";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+import { EMULATOR_SECRET_KEY, emulatorSdk, loginWithAccount } from "../../testing/billing-fixtures.ts";
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -329,3 +330,52 @@ const signFor = async (organizationId: string): Promise<string> => {
     .setExpirationTime("10m")
     .sign(createSecretKey(Buffer.from(secret)));
 };
+
+describe("an account update never leaves the processor and the database different", () => {
+  const customerName = async (customerId: string) => {
+    const stripe = emulatorSdk(h, EMULATOR_SECRET_KEY);
+    return ((await stripe.customers.retrieve(customerId)) as Stripe.Customer).name;
+  };
+
+  it("the processor refuses: the database keeps the old values", async () => {
+    const owner = await loginWithAccount(h);
+    // The customer is gone at the processor, so its update fails there.
+    await emulatorSdk(h, EMULATOR_SECRET_KEY).customers.del(owner.customerId);
+    const before = await databaseFingerprint(h.db);
+    const res = await h.request("PATCH", "/v1/account", { token: owner.token, body: { name: "Renamed Co" } });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(await databaseFingerprint(h.db)).toBe(before);
+    const account = await h.request("GET", "/v1/account", { token: owner.token });
+    expect(account.body.name).toBe("Card Co");
+  });
+
+  it("the database refuses after the processor accepted: the processor customer is reverted", async () => {
+    const owner = await loginWithAccount(h);
+    // A real database failure on exactly this write (a trigger), after the processor call succeeded.
+    await h.db.query(`create or replace function refuse_account_write() returns trigger language plpgsql as $$
+      begin if new.name = 'Refused By Database' then raise exception 'refused by test trigger'; end if; return new; end $$`);
+    await h.db.query(
+      "create trigger refuse_account_write before update on billing_accounts for each row execute function refuse_account_write()",
+    );
+    try {
+      const before = await databaseFingerprint(h.db);
+      const res = await h.request("PATCH", "/v1/account", {
+        token: owner.token,
+        body: { name: "Refused By Database", address: { city: "Utrecht" } },
+      });
+      expect(res.status).toBe(500);
+      expect(await databaseFingerprint(h.db)).toBe(before);
+      expect(await customerName(owner.customerId)).toBe("Card Co");
+      const stripe = emulatorSdk(h, EMULATOR_SECRET_KEY);
+      const customer = (await stripe.customers.retrieve(owner.customerId)) as Stripe.Customer;
+      expect(customer.address?.city ?? "").toBe("");
+    } finally {
+      await h.db.query("drop trigger refuse_account_write on billing_accounts");
+      await h.db.query("drop function refuse_account_write()");
+    }
+    // The same update goes through once the database accepts it, on both sides.
+    const ok = await h.request("PATCH", "/v1/account", { token: owner.token, body: { name: "Accepted Co" } });
+    expect(ok.status).toBe(200);
+    expect(await customerName(owner.customerId)).toBe("Accepted Co");
+  });
+});

@@ -12,6 +12,7 @@ export const createAccount = authedProcedure("account:write")
       successDescription: "Created",
     },
     successStatus: 201,
+    rest: { errors: [402, 409, 502] },
   })
   .input(ZCreateAccountInput)
   .output(ZAccount)

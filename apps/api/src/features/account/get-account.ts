@@ -6,6 +6,7 @@ export const getAccount = authedProcedure("account:read")
   .meta({
     openapi: { method: "GET", path: "/v1/account", tags: ["account"], summary: "Retrieve the billing account" },
     successStatus: 200,
+    rest: { errors: [409] },
   })
   .input(z.void())
   .output(ZAccount)

@@ -12,6 +12,16 @@ export const updateAccount = authedProcedure("account:write")
       description: "Only supplied fields change; an empty string unsets an optional field. PUT is accepted too.",
     },
     successStatus: 200,
+    rest: {
+      aliases: [{ method: "PUT" }],
+      refused: [
+        {
+          method: "DELETE",
+          message: "Billing accounts cannot be deleted through the API. Contact support to close this account.",
+        },
+      ],
+      errors: [402, 404, 409, 502],
+    },
   })
   .input(ZUpdateAccountInput)
   .output(ZAccount)

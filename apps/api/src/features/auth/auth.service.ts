@@ -24,6 +24,10 @@ export class AuthService {
     this.#deps = deps;
   }
 
+  get devLoginEnabled(): boolean {
+    return this.#deps.signer !== undefined;
+  }
+
   async devLogin(input: TDevLoginInput): Promise<TLoginResult> {
     const signer = this.#deps.signer;
     if (!signer) throw new AppError("not_found", "Not found.");
@@ -56,8 +60,8 @@ export class AuthService {
     };
   }
 
-  /** Called by a production identity provider at login; answers the ids to put in the claims. */
-  async loginHook(authorization: string | undefined, email: string): Promise<TLoginHookResult> {
+  /** The login hook's caller check: 404 while the hook is off, 401 without the shared secret. */
+  assertLoginHookCaller(authorization: string | undefined): void {
     const secret = this.#deps.loginHookSecret;
     if (!secret) throw new AppError("not_found", "Not found.");
     const presented = Buffer.from(/^Bearer\s+(.+)$/i.exec(authorization ?? "")?.[1] ?? "");
@@ -65,6 +69,11 @@ export class AuthService {
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
       throw new AppError("unauthenticated", "The login hook secret is missing or wrong.");
     }
+  }
+
+  /** Called by a production identity provider at login; answers the ids to put in the claims. */
+  async loginHook(authorization: string | undefined, email: string): Promise<TLoginHookResult> {
+    this.assertLoginHookCaller(authorization);
     const identity = await this.#deps.identity.loginByEmail(email);
     return { user_id: identity.userId, organization_id: identity.organizationId, team_id: identity.teamId };
   }

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createSecretKey, generateKeyPairSync } from "node:crypto";
 import { databaseFingerprint } from "@fleet/db/testing";
 import { exportJWK, SignJWT } from "jose";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
 
@@ -173,6 +174,29 @@ describe("dev login (the authentication workflow)", () => {
     } finally {
       await off.close();
     }
+  });
+});
+
+describe("dev-login default", () => {
+  /** The API's log lines while a harness with `env` starts and stops. */
+  const startupLog = async (env: Record<string, string>): Promise<Array<{ level: number; msg: string }>> => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const api = await startApiHarness(env, { logger });
+    await api.close();
+    return lines.map((line) => JSON.parse(line));
+  };
+
+  it("an explicit AUTH_DEV_LOGIN=true beside JWT_SECRET turns it on with a warning in the log", async () => {
+    const log = await startupLog({ AUTH_DEV_LOGIN: "true" });
+    expect(log).toContainEqual(
+      expect.objectContaining({ level: 40, msg: expect.stringMatching(/AUTH_DEV_LOGIN=true/) }),
+    );
+  });
+
+  it("no warning while dev login is off", async () => {
+    const log = await startupLog({ AUTH_DEV_LOGIN: "false" });
+    expect(log.filter((line) => /AUTH_DEV_LOGIN/.test(line.msg))).toEqual([]);
   });
 });
 

@@ -4,6 +4,11 @@ import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, S
 
 /** What a verified access token grants (docs/api.md "Authentication"). */
 export interface AuthClaims {
+  /**
+   * What the API rate limit counts per (docs/api.md "Authentication"): set by other credential
+   * types (an API key: `key:<id>`); access tokens count per subject, `sub:<userId>`.
+   */
+  credentialId?: string;
   userId: string;
   organizationId: string;
   teamId: string | undefined;

@@ -14,6 +14,7 @@ export const createForward = teamProcedure("routers:write")
       successDescription: "Created",
     },
     successStatus: 201,
+    rest: { errors: [409, 503] },
   })
   .input(ZCreateForwardInput)
   .output(ZForward)

@@ -13,6 +13,7 @@ export const listInvoices = authedProcedure("account:read")
         "Paid and unpaid invoices of the selected organization, newest first, at most the 100 most recent. No pagination.",
     },
     successStatus: 200,
+    rest: { errors: [402, 404, 409, 502] },
   })
   .input(z.void())
   .output(ZInvoiceList)

@@ -14,6 +14,8 @@ export const createSetupIntent = authedProcedure("account:write")
       successDescription: "Created",
     },
     successStatus: 201,
+    rest: { errors: [402, 404, 409, 502] },
+    noStore: true,
   })
   .input(z.void())
   .output(ZSetupIntent)

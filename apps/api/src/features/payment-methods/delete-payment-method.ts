@@ -12,6 +12,7 @@ export const deletePaymentMethod = authedProcedure("account:write")
       successDescription: "No Content",
     },
     successStatus: 204,
+    rest: { errors: [402, 409, 502] },
   })
   .input(ZDeletePaymentMethodInput)
   .output(ZNoContent)

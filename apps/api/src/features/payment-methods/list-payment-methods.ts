@@ -11,6 +11,7 @@ export const listPaymentMethods = authedProcedure("account:read")
       summary: "List payment methods",
     },
     successStatus: 200,
+    rest: { errors: [402, 404, 409, 502] },
   })
   .input(z.void())
   .output(ZPaymentMethodList)

@@ -14,6 +14,11 @@ export const savePaymentMethod = authedProcedure("account:write")
       successDescription: "Created",
     },
     successStatus: 201,
+    rest: {
+      // docs/api.md "Errors": POST /v1/account/payment-methods saves too.
+      aliases: [{ method: "POST", path: "/v1/account/payment-methods" }],
+      errors: [402, 404, 409, 502],
+    },
   })
   .input(ZSavePaymentMethodInput)
   .output(ZPaymentMethod)

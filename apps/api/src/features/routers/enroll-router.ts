@@ -13,6 +13,7 @@ export const enrollRouter = teamProcedure("routers:write")
       successDescription: "Created",
     },
     successStatus: 201,
+    rest: { errors: [402, 404, 409, 502] },
     // The heartbeat token and the adoption command are credentials (docs/api.md "Authentication").
     noStore: true,
   })

@@ -11,6 +11,7 @@ export const removeRouter = teamProcedure("routers:write")
       successDescription: "No Content",
     },
     successStatus: 204,
+    rest: { errors: [402, 409, 502] },
   })
   .input(ZRouterIdInput)
   .output(ZNoContent)

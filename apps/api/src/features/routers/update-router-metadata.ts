@@ -1,4 +1,4 @@
-import { successEnvelope, ZRouterMetadata, ZUpdateRouterMetadataInput } from "@fleet/shared";
+import { successEnvelope, ZRouterMetadata, ZRouterMetadataPatchBody, ZUpdateRouterMetadataInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
 
 export const updateRouterMetadata = teamProcedure("routers:write")
@@ -12,6 +12,7 @@ export const updateRouterMetadata = teamProcedure("routers:write")
         "Known keys are validated (name, timezone, lat, lng, banner_img, thumbnail_img); keys the router reports are read-only; other keys are free-form but bounded. null removes a key.",
     },
     successStatus: 200,
+    rest: { body: ZRouterMetadataPatchBody },
   })
   .input(ZUpdateRouterMetadataInput)
   .output(successEnvelope(ZRouterMetadata))

@@ -1,0 +1,44 @@
+import type { AnyTRPCProcedure } from "@trpc/server";
+import type { AppRouter } from "../trpc/app-router.ts";
+import type { ProcedureMeta } from "../trpc/init.ts";
+import type { DescribedError } from "./error-shapes.ts";
+
+/** docs/api.md "Errors": a 429 without its own retry time tells the client to wait this long. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 60;
+
+/** Every procedure's meta by its dotted path, read once at start-up. */
+export const procedureMetas = (router: AppRouter): Map<string, ProcedureMeta> => {
+  const metas = new Map<string, ProcedureMeta>();
+  for (const [path, procedure] of Object.entries(router._def.procedures)) {
+    const meta = (procedure as unknown as AnyTRPCProcedure)._def.meta as ProcedureMeta | undefined;
+    if (meta) metas.set(path, meta);
+  }
+  return metas;
+};
+
+/** `Retry-After` in whole seconds (at least 1) for a 429, else nothing. */
+export const retryAfterSeconds = (error: DescribedError): number | undefined =>
+  error.status === 429 ? Math.max(1, Math.ceil(error.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS)) : undefined;
+
+/**
+ * The headers every transport adds to an answer (REST, tRPC's adapter, the fast path): `Retry-After`
+ * on a 429 (the longest of a batch), `Cache-Control: no-store` when any procedure called is marked
+ * `noStore` in its meta (docs/api.md "Authentication").
+ */
+export const answerHeaders = (
+  metas: ReadonlyMap<string, ProcedureMeta>,
+  paths: readonly (string | undefined)[] | undefined,
+  errors: readonly DescribedError[],
+): Record<string, string> => {
+  const headers: Record<string, string> = {};
+  let retry: number | undefined;
+  for (const error of errors) {
+    const seconds = retryAfterSeconds(error);
+    if (seconds !== undefined && (retry === undefined || seconds > retry)) retry = seconds;
+  }
+  if (retry !== undefined) headers["retry-after"] = String(retry);
+  if (paths?.some((path) => path !== undefined && metas.get(path)?.noStore === true)) {
+    headers["cache-control"] = "no-store";
+  }
+  return headers;
+};

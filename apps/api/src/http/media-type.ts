@@ -1,0 +1,37 @@
+import type { NextFunction, Request, Response } from "express";
+import { errorBodyForPath } from "./error-shapes.ts";
+
+/**
+ * docs/api.md "Errors": JSON is the only body the API reads. `application/json` with parameters
+ * (`; charset=utf-8`) is JSON; `application/vnd.api+json`, `text/plain` and every other type are not.
+ */
+export const isJsonMediaType = (contentType: string | undefined): boolean =>
+  contentType !== undefined && /^\s*application\/json\s*(;|$)/i.test(contentType);
+
+/** A request carries a body when it says so: a length above zero, or a chunked transfer. */
+export const carriesBody = (req: Request): boolean =>
+  req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+
+/**
+ * REST (`/v1`, `/api`): a body in any other type than JSON (or with none named) answers 415 in the
+ * error shape of its prefix, before anything is parsed. tRPC answers its own 415 (trpc-fast-path.ts
+ * hands such requests to tRPC's adapter, which refuses them).
+ */
+export const refuseNonJsonBodies = (req: Request, res: Response, next: NextFunction): void => {
+  if (!carriesBody(req) || isJsonMediaType(req.headers["content-type"]) || req.path.startsWith("/trpc/")) {
+    next();
+    return;
+  }
+  const type = req.headers["content-type"];
+  res.status(415).json(
+    errorBodyForPath(req.path, {
+      status: 415,
+      code: "unsupported_media_type",
+      message: type
+        ? `Content type "${type.slice(0, 100)}" is not accepted: send the body as application/json.`
+        : "The body has no content type: send it as application/json.",
+      fields: undefined,
+      extra: {},
+    }),
+  );
+};

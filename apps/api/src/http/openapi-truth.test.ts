@@ -1,0 +1,207 @@
+import { makeRouter } from "@fleet/db/testing";
+import type Stripe from "stripe";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ApiHarness, startApiHarness } from "../testing/api-harness.ts";
+import { emulatorSdk, loginWithAccount, testCard } from "../testing/billing-fixtures.ts";
+import { openApiChecker } from "../testing/openapi-checker.ts";
+
+/**
+ * docs/api.md "Errors": /openapi.json documents every status an operation answers, with the body
+ * really sent. This walks real traffic through every operation (successes and the errors that can
+ * be provoked from outside) and validates each answer against the served document.
+ */
+const HOOK_SECRET = "login-hook-secret-of-at-least-32-bytes!!";
+const RATE_LIMIT = 60;
+let h: ApiHarness;
+let checker: ReturnType<typeof openApiChecker>;
+const problems: string[] = [];
+
+beforeAll(async () => {
+  h = await startApiHarness({ AUTH_LOGIN_HOOK_SECRET: HOOK_SECRET, RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT) });
+  const doc = await h.request("GET", "/openapi.json");
+  checker = openApiChecker(doc.body);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+type Options = Parameters<ApiHarness["request"]>[2];
+/** One request, its answer checked against the document. */
+const call = async (method: string, path: string, options: Options = {}) => {
+  const res = await h.request(method, path, options);
+  problems.push(...checker.check(method, path, res.status, res.body));
+  return res;
+};
+
+const UNKNOWN = "00000000-0000-4000-8000-000000000000";
+const READ_ONLY = "account:read routers:read";
+
+describe("the OpenAPI document tells the truth", () => {
+  it("every answer of a walk through every operation validates against /openapi.json", async () => {
+    const owner = await loginWithAccount(h);
+    const reader = await h.login(undefined, { scope: READ_ONLY });
+    const bare = await h.login();
+    const t = owner.token;
+
+    // auth
+    await call("POST", "/v1/auth/dev-login", { body: { email: "truth@example.com" } });
+    await call("POST", "/v1/auth/dev-login", { body: { email: "not-an-email" } });
+    await call("POST", "/v1/auth/dev-login", { body: { email: "a@example.com", scope: "nope" } });
+    await call("GET", "/v1/auth/dev-login");
+    const hookAuth = { authorization: `Bearer ${HOOK_SECRET}` };
+    await call("POST", "/v1/auth/login-hook", { headers: hookAuth, body: { email: "hook@example.com" } });
+    await call("POST", "/v1/auth/login-hook", { headers: hookAuth, body: { email: 42 } });
+    await call("POST", "/v1/auth/login-hook", { body: { email: 42 } });
+
+    // account: no account, create, conflict, read, update, aliases, refused and unlisted methods
+    await call("GET", "/v1/account", { token: bare.token });
+    await call("PATCH", "/v1/account", { token: bare.token, body: { name: "X" } });
+    await call("POST", "/v1/account", { token: bare.token, body: { name: "", email: "x", address: {} } });
+    await call("POST", "/v1/account", {
+      token: bare.token,
+      body: { name: "B", email: "b@example.com", address: { country: "NL" } },
+    });
+    await call("POST", "/v1/account", {
+      token: bare.token,
+      body: { name: "B", email: "b@example.com", address: { country: "NL" } },
+    });
+    await call("GET", "/v1/account", { token: t });
+    await call("GET", "/v1/account");
+    await call("GET", "/v1/account", { token: "forged" });
+    await call("PATCH", "/v1/account", { token: reader.token, body: { name: "Read Only" } });
+    await call("PATCH", "/v1/account", { token: t, body: { name: "Truth Co", address: { city: "Delft" } } });
+    await call("PUT", "/v1/account", { token: t, body: { name: "Truth Co" } });
+    await call("PUT", "/v1/account", { token: t, body: { address: { country: "XX" } } });
+    await call("DELETE", "/v1/account", { token: t });
+    await call("OPTIONS", "/v1/account", { token: t });
+    await call("POST", "/v1/account", { token: t, rawBody: "{", headers: { "content-type": "application/json" } });
+    await call("POST", "/v1/account", {
+      token: t,
+      rawBody: "a=b",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    await call("PATCH", "/v1/account", {
+      token: t,
+      rawBody: `{"name":"${"x".repeat(110 * 1024)}"}`,
+      headers: { "content-type": "application/json" },
+    });
+
+    // payment methods and invoices
+    const browser = emulatorSdk(h, h.api.publishableKey);
+    const intent = await call("POST", "/v1/account/setup-intent", { token: t });
+    await call("POST", "/v1/account/setup-intent", { token: bare.token });
+    const pm = await browser.paymentMethods.create({ type: "card", card: testCard("4242424242424242") });
+    await browser.setupIntents.confirm(intent.body.id, {
+      payment_method: pm.id,
+      client_secret: intent.body.client_secret,
+    } as Stripe.SetupIntentConfirmParams);
+    await call("POST", "/v1/account/tax", { token: t, body: { id: pm.id } });
+    await call("POST", "/v1/account/tax", { token: t, body: { id: "not a pm" } });
+    const second = await browser.paymentMethods.create({ type: "card", card: testCard("5555555555554444") });
+    await call("POST", "/v1/account/payment-methods", { token: t, body: { id: second.id } });
+    const declined = await browser.paymentMethods.create({ type: "card", card: testCard("4000000000000002") });
+    await call("POST", "/v1/account/payment-methods", { token: t, body: { id: declined.id } });
+    await call("GET", "/v1/account/payment-methods", { token: t });
+    await call("GET", "/v1/account/payment-methods", { token: bare.token });
+    await call("DELETE", `/v1/account/payment-methods/pm_unknown`, { token: t });
+    await call("DELETE", `/v1/account/payment-methods/${second.id}`, { token: t });
+    await call("DELETE", `/v1/account/payment-methods/${pm.id}`, { token: t });
+    await call("PATCH", `/v1/account/payment-methods/${pm.id}`, { token: t });
+    await call("GET", "/v1/account/invoices", { token: t });
+    await call("GET", "/v1/account/invoices", { token: reader.token });
+
+    // routers
+    const nobody = await h.login();
+    await call("POST", "/api/routers", { token: nobody.token, body: { name: "No Account" } });
+    const enrolled = await call("POST", "/api/routers", { token: t, body: { name: "Truth" } });
+    await call("POST", "/api/routers", { token: t, body: { name: 5 } });
+    await call("POST", "/api/routers", { token: reader.token, body: {} });
+    await call("POST", "/api/routers", { token: t, rawBody: "x", headers: { "content-type": "text/plain" } });
+    await call("GET", "/api/routers", { token: t });
+    await call("GET", "/api/routers");
+    await call("PUT", "/api/routers", { token: t, body: {} });
+    const id = enrolled.body.data.router.id as string;
+    for (const suffix of ["/metadata", "/oem", "/metrics", "/faults", "/transient-forwarding"]) {
+      await call("GET", `/api/routers/${id}${suffix}`, { token: t });
+      await call("GET", `/api/routers/${UNKNOWN}${suffix}`, { token: t });
+      await call("GET", `/api/routers/${id}${suffix}`);
+    }
+    await call("PATCH", `/api/routers/${id}/metadata`, { token: t, body: { name: "Renamed", rack: { row: 4 } } });
+    await call("PATCH", `/api/routers/${id}/metadata`, { token: t, body: { lat: 200, model: "x" } });
+    await call("PATCH", `/api/routers/${UNKNOWN}/metadata`, { token: t, body: { name: "x" } });
+    await call("DELETE", `/api/routers/${id}/metadata`, { token: t });
+
+    // forwards
+    const withTunnel = await makeRouter(h.db, owner, { tunnelIp: "127.0.0.71" });
+    const noTunnel = await makeRouter(h.db, owner, { tunnelIp: null });
+    const forwardBody = { expire_after_minutes: 60, dst_port: 22, dst_address: "192.168.88.10", allow_from: "8.8.8.8" };
+    const base = `/api/routers/${withTunnel.id}/transient-forwarding`;
+    const created = await call("POST", base, { token: t, body: forwardBody });
+    await call("POST", base, { token: t, body: { ...forwardBody, dst_port: 0 } });
+    await call("POST", `/api/routers/${noTunnel.id}/transient-forwarding`, { token: t, body: forwardBody });
+    await call("POST", `/api/routers/${UNKNOWN}/transient-forwarding`, { token: t, body: forwardBody });
+    await call("GET", base, { token: t });
+    await call("GET", `${base}/${created.body.id}`, { token: t });
+    await call("GET", `${base}/${UNKNOWN}`, { token: t });
+    await call("DELETE", `${base}/${created.body.id}`, { token: reader.token });
+    await call("DELETE", `${base}/${created.body.id}`, { token: t });
+    await call("PATCH", `${base}/${created.body.id}`, { token: t, body: {} });
+    let capped = 0;
+    for (let i = 0; i < 25 && capped === 0; i++) {
+      const res = await call("POST", base, { token: t, body: forwardBody });
+      if (res.status === 429) capped = i;
+    }
+    expect(capped).toBeGreaterThan(0);
+
+    await call("POST", `/api/routers/${id}/adoption`, { token: t });
+    await call("POST", `/api/routers/${UNKNOWN}/adoption`, { token: t });
+    await call("POST", `/api/routers/${id}/adoption`, { token: reader.token });
+    await call("DELETE", `/api/routers/${UNKNOWN}`, { token: t });
+    await call("DELETE", `/api/routers/${id}`, { token: t });
+
+    // the rate limit: a fresh credential up to the limit and one more
+    const busy = await h.login();
+    for (let i = 0; i <= RATE_LIMIT; i++) await call("GET", "/api/routers", { token: busy.token });
+    await call("GET", "/v1/account", { token: busy.token });
+
+    expect(problems).toEqual([]);
+    // Every operation of the document was answered at least once.
+    const doc = (await h.request("GET", "/openapi.json")).body;
+    const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item as object).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(documented.filter((key) => !checker.seen.has(key))).toEqual([]);
+  });
+
+  it("unlisted methods answer 405 with Allow, in the shape of their prefix", async () => {
+    const { token } = await h.login();
+    const v1 = await h.request("OPTIONS", "/v1/account", { token });
+    expect(v1.status).toBe(405);
+    expect(v1.headers.get("allow")).toBe("GET, POST, PATCH, PUT");
+    expect(v1.body).toEqual({ message: expect.any(String), code: "method_not_allowed" });
+    const refused = await h.request("DELETE", "/v1/account", { token });
+    expect(refused.status).toBe(405);
+    expect(refused.body.message).toMatch(/support/);
+    const api = await h.request("PUT", `/api/routers/${UNKNOWN}/metadata`, { token, body: {} });
+    expect(api.status).toBe(405);
+    expect(api.headers.get("allow")).toBe("GET, PATCH");
+    expect(api.body).toEqual({ status: "fail", message: expect.any(String), code: "method_not_allowed" });
+    const hook = await h.request("GET", "/v1/auth/login-hook");
+    expect(hook.status).toBe(405);
+  });
+
+  it("security per operation: none for dev-login, the shared secret for login-hook, tokens elsewhere", async () => {
+    const doc = (await h.request("GET", "/openapi.json")).body;
+    expect(doc.paths["/v1/auth/dev-login"].post.security).toEqual([]);
+    expect(doc.paths["/v1/auth/login-hook"].post.security).toEqual([{ LoginHookSecret: [] }]);
+    expect(doc.paths["/v1/account"].get.security).toEqual([{ Authorization: [] }]);
+    expect(doc.paths["/api/routers/{router_id}/metadata"].patch.requestBody).toBeDefined();
+    const email = doc.paths["/v1/account"].post.requestBody.content["application/json"].schema.properties.email;
+    expect(email.format).toBe("email");
+  });
+
+  it("login-hook checks its caller before the body", async () => {
+    const res = await h.request("POST", "/v1/auth/login-hook", { body: { email: 42 } });
+    expect(res.status).toBe(401);
+  });
+});
