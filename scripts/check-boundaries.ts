@@ -1,6 +1,8 @@
 /**
- * The dependency rules of docs/contributing.md ("Dependency rules") as a lint: who may import whom, no test code in production code,
- * and `process.env` read only by configuration modules. Run by `npm run lint` (and CI).
+ * The dependency and naming rules of docs/contributing.md ("Dependency rules", "Naming") as a lint:
+ * who may import whom, no test code in production code, `process.env` read only by configuration
+ * modules, tRPC routers only in `*.routes.ts`, no `ports/` folders, nothing pointing outside the
+ * repository. Run by `npm run lint` (and CI).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
@@ -91,6 +93,52 @@ for (const area of AREAS) {
       problems.push(`${rel}: reads process.env (only config.ts modules may)`);
     }
   }
+}
+
+// Naming: "router" is a network router, so a tRPC router (`router({ ... })` from trpc/init.ts) lives
+// only in a `*.routes.ts` module (and the root, trpc/app-router.ts); "port" is a TCP port, so
+// interface folders are `contracts/`, never `ports/`.
+const ROUTES_EXEMPT = new Set(["apps/api/src/trpc/app-router.ts", "apps/api/src/trpc/init.ts"]);
+for (const file of walk(path.join(root, "apps/api/src"))) {
+  const rel = path.relative(root, file);
+  if (rel.endsWith(".routes.ts") || ROUTES_EXEMPT.has(rel) || /\.test\.ts$/.test(rel)) continue;
+  const source = readFileSync(file, "utf8");
+  if (/\brouter\(\s*\{/.test(source)) problems.push(`${rel}: a tRPC router outside a *.routes.ts module`);
+}
+for (const dir of ["apps", "packages", "test", "bench", "scripts"]) {
+  let files: string[];
+  try {
+    files = walk(path.join(root, dir));
+  } catch {
+    continue;
+  }
+  for (const file of files) {
+    const rel = path.relative(root, file);
+    if (rel.split(path.sep).includes("ports")) problems.push(`${rel}: a ports/ folder (interfaces live in contracts/)`);
+  }
+}
+
+// Self-contained: code and docs cite docs/<file>.md, never a file beside the repository (built
+// from parts so this file does not match itself).
+const OUTSIDE = [
+  new RegExp(["\\.\\.", "shared"].join("/")),
+  new RegExp(`/${"work"}/`),
+  new RegExp(`\\b(?:${["SPEC", "CONTRACT", "STYLE"].join("|")})\\.md\\b`),
+];
+const walkText = (dir: string): string[] =>
+  readdirSync(dir).flatMap((name) => {
+    if (name === "node_modules" || name.startsWith(".")) return [];
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) return walkText(full);
+    return /\.(ts|md|json)$/.test(name) && name !== "package-lock.json" ? [full] : [];
+  });
+for (const file of walkText(root)) {
+  const rel = path.relative(root, file);
+  readFileSync(file, "utf8")
+    .split("\n")
+    .forEach((line, i) => {
+      if (OUTSIDE.some((re) => re.test(line))) problems.push(`${rel}:${i + 1}: points outside the repository`);
+    });
 }
 
 if (problems.length > 0) {

@@ -5,7 +5,7 @@ import path from "node:path";
 import { type Database, ForwardsRepository, JobsRepository, openDatabase } from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
-import { type Clock, FORWARD_JOB_KINDS, ManualClock, systemClock } from "@fleet/shared";
+import { type Clock, FORWARD_JOB_KINDS, ManualClock, systemClock, generateEd25519KeyPair } from "@fleet/shared";
 import { loadTunnelAgentConfig, type RunningTunnelAgent, startTunnelAgent } from "@fleet/tunnel-agent";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsClient, RouterOsConnector } from "@fleet/tunnel-agent/routeros/routeros-client";
@@ -13,8 +13,8 @@ import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/
 import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePortOn, waitFor } from "./forward-fixtures.ts";
-import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
+import { eventually } from "@fleet/shared/testing";
+import { freePortOn } from "./forward-fixtures.ts";
 
 /**
  * The durable queue under failure and contention: an agent killed between claiming a job and
@@ -137,7 +137,7 @@ const spawnAgent = async (env: Record<string, string>) => {
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const workerId = await waitFor(
+  const workerId = await eventually(
     () => {
       if (child.exitCode !== null) throw new Error(`agent exited: ${stderr}`);
       return /Tunnel agent (\S+) running/.exec(stderr)?.[1];
@@ -174,13 +174,13 @@ describe("durable jobs", () => {
 
       // Apply: killed after the router received the add, before the agent could record success.
       const first = await spawnAgent(env);
-      await waitFor(() => sent(router, add) === 1, "the add command to reach the router");
+      await eventually(() => sent(router, add) === 1, "the add command to reach the router");
       first.kill();
       const stuck = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
       expect(stuck).toMatchObject({ status: "running", lockedBy: first.workerId, attempts: 1 });
       const second = await spawnAgent(env);
       try {
-        await waitFor(
+        await eventually(
           async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done",
           "the apply to complete",
           30_000,
@@ -195,7 +195,7 @@ describe("durable jobs", () => {
 
         // Remove: the same, killed after the router received the removal. The start-up
         // reconciliation of this router must be over first: it could send the same command.
-        await waitFor(async () => {
+        await eventually(async () => {
           const [row] = await db.query<{ n: number }>(
             "select count(*)::int as n from jobs where group_key = ? and status in ('pending', 'running')",
             [forward.routerId],
@@ -204,7 +204,7 @@ describe("durable jobs", () => {
         }, "the router's queue to drain");
         await new ForwardsRepository(db).close(forward.routerId, forward.id, new Date());
         const remove = removeForwardRule(forward.id);
-        await waitFor(() => sent(router, remove) >= 1, "the remove command to reach the router");
+        await eventually(() => sent(router, remove) >= 1, "the remove command to reach the router");
         second.kill();
         expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({
           status: "running",
@@ -215,7 +215,7 @@ describe("durable jobs", () => {
       }
       const third = await spawnAgent(env);
       try {
-        await waitFor(
+        await eventually(
           async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).status === "done",
           "the removal to complete",
           30_000,
@@ -296,7 +296,7 @@ describe("durable jobs", () => {
     const forward = await newForward(router.tunnelIp, clock);
     const first = await startTunnelAgent({ config, db, logger, clock });
     try {
-      await waitFor(async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done", "the apply");
+      await eventually(async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done", "the apply");
     } finally {
       await first.close();
     }
@@ -313,7 +313,10 @@ describe("durable jobs", () => {
         (await db.query<{ status: string }>("select status from forwards where id = ?", [forward.id]))[0]?.status,
       ).toBe("expired");
       // The agent's own loop and its start-up reconciliation share this router's queue: wait for it.
-      await waitFor(async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).status === "done", "the removal");
+      await eventually(
+        async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).status === "done",
+        "the removal",
+      );
       expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ status: "done", attempts: 1 });
       expect(tagged(router, forward.id)).toHaveLength(0);
     } finally {
@@ -402,7 +405,7 @@ describe("durable jobs", () => {
           }),
         );
       }
-      await waitFor(
+      await eventually(
         async () => {
           const done = await Promise.all(
             forwards.map(async ({ forward }) => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done"),

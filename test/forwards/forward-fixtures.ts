@@ -1,21 +1,7 @@
 import { once } from "node:events";
 import net from "node:net";
+import { eventually } from "@fleet/shared/testing";
 import { proxyV1Header, proxyV2Header } from "@fleet/tunnel-agent";
-
-/** Polls `check` until it returns something truthy (propagation across the queue, not time rules). */
-export const waitFor = async <T>(
-  check: () => T | Promise<T>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<NonNullable<T>> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-};
 
 /** A TCP port free on every given loopback address right now (bind one, probe the rest). */
 export const freePortOn = async (hosts: string[]): Promise<number> => {
@@ -77,7 +63,7 @@ export const echo = async (socket: net.Socket, text: string): Promise<string> =>
   };
   socket.on("data", onData);
   socket.write(text);
-  await waitFor(() => got.length >= text.length || socket.destroyed, "echo");
+  await eventually(() => got.length >= text.length || socket.destroyed, "echo");
   socket.off("data", onData);
   return got;
 };

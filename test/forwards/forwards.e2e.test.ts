@@ -1,7 +1,7 @@
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
 import { databaseFingerprint, createTestDatabase, makeRouter, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
-import { ManualClock } from "@fleet/shared";
+import { ManualClock, generateEd25519KeyPair } from "@fleet/shared";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsClient } from "@fleet/tunnel-agent/routeros/routeros-client";
 import {
@@ -12,9 +12,9 @@ import {
 import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectAs, connectOutcome, echo, freePortOn, waitFor } from "./forward-fixtures.ts";
+import { eventually } from "@fleet/shared/testing";
+import { connectAs, connectOutcome, echo, freePortOn } from "./forward-fixtures.ts";
 import { testSystemEnv } from "../support/system-env.ts";
-import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
 
 /**
  * Transient forwarding end to end, through real servers on loopback: the all-in-one process (API,
@@ -164,7 +164,7 @@ const forwardingState = (fingerprint: string) =>
 
 /** Every queued job has finished (the router side may finish a moment before its job row). */
 const settled = () =>
-  waitFor(async () => {
+  eventually(async () => {
     const [row] = await db.query<{ n: number }>(
       "select count(*)::int as n from jobs where status in ('pending', 'running')",
     );
@@ -173,9 +173,9 @@ const settled = () =>
 
 /** The rule is on the router and the relay listens: the forward is usable. */
 const untilUsable = async (router: SimulatedRouterOs, forward: { id: string; port: number }) => {
-  const rule = await waitFor(() => ruleOf(router, forward.id), "the rule on the router");
-  await waitFor(() => system.tunnelAgent.relay.listening().some((l) => l.id === forward.id), "the relay listener");
-  await waitFor(async () => {
+  const rule = await eventually(() => ruleOf(router, forward.id), "the rule on the router");
+  await eventually(() => system.tunnelAgent.relay.listening().some((l) => l.id === forward.id), "the relay listener");
+  await eventually(async () => {
     const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = ?", [forward.id]);
     return row?.applied_at;
   }, "the forward to be marked applied");
@@ -232,9 +232,9 @@ describe("transient forwarding through the entry point and a simulated router", 
     expect(await echo(open.socket, "still here")).toBe("still here");
 
     expect((await api("DELETE", `${who.base}/${forward.id}`, who.token)).status).toBe(204);
-    await waitFor(() => !ruleOf(routerA, forward.id), "the rule to go");
+    await eventually(() => !ruleOf(routerA, forward.id), "the rule to go");
     await open.received;
-    await waitFor(async () => (await connectOutcome(forward.port)) === "ECONNREFUSED", "the port to close");
+    await eventually(async () => (await connectOutcome(forward.port)) === "ECONNREFUSED", "the port to close");
     const tail = routerA.ssh.commands().slice(-2);
     expect(tail).toEqual([
       `/ip firewall nat remove [find where comment="fleet-fwd:${forward.id}"]`,
@@ -255,9 +255,12 @@ describe("transient forwarding through the entry point and a simulated router", 
     expect(ruleOf(routerA, forward.id)).toBeDefined();
     clock.advance(1);
     expect(await system.tunnelAgent.sweep()).toBe(1);
-    await waitFor(() => !ruleOf(routerA, forward.id), "the rule to go at expiry");
+    await eventually(() => !ruleOf(routerA, forward.id), "the rule to go at expiry");
     await open.received;
-    await waitFor(async () => (await connectOutcome(forward.port)) === "ECONNREFUSED", "the port to close at expiry");
+    await eventually(
+      async () => (await connectOutcome(forward.port)) === "ECONNREFUSED",
+      "the port to close at expiry",
+    );
     await settled();
     const after = (await api("GET", `${who.base}/${forward.id}`, who.token)).body;
     expect(after).toMatchObject({ expired: true, revoked_early: false, time_to_expire: "expired" });
@@ -341,7 +344,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     expect(ruleOf(routerA, stale)).toBeDefined();
 
     expect(await system.tunnelAgent.reconcile()).toBeGreaterThanOrEqual(1);
-    await waitFor(() => ruleOf(routerA, kept.id) && !ruleOf(routerA, stale), "reconciliation to repair the router");
+    await eventually(() => ruleOf(routerA, kept.id) && !ruleOf(routerA, stale), "reconciliation to repair the router");
     expect(routerA.ssh.rules().some((r) => r.props.comment === "customer rule")).toBe(true);
     expect(routerA.ssh.rules().filter((r) => r.props.comment === `fleet-fwd:${kept.id}`)).toHaveLength(1);
     const client = await connectAs(kept.port, ALLOWED);
@@ -366,7 +369,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     });
     try {
       const second = await create(who, { dst_port: 23 });
-      const job = await waitFor(async () => {
+      const job = await eventually(async () => {
         const [row] = await db.query<{ status: string; last_error: string | null }>(
           "select status, last_error from jobs where payload->>'forward_id' = ? and kind = 'forward.apply'",
           [second.id],
@@ -407,8 +410,14 @@ describe("transient forwarding through the entry point and a simulated router", 
     expect(await connectOutcome(forward.port, WAN_A)).toBe("connected");
 
     await system.tunnelAgent.reconcile();
-    await waitFor(() => ruleOf(routerA, forward.id)?.props["dst-address"] === TUNNEL_A, "the rule to be pinned again");
-    await waitFor(async () => (await connectOutcome(forward.port, WAN_A)) === "ECONNREFUSED", "the WAN port to close");
+    await eventually(
+      () => ruleOf(routerA, forward.id)?.props["dst-address"] === TUNNEL_A,
+      "the rule to be pinned again",
+    );
+    await eventually(
+      async () => (await connectOutcome(forward.port, WAN_A)) === "ECONNREFUSED",
+      "the WAN port to close",
+    );
     expect(routerA.ssh.rules().filter((r) => r.props.comment === `fleet-fwd:${forward.id}`)).toHaveLength(1);
     expect(routerA.ssh.commands()).toContain(listForwardRulesJson());
     const client = await connectAs(forward.port, ALLOWED);

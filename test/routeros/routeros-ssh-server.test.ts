@@ -18,7 +18,7 @@ import {
   type RouterOsSshServerOptions,
   startRouterOsSshServer,
 } from "@fleet/router-simulator/routeros/routeros-ssh-server";
-import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
+import { generateEd25519KeyPair } from "@fleet/shared";
 
 const HOST = "127.0.0.1";
 const ID = "0b6f1c1e-1111-4222-8333-444455556666";

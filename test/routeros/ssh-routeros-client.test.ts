@@ -16,7 +16,7 @@ import {
   SshRouterOsConnector,
   type SshRouterOsConnectorOptions,
 } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
-import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
+import { generateEd25519KeyPair } from "@fleet/shared";
 
 const HOST = "127.0.0.1";
 const clientKey = generateEd25519KeyPair();

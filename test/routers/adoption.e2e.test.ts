@@ -7,13 +7,14 @@ import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-si
 import { tunnelIpFor } from "@fleet/router-simulator";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
-import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
+import { generateEd25519KeyPair } from "@fleet/shared";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectAs, echo, freePortOn, waitFor } from "../forwards/forward-fixtures.ts";
+import { eventually } from "@fleet/shared/testing";
+import { connectAs, echo, freePortOn } from "../forwards/forward-fixtures.ts";
 import { testSystemEnv } from "../support/system-env.ts";
 
 /**
@@ -89,7 +90,10 @@ beforeAll(async () => {
     });
     // The management tunnel address is the system's to assign (docs/api.md "Routers and heartbeats");
     // where this build's enrollment does not take it from the body yet, the operator's assignment is written here.
-    await db.query("update routers set tunnel_ip = ? where id = ? and tunnel_ip is null", [tunnelIp, router.router_id]);
+    await db.query("update routers set tunnel_ip = $1 where id = $2 and tunnel_ip is null", [
+      tunnelIp,
+      router.router_id,
+    ]);
   }
 
   fleet = await startAdoptedFleet({
@@ -132,7 +136,7 @@ describe("routers adopted with the one-line command", () => {
   it("beat over HTTP exactly as the installed script posts, and show up online", async () => {
     const token = await accessToken();
     const list = async () => (await call("GET", "/api/routers", token)).body.data as Array<Record<string, unknown>>;
-    await waitFor(async () => (await list()).filter((r) => r.has_pulse).length === ROUTERS, "every router online");
+    await eventually(async () => (await list()).filter((r) => r.has_pulse).length === ROUTERS, "every router online");
     const routers = await list();
     for (const [i, router] of fleet.routers.entries()) {
       const row = routers.find((r) => r.id === router.routerId);
@@ -176,11 +180,14 @@ describe("routers adopted with the one-line command", () => {
     const again = await call("POST", `/api/routers/${router.routerId}/adoption`, token);
     expect(again.status).toBe(201);
     // Its scheduler still posts the old token, which the daemon now refuses.
-    await waitFor(() => router.requests.at(-1)?.status === 401, "the old token to be refused");
+    await eventually(() => router.requests.at(-1)?.status === 401, "the old token to be refused");
     await router.device.run(again.body.data.command);
     const newToken = (request: (typeof router.requests)[number]) =>
       request.headers.find(([name]) => name === "Authorization")?.[1] !== `Bearer ${enrolled[0]?.heartbeat_token}`;
-    await waitFor(() => router.requests.some((r) => newToken(r) && r.status === 200), "heartbeats with the new token");
+    await eventually(
+      () => router.requests.some((r) => newToken(r) && r.status === 200),
+      "heartbeats with the new token",
+    );
     // Running the script over the earlier installation left one of each object.
     const { tables } = router.device;
     expect(tables["system scheduler"]).toHaveLength(1);
@@ -211,7 +218,7 @@ describe("routers adopted with the one-line command", () => {
       // Nothing else ran: the only objects are the ones the script installs.
       expect(router.device.tables.user.map((u) => u.props.name)).toEqual(["admin", SSH_USER]);
       const token = await accessToken();
-      await waitFor(async () => {
+      await eventually(async () => {
         const rows = (await call("GET", "/api/routers", token)).body.data as Array<Record<string, unknown>>;
         return rows.find((r) => r.id === enrolledHostile.router_id)?.identity === identity;
       }, "the hostile identity to arrive intact");
@@ -233,8 +240,8 @@ describe("routers adopted with the one-line command", () => {
     });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const forward = created.body as { id: string; port: number };
-    await waitFor(() => ros.ssh.rules().some((r) => r.props.comment === `fleet-fwd:${forward.id}`), "the rule");
-    await waitFor(() => system.tunnelAgent.relay.listening().some((l) => l.id === forward.id), "the relay");
+    await eventually(() => ros.ssh.rules().some((r) => r.props.comment === `fleet-fwd:${forward.id}`), "the rule");
+    await eventually(() => system.tunnelAgent.relay.listening().some((l) => l.id === forward.id), "the relay");
     const client = await connectAs(forward.port, "8.8.8.8", { payload: "hello " });
     expect(await echo(client.socket, "adopted")).toBe("hello adopted");
     client.socket.end();

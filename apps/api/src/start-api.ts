@@ -52,6 +52,8 @@ export interface StartApiOptions {
   now?: () => number;
   /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
   clock?: Clock;
+  /** Off only in the test that compares the fast path with tRPC's own adapter. */
+  trpcFastPath?: boolean;
   /**
    * What the composition root knows better than the API's own configuration (docs/routeros.md
    * "Adoption"): where the heartbeat daemon really listens and the tunnel agent's public key.
@@ -91,6 +93,7 @@ export const startApi = async ({
   logger,
   now,
   clock: domainClock,
+  trpcFastPath,
   devLoginPerMinute = DEV_LOGIN_PER_MINUTE,
   adoption: adoptionSources,
 }: StartApiOptions): Promise<RunningApi> => {
@@ -241,7 +244,7 @@ export const startApi = async ({
   const isReady = async () => {
     if (!migrated) migrated = await db.isReady();
     if (!migrated) return false;
-    await db.query("select 1");
+    await db.ping();
     return true;
   };
 
@@ -252,6 +255,7 @@ export const startApi = async ({
     logger,
     isReady,
     publicUrl: `http://${publicHost}:${config.port}`,
+    ...(trpcFastPath === undefined ? {} : { trpcFastPath }),
   });
   const server = createServer({ keepAliveTimeout: 65_000 }, app);
   const port = await listen(server, { host: config.host, port: config.port });

@@ -1,4 +1,4 @@
-import { acquireStatusFeed, type Database, HeartbeatsRepository, nativeSql, type StatusFeedHandle } from "@fleet/db";
+import { acquireStatusFeed, type Database, HeartbeatsRepository, type StatusFeedHandle } from "@fleet/db";
 import type { Logger } from "pino";
 import type { HeartbeatConfig } from "./config.ts";
 import { type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
@@ -45,7 +45,6 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   const clock = options.clock ?? systemClock;
   const { tuning } = config;
   const store = new HeartbeatsRepository(db);
-  const sql = await nativeSql(db);
   const feedHandle: StatusFeedHandle = await acquireStatusFeed(db, (error) =>
     logger.warn({ err: error }, "status feed connection lost"),
   );
@@ -103,7 +102,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     isReady: async () => {
       if (!migrated) migrated = await db.isReady();
       if (!migrated) return false;
-      await sql.query("select 1");
+      await db.ping();
       return true;
     },
   });

@@ -1,11 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ConfigError } from "@fleet/shared";
+import { ConfigError, generateEd25519KeyPair } from "@fleet/shared";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadTunnelAgentConfig } from "./config.ts";
 import { resolveAgentKey } from "./routeros/agent-key.ts";
-import { generateEd25519KeyPair } from "./routeros/ssh-keys.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "fleet-agent-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -82,7 +82,7 @@ describe("tunnel agent start-up", () => {
       expect(agent.relay.listening()).toEqual([]);
       await agent.drain();
       const [job] = await db.query<{ last_error: string }>(
-        "select last_error from jobs where payload->>'forward_id' = ? and kind = 'forward.apply'",
+        "select last_error from jobs where payload->>'forward_id' = $1 and kind = 'forward.apply'",
         [created.forward.id],
       );
       expect(job?.last_error).toContain("outside TUNNEL_NETWORK 100.64.0.0/10; refusing to connect");

@@ -15,6 +15,37 @@ describe("database", () => {
     }
   });
 
+  it("ping answers while the database is open and rejects once it is closed", async () => {
+    const db = await createTestDatabase();
+    await expect(db.ping()).resolves.toBeUndefined();
+    await db.close();
+    await expect(db.ping()).rejects.toThrow();
+  });
+
+  it("transaction commits its statements together and rolls them all back when work throws", async () => {
+    const db = await createTestDatabase();
+    try {
+      const name = `tx-${crypto.randomUUID()}`;
+      const insert = "insert into organizations (id, name, parent_id, created_at) values ($1, $2, null, now())";
+      await expect(
+        db.transaction(async (query) => {
+          await query(insert, [crypto.randomUUID(), name]);
+          throw new Error("abort");
+        }),
+      ).rejects.toThrow("abort");
+      expect(await db.query("select 1 from organizations where name = $1", [name])).toEqual([]);
+      const id = await db.transaction(async (query) => {
+        const created = crypto.randomUUID();
+        await query(insert, [created, name]);
+        await query(insert, [crypto.randomUUID(), `${name}-2`]);
+        return created;
+      });
+      expect(await db.query<{ id: string }>("select id from organizations where name = $1", [name])).toEqual([{ id }]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it("applying migrations twice is a no-op", async () => {
     const db = await createTestDatabase();
     try {

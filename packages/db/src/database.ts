@@ -27,14 +27,23 @@ export interface Database {
   /** A fresh EntityManager fork: one per request, job or tick, never the global one. */
   em(): SqlEntityManager;
   /**
-   * Raw SQL on the shared pool/instance, for hot paths where the unit of work is dead weight.
-   * `prepare` names the statement so PostgreSQL parses and plans it once per connection.
+   * One statement with `$1..$n` placeholders, its values sent as bound parameters by the driver
+   * (docs/contributing.md "Add a migration": the one SQL style of repositories). `prepare` names
+   * the statement so PostgreSQL parses and plans it once per connection.
    */
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
+  /**
+   * Runs `work` in one transaction on one connection, its statements through the `query` it is
+   * given (not `db.query`, which would run outside it, and on PGlite wait for it forever);
+   * rolls back when `work` throws.
+   */
+  transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /** Applies pending migrations; safe when several processes start at once. */
   migrate(): Promise<void>;
   /** True when the database answers and no migration is pending. */
   isReady(): Promise<boolean>;
+  /** One round trip to the database; rejects when it does not answer (readiness probes). */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -43,9 +52,16 @@ export interface QueryOptions {
   prepare?: string;
 }
 
+/** A statement runner with `$1..$n` placeholders: `db.query`, or the one `db.transaction` hands out. */
+export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<T[]>;
+
 type RawQuery = (sql: string, params: unknown[], options?: QueryOptions) => Promise<unknown[]>;
+type RawTransaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 interface PgliteLike {
   query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+  transaction<T>(
+    work: (tx: { query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }> }) => Promise<T>,
+  ): Promise<T>;
 }
 
 const positional = new Map<string, string>();
@@ -105,7 +121,15 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
   const connection = orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgliteLike> };
   const pglite = await connection.getNativeClient();
   const raw: RawQuery = async (sql, params) => (await pglite.query(toPositional(sql), params)).rows;
-  return wrap("pglite", orm, raw, async () => {
+  // PGlite runs one statement at a time on its one connection; its transaction() holds that lock.
+  const transaction: RawTransaction = (work) =>
+    pglite.transaction((tx) =>
+      work(
+        async <T>(sql: string, params: readonly unknown[] = []) =>
+          (await tx.query(toPositional(sql), [...params])).rows as T[],
+      ),
+    );
+  return wrap("pglite", orm, raw, transaction, async () => {
     await orm.migrator.up();
   });
 };
@@ -130,6 +154,27 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
           : { text: toPositional(sql), values: params },
       )
     ).rows;
+  const transaction: RawTransaction = async (work) => {
+    const client = await pool.connect();
+    const query: Query = async <T>(sql: string, params: readonly unknown[] = []) =>
+      (await client.query(toPositional(sql), [...params])).rows as T[];
+    try {
+      await client.query("begin");
+      const result = await work(query);
+      await client.query("commit");
+      client.release();
+      return result;
+    } catch (error) {
+      try {
+        await client.query("rollback");
+        client.release();
+      } catch (rollbackError) {
+        // A connection that cannot even roll back is broken: the pool must not hand it out again.
+        client.release(rollbackError as Error);
+      }
+      throw error;
+    }
+  };
   const migrateWithLock = async () => {
     // A session-level advisory lock on a dedicated connection: the migrator uses the ORM's pool,
     // so the lock must live on a connection it never touches.
@@ -143,13 +188,14 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
       await client.end();
     }
   };
-  return wrap("postgresql", orm, raw, migrateWithLock, () => pool.end());
+  return wrap("postgresql", orm, raw, transaction, migrateWithLock, () => pool.end());
 };
 
 const wrap = (
   driver: DatabaseDriver,
   orm: MikroORM,
   raw: RawQuery,
+  transaction: RawTransaction,
   migrate: () => Promise<void>,
   closeRaw: () => Promise<void> = async () => {},
 ): Database => {
@@ -163,7 +209,15 @@ const wrap = (
       if (closed) throw new Error("database is closed");
       return (await raw(sql, [...params], options)) as T[];
     },
+    transaction: (work) => {
+      if (closed) return Promise.reject(new Error("database is closed"));
+      return transaction(work);
+    },
     migrate,
+    ping: async () => {
+      if (closed) throw new Error("database is closed");
+      await raw("select 1", []);
+    },
     isReady: async () => {
       if (closed) return false;
       try {

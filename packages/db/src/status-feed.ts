@@ -1,7 +1,6 @@
 import { MemoryStatusFeed, type StatusFeed, type TRouterStatusEvent, ZRouterStatusEvent } from "@fleet/shared";
 import pg from "pg";
 import type { Database } from "./database.ts";
-import { nativeSql } from "./native-sql.ts";
 
 /** The PostgreSQL channel status events travel on between processes. */
 export const STATUS_CHANNEL = "fleet_router_status";
@@ -135,8 +134,7 @@ class PostgresStatusFeed implements StatusFeed {
 
   async publish(events: readonly TRouterStatusEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const sql = await nativeSql(this.#db);
-    await sql.query("select pg_notify($1, p) from unnest($2::text[]) as p", [STATUS_CHANNEL, packEvents(events)]);
+    await this.#db.query("select pg_notify($1, p) from unnest($2::text[]) as p", [STATUS_CHANNEL, packEvents(events)]);
   }
 
   subscribe(listener: (event: TRouterStatusEvent) => void): () => void {

@@ -23,6 +23,8 @@ export * from "./contracts/status-feed.ts";
 export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
 export * from "./rules/text-rules.ts";
+export * from "./rules/uuid.ts";
+export * from "./crypto/ssh-keys.ts";
 export * from "./routeros/routeros-script.ts";
 export * from "./routeros/adoption-script.ts";
 export * from "./tokens/heartbeat-token.ts";

@@ -51,12 +51,6 @@ export function int(p: Params, key: string, label = key): number | undefined {
   return Number(v);
 }
 
-export function reqInt(p: Params, key: string, label = key): number {
-  const v = int(p, key, label);
-  if (v === undefined) throw missingParam(label);
-  return v;
-}
-
 export function bool(p: Params, key: string, label = key): boolean | undefined {
   const v = str(p, key, label);
   if (v === undefined || v === null) return undefined;

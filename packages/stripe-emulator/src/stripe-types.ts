@@ -421,9 +421,3 @@ export interface Subscription {
   trial_end: null;
   trial_start: null;
 }
-
-export interface Deleted {
-  id: string;
-  object: string;
-  deleted: true;
-}

@@ -21,6 +21,11 @@ export interface AppOptions {
   /** True once the database answers and migrations are applied. */
   isReady: () => Promise<boolean>;
   publicUrl: string;
+  /**
+   * Serve plain JSON tRPC calls through `trpc-fast-path.ts` (default). Off, every call goes
+   * through tRPC's own adapter: the reference the differential test compares the fast path with.
+   */
+  trpcFastPath?: boolean;
 }
 
 /** docs/api.md "Errors": JSON nested deeper than this is refused with 400. */
@@ -103,19 +108,24 @@ export const createApp = (options: AppOptions): Express => {
 
   const trpcContext = contextFactory(services, "trpc");
   const metas = procedureMetas(router);
+  app.use("/trpc", trpcRefuseNonJson(router));
+  if (options.trpcFastPath !== false) {
+    app.use(
+      "/trpc",
+      trpcFastPath({
+        router,
+        metas,
+        createContext: trpcContext,
+        maxBatchSize: MAX_BATCH_CALLS,
+        onError: (error) => {
+          if (describeError(error).status >= 500)
+            logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
+        },
+      }),
+    );
+  }
   app.use(
     "/trpc",
-    trpcRefuseNonJson(router),
-    trpcFastPath({
-      router,
-      metas,
-      createContext: trpcContext,
-      maxBatchSize: MAX_BATCH_CALLS,
-      onError: (error) => {
-        if (describeError(error).status >= 500)
-          logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
-      },
-    }),
     createExpressMiddleware({
       router,
       createContext: trpcContext,

@@ -1,4 +1,4 @@
-import { makeRouter, tableCounts } from "@fleet/db/testing";
+import { makeRouter, databaseFingerprint } from "@fleet/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../testing/api-harness.ts";
 import { EMULATOR_SECRET_KEY, emulatorSdk, loginWithAccount } from "../testing/billing-fixtures.ts";
@@ -185,14 +185,14 @@ const BODY_CASES: Case[] = [
 describe("the text rule on every body field", () => {
   for (const c of BODY_CASES) {
     it.each(BAD)(`${c.name}: %s answers 422 naming the field; nothing written`, async (_label, bad) => {
-      const counts = await tableCounts(h.db);
+      const counts = await databaseFingerprint(h.db);
       const processor = await processorState();
       const res = await h.request(c.method, c.path(), { token: token(c), body: c.body(bad) });
       expect(res.status).toBe(422);
       const fields = c.path().startsWith("/api/") ? res.body.data : res.body.errors;
       const field = c.field === "site.k\u0000" ? "site.k\u0000" : c.field;
       expect(Object.keys(fields ?? {})).toContain(field);
-      expect(await tableCounts(h.db)).toEqual(counts);
+      expect(await databaseFingerprint(h.db)).toEqual(counts);
       expect(await processorState()).toBe(processor);
     });
   }
@@ -216,14 +216,14 @@ describe("the text rule on every body field", () => {
 
   it("login-hook email", async () => {
     for (const [, bad] of BAD) {
-      const counts = await tableCounts(h.db);
+      const counts = await databaseFingerprint(h.db);
       const res = await h.request("POST", "/v1/auth/login-hook", {
         headers: { authorization: `Bearer ${HOOK_SECRET}` },
         body: { email: `a${bad}@example.com` },
       });
       expect(res.status).toBe(422);
       expect(Object.keys(res.body.errors)).toContain("email");
-      expect(await tableCounts(h.db)).toEqual(counts);
+      expect(await databaseFingerprint(h.db)).toEqual(counts);
     }
   });
 
@@ -266,7 +266,7 @@ describe("the text rule on path parameters", () => {
   ];
   for (const c of TRPC_CASES) {
     it.each(BAD)(`tRPC ${c.procedure}: %s names ${c.field}`, async (_label, bad) => {
-      const counts = await tableCounts(h.db);
+      const counts = await databaseFingerprint(h.db);
       const input = JSON.stringify(c.input(bad));
       const res =
         c.type === "query"
@@ -281,7 +281,7 @@ describe("the text rule on path parameters", () => {
       const body = (await res.json()) as { error: { data: { httpStatus: number; fields: Record<string, string[]> } } };
       expect(body.error.data.httpStatus).toBe(400);
       expect(Object.keys(body.error.data.fields)).toContain(c.field);
-      expect(await tableCounts(h.db)).toEqual(counts);
+      expect(await databaseFingerprint(h.db)).toEqual(counts);
     });
   }
 
@@ -290,10 +290,10 @@ describe("the text rule on path parameters", () => {
     ["GET", "/api/routers/a%1F/metadata"],
     ["DELETE", "/v1/account/payment-methods/pm_%00"],
   ])("REST %s %s is refused without a write", async (method, path) => {
-    const counts = await tableCounts(h.db);
+    const counts = await databaseFingerprint(h.db);
     const res = await h.request(method, path, { token: owner.token });
     expect([404, 422]).toContain(res.status);
-    expect(await tableCounts(h.db)).toEqual(counts);
+    expect(await databaseFingerprint(h.db)).toEqual(counts);
   });
 
   it("the forward used above still exists", async () => {

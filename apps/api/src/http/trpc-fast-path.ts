@@ -1,6 +1,5 @@
-import type { AnyTRPCProcedure } from "@trpc/server";
-import { TRPCError } from "@trpc/server";
-import { getErrorShape, getHTTPStatusCode, getTRPCErrorFromUnknown } from "@trpc/server/unstable-core-do-not-import";
+import { type AnyTRPCProcedure, getTRPCErrorFromUnknown, getTRPCErrorShape, TRPCError } from "@trpc/server";
+import { getHTTPStatusCode } from "@trpc/server/http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { AppRouter } from "../trpc/app-router.ts";
 import { isJsonMediaType } from "./media-type.ts";
@@ -25,7 +24,14 @@ type Call = { path: string; procedure: AnyTRPCProcedure; input: unknown };
  * transformer), answered without converting every request into a Fetch `Request` and back, which
  * costs more than the procedure itself. It speaks the same wire format and calls the same
  * procedures; anything else (subscriptions, streaming, method mismatches, malformed input,
- * oversized batches) falls through to tRPC's own adapter, which stays the reference.
+ * oversized batches, bodies that are not exactly `application/json`) falls through to tRPC's own
+ * adapter, which stays the reference: `trpc-fast-path.test.ts` sends the same requests through both
+ * and requires equal answers, and tRPC is pinned exactly.
+ *
+ * Everything used is exported by `@trpc/server` except two reads of `_def`, which tRPC declares in
+ * its public types but offers no accessor for: the procedures by path with their type (to decide,
+ * before calling, whether a call is ours) and the router's config (its error formatter, for
+ * `getTRPCErrorShape`). Both are read once, here, at start-up.
  */
 export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
   const procedures = options.router._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
@@ -33,6 +39,15 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
 
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.headers["trpc-accept"] !== undefined || req.headers.accept?.includes("application/jsonl")) return next();
+    // tRPC takes a POST body only as exactly application/json (else 415), and reads a GET with a
+    // multipart or octet-stream content type as such: leave both to it.
+    const media = mediaType(req.headers["content-type"]);
+    if (
+      req.method === "POST"
+        ? media !== "application/json"
+        : media === "multipart/form-data" || media === "application/octet-stream"
+    )
+      return next();
     const url = req.url;
     const q = url.indexOf("?");
     const pathPart = url.slice(1, q === -1 ? undefined : q);
@@ -86,7 +101,7 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
           const error = getTRPCErrorFromUnknown(cause);
           options.onError(error, call.path);
           errors.push(describeError(error));
-          return { error: getErrorShape({ config, error, type, path: call.path, input: call.input, ctx }) };
+          return { error: getTRPCErrorShape({ config, error, type, path: call.path, input: call.input, ctx }) };
         }
       }),
     ).then((envelopes) => {
@@ -124,10 +139,13 @@ export const trpcRefuseNonJson = (router: AppRouter): RequestHandler => {
       message: contentType ? `Unsupported content-type "${contentType}` : "Missing content-type header",
     });
     const body = {
-      error: getErrorShape({ config, error, type: "unknown", path: undefined, input: undefined, ctx: undefined }),
+      error: getTRPCErrorShape({ config, error, type: "unknown", path: undefined, input: undefined, ctx: undefined }),
     };
     const payload = Buffer.from(JSON.stringify(body));
     res.writeHead(415, { "content-type": "application/json", "content-length": payload.length });
     res.end(payload);
   };
 };
+
+/** The media type of a request, lowercased, without parameters (tRPC compares it this way). */
+const mediaType = (header: string | undefined): string | undefined => header?.split(";", 1)[0]?.trim().toLowerCase();

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
+import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
 import pino, { type Logger } from "pino";
 import type { Clock } from "@fleet/shared";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
@@ -15,6 +15,15 @@ export interface ApiHarness {
     method: string,
     path: string,
     options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
+  /**
+   * A request that must be refused and change nothing: the same request, but it throws when any
+   * application row differs afterwards (docs/contributing.md "Add a test").
+   */
+  refused(
+    method: string,
+    path: string,
+    options?: Parameters<ApiHarness["request"]>[2],
   ): Promise<{ status: number; body: any; headers: Headers }>;
   login(
     email?: string,
@@ -76,6 +85,21 @@ export const startApiHarness = async (
     }
     return { status: res.status, body: parsed, headers: res.headers };
   };
+  const refused: ApiHarness["refused"] = async (method, path, options) => {
+    // Processor events of earlier steps land first (the emulator posts them after answering), so
+    // only this request is measured.
+    const emulator = api.stripeEmulator;
+    for (let i = 0; emulator && i < 500 && emulator.store.outbox.length > 0; i++) {
+      await emulator.webhooksIdle();
+      if (emulator.store.outbox.length > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const before = await databaseFingerprint(db);
+    const res = await request(method, path, options);
+    if ((await databaseFingerprint(db)) !== before) {
+      throw new Error(`${method} ${path} answered ${res.status} but changed the database`);
+    }
+    return res;
+  };
   const login: ApiHarness["login"] = async (email, extra = {}) => {
     const res = await request("POST", "/v1/auth/dev-login", {
       body: {
@@ -97,6 +121,7 @@ export const startApiHarness = async (
     config,
     clock,
     request,
+    refused,
     login,
     close: async () => {
       await api.close();

@@ -31,15 +31,15 @@ const faultsOf = async (routerId: string) =>
   }>(
     `select status, cause, message, type, severity, (extract(epoch from created_at) * 1000)::float8 as created_ms,
        (extract(epoch from resolved_at) * 1000)::float8 as resolved_ms, duration_seconds
-     from router_faults where router_id = ? order by created_at`,
+     from router_faults where router_id = $1 order by created_at`,
     [routerId],
   );
 const hasPulse = async (routerId: string) =>
-  (await db.query<{ has_pulse: boolean }>("select has_pulse from routers where id = ?", [routerId]))[0]?.has_pulse;
+  (await db.query<{ has_pulse: boolean }>("select has_pulse from routers where id = $1", [routerId]))[0]?.has_pulse;
 const downtime = async (routerId: string) =>
   (
     await db.query<{ hour_ms: number; seconds_down: number }>(
-      `select (extract(epoch from hour) * 1000)::float8 as hour_ms, seconds_down from router_downtime_hours where router_id = ? order by hour`,
+      `select (extract(epoch from hour) * 1000)::float8 as hour_ms, seconds_down from router_downtime_hours where router_id = $1 order by hour`,
       [routerId],
     )
   ).map((r) => ({ hour: new Date(Number(r.hour_ms)).toISOString(), seconds: Number(r.seconds_down) }));
@@ -178,7 +178,7 @@ describe("fault state table", () => {
     const router = await beatingRouter("racing");
     // The race's outcome: the flush read has_pulse true from before the sweeper's commit.
     await db.query(
-      `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at) values (?, ?, 'site', 'error', 'Site Offline: racing', 'Unknown', 'ongoing', ?)`,
+      `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at) values ($1, $2, 'site', 'error', 'Site Offline: racing', 'Unknown', 'ongoing', $3)`,
       [crypto.randomUUID(), router.id, new Date(t + I)],
     );
     at(t + MISSED * I + GRACE);

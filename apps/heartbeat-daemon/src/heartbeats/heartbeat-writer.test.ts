@@ -10,9 +10,10 @@ let owner: { organizationId: string; teamId: string };
 
 const row = async (id: string) =>
   (
-    await db.query<Record<string, unknown>>("select has_pulse, identity, reported_metadata from routers where id = ?", [
-      id,
-    ])
+    await db.query<Record<string, unknown>>(
+      "select has_pulse, identity, reported_metadata from routers where id = $1",
+      [id],
+    )
   )[0];
 
 const write = (routerId: string, fields: Partial<HeartbeatWrite> = {}): HeartbeatWrite => ({

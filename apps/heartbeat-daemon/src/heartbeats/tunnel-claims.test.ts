@@ -17,7 +17,7 @@ const log = capturingLogger();
 const clock = new ManualClock();
 
 const tunnelIp = async (id: string) =>
-  (await db.query<{ tunnel_ip: string | null }>("select tunnel_ip from routers where id = ?", [id]))[0]?.tunnel_ip;
+  (await db.query<{ tunnel_ip: string | null }>("select tunnel_ip from routers where id = $1", [id]))[0]?.tunnel_ip;
 const securityEvents = (routerId: string) =>
   log.lines.filter((l) => l.event === "tunnel_ip_mismatch" && l.routerId === routerId);
 

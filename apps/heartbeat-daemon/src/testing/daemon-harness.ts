@@ -149,12 +149,3 @@ export const postHeartbeat = async (baseUrl: string, token: string | undefined, 
   }
   return { status: res.status, body: parsed as Record<string, unknown> };
 };
-
-/** Waits until `check` is true, polling; for events, never for time-dependent rules. */
-export const eventually = async (check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-};

@@ -8,12 +8,12 @@ import {
   unique,
 } from "@fleet/db/testing";
 import { HEARTBEAT_MAX_FRAME_BYTES, type TRouterStatusEvent } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   connect,
   connectOk,
   type DaemonHarness,
-  eventually,
   postHeartbeat,
   startDaemonHarness,
 } from "../testing/daemon-harness.ts";
@@ -91,7 +91,7 @@ describe("WebSocket heartbeats", () => {
     await eventually(async () => {
       const row = await routerRow(router.id);
       return row?.identity === "quick" && row?.has_pulse === true;
-    }, 2_000);
+    }, "the quiet-daemon write");
     await socket.close();
   });
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { adoptionCommand, adoptionScript, deviceModeMessage } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArgsError, parseArgs } from "../cli-args.ts";
-import { generateEd25519KeyPair } from "../routeros/ssh-keys.ts";
+import { generateEd25519KeyPair } from "@fleet/shared";
 import { startAdoptedFleet } from "./adopted-fleet.ts";
 
 /**

@@ -6,7 +6,7 @@ import path from "node:path";
 import ssh2 from "ssh2";
 import { afterAll, describe, expect, it } from "vitest";
 import { routerOsHook, takeRouterOsArgs } from "./routeros-hook.ts";
-import { generateEd25519KeyPair } from "./ssh-keys.ts";
+import { generateEd25519KeyPair } from "@fleet/shared";
 
 const dir = mkdtempSync(path.join(tmpdir(), "fleet-sim-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,7 +5,7 @@ import type { Connection, ParsedKey, ServerChannel } from "ssh2";
 import ssh2 from "ssh2";
 import { parseRouterOsCommand } from "./routeros-cli-parser.ts";
 import { type LanResolver, type NatRule, RouterOsNatTable } from "./routeros-nat-table.ts";
-import { generateEd25519KeyPair } from "./ssh-keys.ts";
+import { generateEd25519KeyPair } from "@fleet/shared";
 
 const { Server, utils } = ssh2;
 

@@ -4,7 +4,7 @@ import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import { type RouterOsSshServer, startRouterOsSshServer } from "./routeros-ssh-server.ts";
-import { generateEd25519KeyPair } from "./ssh-keys.ts";
+import { generateEd25519KeyPair } from "@fleet/shared";
 
 /**
  * One simulated router's RouterOS side (docs/routeros.md "Simulator"): the SSH server on its tunnel_ip that

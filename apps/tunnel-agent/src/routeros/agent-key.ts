@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import ssh2 from "ssh2";
-import { generateEd25519KeyPair } from "./ssh-keys.ts";
+import { generateEd25519KeyPair } from "@fleet/shared";
 
 export interface AgentKey {
   /** OpenSSH private key text; never logged. */

@@ -1,3 +1,4 @@
+import { isUuid } from "@fleet/shared";
 // Builders for the only RouterOS commands the agent ever sends. Inputs were validated upstream,
 // but every builder re-checks them against strict patterns: a command line is code on the router,
 // so nothing may reach it that could close a quote, start a `[...]` or `$` expansion, or chain with `;`.
@@ -6,7 +7,6 @@ export const FORWARD_TAG_PREFIX = "fleet-fwd:";
 
 const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
 const IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TAG = /^fleet-fwd:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 export interface AddForwardRuleInput {
@@ -68,7 +68,7 @@ function checkIpv4OrCidr(value: unknown, what: string): string {
 
 /** Lower-cases so the tag written to the router equals the one later searched for. */
 function checkForwardId(value: unknown): string {
-  if (typeof value !== "string" || !UUID.test(value)) {
+  if (typeof value !== "string" || !isUuid(value)) {
     throw new Error(`forwardId must be a UUID, got ${describe(value)}`);
   }
   return value.toLowerCase();

@@ -2,7 +2,7 @@ import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Router } from "./router.entity.ts";
 
 /**
- * Seconds a router was down in one UTC hour (docs/api.md "Metric"): one small row per router and hour
+ * Seconds a router was down in one UTC hour (docs/api.md "Metric (hourly)"): one small row per router and hour
  * with downtime, never one per heartbeat. Hours without a row had no downtime.
  */
 export const RouterDowntimeHour = defineEntity({

@@ -29,12 +29,12 @@ describe("migration 008: tunnel addresses", () => {
         ids[name] = crypto.randomUUID();
         await db.query(
           `insert into routers (id, organization_id, team_id, name, tunnel_ip, heartbeat_token_hash, created_at)
-           values (?, ?, ?, ?, ?, ?, now())`,
+           values ($1, $2, $3, $4, $5, $6, now())`,
           [ids[name], user.organizationId, user.teamId, name, tunnelIp, crypto.randomUUID().replaceAll("-", "")],
         );
       }
       const pin = (host: string, port: number, fingerprint: string, createdAt: string) =>
-        db.query(`insert into ssh_host_keys (id, host, port, fingerprint, created_at) values (?, ?, ?, ?, ?)`, [
+        db.query(`insert into ssh_host_keys (id, host, port, fingerprint, created_at) values ($1, $2, $3, $4, $5)`, [
           crypto.randomUUID(),
           host,
           port,
@@ -71,7 +71,7 @@ describe("migration 008: tunnel addresses", () => {
 
       // From now on an address is one router's.
       await expect(
-        db.query("update routers set tunnel_ip = '100.64.0.10' where id = ?", [ids.keptToo]),
+        db.query("update routers set tunnel_ip = '100.64.0.10' where id = $1", [ids.keptToo]),
       ).rejects.toThrow(/routers_tunnel_ip_unique|duplicate key/);
     } finally {
       await db.close();

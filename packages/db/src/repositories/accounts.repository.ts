@@ -1,5 +1,5 @@
+import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
-import { BillingAccount, type TBillingAccount } from "../entities/billing-account.entity.ts";
 import { isUniqueViolation, toDate, toNumber } from "./sql-values.ts";
 
 export interface AccountRecord {
@@ -53,12 +53,12 @@ select o.name as root_name, a.id, a.name, a.email, a.currency, a.balance_minor, 
   a.address_line1, a.address_line2, a.address_postal_code, a.address_state, a.stripe_customer_id,
   (extract(epoch from a.created_at) * 1000)::float8 as created_ms
 from billing_accounts a join organizations o on o.id = a.organization_id
-where a.organization_id = ? and o.parent_id is null`;
+where a.organization_id = $1 and o.parent_id is null`;
 
 // Depth cap guards against a cycle someone writes by hand; real trees are a few levels deep.
 const BILLING_CONTEXT_SQL = `
 with recursive chain (id, parent_id, name, depth) as (
-  select id, parent_id, name, 0 from organizations where id = ?
+  select id, parent_id, name, 0 from organizations where id = $1
   union all
   select o.id, o.parent_id, o.name, c.depth + 1
   from organizations o join chain c on o.id = c.parent_id
@@ -94,26 +94,24 @@ const fromRow = (organizationId: string, row: AccountRow): AccountRecord => ({
   createdAt: toDate(row.created_ms),
 });
 
-const fromEntity = (e: TBillingAccount): AccountRecord => ({
-  id: e.id,
-  organizationId: typeof e.organization === "string" ? e.organization : e.organization.id,
-  name: e.name,
-  email: e.email,
-  currency: e.currency,
-  balanceMinor: e.balanceMinor,
-  address: {
-    city: e.addressCity,
-    country: e.addressCountry,
-    line1: e.addressLine1,
-    line2: e.addressLine2,
-    postalCode: e.addressPostalCode,
-    state: e.addressState,
-  },
-  stripeCustomerId: e.stripeCustomerId,
-  createdAt: e.createdAt,
-});
+/** The columns `fromRow` reads, for statements on `billing_accounts` alone. */
+const ACCOUNT_COLUMNS = `id, organization_id, name, email, currency, balance_minor, address_city, address_country,
+  address_line1, address_line2, address_postal_code, address_state, stripe_customer_id,
+  (extract(epoch from created_at) * 1000)::float8 as created_ms`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The columns a patch may set, in a fixed order, with the value each takes from the patch. */
+const patchColumns = (p: AccountPatch): Array<[string, unknown]> => [
+  ["name", p.name],
+  ["email", p.email],
+  ["currency", p.currency],
+  ["balance_minor", p.balanceMinor],
+  ["address_city", p.address?.city],
+  ["address_country", p.address?.country],
+  ["address_line1", p.address?.line1],
+  ["address_line2", p.address?.line2],
+  ["address_postal_code", p.address?.postalCode],
+  ["address_state", p.address?.state],
+];
 
 export class AccountsRepository {
   readonly #db: Database;
@@ -123,7 +121,7 @@ export class AccountsRepository {
 
   /** One statement: the organization's billing root and the root's account. Null: unknown org. */
   async billingContext(organizationId: string): Promise<BillingContext | null> {
-    if (!UUID.test(organizationId)) return null;
+    if (!isUuid(organizationId)) return null;
     const own = (await this.#db.query<AccountRow>(OWN_ACCOUNT_SQL, [organizationId], { prepare: "account_own" }))[0];
     if (own) {
       return {
@@ -149,40 +147,46 @@ export class AccountsRepository {
 
   /** Inserts the account; returns null when the organization already has one (a lost race). */
   async insert(input: NewAccount): Promise<AccountRecord | null> {
-    const em = this.#db.em();
-    const entity = em.create(BillingAccount, {
-      id: crypto.randomUUID(),
-      organization: input.organizationId,
-      name: input.name,
-      email: input.email,
-      addressCountry: input.country,
-      stripeCustomerId: input.stripeCustomerId,
-      balanceMinor: input.balanceMinor,
-    });
     try {
-      await em.flush();
+      const rows = await this.#db.query<AccountRow>(
+        `insert into billing_accounts (id, organization_id, name, email, address_country, stripe_customer_id,
+           balance_minor, created_at, updated_at)
+         values ($1, $2, $3, $4, $5, $6, $7, now(), now())
+         returning ${ACCOUNT_COLUMNS}`,
+        [
+          crypto.randomUUID(),
+          input.organizationId,
+          input.name,
+          input.email,
+          input.country,
+          input.stripeCustomerId,
+          input.balanceMinor,
+        ],
+      );
+      return fromRow(input.organizationId, rows[0] as AccountRow);
     } catch (error) {
       if (isUniqueViolation(error)) return null;
       throw error;
     }
-    return fromEntity(entity);
   }
 
+  /** Changes the supplied fields only (docs/api.md "Update rules"); throws for an unknown id. */
   async update(accountId: string, patch: AccountPatch): Promise<AccountRecord> {
-    const em = this.#db.em();
-    const entity = await em.findOneOrFail(BillingAccount, { id: accountId });
-    if (patch.name !== undefined) entity.name = patch.name;
-    if (patch.email !== undefined) entity.email = patch.email;
-    if (patch.currency !== undefined) entity.currency = patch.currency;
-    if (patch.balanceMinor !== undefined) entity.balanceMinor = patch.balanceMinor;
-    const a = patch.address;
-    if (a?.city !== undefined) entity.addressCity = a.city;
-    if (a?.country !== undefined) entity.addressCountry = a.country;
-    if (a?.line1 !== undefined) entity.addressLine1 = a.line1;
-    if (a?.line2 !== undefined) entity.addressLine2 = a.line2;
-    if (a?.postalCode !== undefined) entity.addressPostalCode = a.postalCode;
-    if (a?.state !== undefined) entity.addressState = a.state;
-    await em.flush();
-    return fromEntity(entity);
+    const params: unknown[] = [accountId];
+    const sets: string[] = [];
+    for (const [column, value] of patchColumns(patch)) {
+      if (value === undefined) continue;
+      params.push(value);
+      sets.push(`${column} = $${params.length}`);
+    }
+    const rows = await this.#db.query<AccountRow>(
+      sets.length === 0
+        ? `select ${ACCOUNT_COLUMNS} from billing_accounts where id = $1`
+        : `update billing_accounts set ${sets.join(", ")}, updated_at = now() where id = $1 returning ${ACCOUNT_COLUMNS}`,
+      params,
+    );
+    const row = rows[0];
+    if (!row) throw new Error(`billing account ${accountId} not found`);
+    return fromRow(String(row.organization_id), row);
   }
 }

@@ -1,6 +1,5 @@
+import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
-import { nativeSql } from "../native-sql.ts";
-import { isRouterId } from "./routers.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A new adoption URL: only hashes are stored (docs/routeros.md "Adoption"). */
@@ -38,8 +37,7 @@ export class AdoptionsRepository {
 
   /** Records the adoption URL of a router just enrolled. */
   async insert(routerId: string, adoption: NewAdoption): Promise<void> {
-    const sql = await nativeSql(this.#db);
-    await sql.query(
+    await this.#db.query(
       `insert into router_adoptions (token_hash, router_id, created_at, expires_at, counts_from)
        values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0))`,
       [
@@ -58,9 +56,8 @@ export class AdoptionsRepository {
    * when the router is not in the team (nothing changes then).
    */
   async reissue(teamId: string, routerId: string, heartbeatTokenHash: string, adoption: NewAdoption): Promise<boolean> {
-    if (!isRouterId(routerId)) return false;
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    if (!isUuid(routerId)) return false;
+    return this.#db.transaction(async (query) => {
       const updated = await query(
         "update routers set heartbeat_token_hash = $3 where id = $1 and team_id = $2 returning id",
         [routerId, teamId, heartbeatTokenHash],
@@ -87,8 +84,7 @@ export class AdoptionsRepository {
 
   /** The adoption URL with this token hash and its router's state; null when unknown. */
   async find(tokenHash: string): Promise<AdoptionLookup | null> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select a.router_id, r.name, r.heartbeat_token_hash, ${ms("a.created_at", "created_ms")},
          ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("r.last_seen_at", "last_seen_ms")}
        from router_adoptions a join routers r on r.id = a.router_id where a.token_hash = $1`,

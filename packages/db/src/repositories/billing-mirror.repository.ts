@@ -1,5 +1,4 @@
-import type { Database } from "../database.ts";
-import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import type { Database, Query } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A card as mirrored from the processor. */
@@ -120,8 +119,8 @@ where billing_invoices.status not in ('paid', 'void') or billing_invoices.status
 
 /** The writes of the mirror, on one connection (inside a transaction when made by `transaction`). */
 export class BillingMirrorWriter {
-  readonly #q: NativeQuery;
-  constructor(query: NativeQuery) {
+  readonly #q: Query;
+  constructor(query: Query) {
     this.#q = query;
   }
 
@@ -257,8 +256,8 @@ export class BillingMirrorRepository {
     this.#db = db;
   }
 
-  async #query(): Promise<NativeQuery> {
-    return (await nativeSql(this.#db)).query;
+  async #query(): Promise<Query> {
+    return (sql, params) => this.#db.query(sql, params);
   }
 
   /** Writes outside a transaction (each statement on its own). */
@@ -267,7 +266,7 @@ export class BillingMirrorRepository {
   }
 
   async transaction<T>(work: (writer: BillingMirrorWriter) => Promise<T>): Promise<T> {
-    return (await nativeSql(this.#db)).transaction((query) => work(new BillingMirrorWriter(query)));
+    return this.#db.transaction((query) => work(new BillingMirrorWriter(query)));
   }
 
   /** Oldest first, like the processor lists them. */
@@ -341,8 +340,7 @@ export class BillingMirrorRepository {
       await work();
       return true;
     }
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const rows = await query<{ locked: boolean }>("select pg_try_advisory_xact_lock($1) as locked", [key]);
       if (rows[0]?.locked !== true) return false;
       await work();

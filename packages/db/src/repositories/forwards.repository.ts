@@ -1,3 +1,4 @@
+import { isUuid } from "@fleet/shared";
 import type { SqlEntityManager } from "@mikro-orm/sql";
 import type { Database } from "../database.ts";
 import { nativeSql } from "../native-sql.ts";
@@ -67,11 +68,6 @@ const COLUMNS = `f.id, f.router_id, f.entry_point, f.port, f.dst_address, f.dst_
 const RETURNING = COLUMNS.replaceAll("f.", "");
 
 type Row = Record<string, unknown>;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** True for a UUID; anything else cannot name a row and must not reach a uuid column. */
-const isUuid = (value: string): boolean => UUID.test(value);
 
 const forwardFromRow = (row: Row): ForwardRecord => ({
   id: String(row.id),

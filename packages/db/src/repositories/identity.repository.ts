@@ -1,9 +1,5 @@
-import type { Database } from "../database.ts";
-import { OrganizationExternalId } from "../entities/organization-external-id.entity.ts";
-import { OrganizationMember } from "../entities/organization-member.entity.ts";
-import { Organization } from "../entities/organization.entity.ts";
-import { Team } from "../entities/team.entity.ts";
-import { User } from "../entities/user.entity.ts";
+import { isUuid } from "@fleet/shared";
+import type { Database, Query } from "../database.ts";
 import { isUniqueViolation } from "./sql-values.ts";
 
 export interface LoginIdentity {
@@ -46,7 +42,7 @@ export class IdentityRepository {
 
   async #existing(email: string): Promise<LoginIdentity | null> {
     const rows = await this.#db.query<{ user_id: string; organization_id: string | null }>(
-      `select u.id as user_id, u.current_organization_id as organization_id from users u where u.email = ?`,
+      `select u.id as user_id, u.current_organization_id as organization_id from users u where u.email = $1`,
       [email],
     );
     const row = rows[0];
@@ -55,65 +51,58 @@ export class IdentityRepository {
     if (!organizationId) {
       // The current organization was deleted: fall back to any membership, else a new one.
       const member = await this.#db.query<{ organization_id: string }>(
-        `select organization_id from organization_members where user_id = ? order by created_at limit 1`,
+        `select organization_id from organization_members where user_id = $1 order by created_at limit 1`,
         [row.user_id],
       );
       organizationId = member[0]?.organization_id ?? (await this.#createOrganizationFor(row.user_id, email));
-      await this.#db.query(`update users set current_organization_id = ? where id = ?`, [organizationId, row.user_id]);
+      await this.#db.query(`update users set current_organization_id = $1 where id = $2`, [
+        organizationId,
+        row.user_id,
+      ]);
     }
     const teamId = await this.defaultTeamId(organizationId);
     return { userId: row.user_id, organizationId, teamId, created: false };
   }
 
   async #register(email: string, organizationName?: string): Promise<LoginIdentity> {
-    const em = this.#db.em();
-    return em.transactional(async (tx) => {
-      const organization = tx.create(Organization, {
-        id: crypto.randomUUID(),
-        name: organizationName ?? defaultOrganizationName(email),
-      });
-      const user = tx.create(User, { id: crypto.randomUUID(), email, currentOrganization: organization });
-      tx.create(OrganizationMember, { id: crypto.randomUUID(), organization, user, role: "owner" });
-      const team = tx.create(Team, { id: crypto.randomUUID(), organization, name: "Default", isDefault: true });
-      await tx.flush();
-      return { userId: user.id, organizationId: organization.id, teamId: team.id, created: true };
+    return this.#db.transaction(async (query) => {
+      const organizationId = await insertOrganization(query, organizationName ?? defaultOrganizationName(email));
+      const userId = crypto.randomUUID();
+      await query(`insert into users (id, email, current_organization_id, created_at) values ($1, $2, $3, now())`, [
+        userId,
+        email,
+        organizationId,
+      ]);
+      await insertOwner(query, organizationId, userId);
+      const teamId = await insertDefaultTeam(query, organizationId);
+      return { userId, organizationId, teamId, created: true };
     });
   }
 
   async #createOrganizationFor(userId: string, email: string): Promise<string> {
-    const em = this.#db.em();
-    return em.transactional(async (tx) => {
-      const organization = tx.create(Organization, { id: crypto.randomUUID(), name: defaultOrganizationName(email) });
-      tx.create(OrganizationMember, { id: crypto.randomUUID(), organization, user: userId, role: "owner" });
-      tx.create(Team, { id: crypto.randomUUID(), organization, name: "Default", isDefault: true });
-      await tx.flush();
-      return organization.id;
+    return this.#db.transaction(async (query) => {
+      const organizationId = await insertOrganization(query, defaultOrganizationName(email));
+      await insertOwner(query, organizationId, userId);
+      await insertDefaultTeam(query, organizationId);
+      return organizationId;
     });
   }
 
   /** The organization's default team, created on first use for organizations made elsewhere. */
   async defaultTeamId(organizationId: string): Promise<string> {
     const rows = await this.#db.query<{ id: string }>(
-      `select id from teams where organization_id = ? and is_default limit 1`,
+      `select id from teams where organization_id = $1 and is_default limit 1`,
       [organizationId],
     );
     if (rows[0]) return rows[0].id;
-    const em = this.#db.em();
-    const team = em.create(Team, {
-      id: crypto.randomUUID(),
-      organization: organizationId,
-      name: "Default",
-      isDefault: true,
-    });
-    await em.flush();
-    return team.id;
+    return insertDefaultTeam(this.#db.query, organizationId);
   }
 
   /** The team if it exists, with its organization; null otherwise. */
   async findTeam(teamId: string): Promise<TeamRef | null> {
-    if (!UUID.test(teamId)) return null;
+    if (!isUuid(teamId)) return null;
     const rows = await this.#db.query<{ id: string; organization_id: string }>(
-      `select id, organization_id from teams where id = ?`,
+      `select id, organization_id from teams where id = $1`,
       [teamId],
     );
     const row = rows[0];
@@ -121,8 +110,8 @@ export class IdentityRepository {
   }
 
   async organizationExists(organizationId: string): Promise<boolean> {
-    if (!UUID.test(organizationId)) return false;
-    const rows = await this.#db.query(`select 1 from organizations where id = ?`, [organizationId]);
+    if (!isUuid(organizationId)) return false;
+    const rows = await this.#db.query(`select 1 from organizations where id = $1`, [organizationId]);
     return rows.length > 0;
   }
 
@@ -132,25 +121,31 @@ export class IdentityRepository {
    * is used as the organization's own id; anything else is remembered as an external id.
    */
   async resolveOrganization(claimedId: string): Promise<string> {
-    const isUuid = UUID.test(claimedId);
+    const claimedUuid = isUuid(claimedId);
     for (let attempt = 0; attempt < 3; attempt++) {
-      const rows = isUuid
-        ? await this.#db.query<{ id: string }>(`select id from organizations where id = ?`, [claimedId])
+      const rows = claimedUuid
+        ? await this.#db.query<{ id: string }>(`select id from organizations where id = $1`, [claimedId])
         : await this.#db.query<{ id: string }>(
-            `select organization_id as id from organization_external_ids where external_id = ?`,
+            `select organization_id as id from organization_external_ids where external_id = $1`,
             [claimedId],
           );
       if (rows[0]) return rows[0].id;
       try {
-        return await this.#db.em().transactional(async (tx) => {
-          const organization = tx.create(Organization, {
-            id: isUuid ? claimedId.toLowerCase() : crypto.randomUUID(),
-            name: `Organization ${claimedId}`.slice(0, 200),
-          });
-          tx.create(Team, { id: crypto.randomUUID(), organization, name: "Default", isDefault: true });
-          if (!isUuid) tx.create(OrganizationExternalId, { externalId: claimedId, organization });
-          await tx.flush();
-          return organization.id;
+        return await this.#db.transaction(async (query) => {
+          const organizationId = await insertOrganization(
+            query,
+            `Organization ${claimedId}`.slice(0, 200),
+            null,
+            claimedUuid ? claimedId.toLowerCase() : undefined,
+          );
+          await insertDefaultTeam(query, organizationId);
+          if (!claimedUuid) {
+            await query(
+              `insert into organization_external_ids (external_id, organization_id, created_at) values ($1, $2, now())`,
+              [claimedId, organizationId],
+            );
+          }
+          return organizationId;
         });
       } catch (error) {
         // Two first requests of the same organization raced: read what the winner wrote.
@@ -162,21 +157,43 @@ export class IdentityRepository {
 
   /** Creates an organization under a parent (reseller trees); used by tests and admin tooling. */
   async createOrganization(name: string, parentId?: string): Promise<{ organizationId: string; teamId: string }> {
-    const em = this.#db.em();
-    return em.transactional(async (tx) => {
-      const organization = tx.create(Organization, {
-        id: crypto.randomUUID(),
-        name,
-        parent: parentId ?? null,
-      });
-      const team = tx.create(Team, { id: crypto.randomUUID(), organization, name: "Default", isDefault: true });
-      await tx.flush();
-      return { organizationId: organization.id, teamId: team.id };
+    return this.#db.transaction(async (query) => {
+      const organizationId = await insertOrganization(query, name, parentId ?? null);
+      const teamId = await insertDefaultTeam(query, organizationId);
+      return { organizationId, teamId };
     });
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const insertOrganization = async (
+  query: Query,
+  name: string,
+  parentId: string | null = null,
+  id: string = crypto.randomUUID(),
+): Promise<string> => {
+  await query(`insert into organizations (id, name, parent_id, created_at) values ($1, $2, $3, now())`, [
+    id,
+    name,
+    parentId,
+  ]);
+  return id;
+};
+
+const insertOwner = async (query: Query, organizationId: string, userId: string): Promise<void> => {
+  await query(
+    `insert into organization_members (id, organization_id, user_id, role, created_at) values ($1, $2, $3, 'owner', now())`,
+    [crypto.randomUUID(), organizationId, userId],
+  );
+};
+
+const insertDefaultTeam = async (query: Query, organizationId: string): Promise<string> => {
+  const id = crypto.randomUUID();
+  await query(
+    `insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'Default', true, now())`,
+    [id, organizationId],
+  );
+  return id;
+};
 
 const defaultOrganizationName = (email: string): string => {
   const local = email.split("@")[0] ?? email;

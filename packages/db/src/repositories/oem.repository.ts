@@ -1,8 +1,11 @@
-import { oemLookupKeys, type TOemCatalog, type TOemProduct } from "@fleet/shared";
+import { oemLookupKeys, type TOemCatalog, type TOemProduct, isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
-import { OemProduct } from "../entities/oem-product.entity.ts";
 import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
+import { textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
+
+/** Rows per insert statement when the catalogue is replaced (3 parameters each). */
+const INSERT_CHUNK = 1_000;
 
 /** The model facts of a router that OEM matching needs. */
 export interface RouterModelRef {
@@ -17,8 +20,6 @@ export interface OemCatalogStatus {
   source: string | null;
   updatedAt: Date | null;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const parseDocument = (value: unknown): TOemProduct =>
   (typeof value === "string" ? JSON.parse(value) : value) as TOemProduct;
@@ -45,13 +46,13 @@ export class OemRepository {
   /** The best entry for already-normalized keys, best key first; current models beat archived. */
   async findByKeys(keys: readonly string[]): Promise<TOemProduct | null> {
     if (keys.length === 0) return null;
-    const rank = keys.map((_, i) => `when ? = any(match_keys) then ${i}`).join(" ");
+    const rank = keys.map((_, i) => `when $${i + 1} = any(match_keys) then ${i}`).join(" ");
     const rows = await this.#db.query<{ document: unknown }>(
       `select document from oem_products
-       where ${keys.map(() => "? = any(match_keys)").join(" or ")}
+       where ${keys.map((_, i) => `$${i + 1} = any(match_keys)`).join(" or ")}
        order by case ${rank} end, coalesce((document->>'archived')::boolean, false), slug
        limit 1`,
-      [...keys, ...keys],
+      keys,
     );
     const row = rows[0];
     return row ? parseDocument(row.document) : null;
@@ -59,9 +60,9 @@ export class OemRepository {
 
   /** Model and board name of a router of `teamId`; null for an unknown id or another team's router. */
   async routerModel(teamId: string, routerId: string): Promise<RouterModelRef | null> {
-    if (!UUID.test(routerId)) return null;
+    if (!isUuid(routerId)) return null;
     const rows = await this.#db.query<{ model: string; board_name: string }>(
-      `select model, board_name from routers where id = ? and team_id = ?`,
+      `select model, board_name from routers where id = $1 and team_id = $2`,
       [routerId, teamId],
     );
     const row = rows[0];
@@ -73,18 +74,24 @@ export class OemRepository {
    * failure leaves the old one in place. Returns the number of entries stored.
    */
   async replaceAll(catalog: TOemCatalog, source: string, now: Date): Promise<number> {
-    const rows = catalog.products.map((product) => ({
-      slug: product.slug,
-      matchKeys: oemMatchKeys(product),
-      document: product,
-      source,
-      updatedAt: now,
-    }));
-    await this.#db.em().transactional(async (tx) => {
-      await tx.nativeDelete(OemProduct, {});
-      await tx.insertMany(OemProduct, rows);
+    const products = catalog.products;
+    await this.#db.transaction(async (query) => {
+      await query("delete from oem_products");
+      for (let start = 0; start < products.length; start += INSERT_CHUNK) {
+        const chunk = products.slice(start, start + INSERT_CHUNK);
+        const params: unknown[] = [source, now];
+        const values = chunk.map((product) => {
+          params.push(product.slug, textArray(oemMatchKeys(product)), JSON.stringify(product));
+          const n = params.length;
+          return `($${n - 2}, $${n - 1}::text[], $${n}::jsonb, $1, $2)`;
+        });
+        await query(
+          `insert into oem_products (slug, match_keys, document, source, updated_at) values ${values.join(", ")}`,
+          params,
+        );
+      }
     });
-    return rows.length;
+    return products.length;
   }
 
   /**

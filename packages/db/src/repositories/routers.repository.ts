@@ -1,3 +1,4 @@
+import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { nativeSql } from "../native-sql.ts";
@@ -54,11 +55,6 @@ export class TunnelIpTakenError extends Error {
 export interface CoverageRecord extends HeartbeatCoverageState {
   intervalMs: number;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** True for a UUID; anything else cannot name a router and must not reach a uuid column. */
-export const isRouterId = (value: string): boolean => UUID.test(value);
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
@@ -144,7 +140,7 @@ export class RoutersRepository {
 
   /** The router if it exists in `teamId`; null for unknown ids, malformed ids and other teams. */
   async findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null> {
-    if (!isRouterId(routerId)) return null;
+    if (!isUuid(routerId)) return null;
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<Row>(`select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2`, [
       routerId,
@@ -192,7 +188,7 @@ export class RoutersRepository {
 
   /** Deletes the router (its faults and downtime go with it); null when it is not in the team. */
   async deleteInTeam(teamId: string, routerId: string): Promise<{ id: string; organizationId: string } | null> {
-    if (!isRouterId(routerId)) return null;
+    if (!isUuid(routerId)) return null;
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<{ id: string; organization_id: string }>(
       "delete from routers where id = $1 and team_id = $2 returning id, organization_id",
@@ -212,7 +208,7 @@ export class RoutersRepository {
     routerId: string,
     change: (current: RouterRecord) => { userMetadata: Record<string, unknown>; name: string },
   ): Promise<RouterRecord | null> {
-    if (!isRouterId(routerId)) return null;
+    if (!isUuid(routerId)) return null;
     const sql = await nativeSql(this.#db);
     return sql.transaction(async (query) => {
       const rows = await query<Row>(

@@ -1,6 +1,5 @@
+import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
-import { nativeSql } from "../native-sql.ts";
-import { isRouterId } from "./routers.repository.ts";
 
 /**
  * SSH host key pins (trust on first use), one per router, shared by every agent through the
@@ -14,9 +13,8 @@ export class SshHostKeysRepository {
   }
 
   async get(routerId: string): Promise<string | undefined> {
-    if (!isRouterId(routerId)) return undefined;
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ fingerprint: string }>(
+    if (!isUuid(routerId)) return undefined;
+    const rows = await this.#db.query<{ fingerprint: string }>(
       "select fingerprint from ssh_host_keys where router_id = $1",
       [routerId],
     );
@@ -29,9 +27,8 @@ export class SshHostKeysRepository {
    * no longer exists pins nothing (answers undefined).
    */
   async pin(routerId: string, fingerprint: string, now: Date): Promise<string | undefined> {
-    if (!isRouterId(routerId)) return undefined;
-    const sql = await nativeSql(this.#db);
-    await sql.query(
+    if (!isUuid(routerId)) return undefined;
+    await this.#db.query(
       `insert into ssh_host_keys (id, router_id, fingerprint, created_at)
        select $1, r.id, $3, to_timestamp($4::float8 / 1000.0) from routers r where r.id = $2
        on conflict (router_id) do nothing`,
@@ -42,8 +39,7 @@ export class SshHostKeysRepository {
 
   /** Forgets a pin (an operator re-keyed the router on purpose). */
   async unpin(routerId: string): Promise<void> {
-    if (!isRouterId(routerId)) return;
-    const sql = await nativeSql(this.#db);
-    await sql.query("delete from ssh_host_keys where router_id = $1", [routerId]);
+    if (!isUuid(routerId)) return;
+    await this.#db.query("delete from ssh_host_keys where router_id = $1", [routerId]);
   }
 }

@@ -1,6 +1,4 @@
 import type { Database } from "../database.ts";
-import { BillingAccount } from "../entities/billing-account.entity.ts";
-import { BillingSubscription, type TBillingSubscription } from "../entities/billing-subscription.entity.ts";
 import { isUniqueViolation, toNumber } from "./sql-values.ts";
 
 export interface SubscriptionRecord {
@@ -24,20 +22,31 @@ export interface NewSubscription {
 // Walks down from the billing root: every organization below it is billed by it (docs/api.md 1).
 const ROUTERS_IN_TREE_SQL = `
 with recursive tree (id, depth) as (
-  select id, 0 from organizations where id = ?
+  select id, 0 from organizations where id = $1
   union all
   select o.id, t.depth + 1 from organizations o join tree t on o.parent_id = t.id
   where t.depth < 32
 )
 select count(*)::int as n from routers r where r.organization_id in (select id from tree)`;
 
-const fromEntity = (e: TBillingSubscription): SubscriptionRecord => ({
-  id: e.id,
-  accountId: typeof e.account === "string" ? e.account : e.account.id,
-  stripeSubscriptionId: e.stripeSubscriptionId,
-  stripeItemId: e.stripeItemId,
-  currency: e.currency,
-  quantity: e.quantity,
+const SUBSCRIPTION_COLUMNS = "id, account_id, stripe_subscription_id, stripe_item_id, currency, quantity";
+
+type SubscriptionRow = {
+  id: string;
+  account_id: string;
+  stripe_subscription_id: string;
+  stripe_item_id: string;
+  currency: string;
+  quantity: unknown;
+};
+
+const fromRow = (row: SubscriptionRow): SubscriptionRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  stripeSubscriptionId: row.stripe_subscription_id,
+  stripeItemId: row.stripe_item_id,
+  currency: row.currency,
+  quantity: toNumber(row.quantity),
 });
 
 /** Billing subscriptions and the router count they bill for. */
@@ -48,8 +57,11 @@ export class SubscriptionsRepository {
   }
 
   async findByAccount(accountId: string): Promise<SubscriptionRecord | null> {
-    const entity = await this.#db.em().findOne(BillingSubscription, { account: accountId });
-    return entity ? fromEntity(entity) : null;
+    const rows = await this.#db.query<SubscriptionRow>(
+      `select ${SUBSCRIPTION_COLUMNS} from billing_subscriptions where account_id = $1`,
+      [accountId],
+    );
+    return rows[0] ? fromRow(rows[0]) : null;
   }
 
   /**
@@ -59,22 +71,26 @@ export class SubscriptionsRepository {
    */
   async insert(input: NewSubscription): Promise<SubscriptionRecord | null> {
     try {
-      return await this.#db.em().transactional(async (em) => {
-        const entity = em.create(BillingSubscription, {
-          id: crypto.randomUUID(),
-          account: input.accountId,
-          stripeSubscriptionId: input.stripeSubscriptionId,
-          stripeItemId: input.stripeItemId,
-          currency: input.currency,
-          quantity: input.quantity,
-        });
-        await em.flush();
-        await em.nativeUpdate(
-          BillingAccount,
-          { id: input.accountId, currency: "" },
-          { currency: input.currency.toUpperCase(), updatedAt: new Date() },
+      return await this.#db.transaction(async (query) => {
+        const rows = await query<SubscriptionRow>(
+          `insert into billing_subscriptions (id, account_id, stripe_subscription_id, stripe_item_id, currency, quantity,
+             created_at, updated_at)
+           values ($1, $2, $3, $4, $5, $6, now(), now())
+           returning ${SUBSCRIPTION_COLUMNS}`,
+          [
+            crypto.randomUUID(),
+            input.accountId,
+            input.stripeSubscriptionId,
+            input.stripeItemId,
+            input.currency,
+            input.quantity,
+          ],
         );
-        return fromEntity(entity);
+        await query(`update billing_accounts set currency = $2, updated_at = now() where id = $1 and currency = ''`, [
+          input.accountId,
+          input.currency.toUpperCase(),
+        ]);
+        return fromRow(rows[0] as SubscriptionRow);
       });
     } catch (error) {
       if (isUniqueViolation(error)) return null;
@@ -83,10 +99,11 @@ export class SubscriptionsRepository {
   }
 
   async updateQuantity(id: string, quantity: number): Promise<void> {
-    const em = this.#db.em();
-    const entity = await em.findOneOrFail(BillingSubscription, { id });
-    entity.quantity = quantity;
-    await em.flush();
+    const rows = await this.#db.query(
+      "update billing_subscriptions set quantity = $2, updated_at = now() where id = $1 returning id",
+      [id, quantity],
+    );
+    if (rows.length === 0) throw new Error(`billing subscription ${id} not found`);
   }
 
   /** Routers of every organization in the tree under (and including) the billing root. */

@@ -67,7 +67,7 @@ export const makeRouter = async (
   const heartbeatToken = overrides.heartbeatToken ?? `hb_${crypto.randomUUID().replaceAll("-", "")}`;
   await db.query(
     `insert into routers (id, organization_id, team_id, name, identity, model, board_name, has_pulse, tunnel_ip, heartbeat_token_hash, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())`,
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())`,
     [
       id,
       owner.organizationId,

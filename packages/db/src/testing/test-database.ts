@@ -51,19 +51,6 @@ export const createTestDatabase = async (options: { migrateTo?: string } = {}): 
   });
 };
 
-/** Row counts of every application table: tests assert a refused request changed nothing. */
-export const tableCounts = async (db: Database): Promise<Record<string, number>> => {
-  const tables = await db.query<{ tablename: string }>(
-    `select tablename from pg_tables where schemaname = 'public' and tablename <> 'mikro_orm_migrations' order by tablename`,
-  );
-  const counts: Record<string, number> = {};
-  for (const { tablename } of tables) {
-    const rows = await db.query<{ n: number | string }>(`select count(*)::int as n from "${tablename}"`);
-    counts[tablename] = Number(rows[0]?.n ?? 0);
-  }
-  return counts;
-};
-
 /** A digest of every application row: proves "nothing changed", not just "same count". */
 export const databaseFingerprint = async (db: Database): Promise<string> => {
   const tables = await db.query<{ tablename: string }>(

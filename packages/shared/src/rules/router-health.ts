@@ -140,8 +140,6 @@ export const hourlyMetrics = (input: HourlyMetricsInput): HourlyDowntime[] => {
 };
 
 /** Fault vocabulary (docs/api.md "Fault"; docs/api.md "Routers and heartbeats"). */
-export const FAULT_TYPE_SITE = "site";
-export const FAULT_SEVERITY_ERROR = "error";
 export const FAULT_CAUSE_UNKNOWN = "Unknown";
 export const FAULT_CAUSE_REBOOT = "Router rebooted";
 export const FAULT_CAUSE_CONNECTIVITY = "Connectivity lost";

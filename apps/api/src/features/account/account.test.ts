@@ -16,13 +16,6 @@ afterAll(async () => {
 const validBody = { name: "Acme Networks", email: "Billing@Acme.Example", address: { country: "DE" } };
 
 /** Runs a request that must be refused and proves the database did not change. */
-const refused = async (method: string, path: string, options: Parameters<ApiHarness["request"]>[2]) => {
-  const before = await databaseFingerprint(h.db);
-  const res = await h.request(method, path, options);
-  expect(await databaseFingerprint(h.db)).toBe(before);
-  return res;
-};
-
 describe("GET /v1/account", () => {
   it("answers the exact no-account error before an account exists", async () => {
     const { token } = await h.login();
@@ -106,7 +99,7 @@ describe("POST /v1/account", () => {
   it("refuses a second account for the same organization with 409", async () => {
     const { token } = await h.login();
     expect((await h.request("POST", "/v1/account", { token, body: validBody })).status).toBe(201);
-    const res = await refused("POST", "/v1/account", { token, body: validBody });
+    const res = await h.refused("POST", "/v1/account", { token, body: validBody });
     expect(res.status).toBe(409);
     expect(res.body.message).toMatch(/already has a billing account/);
   });
@@ -137,7 +130,7 @@ describe("POST /v1/account", () => {
     ["country a number", { name: "A", email: "a@b.co", address: { country: 49 } }, "address.country"],
   ])("refuses %s with 422 naming the field, writing nothing", async (_case, body, field) => {
     const { token } = await h.login();
-    const res = await refused("POST", "/v1/account", { token, body });
+    const res = await h.refused("POST", "/v1/account", { token, body });
     expect(res.status).toBe(422);
     expect(typeof res.body.message).toBe("string");
     expect(Object.keys(res.body.errors)).toContain(field);
@@ -170,13 +163,13 @@ describe("POST /v1/account", () => {
     expect(res.body.email).toHaveLength(250);
 
     const tooLong = await h.login();
-    const r1 = await refused("POST", "/v1/account", {
+    const r1 = await h.refused("POST", "/v1/account", {
       token: tooLong.token,
       body: { name: `${name}n`, email: "a@b.co", address: { country: "US" } },
     });
     expect(r1.status).toBe(422);
     expect(r1.body.errors.name).toBeDefined();
-    const r2 = await refused("POST", "/v1/account", {
+    const r2 = await h.refused("POST", "/v1/account", {
       token: tooLong.token,
       body: { name: "A", email: `e${email}`, address: { country: "US" } },
     });
@@ -238,7 +231,7 @@ describe("PATCH and PUT /v1/account", () => {
   it("an empty body changes nothing and answers the account", async () => {
     const { token } = await setup();
     const before = await h.request("GET", "/v1/account", { token });
-    const res = await refused("PATCH", "/v1/account", { token, body: {} });
+    const res = await h.refused("PATCH", "/v1/account", { token, body: {} });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(before.body);
   });
@@ -258,26 +251,26 @@ describe("PATCH and PUT /v1/account", () => {
     };
     const ok = await h.request("PATCH", "/v1/account", { token, body: body("x".repeat(max)) });
     expect(ok.status).toBe(200);
-    const res = await refused("PATCH", "/v1/account", { token, body: body("y".repeat(max + 1)) });
+    const res = await h.refused("PATCH", "/v1/account", { token, body: body("y".repeat(max + 1)) });
     expect(res.status).toBe(422);
     expect(Object.keys(res.body.errors)).toEqual([field]);
   });
 
   it("refuses a non-string with 422 naming the field, and unsetting a required field", async () => {
     const { token } = await setup();
-    const res = await refused("PATCH", "/v1/account", { token, body: { address: { postal_code: 12345 } } });
+    const res = await h.refused("PATCH", "/v1/account", { token, body: { address: { postal_code: 12345 } } });
     expect(res.status).toBe(422);
     expect(res.body.errors["address.postal_code"]).toBeDefined();
-    const empty = await refused("PATCH", "/v1/account", { token, body: { email: "" } });
+    const empty = await h.refused("PATCH", "/v1/account", { token, body: { email: "" } });
     expect(empty.status).toBe(422);
     expect(empty.body.errors.email).toBeDefined();
-    const country = await refused("PATCH", "/v1/account", { token, body: { address: { country: "" } } });
+    const country = await h.refused("PATCH", "/v1/account", { token, body: { address: { country: "" } } });
     expect(country.status).toBe(422);
   });
 
   it("answers the no-account error when there is no account", async () => {
     const { token } = await h.login();
-    const res = await refused("PATCH", "/v1/account", { token, body: { name: "X" } });
+    const res = await h.refused("PATCH", "/v1/account", { token, body: { name: "X" } });
     expect(res.status).toBe(422);
     expect(res.body.documentation_url).toEqual(expect.any(String));
   });
@@ -292,7 +285,7 @@ describe("organization trees", () => {
     expect(get.status).toBe(409);
     expect(get.body.message).toMatch(/billed by the top of its organization tree/);
     expect(get.body.billing_organization_id).toBe(root.organizationId);
-    const post = await refused("POST", "/v1/account", { token, body: validBody });
+    const post = await h.refused("POST", "/v1/account", { token, body: validBody });
     expect(post.status).toBe(409);
   });
 });
@@ -300,7 +293,7 @@ describe("organization trees", () => {
 describe("DELETE /v1/account", () => {
   it("is not offered: 405 pointing to support", async () => {
     const { token } = await h.login();
-    const res = await refused("DELETE", "/v1/account", { token });
+    const res = await h.refused("DELETE", "/v1/account", { token });
     expect(res.status).toBe(405);
     expect(res.body.message).toMatch(/support/i);
   });

@@ -1,4 +1,4 @@
-import { databaseFingerprint, makeRouter } from "@fleet/db/testing";
+import { makeRouter } from "@fleet/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../client.ts";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
@@ -26,13 +26,6 @@ const withRouter = async (extra: { scope?: string } = {}) => {
   const user = await h.login(undefined, extra);
   const router = await makeRouter(h.db, user);
   return { ...user, routerId: router.id, base: `/api/routers/${router.id}/transient-forwarding` };
-};
-
-const refused = async (method: string, path: string, options: Parameters<ApiHarness["request"]>[2]) => {
-  const before = await databaseFingerprint(h.db);
-  const res = await h.request(method, path, options);
-  expect(await databaseFingerprint(h.db)).toBe(before);
-  return res;
 };
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
@@ -100,7 +93,7 @@ describe("transient forwarding endpoints", () => {
     expect(gone.status).toBe(200);
     expect(gone.body).toMatchObject({ id: a.id, revoked_early: true, expired: false, time_to_expire: "revoked" });
 
-    const again = await refused("DELETE", `${base}/${a.id}`, { token });
+    const again = await h.refused("DELETE", `${base}/${a.id}`, { token });
     expect(again.status).toBe(204);
     const jobs = await h.db.query<{ kind: string }>(
       `select kind from jobs where payload->>'forward_id' = ? order by created_at`,
@@ -149,7 +142,7 @@ describe("transient forwarding endpoints", () => {
       ["DELETE", `${mine.base}/${crypto.randomUUID()}`],
     ];
     for (const [method, path] of cases) {
-      const res = await refused(method, path, { token: mine.token, ...(method === "POST" ? { body: body() } : {}) });
+      const res = await h.refused(method, path, { token: mine.token, ...(method === "POST" ? { body: body() } : {}) });
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(res.body).toMatchObject({ status: "fail", message: expect.stringMatching(/not found/) });
     }
@@ -163,7 +156,7 @@ describe("transient forwarding endpoints", () => {
     const user = await h.login();
     for (const tunnelIp of [null, "127.0.0.1"]) {
       const router = await makeRouter(h.db, user, { tunnelIp });
-      const res = await refused("POST", `/api/routers/${router.id}/transient-forwarding`, {
+      const res = await h.refused("POST", `/api/routers/${router.id}/transient-forwarding`, {
         token: user.token,
         body: body(),
       });
@@ -175,10 +168,10 @@ describe("transient forwarding endpoints", () => {
   it("needs routers:read to read and routers:write to change, and a token at all", async () => {
     const reader = await withRouter({ scope: "routers:read" });
     expect((await h.request("GET", reader.base, { token: reader.token })).status).toBe(200);
-    const create = await refused("POST", reader.base, { token: reader.token, body: body() });
+    const create = await h.refused("POST", reader.base, { token: reader.token, body: body() });
     expect(create.status).toBe(403);
     expect(create.body).toMatchObject({ status: "fail", message: expect.stringMatching(/routers:write/) });
-    expect((await refused("GET", reader.base, {})).status).toBe(401);
+    expect((await h.refused("GET", reader.base, {})).status).toBe(401);
   });
 
   it("accepts application/json with a charset", async () => {
@@ -231,7 +224,7 @@ describe("create validation (docs/api.md, Tunnel agent and entry point)", () => 
   };
 
   const rejected = async (overrides: Record<string, unknown>, field: string) => {
-    const res = await refused("POST", ctx.base, { token: ctx.token, body: body(overrides) });
+    const res = await h.refused("POST", ctx.base, { token: ctx.token, body: body(overrides) });
     expect(res.status, JSON.stringify(overrides)).toBe(422);
     expect(res.body.status).toBe("fail");
     expect(Object.keys(res.body.data)).toEqual([field]);
@@ -319,7 +312,7 @@ describe("create validation (docs/api.md, Tunnel agent and entry point)", () => 
   });
 
   it("reports every missing field and refuses a body that is not an object", async () => {
-    const res = await refused("POST", ctx.base, { token: ctx.token, body: {} });
+    const res = await h.refused("POST", ctx.base, { token: ctx.token, body: {} });
     expect(res.status).toBe(422);
     expect(Object.keys(res.body.data).sort()).toEqual([
       "allow_from",
@@ -329,7 +322,7 @@ describe("create validation (docs/api.md, Tunnel agent and entry point)", () => 
     ]);
     expect(
       (
-        await refused("POST", ctx.base, {
+        await h.refused("POST", ctx.base, {
           token: ctx.token,
           rawBody: "{nope",
           headers: { "content-type": "application/json" },

@@ -15,7 +15,7 @@ export interface OemServiceDeps {
 /** Longest reported name echoed in an error message (values come from the router itself). */
 const MAX_ECHO = 100;
 
-/** Manufacturer data of a router (docs/api.md "OEM information"), matched by its reported model/board. */
+/** Manufacturer data of a router (docs/api.md "OEM Information"), matched by its reported model/board. */
 export class OemService {
   readonly #deps: OemServiceDeps;
   constructor(deps: OemServiceDeps) {

@@ -12,7 +12,6 @@ import {
   startUnreachableProcessorApi,
   testCard as card,
   unixInZone as inZone,
-  settleWebhooks,
 } from "../../testing/billing-fixtures.ts";
 
 let h: ApiHarness;
@@ -42,15 +41,6 @@ const addCardClientSide = async (token: string, number: string) => {
     client_secret: intent.body.client_secret,
   } as Stripe.SetupIntentConfirmParams);
   return { intent: intent.body, pm, confirmed };
-};
-
-const refused = async (method: string, path: string, options: Parameters<ApiHarness["request"]>[2]) => {
-  // Events of earlier steps (a declined confirm) land first, so only this request is measured.
-  await settleWebhooks(h);
-  const before = await databaseFingerprint(h.db);
-  const res = await h.request(method, path, options);
-  expect(await databaseFingerprint(h.db)).toBe(before);
-  return res;
 };
 
 const defaultOf = async (customerId: string) => {
@@ -112,7 +102,7 @@ describe("the whole flow a frontend performs", () => {
     expect(two.body.map((p: { id: string }) => p.id).sort()).toEqual([visa.id, second.pm.id].sort());
 
     // 6. The default cannot be deleted; the answer says what to do.
-    const refuseDefault = await refused("DELETE", `/v1/account/payment-methods/${second.pm.id}`, { token });
+    const refuseDefault = await h.refused("DELETE", `/v1/account/payment-methods/${second.pm.id}`, { token });
     expect(refuseDefault.status).toBe(409);
     expect(refuseDefault.body.message).toMatch(/default payment method/);
     expect(refuseDefault.body.message).toMatch(/Make another card the default first/);
@@ -127,7 +117,7 @@ describe("the whole flow a frontend performs", () => {
     expect(left.body.map((p: { id: string }) => p.id)).toEqual([second.pm.id]);
 
     // 8. The only one cannot.
-    const refuseOnly = await refused("DELETE", `/v1/account/payment-methods/${second.pm.id}`, { token });
+    const refuseOnly = await h.refused("DELETE", `/v1/account/payment-methods/${second.pm.id}`, { token });
     expect(refuseOnly.status).toBe(409);
     expect(refuseOnly.body.message).toMatch(/only payment method/);
     expect(refuseOnly.body.message).toMatch(/Add another card/);
@@ -190,7 +180,7 @@ describe("declined cards", () => {
     expect(error).toBeInstanceOf(Stripe.errors.StripeCardError);
     expect((error as Stripe.errors.StripeCardError).decline_code).toBe("generic_decline");
 
-    const res = await refused("POST", "/v1/account/payment-methods", { token, body: { id: pm.id } });
+    const res = await h.refused("POST", "/v1/account/payment-methods", { token, body: { id: pm.id } });
     expect(res.status).toBe(402);
     expect(res.body.message).toBe("Your card was declined.");
     expect(res.body.decline_code).toBe("generic_decline");
@@ -202,7 +192,7 @@ describe("declined cards", () => {
   it("names the decline reason (insufficient funds)", async () => {
     const { token } = await withAccount();
     const pm = await browser.paymentMethods.create({ type: "card", card: card("4000000000009995") });
-    const res = await refused("POST", "/v1/account/tax", { token, body: { id: pm.id } });
+    const res = await h.refused("POST", "/v1/account/tax", { token, body: { id: pm.id } });
     expect(res.status).toBe(402);
     expect(res.body.message).toBe("Your card has insufficient funds.");
     expect(res.body.decline_code).toBe("insufficient_funds");
@@ -221,16 +211,16 @@ describe("tenancy", () => {
 
     const b = await withAccount();
     expect((await h.request("GET", "/v1/account/payment-methods", { token: b.token })).body).toEqual([]);
-    const save = await refused("POST", "/v1/account/payment-methods", { token: b.token, body: { id: pm.id } });
+    const save = await h.refused("POST", "/v1/account/payment-methods", { token: b.token, body: { id: pm.id } });
     expect(save.status).toBe(404);
     expect(save.body.message).toBe(`This account has no payment method with id "${pm.id}".`);
-    const unknown = await refused("POST", "/v1/account/payment-methods", {
+    const unknown = await h.refused("POST", "/v1/account/payment-methods", {
       token: b.token,
       body: { id: "pm_doesnotexist" },
     });
     expect(unknown.status).toBe(404);
     expect(unknown.body.message).toBe(save.body.message.replace(pm.id, "pm_doesnotexist"));
-    const del = await refused("DELETE", `/v1/account/payment-methods/${pm.id}`, { token: b.token });
+    const del = await h.refused("DELETE", `/v1/account/payment-methods/${pm.id}`, { token: b.token });
     expect(del.status).toBe(404);
 
     expect((await server.paymentMethods.retrieve(pm.id)).customer).toBe(a.customerId);
@@ -241,8 +231,8 @@ describe("tenancy", () => {
   it("deleting an unknown or unattached id answers 404", async () => {
     const { token } = await withAccount();
     const loose = await browser.paymentMethods.create({ type: "card", card: card("4242424242424242") });
-    expect((await refused("DELETE", `/v1/account/payment-methods/${loose.id}`, { token })).status).toBe(404);
-    expect((await refused("DELETE", "/v1/account/payment-methods/pm_nope", { token })).status).toBe(404);
+    expect((await h.refused("DELETE", `/v1/account/payment-methods/${loose.id}`, { token })).status).toBe(404);
+    expect((await h.refused("DELETE", "/v1/account/payment-methods/pm_nope", { token })).status).toBe(404);
   });
 });
 
@@ -261,7 +251,7 @@ describe("validation", () => {
     ["one character too long", { id: `pm_${"x".repeat(PAYMENT_METHOD_ID_MAX - 2)}` }],
   ])("refuses an id that is %s with 422 naming id", async (_case, body) => {
     for (const path of ["/v1/account/tax", "/v1/account/payment-methods"]) {
-      const res = await refused("POST", path, { token, body });
+      const res = await h.refused("POST", path, { token, body });
       expect(res.status).toBe(422);
       expect(Object.keys(res.body.errors)).toEqual(["id"]);
     }
@@ -270,9 +260,9 @@ describe("validation", () => {
   it("accepts an id of exactly the maximum length (then it is simply unknown)", async () => {
     const id = `pm_${"x".repeat(PAYMENT_METHOD_ID_MAX - 3)}`;
     expect(id).toHaveLength(PAYMENT_METHOD_ID_MAX);
-    expect((await refused("POST", "/v1/account/tax", { token, body: { id } })).status).toBe(404);
-    expect((await refused("DELETE", `/v1/account/payment-methods/${id}`, { token })).status).toBe(404);
-    const tooLong = await refused("DELETE", `/v1/account/payment-methods/${id}x`, { token });
+    expect((await h.refused("POST", "/v1/account/tax", { token, body: { id } })).status).toBe(404);
+    expect((await h.refused("DELETE", `/v1/account/payment-methods/${id}`, { token })).status).toBe(404);
+    const tooLong = await h.refused("DELETE", `/v1/account/payment-methods/${id}x`, { token });
     expect(tooLong.status).toBe(422);
     expect(Object.keys(tooLong.body.errors)).toEqual(["id"]);
   });
@@ -291,7 +281,7 @@ describe("access", () => {
 
   it.each(endpoints)("%s %s answers the no-account error without an account", async (method, path) => {
     const { token } = await h.login();
-    const res = await refused(method, path, { token, body: bodyFor(method) });
+    const res = await h.refused(method, path, { token, body: bodyFor(method) });
     expect(res.status).toBe(422);
     expect(res.body.message).toMatch(/Create one first with POST \/v1\/account/);
     expect(res.body.documentation_url).toBe("http://localhost:3000/docs");
@@ -310,10 +300,10 @@ describe("access", () => {
     expect(created.status).toBe(201);
     const narrow = await h.login(email, { scope: other });
     expect(narrow.organizationId).toBe(full.organizationId);
-    const res = await refused(method, path, { token: narrow.token, body: bodyFor(method) });
+    const res = await h.refused(method, path, { token: narrow.token, body: bodyFor(method) });
     expect(res.status).toBe(403);
     expect(res.body.message).toContain(scope);
-    expect((await refused(method, path, { body: bodyFor(method) })).status).toBe(401);
+    expect((await h.refused(method, path, { body: bodyFor(method) })).status).toBe(401);
   });
 
   it("a child organization is billed by its root: 409 naming the root", async () => {
@@ -327,7 +317,7 @@ describe("access", () => {
       .setSubject(crypto.randomUUID())
       .setExpirationTime("10m")
       .sign(createSecretKey(Buffer.from(h.config.auth.jwtSecret ?? "")));
-    const res = await refused("GET", "/v1/account/payment-methods", { token });
+    const res = await h.refused("GET", "/v1/account/payment-methods", { token });
     expect(res.status).toBe(409);
     expect(res.body.billing_organization_id).toBe(root.organizationId);
   });

@@ -75,7 +75,7 @@ describe("POST /api/routers", () => {
     const tunnelIp = res.body.data.tunnel_ip as string;
     expect(tunnelIp).toMatch(/^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.\d{1,3}\.\d{1,3}$/);
     const rows = await h.db.query<{ team_id: string; name: string; heartbeat_token_hash: string; tunnel_ip: string }>(
-      "select team_id, name, heartbeat_token_hash, tunnel_ip from routers where id = ?",
+      "select team_id, name, heartbeat_token_hash, tunnel_ip from routers where id = $1",
       [router.id],
     );
     expect(rows).toEqual([
@@ -94,14 +94,14 @@ describe("POST /api/routers", () => {
     const root = await billedUser();
     const child = await makeChildOrganization(h.db, root.organizationId);
     const childUser = await makeUser(h.db);
-    await h.db.query("update users set current_organization_id = ? where id = ?", [
+    await h.db.query("update users set current_organization_id = $1 where id = $2", [
       child.organizationId,
       childUser.userId,
     ]);
     const token = (
       await h.login(
         (
-          await h.db.query<{ email: string }>("select email from users where id = ?", [childUser.userId])
+          await h.db.query<{ email: string }>("select email from users where id = $1", [childUser.userId])
         )[0]?.email,
       )
     ).token;
@@ -110,11 +110,11 @@ describe("POST /api/routers", () => {
     const orphanRoot = await h.login();
     const orphanChild = await makeChildOrganization(h.db, orphanRoot.organizationId);
     const orphanUser = await makeUser(h.db);
-    await h.db.query("update users set current_organization_id = ? where id = ?", [
+    await h.db.query("update users set current_organization_id = $1 where id = $2", [
       orphanChild.organizationId,
       orphanUser.userId,
     ]);
-    const email = (await h.db.query<{ email: string }>("select email from users where id = ?", [orphanUser.userId]))[0]
+    const email = (await h.db.query<{ email: string }>("select email from users where id = $1", [orphanUser.userId]))[0]
       ?.email;
     const res = await h.request("POST", "/api/routers", { token: (await h.login(email)).token, body: {} });
     expect(res.status).toBe(402);
@@ -150,9 +150,9 @@ describe("GET /api/routers", () => {
     await enroll(other);
     const lastSeen = new Date(clock.now().getTime() - 150_000);
     await h.db.query(
-      `update routers set has_pulse = true, uptime_seconds = ?, last_seen_at = ?, last_seen_from = '203.0.113.7', identity = 'gw-1',
+      `update routers set has_pulse = true, uptime_seconds = $1, last_seen_at = $2, last_seen_from = '203.0.113.7', identity = 'gw-1',
          model = 'RB5009UG+S+', board_name = 'RB5009UG+S+', hardwareboard = true, serial_number = 'HE0801', software_version = '7.16', software_id = 'AB12-CD34'
-       where id = ?`,
+       where id = $3`,
       [3 * 86_400 + 14 * 3_600 + 3 * 60, lastSeen, router.id],
     );
     const res = await h.request("GET", "/api/routers", { token: user.token });
@@ -212,7 +212,7 @@ describe("router metadata", () => {
     const { router } = await enroll(user, { name: "Branch" });
     await h.db.query(
       `update routers set model = 'hAP ax3', board_name = 'C53UiG+5HPaxD2HPaxD', hardwareboard = true, last_seen_from = '198.51.100.4',
-         tunnel_ip = '127.0.0.9', reported_metadata = '{"site_code": "B-7", "lat": "not a number"}'::jsonb where id = ?`,
+         tunnel_ip = '127.0.0.9', reported_metadata = '{"site_code": "B-7", "lat": "not a number"}'::jsonb where id = $1`,
       [router.id],
     );
     const patch = await h.request("PATCH", `/api/routers/${router.id}/metadata`, {
@@ -257,7 +257,7 @@ describe("router metadata", () => {
     expect(removed.body.data).not.toHaveProperty("lat");
     expect(removed.body.data.lng).toBe(13.405);
     // The name is the router's name: faults say "Site Offline: <identity or name>".
-    expect((await h.db.query<{ name: string }>("select name from routers where id = ?", [router.id]))[0]?.name).toBe(
+    expect((await h.db.query<{ name: string }>("select name from routers where id = $1", [router.id]))[0]?.name).toBe(
       "Branch 7",
     );
   });
@@ -336,17 +336,17 @@ describe("GET /api/routers/{id}/metrics", () => {
     const { router } = await enroll(user); // enrolled 2026-12-01 09:00
     const hour = (h: number) => new Date(Date.UTC(2026, 11, 1, h, 0, 0));
     await h.db.query(
-      "insert into router_downtime_hours (router_id, hour, seconds_down) values (?, ?, 600), (?, ?, 1800), (?, ?, 3600)",
+      "insert into router_downtime_hours (router_id, hour, seconds_down) values ($1, $2, 600), ($3, $4, 1800), ($5, $6, 3600)",
       [router.id, hour(8), router.id, hour(10), router.id, hour(11)],
     );
     // Last heartbeat 13:59:00 at a 30 s interval: down since 13:59:30, still silent at 15:10.
     clock.set(new Date(Date.UTC(2026, 11, 1, 15, 10, 0)));
-    await h.db.query("update routers set last_seen_at = ? where id = ?", [
+    await h.db.query("update routers set last_seen_at = $1 where id = $2", [
       new Date(Date.UTC(2026, 11, 1, 13, 59, 0)),
       router.id,
     ]);
     await h.db.query(
-      `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms) values (1, ?, ?, null, 30000)
+      `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms) values (1, $1, $2, null, 30000)
        on conflict (id) do update set covered_since = excluded.covered_since, alive_at = excluded.alive_at, outage_started_at = null, interval_ms = 30000`,
       [new Date(Date.UTC(2026, 10, 1)), clock.now()],
     );
@@ -377,12 +377,12 @@ describe("GET /api/routers/{id}/faults", () => {
       const created = new Date(base + i * 3_600_000);
       await h.db.query(
         `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at, resolved_at, duration_seconds)
-         values (?, ?, 'site', 'error', ?, 'Connectivity lost', 'completed', ?, ?, 90)`,
+         values ($1, $2, 'site', 'error', $3, 'Connectivity lost', 'completed', $4, $5, 90)`,
         [crypto.randomUUID(), router.id, `Site Offline: f${i}`, created, new Date(created.getTime() + 90_000)],
       );
     }
     await h.db.query(
-      `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at) values (?, ?, 'site', 'error', 'Site Offline: now', 'Unknown', 'ongoing', ?)`,
+      `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at) values ($1, $2, 'site', 'error', 'Site Offline: now', 'Unknown', 'ongoing', $3)`,
       [crypto.randomUUID(), router.id, new Date(Date.UTC(2026, 11, 1, 12, 0, 30))],
     );
     const res = await h.request("GET", `/api/routers/${router.id}/faults`, { token: user.token });
@@ -415,7 +415,7 @@ describe("DELETE /api/routers/{id}", () => {
   it("answers 204, removes the router with its faults and downtime, and announces the revocation", async () => {
     const user = await billedUser();
     const { router } = await enroll(user);
-    await h.db.query("insert into router_downtime_hours (router_id, hour, seconds_down) values (?, ?, 60)", [
+    await h.db.query("insert into router_downtime_hours (router_id, hour, seconds_down) values ($1, $2, 60)", [
       router.id,
       new Date(Date.UTC(2026, 10, 1)),
     ]);
@@ -426,8 +426,8 @@ describe("DELETE /api/routers/{id}", () => {
     expect(res.body).toBeUndefined();
     await expect.poll(() => heard).toContainEqual({ type: "removed", router_id: router.id, team_id: user.teamId });
     stop();
-    expect(await h.db.query("select 1 from routers where id = ?", [router.id])).toEqual([]);
-    expect(await h.db.query("select 1 from router_downtime_hours where router_id = ?", [router.id])).toEqual([]);
+    expect(await h.db.query("select 1 from routers where id = $1", [router.id])).toEqual([]);
+    expect(await h.db.query("select 1 from router_downtime_hours where router_id = $1", [router.id])).toEqual([]);
     expect((await h.request("GET", `/api/routers/${router.id}/metadata`, { token: user.token })).status).toBe(404);
     expect((await h.request("DELETE", `/api/routers/${router.id}`, { token: user.token })).status).toBe(404);
   });

@@ -1,7 +1,7 @@
 import { type AdoptionScriptInput, adoptionScript, deviceModeMessage, routerOsString } from "@fleet/shared";
 import ssh2 from "ssh2";
 import { describe, expect, it } from "vitest";
-import { generateEd25519KeyPair } from "../ssh-keys.ts";
+import { generateEd25519KeyPair } from "@fleet/shared";
 import { type HttpRequest, parseRouterOsInterval, RosTime, RouterOsDevice, serializeJson } from "./routeros-device.ts";
 import { parseRouterOsScript, parseRouterOsStringLiteral, RouterOsSyntaxError } from "./routeros-script-parser.ts";
 

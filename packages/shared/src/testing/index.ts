@@ -1,0 +1,2 @@
+// Test helpers shared by every workspace (docs/contributing.md "Add a test"); never imported by production code.
+export { eventually } from "./eventually.ts";
