@@ -123,7 +123,7 @@ describe("every 429 carries Retry-After", () => {
     const user = await startApiHarness().then(async (other) => {
       try {
         const u = await other.login();
-        const router = await makeRouter(other.db, u, { tunnelIp: "127.0.0.61" });
+        const router = await makeRouter(other.db, u, { tunnelIp: "100.64.0.61" });
         const body = { expire_after_minutes: 60, dst_port: 22, dst_address: "192.168.88.10", allow_from: "8.8.8.8" };
         let last: Awaited<ReturnType<ApiHarness["request"]>> | undefined;
         for (let i = 0; i < 30; i++) {

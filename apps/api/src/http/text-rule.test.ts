@@ -23,7 +23,7 @@ beforeAll(async () => {
   expect(enrolled.status).toBe(201);
   routerId = enrolled.body.data.router.id;
   // Forwards need a router that reported a tunnel address.
-  forwardRouterId = (await makeRouter(h.db, owner, { tunnelIp: "127.0.0.51" })).id;
+  forwardRouterId = (await makeRouter(h.db, owner, { tunnelIp: "100.64.0.51" })).id;
   const forward = await h.request("POST", `/api/routers/${forwardRouterId}/transient-forwarding`, {
     token: owner.token,
     body: { expire_after_minutes: 60, dst_port: 22, dst_address: "192.168.88.10", allow_from: "8.8.8.8" },

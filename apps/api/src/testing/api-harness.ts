@@ -95,8 +95,14 @@ export const startApiHarness = async (
     }
     const before = await databaseFingerprint(db);
     const res = await request(method, path, options);
-    if ((await databaseFingerprint(db)) !== before) {
-      throw new Error(`${method} ${path} answered ${res.status} but changed the database`);
+    const after = await databaseFingerprint(db);
+    if (after !== before) {
+      const was = new Set(before.split(","));
+      const changed = after
+        .split(",")
+        .filter((part) => !was.has(part))
+        .map((part) => part.split(":")[0]);
+      throw new Error(`${method} ${path} answered ${res.status} but changed the database (${changed.join(", ")})`);
     }
     return res;
   };

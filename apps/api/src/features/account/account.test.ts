@@ -341,10 +341,8 @@ describe("an account update never leaves the processor and the database differen
     const owner = await loginWithAccount(h);
     // The customer is gone at the processor, so its update fails there.
     await emulatorSdk(h, EMULATOR_SECRET_KEY).customers.del(owner.customerId);
-    const before = await databaseFingerprint(h.db);
-    const res = await h.request("PATCH", "/v1/account", { token: owner.token, body: { name: "Renamed Co" } });
+    const res = await h.refused("PATCH", "/v1/account", { token: owner.token, body: { name: "Renamed Co" } });
     expect(res.status).toBeGreaterThanOrEqual(400);
-    expect(await databaseFingerprint(h.db)).toBe(before);
     const account = await h.request("GET", "/v1/account", { token: owner.token });
     expect(account.body.name).toBe("Card Co");
   });
@@ -358,13 +356,22 @@ describe("an account update never leaves the processor and the database differen
       "create trigger refuse_account_write before update on billing_accounts for each row execute function refuse_account_write()",
     );
     try {
-      const before = await databaseFingerprint(h.db);
+      // The processor's own events about the update and its revert are recorded as received
+      // (stripe_webhook_events); every other table must be as it was.
+      const withoutEventLog = async () =>
+        (await databaseFingerprint(h.db))
+          .split(",")
+          .filter((part) => !part.startsWith("stripe_webhook_events:"))
+          .join(",");
+      await h.api.stripeEmulator?.webhooksIdle();
+      const before = await withoutEventLog();
       const res = await h.request("PATCH", "/v1/account", {
         token: owner.token,
         body: { name: "Refused By Database", address: { city: "Utrecht" } },
       });
       expect(res.status).toBe(500);
-      expect(await databaseFingerprint(h.db)).toBe(before);
+      await h.api.stripeEmulator?.webhooksIdle();
+      expect(await withoutEventLog()).toBe(before);
       expect(await customerName(owner.customerId)).toBe("Card Co");
       const stripe = emulatorSdk(h, EMULATOR_SECRET_KEY);
       const customer = (await stripe.customers.retrieve(owner.customerId)) as Stripe.Customer;
