@@ -13,3 +13,4 @@ export * from "./repositories/heartbeats.repository.ts";
 export { acquireStatusFeed, packEvents, STATUS_CHANNEL, type StatusFeedHandle } from "./status-feed.ts";
 export { nativeSql, type NativeQuery, type NativeSql } from "./native-sql.ts";
 export { isUniqueViolation } from "./repositories/sql-values.ts";
+export * from "./jobs/job-engine.ts";
