@@ -2,11 +2,16 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   AccountsRepository,
+  acquireJobEngine,
   acquireStatusFeed,
   type Database,
   ForwardsRepository,
   IdentityRepository,
+  type RegisteredTask,
   RoutersRepository,
+  registerScheduledTask,
+  routerJobsQueue,
+  type ScheduledTask,
   SubscriptionsRepository,
 } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
@@ -22,7 +27,7 @@ import { PaymentMethodsService } from "./features/payment-methods/payment-method
 import { resolveDevJwtSecret } from "./features/auth/dev-secret.ts";
 import { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
-import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
+import { type OemRefreshSchedule, scheduleOemRefresh, unscheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
@@ -113,6 +118,11 @@ export const startApi = async ({
     docsUrl: config.docsUrl,
   });
   const payments = createPaymentsGateway(stripeClient);
+  // The process's job engine: forwards queue their router jobs through it, in their own transaction.
+  const jobs = await acquireJobEngine(db, {
+    onError: (error) => logger.warn({ err: error }, "job engine error"),
+  });
+  await jobs.defineQueue(routerJobsQueue(), { createOnly: true });
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const services: Services = {
     tokens,
@@ -127,7 +137,7 @@ export const startApi = async ({
     invoices: new InvoicesService({ accounts: accountService, payments }),
     teams: new TeamResolver(identity),
     forwards: new ForwardsService({
-      forwards: new ForwardsRepository(db),
+      forwards: new ForwardsRepository(db, jobs),
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
     }),
@@ -171,15 +181,25 @@ export const startApi = async ({
   const port = (server.address() as AddressInfo).port;
   const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
   // Started once listening succeeded, so a failed start leaves no timer behind.
-  const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
-    ? scheduleOemRefresh({
-        url: config.oem.catalogUrl,
-        cron: config.oem.refreshCron,
-        catalog: oemCatalog,
-        logger: logger.child({ job: "oem-refresh" }),
-        clock,
-      })
-    : undefined;
+  // Cluster-wide maintenance: each runs once per cron slot however many API processes run
+  // (docs/operations.md "Metrics and probes"). REGISTRATION POINT for the billing reconciliation
+  // (`reconcileBilling`, queue "billing.reconcile") and the audit-log retention (`pruneAuditLog`,
+  // queue "audit.prune"): add `{ queue, cron, run }` entries here.
+  const scheduledTasks: ScheduledTask[] = [];
+  const registeredTasks: RegisteredTask[] = [];
+  for (const task of scheduledTasks) registeredTasks.push(await registerScheduledTask(jobs, task));
+  let oemRefresh: OemRefreshSchedule | undefined;
+  if (config.oem.catalogUrl) {
+    oemRefresh = await scheduleOemRefresh(jobs, {
+      url: config.oem.catalogUrl,
+      cron: config.oem.refreshCron,
+      catalog: oemCatalog,
+      logger: logger.child({ job: "oem-refresh" }),
+      clock,
+    });
+  } else {
+    await unscheduleOemRefresh(jobs);
+  }
 
   return {
     url,
@@ -189,10 +209,12 @@ export const startApi = async ({
     devLogin: signer !== undefined,
     close: async () => {
       await oemRefresh?.stop();
+      for (const task of registeredTasks) await task.stop();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       await closeServer(server);
       await statusFeed.release();
+      await jobs.stop();
       await emulator?.close();
     },
   };

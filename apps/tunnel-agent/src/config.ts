@@ -29,15 +29,15 @@ export interface TunnelAgentConfig {
     commandTimeoutMs: number;
   };
   jobs: {
-    /** `TUNNEL_JOB_LEASE_MS`: how long a claimed job is ours before another agent may take it over. */
+    /**
+     * `TUNNEL_JOB_LEASE_MS`: how long an attempt may run before it is taken to have died with its
+     * agent and is run again by another (rounded up to whole seconds: the job engine's unit).
+     */
     leaseMs: number;
-    /** How often an idle agent looks for due jobs. */
-    pollMs: number;
+    /** Backstop poll of an idle agent; new jobs wake it at once (LISTEN/NOTIFY). */
+    pollSeconds: number;
     /** Jobs one agent runs at once (different routers; one router's jobs never overlap). */
     concurrency: number;
-    /** First retry delay; doubles per attempt up to `backoffMaxMs`. */
-    backoffBaseMs: number;
-    backoffMaxMs: number;
   };
   /** `TUNNEL_RECONCILE_INTERVAL_MS`: period of the router-vs-database reconciliation (also run at start). */
   reconcileIntervalMs: number;
@@ -64,10 +64,8 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     },
     jobs: {
       leaseMs: envInt(env, "TUNNEL_JOB_LEASE_MS", 60_000, 1_000, 3_600_000),
-      pollMs: 250,
+      pollSeconds: 1,
       concurrency: 4,
-      backoffBaseMs: 1_000,
-      backoffMaxMs: 5 * 60_000,
     },
     reconcileIntervalMs: envInt(env, "TUNNEL_RECONCILE_INTERVAL_MS", 60_000, 1_000, 86_400_000),
     expirySweepIntervalMs: 30_000,

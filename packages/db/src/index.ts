@@ -6,7 +6,6 @@ export * from "./repositories/subscriptions.repository.ts";
 export * from "./repositories/oem.repository.ts";
 export { loadOemSnapshot, oemMatchKeys, snapshotSource } from "./oem/oem-snapshot.ts";
 export * from "./repositories/forwards.repository.ts";
-export * from "./repositories/jobs.repository.ts";
 export * from "./repositories/ssh-host-keys.repository.ts";
 export * from "./repositories/routers.repository.ts";
 export * from "./repositories/heartbeats.repository.ts";
@@ -14,3 +13,5 @@ export { acquireStatusFeed, packEvents, STATUS_CHANNEL, type StatusFeedHandle } 
 export { nativeSql, type NativeQuery, type NativeSql } from "./native-sql.ts";
 export { isUniqueViolation } from "./repositories/sql-values.ts";
 export * from "./jobs/job-engine.ts";
+export * from "./jobs/router-jobs.ts";
+export * from "./jobs/scheduled-task.ts";

@@ -3,7 +3,6 @@ import { describe, expect, it } from "vitest";
 import type { RouterOsClient } from "../routeros/routeros-client.ts";
 import { addForwardRule, removeForwardRule } from "../routeros/routeros-commands.ts";
 import { ensureRule, readTaggedRules } from "./forward-rules.ts";
-import { backoffDelay } from "./job-consumer.ts";
 import { isPermanentJobError } from "./job-errors.ts";
 
 const ID = "0b6f1c1e-1111-4222-8333-444455556666";
@@ -74,13 +73,5 @@ describe("ensureRule", () => {
     );
     expect(isPermanentJobError(error)).toBe(true);
     expect(router.sent).toEqual([]);
-  });
-});
-
-describe("backoffDelay", () => {
-  it("doubles from the base and stops at the cap", () => {
-    expect([1, 2, 3, 4, 10, 40].map((n) => backoffDelay(n, 1000, 60_000))).toEqual([
-      1000, 2000, 4000, 8000, 60_000, 60_000,
-    ]);
   });
 });

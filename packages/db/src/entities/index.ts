@@ -2,7 +2,6 @@ import { BillingAccount } from "./billing-account.entity.ts";
 import { BillingSubscription } from "./billing-subscription.entity.ts";
 import { Forward } from "./forward.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
-import { Job } from "./job.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
@@ -29,7 +28,6 @@ export const ENTITIES = [
   HeartbeatCoverage,
   OemProduct,
   Forward,
-  Job,
   SshHostKey,
 ];
 
@@ -38,7 +36,6 @@ export {
   BillingSubscription,
   Forward,
   HeartbeatCoverage,
-  Job,
   SshHostKey,
   OemProduct,
   Organization,

@@ -1,4 +1,4 @@
-import { type Db, fromPglite, type JobWithMetadata, PgBoss, type PGliteLike } from "pg-boss";
+import { type Db, fromPglite, type Job, type JobResult, type JobWithMetadata, PgBoss, type PGliteLike } from "pg-boss";
 import type { Database } from "../database.ts";
 import type { NativeQuery } from "../native-sql.ts";
 
@@ -62,6 +62,9 @@ export interface EngineJob<T> {
   /** 0 on the first attempt. */
   retryCount: number;
   groupId: string | null;
+  /** On a dead-letter queue: the queue and id of the job that failed for good. */
+  sourceName: string | null;
+  sourceId: string | null;
   /** Aborted when the engine stops while the handler runs. */
   signal: AbortSignal;
 }
@@ -73,7 +76,18 @@ export interface JobWorkOptions {
   localConcurrency?: number;
   /** Poll period when no notification wakes the worker (pg-boss minimum 0.5). */
   pollingIntervalSeconds?: number;
+  /** Errors that retrying cannot fix: the job goes straight to the dead-letter queue. */
+  isPermanent?: (error: unknown) => boolean;
+  /** The text kept on a failed job (never a secret); `name: message` by default. */
+  describeError?: (error: unknown) => string;
+  /** Called after every attempt, whatever its outcome (metrics, a relay refresh). */
+  onSettled?: (job: EngineJob<unknown>, outcome: TJobOutcome, durationMs: number) => void;
 }
+
+export type TJobOutcome = "completed" | "failed" | "deadletter";
+
+const describeErrorDefault = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 
 export type JobHandler<T> = (job: EngineJob<T>) => Promise<unknown>;
 
@@ -97,16 +111,23 @@ export interface JobEngineOptions {
 export interface JobEngine {
   /** The engine's pg-boss, for the admin CLI and metrics; apps use the methods below. */
   readonly boss: PgBoss;
-  /** Creates the queue (and its dead-letter queue) or updates its options. */
-  defineQueue(definition: JobQueueDefinition): Promise<void>;
+  /**
+   * Creates the queue (and its dead-letter queue) or updates its options; `createOnly` leaves an
+   * existing queue as it is (a process that only sends to a queue another app owns).
+   */
+  defineQueue(definition: JobQueueDefinition, options?: { createOnly?: boolean }): Promise<void>;
   send<T extends object>(queue: string, data: T, options?: JobSendOptions): Promise<string | null>;
-  /** Registers a handler; a thrown error fails the attempt (retried per the queue, then dead-lettered). */
+  /**
+   * Registers a handler; a thrown error fails the attempt (retried per the queue, then
+   * dead-lettered); a plain object it returns is stored as the job's output.
+   */
   work<T>(queue: string, options: JobWorkOptions, handler: JobHandler<T>): Promise<string>;
   /** Stops this process's workers of a queue, waiting for running handlers. */
   offWork(queue: string): Promise<void>;
   /** Cluster-wide cron: one job per slot however many processes schedule it. */
   schedule(queue: string, cron: string, data?: object, options?: JobScheduleOptions): Promise<void>;
-  findJobs<T>(queue: string, options?: { id?: string; data?: object }): Promise<JobWithMetadata<T>[]>;
+  /** Jobs of a queue by id or data containment; `queued: true` only those not started yet. */
+  findJobs<T>(queue: string, options?: { id?: string; data?: object; queued?: boolean }): Promise<JobWithMetadata<T>[]>;
   /** Drops this holder's reference; the last one stops pg-boss (running handlers finish first). */
   stop(): Promise<void>;
 }
@@ -118,6 +139,7 @@ interface Shared {
 }
 
 const registry = new WeakMap<Database, Promise<Shared>>();
+const NO_JOB = "00000000-0000-0000-0000-000000000000";
 
 interface PgliteConnection {
   getNativeClient(): Promise<PGliteLike>;
@@ -152,6 +174,41 @@ const createBoss = async (db: Database, options: JobEngineOptions): Promise<PgBo
   });
 };
 
+/** Runs one job's handler and turns the outcome into pg-boss's per-job result. */
+export const runJob = async <T>(
+  job: Job<T>,
+  handler: JobHandler<T>,
+  options: Pick<JobWorkOptions, "isPermanent" | "onSettled">,
+  describe: (error: unknown) => string = describeErrorDefault,
+): Promise<JobResult> => {
+  const view: EngineJob<T> = {
+    id: job.id,
+    queue: job.name,
+    data: job.data,
+    singletonKey: (job as Partial<JobWithMetadata<T>>).singletonKey ?? null,
+    retryCount: job.retryCount,
+    groupId: job.groupId ?? null,
+    sourceName: (job as Partial<JobWithMetadata<T>>).sourceName ?? null,
+    sourceId: (job as Partial<JobWithMetadata<T>>).sourceId ?? null,
+    signal: job.signal,
+  };
+  const started = performance.now();
+  let result: JobResult;
+  try {
+    const output = await handler(view);
+    // A plain object a handler returns is kept on the job (pg-boss `output`).
+    result =
+      output !== null && typeof output === "object" && !Array.isArray(output)
+        ? { id: job.id, status: "completed", output }
+        : { id: job.id, status: "completed" };
+  } catch (error) {
+    const status = options.isPermanent?.(error) ? "deadletter" : "failed";
+    result = { id: job.id, status, output: { message: describe(error) } };
+  }
+  options.onSettled?.(view as EngineJob<unknown>, result.status as TJobOutcome, performance.now() - started);
+  return result;
+};
+
 /**
  * The process's job engine on `db`: the first call starts pg-boss (migrating its schema), later
  * calls share it, so the all-in-one's apps run one pg-boss. Options of the first call win.
@@ -176,7 +233,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
 
   return {
     boss,
-    defineQueue: async (definition) => {
+    defineQueue: async (definition, defineOptions = {}) => {
       if (definition.deadLetter && !(await boss.getQueue(definition.deadLetter))) {
         await boss.createQueue(
           definition.deadLetter,
@@ -192,7 +249,8 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
         retentionSeconds: definition.retentionSeconds,
       });
       if (await boss.getQueue(definition.name)) {
-        await boss.updateQueue(definition.name, { ...queueOptions, deadLetter: definition.deadLetter ?? null });
+        if (!defineOptions.createOnly)
+          await boss.updateQueue(definition.name, { ...queueOptions, deadLetter: definition.deadLetter ?? null });
       } else {
         await boss.createQueue(definition.name, {
           ...queueOptions,
@@ -204,6 +262,10 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
           notify: true,
         });
       }
+      // pg-boss looks a queue up on its own connection the first time it is used. On PGlite a send
+      // inside the caller's transaction would wait for that connection forever (one connection,
+      // held by the transaction), so every process looks its queues up here, before any send.
+      await boss.findJobs(definition.name, { id: NO_JOB });
     },
     send: (queue, data, sendOptions = {}) =>
       boss.send(queue, data, {
@@ -215,30 +277,21 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
     work: async <T>(queue: string, workOptions: JobWorkOptions, handler: JobHandler<T>) => {
       mine.add(queue);
       entry.handlers.add(queue);
+      const describe = workOptions.describeError ?? describeErrorDefault;
       return boss.work<T>(
         queue,
         {
           batchSize: 1,
           localConcurrency: workOptions.localConcurrency ?? 1,
           pollingIntervalSeconds: workOptions.pollingIntervalSeconds ?? 2,
-          // A job held back by its busy group sends no new notification when the group frees up,
+          // A job held back by its busy key or group sends no new notification when that frees up,
           // so the backstop poll must stay as short as the plain one.
           notifyPollingIntervalSeconds: workOptions.pollingIntervalSeconds ?? 2,
           ...(workOptions.groupConcurrency === undefined ? {} : { groupConcurrency: workOptions.groupConcurrency }),
           includeMetadata: true,
+          perJobResults: true,
         },
-        async ([job]) => {
-          if (!job) return;
-          await handler({
-            id: job.id,
-            queue: job.name,
-            data: job.data,
-            singletonKey: (job as Partial<JobWithMetadata<T>>).singletonKey ?? null,
-            retryCount: job.retryCount,
-            groupId: job.groupId ?? null,
-            signal: job.signal,
-          });
-        },
+        async (jobs) => Promise.all(jobs.map((job) => runJob(job, handler, workOptions, describe))),
       );
     },
     offWork: async (queue) => {
@@ -251,8 +304,8 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
         ...(scheduleOptions.tz === undefined ? {} : { tz: scheduleOptions.tz }),
         ...(scheduleOptions.key === undefined ? {} : { key: scheduleOptions.key }),
       }),
-    findJobs: <T>(queue: string, findOptions: { id?: string; data?: object } = {}) =>
-      boss.findJobs<T>(queue, { ...findOptions, queued: false }),
+    findJobs: <T>(queue: string, findOptions: { id?: string; data?: object; queued?: boolean } = {}) =>
+      boss.findJobs<T>(queue, { queued: false, ...findOptions }),
     stop: async () => {
       if (stopped) return;
       stopped = true;
