@@ -15,6 +15,12 @@ export interface TunnelAgentConfig {
   databaseUrl: string | undefined;
   dataDir: string;
   logLevel: string;
+  /** `HOST`: bind address of the health port. */
+  host: string;
+  /** `AGENT_HEALTH_PORT`: /livez, /readyz, /healthz and /metrics when the agent runs alone. */
+  healthPort: number;
+  /** `METRICS_TOKEN`: when set, /metrics needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
   /** ENTRY_POINT_*: which forwards this agent's relay serves and where it listens. */
   entryPoint: EntryPointEnv;
   ssh: {
@@ -54,6 +60,9 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     databaseUrl: databaseUrl?.toString(),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),
+    host: envString(env, "HOST", "127.0.0.1"),
+    healthPort: envPort(env, "AGENT_HEALTH_PORT", 3002),
+    metricsToken: envOptional(env, "METRICS_TOKEN"),
     entryPoint: loadEntryPointEnv(env),
     ssh: {
       port: envPort(env, "TUNNEL_SSH_PORT", 22, false),

@@ -1,5 +1,6 @@
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { requestIdFrom, runWithRequestId } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
@@ -36,22 +37,39 @@ export const createApp = (options: AppOptions): Express => {
 
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
+    // docs/operations.md "Metrics and probes": every answer names its request; a valid incoming id
+    // is kept so a caller's trace continues. Everything the request runs sees it (logs, errors).
+    const requestId = requestIdFrom(req.headers["x-request-id"]);
+    res.setHeader("X-Request-Id", requestId);
     res.setHeader("X-Content-Type-Options", "nosniff");
     res.on("finish", () => {
       if (!logger.isLevelEnabled("info")) return;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.info(
-        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 },
+        {
+          request_id: requestId,
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          ms: Math.round(ms * 10) / 10,
+        },
         "request",
       );
     });
-    next();
+    runWithRequestId(requestId, next);
   });
 
-  app.get("/healthz", async (_req, res) => {
+  // docs/operations.md "Metrics and probes": liveness never touches the database (a slow database
+  // must not get healthy processes restarted); readiness (and /healthz) needs it reachable and migrated.
+  app.get("/livez", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  const readiness = async (_req: Request, res: Response) => {
     const ready = await options.isReady().catch(() => false);
     res.status(ready ? 200 : 503).json({ status: ready ? "ok" : "unavailable" });
-  });
+  };
+  app.get("/healthz", readiness);
+  app.get("/readyz", readiness);
 
   const openapi = buildOpenApiDocument(router, options.publicUrl);
   app.get("/openapi.json", (_req, res) => {

@@ -258,7 +258,9 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "").split("?")[0];
     const handle = async () => {
-      if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
+      // docs/operations.md "Metrics and probes": liveness without the database, readiness with it.
+      if (path === "/livez" && (req.method === "GET" || req.method === "HEAD")) return json(res, 200, { status: "ok" });
+      if ((path === "/healthz" || path === "/readyz") && (req.method === "GET" || req.method === "HEAD")) {
         const ready = !closing && (await o.isReady().catch(() => false));
         return json(res, ready ? 200 : 503, { status: ready ? "ok" : "unavailable" });
       }

@@ -7,6 +7,8 @@ export const ZV1Error = z
     documentation_url: z.string().optional(),
     code: z.string().optional(),
     errors: z.record(z.string(), z.array(z.string())).optional(),
+    /** The request's `X-Request-Id`, to quote when asking for help. */
+    request_id: z.string().optional(),
   })
   .meta({ id: "V1Error" });
 
@@ -16,6 +18,8 @@ export const ZApiError = z
     status: z.enum(["fail", "error"]),
     message: z.string(),
     data: z.record(z.string(), z.string()).optional(),
+    /** The request's `X-Request-Id`, to quote when asking for help. */
+    request_id: z.string().optional(),
   })
   .meta({ id: "ApiError" });
 
