@@ -7,7 +7,11 @@ import { startApi } from "./start-api.ts";
 // The API alone (scale-out): `npm run start:api`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadApiConfig());
 const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
-const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+const db = await openDatabase({
+  databaseUrl: config.databaseUrl,
+  dataDir: config.dataDir,
+  poolSize: config.databasePoolMax,
+});
 await db.migrate();
 const api = await startApi({ config, db, logger });
 logger.info({ url: api.url, devLogin: api.devLogin }, "api listening");

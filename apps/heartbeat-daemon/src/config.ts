@@ -10,6 +10,8 @@ export interface HeartbeatConfig {
   /** MISSED_HEARTBEATS: consecutive missed periods that open a fault. */
   missedHeartbeats: number;
   databaseUrl: string | undefined;
+  /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
+  databasePoolMax: number;
   dataDir: string;
   logLevel: string;
   /** HEARTBEAT_WORKERS: processes sharing the port (`npm run start:heartbeat`); >1 needs PostgreSQL. */
@@ -65,6 +67,7 @@ export const loadHeartbeatConfig = (env: TEnv = process.env): HeartbeatConfig =>
     intervalMs,
     missedHeartbeats: envInt(env, "MISSED_HEARTBEATS", 10, 1, 10_000),
     databaseUrl: databaseUrl?.toString(),
+    databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),
     workers,

@@ -13,6 +13,8 @@ import {
 /** Everything the tunnel agent reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface TunnelAgentConfig {
   databaseUrl: string | undefined;
+  /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
+  databasePoolMax: number;
   dataDir: string;
   logLevel: string;
   /** `HOST`: bind address of the health port. */
@@ -58,6 +60,7 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
   return {
     databaseUrl: databaseUrl?.toString(),
+    databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),
     host: envString(env, "HOST", "127.0.0.1"),

@@ -8,7 +8,11 @@ import { startTunnelAgent } from "./start-tunnel-agent.ts";
 // The tunnel agent alone (scale-out): `npm run start:tunnel-agent`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadTunnelAgentConfig());
 const logger = pino({ level: config.logLevel, redact: REDACT_PATHS });
-const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+const db = await openDatabase({
+  databaseUrl: config.databaseUrl,
+  dataDir: config.dataDir,
+  poolSize: config.databasePoolMax,
+});
 await db.migrate();
 const agent = await startTunnelAgent({ config, db, logger });
 const health = await startHealthServer({
