@@ -120,6 +120,7 @@ export const startApi = async ({
   const payments = createPaymentsGateway(stripeClient);
   // The process's job engine: forwards queue their router jobs through it, in their own transaction.
   const jobs = await acquireJobEngine(db, {
+    instanceName: "api",
     onError: (error) => logger.warn({ err: error }, "job engine error"),
   });
   await jobs.defineQueue(routerJobsQueue(), { createOnly: true });

@@ -81,6 +81,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   const workerId = `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
   const leaseSeconds = Math.ceil(config.jobs.leaseMs / 1000);
   const engine = await acquireJobEngine(db, {
+    instanceName: "tunnel-agent",
     // An attempt whose agent died is failed over at most this long after its lease ran out.
     monitorIntervalSeconds: Math.min(30, Math.max(1, Math.floor(leaseSeconds / 2))),
     onError: (error) => logger.warn({ err: error }, "job engine error"),

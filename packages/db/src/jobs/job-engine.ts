@@ -105,6 +105,10 @@ export interface JobEngineOptions {
   monitorIntervalSeconds?: number;
   /** Whether this process evaluates cron schedules (at most one job per slot cluster-wide either way). */
   schedule?: boolean;
+  /** Whether this process runs pg-boss maintenance and monitoring (expiry of dead attempts, retention). */
+  supervise?: boolean;
+  /** This process in pg-boss's instance registry (`npm run admin -- status`), e.g. `api`. */
+  instanceName?: string;
   onError?: (error: unknown) => void;
 }
 
@@ -157,6 +161,8 @@ export const executorDb = (query: NativeQuery): Db => ({
 const createBoss = async (db: Database, options: JobEngineOptions): Promise<PgBoss> => {
   const common = {
     schedule: options.schedule ?? true,
+    supervise: options.supervise ?? true,
+    ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
     monitorIntervalSeconds: options.monitorIntervalSeconds ?? 15,
     superviseIntervalSeconds: Math.min(60, options.monitorIntervalSeconds ?? 15),
     useListenNotify: true,
