@@ -19,6 +19,8 @@ export interface ApiConfig {
   host: string;
   port: number;
   databaseUrl: string | undefined;
+  /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
   /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
   databasePoolMax: number;
   dataDir: string;
@@ -81,6 +83,7 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
     host: envString(env, "HOST", "127.0.0.1"),
     port: envPort(env, "PORT", 3000),
     databaseUrl: databaseUrl?.toString(),
+    metricsToken: envOptional(env, "METRICS_TOKEN"),
     databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),

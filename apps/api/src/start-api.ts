@@ -175,6 +175,7 @@ export const startApi = async ({
     services,
     logger,
     isReady,
+    metricsToken: config.metricsToken,
     publicUrl: `http://${publicHost}:${config.port}`,
   });
   const server = createServer({ keepAliveTimeout: 65_000 }, app);

@@ -15,3 +15,4 @@ export { isUniqueViolation } from "./repositories/sql-values.ts";
 export * from "./jobs/job-engine.ts";
 export * from "./jobs/router-jobs.ts";
 export * from "./jobs/scheduled-task.ts";
+export { type MetricsAnswer, renderMetrics } from "./metrics/metrics-endpoint.ts";

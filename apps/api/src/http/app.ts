@@ -1,7 +1,9 @@
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { renderMetrics } from "@fleet/db";
 import { requestIdFrom, runWithRequestId } from "@fleet/shared";
 import type { Logger } from "pino";
+import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
@@ -18,6 +20,8 @@ export interface AppOptions {
   logger: Logger;
   /** True once the database answers and migrations are applied. */
   isReady: () => Promise<boolean>;
+  /** METRICS_TOKEN: bearer required for /metrics when set. */
+  metricsToken?: string | undefined;
   publicUrl: string;
 }
 
@@ -35,6 +39,15 @@ export const createApp = (options: AppOptions): Express => {
   app.set("etag", false);
   app.set("query parser", "simple");
 
+  const openapi = buildOpenApiDocument(router, options.publicUrl);
+  const routes = new RouteTemplates(Object.keys(openapi.paths ?? {}), [
+    "/livez",
+    "/readyz",
+    "/healthz",
+    "/metrics",
+    "/openapi.json",
+  ]);
+
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
     // docs/operations.md "Metrics and probes": every answer names its request; a valid incoming id
@@ -43,8 +56,9 @@ export const createApp = (options: AppOptions): Express => {
     res.setHeader("X-Request-Id", requestId);
     res.setHeader("X-Content-Type-Options", "nosniff");
     res.on("finish", () => {
-      if (!logger.isLevelEnabled("info")) return;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      observeRequest(routes.match(req.path), req.method, res.statusCode, ms / 1000);
+      if (!logger.isLevelEnabled("info")) return;
       logger.info(
         {
           request_id: requestId,
@@ -71,7 +85,11 @@ export const createApp = (options: AppOptions): Express => {
   app.get("/healthz", readiness);
   app.get("/readyz", readiness);
 
-  const openapi = buildOpenApiDocument(router, options.publicUrl);
+  app.get("/metrics", async (req, res) => {
+    const answer = await renderMetrics(req.headers.authorization, options.metricsToken);
+    res.status(answer.status).set(answer.headers).send(answer.body);
+  });
+
   app.get("/openapi.json", (_req, res) => {
     res.json(openapi);
   });

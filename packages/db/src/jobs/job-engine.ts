@@ -1,5 +1,6 @@
 import { type Db, fromPglite, type Job, type JobResult, type JobWithMetadata, PgBoss, type PGliteLike } from "pg-boss";
 import type { Database } from "../database.ts";
+import { recordJob, unwatchEngine, watchEngine } from "../metrics/job-metrics.ts";
 import type { NativeQuery } from "../native-sql.ts";
 
 /**
@@ -211,7 +212,9 @@ export const runJob = async <T>(
     const status = options.isPermanent?.(error) ? "deadletter" : "failed";
     result = { id: job.id, status, output: { message: describe(error) } };
   }
-  options.onSettled?.(view as EngineJob<unknown>, result.status as TJobOutcome, performance.now() - started);
+  const ms = performance.now() - started;
+  recordJob(job.name, result.status as TJobOutcome, ms);
+  options.onSettled?.(view as EngineJob<unknown>, result.status as TJobOutcome, ms);
   return result;
 };
 
@@ -226,6 +229,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
       const boss = await createBoss(db, options);
       boss.on("error", (error) => options.onError?.(error));
       await boss.start();
+      watchEngine(boss);
       return { boss, refs: 0, handlers: new Set<string>() };
     })();
     registry.set(db, shared);
@@ -322,6 +326,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
       entry.refs -= 1;
       if (entry.refs === 0) {
         registry.delete(db);
+        unwatchEngine(boss);
         // PGlite belongs to the Database (closed with it), so pg-boss must not close the instance.
         await boss.stop({ graceful: true, close: db.driver !== "pglite", timeout: 10_000 });
       }
