@@ -7,6 +7,7 @@ import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.
 import { type Clock, systemClock } from "@fleet/shared";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
+import { watchOpenFaults } from "./metrics/prometheus.ts";
 
 export interface StartHeartbeatOptions {
   config: HeartbeatConfig;
@@ -100,6 +101,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     writer,
     clock,
     logger,
+    metricsToken: config.metricsToken,
     isReady: async () => {
       if (!migrated) migrated = await db.isReady();
       if (!migrated) return false;
@@ -108,6 +110,12 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     },
   });
   closeRouter = server.closeRouter;
+  const unwatchFaults = watchOpenFaults(async () => {
+    const [row] = await sql.query<{ n: number }>(
+      "select count(*)::int as n from router_faults where status = 'ongoing'",
+    );
+    return row?.n ?? 0;
+  });
 
   const sweep = () =>
     sweepFaults({
@@ -152,6 +160,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       if (closed) return;
       closed = true;
       clearInterval(sweepTimer);
+      unwatchFaults();
       await server.close();
       await sweeping;
       await writer.close();

@@ -19,6 +19,7 @@ const health = await startHealthServer({
   host: config.host,
   port: config.healthPort,
   isReady: () => db.isReady(),
+  metricsToken: config.metricsToken,
 });
 logger.info({ port: health.port }, "health port listening");
 process.stderr.write(

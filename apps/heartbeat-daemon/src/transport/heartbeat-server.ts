@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import type { TokenOwner } from "@fleet/db";
+import { renderMetrics, type TokenOwner } from "@fleet/db";
 import { HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
 import type { Logger } from "pino";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
@@ -11,6 +11,7 @@ import type { Clock } from "@fleet/shared";
 import { ConnectionRegistry } from "./connections.ts";
 import { FloodGuard } from "./flood-guard.ts";
 import { bearerToken, type TokenAuthenticator } from "./token-auth.ts";
+import { countHeartbeat, watchConnections } from "../metrics/prometheus.ts";
 
 export const HEARTBEAT_PATH = "/v1/heartbeat";
 /** Close codes: 1008 policy (revoked token, flood), 1001 going away (shutdown), 1009 too big (ws). */
@@ -38,6 +39,8 @@ export interface HeartbeatServerOptions {
   clock: Clock;
   logger: Logger;
   isReady: () => Promise<boolean>;
+  /** METRICS_TOKEN: bearer required for /metrics when set. */
+  metricsToken?: string | undefined;
 }
 
 export interface HeartbeatServer {
@@ -171,6 +174,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
       return;
     }
     o.writer.enqueue(toWrite(peer.owner.routerId, parsed.frame, o.clock.now(), peer.address));
+    countHeartbeat("ws");
     ws.send(ackFrame, { binary: false });
   };
 
@@ -251,6 +255,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     const parsed = parseHeartbeat(Buffer.concat(chunks).toString("utf8"));
     if (!parsed.ok) return json(res, parsed.kind === "json" ? 400 : 422, { type: "error", message: parsed.message });
     o.writer.enqueue(toWrite(owner.routerId, parsed.frame, o.clock.now(), peerAddress(req.socket.remoteAddress)));
+    countHeartbeat("http");
     res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(ack) });
     res.end(ack);
   };
@@ -260,6 +265,11 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     const handle = async () => {
       // docs/operations.md "Metrics and probes": liveness without the database, readiness with it.
       if (path === "/livez" && (req.method === "GET" || req.method === "HEAD")) return json(res, 200, { status: "ok" });
+      if (path === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
+        const answer = await renderMetrics(req.headers.authorization, o.metricsToken);
+        res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) });
+        return res.end(answer.body);
+      }
       if ((path === "/healthz" || path === "/readyz") && (req.method === "GET" || req.method === "HEAD")) {
         const ready = !closing && (await o.isReady().catch(() => false));
         return json(res, ready ? 200 : 503, { status: ready ? "ok" : "unavailable" });
@@ -329,6 +339,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     );
   });
   const port = (server.address() as AddressInfo).port;
+  const unwatch = watchConnections(() => registry.count);
   const host = o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 
@@ -341,6 +352,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     },
     close: async () => {
       closing = true;
+      unwatch();
       clearInterval(pinger);
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const ws of registry.all()) ws.close(1001, "daemon shutting down");

@@ -28,6 +28,27 @@ describe("the agent's health port", () => {
     }
   });
 
+  it("serves /metrics, behind the bearer token when METRICS_TOKEN is set", async () => {
+    const server = await startHealthServer({
+      host: "127.0.0.1",
+      port: 0,
+      isReady: async () => true,
+      metricsToken: "agent-metrics",
+    });
+    try {
+      const url = `http://127.0.0.1:${server.port}/metrics`;
+      expect((await fetch(url)).status).toBe(401);
+      expect((await fetch(url, { headers: { authorization: "Bearer nope" } })).status).toBe(401);
+      const res = await fetch(url, { headers: { authorization: "Bearer agent-metrics" } });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(text).toContain("# TYPE fleet_relay_connections_total counter");
+      expect(text).toContain("# TYPE fleet_jobs gauge");
+    } finally {
+      await server.close();
+    }
+  });
+
   it("reports not ready (503) while liveness stays 200", async () => {
     const server = await startHealthServer({ host: "127.0.0.1", port: 0, isReady: async () => false });
     try {

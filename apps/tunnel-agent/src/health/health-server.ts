@@ -1,5 +1,8 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { renderMetrics } from "@fleet/db";
+// The agent's counters exist (at zero) from the first scrape, even before the relay has run.
+import "../metrics/agent-metrics.ts";
 
 export interface HealthServerOptions {
   /** HOST. */
@@ -8,8 +11,8 @@ export interface HealthServerOptions {
   port: number;
   /** True when the database answers and migrations are applied. */
   isReady: () => Promise<boolean>;
-  /** Serves `GET /metrics` (docs/operations.md "Metrics and probes"). */
-  metrics?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** METRICS_TOKEN: bearer required for `GET /metrics` when set. */
+  metricsToken?: string | undefined;
 }
 
 export interface RunningHealthServer {
@@ -43,7 +46,11 @@ export const startHealthServer = async (options: HealthServerOptions): Promise<R
         const ready = !closing && (await options.isReady().catch(() => false));
         return json(res, ready ? 200 : 503, { status: ready ? "ok" : "unavailable" });
       }
-      if (path === "/metrics" && options.metrics) return options.metrics(req, res);
+      if (path === "/metrics") {
+        const answer = await renderMetrics(req.headers.authorization, options.metricsToken);
+        res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) });
+        return res.end(answer.body);
+      }
       return json(res, 404, { status: "not_found" });
     };
     handle().catch(() => {
