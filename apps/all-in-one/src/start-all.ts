@@ -41,12 +41,20 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
     }));
   await db.migrate();
   const stops: Array<() => Promise<void>> = [];
+  // The API starts first; adoption scripts read where the daemon listens and the agent's key once
+  // those are running (docs/routeros.md "Adoption").
+  let heartbeatUrl: string | undefined;
+  let agentPublicKey: string | undefined;
   try {
     const api = await startApi({
       config: config.api,
       db,
       logger: logger.child({ app: "api" }),
       ...(clock ? { clock } : {}),
+      adoption: {
+        heartbeatPublicUrl: () => heartbeatUrl ?? `http://${config.heartbeat.host}:${config.heartbeat.port}`,
+        agentPublicKey: () => agentPublicKey,
+      },
     });
     stops.push(api.close);
     const heartbeat = await startHeartbeat({
@@ -56,6 +64,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
       ...(clock ? { clock } : {}),
     });
     stops.push(heartbeat.close);
+    heartbeatUrl = heartbeat.url;
     const tunnelAgent = await startTunnelAgent({
       config: config.tunnelAgent,
       db,
@@ -63,6 +72,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
       ...(clock ? { clock } : {}),
     });
     stops.push(tunnelAgent.close);
+    agentPublicKey = tunnelAgent.publicKey;
     return {
       db,
       api,

@@ -10,6 +10,7 @@ import {
   envUrl,
   type EntryPointEnv,
   loadEntryPointEnv,
+  ROUTEROS_USER_NAME,
   type TEnv,
 } from "@fleet/shared";
 import cron from "node-cron";
@@ -50,6 +51,28 @@ export interface ApiConfig {
     /** `OEM_REFRESH_CRON`: when to refresh (node-cron syntax, server time zone). */
     refreshCron: string;
   };
+  /** What adoption scripts are made of (docs/routeros.md "Adoption"). */
+  adoption: AdoptionConfig;
+}
+
+/** docs/operations.md "Configuration": the variables adoption scripts are built from. */
+export interface AdoptionConfig {
+  /** `API_PUBLIC_URL`; unset = `http://HOST:PORT` as the API is bound. */
+  apiPublicUrl: string | undefined;
+  /** `HEARTBEAT_PUBLIC_URL`; unset = `http://HOST:HEARTBEAT_PORT`. */
+  heartbeatPublicUrl: string | undefined;
+  /** `HEARTBEAT_PORT`, for the default above. */
+  heartbeatPort: number;
+  /** `HEARTBEAT_INTERVAL_MS`: the interval of the router's scheduler entry. */
+  intervalMs: number;
+  /** `TUNNEL_SSH_USER`: the user the script creates. */
+  sshUser: string;
+  /** `TUNNEL_SSH_KEY`: the agent's private key file; its public half is installed on routers. */
+  sshKeyFile: string | undefined;
+  /** `TUNNEL_SSH_PUBLIC_KEY`: the agent's public key line, so the API needs no private key. */
+  sshPublicKey: string | undefined;
+  /** `TUNNEL_NETWORK`: where the user may log in from. */
+  tunnelNetwork: string;
 }
 
 export interface ApiConfigDefaults {
@@ -108,6 +131,44 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
       catalogUrl: envUrl(env, "OEM_CATALOG_URL", ["http:", "https:"]),
       refreshCron: envCron(env, "OEM_REFRESH_CRON", "17 3 * * *"),
     },
+    adoption: loadAdoptionConfig(env),
+  };
+};
+
+const IPV4_CIDR = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\/([0-9]|[12]\d|3[0-2])$/;
+const PUBLIC_KEY_LINE = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}( .*)?$/;
+
+const publicBase = (env: TEnv, name: string): string | undefined => {
+  const url = envUrl(env, name, ["http:", "https:"]);
+  if (!url) return undefined;
+  if (url.username || url.password || url.search || url.hash) {
+    throw new ConfigError(name, "must be a base URL without credentials, query or fragment");
+  }
+  return url.toString().replace(/\/+$/, "");
+};
+
+const loadAdoptionConfig = (env: TEnv): AdoptionConfig => {
+  const sshUser = envString(env, "TUNNEL_SSH_USER", "mgmt");
+  if (!ROUTEROS_USER_NAME.test(sshUser)) {
+    throw new ConfigError("TUNNEL_SSH_USER", "must be 1-64 letters, digits, '.', '_' or '-' (a RouterOS user name)");
+  }
+  const tunnelNetwork = envString(env, "TUNNEL_NETWORK", "100.64.0.0/10");
+  if (!IPV4_CIDR.test(tunnelNetwork)) {
+    throw new ConfigError("TUNNEL_NETWORK", `must be an IPv4 CIDR such as 100.64.0.0/10, got "${tunnelNetwork}"`);
+  }
+  const sshPublicKey = envOptional(env, "TUNNEL_SSH_PUBLIC_KEY");
+  if (sshPublicKey !== undefined && !PUBLIC_KEY_LINE.test(sshPublicKey)) {
+    throw new ConfigError("TUNNEL_SSH_PUBLIC_KEY", "must be an OpenSSH public key line such as ssh-ed25519 AAAA...");
+  }
+  return {
+    apiPublicUrl: publicBase(env, "API_PUBLIC_URL"),
+    heartbeatPublicUrl: publicBase(env, "HEARTBEAT_PUBLIC_URL"),
+    heartbeatPort: envPort(env, "HEARTBEAT_PORT", 3001),
+    intervalMs: envInt(env, "HEARTBEAT_INTERVAL_MS", 30_000, 50, 86_400_000),
+    sshUser,
+    sshKeyFile: envOptional(env, "TUNNEL_SSH_KEY"),
+    sshPublicKey: sshPublicKey?.split(" ").slice(0, 2).join(" "),
+    tunnelNetwork,
   };
 };
 

@@ -6,6 +6,7 @@ import type { TokenVerifier } from "./features/auth/token-verifier.ts";
 import type { OemService } from "./features/oem/oem.service.ts";
 import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
+import type { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import type { RouterService } from "./features/routers/routers.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 
@@ -21,4 +22,5 @@ export interface Services {
   paymentMethods: PaymentMethodsService;
   invoices: InvoicesService;
   routers: RouterService;
+  adoption: AdoptionService;
 }

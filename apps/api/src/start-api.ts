@@ -1,8 +1,8 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer } from "node:http";
 import {
   AccountsRepository,
   acquireJobEngine,
+  AdoptionsRepository,
   acquireStatusFeed,
   type Database,
   ForwardsRepository,
@@ -14,7 +14,7 @@ import {
   type ScheduledTask,
   SubscriptionsRepository,
 } from "@fleet/db";
-import type { Clock } from "@fleet/shared";
+import { type Clock, closeHttpServer, listen, serverUrl } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
@@ -29,6 +29,8 @@ import { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh, unscheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
+import { agentPublicKeySource } from "./features/routers/adoption/agent-public-key.ts";
+import { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
@@ -49,6 +51,14 @@ export interface StartApiOptions {
   now?: () => number;
   /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
   clock?: Clock;
+  /**
+   * What the composition root knows better than the API's own configuration (docs/routeros.md
+   * "Adoption"): where the heartbeat daemon really listens and the tunnel agent's public key.
+   */
+  adoption?: {
+    heartbeatPublicUrl?: () => string;
+    agentPublicKey?: () => string | undefined;
+  };
 }
 
 export interface RunningApi {
@@ -71,6 +81,7 @@ export const startApi = async ({
   logger,
   now,
   clock: domainClock,
+  adoption: adoptionSources,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -125,6 +136,24 @@ export const startApi = async ({
   });
   await jobs.defineQueue(routerJobsQueue(), { createOnly: true });
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
+  const routersClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
+  // Known once the server is bound (PORT=0 picks a free port).
+  let boundUrl = `http://${config.host}:${config.port}`;
+  const hostForUrl = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const { adoption: adoptionConfig } = config;
+  const defaultHeartbeatUrl = `http://${hostForUrl.includes(":") ? `[${hostForUrl}]` : hostForUrl}:${adoptionConfig.heartbeatPort}`;
+  const adoption = new AdoptionService({
+    store: new AdoptionsRepository(db),
+    clock: routersClock,
+    logger: logger.child({ feature: "adoption" }),
+    apiPublicUrl: () => adoptionConfig.apiPublicUrl ?? boundUrl,
+    heartbeatPublicUrl: () =>
+      adoptionConfig.heartbeatPublicUrl ?? adoptionSources?.heartbeatPublicUrl?.() ?? defaultHeartbeatUrl,
+    agentPublicKey: adoptionSources?.agentPublicKey ?? agentPublicKeySource(adoptionConfig, config.dataDir),
+    intervalMs: adoptionConfig.intervalMs,
+    sshUser: adoptionConfig.sshUser,
+    tunnelNetwork: adoptionConfig.tunnelNetwork,
+  });
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -153,10 +182,12 @@ export const startApi = async ({
         docsUrl: config.docsUrl,
       }),
       feed: statusFeed.feed,
-      clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
+      clock: routersClock,
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
+      adoption,
     }),
+    adoption,
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -179,9 +210,9 @@ export const startApi = async ({
     publicUrl: `http://${publicHost}:${config.port}`,
   });
   const server = createServer({ keepAliveTimeout: 65_000 }, app);
-  await listen(server, config.host, config.port);
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:${port}`;
+  const port = await listen(server, { host: config.host, port: config.port });
+  const url = serverUrl(config.host, port, "localhost");
+  boundUrl = url;
   // Started once listening succeeded, so a failed start leaves no timer behind.
   // Cluster-wide maintenance: each runs once per cron slot however many API processes run
   // (docs/operations.md "Metrics and probes"). REGISTRATION POINT for the billing reconciliation
@@ -214,7 +245,7 @@ export const startApi = async ({
       for (const task of registeredTasks) await task.stop();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
-      await closeServer(server);
+      await closeHttpServer(server);
       await statusFeed.release();
       await jobs.stop();
       await emulator?.close();
@@ -233,24 +264,3 @@ const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Log
     logger.warn({ err: error }, "could not install the shipped OEM catalogue; keeping the stored one");
   }
 };
-
-const listen = (server: Server, host: string, port: number) =>
-  new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host, port }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-
-/** Stop accepting, let in-flight requests finish (bounded), drop idle keep-alive sockets. */
-const closeServer = (server: Server, graceMs = 10_000) =>
-  new Promise<void>((resolve) => {
-    const force = setTimeout(() => server.closeAllConnections(), graceMs);
-    force.unref();
-    server.close(() => {
-      clearTimeout(force);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });

@@ -11,6 +11,8 @@ export interface SimulatorArgs {
   /** Connect from each router's tunnel_ip (loopback only), so last_seen_from shows it. */
   bindTunnelIp: boolean;
   quiet: boolean;
+  /** Adopt like a real router: run the adoption command, then heartbeats over HTTP from its scheduler. */
+  adopt: boolean;
 }
 
 export const USAGE = `Usage: npm run simulate -- --routers N [options]
@@ -24,6 +26,8 @@ export const USAGE = `Usage: npm run simulate -- --routers N [options]
   --silent K             K routers go silent after their first heartbeat (faults open)
   --flap K               K routers alternate online/offline, long enough to open faults
   --reboot K             K routers go away and come back with a reset uptime (cause: reboot)
+  --adopt                enroll and adopt each router like a real one: run its adoption command
+                         through the simulated RouterOS, then heartbeat over HTTP from its scheduler
   --no-bind              do not connect from each router's 127.x tunnel_ip
   --quiet                no periodic status lines`;
 
@@ -63,6 +67,7 @@ export const parseArgs = (
     reboot: 0,
     bindTunnelIp: true,
     quiet: false,
+    adopt: false,
   };
   let sawRouters = false;
   let sawHeartbeatUrl = false;
@@ -109,6 +114,9 @@ export const parseArgs = (
       case "--quiet":
         args.quiet = true;
         break;
+      case "--adopt":
+        args.adopt = true;
+        break;
       default:
         throw new ArgsError(`unknown option ${flag}`);
     }
@@ -120,6 +128,10 @@ export const parseArgs = (
     api.hostname = new URL(args.heartbeatUrl).hostname;
     api.protocol = args.heartbeatUrl.startsWith("wss:") ? "https:" : "http:";
     args.apiUrl = api.toString().replace(/\/+$/, "");
+  }
+  if (args.adopt && (args.tokenFile || args.silent + args.flap + args.reboot > 0)) {
+    // An adoption URL works once: routers from a token file cannot adopt again, and behaviours are the WebSocket fleet's.
+    throw new ArgsError("--adopt cannot be combined with --token-file, --silent, --flap or --reboot");
   }
   if (args.silent + args.flap + args.reboot > args.routers) {
     throw new ArgsError("--silent + --flap + --reboot cannot exceed --routers");

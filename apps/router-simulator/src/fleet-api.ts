@@ -3,6 +3,8 @@ export interface EnrolledRouter {
   router_id: string;
   heartbeat_token: string;
   name: string;
+  /** The enroll answer's one-line adoption command (docs/routeros.md "Adoption"). */
+  adoption_command?: string;
 }
 
 export class FleetApi {
@@ -53,9 +55,16 @@ export class FleetApi {
       throw new Error(`could not create the billing account (${created.status})`);
   }
 
-  async enroll(name: string): Promise<EnrolledRouter> {
-    const res = await this.#call("POST", "/api/routers", { name });
+  /** `tunnelIp`: the management-tunnel address to claim (the simulator's loopback address for the router). */
+  async enroll(name: string, tunnelIp?: string): Promise<EnrolledRouter> {
+    const res = await this.#call("POST", "/api/routers", { name, ...(tunnelIp ? { tunnel_ip: tunnelIp } : {}) });
     if (res.status !== 201) throw new Error(`enrollment failed (${res.status}): ${res.body?.message ?? ""}`);
-    return { router_id: res.body.data.router.id, heartbeat_token: res.body.data.heartbeat_token, name };
+    const command = res.body.data.adoption?.command;
+    return {
+      router_id: res.body.data.router.id,
+      heartbeat_token: res.body.data.heartbeat_token,
+      name,
+      ...(typeof command === "string" ? { adoption_command: command } : {}),
+    };
   }
 }

@@ -5,6 +5,7 @@ import { ROUTEROS_USAGE, RouterOsArgsError, routerOsHook, takeRouterOsArgs } fro
 import { type EnrolledRouter, FleetApi } from "./fleet-api.ts";
 import { startSimulator } from "./simulator.ts";
 import { readTokenFile, writeTokenFile } from "./token-file.ts";
+import { runAdoptedSimulator } from "./adoption/adopt-command.ts";
 
 // `npm run simulate -- --routers N`: enrolls (or reuses) N routers and keeps them beating.
 let args: ReturnType<typeof parseArgs>;
@@ -23,6 +24,7 @@ try {
 }
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
+if (args.adopt) await runAdoptedSimulator(args, routerOs, say);
 
 const routers: EnrolledRouter[] = args.tokenFile ? readTokenFile(args.tokenFile).slice(0, args.routers) : [];
 if (routers.length < args.routers) {

@@ -8,6 +8,7 @@ export { loadOemSnapshot, oemMatchKeys, snapshotSource } from "./oem/oem-snapsho
 export * from "./repositories/forwards.repository.ts";
 export * from "./repositories/ssh-host-keys.repository.ts";
 export * from "./repositories/routers.repository.ts";
+export * from "./repositories/adoptions.repository.ts";
 export * from "./repositories/heartbeats.repository.ts";
 export { acquireStatusFeed, packEvents, STATUS_CHANNEL, type StatusFeedHandle } from "./status-feed.ts";
 export { nativeSql, type NativeQuery, type NativeSql } from "./native-sql.ts";

@@ -7,6 +7,7 @@ import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
+import { adoptionScriptRoute, redactAdoptionPath } from "./adoption-script.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
@@ -63,7 +64,7 @@ export const createApp = (options: AppOptions): Express => {
         {
           request_id: requestId,
           method: req.method,
-          path: req.path,
+          path: redactAdoptionPath(req.path),
           status: res.statusCode,
           ms: Math.round(ms * 10) / 10,
         },
@@ -139,6 +140,8 @@ export const createApp = (options: AppOptions): Express => {
       code: "method_not_allowed",
     });
   });
+
+  app.use(adoptionScriptRoute(services));
 
   app.use(restAdapter(router, services, (error) => logger.error({ err: error }, "procedure failed")));
 

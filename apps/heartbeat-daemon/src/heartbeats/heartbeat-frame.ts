@@ -1,12 +1,22 @@
 import type { HeartbeatWrite } from "@fleet/db";
-import { describeFrameIssues, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
+import { firstFrameIssue, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
 
-/** `json`: not JSON at all (HTTP 400); `schema`: JSON but not a heartbeat (HTTP 422). */
-export type FrameResult =
-  | { ok: true; frame: THeartbeatFrame }
-  | { ok: false; kind: "json" | "schema"; message: string };
+/**
+ * `json`: not JSON at all (HTTP 400); `schema`: JSON but not a heartbeat (HTTP 422). `errors` names the
+ * refused field (`{"uptime": ["must be ..."]}`) when there is one.
+ */
+export type FrameRefusal = {
+  ok: false;
+  kind: "json" | "schema";
+  message: string;
+  errors?: Record<string, string[]>;
+};
+export type FrameResult = { ok: true; frame: THeartbeatFrame } | FrameRefusal;
 
-/** Text of one frame -> a heartbeat, or the message of the error frame to send back. */
+/**
+ * The one parser of both transports: text of one frame (or HTTP body) -> a heartbeat with plain values
+ * (RouterOS forms converted, text rule checked), or the refusal to send back.
+ */
 export const parseHeartbeat = (text: string): FrameResult => {
   let json: unknown;
   try {
@@ -18,7 +28,12 @@ export const parseHeartbeat = (text: string): FrameResult => {
     return { ok: false, kind: "schema", message: 'Not a heartbeat: send a JSON object with "type": "heartbeat".' };
   }
   const result = ZHeartbeatFrame.safeParse(json);
-  if (!result.success) return { ok: false, kind: "schema", message: describeFrameIssues(result.error) };
+  if (!result.success) {
+    const { field, issue, message } = firstFrameIssue(result.error);
+    return field === undefined
+      ? { ok: false, kind: "schema", message }
+      : { ok: false, kind: "schema", message, errors: { [field]: [issue] } };
+  }
   return { ok: true, frame: result.data };
 };
 

@@ -1,6 +1,7 @@
 import type { TokenOwner } from "@fleet/db";
 import { describe, expect, it } from "vitest";
-import { bearerToken, hashToken, TokenAuthenticator } from "./token-auth.ts";
+import { hashHeartbeatToken as hashToken } from "@fleet/shared";
+import { bearerToken, TokenAuthenticator } from "./token-auth.ts";
 
 /** A fake token store: counts its queries; `owners` is what the database holds now. */
 const store = (owners: Map<string, TokenOwner>) => {

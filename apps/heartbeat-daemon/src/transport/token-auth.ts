@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import type { TokenOwner } from "@fleet/db";
+import { heartbeatTokenLookupHash } from "@fleet/shared";
 import { countTokenLookup } from "../metrics/prometheus.ts";
 
 /** What the authenticator reads: owners of token hashes, many per query. */
@@ -24,11 +24,7 @@ interface Entry {
   checkedAt: number;
 }
 
-// Enrollment issues `hb_` + 43 base64url characters; anything far off that is refused unhashed.
-const PLAUSIBLE_TOKEN = /^[A-Za-z0-9_\-.~+/=]{16,256}$/;
 const LOOKUP_BATCH = 1_000;
-
-export const hashToken = (token: string): string => createHash("sha256").update(token).digest("hex");
 
 /** `Authorization: Bearer <token>` -> token, or undefined. */
 export const bearerToken = (header: string | undefined): string | undefined => {
@@ -65,8 +61,9 @@ export class TokenAuthenticator {
 
   /** The router the token belongs to; null for a missing, malformed, unknown or revoked token. */
   async authenticate(token: string | undefined): Promise<TokenOwner | null> {
-    if (!token || !PLAUSIBLE_TOKEN.test(token)) return null;
-    const hash = hashToken(token);
+    // Made, hashed and checked in one module (@fleet/shared heartbeat-token.ts); implausible tokens are refused unhashed.
+    const hash = heartbeatTokenLookupHash(token);
+    if (hash === null) return null;
     const now = this.#now();
     const entry = this.#cache.get(hash);
     if (entry && now - entry.checkedAt < this.#ttlMs) {

@@ -97,7 +97,11 @@ const readAuthorizedKeys = (file: string): string[] =>
 export const routerOsHook = (options: RouterOsHookOptions, say: (line: string) => void) => {
   const authorizedKeys = options.authorizedKeysFile ? readAuthorizedKeys(options.authorizedKeysFile) : undefined;
   let reported = false;
-  return async (router: { tunnelIp: string }): Promise<undefined | (() => Promise<void>)> => {
+  return async (router: {
+    tunnelIp: string;
+    /** An adopted router decides logins from its own users and keys (docs/routeros.md "Simulator"). */
+    authorize?: (username: string, publicKey: Buffer, address: string) => boolean;
+  }): Promise<undefined | (() => Promise<void>)> => {
     if (!options.enabled) return undefined;
     try {
       const running = await startSimulatedRouterOs({
@@ -106,6 +110,7 @@ export const routerOsHook = (options: RouterOsHookOptions, say: (line: string) =
         hostKey: loadOrCreateHostKey(path.join(options.stateDir, "host-keys", `${router.tunnelIp}.key`)),
         ...(options.sshUser ? { sshUser: options.sshUser } : {}),
         ...(authorizedKeys ? { authorizedKeys } : {}),
+        ...(router.authorize ? { authorize: router.authorize } : {}),
       });
       return () => running.close();
     } catch (error) {

@@ -22,6 +22,11 @@ export interface RouterOsSshServerOptions {
   authorizedKeys?: Array<string | Buffer>;
   /** When set, any other login name is refused. */
   username?: string;
+  /**
+   * When set, decides logins instead of `username`/`authorizedKeys`: the RouterOS users, groups and
+   * keys an adoption script created (docs/routeros.md "Simulator"). The signature is still checked.
+   */
+  authorize?: (username: string, publicKey: Buffer, address: string) => boolean;
   /** Maps a simulated LAN address to a real loopback endpoint. */
   lan: LanResolver;
   /** Delay before each command is answered, to simulate a slow router. */
@@ -103,6 +108,11 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     });
   };
 
+  const parsedKey = (data: Buffer): ParsedKey | undefined => {
+    const parsed = utils.parseKey(data);
+    return parsed instanceof Error ? undefined : parsed;
+  };
+
   function serveShell(stream: ServerChannel): void {
     let buffer = "";
     stream.on("error", () => undefined);
@@ -135,17 +145,20 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     });
   }
 
-  const server = new Server({ hostKeys: [hostKey] }, (client) => {
+  const server = new Server({ hostKeys: [hostKey] }, (client, info) => {
     sessions.add(client);
     // Exists at runtime (ssh2 server.js) but is missing from @types/ssh2; without it every reply waits on delayed ACK.
     (client as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
     client.on("close", () => sessions.delete(client));
     client.on("error", () => client.end());
     client.on("authentication", (ctx) => {
-      if (ctx.method !== "publickey" || (opts.username !== undefined && ctx.username !== opts.username)) {
+      if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
+      if (opts.authorize) {
+        if (!opts.authorize(ctx.username, ctx.key.data, info.ip)) return ctx.reject(["publickey"]);
+      } else if (opts.username !== undefined && ctx.username !== opts.username) {
         return ctx.reject(["publickey"]);
       }
-      const key = acceptedKey(ctx.key.data);
+      const key = opts.authorize ? parsedKey(ctx.key.data) : acceptedKey(ctx.key.data);
       if (!key) return ctx.reject(["publickey"]);
       // Without a signature the client only asks whether this key would do; ssh2 then expects a signed retry.
       if (ctx.signature && (!ctx.blob || key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true)) {

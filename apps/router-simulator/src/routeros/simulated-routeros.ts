@@ -21,6 +21,8 @@ export interface SimulatedRouterOsOptions {
   sshUser?: string;
   /** OpenSSH public keys allowed in; any correctly signed key when empty. */
   authorizedKeys?: string[];
+  /** Decides logins from the router's own users and keys (an adopted router); overrides the two above. */
+  authorize?: (username: string, publicKey: Buffer, address: string) => boolean;
   /** Host key; generated when absent. Use {@link loadOrCreateHostKey} to keep it across runs. */
   hostKey?: string;
   /** Delay before each command is answered (a slow router). */
@@ -93,6 +95,7 @@ export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions):
       ...(options.hostKey ? { hostKey: options.hostKey } : {}),
       ...(options.authorizedKeys ? { authorizedKeys: options.authorizedKeys } : {}),
       ...(options.sshUser ? { username: options.sshUser } : {}),
+      ...(options.authorize ? { authorize: options.authorize } : {}),
       ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
     });
   } catch (error) {

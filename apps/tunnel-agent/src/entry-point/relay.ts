@@ -1,6 +1,6 @@
 import net from "node:net";
 import type { RelayTarget } from "@fleet/db";
-import { ipv4InCidr } from "@fleet/shared";
+import { ipv4InCidr, listen } from "@fleet/shared";
 import type { Logger } from "pino";
 import { parseProxyHeader, V1_MAX_LENGTH, V2_MAX_LENGTH } from "./proxy-protocol.ts";
 import { countRelayBytes, countRelayConnection } from "../metrics/agent-metrics.ts";
@@ -110,13 +110,7 @@ export class EntryPointRelay {
     listener.server.on("connection", (socket) => this.#accept(listener, socket));
     this.#listeners.set(target.id, listener);
     try {
-      await new Promise<void>((resolve, reject) => {
-        listener.server.once("error", reject);
-        listener.server.listen({ host: this.#o.bind, port: target.port, exclusive: true }, () => {
-          listener.server.off("error", reject);
-          resolve();
-        });
-      });
+      await listen(listener.server, { host: this.#o.bind, port: target.port, exclusive: true });
       listener.listening = true;
       listener.server.on("error", (error) =>
         this.#o.logger.error({ err: error, forwardId: target.id }, "entry-point listener failed"),

@@ -6,6 +6,7 @@ import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
 import { Organization } from "./organization.entity.ts";
+import { RouterAdoption } from "./router-adoption.entity.ts";
 import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
 import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
@@ -23,6 +24,7 @@ export const ENTITIES = [
   BillingAccount,
   BillingSubscription,
   Router,
+  RouterAdoption,
   RouterFault,
   RouterDowntimeHour,
   HeartbeatCoverage,
@@ -42,6 +44,7 @@ export {
   OrganizationExternalId,
   OrganizationMember,
   Router,
+  RouterAdoption,
   RouterDowntimeHour,
   RouterFault,
   Team,

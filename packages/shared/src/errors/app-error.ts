@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   forbidden: 403,
   /** Unknown id, or an id of another organization/team (never 403, never a hint). */
   not_found: 404,
+  /** A one-time link that was used or expired (an adoption script URL, docs/routeros.md "Adoption"). */
+  gone: 410,
   /** The operation does not exist on this resource (e.g. deleting the billing account). */
   method_not_allowed: 405,
   /** The request conflicts with current state (account already exists, default card, ...). */

@@ -1,19 +1,30 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { parseRouterOsBoolean, parseUptimeSeconds } from "../rules/routeros-duration.ts";
+import { findTextRuleViolation, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
 
 /** docs/api.md "Routers and heartbeats": frames over this many bytes close the WebSocket with 1009. */
 export const HEARTBEAT_MAX_FRAME_BYTES = 16 * 1024;
 
 // Routers written as RouterOS scripts send empty values as null; null means "not reported".
+// `:serialize to=json` turns numeric strings into floats (a serial "123456" arrives as 123456.000000,
+// docs/routeros.md "Adoption"), so a finite number is taken as its text. Text follows the text rule.
 const reported = (max: number) =>
-  z
-    .string({ error: "must be a string" })
-    .max(max, { error: `must be at most ${max} characters` })
-    .nullish();
+  z.preprocess(
+    (value) => (typeof value === "number" && Number.isFinite(value) ? String(value) : value),
+    textRule(
+      z.string({ error: "must be a string" }).max(max, { error: `must be at most ${max} characters` }),
+    ).nullish(),
+  );
+
+const UPTIME_MAX_SECONDS = 1e10;
+const UPTIME_ERROR = "must be seconds or a RouterOS duration such as 1w2d03:04:05";
 
 /**
  * One heartbeat (docs/api.md "Routers and heartbeats"), over WebSocket or `POST /v1/heartbeat`. Unknown top-level
- * keys are ignored, so newer router scripts keep working.
+ * keys are ignored, so newer router scripts keep working. Values may come as RouterOS writes them:
+ * `uptime` as seconds (number or numeric string) or a duration, `hardwareboard` as a boolean or
+ * "true"/"false"/"yes"/"no" (routeros-duration.ts); the output is always the plain type.
  */
 export const ZHeartbeatFrame = z.object({
   type: z.literal("heartbeat", { error: 'must be "heartbeat"' }),
@@ -23,31 +34,69 @@ export const ZHeartbeatFrame = z.object({
   software_id: reported(100),
   model: reported(100),
   board_name: reported(100),
-  hardwareboard: z.boolean({ error: "must be a boolean" }).nullish(),
+  hardwareboard: z
+    .unknown()
+    .transform((value, ctx): boolean | null | undefined => {
+      if (value === undefined || value === null) return value;
+      const parsed = parseRouterOsBoolean(value);
+      if (parsed === null) ctx.addIssue({ code: "custom", message: 'must be true, false, "yes" or "no"' });
+      return parsed;
+    })
+    .optional(),
   uptime: z
-    .number({ error: "must be a number of seconds" })
-    .nonnegative({ error: "must not be negative" })
-    .max(1e10, { error: "is not a plausible uptime" })
-    .nullish(),
+    .unknown()
+    .transform((value, ctx): number | null | undefined => {
+      if (value === undefined || value === null) return value;
+      const seconds = parseUptimeSeconds(value);
+      if (seconds === null) ctx.addIssue({ code: "custom", message: UPTIME_ERROR });
+      else if (seconds > UPTIME_MAX_SECONDS) ctx.addIssue({ code: "custom", message: "is not a plausible uptime" });
+      return seconds;
+    })
+    .optional(),
   tunnel_ip: z
     .string({ error: "must be a string" })
     .max(45)
     .refine((value) => ipaddr.isValid(value), { error: "must be an IPv4 or IPv6 address" })
     .nullish(),
-  metadata: z.record(z.string().max(64), z.unknown(), { error: "must be an object" }).nullish(),
+  metadata: z
+    .record(z.string().max(64), z.unknown(), { error: "must be an object" })
+    .superRefine((value, ctx) => {
+      // Free-form: every key and string value anywhere inside follows the text rule.
+      const path = findTextRuleViolation(value);
+      if (path !== undefined) ctx.addIssue({ code: "custom", message: TEXT_RULE_MESSAGE, path: path.split(".") });
+    })
+    .nullish(),
 });
+/** What a router may send (RouterOS forms included). */
+export type THeartbeatFrameInput = z.input<typeof ZHeartbeatFrame>;
 export type THeartbeatFrame = z.infer<typeof ZHeartbeatFrame>;
 
 export const ZHeartbeatAck = z.object({ type: z.literal("ack"), interval_ms: z.number().int() });
 export type THeartbeatAck = z.infer<typeof ZHeartbeatAck>;
 
-export const ZHeartbeatError = z.object({ type: z.literal("error"), message: z.string() });
+/**
+ * The error frame (WebSocket) and error body (HTTP). `errors` names the refused field the way docs/api.md
+ * "Errors" names fields of a 422 (`{"uptime": ["must be ..."]}`); absent when no single field is at fault.
+ */
+export const ZHeartbeatError = z.object({
+  type: z.literal("error"),
+  message: z.string(),
+  errors: z.record(z.string(), z.array(z.string())).optional(),
+});
 export type THeartbeatError = z.infer<typeof ZHeartbeatError>;
 
-/** "uptime: must be a number of seconds" for the first issue: short enough for a router's log. */
-export const describeFrameIssues = (error: z.ZodError): string => {
-  const issue = error.issues[0];
-  if (!issue) return "The frame is not a valid heartbeat.";
-  const path = issue.path.map(String).join(".");
-  return `Not a valid heartbeat: ${path ? `${path} ` : ""}${issue.message}.`;
+/** The first issue of a refused frame: its dotted field (as docs/api.md "Errors" names fields) and message. */
+export const firstFrameIssue = (error: z.ZodError): { field: string | undefined; issue: string; message: string } => {
+  const first = error.issues[0];
+  if (!first) return { field: undefined, issue: "is not valid", message: "The frame is not a valid heartbeat." };
+  const field = first.path.length > 0 ? first.path.map(String).join(".") : undefined;
+  // "Not a valid heartbeat: uptime must be ...": short enough for a router's log.
+  return {
+    field,
+    issue: first.message,
+    message: `Not a valid heartbeat: ${field ? `${field} ` : ""}${first.message}.`,
+  };
 };
+
+/** "Not a valid heartbeat: uptime must be ..." for the first issue. */
+export const describeFrameIssues = (error: z.ZodError): string => firstFrameIssue(error).message;

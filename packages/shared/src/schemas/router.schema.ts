@@ -120,10 +120,27 @@ export const ZEnrollRouterInput = z.object({
 });
 export type TEnrollRouterInput = z.infer<typeof ZEnrollRouterInput>;
 
+/** docs/routeros.md "Adoption": what an operator pastes into the router, and the one-time URL behind it. */
+export const ZAdoption = z
+  .object({
+    command: z.string().meta({
+      description:
+        "One line to paste into a RouterOS 7 terminal: fetches the adoption script from `url` and imports it.",
+    }),
+    url: z.string().meta({
+      description:
+        "The adoption script (text/plain). No bearer header: the URL is the credential. Valid until the first heartbeat made with the token it carries or until `expires_at`; then 410.",
+    }),
+    expires_at: z.string().meta({ description: "ISO 8601 with +00:00; one hour after it was issued." }),
+  })
+  .meta({ id: "Adoption" });
+export type TAdoption = z.infer<typeof ZAdoption>;
+
 export const ZEnrolledRouter = z
   .object({
     router: ZRouter,
     heartbeat_token: z.string().meta({ description: "Shown once; the service keeps only its hash." }),
+    adoption: ZAdoption,
   })
   .meta({ id: "EnrolledRouter" });
 export type TEnrolledRouter = z.infer<typeof ZEnrolledRouter>;

@@ -9,10 +9,12 @@ export const enrollRouter = teamProcedure("routers:write")
       tags: ["routers"],
       summary: "Enroll (adopt) a router into the token's team",
       description:
-        "Creating a service: the billing root must have a billing account (402 otherwise). Answers the router and its heartbeat token, shown this once.",
+        "Creating a service: the billing root must have a billing account (402 otherwise). Answers the router, its heartbeat token (shown this once) and its adoption command.",
       successDescription: "Created",
     },
     successStatus: 201,
+    // The heartbeat token and the adoption command are credentials (docs/api.md "Authentication").
+    noStore: true,
   })
   .input(ZEnrollRouterInput)
   .output(successEnvelope(ZEnrolledRouter))

@@ -6,6 +6,7 @@ import { getRouterMetrics } from "./get-router-metrics.ts";
 import { getRouterOem } from "./get-router-oem.ts";
 import { listRouters } from "./list-routers.ts";
 import { onRouterStatus } from "./on-router-status.ts";
+import { reissueAdoption } from "./reissue-adoption.ts";
 import { removeRouter } from "./remove-router.ts";
 import { updateRouterMetadata } from "./update-router-metadata.ts";
 
@@ -20,4 +21,5 @@ export const routersRouter = router({
   metrics: getRouterMetrics,
   faults: getRouterFaults,
   onStatus: onRouterStatus,
+  adoption: reissueAdoption,
 });

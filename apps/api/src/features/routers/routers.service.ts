@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from "node:crypto";
 import type { CoverageRecord, FaultRecord, NewRouter, RouterRecord } from "@fleet/db";
 import {
   AppError,
@@ -21,6 +20,7 @@ import {
 } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { AuthClaims } from "../auth/token-verifier.ts";
+import type { AdoptionService } from "./adoption/adoption.service.ts";
 import { toFault, toMetadataResponse, toMetricResponse, toRouterResponse } from "./routers.mapper.ts";
 import type { ServiceClearance } from "./service-clearance.ts";
 
@@ -55,6 +55,8 @@ export interface RouterServiceDeps {
   clock: Clock;
   logger: Logger;
   oem?: OemLookup;
+  /** docs/routeros.md "Adoption": the heartbeat token and script URL of each enrollment. */
+  adoption: AdoptionService;
 }
 
 const HOUR_MS = 3_600_000;
@@ -62,10 +64,6 @@ const HOUR_MS = 3_600_000;
 const MAX_QUEUED_EVENTS = 1_000;
 
 const notFound = () => new AppError("not_found", "Router not found.");
-
-/** `hb_` + 256 random bits; only its SHA-256 is stored. */
-const newHeartbeatToken = (): string => `hb_${randomBytes(32).toString("base64url")}`;
-const sha256 = (value: string): string => createHash("sha256").update(value).digest("hex");
 
 /**
  * The router inventory of a team (docs/api.md "Routers", docs/api.md "Routers and heartbeats"): enrollment, removal,
@@ -88,16 +86,22 @@ export class RouterService {
   /** Subscription check first (402), then the router, then the quantity sync. */
   async enroll(auth: AuthClaims, teamId: string, input: TEnrollRouterInput): Promise<TEnrolledRouter> {
     await this.#deps.clearance.ensureClearance(auth.organizationId);
-    const token = newHeartbeatToken();
+    // The heartbeat token is derived from the adoption URL's token (docs/routeros.md "Adoption").
+    const minted = this.#deps.adoption.mint();
     const router = await this.#deps.routers.insert({
       organizationId: auth.organizationId,
       teamId,
       name: input.name ?? "",
-      tokenHash: sha256(token),
+      tokenHash: this.#deps.adoption.heartbeatTokenHash(minted),
       createdAt: this.#deps.clock.now(),
     });
+    const adoption = await this.#deps.adoption.record(router.id, minted);
     await this.#sync(auth.organizationId);
-    return { router: toRouterResponse(router, this.#deps.clock.now()), heartbeat_token: token };
+    return {
+      router: toRouterResponse(router, this.#deps.clock.now()),
+      heartbeat_token: minted.heartbeatToken,
+      adoption,
+    };
   }
 
   /** Deletes the router and revokes its token: daemons drop its sockets when they hear of it. */

@@ -1,0 +1,146 @@
+import type { AdoptionLookup, NewAdoption } from "@fleet/db";
+import { AppError, adoptionCommand, adoptionScript, type Clock, formatIsoUtc, type TAdoption } from "@fleet/shared";
+import type { Logger } from "pino";
+import { heartbeatTokenFor, isAdoptionToken, newAdoptionToken, tokenHash } from "./adoption-tokens.ts";
+
+/** The persistence adoption needs (AdoptionsRepository in production). */
+export interface AdoptionStore {
+  insert(routerId: string, adoption: NewAdoption): Promise<void>;
+  reissue(teamId: string, routerId: string, heartbeatTokenHash: string, adoption: NewAdoption): Promise<boolean>;
+  find(tokenHash: string): Promise<AdoptionLookup | null>;
+}
+
+export interface AdoptionServiceDeps {
+  store: AdoptionStore;
+  clock: Clock;
+  logger: Logger;
+  /** `API_PUBLIC_URL`, or where the API listens (known once it is bound). */
+  apiPublicUrl: () => string;
+  /** `HEARTBEAT_PUBLIC_URL`, or where the heartbeat daemon listens. */
+  heartbeatPublicUrl: () => string;
+  /** The tunnel agent's public key; undefined while it is not known. */
+  agentPublicKey: () => string | undefined;
+  intervalMs: number;
+  sshUser: string;
+  tunnelNetwork: string;
+}
+
+/** docs/routeros.md "Adoption": a script URL works for one hour. */
+export const ADOPTION_TTL_MS = 3_600_000;
+/**
+ * After a re-adoption, heartbeat daemons may accept the replaced token for as long as they cache
+ * it (5 s, docs/api.md "Routers and heartbeats"); heartbeats in this window do not use the new URL up.
+ */
+export const REPLACED_TOKEN_GRACE_MS = 10_000;
+
+/** A freshly made adoption: the URL's token and the heartbeat token derived from it. */
+export interface MintedAdoption {
+  adoptionToken: string;
+  heartbeatToken: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+// Deliberately the same few words for every refusal: nothing about the router or why.
+const unknownScript = () => new AppError("not_found", "No adoption script here.");
+const goneScript = () =>
+  new AppError(
+    "gone",
+    "This adoption link was used or has expired. Ask for a new one with POST /api/routers/{id}/adoption.",
+  );
+
+/**
+ * One-time adoption of real routers (docs/routeros.md "Adoption"): enrollment and re-adoption mint a
+ * URL whose script installs the heartbeat scheduler and the agent's access; the URL stops working at
+ * the router's first heartbeat with the token it carries, or after an hour.
+ */
+export class AdoptionService {
+  readonly #deps: AdoptionServiceDeps;
+
+  constructor(deps: AdoptionServiceDeps) {
+    this.#deps = deps;
+  }
+
+  mint(): MintedAdoption {
+    const adoptionToken = newAdoptionToken();
+    const createdAt = this.#deps.clock.now();
+    return {
+      adoptionToken,
+      heartbeatToken: heartbeatTokenFor(adoptionToken),
+      createdAt,
+      expiresAt: new Date(createdAt.getTime() + ADOPTION_TTL_MS),
+    };
+  }
+
+  /** SHA-256 of the heartbeat token a minted adoption carries: what the router row keeps. */
+  heartbeatTokenHash(minted: MintedAdoption): string {
+    return tokenHash(minted.heartbeatToken);
+  }
+
+  /** Stores the URL of a router just enrolled with `minted.heartbeatToken`. */
+  async record(routerId: string, minted: MintedAdoption): Promise<TAdoption> {
+    // A new router has no other token: every heartbeat after enrollment is made with this one.
+    await this.#deps.store.insert(routerId, this.#row(minted, 0));
+    return this.answer(minted);
+  }
+
+  /** A router that was reset: new heartbeat token (the old one stops working) and a new URL. */
+  async reissue(teamId: string, routerId: string): Promise<TAdoption> {
+    const minted = this.mint();
+    const found = await this.#deps.store.reissue(
+      teamId,
+      routerId,
+      this.heartbeatTokenHash(minted),
+      this.#row(minted, REPLACED_TOKEN_GRACE_MS),
+    );
+    if (!found) throw new AppError("not_found", "Router not found.");
+    return this.answer(minted);
+  }
+
+  answer(minted: MintedAdoption): TAdoption {
+    const url = `${this.#deps.apiPublicUrl()}/api/adoption/${minted.adoptionToken}`;
+    return { command: adoptionCommand(url), url, expires_at: formatIsoUtc(minted.expiresAt) };
+  }
+
+  /**
+   * The script behind a URL. Unknown or malformed tokens: 404. A URL replaced by a newer one, used
+   * by a heartbeat, or past `expires_at`: 410. Neither says which router or why.
+   */
+  async script(adoptionToken: string): Promise<string> {
+    if (!isAdoptionToken(adoptionToken)) throw unknownScript();
+    const found = await this.#deps.store.find(tokenHash(adoptionToken));
+    if (!found) throw unknownScript();
+    const heartbeatToken = heartbeatTokenFor(adoptionToken);
+    const now = this.#deps.clock.now();
+    const replaced = found.heartbeatTokenHash !== tokenHash(heartbeatToken);
+    // Heartbeats before `countsFrom` were (or may have been) made with an older token.
+    const used = found.lastSeenAt !== null && found.lastSeenAt.getTime() >= found.countsFrom.getTime();
+    if (replaced || used || now.getTime() >= found.expiresAt.getTime()) throw goneScript();
+    const agentPublicKey = this.#deps.agentPublicKey();
+    if (!agentPublicKey) {
+      this.#deps.logger.error(
+        "adoption script asked for, but the tunnel agent's public key is unknown: set TUNNEL_SSH_PUBLIC_KEY or TUNNEL_SSH_KEY",
+      );
+      throw new AppError("unavailable", "Adoption scripts are not available yet; try again later.");
+    }
+    return adoptionScript({
+      routerId: found.routerId,
+      routerName: found.routerName,
+      heartbeatUrl: `${this.#deps.heartbeatPublicUrl()}/v1/heartbeat`,
+      heartbeatToken,
+      intervalMs: this.#deps.intervalMs,
+      sshUser: this.#deps.sshUser,
+      tunnelNetwork: this.#deps.tunnelNetwork,
+      agentPublicKey,
+    });
+  }
+
+  #row(minted: MintedAdoption, graceMs: number): NewAdoption {
+    return {
+      tokenHash: tokenHash(minted.adoptionToken),
+      createdAt: minted.createdAt,
+      expiresAt: minted.expiresAt,
+      countsFrom: new Date(minted.createdAt.getTime() + graceMs),
+    };
+  }
+}

@@ -1,0 +1,606 @@
+import ssh2 from "ssh2";
+import { type Arg, type Expr, parseRouterOsScript, type Statement } from "./routeros-script-parser.ts";
+
+/**
+ * One simulated RouterOS 7 device as scripts see it (docs/routeros.md "Simulator"): identity and
+ * hardware, device-mode, users, groups, SSH keys, stored scripts, scheduler entries (real timers),
+ * files and a log. `run()` executes script text the way the router's terminal or `/import` would;
+ * a command this simulator does not know fails loudly, like a typo on a real router.
+ */
+
+/** A RouterOS time value (uptime, intervals): kept in seconds, printed like RouterOS prints it. */
+export class RosTime {
+  readonly seconds: number;
+  constructor(seconds: number) {
+    this.seconds = seconds;
+  }
+  toString(): string {
+    let s = Math.floor(this.seconds);
+    const weeks = Math.floor(s / 604_800);
+    s -= weeks * 604_800;
+    const days = Math.floor(s / 86_400);
+    s -= days * 86_400;
+    const pad = (n: number) => String(n).padStart(2, "0");
+    const clock = `${pad(Math.floor(s / 3600))}:${pad(Math.floor((s % 3600) / 60))}:${pad(s % 60)}`;
+    return `${weeks ? `${weeks}w` : ""}${days ? `${days}d` : ""}${clock}`;
+  }
+}
+
+export type RosVal = string | number | boolean | RosTime | Map<string, RosVal> | { ids: string[] } | undefined;
+
+/** A command failed at run time (RouterOS prints it and stops the script unless `:do on-error` catches it). */
+export class RouterOsRuntimeError extends Error {}
+
+export interface HttpRequest {
+  method: string;
+  url: string;
+  headers: Array<[string, string]>;
+  body: string | undefined;
+}
+export interface HttpResponse {
+  status: number;
+  body: string;
+}
+
+export interface RouterOsDeviceOptions {
+  identity: string;
+  /** `/system resource get version`, e.g. `7.16.2 (stable)`. */
+  version: string;
+  boardName: string;
+  /** `/system routerboard get model` (RouterBOARDs only). */
+  model: string;
+  /** False for a CHR: no RouterBOARD, no serial number, a license system-id instead of a software-id. */
+  routerboard: boolean;
+  serialNumber: string;
+  /** software-id (RouterBOARD) or system-id (CHR). */
+  licenseId: string;
+  /** Milliseconds since the epoch at boot; uptime counts from here. */
+  bootedAt: number;
+  /** `/system device-mode`: false forbids the feature, as home mode does. */
+  deviceMode?: { fetch: boolean; scheduler: boolean };
+  /** What `/tool fetch` sends requests through. */
+  http: (request: HttpRequest) => Promise<HttpResponse>;
+  now?: () => number;
+}
+
+interface Item {
+  id: string;
+  props: Record<string, string>;
+}
+
+type TableName = "user group" | "user" | "user ssh-keys" | "system script" | "system scheduler" | "file";
+const isTable = (menu: string): menu is TableName => menu in TABLE_ARGS;
+
+const TABLE_ARGS: Record<TableName, readonly string[]> = {
+  "user group": ["name", "policy", "comment", "skin"],
+  user: ["name", "group", "address", "comment", "password", "disabled"],
+  "user ssh-keys": ["user", "key", "comment"],
+  "system script": ["name", "source", "policy", "comment", "owner", "dont-require-permissions"],
+  "system scheduler": ["name", "start-time", "start-date", "interval", "on-event", "policy", "comment", "disabled"],
+  file: ["name", "contents"],
+};
+
+/** User policies RouterOS 7 knows (https://help.mikrotik.com/docs/display/ROS/User). */
+const POLICIES = new Set([
+  "local",
+  "telnet",
+  "ssh",
+  "ftp",
+  "reboot",
+  "read",
+  "write",
+  "policy",
+  "test",
+  "winbox",
+  "password",
+  "web",
+  "sniff",
+  "sensitive",
+  "api",
+  "romon",
+  "rest-api",
+]);
+
+const DURATION = /^(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/;
+
+/** `30s`, `1m`, `250ms`, `1d2h` -> milliseconds; undefined when RouterOS would refuse it. */
+export const parseRouterOsInterval = (text: string): number | undefined => {
+  const m = DURATION.exec(text);
+  if (!m || text === "") return undefined;
+  const [w, d, h, min, s, ms] = m.slice(1).map((x) => Number(x ?? 0));
+  return ((((w ?? 0) * 7 + (d ?? 0)) * 24 + (h ?? 0)) * 60 + (min ?? 0)) * 60_000 + (s ?? 0) * 1000 + (ms ?? 0);
+};
+
+/** IPv4 `a.b.c.d` inside `a.b.c.d/n`. */
+const inCidr = (address: string, cidr: string): boolean => {
+  const toInt = (ip: string) => ip.split(".").reduce((n, part) => n * 256 + Number(part), 0);
+  const [net, bits] = cidr.split("/");
+  if (!net || bits === undefined) return address === cidr;
+  const size = 2 ** (32 - Number(bits));
+  return Math.floor(toInt(address) / size) === Math.floor(toInt(net) / size);
+};
+
+const str = (value: RosVal): string => {
+  if (value === undefined) return "";
+  if (value instanceof Map) return [...value.values()].map(str).join(";");
+  if (typeof value === "object" && "ids" in value) return value.ids.join(";");
+  return String(value);
+};
+
+/**
+ * `:serialize to=json` as RouterOS 7.13+ writes it: associative arrays become objects with their
+ * keys in RouterOS's own (sorted) order, no spaces; strings that look like numbers become floats
+ * with six decimals (`12.000000`, the conversion `options=json.no-string-conversion` of 7.17 turns
+ * off); booleans stay booleans; time values are written as RouterOS prints them.
+ */
+export const serializeJson = (value: RosVal, noStringConversion = false): string => {
+  if (value === undefined) return "null";
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (typeof value === "number") return value.toFixed(6);
+  if (value instanceof RosTime) return JSON.stringify(value.toString());
+  if (value instanceof Map) {
+    const keys = [...value.keys()].sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${serializeJson(value.get(k), noStringConversion)}`).join(",")}}`;
+  }
+  if (typeof value === "object") return JSON.stringify(value.ids);
+  if (!noStringConversion && /^-?\d+(\.\d+)?$/.test(value)) return Number(value).toFixed(6);
+  return JSON.stringify(value);
+};
+
+class Scope {
+  readonly vars = new Map<string, RosVal>();
+  readonly parent: Scope | undefined;
+  constructor(parent?: Scope) {
+    this.parent = parent;
+  }
+  find(name: string): Scope | undefined {
+    if (this.vars.has(name)) return this;
+    return this.parent?.find(name);
+  }
+}
+
+export class RouterOsDevice {
+  readonly options: RouterOsDeviceOptions;
+  readonly log: Array<{ topic: string; message: string }> = [];
+  readonly deviceMode: { fetch: boolean; scheduler: boolean };
+  readonly tables: Record<TableName, Item[]> = {
+    "user group": [],
+    user: [],
+    "user ssh-keys": [],
+    "system script": [],
+    "system scheduler": [],
+    file: [],
+  };
+  #nextId = 1;
+  #timers = new Map<string, NodeJS.Timeout>();
+  #identity: string;
+
+  constructor(options: RouterOsDeviceOptions) {
+    this.options = options;
+    this.deviceMode = { ...(options.deviceMode ?? { fetch: true, scheduler: true }) };
+    this.#identity = options.identity;
+    this.tables["user group"].push(
+      ...["read", "write", "full"].map((name) => ({ id: this.#id(), props: { name, policy: "", builtin: "yes" } })),
+    );
+    this.tables.user.push({ id: this.#id(), props: { name: "admin", group: "full", address: "" } });
+  }
+
+  get identity(): string {
+    return this.#identity;
+  }
+
+  /** Runs script text like the terminal or `/import` does; throws at the first error. */
+  async run(text: string): Promise<void> {
+    await this.#exec(parseRouterOsScript(text), new Scope(), "");
+  }
+
+  /** Stops every scheduler timer (the router powers off). */
+  stop(): void {
+    for (const timer of this.#timers.values()) clearInterval(timer);
+    this.#timers.clear();
+  }
+
+  /**
+   * RouterOS SSH login rule: the user exists, its group has the `ssh` policy, the client address
+   * lies in the user's `address` list (empty: anywhere), and the key is one of the user's keys.
+   */
+  authorizes(username: string, keyBlob: Buffer, address: string): boolean {
+    const user = this.tables.user.find((u) => u.props.name === username);
+    if (!user || user.props.disabled === "yes") return false;
+    const group = this.tables["user group"].find((g) => g.props.name === user.props.group);
+    if (!group || !(group.props.policy ?? "").split(",").includes("ssh")) return false;
+    const ipv4 = address.replace(/^::ffff:/, "");
+    const allowed = (user.props.address ?? "").split(",").filter((a) => a !== "");
+    if (allowed.length > 0 && !allowed.some((cidr) => inCidr(ipv4, cidr))) return false;
+    return this.tables["user ssh-keys"]
+      .filter((k) => k.props.user === username)
+      .some((k) => {
+        const parsed = ssh2.utils.parseKey(k.props.key ?? "");
+        return !(parsed instanceof Error) && parsed.getPublicSSH().equals(keyBlob);
+      });
+  }
+
+  #id(): string {
+    return `*${(this.#nextId++).toString(16).toUpperCase()}`;
+  }
+
+  #now(): number {
+    return this.options.now?.() ?? Date.now();
+  }
+
+  async #exec(statements: readonly Statement[], scope: Scope, menu: string): Promise<RosVal> {
+    let last: RosVal;
+    for (const statement of statements) last = await this.#statement(statement, scope, menu);
+    return last;
+  }
+
+  async #statement(s: Statement, scope: Scope, menu: string): Promise<RosVal> {
+    try {
+      return s.kind === "global" ? await this.#global(s, scope, menu) : await this.#menu(s, scope, menu);
+    } catch (error) {
+      if (error instanceof RouterOsRuntimeError && !error.message.includes("(line ")) {
+        throw new RouterOsRuntimeError(`${error.message} (line ${s.line})`);
+      }
+      throw error;
+    }
+  }
+
+  async #eval(e: Expr | undefined, scope: Scope, menu: string): Promise<RosVal> {
+    if (e === undefined) return undefined;
+    switch (e.kind) {
+      case "str": {
+        let out = "";
+        for (const part of e.parts)
+          out += typeof part === "string" ? part : str(scope.find(part.var)?.vars.get(part.var));
+        return out;
+      }
+      case "word":
+        if (e.value === "true" || e.value === "yes") return true;
+        if (e.value === "false" || e.value === "no") return false;
+        return e.value;
+      case "var": {
+        const holder = scope.find(e.name);
+        return holder?.vars.get(e.name);
+      }
+      case "sub":
+        return this.#statement(e.statement, scope, menu);
+      case "block":
+        throw new RouterOsRuntimeError("a block is not a value");
+      case "array":
+        return new Map();
+      case "not":
+        return !(await this.#eval(e.value, scope, menu));
+      case "binary": {
+        const left = await this.#eval(e.left, scope, menu);
+        const right = await this.#eval(e.right, scope, menu);
+        if (e.op === "->") return left instanceof Map ? left.get(str(right)) : undefined;
+        const same = typeof left === typeof right ? str(left) === str(right) : false;
+        return e.op === "=" ? same : !same;
+      }
+    }
+  }
+
+  #named(args: readonly Arg[], allowed: readonly string[], what: string): Map<string, Expr | undefined> {
+    const named = new Map<string, Expr | undefined>();
+    for (const arg of args) {
+      if (arg.name === undefined) continue;
+      if (!allowed.includes(arg.name))
+        throw new RouterOsRuntimeError(`expected end of command: ${what} has no ${arg.name}`);
+      named.set(arg.name, arg.value);
+    }
+    return named;
+  }
+
+  #positional(args: readonly Arg[]): Expr[] {
+    return args.filter((a) => a.name === undefined && a.value !== undefined).map((a) => a.value as Expr);
+  }
+
+  async #global(s: Extract<Statement, { kind: "global" }>, scope: Scope, menu: string): Promise<RosVal> {
+    const positional = this.#positional(s.args);
+    switch (s.verb) {
+      case "local":
+      case "global": {
+        const name = positional[0];
+        if (name?.kind !== "word") throw new RouterOsRuntimeError("bad variable name");
+        scope.vars.set(name.value, await this.#eval(positional[1], scope, menu));
+        return undefined;
+      }
+      case "set": {
+        const target = positional[0];
+        const value = await this.#eval(positional[1], scope, menu);
+        if (target?.kind === "word") {
+          const holder = scope.find(target.value);
+          if (!holder) throw new RouterOsRuntimeError(`no such variable ${target.value}`);
+          holder.vars.set(target.value, value);
+          return undefined;
+        }
+        if (target?.kind === "binary" && target.op === "->" && target.left.kind === "var") {
+          const array = scope.find(target.left.name)?.vars.get(target.left.name);
+          if (!(array instanceof Map)) throw new RouterOsRuntimeError(`${target.left.name} is not an array`);
+          array.set(str(await this.#eval(target.right, scope, menu)), value);
+          return undefined;
+        }
+        throw new RouterOsRuntimeError("bad :set target");
+      }
+      case "if": {
+        const named = this.#named(s.args, ["do", "else"], ":if");
+        const condition = await this.#eval(positional[0], scope, menu);
+        if (typeof condition !== "boolean") throw new RouterOsRuntimeError("conditional not boolean");
+        const branch = named.get(condition ? "do" : "else");
+        if (branch?.kind === "block") await this.#exec(branch.body, new Scope(scope), menu);
+        return undefined;
+      }
+      case "do": {
+        const named = this.#named(s.args, ["on-error"], ":do");
+        const body = positional[0];
+        if (body?.kind !== "block") throw new RouterOsRuntimeError(":do needs a block");
+        try {
+          await this.#exec(body.body, new Scope(scope), menu);
+        } catch (error) {
+          const handler = named.get("on-error");
+          if (!(error instanceof RouterOsRuntimeError) || handler?.kind !== "block") throw error;
+          await this.#exec(handler.body, new Scope(scope), menu);
+        }
+        return undefined;
+      }
+      case "error":
+        throw new RouterOsRuntimeError(str(await this.#eval(positional[0], scope, menu)));
+      case "log": {
+        const topic = str(await this.#eval(positional[0], scope, menu));
+        if (!["info", "warning", "error", "debug"].includes(topic))
+          throw new RouterOsRuntimeError(`bad log topic ${topic}`);
+        this.log.push({ topic, message: str(await this.#eval(positional[1], scope, menu)) });
+        return undefined;
+      }
+      case "put":
+        this.log.push({ topic: "put", message: str(await this.#eval(positional[0], scope, menu)) });
+        return undefined;
+      case "delay":
+        return undefined;
+      case "tostr":
+        return str(await this.#eval(positional[0], scope, menu));
+      case "len": {
+        const value = await this.#eval(positional[0], scope, menu);
+        if (value instanceof Map) return value.size;
+        if (value && typeof value === "object" && "ids" in value) return value.ids.length;
+        return str(value).length;
+      }
+      case "serialize": {
+        const named = this.#named(s.args, ["to", "value", "options"], ":serialize");
+        if (named.has("options") && !this.#versionAtLeast(7, 17)) {
+          throw new RouterOsRuntimeError("expected end of command: :serialize has no options before 7.17");
+        }
+        if (str(await this.#eval(named.get("to"), scope, menu)) !== "json")
+          throw new RouterOsRuntimeError("to=json only");
+        const options = str(await this.#eval(named.get("options"), scope, menu));
+        return serializeJson(
+          await this.#eval(named.get("value"), scope, menu),
+          options === "json.no-string-conversion",
+        );
+      }
+      default:
+        throw new RouterOsRuntimeError(`:${s.verb} is not simulated`);
+    }
+  }
+
+  #versionAtLeast(major: number, minor: number): boolean {
+    const [a, b] = this.options.version.split(/[. ]/).map(Number);
+    return (a ?? 0) > major || ((a ?? 0) === major && (b ?? 0) >= minor);
+  }
+
+  async #menu(s: Extract<Statement, { kind: "menu" }>, scope: Scope, outer: string): Promise<RosVal> {
+    const menu = s.path.length > 0 || s.verb === "import" ? s.path.join(" ") : outer;
+    const positional = this.#positional(s.args);
+    switch (`${menu}|${s.verb}`) {
+      case "system device-mode|get":
+        return this.#get(
+          positional,
+          { fetch: this.deviceMode.fetch, scheduler: this.deviceMode.scheduler, mode: "enterprise" },
+          scope,
+          menu,
+        );
+      case "system identity|get":
+        return this.#get(positional, { name: this.#identity }, scope, menu);
+      case "system resource|get":
+        return this.#get(
+          positional,
+          {
+            version: this.options.version,
+            "board-name": this.options.boardName,
+            uptime: new RosTime((this.#now() - this.options.bootedAt) / 1000),
+          },
+          scope,
+          menu,
+        );
+      case "system routerboard|get":
+        return this.#get(
+          positional,
+          this.options.routerboard
+            ? { routerboard: true, "serial-number": this.options.serialNumber, model: this.options.model }
+            : { routerboard: false },
+          scope,
+          menu,
+        );
+      case "system license|get":
+        return this.#get(
+          positional,
+          this.options.routerboard
+            ? { "software-id": this.options.licenseId }
+            : { "system-id": this.options.licenseId },
+          scope,
+          menu,
+        );
+      case "tool|fetch":
+        return this.#fetch(s.args, scope, menu);
+      case "|import": {
+        const named = this.#named(s.args, ["file-name", "verbose"], "/import");
+        const name = str(await this.#eval(named.get("file-name") ?? positional[0], scope, menu));
+        const file = this.tables.file.find((f) => f.props.name === name);
+        if (!file) throw new RouterOsRuntimeError(`no such file ${name}`);
+        await this.#exec(parseRouterOsScript(file.props.contents ?? ""), new Scope(), "");
+        return undefined;
+      }
+      case "system script|run": {
+        const name = str(await this.#eval(positional[0], scope, menu));
+        const script = this.tables["system script"].find((i) => i.props.name === name || i.id === name);
+        if (!script) throw new RouterOsRuntimeError("no such item");
+        await this.#exec(parseRouterOsScript(script.props.source ?? ""), new Scope(), "");
+        return undefined;
+      }
+      default:
+        break;
+    }
+    if (!isTable(menu)) throw new RouterOsRuntimeError(`bad command name ${s.verb} in /${menu}`);
+    const table = this.tables[menu];
+    switch (s.verb) {
+      case "find": {
+        const conditions = s.args.filter((a) => a.name !== undefined);
+        const where = positional.filter((p) => !(p.kind === "word" && p.value === "where"));
+        if (where.length > 0) throw new RouterOsRuntimeError("find: only name=value conditions are simulated");
+        const wanted: Array<[string, string]> = [];
+        for (const c of conditions) wanted.push([c.name ?? "", str(await this.#eval(c.value, scope, menu))]);
+        return { ids: table.filter((item) => wanted.every(([k, v]) => item.props[k] === v)).map((item) => item.id) };
+      }
+      case "remove":
+        return this.#remove(menu, table, await this.#eval(positional[0], scope, menu));
+      case "add":
+        return this.#add(menu, table, s.args, scope);
+      default:
+        throw new RouterOsRuntimeError(`/${menu} ${s.verb} is not simulated`);
+    }
+  }
+
+  async #get(positional: Expr[], props: Record<string, RosVal>, scope: Scope, menu: string): Promise<RosVal> {
+    const name = str(await this.#eval(positional[0], scope, menu));
+    if (!(name in props)) throw new RouterOsRuntimeError(`input does not match any value of value-name: ${name}`);
+    return props[name];
+  }
+
+  #remove(menu: TableName, table: Item[], target: RosVal): RosVal {
+    const ids =
+      target && typeof target === "object" && "ids" in target
+        ? target.ids
+        : table.filter((i) => i.props.name === str(target) || i.id === str(target)).map((i) => i.id);
+    if (!(target && typeof target === "object" && "ids" in target) && ids.length === 0) {
+      throw new RouterOsRuntimeError("no such item");
+    }
+    for (const id of ids) {
+      const item = table.find((i) => i.id === id);
+      if (!item) continue;
+      if (menu === "user group" && this.tables.user.some((u) => u.props.group === item.props.name)) {
+        throw new RouterOsRuntimeError("failure: group is in use");
+      }
+      if (menu === "user group" && item.props.builtin === "yes")
+        throw new RouterOsRuntimeError("failure: default group");
+      if (menu === "system scheduler") {
+        clearInterval(this.#timers.get(id));
+        this.#timers.delete(id);
+      }
+      table.splice(table.indexOf(item), 1);
+    }
+    return undefined;
+  }
+
+  async #add(menu: TableName, table: Item[], args: readonly Arg[], scope: Scope): Promise<RosVal> {
+    const allowed = TABLE_ARGS[menu];
+    const named = this.#named(args, allowed, `/${menu} add`);
+    if (this.#positional(args).length > 0) throw new RouterOsRuntimeError("expected end of command");
+    const props: Record<string, string> = {};
+    for (const [name, value] of named) props[name] = str(await this.#eval(value, scope, menu));
+    const fail = (message: string): never => {
+      throw new RouterOsRuntimeError(`failure: ${message}`);
+    };
+    if (menu !== "user ssh-keys" && !props.name) fail("name must be set");
+    if (props.name && table.some((i) => i.props.name === props.name))
+      fail(`an item named ${props.name} already exists`);
+    const policies = (props.policy ?? "").split(",").filter((p) => p !== "");
+    for (const policy of policies) if (!POLICIES.has(policy)) fail(`unknown policy ${policy}`);
+    if (menu === "user") {
+      if (!this.tables["user group"].some((g) => g.props.name === props.group)) fail("unknown group");
+      for (const cidr of (props.address ?? "").split(",").filter((a) => a !== "")) {
+        if (!/^\d{1,3}(\.\d{1,3}){3}(\/\d{1,2})?$/.test(cidr)) fail(`bad address ${cidr}`);
+      }
+    }
+    if (menu === "user ssh-keys") {
+      if (!this.tables.user.some((u) => u.props.name === props.user)) fail("no such user");
+      const parsed = ssh2.utils.parseKey(props.key ?? "");
+      if (parsed instanceof Error || !["ssh-ed25519", "ssh-rsa"].includes(parsed.type)) fail("unable to load key");
+    }
+    let intervalMs: number | undefined;
+    if (menu === "system scheduler") {
+      if (!this.deviceMode.scheduler) fail("not allowed by device-mode");
+      intervalMs = parseRouterOsInterval(props.interval ?? "0s");
+      if (intervalMs === undefined) fail(`bad interval ${props.interval}`);
+    }
+    const item = { id: this.#id(), props };
+    table.push(item);
+    if (menu === "system scheduler" && intervalMs && props.disabled !== "yes") {
+      const onEvent = props["on-event"] ?? "";
+      const timer = setInterval(() => {
+        this.run(onEvent).catch((error: unknown) => {
+          this.log.push({ topic: "error", message: `scheduler ${props.name}: ${(error as Error).message}` });
+        });
+      }, intervalMs);
+      timer.unref();
+      this.#timers.set(item.id, timer);
+    }
+    return item.id;
+  }
+
+  async #fetch(args: readonly Arg[], scope: Scope, menu: string): Promise<RosVal> {
+    const named = this.#named(
+      args,
+      [
+        "url",
+        "http-method",
+        "http-header-field",
+        "http-data",
+        "output",
+        "dst-path",
+        "mode",
+        "check-certificate",
+        "keep-result",
+      ],
+      "/tool fetch",
+    );
+    for (const p of this.#positional(args)) {
+      if (!(p.kind === "word" && p.value === "as-value")) throw new RouterOsRuntimeError("expected end of command");
+    }
+    if (!this.deviceMode.fetch) throw new RouterOsRuntimeError("failure: not allowed by device-mode");
+    const value = async (name: string) =>
+      named.has(name) ? str(await this.#eval(named.get(name), scope, menu)) : undefined;
+    const url = await value("url");
+    if (!url || !/^https?:\/\//.test(url)) throw new RouterOsRuntimeError("failure: url is required");
+    const method = (await value("http-method")) ?? "get";
+    const headers: Array<[string, string]> = [];
+    const field = await value("http-header-field");
+    // RouterOS separates header lines with commas (https://help.mikrotik.com/docs/display/ROS/Fetch).
+    for (const line of field ? field.split(",") : []) {
+      const colon = line.indexOf(":");
+      if (colon < 1) throw new RouterOsRuntimeError(`failure: bad header ${line}`);
+      headers.push([line.slice(0, colon).trim(), line.slice(colon + 1).trim()]);
+    }
+    const body = await value("http-data");
+    let response: HttpResponse;
+    try {
+      response = await this.options.http({ method: method.toUpperCase(), url, headers, body });
+    } catch (error) {
+      throw new RouterOsRuntimeError(`failure: connection failed (${(error as Error).message})`);
+    }
+    if (response.status < 200 || response.status > 299) {
+      throw new RouterOsRuntimeError(`failure: closing connection: <${response.status}> ${new URL(url).host}`);
+    }
+    const output = (await value("output")) ?? "file";
+    if (output === "user")
+      return new Map<string, RosVal>([
+        ["status", "finished"],
+        ["data", response.body],
+      ]);
+    if (output === "file") {
+      const name = (await value("dst-path")) ?? new URL(url).pathname.split("/").pop() ?? "fetched";
+      this.tables.file = this.tables.file.filter((f) => f.props.name !== name);
+      this.tables.file.push({ id: this.#id(), props: { name, contents: response.body } });
+    }
+    return undefined;
+  }
+}

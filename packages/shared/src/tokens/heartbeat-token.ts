@@ -1,0 +1,46 @@
+import { createHash, randomBytes } from "node:crypto";
+
+/**
+ * The heartbeat token of docs/api.md "Routers and heartbeats", in one place: the API mints it at enrollment
+ * (and adoption), the daemon checks it on every upgrade and HTTP heartbeat, and only its hash is stored.
+ * It lives in shared rather than next to the repository because it is a property of the wire protocol
+ * (its shape is what the daemon refuses unhashed) that two apps must agree on, and it needs no database.
+ */
+
+export const HEARTBEAT_TOKEN_PREFIX = "hb_";
+/** A token outside these lengths is refused without hashing (or a cache/database lookup). */
+const MIN_TOKEN_LENGTH = 16;
+const MAX_TOKEN_LENGTH = 256;
+
+/** SHA-256 hex of the token: what `routers.heartbeat_token_hash` holds and what lookups compare. */
+export const hashHeartbeatToken = (token: string): string => createHash("sha256").update(token).digest("hex");
+
+/** A new token (`hb_` + 256 random bits, base64url) and the hash to store; the token itself is shown once. */
+export const mintHeartbeatToken = (): { token: string; hash: string } => {
+  const token = `${HEARTBEAT_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
+  return { token, hash: hashHeartbeatToken(token) };
+};
+
+// Token characters: base64url, plus the base64/RFC 6750 b64token ones older clients may send.
+const isTokenChar = (code: number): boolean =>
+  (code >= 0x30 && code <= 0x39) || // 0-9
+  (code >= 0x41 && code <= 0x5a) || // A-Z
+  (code >= 0x61 && code <= 0x7a) || // a-z
+  code === 0x2d || // -
+  code === 0x2e || // .
+  code === 0x5f || // _
+  code === 0x7e || // ~
+  code === 0x2b || // +
+  code === 0x2f || // /
+  code === 0x3d; // =
+
+/** Could this be a token at all? A loop, not a regex: it runs on every HTTP heartbeat. */
+export const isPlausibleHeartbeatToken = (token: string | undefined): token is string => {
+  if (token === undefined || token.length < MIN_TOKEN_LENGTH || token.length > MAX_TOKEN_LENGTH) return false;
+  for (let i = 0; i < token.length; i++) if (!isTokenChar(token.charCodeAt(i))) return false;
+  return true;
+};
+
+/** The check: the hash to look up for a presented token, or null when it cannot be one (refuse at once). */
+export const heartbeatTokenLookupHash = (token: string | undefined): string | null =>
+  isPlausibleHeartbeatToken(token) ? hashHeartbeatToken(token) : null;
