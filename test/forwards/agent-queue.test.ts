@@ -15,7 +15,12 @@ import {
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { type Clock, FORWARD_JOB_KINDS, ManualClock, systemClock } from "@fleet/shared";
-import { loadTunnelAgentConfig, type RunningTunnelAgent, startTunnelAgent } from "@fleet/tunnel-agent";
+import {
+  EXPIRY_SWEEP_QUEUE,
+  loadTunnelAgentConfig,
+  type RunningTunnelAgent,
+  startTunnelAgent,
+} from "@fleet/tunnel-agent";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsClient, RouterOsConnector } from "@fleet/tunnel-agent/routeros/routeros-client";
 import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
@@ -426,6 +431,8 @@ describe("durable jobs", () => {
         "every apply job to finish",
         30_000,
       );
+      // Both agents registered the expiry safety sweep: it is still one cluster-wide schedule.
+      expect((await engine.boss.getSchedules(EXPIRY_SWEEP_QUEUE)).map((x) => x.cron)).toEqual(["* * * * *"]);
     } finally {
       for (const agent of agents) await agent.close();
       for (const handle of handles.slice(1)) await handle.close();
