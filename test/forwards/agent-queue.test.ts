@@ -89,13 +89,24 @@ const agentEnv = (extra: Record<string, string> = {}): Record<string, string> =>
   TUNNEL_SSH_KEY: keyFile,
   TUNNEL_JOB_LEASE_MS: String(LEASE_MS),
   TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
+  // Tests may only use loopback: the simulated routers' tunnel addresses are 127.0.0.x.
+  TUNNEL_NETWORK: "127.0.0.0/8",
   ...extra,
 });
 
-const newRouter = async (tunnelIp: string) => {
-  const user = await makeUser(db);
-  const router = await makeRouter(db, user, { tunnelIp });
-  return { routerId: router.id, teamId: user.teamId };
+/** One router row per tunnel address (an address is one router's), made on first use. */
+const owners = new Map<string, Promise<{ routerId: string; teamId: string }>>();
+const newRouter = (tunnelIp: string) => {
+  let owner = owners.get(tunnelIp);
+  if (!owner) {
+    owner = (async () => {
+      const user = await makeUser(db);
+      const router = await makeRouter(db, user, { tunnelIp });
+      return { routerId: router.id, teamId: user.teamId };
+    })();
+    owners.set(tunnelIp, owner);
+  }
+  return owner;
 };
 
 const newForward = async (
@@ -115,6 +126,7 @@ const newForward = async (
       allowOnlyCidr: "8.8.8.0/24",
       expiresAt: new Date(clock.now().getTime() + 3_600_000),
       maxActivePerRouter: 20,
+      maxActivePerOrg: 1_000,
     },
     clock.now(),
   );
@@ -172,6 +184,7 @@ describe("durable jobs", () => {
       const env = agentEnv({ DATABASE_URL: db.url ?? "" });
       const forward = await newForward(router.tunnelIp);
       const add = addForwardRule({
+        tunnelIp: router.tunnelIp,
         port: forward.port,
         dstAddress: "192.168.88.20",
         dstPort: 22,
@@ -236,8 +249,18 @@ describe("durable jobs", () => {
     const forward = await newForward(router.tunnelIp, clock);
     const [claimed] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
     expect(claimed?.data).toMatchObject({ forward_id: forward.id, kind: FORWARD_JOB_KINDS.apply });
-    const add = addForwardRule({ port: forward.port, dstAddress: "192.168.88.20", dstPort: 22, forwardId: forward.id });
-    const session: RouterOsClient = await deadAgentConnector().connect({ host: router.tunnelIp, port: sshPort });
+    const add = addForwardRule({
+      tunnelIp: router.tunnelIp,
+      port: forward.port,
+      dstAddress: "192.168.88.20",
+      dstPort: 22,
+      forwardId: forward.id,
+    });
+    const session: RouterOsClient = await deadAgentConnector().connect({
+      routerId: forward.routerId,
+      host: router.tunnelIp,
+      port: sshPort,
+    });
     await session.exec(add);
     session.close();
 
@@ -275,7 +298,11 @@ describe("durable jobs", () => {
       await new ForwardsRepository(db, engine).close(forward.routerId, forward.id, clock.now());
       const [removal] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
       expect(removal?.data).toMatchObject({ forward_id: forward.id, kind: FORWARD_JOB_KINDS.remove });
-      const again = await deadAgentConnector().connect({ host: router.tunnelIp, port: sshPort });
+      const again = await deadAgentConnector().connect({
+        routerId: forward.routerId,
+        host: router.tunnelIp,
+        port: sshPort,
+      });
       await again.exec(removeForwardRule(forward.id));
       again.close();
       await drainUntil(forward.id, FORWARD_JOB_KINDS.remove, "the removal to be taken over and completed");
@@ -440,6 +467,7 @@ describe("durable jobs", () => {
     expect(overlaps).toBe(0);
     for (const { forward, device } of forwards) {
       const add = addForwardRule({
+        tunnelIp: device.tunnelIp,
         port: forward.port,
         dstAddress: "192.168.88.20",
         dstPort: 22,

@@ -5,7 +5,11 @@ import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-si
 import { ManualClock } from "@fleet/shared";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsClient } from "@fleet/tunnel-agent/routeros/routeros-client";
-import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
+import {
+  addForwardRule,
+  listForwardRulesJson,
+  removeForwardRule,
+} from "@fleet/tunnel-agent/routeros/routeros-commands";
 import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,6 +26,8 @@ import { generateEd25519KeyPair } from "@fleet/tunnel-agent/routeros/ssh-keys";
  */
 const TUNNEL_A = "127.0.0.21";
 const TUNNEL_B = "127.0.0.22";
+/** Router A's public (WAN) address: a dst-nat rule without dst-address opens the port here too. */
+const WAN_A = "127.0.0.23";
 const ALLOWED = "8.8.8.8";
 const OUTSIDER = "9.9.9.9";
 
@@ -43,7 +49,7 @@ const asOperator = async (work: (router: RouterOsClient) => Promise<void>) => {
     commandTimeoutMs: 5000,
     hostKeys: new InMemoryHostKeyStore(),
   });
-  const router = await connector.connect({ host: TUNNEL_A, port: sshPort });
+  const router = await connector.connect({ routerId: "operator-session", host: TUNNEL_A, port: sshPort });
   try {
     await work(router);
   } finally {
@@ -64,10 +70,20 @@ beforeAll(async () => {
     TUNNEL_SSH_USER: "fleet",
     // Nothing periodic may talk to the routers behind the tests' backs.
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
+    // Tests may only use loopback: the simulated routers' tunnel addresses are 127.0.0.x.
+    TUNNEL_NETWORK: "127.0.0.0/8",
+    // The relay reaches the routers from 127.0.0.1: every rule also matches that source only.
+    ENTRY_POINT_TUNNEL_SOURCE: "127.0.0.1",
   });
   system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
   const authorizedKeys = [system.tunnelAgent.publicKey, operatorKey.public];
-  routerA = await startSimulatedRouterOs({ tunnelIp: TUNNEL_A, sshPort, sshUser: "fleet", authorizedKeys });
+  routerA = await startSimulatedRouterOs({
+    tunnelIp: TUNNEL_A,
+    sshPort,
+    sshUser: "fleet",
+    authorizedKeys,
+    wanAddress: WAN_A,
+  });
   routerB = await startSimulatedRouterOs({
     tunnelIp: TUNNEL_B,
     sshPort,
@@ -97,15 +113,35 @@ const api = async (method: string, path: string, token?: string, body?: unknown)
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 };
 
-const owner = async (tunnelIp: string) => {
-  const login = await api("POST", "/v1/auth/dev-login", undefined, { email: `fwd-${crypto.randomUUID()}@example.com` });
-  const user = {
-    organizationId: login.body.organization_id,
-    teamId: login.body.team_id,
-    token: login.body.access_token as string,
+const login = async () => {
+  const res = await api("POST", "/v1/auth/dev-login", undefined, { email: `fwd-${crypto.randomUUID()}@example.com` });
+  return {
+    organizationId: res.body.organization_id as string,
+    teamId: res.body.team_id as string,
+    token: res.body.access_token as string,
   };
-  const router = await makeRouter(db, user, { tunnelIp });
-  return { ...user, routerId: router.id, base: `/api/routers/${router.id}/transient-forwarding` };
+};
+
+type Owner = Awaited<ReturnType<typeof login>> & { routerId: string; heartbeatToken: string; base: string };
+
+/** The owner of the router at `tunnelIp` (an address is one router's), made on first use. */
+const owners = new Map<string, Promise<Owner>>();
+const owner = (tunnelIp: string): Promise<Owner> => {
+  let found = owners.get(tunnelIp);
+  if (!found) {
+    found = (async () => {
+      const user = await login();
+      const router = await makeRouter(db, user, { tunnelIp });
+      return {
+        ...user,
+        routerId: router.id,
+        heartbeatToken: router.heartbeatToken,
+        base: `/api/routers/${router.id}/transient-forwarding`,
+      };
+    })();
+    owners.set(tunnelIp, found);
+  }
+  return found;
 };
 
 const create = async (who: Awaited<ReturnType<typeof owner>>, body: Record<string, unknown> = {}) => {
@@ -149,7 +185,9 @@ describe("transient forwarding through the entry point and a simulated router", 
     expect(rule.props).toEqual({
       chain: "dstnat",
       protocol: "tcp",
+      "dst-address": TUNNEL_A,
       "dst-port": String(forward.port),
+      "src-address": "127.0.0.1",
       action: "dst-nat",
       "to-addresses": "192.168.88.10",
       "to-ports": "22",
@@ -192,7 +230,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     const tail = routerA.ssh.commands().slice(-2);
     expect(tail).toEqual([
       `/ip firewall nat remove [find where comment="fleet-fwd:${forward.id}"]`,
-      `/ip firewall connection remove [find where dst-address~"${TUNNEL_A}:${forward.port}"]`,
+      `/ip firewall connection remove [find where dst-address="${TUNNEL_A}:${forward.port}"]`,
     ]);
     expect((await api("GET", `${who.base}/${forward.id}`, who.token)).body).toMatchObject({ revoked_early: true });
   });
@@ -277,7 +315,15 @@ describe("transient forwarding through the entry point and a simulated router", 
     // longer have, and a rule that is not ours at all.
     await asOperator(async (router) => {
       await router.exec(removeForwardRule(kept.id));
-      await router.exec(addForwardRule({ port: 47_198, dstAddress: "192.168.88.99", dstPort: 80, forwardId: stale }));
+      await router.exec(
+        addForwardRule({
+          tunnelIp: TUNNEL_A,
+          port: 47_198,
+          dstAddress: "192.168.88.99",
+          dstPort: 80,
+          forwardId: stale,
+        }),
+      );
       await router.exec(customerRule);
     });
     expect(ruleOf(routerA, kept.id)).toBeUndefined();
@@ -296,10 +342,9 @@ describe("transient forwarding through the entry point and a simulated router", 
     const who = await owner(TUNNEL_B);
     const first = await create(who);
     await untilUsable(routerB, first);
-    const [pin] = await db.query<{ fingerprint: string }>(
-      "select fingerprint from ssh_host_keys where host = ? and port = ?",
-      [TUNNEL_B, sshPort],
-    );
+    const [pin] = await db.query<{ fingerprint: string }>("select fingerprint from ssh_host_keys where router_id = ?", [
+      who.routerId,
+    ]);
     expect(pin?.fingerprint).toBe(routerB.ssh.hostKeyFingerprint);
 
     await routerB.close();
@@ -317,7 +362,7 @@ describe("transient forwarding through the entry point and a simulated router", 
         return row?.state === "completed" && row.lastError ? row : undefined;
       }, "the apply job to be dead-lettered");
       expect(job.lastError).toContain(`refusing router ${who.routerId}`);
-      expect(job.lastError).toContain(`host key for ${TUNNEL_B}:${sshPort} changed`);
+      expect(job.lastError).toContain(`host key of router ${who.routerId} (at ${TUNNEL_B}:${sshPort}) changed`);
       expect(job.lastError).toContain(routerB.ssh.hostKeyFingerprint);
       expect(job.lastError).toContain(impostor.ssh.hostKeyFingerprint);
       expect(await listRouterJobs(db, { forwardId: second.id, kind: "forward.apply" })).toEqual([]);
@@ -333,5 +378,66 @@ describe("transient forwarding through the entry point and a simulated router", 
         hostKey: hostKeyB,
       });
     }
+  });
+
+  it("reconciliation replaces a tagged rule that is not pinned to the tunnel address (open on the WAN)", async () => {
+    const who = await owner(TUNNEL_A);
+    const forward = await create(who, { dst_port: 2201 });
+    const rule = await untilUsable(routerA, forward);
+    expect(rule.props["dst-address"]).toBe(TUNNEL_A);
+    expect(await connectOutcome(forward.port, WAN_A)).toBe("ECONNREFUSED");
+    // The rule form before the fix, tagged as ours: it matches the port on every address of the router.
+    await asOperator(async (router) => {
+      await router.exec(removeForwardRule(forward.id));
+      await router.exec(
+        `/ip firewall nat add chain=dstnat protocol=tcp dst-port=${forward.port} action=dst-nat to-addresses=192.168.88.10 to-ports=22 comment="fleet-fwd:${forward.id}"`,
+      );
+    });
+    expect(await connectOutcome(forward.port, WAN_A)).toBe("connected");
+
+    await system.tunnelAgent.reconcile();
+    await waitFor(() => ruleOf(routerA, forward.id)?.props["dst-address"] === TUNNEL_A, "the rule to be pinned again");
+    await waitFor(async () => (await connectOutcome(forward.port, WAN_A)) === "ECONNREFUSED", "the WAN port to close");
+    expect(routerA.ssh.rules().filter((r) => r.props.comment === `fleet-fwd:${forward.id}`)).toHaveLength(1);
+    expect(routerA.ssh.commands()).toContain(listForwardRulesJson());
+    const client = await connectAs(forward.port, ALLOWED);
+    expect(await echo(client.socket, "pinned")).toBe("pinned");
+    client.socket.end();
+  });
+
+  it("a router heartbeating another tenant's tunnel address changes nothing: its forward goes to its own address", async () => {
+    const victim = await owner(TUNNEL_A);
+    const claimant = await owner(TUNNEL_B);
+    expect(claimant.organizationId).not.toBe(victim.organizationId);
+    const heartbeat = await fetch(`${system.heartbeat.url}/v1/heartbeat`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${claimant.heartbeatToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ type: "heartbeat", identity: "claimant", tunnel_ip: TUNNEL_A }),
+    });
+    expect(heartbeat.status).toBe(200);
+    await system.heartbeat.flush();
+    const rows = await db.query<{ id: string; tunnel_ip: string }>(
+      "select id, tunnel_ip from routers where id in (?, ?) order by tunnel_ip",
+      [victim.routerId, claimant.routerId],
+    );
+    expect(rows).toEqual([
+      { id: victim.routerId, tunnel_ip: TUNNEL_A },
+      { id: claimant.routerId, tunnel_ip: TUNNEL_B },
+    ]);
+
+    await settled();
+    const victimCommands = routerA.ssh.commands().length;
+    const victimLan = routerA.lan.connections();
+    const forward = await create(claimant, { dst_port: 2323 });
+    const rule = await untilUsable(routerB, forward);
+    expect(rule.props["dst-address"]).toBe(TUNNEL_B);
+    const client = await connectAs(forward.port, ALLOWED);
+    expect(await echo(client.socket, "my own LAN")).toBe("my own LAN");
+    client.socket.end();
+    await client.received;
+    await settled();
+    expect(routerA.ssh.commands().length).toBe(victimCommands);
+    expect(ruleOf(routerA, forward.id)).toBeUndefined();
+    expect(routerA.lan.connections()).toBe(victimLan);
   });
 });

@@ -8,6 +8,8 @@ import {
   addForwardRule,
   dropConnections,
   listForwardRules,
+  listForwardRulesJson,
+  parseJsonRules,
   parseTerseRules,
   removeForwardRule,
 } from "@fleet/tunnel-agent/routeros/routeros-commands";
@@ -91,7 +93,7 @@ async function setup(extra: Partial<RouterOsSshServerOptions> = {}) {
     commandTimeoutMs: 5000,
     hostKeys: new InMemoryHostKeyStore(),
   });
-  const router: RouterOsClient = await connector.connect({ host: HOST, port: sim.port });
+  const router: RouterOsClient = await connector.connect({ routerId: "simulated", host: HOST, port: sim.port });
   cleanups.push(() => router.close());
   return { sim, router, lanCalls };
 }
@@ -100,9 +102,11 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
   it("adds a rule, lists it, relays bytes, and removal closes the port and its connections", async () => {
     const { sim, router, lanCalls } = await setup();
     const port = await freePort();
-    expect(await router.exec(addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }))).toBe(
-      "",
-    );
+    expect(
+      await router.exec(
+        addForwardRule({ tunnelIp: HOST, port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }),
+      ),
+    ).toBe("");
 
     const listed = parseTerseRules(await router.exec(listForwardRules()));
     expect(listed).toEqual([
@@ -130,10 +134,62 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
     expect(parseTerseRules(await router.exec(listForwardRules()))).toEqual([]);
   });
 
+  it("answers the :serialize to=json listing (RouterOS 7.13+) with the same rules as print terse", async () => {
+    const { sim, router } = await setup();
+    const port = await freePort();
+    await router.exec(
+      addForwardRule({ tunnelIp: HOST, port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }),
+    );
+    await router.exec(
+      '/ip firewall nat add chain=dstnat protocol=tcp dst-port=1 action=dst-nat to-addresses=10.0.0.1 comment="x fleet-fwd:"',
+    );
+    const json = parseJsonRules(await router.exec(listForwardRulesJson()));
+    const terse = parseTerseRules(await router.exec(listForwardRules()));
+    expect(json).toEqual([
+      expect.objectContaining({
+        forwardId: ID,
+        dstPort: port,
+        toAddresses: "192.168.88.10",
+        toPorts: 22,
+        disabled: false,
+      }),
+    ]);
+    expect(json[0]?.raw).toMatchObject({ ".id": "*1", "dst-address": HOST, chain: "dstnat", action: "dst-nat" });
+    expect(terse.map(({ index: _index, raw: _raw, ...rule }) => rule)).toEqual(
+      json.map(({ raw: _raw, ...rule }) => rule),
+    );
+    expect(sim.commands()).toContain(
+      ':put [:serialize to=json [/ip firewall nat print as-value where comment~"^fleet-fwd:"]]',
+    );
+  });
+
+  it("enforces dst-address: a pinned rule is closed on the WAN address, an unpinned one opens there", async () => {
+    const WAN = "127.0.0.3";
+    const { router } = await setup({ wanAddress: WAN });
+    const [pinned, unpinned] = [await freePort(), await freePort()];
+    await router.exec(
+      addForwardRule({ tunnelIp: HOST, port: pinned, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }),
+    );
+    // The rule form before the fix: no dst-address, so RouterOS matches the port on every address.
+    await router.exec(
+      `/ip firewall nat add chain=dstnat protocol=tcp dst-port=${unpinned} action=dst-nat to-addresses=192.168.88.10 to-ports=22 comment="fleet-fwd:${ID2}"`,
+    );
+    expect(await echoOnce(await connectTcp(pinned), "tunnel")).toBe("tunnel");
+    const fromWan = async (port: number) => {
+      const socket = track(net.connect(port, WAN));
+      return new Promise<string>((resolve) => {
+        socket.once("connect", () => resolve("connected"));
+        socket.once("error", (err: NodeJS.ErrnoException) => resolve(err.code ?? "error"));
+      });
+    };
+    expect(await fromWan(pinned)).toBe("ECONNREFUSED");
+    expect(await fromWan(unpinned)).toBe("connected");
+  });
+
   it("treats a repeated add and a repeated remove of the same tag as harmless", async () => {
     const { sim, router } = await setup();
     const port = await freePort();
-    const add = addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID });
+    const add = addForwardRule({ tunnelIp: HOST, port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID });
     await router.exec(add);
     await router.exec(add);
     expect(sim.rules().map((r) => r.id)).toEqual(["*1", "*2"]);
@@ -149,8 +205,12 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
   it("removes only the tagged rule and keeps other forwards working", async () => {
     const { sim, router } = await setup();
     const [p1, p2] = [await freePort(), await freePort()];
-    await router.exec(addForwardRule({ port: p1, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }));
-    await router.exec(addForwardRule({ port: p2, dstAddress: "192.168.88.11", dstPort: 80, forwardId: ID2 }));
+    await router.exec(
+      addForwardRule({ tunnelIp: HOST, port: p1, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }),
+    );
+    await router.exec(
+      addForwardRule({ tunnelIp: HOST, port: p2, dstAddress: "192.168.88.11", dstPort: 80, forwardId: ID2 }),
+    );
     await router.exec(removeForwardRule(ID));
     expect(sim.rules().map((r) => r.props.comment)).toEqual([`fleet-fwd:${ID2}`]);
     expect(await connectError(p1)).toBe("ECONNREFUSED");
@@ -160,7 +220,9 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
   it("with realistic conntrack, connections outlive the rule until /ip firewall connection remove", async () => {
     const { sim, router } = await setup({ conntrackOutlivesRules: true });
     const port = await freePort();
-    await router.exec(addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }));
+    await router.exec(
+      addForwardRule({ tunnelIp: HOST, port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }),
+    );
     const socket = await connectTcp(port);
     await router.exec(removeForwardRule(ID));
     expect(await connectError(port)).toBe("ECONNREFUSED");
@@ -179,6 +241,7 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
     const [blocked, allowed] = [await freePort(), await freePort()];
     await router.exec(
       addForwardRule({
+        tunnelIp: HOST,
         port: blocked,
         dstAddress: "192.168.88.10",
         dstPort: 22,
@@ -188,6 +251,7 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
     );
     await router.exec(
       addForwardRule({
+        tunnelIp: HOST,
         port: allowed,
         dstAddress: "192.168.88.10",
         dstPort: 22,
@@ -203,7 +267,9 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
   it("answers failure when the dst-port is already taken on the tunnel ip", async () => {
     const { sim, router } = await setup();
     const port = await listen(net.createServer());
-    const attempt = router.exec(addForwardRule({ port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }));
+    const attempt = router.exec(
+      addForwardRule({ tunnelIp: HOST, port, dstAddress: "192.168.88.10", dstPort: 22, forwardId: ID }),
+    );
     await expect(attempt).rejects.toThrow(/failure: could not listen on 127\.0\.0\.1:\d+: EADDRINUSE/);
     expect(sim.rules()).toEqual([]);
   });
@@ -241,11 +307,13 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
     const { sim, router } = await setup();
     const evil = [`${ID}"; /system reboot; "`, `${ID}]`, `[/system reboot]`, `${ID}\n/system reboot`, "$x", `${ID}\\`];
     for (const forwardId of evil) {
-      expect(() => addForwardRule({ port: 40001, dstAddress: "192.168.88.10", dstPort: 22, forwardId })).toThrow();
+      expect(() =>
+        addForwardRule({ tunnelIp: HOST, port: 40001, dstAddress: "192.168.88.10", dstPort: 22, forwardId }),
+      ).toThrow();
       expect(() => removeForwardRule(forwardId)).toThrow();
     }
     expect(() =>
-      addForwardRule({ port: 40001, dstAddress: '10.0.0.1" comment="x', dstPort: 22, forwardId: ID }),
+      addForwardRule({ tunnelIp: HOST, port: 40001, dstAddress: '10.0.0.1" comment="x', dstPort: 22, forwardId: ID }),
     ).toThrow();
     expect(() => dropConnections("127.0.0.1;", 1)).toThrow();
     await router.exec(listForwardRules());

@@ -70,8 +70,14 @@ function connector(extra: Partial<SshRouterOsConnectorOptions> = {}): SshRouterO
   });
 }
 
+const ROUTER_ID = "0b6f1c1e-1111-4222-8333-444455556666";
+const OTHER_ROUTER_ID = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
+
+const c2 = (sim: RouterOsSshServer, hostKeys: InMemoryHostKeyStore) =>
+  connector({ hostKeys }).connect({ routerId: OTHER_ROUTER_ID, host: HOST, port: sim.port });
+
 async function connect(sim: RouterOsSshServer, c = connector()) {
-  const client = await c.connect({ host: HOST, port: sim.port });
+  const client = await c.connect({ routerId: ROUTER_ID, host: HOST, port: sim.port });
   cleanups.push(() => client.close());
   return client;
 }
@@ -124,7 +130,7 @@ describe("SshRouterOsConnector", () => {
     const first = await startSim({ hostKey });
     const port = first.port;
     (await connect(first, connector({ hostKeys }))).close();
-    expect(await hostKeys.get(HOST, port)).toBe(first.hostKeyFingerprint);
+    expect(await hostKeys.get(ROUTER_ID)).toBe(first.hostKeyFingerprint);
     expect(first.hostKeyFingerprint).toMatch(/^SHA256:[A-Za-z0-9+/]{43}$/);
     await first.close();
 
@@ -136,11 +142,17 @@ describe("SshRouterOsConnector", () => {
     const error = await connect(impostor, connector({ hostKeys })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HostKeyMismatchError);
     const message = (error as Error).message;
-    expect(message).toContain(`${HOST}:${port}`);
+    expect(message).toContain(`router ${ROUTER_ID} (at ${HOST}:${port})`);
     expect(message).toContain(first.hostKeyFingerprint);
     expect(message).toContain(impostor.hostKeyFingerprint);
     expect(impostor.logins()).toBe(0);
-    expect(await hostKeys.get(HOST, port)).toBe(first.hostKeyFingerprint);
+    expect(await hostKeys.get(ROUTER_ID)).toBe(first.hostKeyFingerprint);
+
+    // Pins follow the router, not the address: another router at the same endpoint has its own.
+    const other = await c2(impostor, hostKeys);
+    other.close();
+    expect(await hostKeys.get(OTHER_ROUTER_ID)).toBe(impostor.hostKeyFingerprint);
+    expect(await hostKeys.get(ROUTER_ID)).toBe(first.hostKeyFingerprint);
   });
 
   it("rejects a slow command with RouterOsTimeoutError and drops the wedged session", async () => {
@@ -159,7 +171,9 @@ describe("SshRouterOsConnector", () => {
     cleanups.push(() => new Promise((resolve) => silent.close(resolve)));
     const port = (silent.address() as net.AddressInfo).port;
     const started = Date.now();
-    await expect(connector({ connectTimeoutMs: 300 }).connect({ host: HOST, port })).rejects.toThrow(/Timed out/);
+    await expect(
+      connector({ connectTimeoutMs: 300 }).connect({ routerId: ROUTER_ID, host: HOST, port }),
+    ).rejects.toThrow(/Timed out/);
     expect(Date.now() - started).toBeLessThan(2000);
   });
 

@@ -251,7 +251,9 @@ describe("routers adopted with the one-line command", () => {
         commandTimeoutMs: 3000,
         hostKeys: new InMemoryHostKeyStore(),
       });
-      await expect(connector.connect({ host: router.tunnelIp, port: sshPort })).rejects.toThrow();
+      await expect(
+        connector.connect({ routerId: router.routerId, host: router.tunnelIp, port: sshPort }),
+      ).rejects.toThrow();
     }
   });
 });

@@ -14,6 +14,9 @@ describe("API configuration", () => {
       docsUrl: "http://localhost:3000/docs",
       stripe: { secretKey: undefined, emulatorPort: 12111 },
       auth: { devLogin: false, jwksUrl: undefined },
+      tunnelNetwork: { cidr: "100.64.0.0/10", prefix: 10 },
+      forwardsPerOrg: 50,
+      entryPoint: { ports: [61000, 61999], tunnelSource: undefined },
     });
     expect(loadApiConfig({}, { devLogin: true }).auth.devLogin).toBe(true);
     expect(loadApiConfig({ JWT_JWKS_URL: "https://idp.example/jwks" }, { devLogin: true }).auth.devLogin).toBe(false);
@@ -36,6 +39,14 @@ describe("API configuration", () => {
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
     [{ AUTH_DEV_LOGIN: "true", JWT_JWKS_URL: "https://idp.example/jwks" }, "AUTH_DEV_LOGIN"],
     [{ STRIPE_EMULATOR_PORT: "70000" }, "STRIPE_EMULATOR_PORT"],
+    [{ TUNNEL_NETWORK: "10.20.0.0/16" }, null],
+    [{ TUNNEL_NETWORK: "10.20.0.0/31" }, "TUNNEL_NETWORK"],
+    [{ TUNNEL_NETWORK: "not a network" }, "TUNNEL_NETWORK"],
+    [{ FORWARDS_PER_ORG: "1" }, null],
+    [{ FORWARDS_PER_ORG: "0" }, "FORWARDS_PER_ORG"],
+    [{ FORWARDS_PER_ORG: "many" }, "FORWARDS_PER_ORG"],
+    [{ ENTRY_POINT_TUNNEL_SOURCE: "10.255.0.0/24" }, null],
+    [{ ENTRY_POINT_TUNNEL_SOURCE: "10.255.0.0/24;" }, "ENTRY_POINT_TUNNEL_SOURCE"],
   ])("%o -> %s", (env, failing) => {
     if (failing === null) {
       expect(() => loadApiConfig(env)).not.toThrow();

@@ -9,9 +9,11 @@ import {
   envString,
   envUrl,
   type EntryPointEnv,
+  envTunnelNetwork,
   loadEntryPointEnv,
   ROUTEROS_USER_NAME,
   type TEnv,
+  type TunnelNetwork,
 } from "@fleet/shared";
 import cron from "node-cron";
 
@@ -45,6 +47,10 @@ export interface ApiConfig {
   docsUrl: string;
   /** ENTRY_POINT_* (docs/operations.md "Configuration"): `entry_point` and the port range of new forwards. */
   entryPoint: EntryPointEnv;
+  /** `TUNNEL_NETWORK`: where enrollment assigns each router its unique tunnel address. */
+  tunnelNetwork: TunnelNetwork;
+  /** `FORWARDS_PER_ORG`: active forwards one organization may hold (docs/api.md "Tunnel agent and entry point"). */
+  forwardsPerOrg: number;
   oem: {
     /** `OEM_CATALOG_URL`: where the manufacturer catalogue is refreshed from; unset = no refresh. */
     catalogUrl: URL | undefined;
@@ -127,6 +133,8 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
     // The validated text as given: URL serialization would add a trailing slash to a bare origin.
     docsUrl: docsUrl ? (envOptional(env, "DOCS_URL") as string) : "http://localhost:3000/docs",
     entryPoint: loadEntryPointEnv(env),
+    tunnelNetwork: envTunnelNetwork(env),
+    forwardsPerOrg: envInt(env, "FORWARDS_PER_ORG", 50, 1, 1_000_000),
     oem: {
       catalogUrl: envUrl(env, "OEM_CATALOG_URL", ["http:", "https:"]),
       refreshCron: envCron(env, "OEM_REFRESH_CRON", "17 3 * * *"),
@@ -135,7 +143,6 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
   };
 };
 
-const IPV4_CIDR = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\/([0-9]|[12]\d|3[0-2])$/;
 const PUBLIC_KEY_LINE = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}( .*)?$/;
 
 const publicBase = (env: TEnv, name: string): string | undefined => {
@@ -152,10 +159,6 @@ const loadAdoptionConfig = (env: TEnv): AdoptionConfig => {
   if (!ROUTEROS_USER_NAME.test(sshUser)) {
     throw new ConfigError("TUNNEL_SSH_USER", "must be 1-64 letters, digits, '.', '_' or '-' (a RouterOS user name)");
   }
-  const tunnelNetwork = envString(env, "TUNNEL_NETWORK", "100.64.0.0/10");
-  if (!IPV4_CIDR.test(tunnelNetwork)) {
-    throw new ConfigError("TUNNEL_NETWORK", `must be an IPv4 CIDR such as 100.64.0.0/10, got "${tunnelNetwork}"`);
-  }
   const sshPublicKey = envOptional(env, "TUNNEL_SSH_PUBLIC_KEY");
   if (sshPublicKey !== undefined && !PUBLIC_KEY_LINE.test(sshPublicKey)) {
     throw new ConfigError("TUNNEL_SSH_PUBLIC_KEY", "must be an OpenSSH public key line such as ssh-ed25519 AAAA...");
@@ -168,7 +171,8 @@ const loadAdoptionConfig = (env: TEnv): AdoptionConfig => {
     sshUser,
     sshKeyFile: envOptional(env, "TUNNEL_SSH_KEY"),
     sshPublicKey: sshPublicKey?.split(" ").slice(0, 2).join(" "),
-    tunnelNetwork,
+    // The one parse of TUNNEL_NETWORK (the same value enrollment allocates from), as its CIDR text.
+    tunnelNetwork: envTunnelNetwork(env).cidr,
   };
 };
 

@@ -170,6 +170,8 @@ export const startApi = async ({
       forwards: new ForwardsRepository(db, jobs),
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
+      maxActivePerOrg: config.forwardsPerOrg,
+      tunnelNetwork: config.tunnelNetwork,
     }),
     oem: new OemService({ catalog: oemCatalog }),
     routers: new RouterService({
@@ -186,6 +188,7 @@ export const startApi = async ({
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
       adoption,
+      tunnelNetwork: config.tunnelNetwork,
     }),
     adoption,
   };

@@ -16,9 +16,12 @@ describe("loadTunnelAgentConfig", () => {
     expect(config.entryPoint).toEqual({
       host: "localhost",
       bind: "127.0.0.1",
-      ports: [40000, 40999],
+      // Outside Linux's ephemeral range (32768-60999): no outgoing connection holds a forward's port.
+      ports: [61000, 61999],
       proxyProtocol: false,
+      tunnelSource: undefined,
     });
+    expect(config.tunnelNetwork).toEqual({ cidr: "100.64.0.0/10", base: 0x64400000, prefix: 10 });
     expect(config.ssh).toMatchObject({ port: 22, user: "mgmt", keyFile: undefined });
     expect(config).toMatchObject({ databaseUrl: undefined, dataDir: "./.data", logLevel: "info" });
   });
@@ -34,13 +37,24 @@ describe("loadTunnelAgentConfig", () => {
       TUNNEL_SSH_USER: "fleet",
       TUNNEL_SSH_KEY: "/etc/fleet/key",
       TUNNEL_JOB_LEASE_MS: "5000",
+      TUNNEL_NETWORK: "10.99.1.7/16",
+      ENTRY_POINT_TUNNEL_SOURCE: "10.255.0.9/24",
     });
     expect(config.entryPoint).toEqual({
       host: "eu1.entry.example.com",
       bind: "0.0.0.0",
       ports: [41000, 41010],
       proxyProtocol: true,
+      tunnelSource: "10.255.0.0/24",
     });
+    expect(config.tunnelNetwork.cidr).toBe("10.99.0.0/16");
+    expect(loadTunnelAgentConfig({ ENTRY_POINT_TUNNEL_SOURCE: "10.255.0.1" }).entryPoint.tunnelSource).toBe(
+      "10.255.0.1",
+    );
+    // RouterOS prints a /32 as the bare address; the agent compares what it reads with this.
+    expect(loadTunnelAgentConfig({ ENTRY_POINT_TUNNEL_SOURCE: "10.255.0.1/32" }).entryPoint.tunnelSource).toBe(
+      "10.255.0.1",
+    );
     expect(config.ssh).toMatchObject({ port: 2222, user: "fleet", keyFile: "/etc/fleet/key" });
     expect(config.jobs.leaseMs).toBe(5000);
     expect(config.databaseUrl).toBe("postgres://u@db.example:5432/fleet");
@@ -57,6 +71,14 @@ describe("loadTunnelAgentConfig", () => {
     ["TUNNEL_SSH_PORT", "65536"],
     ["TUNNEL_JOB_LEASE_MS", "10"],
     ["DATABASE_URL", "mysql://x"],
+    ["TUNNEL_NETWORK", "100.64.0.0"],
+    ["TUNNEL_NETWORK", "100.64.0.0/31"],
+    ["TUNNEL_NETWORK", "fd00::/64"],
+    ["TUNNEL_NETWORK", "100.064.0.0/10"],
+    ["ENTRY_POINT_TUNNEL_SOURCE", "10.0.0.0/33"],
+    ["ENTRY_POINT_TUNNEL_SOURCE", "10.0.0.1 in-interface=wan"],
+    ["ENTRY_POINT_TUNNEL_SOURCE", "10.0.0.1;"],
+    ["ENTRY_POINT_TUNNEL_SOURCE", "::1"],
   ])("stops on %s=%s with one line naming the variable", (name, value) => {
     const error = (() => {
       try {

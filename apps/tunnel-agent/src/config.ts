@@ -5,9 +5,11 @@ import {
   envOptional,
   envPort,
   envString,
+  envTunnelNetwork,
   envUrl,
   loadEntryPointEnv,
   type TEnv,
+  type TunnelNetwork,
 } from "@fleet/shared";
 
 /** Everything the tunnel agent reads from its environment, parsed once (docs/operations.md "Configuration"). */
@@ -25,6 +27,8 @@ export interface TunnelAgentConfig {
   metricsToken: string | undefined;
   /** ENTRY_POINT_*: which forwards this agent's relay serves and where it listens. */
   entryPoint: EntryPointEnv;
+  /** `TUNNEL_NETWORK`: the agent and the relay connect only to assigned addresses inside it. */
+  tunnelNetwork: TunnelNetwork;
   ssh: {
     /** `TUNNEL_SSH_PORT`: SSH port on each router's tunnel_ip. */
     port: number;
@@ -67,6 +71,7 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     healthPort: envPort(env, "AGENT_HEALTH_PORT", 3002),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
     entryPoint: loadEntryPointEnv(env),
+    tunnelNetwork: envTunnelNetwork(env),
     ssh: {
       port: envPort(env, "TUNNEL_SSH_PORT", 22, false),
       user: envString(env, "TUNNEL_SSH_USER", "mgmt"),

@@ -23,6 +23,26 @@ import type { RouterOsConnector } from "./routeros/routeros-client.ts";
 import { SshRouterOsConnector } from "./routeros/ssh-routeros-client.ts";
 
 export { loadTunnelAgentConfig, type TunnelAgentConfig } from "./config.ts";
+
+/** Routers named in the start-up warning at most; the count covers all. */
+const UNREACHABLE_LISTED = 100;
+
+/**
+ * The start-up line that says which routers the agent will not connect to: those migration 008
+ * left without an address (theirs was not unique or not inside the default network), and those
+ * whose address lies outside the configured TUNNEL_NETWORK (docs/api.md "Routers and heartbeats").
+ */
+const reportUnreachableRouters = async (forwards: ForwardsRepository, config: TunnelAgentConfig, logger: Logger) => {
+  const { count, routers } = await forwards.routersWithoutReachableTunnel(
+    config.tunnelNetwork.cidr,
+    UNREACHABLE_LISTED,
+  );
+  if (count === 0) return;
+  logger.warn(
+    { count, routers, tunnelNetwork: config.tunnelNetwork.cidr },
+    "routers without an assigned tunnel address inside TUNNEL_NETWORK: new forwards to routers without one answer 409, and the agent and relay never connect to an address outside the network, until an operator assigns one",
+  );
+};
 export { proxyV1Header, proxyV2Header } from "./entry-point/proxy-protocol.ts";
 
 export interface StartTunnelAgentOptions {
@@ -112,6 +132,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     clock,
     logger,
     pollMs: config.relayPollMs,
+    tunnelNetwork: config.tunnelNetwork,
   });
 
   const deps: ForwardJobDeps = {
@@ -120,6 +141,9 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     clock,
     logger: logger.child({ part: "jobs" }),
     sshPort: config.ssh.port,
+    tunnelNetwork: config.tunnelNetwork,
+    tunnelSource: config.entryPoint.tunnelSource,
+    listingFormats: new Map(),
   };
   const consumer = new RouterJobWorker({
     engine,
@@ -144,6 +168,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     return scheduleReconciliation({ forwards, engine, clock });
   };
 
+  await reportUnreachableRouters(forwards, config, logger);
   // Order: listeners for what is active, then close what expired while no agent ran, then check
   // routers against the database, and only then start taking jobs.
   await relaySync.refresh();

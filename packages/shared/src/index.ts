@@ -28,4 +28,6 @@ export * from "./routeros/adoption-script.ts";
 export * from "./tokens/heartbeat-token.ts";
 export * from "./runtime/server-lifecycle.ts";
 export * from "./rules/routeros-duration.ts";
+export * from "./rules/tunnel-network.ts";
+export * from "./env/tunnel-network-env.ts";
 export * from "./runtime/request-context.ts";

@@ -35,7 +35,14 @@ describe("parseRouterOsCommand", () => {
     expect(ok('/ip firewall nat print terse where comment~"fleet-fwd:"')).toEqual({
       kind: "nat-print",
       terse: true,
+      json: false,
       where: [{ key: "comment", op: "~", value: "fleet-fwd:" }],
+    });
+    expect(ok(':put [:serialize to=json [/ip firewall nat print as-value where comment~"^fleet-fwd:"]]')).toEqual({
+      kind: "nat-print",
+      terse: false,
+      json: true,
+      where: [{ key: "comment", op: "~", value: "^fleet-fwd:" }],
     });
     expect(ok('/ip firewall connection remove [find where dst-address~"127.0.0.12:40001"]')).toEqual({
       kind: "connection-remove",

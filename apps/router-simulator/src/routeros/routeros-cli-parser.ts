@@ -7,7 +7,8 @@ export type Condition = { key: string; op: "=" | "~"; value: string };
 export type ParsedCommand =
   | { kind: "nat-add"; args: Array<[string, string]> }
   | { kind: "nat-remove"; target: Target }
-  | { kind: "nat-print"; terse: boolean; where: Condition[] }
+  /** `json`: `:put [:serialize to=json [/ip firewall nat print as-value ...]]` (RouterOS 7.13+). */
+  | { kind: "nat-print"; terse: boolean; json: boolean; where: Condition[] }
   | { kind: "connection-remove"; target: Target };
 
 /** `[find ...]` or explicit `.id`s like `*1,*2`. */
@@ -183,9 +184,34 @@ function readCommand(tokens: Token[], eol: number): { menu: string; command: str
   throw new CliError(`expected command name (line 1 column ${eol})`);
 }
 
+/**
+ * The one scripting form the agent uses: `:put [:serialize to=json [/ip firewall nat print
+ * as-value where ...]]`. Anything else that starts with `:` stays unknown.
+ */
+function parseSerializedPrint(tokens: Token[], eol: number): ParsedCommand {
+  const [put, sub, extra] = tokens;
+  if (put?.type !== "word" || sub?.type !== "sub") throw syntaxError(put?.col ?? 1);
+  if (extra) throw endExpected(extra.col);
+  const [serialize, to, inner, more] = sub.tokens;
+  if (!isBare(serialize, ":serialize")) throw new CliError(`bad command name (line 1 column ${serialize?.col ?? eol})`);
+  if (to?.type !== "word" || to.key !== "to" || to.op !== "=" || to.value !== "json") {
+    throw new CliError(`expected to=json (line 1 column ${to?.col ?? eol})`);
+  }
+  if (inner?.type !== "sub") throw syntaxError(inner?.col ?? eol);
+  if (more) throw endExpected(more.col);
+  const { menu, command, rest } = readCommand(inner.tokens, eol);
+  if (menu !== "ip firewall nat" || command !== "print") throw syntaxError(inner.col);
+  const [asValue, where, ...conds] = rest;
+  if (!isBare(asValue, "as-value")) throw new CliError(`expected as-value (line 1 column ${asValue?.col ?? eol})`);
+  if (where === undefined) return { kind: "nat-print", terse: false, json: true, where: [] };
+  if (!isBare(where, "where")) throw endExpected(where.col);
+  return { kind: "nat-print", terse: false, json: true, where: parseConditions(conds) };
+}
+
 export function parseRouterOsCommand(line: string): ParseResult {
   try {
     const { tokens } = tokenize(line, 0, 0);
+    if (isBare(tokens[0], ":put")) return { ok: true, command: parseSerializedPrint(tokens, line.length + 1) };
     const { menu, command, rest } = readCommand(tokens, line.length + 1);
 
     if (menu === "ip firewall nat" && command === "add") {
@@ -212,10 +238,10 @@ export function parseRouterOsCommand(line: string): ParseResult {
       else break;
     }
     const tail = rest.slice(i);
-    if (tail.length === 0) return { ok: true, command: { kind: "nat-print", terse, where: [] } };
+    if (tail.length === 0) return { ok: true, command: { kind: "nat-print", terse, json: false, where: [] } };
     const [head, ...conds] = tail;
     if (!isBare(head, "where")) throw endExpected(head?.col ?? line.length + 1);
-    return { ok: true, command: { kind: "nat-print", terse, where: parseConditions(conds) } };
+    return { ok: true, command: { kind: "nat-print", terse, json: false, where: parseConditions(conds) } };
   } catch (err) {
     if (err instanceof CliError) return { ok: false, error: err.message };
     throw err;

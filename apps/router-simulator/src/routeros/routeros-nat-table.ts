@@ -111,17 +111,23 @@ function matches(props: Record<string, string>, conds: Condition[]): boolean {
   });
 }
 
+/** The fields `print as-value` reports for every rule, with RouterOS's defaults. */
+const AS_VALUE_DEFAULTS = { bytes: 0, packets: 0, dynamic: false, invalid: false, log: false, "log-prefix": "" };
+
 export class RouterOsNatTable {
   readonly #host: string;
+  readonly #wan: string | undefined;
   readonly #lan: LanResolver;
   readonly #conntrackOutlivesRules: boolean;
   readonly #rules: NatRule[] = [];
-  readonly #listeners = new Map<number, net.Server>();
+  /** Keyed by `address:port`: the tunnel address and, for rules not pinned to it, the WAN address. */
+  readonly #listeners = new Map<string, net.Server>();
   readonly #relays = new Set<Relay>();
   #nextId = 1;
 
-  constructor(host: string, lan: LanResolver, conntrackOutlivesRules: boolean) {
+  constructor(host: string, lan: LanResolver, conntrackOutlivesRules: boolean, wanAddress?: string) {
     this.#host = host;
+    this.#wan = wanAddress;
     this.#lan = lan;
     this.#conntrackOutlivesRules = conntrackOutlivesRules;
   }
@@ -149,11 +155,12 @@ export class RouterOsNatTable {
       props,
     };
     const port = this.#relayPort(rule);
-    if (port !== undefined && !this.#listeners.has(port)) {
+    for (const host of port === undefined ? [] : this.#relayHosts(rule)) {
+      if (port === undefined || this.#listeners.has(`${host}:${port}`)) continue;
       try {
-        await this.#listen(port);
+        await this.#listen(host, port);
       } catch (err) {
-        return `failure: could not listen on ${this.#host}:${port}: ${(err as NodeJS.ErrnoException).code ?? err}`;
+        return `failure: could not listen on ${host}:${port}: ${(err as NodeJS.ErrnoException).code ?? err}`;
       }
     }
     this.#rules.push(rule);
@@ -170,12 +177,17 @@ export class RouterOsNatTable {
     if (!this.#conntrackOutlivesRules) {
       for (const relay of this.#relays) if (ids.has(relay.ruleId)) this.#end(relay);
     }
-    const stillNeeded = new Set(this.#rules.map((r) => this.#relayPort(r)));
-    for (const [port, server] of this.#listeners) {
-      if (stillNeeded.has(port)) continue;
+    const stillNeeded = new Set(
+      this.#rules.flatMap((r) => {
+        const port = this.#relayPort(r);
+        return port === undefined ? [] : this.#relayHosts(r).map((host) => `${host}:${port}`);
+      }),
+    );
+    for (const [endpoint, server] of this.#listeners) {
+      if (stillNeeded.has(endpoint)) continue;
       // close() stops accepting at once; its callback would wait for surviving relays, so don't await it.
       server.close();
-      this.#listeners.delete(port);
+      this.#listeners.delete(endpoint);
     }
     return "";
   }
@@ -199,6 +211,29 @@ export class RouterOsNatTable {
       lines.push(`${String(index).padStart(2)} ${(rule.disabled ? "X" : "").padEnd(2)} ${fields.join(" ")}`);
     }
     return lines.join("\r\n");
+  }
+
+  /** `:serialize to=json` of `print as-value where ...`, as RouterOS 7.13+ writes it. */
+  printJson(where: Condition[]): string {
+    const out: Array<Record<string, unknown>> = [];
+    for (const rule of this.#rules) {
+      let hit: boolean;
+      try {
+        hit = matches({ ...rule.props, ".id": rule.id }, where);
+      } catch {
+        return "failure: invalid regular expression";
+      }
+      if (!hit) continue;
+      const { disabled: _disabled, log, ...props } = rule.props;
+      out.push({
+        ".id": rule.id,
+        ...AS_VALUE_DEFAULTS,
+        ...props,
+        ...(log === undefined ? {} : { log: /^(?:yes|true)$/.test(log) }),
+        disabled: rule.disabled,
+      });
+    }
+    return JSON.stringify(out);
   }
 
   dropConnections(target: Target): string {
@@ -236,35 +271,46 @@ export class RouterOsNatTable {
     }
   }
 
-  /** The tunnel_ip port a rule diverts, if it is one the simulator relays. */
+  /** The port a rule diverts, if it is one the simulator relays. */
   #relayPort(rule: NatRule): number | undefined {
     const p = rule.props;
     if (rule.disabled || p.chain !== "dstnat" || p.action !== "dst-nat" || p.protocol !== "tcp") return undefined;
     if (p["dst-port"] === undefined || p["to-addresses"] === undefined) return undefined;
-    if (p["dst-address"] !== undefined && !addressMatches(this.#host, p["dst-address"])) return undefined;
     const port = Number(p["dst-port"]);
     return port >= 1 ? port : undefined; // port 0 would make listen() pick a random port
   }
 
-  async #listen(port: number): Promise<void> {
+  /**
+   * The router's addresses a rule matches, as `dst-address=` decides on RouterOS: only those it
+   * names, every address (tunnel and WAN) when it names none.
+   */
+  #relayHosts(rule: NatRule): string[] {
+    const spec = rule.props["dst-address"];
+    const hosts = this.#wan === undefined ? [this.#host] : [this.#host, this.#wan];
+    return spec === undefined ? hosts : hosts.filter((host) => addressMatches(host, spec));
+  }
+
+  async #listen(host: string, port: number): Promise<void> {
     // Half-open like real conntrack: a client that ends its sending side still gets the answer.
-    const server = net.createServer({ allowHalfOpen: true }, (client) => this.#relay(port, client));
+    const server = net.createServer({ allowHalfOpen: true }, (client) => this.#relay(host, port, client));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen({ host: this.#host, port, exclusive: true }, () => {
+      server.listen({ host, port, exclusive: true }, () => {
         server.off("error", reject);
         resolve();
       });
     });
-    this.#listeners.set(port, server);
+    this.#listeners.set(`${host}:${port}`, server);
   }
 
-  #relay(port: number, client: net.Socket): void {
-    // First matching rule wins, as in RouterOS chain evaluation.
+  #relay(host: string, port: number, client: net.Socket): void {
+    // First matching rule wins, as in RouterOS chain evaluation: dst-address and src-address are
+    // both enforced, so a rule not pinned to the tunnel or the entry point's source shows.
     const remote = client.remoteAddress ?? "";
     const rule = this.#rules.find(
       (r) =>
         this.#relayPort(r) === port &&
+        this.#relayHosts(r).includes(host) &&
         (r.props["src-address"] === undefined || addressMatches(remote, r.props["src-address"])),
     );
     if (!rule) {
@@ -275,7 +321,7 @@ export class RouterOsNatTable {
     const upstream = net.connect({ port: to.port, host: to.host, allowHalfOpen: true });
     const relay: Relay = {
       ruleId: rule.id,
-      dstAddress: `${this.#host}:${port}`,
+      dstAddress: `${host}:${port}`,
       srcAddress: `${remote}:${client.remotePort ?? 0}`,
       client,
       upstream,

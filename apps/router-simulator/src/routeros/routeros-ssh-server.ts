@@ -36,6 +36,12 @@ export interface RouterOsSshServerOptions {
    * `/ip firewall connection remove`. Default false: removing a rule also ends its relays.
    */
   conntrackOutlivesRules?: boolean;
+  /**
+   * The router's public (WAN) address. A dst-nat rule without `dst-address=` matches every
+   * address of a real router, so the simulator then relays the port on this address too: a rule
+   * not pinned to the tunnel is visible from "the internet" in tests.
+   */
+  wanAddress?: string;
 }
 
 export interface RouterOsSshServer {
@@ -64,7 +70,7 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
   const hostKey = opts.hostKey ?? generateEd25519KeyPair().private;
   const hostPublic = parseKeyOrThrow(hostKey, "hostKey").getPublicSSH();
   const allowed = (opts.authorizedKeys ?? []).map((k) => parseKeyOrThrow(k, "authorizedKeys"));
-  const nat = new RouterOsNatTable(opts.host, opts.lan, opts.conntrackOutlivesRules ?? false);
+  const nat = new RouterOsNatTable(opts.host, opts.lan, opts.conntrackOutlivesRules ?? false, opts.wanAddress);
   const received: string[] = [];
   const sessions = new Set<Connection>();
   let logins = 0;
@@ -84,7 +90,7 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
       case "nat-remove":
         return nat.remove(cmd.target);
       case "nat-print":
-        return nat.print(cmd.terse, cmd.where);
+        return cmd.json ? nat.printJson(cmd.where) : nat.print(cmd.terse, cmd.where);
       case "connection-remove":
         return nat.dropConnections(cmd.target);
     }

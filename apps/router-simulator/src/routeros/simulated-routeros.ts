@@ -29,6 +29,8 @@ export interface SimulatedRouterOsOptions {
   commandDelayMs?: number;
   /** Where the LAN devices listen (default 127.0.0.1). */
   lanHost?: string;
+  /** The router's public address (another loopback address in tests): unpinned rules open here too. */
+  wanAddress?: string;
 }
 
 export interface SimulatedLan {
@@ -97,6 +99,7 @@ export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions):
       ...(options.sshUser ? { username: options.sshUser } : {}),
       ...(options.authorize ? { authorize: options.authorize } : {}),
       ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
+      ...(options.wanAddress ? { wanAddress: options.wanAddress } : {}),
     });
   } catch (error) {
     await closeLan();

@@ -1,5 +1,5 @@
 import type { ForwardsRepository } from "@fleet/db";
-import { type Clock, coalescingRunner } from "@fleet/shared";
+import { type Clock, coalescingRunner, isTunnelHostAddress, type TunnelNetwork } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { EntryPointRelay } from "./relay.ts";
 
@@ -11,6 +11,8 @@ export interface RelaySyncOptions {
   clock: Clock;
   logger: Logger;
   pollMs: number;
+  /** TUNNEL_NETWORK: the relay pipes only to assigned addresses inside it. */
+  tunnelNetwork: TunnelNetwork;
 }
 
 /**
@@ -26,7 +28,10 @@ export class RelaySync {
       try {
         const targets = await this.#o.forwards.relayTargets(this.#o.entryPoint, this.#o.clock.now());
         if (this.#stopped) return;
-        await this.#o.relay.sync(targets);
+        // Forget warnings of forwards no longer active, so the set stays as small as the active set.
+        const ids = new Set(targets.map((target) => target.id));
+        for (const id of this.#refused) if (!ids.has(id)) this.#refused.delete(id);
+        await this.#o.relay.sync(targets.filter((target) => this.#inNetwork(target)));
       } catch (error) {
         this.#o.logger.error({ err: error }, "relay sync failed");
       }
@@ -35,8 +40,23 @@ export class RelaySync {
   );
   #stopped = false;
 
+  readonly #refused = new Set<string>();
+
   constructor(options: RelaySyncOptions) {
     this.#o = options;
+  }
+
+  /** The address comes from the router's row; one outside TUNNEL_NETWORK is never connected to (said once). */
+  #inNetwork(target: { id: string; tunnelIp: string }): boolean {
+    if (isTunnelHostAddress(this.#o.tunnelNetwork, target.tunnelIp)) return true;
+    if (!this.#refused.has(target.id)) {
+      this.#refused.add(target.id);
+      this.#o.logger.warn(
+        { forwardId: target.id, tunnelIp: target.tunnelIp, tunnelNetwork: this.#o.tunnelNetwork.cidr },
+        "forward's router address lies outside TUNNEL_NETWORK; the relay does not serve it",
+      );
+    }
+    return false;
   }
 
   /** Re-reads the active forwards and applies them; concurrent calls coalesce into one more pass. */

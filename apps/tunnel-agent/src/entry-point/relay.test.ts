@@ -203,4 +203,81 @@ describe("EntryPointRelay", () => {
     const [error] = (await once(refused, "error")) as [NodeJS.ErrnoException];
     expect(error.code).toBe("ECONNREFUSED");
   });
+
+  it("retries a busy port with backoff: one line when it is busy, one when it finally binds, none per attempt", async () => {
+    const holder = net.createServer();
+    holder.listen(0, ENTRY);
+    await once(holder, "listening");
+    const port = (holder.address() as net.AddressInfo).port;
+    const lines: Array<{ msg: string; port?: number; forwardId?: string; attempts?: number }> = [];
+    const captured = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const relay = new EntryPointRelay({
+      bind: ENTRY,
+      proxyProtocol: false,
+      logger: captured,
+      bindRetryBaseMs: 5,
+      bindRetryMaxMs: 20,
+    });
+    cleanups.push(() => relay.close());
+    const target = {
+      id: FORWARD,
+      port,
+      allowOnlyCidr: "127.0.0.0/8",
+      tunnelIp: TUNNEL,
+      expiresAt: new Date(Date.now() + 3_600_000),
+    };
+    await relay.sync([target]);
+    // The relay sync re-reads forwards every ~500 ms: repeated syncs must not add listeners or lines.
+    while ((relay.pendingBinds()[0]?.failures ?? 0) < 5) {
+      await relay.sync([target]);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(relay.listening()).toEqual([]);
+
+    await new Promise((resolve) => holder.close(resolve));
+    while (relay.listening().length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(relay.listening()).toEqual([{ id: FORWARD, port }]);
+    expect(relay.pendingBinds()).toEqual([]);
+    const about = lines.filter((l) => l.port === port);
+    expect(about.map((l) => l.msg)).toEqual([
+      "entry-point port busy; retrying with backoff until it is free",
+      "entry-point port bound after it was busy",
+    ]);
+    expect(about[1]?.attempts).toBeGreaterThanOrEqual(6);
+
+    const router = await startRouter();
+    await relay.sync([{ ...target, port, tunnelIp: TUNNEL }]);
+    expect(router.port).toBeGreaterThan(0);
+    const socket = await connect(port);
+    socket.destroy();
+  });
+
+  it("stops retrying a busy port once its forward is gone", async () => {
+    const holder = net.createServer();
+    holder.listen(0, ENTRY);
+    await once(holder, "listening");
+    cleanups.push(() => new Promise((resolve) => holder.close(resolve)));
+    const port = (holder.address() as net.AddressInfo).port;
+    const relay = new EntryPointRelay({
+      bind: ENTRY,
+      proxyProtocol: false,
+      logger,
+      bindRetryBaseMs: 5,
+      bindRetryMaxMs: 5,
+    });
+    cleanups.push(() => relay.close());
+    await relay.sync([
+      {
+        id: FORWARD,
+        port,
+        allowOnlyCidr: "127.0.0.0/8",
+        tunnelIp: TUNNEL,
+        expiresAt: new Date(Date.now() + 3_600_000),
+      },
+    ]);
+    while ((relay.pendingBinds()[0]?.failures ?? 0) < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    await relay.sync([]);
+    expect(relay.pendingBinds()).toEqual([]);
+    expect(relay.listening()).toEqual([]);
+  });
 });

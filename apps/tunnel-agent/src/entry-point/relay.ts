@@ -15,6 +15,9 @@ export interface EntryPointRelayOptions {
   headerTimeoutMs?: number;
   /** How long connecting to the router's tunnel address may take. */
   connectTimeoutMs?: number;
+  /** First wait before binding a busy port again; doubles per attempt up to `bindRetryMaxMs`. */
+  bindRetryBaseMs?: number;
+  bindRetryMaxMs?: number;
 }
 
 /** Counters per forward, for tests and operators. */
@@ -37,6 +40,9 @@ interface Listener {
   pairs: Set<Pair>;
   stats: RelayStats;
   listening: boolean;
+  /** Failed binds so far (a busy port is retried with backoff, announced once). */
+  bindFailures: number;
+  retryTimer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -53,7 +59,13 @@ export class EntryPointRelay {
   #stopped = false;
 
   constructor(options: EntryPointRelayOptions) {
-    this.#o = { headerTimeoutMs: 5_000, connectTimeoutMs: 10_000, ...options };
+    this.#o = {
+      headerTimeoutMs: 5_000,
+      connectTimeoutMs: 10_000,
+      bindRetryBaseMs: 250,
+      bindRetryMaxMs: 30_000,
+      ...options,
+    };
   }
 
   /** Makes the listeners match `targets`: opens new ones, closes removed ones, retargets moved routers. */
@@ -81,6 +93,13 @@ export class EntryPointRelay {
       .map((l) => ({ id: l.target.id, port: l.target.port }));
   }
 
+  /** Forwards whose port was busy and is being retried, with the failed binds so far. */
+  pendingBinds(): Array<{ id: string; port: number; failures: number }> {
+    return [...this.#listeners.values()]
+      .filter((l) => !l.listening && l.bindFailures > 0)
+      .map((l) => ({ id: l.target.id, port: l.target.port, failures: l.bindFailures }));
+  }
+
   /** Open relayed connections (all forwards, or one). */
   connections(forwardId?: string): number {
     if (forwardId) return this.#listeners.get(forwardId)?.pairs.size ?? 0;
@@ -102,32 +121,73 @@ export class EntryPointRelay {
   async #open(target: RelayTarget): Promise<void> {
     const listener: Listener = {
       target,
-      server: net.createServer({ allowHalfOpen: true, pauseOnConnect: true }),
+      server: this.#newServer(),
       pairs: new Set(),
       stats: { accepted: 0, refused: 0 },
       listening: false,
+      bindFailures: 0,
+      retryTimer: undefined,
     };
-    listener.server.on("connection", (socket) => this.#accept(listener, socket));
     this.#listeners.set(target.id, listener);
+    await this.#bind(listener);
+  }
+
+  #newServer(): net.Server {
+    return net.createServer({ allowHalfOpen: true, pauseOnConnect: true });
+  }
+
+  /**
+   * Binds the forward's port. A busy port (another process, a socket still in TIME_WAIT's grip,
+   * an outgoing connection on it) is retried with backoff while the forward stays active: one
+   * warning when it is first found busy, one line when it finally binds, nothing per attempt.
+   */
+  async #bind(listener: Listener): Promise<void> {
+    const { target } = listener;
+    const server = listener.bindFailures === 0 ? listener.server : this.#newServer();
+    listener.server = server;
+    server.on("connection", (socket) => this.#accept(listener, socket));
     try {
-      await listen(listener.server, { host: this.#o.bind, port: target.port, exclusive: true });
-      listener.listening = true;
-      listener.server.on("error", (error) =>
-        this.#o.logger.error({ err: error, forwardId: target.id }, "entry-point listener failed"),
-      );
-      if (this.#listeners.get(target.id) !== listener) listener.server.close();
+      await listen(server, { host: this.#o.bind, port: target.port, exclusive: true });
     } catch (error) {
-      // Another process holds the port (a second agent on this host): drop it, retry next sync.
-      if (this.#listeners.get(target.id) === listener) this.#listeners.delete(target.id);
-      this.#o.logger.warn(
-        { forwardId: target.id, port: target.port, code: (error as NodeJS.ErrnoException).code },
-        "entry-point port unavailable",
+      server.close();
+      if (this.#listeners.get(target.id) !== listener || this.#stopped) return;
+      listener.bindFailures++;
+      const delay = Math.min(
+        this.#o.bindRetryMaxMs,
+        this.#o.bindRetryBaseMs * 2 ** Math.min(listener.bindFailures - 1, 20),
+      );
+      if (listener.bindFailures === 1) {
+        this.#o.logger.warn(
+          { forwardId: target.id, port: target.port, code: (error as NodeJS.ErrnoException).code },
+          "entry-point port busy; retrying with backoff until it is free",
+        );
+      }
+      listener.retryTimer = setTimeout(() => {
+        listener.retryTimer = undefined;
+        if (this.#listeners.get(target.id) === listener && !this.#stopped) void this.#bind(listener);
+      }, delay);
+      listener.retryTimer.unref();
+      return;
+    }
+    listener.listening = true;
+    server.on("error", (error) =>
+      this.#o.logger.error({ err: error, forwardId: target.id }, "entry-point listener failed"),
+    );
+    if (this.#listeners.get(target.id) !== listener) {
+      server.close();
+      return;
+    }
+    if (listener.bindFailures > 0) {
+      this.#o.logger.info(
+        { forwardId: target.id, port: target.port, attempts: listener.bindFailures + 1 },
+        "entry-point port bound after it was busy",
       );
     }
   }
 
   #closeListener(id: string, listener: Listener): void {
     this.#listeners.delete(id);
+    clearTimeout(listener.retryTimer);
     listener.server.close();
     for (const pair of listener.pairs) this.#endPair(listener, pair);
   }

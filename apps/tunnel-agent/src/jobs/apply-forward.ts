@@ -1,10 +1,11 @@
 import type { ForwardsRepository, JobRecord } from "@fleet/db";
-import { type Clock, ZForwardJobPayload } from "@fleet/shared";
+import { type Clock, type TunnelNetwork, ZForwardJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
-import { addCommandFor, ensureRule, readTaggedRules } from "./forward-rules.ts";
+import { addCommandFor, ensureRule, type RuleListingMemo, type RulePin, readTaggedRules } from "./forward-rules.ts";
 import { PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
+import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface ForwardJobDeps {
   forwards: ForwardsRepository;
@@ -13,7 +14,22 @@ export interface ForwardJobDeps {
   logger: Logger;
   /** TUNNEL_SSH_PORT. */
   sshPort: number;
+  /** TUNNEL_NETWORK: the agent connects only to assigned addresses inside it. */
+  tunnelNetwork: TunnelNetwork;
+  /** ENTRY_POINT_TUNNEL_SOURCE (normalized): every rule's `src-address=`, when set. */
+  tunnelSource?: string | undefined;
+  /** Which rule listing each router understood (JSON or terse); shared by the handlers of one agent. */
+  listingFormats?: RuleListingMemo;
 }
+
+/** The matchers every rule of a router at `tunnelIp` carries. */
+export const rulePin = (deps: ForwardJobDeps, tunnelIp: string): RulePin => ({
+  tunnelIp,
+  tunnelSource: deps.tunnelSource,
+});
+
+export const listingMemo = (deps: ForwardJobDeps, routerId: string) =>
+  deps.listingFormats ? { routerId, formats: deps.listingFormats } : undefined;
 
 export const parseForwardPayload = (job: JobRecord) => {
   const parsed = ZForwardJobPayload.safeParse(job.payload);
@@ -42,12 +58,11 @@ export const applyForwardHandler =
       );
       return;
     }
-    if (!tunnelIp) throw new Error(`router ${forward.routerId} has no tunnel_ip; will retry`);
-    addCommandFor(forward);
-    const outcome = await withRouterSession(
-      deps.connector,
-      { routerId: forward.routerId, host: tunnelIp, port: deps.sshPort },
-      async (router) => ensureRule(router, forward, await readTaggedRules(router)),
+    const target = tunnelTarget(deps, forward.routerId, tunnelIp);
+    const pin = rulePin(deps, target.host);
+    addCommandFor(forward, pin);
+    const outcome = await withRouterSession(deps.connector, target, async (router) =>
+      ensureRule(router, forward, pin, await readTaggedRules(router, listingMemo(deps, forward.routerId))),
     );
     await deps.forwards.markApplied(forward.id, deps.clock.now());
     deps.logger.info(

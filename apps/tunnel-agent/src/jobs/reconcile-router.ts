@@ -1,10 +1,11 @@
 import { type JobEngine, type JobRecord, queueRouterJob, ROUTER_JOBS_QUEUE } from "@fleet/db";
 import { FORWARD_JOB_KINDS, ZReconcileJobPayload } from "@fleet/shared";
 import { dropConnections, removeForwardRule } from "../routeros/routeros-commands.ts";
-import type { ForwardJobDeps } from "./apply-forward.ts";
+import { type ForwardJobDeps, listingMemo, rulePin } from "./apply-forward.ts";
 import { ensureRule, readTaggedRules } from "./forward-rules.ts";
 import { PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
+import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface ReconcileReport {
   removed: string[];
@@ -25,6 +26,8 @@ export const reconcileRouterHandler =
     const routerId = parsed.data.router_id;
     const tunnelIp = await deps.forwards.routerTunnelIp(routerId);
     if (!tunnelIp) return;
+    const target = tunnelTarget(deps, routerId, tunnelIp);
+    const pin = rulePin(deps, tunnelIp);
     const now = deps.clock.now();
     const active = await deps.forwards.activeForRouter(routerId, now);
     // Rules are judged against every forward the device at this address should carry, not just
@@ -32,8 +35,8 @@ export const reconcileRouterHandler =
     const onDevice = await deps.forwards.activeAtTunnel(tunnelIp, now);
     const activeIds = new Set(onDevice.map((f) => f.id));
     const result: ReconcileReport = { removed: [], repaired: [] };
-    await withRouterSession(deps.connector, { routerId, host: tunnelIp, port: deps.sshPort }, async (router) => {
-      const rules = await readTaggedRules(router);
+    await withRouterSession(deps.connector, target, async (router) => {
+      const rules = await readTaggedRules(router, listingMemo(deps, routerId));
       // A stale rule's port may already serve a newer forward: its connections must survive.
       const activePorts = new Set(onDevice.map((f) => f.port));
       const stale = new Map<string, number>();
@@ -45,7 +48,7 @@ export const reconcileRouterHandler =
         result.removed.push(forwardId);
       }
       for (const forward of active) {
-        if ((await ensureRule(router, forward, rules)) !== "present") result.repaired.push(forward.id);
+        if ((await ensureRule(router, forward, pin, rules)) !== "present") result.repaired.push(forward.id);
       }
     });
     for (const forward of active) await deps.forwards.markApplied(forward.id, deps.clock.now());

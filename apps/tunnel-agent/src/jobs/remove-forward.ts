@@ -4,6 +4,7 @@ import { dropConnections, removeForwardRule } from "../routeros/routeros-command
 import { type ForwardJobDeps, parseForwardPayload } from "./apply-forward.ts";
 import { PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
+import { tunnelTarget } from "./tunnel-target.ts";
 
 const build = <T>(what: string, make: () => T): T => {
   try {
@@ -25,9 +26,13 @@ export const removeForwardHandler =
     const found = await deps.forwards.findForAgent(payload.forward_id);
     const tunnelIp = found?.tunnelIp ?? (await deps.forwards.routerTunnelIp(payload.router_id));
     if (!tunnelIp) {
-      deps.logger.info({ forwardId: payload.forward_id }, "router gone or without tunnel_ip; nothing to remove");
+      deps.logger.info(
+        { forwardId: payload.forward_id },
+        "router gone or without an assigned tunnel address; nothing to remove",
+      );
       return;
     }
+    const target = tunnelTarget(deps, payload.router_id, tunnelIp);
     const remove = build("remove command", () => removeForwardRule(payload.forward_id));
     // The port may already serve a newer forward on this device (ports are reused once free):
     // then its connections are that forward's and stay.
@@ -36,13 +41,9 @@ export const removeForwardHandler =
       (await deps.forwards.activeAtTunnel(tunnelIp, deps.clock.now())).some((f) => f.port === found.forward.port);
     const drop =
       found && !reused ? build("drop command", () => dropConnections(tunnelIp, found.forward.port)) : undefined;
-    await withRouterSession(
-      deps.connector,
-      { routerId: payload.router_id, host: tunnelIp, port: deps.sshPort },
-      async (router) => {
-        await router.exec(remove);
-        if (drop) await router.exec(drop);
-      },
-    );
+    await withRouterSession(deps.connector, target, async (router) => {
+      await router.exec(remove);
+      if (drop) await router.exec(drop);
+    });
     deps.logger.info({ forwardId: payload.forward_id, routerId: payload.router_id }, "forward removed from router");
   };

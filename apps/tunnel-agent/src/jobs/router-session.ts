@@ -13,11 +13,11 @@ export const withRouterSession = async <T>(
 ): Promise<T> => {
   let client: RouterOsClient;
   try {
-    client = await connector.connect({ host: target.host, port: target.port });
+    client = await connector.connect(target);
   } catch (error) {
     if (error instanceof HostKeyMismatchError) {
       throw new PermanentJobError(
-        `refusing router ${target.routerId}: its SSH ${error.message}. If the router was re-keyed on purpose, delete its row from ssh_host_keys.`,
+        `refusing router ${target.routerId}: its SSH ${error.message}. If the router was re-keyed on purpose, delete its row from ssh_host_keys (router_id = '${target.routerId}').`,
         { cause: error },
       );
     }

@@ -4,6 +4,16 @@ export interface RouterOsClient {
   close(): void;
 }
 
+/**
+ * Where to log in: the router's id (its host key is pinned per router) and its assigned tunnel
+ * address, read from the router's row (docs/api.md "Routers and heartbeats").
+ */
+export interface RouterOsTarget {
+  routerId: string;
+  host: string;
+  port: number;
+}
+
 export interface RouterOsConnector {
-  connect(target: { host: string; port: number }): Promise<RouterOsClient>;
+  connect(target: RouterOsTarget): Promise<RouterOsClient>;
 }

@@ -10,22 +10,33 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TAG = /^fleet-fwd:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 export interface AddForwardRuleInput {
+  /** The router's assigned tunnel address: the rule matches only traffic sent to it (`dst-address=`). */
+  tunnelIp: string;
   port: number;
   dstAddress: string;
   dstPort: number;
   forwardId: string;
-  /** Single IPv4 address or IPv4 CIDR (e.g. `203.0.113.0/24`). */
-  srcAddress?: string;
+  /**
+   * ENTRY_POINT_TUNNEL_SOURCE: the address or IPv4 CIDR the entry point reaches routers from
+   * (`src-address=`); undefined adds no source matcher.
+   */
+  srcAddress?: string | undefined;
 }
 
-export interface TerseNatRule {
-  index: number;
+/** A tagged NAT rule as the router reports it (from `print terse` or `:serialize to=json`). */
+export interface TaggedNatRule {
   forwardId: string;
   dstPort: number;
   toAddresses: string;
   toPorts: number;
   disabled: boolean;
+  /** Every reported field as text (`chain`, `action`, `dst-address`, `src-address`, ...). */
   raw: Record<string, string>;
+}
+
+/** A rule from `print terse`, with its print index. */
+export interface TerseNatRule extends TaggedNatRule {
+  index: number;
 }
 
 function describe(value: unknown): string {
@@ -67,14 +78,19 @@ export function forwardTag(forwardId: string): string {
   return `${FORWARD_TAG_PREFIX}${checkForwardId(forwardId)}`;
 }
 
+/**
+ * `dst-address=` pins the rule to the tunnel: without it the rule would match the port on every
+ * address of the router, its public WAN included (docs/api.md "Tunnel agent and entry point").
+ */
 export function addForwardRule(input: AddForwardRuleInput): string {
+  const tunnelIp = checkIpv4(input.tunnelIp, "tunnelIp");
   const port = checkPort(input.port, "port");
   const dstAddress = checkIpv4(input.dstAddress, "dstAddress");
   const dstPort = checkPort(input.dstPort, "dstPort");
   const tag = forwardTag(input.forwardId);
   const src = input.srcAddress === undefined ? "" : ` src-address=${checkIpv4OrCidr(input.srcAddress, "srcAddress")}`;
   return (
-    `/ip firewall nat add chain=dstnat protocol=tcp dst-port=${port}${src} action=dst-nat` +
+    `/ip firewall nat add chain=dstnat protocol=tcp dst-address=${tunnelIp} dst-port=${port}${src} action=dst-nat` +
     ` to-addresses=${dstAddress} to-ports=${dstPort} comment="${tag}"`
   );
 }
@@ -83,15 +99,20 @@ export function removeForwardRule(forwardId: string): string {
   return `/ip firewall nat remove [find where comment="${forwardTag(forwardId)}"]`;
 }
 
+/** The fallback listing, for routers older than RouterOS 7.13 (no `:serialize`). */
 export function listForwardRules(): string {
   return `/ip firewall nat print terse where comment~"${FORWARD_TAG_PREFIX}"`;
 }
 
-// `~` is a regex match on the router: the dots match any character and the pattern is unanchored,
-// so port 4000 also matches connections to :40001. The contract fixes this form; see the report.
+/** The preferred listing (RouterOS 7.13+): JSON, so no field can be misread from terse text. */
+export function listForwardRulesJson(): string {
+  return `:put [:serialize to=json [/ip firewall nat print as-value where comment~"^${FORWARD_TAG_PREFIX}"]]`;
+}
+
+/** An exact match: a `~` pattern would be an unanchored regex (port 4000 would also hit :40001). */
 export function dropConnections(tunnelIp: string, port: number): string {
   const ip = checkIpv4(tunnelIp, "tunnelIp");
-  return `/ip firewall connection remove [find where dst-address~"${ip}:${checkPort(port, "port")}"]`;
+  return `/ip firewall connection remove [find where dst-address="${ip}:${checkPort(port, "port")}"]`;
 }
 
 /** Splits `key=value` pairs; values may be `"quoted"` with RouterOS backslash escapes. */
@@ -152,6 +173,45 @@ export function parseTerseRules(output: string): TerseNatRule[] {
       toAddresses: fields["to-addresses"] ?? "",
       toPorts: toInt(fields["to-ports"]),
       disabled: flags.includes("X") || fields.disabled === "yes",
+      raw: fields,
+    });
+  }
+  return rules;
+}
+
+const asText = (value: unknown): string | undefined => {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  return undefined;
+};
+
+/**
+ * Parses `:serialize to=json` of `print as-value`: an array of objects (one object when exactly one
+ * rule matched, as RouterOS serializes a single-element array). Values may be strings, numbers or
+ * booleans. Only rules whose comment is exactly a fleet tag are returned. Throws on output that
+ * is not JSON (the caller then falls back to `print terse`).
+ */
+export function parseJsonRules(output: string): TaggedNatRule[] {
+  const text = output.trim();
+  if (text === "") return [];
+  const parsed: unknown = JSON.parse(text);
+  const items = Array.isArray(parsed) ? parsed : [parsed];
+  const rules: TaggedNatRule[] = [];
+  for (const item of items) {
+    if (item === null || typeof item !== "object") continue;
+    const fields: Record<string, string> = {};
+    for (const [key, value] of Object.entries(item as Record<string, unknown>)) {
+      const textValue = asText(value);
+      if (textValue !== undefined) fields[key] = textValue;
+    }
+    const tag = TAG.exec(fields.comment ?? "");
+    if (!tag?.[1]) continue;
+    rules.push({
+      forwardId: tag[1],
+      dstPort: toInt(fields["dst-port"]),
+      toAddresses: fields["to-addresses"] ?? "",
+      toPorts: toInt(fields["to-ports"]),
+      disabled: fields.disabled === "true" || fields.disabled === "yes",
       raw: fields,
     });
   }

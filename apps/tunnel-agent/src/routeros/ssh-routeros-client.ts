@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { ClientChannel, Client as Ssh2Client } from "ssh2";
 import ssh2 from "ssh2";
 import type { HostKeyStore } from "./host-key-store.ts";
-import type { RouterOsClient, RouterOsConnector } from "./routeros-client.ts";
+import type { RouterOsClient, RouterOsConnector, RouterOsTarget } from "./routeros-client.ts";
 
 const { Client } = ssh2;
 
@@ -19,14 +19,18 @@ export interface SshRouterOsConnectorOptions {
 }
 
 export class HostKeyMismatchError extends Error {
+  readonly routerId: string;
   readonly host: string;
   readonly port: number;
   readonly pinned: string;
   readonly presented: string;
 
-  constructor(host: string, port: number, pinned: string, presented: string) {
-    super(`host key for ${host}:${port} changed: pinned ${pinned}, presented ${presented}; refusing to connect`);
+  constructor(routerId: string, host: string, port: number, pinned: string, presented: string) {
+    super(
+      `host key of router ${routerId} (at ${host}:${port}) changed: pinned ${pinned}, presented ${presented}; refusing to connect`,
+    );
     this.name = "HostKeyMismatchError";
+    this.routerId = routerId;
     this.host = host;
     this.port = port;
     this.pinned = pinned;
@@ -72,10 +76,10 @@ export class SshRouterOsConnector implements RouterOsConnector {
     this.#options = options;
   }
 
-  async connect(target: { host: string; port: number }): Promise<RouterOsClient> {
-    const { host, port } = target;
+  async connect(target: RouterOsTarget): Promise<RouterOsClient> {
+    const { routerId, host, port } = target;
     const { hostKeys } = this.#options;
-    const pinned = await hostKeys.get(host, port);
+    const pinned = await hostKeys.get(routerId);
     const conn = new Client();
     let mismatch: HostKeyMismatchError | undefined;
 
@@ -102,14 +106,14 @@ export class SshRouterOsConnector implements RouterOsConnector {
           const presented = sshFingerprint(key);
           if (pinned === undefined) {
             // Trust on first use: the pin must be durable before we talk to the router.
-            hostKeys.set(host, port, presented).then(
+            hostKeys.set(routerId, presented).then(
               () => verify(true),
               () => verify(false),
             );
           } else if (pinned === presented) {
             verify(true);
           } else {
-            mismatch = new HostKeyMismatchError(host, port, pinned, presented);
+            mismatch = new HostKeyMismatchError(routerId, host, port, pinned, presented);
             verify(false);
           }
         },

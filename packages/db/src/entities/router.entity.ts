@@ -27,7 +27,8 @@ export const Router = defineEntity({
     hasPulse: p.boolean().default(false),
     lastSeenAt: p.datetime().nullable(),
     lastSeenFrom: p.string().length(45).nullable(),
-    tunnelIp: p.string().length(45).nullable(),
+    /** Assigned at enrollment inside TUNNEL_NETWORK; one router per address (docs/api.md "Routers and heartbeats"). */
+    tunnelIp: p.string().length(45).nullable().unique(),
     reportedMetadata: p.json<Record<string, unknown>>().default("{}"),
     userMetadata: p.json<Record<string, unknown>>().default("{}"),
     /** SHA-256 (hex) of the heartbeat token; the token itself is shown once at enrollment. */

@@ -1,14 +1,16 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { Router } from "./router.entity.ts";
 
-/** SSH host keys pinned on first contact (trust on first use), per router endpoint. */
+/**
+ * SSH host keys pinned on first contact (trust on first use), one per router: a pin follows the
+ * router, never an address, so a device answering at another router's address cannot borrow its pin.
+ */
 export const SshHostKey = defineEntity({
   name: "SshHostKey",
   tableName: "ssh_host_keys",
-  uniques: [{ name: "ssh_host_keys_host_port_unique", properties: ["host", "port"] }],
   properties: {
     id: p.uuid().primary(),
-    host: p.string().length(45),
-    port: p.integer(),
+    router: () => p.oneToOne(Router).owner().deleteRule("cascade").unique("ssh_host_keys_router_id_unique"),
     /** `SHA256:<base64>`, as OpenSSH prints it. */
     fingerprint: p.string().length(100),
     createdAt: p.datetime(),

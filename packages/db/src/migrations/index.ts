@@ -6,6 +6,7 @@ import { ForwardsMigration } from "./20261121-004-forwards.migration.ts";
 import { RouterHealthMigration } from "./20261121-005-router-health.migration.ts";
 import { OemMigration } from "./20261121-006-oem.migration.ts";
 import { OrganizationExternalIdsMigration } from "./20261121-007-organization-external-ids.migration.ts";
+import { TunnelAddressesMigration } from "./20261123-008-tunnel-addresses.migration.ts";
 import { RouterAdoptionsMigration } from "./20261123-009-router-adoptions.migration.ts";
 import { DropJobsMigration } from "./20261123-012-drop-jobs.migration.ts";
 
@@ -21,6 +22,7 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261121-005-router-health", class: RouterHealthMigration },
   { name: "20261121-006-oem", class: OemMigration },
   { name: "20261121-007-organization-external-ids", class: OrganizationExternalIdsMigration },
+  { name: "20261123-008-tunnel-addresses", class: TunnelAddressesMigration },
   { name: "20261123-009-router-adoptions", class: RouterAdoptionsMigration },
   { name: "20261123-012-drop-jobs", class: DropJobsMigration },
 ];

@@ -39,6 +39,7 @@ const input = (routerId: string, teamId: string, overrides: Partial<NewForward> 
   allowOnlyCidr: "8.8.8.0/24",
   expiresAt: at(HOUR),
   maxActivePerRouter: 20,
+  maxActivePerOrg: 1_000,
   ...overrides,
 });
 
@@ -104,13 +105,53 @@ describe("ForwardsRepository", () => {
     created(await forwards.create(input(router.id, o.teamId, { ...cap, expiresAt: at(60_000) }), T0));
     created(await forwards.create(input(router.id, o.teamId, cap), T0));
     created(await forwards.create(input(router.id, o.teamId, cap), T0));
-    expect(await forwards.create(input(router.id, o.teamId, cap), T0)).toEqual({ ok: false, reason: "router_cap" });
+    // freesAt: when the earliest counted forward expires (the API's Retry-After).
+    expect(await forwards.create(input(router.id, o.teamId, cap), T0)).toEqual({
+      ok: false,
+      reason: "router_cap",
+      freesAt: at(60_000),
+    });
     // The first one's time has passed (no sweep yet): it no longer counts.
     created(await forwards.create(input(router.id, o.teamId, cap), at(60_000)));
     expect(await forwards.create(input(router.id, o.teamId, cap), at(60_000))).toEqual({
       ok: false,
       reason: "router_cap",
+      freesAt: at(HOUR),
     });
+  });
+
+  it("caps active forwards per organization across its routers, and only that organization", async () => {
+    const o = await owner();
+    const [a, b] = [await makeRouter(db, o), await makeRouter(db, o)];
+    const entryPoint = unique("ep");
+    const cap = { maxActivePerOrg: 3, entryPoint };
+    created(await forwards.create(input(a.id, o.teamId, { ...cap, expiresAt: at(120_000) }), T0));
+    created(await forwards.create(input(b.id, o.teamId, cap), T0));
+    created(await forwards.create(input(b.id, o.teamId, cap), T0));
+    for (const router of [a, b]) {
+      expect(await forwards.create(input(router.id, o.teamId, cap), T0)).toEqual({
+        ok: false,
+        reason: "org_cap",
+        freesAt: at(120_000),
+      });
+    }
+    const other = await owner();
+    const theirs = await makeRouter(db, other);
+    created(await forwards.create(input(theirs.id, other.teamId, cap), T0));
+    expect(await forwards.listActive(a.id, T0)).toHaveLength(1);
+  });
+
+  it("holds the organization cap under concurrent creates on several routers", async () => {
+    const o = await owner();
+    const routers = await Promise.all(Array.from({ length: 3 }, () => makeRouter(db, o)));
+    const entryPoint = unique("ep");
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        forwards.create(input(routers[i % 3]?.id ?? "", o.teamId, { entryPoint, maxActivePerOrg: 5 }), T0),
+      ),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(5);
+    expect(results.filter((r) => !r.ok && r.reason === "org_cap")).toHaveLength(7);
   });
 
   it("holds the cap under concurrent creates on one router", async () => {

@@ -37,11 +37,15 @@ export interface NewForward {
   allowOnlyCidr: string;
   expiresAt: Date;
   maxActivePerRouter: number;
+  /** FORWARDS_PER_ORG: active forwards the router's organization may hold in all. */
+  maxActivePerOrg: number;
 }
 
 export type CreateForwardResult =
   | { ok: true; forward: ForwardRecord }
-  | { ok: false; reason: "router_not_found" | "no_tunnel_ip" | "router_cap" | "ports_exhausted" };
+  | { ok: false; reason: "router_not_found" | "no_tunnel_ip" | "ports_exhausted" }
+  /** A quota is full; `freesAt` is when the earliest of the forwards counted against it expires. */
+  | { ok: false; reason: "router_cap" | "org_cap"; freesAt: Date | null };
 
 /** What the relay needs to serve one forward. */
 export interface RelayTarget {
@@ -86,6 +90,10 @@ const forwardFromRow = (row: Row): ForwardRecord => ({
 
 // Every way a forward closes changes its state AND queues the removal job in one transaction,
 // so no crash can leave a closed forward whose rule nobody will remove.
+
+const CANONICAL_IPV4_SQL =
+  "^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$";
+
 // How often one create retries after losing a port to a concurrent create.
 const PORT_ATTEMPTS = 25;
 
@@ -136,19 +144,33 @@ export class ForwardsRepository {
     const engine = this.#engine();
     const sql = await nativeSql(this.#db);
     return sql.transaction(async (query): Promise<CreateForwardResult> => {
-      const [router] = await query<Row>(`select id, tunnel_ip from routers where id = $1 and team_id = $2 for update`, [
-        input.routerId,
-        input.teamId,
-      ]);
+      const [router] = await query<Row>(
+        `select id, organization_id, tunnel_ip from routers where id = $1 and team_id = $2 for update`,
+        [input.routerId, input.teamId],
+      );
       if (!router) return { ok: false, reason: "router_not_found" };
       if (router.tunnel_ip === null || router.tunnel_ip === undefined || router.tunnel_ip === "") {
         return { ok: false, reason: "no_tunnel_ip" };
       }
       const [count] = await query<Row>(
-        `select count(*)::int as n from forwards where router_id = $1 and status = 'active' and expires_at > $2`,
+        `select count(*)::int as n, min(expires_at) as frees_at from forwards
+         where router_id = $1 and status = 'active' and expires_at > $2`,
         [input.routerId, now],
       );
-      if (toNumber(count?.n ?? 0) >= input.maxActivePerRouter) return { ok: false, reason: "router_cap" };
+      if (toNumber(count?.n ?? 0) >= input.maxActivePerRouter) {
+        return { ok: false, reason: "router_cap", freesAt: count?.frees_at ? toDate(count.frees_at) : null };
+      }
+      // The organization row serializes creates across all its routers, so the quota holds under
+      // concurrency (routers are always locked before their organization: no lock cycle).
+      await query(`select id from organizations where id = $1 for update`, [router.organization_id]);
+      const [orgCount] = await query<Row>(
+        `select count(*)::int as n, min(f.expires_at) as frees_at from forwards f join routers r on r.id = f.router_id
+         where r.organization_id = $1 and f.status = 'active' and f.expires_at > $2`,
+        [router.organization_id, now],
+      );
+      if (toNumber(orgCount?.n ?? 0) >= input.maxActivePerOrg) {
+        return { ok: false, reason: "org_cap", freesAt: orgCount?.frees_at ? toDate(orgCount.frees_at) : null };
+      }
 
       let freedStale = false;
       for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
@@ -279,7 +301,33 @@ export class ForwardsRepository {
     await this.#db.query(`update forwards set applied_at = ? where id = ?`, [now, id]);
   }
 
-  /** The router's tunnel address, or null when the router is gone or never reported one. */
+  /**
+   * Routers the agent cannot reach: no assigned tunnel address (migration 008 left them without
+   * one) or one outside `networkCidr` (TUNNEL_NETWORK changed). Their forwards answer 409.
+   */
+  async routersWithoutReachableTunnel(
+    networkCidr: string,
+    limit: number,
+  ): Promise<{ count: number; routers: Array<{ id: string; tunnelIp: string | null }> }> {
+    const sql = await nativeSql(this.#db);
+    // CASE keeps the inet cast away from text that is not a canonical address.
+    const where = `r.tunnel_ip is null or case when r.tunnel_ip ~ '${CANONICAL_IPV4_SQL}'
+      then not (r.tunnel_ip::inet << $1::inet) else true end`;
+    const rows = await sql.query<Row>(
+      `select r.id, r.tunnel_ip, count(*) over ()::int as total from routers r where ${where}
+       order by r.created_at, r.id limit $2::int`,
+      [networkCidr, limit],
+    );
+    return {
+      count: toNumber(rows[0]?.total ?? 0),
+      routers: rows.map((row) => ({
+        id: String(row.id),
+        tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
+      })),
+    };
+  }
+
+  /** The router's assigned tunnel address, or null when the router is gone or has none. */
   async routerTunnelIp(routerId: string): Promise<string | null> {
     if (!isUuid(routerId)) return null;
     const rows = await this.#db.query<Row>(`select tunnel_ip from routers where id = ?`, [routerId]);

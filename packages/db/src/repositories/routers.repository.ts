@@ -36,6 +36,18 @@ export interface NewRouter {
   /** SHA-256 hex of the heartbeat token; the token itself is never stored. */
   tokenHash: string;
   createdAt: Date;
+  /** The assigned tunnel address (unique: another router holding it makes the insert throw {@link TunnelIpTakenError}). */
+  tunnelIp: string;
+}
+
+/** The tunnel address is already another router's (the unique index on routers.tunnel_ip). */
+export class TunnelIpTakenError extends Error {
+  readonly tunnelIp: string;
+  constructor(tunnelIp: string) {
+    super(`tunnel address ${tunnelIp} is held by another router`);
+    this.name = "TunnelIpTakenError";
+    this.tunnelIp = tunnelIp;
+  }
 }
 
 /** The daemons' coverage record plus the interval they run at. */
@@ -141,17 +153,41 @@ export class RoutersRepository {
     return rows[0] ? routerFromRow(rows[0]) : null;
   }
 
+  /** Inserts the router with its tunnel address; throws {@link TunnelIpTakenError} when another router holds it. */
   async insert(input: NewRouter): Promise<RouterRecord> {
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<Row>(
-      `insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
-       values ($1, $2, $3, $4, $5, to_timestamp($6::float8 / 1000.0))
+      `insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at, tunnel_ip)
+       values ($1, $2, $3, $4, $5, to_timestamp($6::float8 / 1000.0), $7)
+       on conflict (tunnel_ip) do nothing
        returning ${ROUTER_COLUMNS}`,
-      [crypto.randomUUID(), input.organizationId, input.teamId, input.name, input.tokenHash, input.createdAt.getTime()],
+      [
+        crypto.randomUUID(),
+        input.organizationId,
+        input.teamId,
+        input.name,
+        input.tokenHash,
+        input.createdAt.getTime(),
+        input.tunnelIp,
+      ],
     );
     const row = rows[0];
-    if (!row) throw new Error("router insert returned no row");
+    if (!row) throw new TunnelIpTakenError(input.tunnelIp);
     return routerFromRow(row);
+  }
+
+  /** True when some router (of any organization) holds the tunnel address. */
+  async tunnelIpHeld(tunnelIp: string): Promise<boolean> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query("select 1 from routers where tunnel_ip = $1", [tunnelIp]);
+    return rows.length > 0;
+  }
+
+  /** Every tunnel address in use (the allocator's fallback when random picks keep colliding). */
+  async tunnelIpsInUse(): Promise<Set<string>> {
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<{ tunnel_ip: string }>("select tunnel_ip from routers where tunnel_ip is not null");
+    return new Set(rows.map((row) => row.tunnel_ip));
   }
 
   /** Deletes the router (its faults and downtime go with it); null when it is not in the team. */

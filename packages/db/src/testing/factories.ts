@@ -33,7 +33,23 @@ export const makeAccount = async (
     balanceMinor: 0,
   });
 
-/** A router row in a team, as enrollment plus a first heartbeat would leave it. */
+let tunnelSequence = 0;
+const TUNNEL_START = Math.floor(Math.random() * 2 ** 21);
+/**
+ * A tunnel address no other router made by this process holds (routers.tunnel_ip is unique):
+ * 100.64.0.0/10, the default TUNNEL_NETWORK, walked from a random start.
+ */
+export const uniqueTunnelIp = (): string => {
+  tunnelSequence++;
+  const offset = (TUNNEL_START + tunnelSequence) % (2 ** 22 - 2);
+  const n = 0x64400000 + 1 + offset;
+  return [24, 16, 8, 0].map((shift) => (n >>> shift) & 255).join(".");
+};
+
+/**
+ * A router row in a team, as enrollment plus a first heartbeat would leave it: with its own
+ * assigned tunnel address unless the test names one (or null for a router without one).
+ */
 export const makeRouter = async (
   db: Database,
   owner: { organizationId: string; teamId: string },
@@ -61,7 +77,7 @@ export const makeRouter = async (
       overrides.model ?? "",
       overrides.boardName ?? "",
       overrides.hasPulse ?? true,
-      overrides.tunnelIp === undefined ? "127.0.0.2" : overrides.tunnelIp,
+      overrides.tunnelIp === undefined ? uniqueTunnelIp() : overrides.tunnelIp,
       createHash("sha256").update(heartbeatToken).digest("hex"),
     ],
   );

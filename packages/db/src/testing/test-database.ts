@@ -11,11 +11,16 @@ export interface TestDatabase extends Database {
  * a fresh PostgreSQL database created from that server and dropped on close; otherwise in-memory
  * PGlite. Test files run in parallel, so nothing is ever shared between them.
  */
-export const createTestDatabase = async (): Promise<TestDatabase> => {
+export const createTestDatabase = async (options: { migrateTo?: string } = {}): Promise<TestDatabase> => {
   const baseUrl = process.env.DATABASE_URL;
+  // `migrateTo`: stop after that migration, so a test can seed old data and then run the rest.
+  const migrate = (db: Database) =>
+    options.migrateTo === undefined
+      ? db.migrate()
+      : db.orm.migrator.up({ to: options.migrateTo }).then(() => undefined);
   if (!baseUrl) {
     const db = await openDatabase({ dataDir: "memory" });
-    await db.migrate();
+    await migrate(db);
     return Object.assign(db, { url: undefined });
   }
   const name = `t_${Date.now().toString(36)}_${crypto.randomUUID().slice(0, 8)}`;
@@ -29,7 +34,7 @@ export const createTestDatabase = async (): Promise<TestDatabase> => {
   const url = new URL(baseUrl);
   url.pathname = `/${name}`;
   const db = await openDatabase({ databaseUrl: url.toString(), dataDir: "memory", poolSize: 5 });
-  await db.migrate();
+  await migrate(db);
   const close = db.close;
   return Object.assign(db, {
     url: url.toString(),

@@ -87,7 +87,7 @@ export const envPortRange = (
   const from = Number(match?.[1]);
   const to = Number(match?.[2]);
   if (!match || from < 1 || to > 65535 || from > to) {
-    throw new ConfigError(name, `must be a port range like 40000-40999, got "${raw}"`);
+    throw new ConfigError(name, `must be a port range like 61000-61999, got "${raw}"`);
   }
   return [from, to];
 };

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
+import { isCanonicalIpv4 } from "../rules/ipv4-rules.ts";
 
 /** The `/api` success envelope (docs/api.md "Routers": `status` and `data`). */
 export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
@@ -117,6 +118,14 @@ export const ZEnrollRouterInput = z.object({
     .string({ error: "must be a string" })
     .max(ROUTER_LIMITS.name, { error: `must be at most ${ROUTER_LIMITS.name} characters` })
     .optional(),
+  tunnel_ip: z
+    .string({ error: "must be a string" })
+    .refine(isCanonicalIpv4, { error: "must be a canonical dotted-quad IPv4 address" })
+    .optional()
+    .meta({
+      description:
+        "The router's management tunnel address, for an operator who runs the tunnel; it must lie inside TUNNEL_NETWORK and be free. Omitted: the system assigns one.",
+    }),
 });
 export type TEnrollRouterInput = z.infer<typeof ZEnrollRouterInput>;
 
@@ -140,6 +149,9 @@ export const ZEnrolledRouter = z
   .object({
     router: ZRouter,
     heartbeat_token: z.string().meta({ description: "Shown once; the service keeps only its hash." }),
+    tunnel_ip: z.string().meta({
+      description: "The router's assigned management tunnel address (also the metadata's tunnel_ip).",
+    }),
     adoption: ZAdoption,
   })
   .meta({ id: "EnrolledRouter" });

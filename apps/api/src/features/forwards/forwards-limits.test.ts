@@ -23,8 +23,8 @@ const body = { expire_after_minutes: 30, dst_port: 22, dst_address: "10.0.0.2", 
 describe("forward limits", () => {
   it("caps active forwards per router at 20 (429), then runs the port range dry (503), and a delete frees a port", async () => {
     const user = await h.login();
-    const a = await makeRouter(h.db, user, { tunnelIp: "127.0.0.60" });
-    const b = await makeRouter(h.db, user, { tunnelIp: "127.0.0.61" });
+    const a = await makeRouter(h.db, user);
+    const b = await makeRouter(h.db, user);
     const baseA = `/api/routers/${a.id}/transient-forwarding`;
     const baseB = `/api/routers/${b.id}/transient-forwarding`;
 
@@ -41,6 +41,9 @@ describe("forward limits", () => {
       status: "fail",
       message: expect.stringMatching(/20 active transient forwards/),
     });
+    // Retry-After: whole seconds until the router's earliest forward (30 minutes) expires.
+    expect(capped.body.retry_after_seconds).toBeGreaterThan(1_700);
+    expect(capped.body.retry_after_seconds).toBeLessThanOrEqual(1_800);
     expect(await databaseFingerprint(h.db)).toBe(before);
 
     const last = await h.request("POST", baseB, { token: user.token, body });

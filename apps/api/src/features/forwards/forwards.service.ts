@@ -1,5 +1,13 @@
 import type { ForwardsRepository, RouterTunnel } from "@fleet/db";
-import { AppError, type Clock, FORWARD_LIMITS, type TCreateForwardInput, type TForward } from "@fleet/shared";
+import {
+  AppError,
+  type Clock,
+  FORWARD_LIMITS,
+  isTunnelHostAddress,
+  type TCreateForwardInput,
+  type TForward,
+  type TunnelNetwork,
+} from "@fleet/shared";
 import { toForwardResponse } from "./forwards.mapper.ts";
 
 export interface ForwardsServiceDeps {
@@ -9,7 +17,32 @@ export interface ForwardsServiceDeps {
   entryPoint: { host: string; ports: readonly [number, number] };
   /** Active forwards one router may have; defaults to {@link FORWARD_LIMITS.activePerRouter}. */
   maxActivePerRouter?: number;
+  /** FORWARDS_PER_ORG: active forwards one organization may hold (docs/operations.md "Configuration"). */
+  maxActivePerOrg: number;
+  /**
+   * TUNNEL_NETWORK: a router whose address lies outside it (the network was changed) is as
+   * unreachable as one without an address: the agent never connects there, so 409.
+   */
+  tunnelNetwork?: TunnelNetwork;
 }
+
+const noTunnel = () =>
+  new AppError(
+    "conflict",
+    "This router has no assigned management tunnel address (tunnel_ip) inside the tunnel network, so nothing can be forwarded through it. An operator must assign one.",
+  );
+
+/**
+ * `Retry-After` of a full quota: whole seconds until the earliest counted forward expires (a slot
+ * is certain to free then; a DELETE may free one sooner), at least 1 and at most an hour, so a
+ * client holding day-long forwards is not told to wait a day when deletes are the usual way out.
+ */
+export const QUOTA_RETRY_AFTER_MAX_SECONDS = 3_600;
+
+const retryAfterSeconds = (freesAt: Date | null, now: Date): number =>
+  freesAt === null
+    ? QUOTA_RETRY_AFTER_MAX_SECONDS
+    : Math.min(QUOTA_RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil((freesAt.getTime() - now.getTime()) / 1000)));
 
 const routerNotFound = () => new AppError("not_found", "Router not found.");
 const forwardNotFound = () => new AppError("not_found", "Transient forward not found.");
@@ -41,6 +74,11 @@ export class ForwardsService {
   }
 
   async create(teamId: string, input: TCreateForwardInput): Promise<TForward> {
+    const network = this.#deps.tunnelNetwork;
+    if (network) {
+      const router = await this.#router(teamId, input.router_id);
+      if (router.tunnelIp !== null && !isTunnelHostAddress(network, router.tunnelIp)) throw noTunnel();
+    }
     const now = this.#deps.clock.now();
     const max = this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter;
     const result = await this.#deps.forwards.create(
@@ -54,6 +92,7 @@ export class ForwardsService {
         allowOnlyCidr: input.allow_from,
         expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
         maxActivePerRouter: max,
+        maxActivePerOrg: this.#deps.maxActivePerOrg,
       },
       now,
     );
@@ -62,16 +101,24 @@ export class ForwardsService {
       case "router_not_found":
         throw routerNotFound();
       case "no_tunnel_ip":
-        throw new AppError(
-          "conflict",
-          "This router has not reported a management tunnel address (tunnel_ip) yet, so nothing can be forwarded through it. Try again after its next heartbeat.",
-        );
-      case "router_cap":
+        throw noTunnel();
+      case "router_cap": {
+        const retryAfter = retryAfterSeconds(result.freesAt, now);
         throw new AppError(
           "rate_limited",
           `This router already has ${max} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
-          { extra: { limit: max } },
+          { extra: { limit: max, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
         );
+      }
+      case "org_cap": {
+        const orgMax = this.#deps.maxActivePerOrg;
+        const retryAfter = retryAfterSeconds(result.freesAt, now);
+        throw new AppError(
+          "rate_limited",
+          `This organization already has ${orgMax} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
+          { extra: { limit: orgMax, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
+        );
+      }
       case "ports_exhausted": {
         const [from, to] = this.#deps.entryPoint.ports;
         throw new AppError(

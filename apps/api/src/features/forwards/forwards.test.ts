@@ -24,7 +24,7 @@ const body = (overrides: Record<string, unknown> = {}) => ({
 /** A logged-in user with a router in their default team that has reported a tunnel address. */
 const withRouter = async (extra: { scope?: string } = {}) => {
   const user = await h.login(undefined, extra);
-  const router = await makeRouter(h.db, user, { tunnelIp: "127.0.0.50" });
+  const router = await makeRouter(h.db, user);
   return { ...user, routerId: router.id, base: `/api/routers/${router.id}/transient-forwarding` };
 };
 
@@ -159,15 +159,17 @@ describe("transient forwarding endpoints", () => {
     expect((await h.request("GET", `${mine.base}/${forward.id}`, { token: mine.token })).status).toBe(200);
   });
 
-  it("refuses a router that never reported a tunnel address with 409", async () => {
+  it("refuses a router without an assigned tunnel address, or with one outside TUNNEL_NETWORK, with 409", async () => {
     const user = await h.login();
-    const router = await makeRouter(h.db, user, { tunnelIp: null });
-    const res = await refused("POST", `/api/routers/${router.id}/transient-forwarding`, {
-      token: user.token,
-      body: body(),
-    });
-    expect(res.status).toBe(409);
-    expect(res.body).toMatchObject({ status: "fail", message: expect.stringMatching(/tunnel_ip/) });
+    for (const tunnelIp of [null, "127.0.0.1"]) {
+      const router = await makeRouter(h.db, user, { tunnelIp });
+      const res = await refused("POST", `/api/routers/${router.id}/transient-forwarding`, {
+        token: user.token,
+        body: body(),
+      });
+      expect(res.status, String(tunnelIp)).toBe(409);
+      expect(res.body).toMatchObject({ status: "fail", message: expect.stringMatching(/tunnel_ip/) });
+    }
   });
 
   it("needs routers:read to read and routers:write to change, and a token at all", async () => {

@@ -1,4 +1,10 @@
-import type { CoverageRecord, FaultRecord, NewRouter, RouterRecord } from "@fleet/db";
+import {
+  type CoverageRecord,
+  type FaultRecord,
+  type NewRouter,
+  type RouterRecord,
+  TunnelIpTakenError,
+} from "@fleet/db";
 import {
   AppError,
   type Clock,
@@ -16,6 +22,7 @@ import {
   type TRouterMetadata,
   type TRouterStatusEvent,
   type TUpdateRouterMetadataInput,
+  type TunnelNetwork,
   utcHourStart,
 } from "@fleet/shared";
 import type { Logger } from "pino";
@@ -23,9 +30,15 @@ import type { AuthClaims } from "../auth/token-verifier.ts";
 import type { AdoptionService } from "./adoption/adoption.service.ts";
 import { toFault, toMetadataResponse, toMetricResponse, toRouterResponse } from "./routers.mapper.ts";
 import type { ServiceClearance } from "./service-clearance.ts";
+import {
+  checkRequestedTunnelIp,
+  insertWithAllocatedTunnelIp,
+  type TunnelAddressStore,
+  tunnelIpTaken,
+} from "./tunnel-address.ts";
 
 /** The persistence the service needs (RoutersRepository in production). */
-export interface RouterStore {
+export interface RouterStore extends TunnelAddressStore {
   listByTeam(teamId: string): Promise<RouterRecord[]>;
   findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
   insert(input: NewRouter): Promise<RouterRecord>;
@@ -57,6 +70,8 @@ export interface RouterServiceDeps {
   oem?: OemLookup;
   /** docs/routeros.md "Adoption": the heartbeat token and script URL of each enrollment. */
   adoption: AdoptionService;
+  /** TUNNEL_NETWORK: enrollment assigns each router a unique address inside it. */
+  tunnelNetwork: TunnelNetwork;
 }
 
 const HOUR_MS = 3_600_000;
@@ -83,23 +98,39 @@ export class RouterService {
     return (await this.#deps.routers.listByTeam(teamId)).map((r) => toRouterResponse(r, now));
   }
 
-  /** Subscription check first (402), then the router, then the quantity sync. */
+  /**
+   * The tunnel address is the system's to assign (docs/api.md "Routers and heartbeats"): the
+   * operator's `tunnel_ip` (checked before the subscription check, so a refused one changes
+   * nothing), else a free one of TUNNEL_NETWORK.
+   */
   async enroll(auth: AuthClaims, teamId: string, input: TEnrollRouterInput): Promise<TEnrolledRouter> {
+    const { routers, tunnelNetwork } = this.#deps;
+    const requested =
+      input.tunnel_ip === undefined ? undefined : await checkRequestedTunnelIp(routers, tunnelNetwork, input.tunnel_ip);
     await this.#deps.clearance.ensureClearance(auth.organizationId);
     // The heartbeat token is derived from the adoption URL's token (docs/routeros.md "Adoption").
     const minted = this.#deps.adoption.mint();
-    const router = await this.#deps.routers.insert({
-      organizationId: auth.organizationId,
-      teamId,
-      name: input.name ?? "",
-      tokenHash: this.#deps.adoption.heartbeatTokenHash(minted),
-      createdAt: this.#deps.clock.now(),
-    });
+    const insert = (tunnelIp: string) =>
+      routers.insert({
+        organizationId: auth.organizationId,
+        teamId,
+        name: input.name ?? "",
+        tokenHash: this.#deps.adoption.heartbeatTokenHash(minted),
+        createdAt: this.#deps.clock.now(),
+        tunnelIp,
+      });
+    const router =
+      requested === undefined
+        ? await insertWithAllocatedTunnelIp(routers, tunnelNetwork, insert)
+        : await insert(requested).catch((error: unknown) => {
+            throw error instanceof TunnelIpTakenError ? tunnelIpTaken(requested) : error;
+          });
     const adoption = await this.#deps.adoption.record(router.id, minted);
     await this.#sync(auth.organizationId);
     return {
       router: toRouterResponse(router, this.#deps.clock.now()),
       heartbeat_token: minted.heartbeatToken,
+      tunnel_ip: router.tunnelIp ?? "",
       adoption,
     };
   }

@@ -71,12 +71,20 @@ describe("POST /api/routers", () => {
       created_at: "2026-11-21 13:20:00",
     });
     expect(token).toMatch(/^hb_[A-Za-z0-9_-]{43}$/);
-    const rows = await h.db.query<{ team_id: string; name: string; heartbeat_token_hash: string }>(
-      "select team_id, name, heartbeat_token_hash from routers where id = ?",
+    // A tunnel address assigned from the default TUNNEL_NETWORK 100.64.0.0/10, never claimed by the router.
+    const tunnelIp = res.body.data.tunnel_ip as string;
+    expect(tunnelIp).toMatch(/^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.\d{1,3}\.\d{1,3}$/);
+    const rows = await h.db.query<{ team_id: string; name: string; heartbeat_token_hash: string; tunnel_ip: string }>(
+      "select team_id, name, heartbeat_token_hash, tunnel_ip from routers where id = ?",
       [router.id],
     );
     expect(rows).toEqual([
-      { team_id: user.teamId, name: "Office", heartbeat_token_hash: createHash("sha256").update(token).digest("hex") },
+      {
+        team_id: user.teamId,
+        name: "Office",
+        heartbeat_token_hash: createHash("sha256").update(token).digest("hex"),
+        tunnel_ip: tunnelIp,
+      },
     ]);
     const dump = await h.db.query<{ d: string }>("select string_agg(t::text, '|') as d from routers t");
     expect(dump[0]?.d).not.toContain(token);

@@ -1,0 +1,94 @@
+import { acquireJobEngine, ForwardsRepository, listRouterJobs, routerJobsQueue } from "@fleet/db";
+import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import type { RouterOsTarget } from "./routeros/routeros-client.ts";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadTunnelAgentConfig, startTunnelAgent } from "./start-tunnel-agent.ts";
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.close();
+});
+
+describe("tunnel agent start-up", () => {
+  it("names the routers it will not connect to: no assigned address, or one outside TUNNEL_NETWORK", async () => {
+    const user = await makeUser(db);
+    const reachable = await makeRouter(db, user, { tunnelIp: "100.64.3.4" });
+    const without = await makeRouter(db, user, { tunnelIp: null });
+    const outside = await makeRouter(db, user, { tunnelIp: "127.0.0.1" });
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const agent = await startTunnelAgent({
+      config: loadTunnelAgentConfig({ DATA_DIR: "memory", ENTRY_POINT_PORTS: "46300-46309" }),
+      db,
+      logger,
+      manualJobs: true,
+    });
+    await agent.close();
+    const warnings = lines.filter((l) => String(l.msg).startsWith("routers without an assigned tunnel address"));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({
+      count: 2,
+      tunnelNetwork: "100.64.0.0/10",
+      routers: expect.arrayContaining([
+        { id: without.id, tunnelIp: null },
+        { id: outside.id, tunnelIp: "127.0.0.1" },
+      ]),
+    });
+    expect(JSON.stringify(warnings[0])).not.toContain(reachable.id);
+  });
+
+  it("never connects to, nor relays to, a router address outside TUNNEL_NETWORK", async () => {
+    const user = await makeUser(db);
+    const router = await makeRouter(db, user, { tunnelIp: "127.0.0.9" });
+    const engine = await acquireJobEngine(db);
+    await engine.defineQueue(routerJobsQueue());
+    const created = await new ForwardsRepository(db, engine).create(
+      {
+        routerId: router.id,
+        teamId: user.teamId,
+        entryPoint: "outside.fleet.test",
+        ports: [46310, 46319],
+        dstAddress: "192.168.88.10",
+        dstPort: 22,
+        allowOnlyCidr: "8.8.8.0/24",
+        expiresAt: new Date(Date.now() + 3_600_000),
+        maxActivePerRouter: 20,
+        maxActivePerOrg: 50,
+      },
+      new Date(),
+    );
+    if (!created.ok) throw new Error(`create failed: ${created.reason}`);
+    const connects: RouterOsTarget[] = [];
+    const agent = await startTunnelAgent({
+      config: loadTunnelAgentConfig({
+        DATA_DIR: "memory",
+        ENTRY_POINT_HOST: "outside.fleet.test",
+        ENTRY_POINT_PORTS: "46310-46319",
+      }),
+      db,
+      logger: pino({ level: "silent" }),
+      manualJobs: true,
+      connector: {
+        connect: async (target) => {
+          connects.push(target);
+          throw new Error("no router here");
+        },
+      },
+    });
+    try {
+      await agent.refresh();
+      expect(agent.relay.listening()).toEqual([]);
+      await agent.drain();
+      const [job] = await listRouterJobs(db, { forwardId: created.forward.id, kind: "forward.apply" });
+      expect(job?.lastError).toContain("outside TUNNEL_NETWORK 100.64.0.0/10; refusing to connect");
+      expect(connects).toEqual([]);
+    } finally {
+      await agent.close();
+      await engine.stop();
+    }
+  });
+});

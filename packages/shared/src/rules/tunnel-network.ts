@@ -1,0 +1,54 @@
+import ipaddr from "ipaddr.js";
+import { isCanonicalIpv4 } from "./ipv4-rules.ts";
+
+/**
+ * The management tunnel's network (TUNNEL_NETWORK, docs/operations.md "Configuration"): every
+ * router's tunnel address is one of its host addresses, assigned by the system
+ * (docs/api.md "Routers and heartbeats").
+ */
+export interface TunnelNetwork {
+  /** Canonical `a.b.c.d/len` (host bits cleared). */
+  cidr: string;
+  /** First address of the network as an unsigned 32-bit number. */
+  base: number;
+  prefix: number;
+}
+
+/** Prefixes longer than /30 leave no usable host address besides network and broadcast. */
+export const TUNNEL_NETWORK_MAX_PREFIX = 30;
+
+const toNumber = (ip: string): number =>
+  ipaddr.IPv4.parse(ip)
+    .toByteArray()
+    .reduce((n, b) => n * 256 + b, 0);
+
+const toDotted = (n: number): string => [24, 16, 8, 0].map((shift) => Math.floor(n / 2 ** shift) % 256).join(".");
+
+/** Parses an IPv4 CIDR; an error text when it is not one (or too small to hold routers). */
+export const parseTunnelNetwork = (text: string): TunnelNetwork | string => {
+  const [address, prefixText, ...rest] = text.split("/");
+  if (address === undefined || prefixText === undefined || rest.length > 0 || !/^\d{1,2}$/.test(prefixText)) {
+    return `must be an IPv4 network like 100.64.0.0/10, got "${text}"`;
+  }
+  if (!isCanonicalIpv4(address)) return `must be an IPv4 network like 100.64.0.0/10, got "${text}"`;
+  const prefix = Number(prefixText);
+  if (prefix < 1 || prefix > TUNNEL_NETWORK_MAX_PREFIX) {
+    return `must have a prefix length between /1 and /${TUNNEL_NETWORK_MAX_PREFIX}, got "${text}"`;
+  }
+  const size = 2 ** (32 - prefix);
+  const base = toNumber(address) - (toNumber(address) % size);
+  return { cidr: `${toDotted(base)}/${prefix}`, base, prefix };
+};
+
+/** Addresses a router may hold: the network's size minus its network and broadcast addresses. */
+export const tunnelHostCount = (network: TunnelNetwork): number => 2 ** (32 - network.prefix) - 2;
+
+/** The `index`-th host address (0-based), skipping the network address. */
+export const tunnelHostAt = (network: TunnelNetwork, index: number): string => toDotted(network.base + 1 + index);
+
+/** True for a canonical dotted-quad host address of the network (not its network or broadcast address). */
+export const isTunnelHostAddress = (network: TunnelNetwork, value: string): boolean => {
+  if (!isCanonicalIpv4(value)) return false;
+  const offset = toNumber(value) - network.base;
+  return offset >= 1 && offset <= tunnelHostCount(network);
+};
