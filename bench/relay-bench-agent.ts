@@ -4,7 +4,7 @@
  * to the LAN sink (dst port 9) and to the LAN echo (dst port 7). Applies both through the real job
  * queue and SSH, then prints `{"sink": port, "echo": port}` on stdout.
  */
-import { ForwardsRepository, openDatabase } from "@fleet/db";
+import { acquireJobEngine, ForwardsRepository, openDatabase, routerJobsQueue } from "@fleet/db";
 import { makeRouter, makeUser } from "@fleet/db/testing";
 import { loadTunnelAgentConfig, startTunnelAgent } from "@fleet/tunnel-agent";
 import pino from "pino";
@@ -17,7 +17,10 @@ const db = await openDatabase({ dataDir: "memory" });
 await db.migrate();
 const user = await makeUser(db);
 const router = await makeRouter(db, user, { tunnelIp });
-const forwards = new ForwardsRepository(db);
+// Forwards queue their router jobs through the job engine (the agent below shares this one).
+const jobs = await acquireJobEngine(db);
+await jobs.defineQueue(routerJobsQueue());
+const forwards = new ForwardsRepository(db, jobs);
 const create = async (dstPort: number) => {
   const result = await forwards.create(
     {
@@ -65,6 +68,7 @@ process.stdout.write(`${JSON.stringify({ sink: sink.port, echo: echo.port })}\n`
 process.once("SIGTERM", () => {
   void agent
     .close()
+    .then(() => jobs.stop())
     .then(() => db.close())
     .then(() => process.exit(0));
 });

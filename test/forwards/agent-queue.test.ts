@@ -2,11 +2,25 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { type Database, ForwardsRepository, JobsRepository, openDatabase } from "@fleet/db";
+import {
+  acquireJobEngine,
+  type Database,
+  ForwardsRepository,
+  type JobEngine,
+  listRouterJobs,
+  openDatabase,
+  ROUTER_JOBS_QUEUE,
+  routerJobsQueue,
+} from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
-import { type Clock, FORWARD_JOB_KINDS, ManualClock, systemClock, generateEd25519KeyPair } from "@fleet/shared";
-import { loadTunnelAgentConfig, type RunningTunnelAgent, startTunnelAgent } from "@fleet/tunnel-agent";
+import { type Clock, FORWARD_JOB_KINDS, generateEd25519KeyPair, ManualClock, systemClock } from "@fleet/shared";
+import {
+  EXPIRY_SWEEP_QUEUE,
+  loadTunnelAgentConfig,
+  type RunningTunnelAgent,
+  startTunnelAgent,
+} from "@fleet/tunnel-agent";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsClient, RouterOsConnector } from "@fleet/tunnel-agent/routeros/routeros-client";
 import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
@@ -17,10 +31,11 @@ import { eventually } from "@fleet/shared/testing";
 import { freePortOn } from "./forward-fixtures.ts";
 
 /**
- * The durable queue under failure and contention: an agent killed between claiming a job and
- * finishing it, and several agents on one database. On PostgreSQL the killed agent is a real child
- * process (SIGKILL); PGlite lives inside one process, so there the dead agent is played in-process:
- * it claims the job and talks to the router, then simply never finishes.
+ * The router jobs on the job engine (pg-boss) under failure and contention: an agent killed between
+ * taking a job and finishing it, and several agents on one database. On PostgreSQL the killed agent
+ * is a real child process (SIGKILL); PGlite lives inside one process, so there the dead agent is
+ * played in-process: it takes the job and talks to the router, then simply never finishes. The
+ * lease is the queue's `expireInSeconds` (TUNNEL_JOB_LEASE_MS rounded up to whole seconds).
  */
 const root = path.resolve(import.meta.dirname, "../..");
 const ENTRY = "queue.fleet.test";
@@ -29,6 +44,7 @@ const LEASE_MS = 1500;
 const key = generateEd25519KeyPair();
 
 let db: TestDatabase;
+let engine: JobEngine;
 let sshPort: number;
 let workDir: string;
 let keyFile: string;
@@ -36,6 +52,8 @@ const routers: SimulatedRouterOs[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  engine = await acquireJobEngine(db, { monitorIntervalSeconds: 1 });
+  await engine.defineQueue(routerJobsQueue(LEASE_MS / 1000));
   sshPort = await freePortOn(TUNNELS);
   workDir = mkdtempSync(path.join(tmpdir(), "fleet-agent-"));
   keyFile = path.join(workDir, "agent_key");
@@ -44,6 +62,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const router of routers) await router.close();
+  await engine?.stop();
   await db?.close();
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 });
@@ -96,7 +115,7 @@ const newForward = async (
   owner?: { routerId: string; teamId: string },
 ) => {
   const { routerId, teamId } = owner ?? (await newRouter(tunnelIp));
-  const result = await new ForwardsRepository(db).create(
+  const result = await new ForwardsRepository(db, engine).create(
     {
       routerId,
       teamId,
@@ -116,7 +135,7 @@ const newForward = async (
 };
 
 const jobOf = async (forwardId: string, kind: string) => {
-  const [job] = await new JobsRepository(db).list({ forwardId, kind });
+  const [job] = await listRouterJobs(db, { forwardId, kind });
   if (!job) throw new Error(`no ${kind} job for ${forwardId}`);
   return job;
 };
@@ -177,18 +196,17 @@ describe("durable jobs", () => {
       await eventually(() => sent(router, add) === 1, "the add command to reach the router");
       first.kill();
       const stuck = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
-      expect(stuck).toMatchObject({ status: "running", lockedBy: first.workerId, attempts: 1 });
+      expect(stuck).toMatchObject({ state: "active", attempts: 1 });
       const second = await spawnAgent(env);
       try {
         await eventually(
-          async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done",
+          async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).state === "completed",
           "the apply to complete",
           30_000,
         );
         expect(await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).toMatchObject({
-          status: "done",
+          state: "completed",
           attempts: 2,
-          lockedBy: null,
         });
         expect(tagged(router, forward.id)).toHaveLength(1);
         expect(sent(router, add)).toBe(1);
@@ -196,31 +214,27 @@ describe("durable jobs", () => {
         // Remove: the same, killed after the router received the removal. The start-up
         // reconciliation of this router must be over first: it could send the same command.
         await eventually(async () => {
-          const [row] = await db.query<{ n: number }>(
-            "select count(*)::int as n from jobs where group_key = ? and status in ('pending', 'running')",
-            [forward.routerId],
+          const open = (await listRouterJobs(db, { routerId: forward.routerId })).filter(
+            (job) => job.state !== "completed",
           );
-          return row?.n === 0;
+          return open.length === 0;
         }, "the router's queue to drain");
-        await new ForwardsRepository(db).close(forward.routerId, forward.id, new Date());
+        await new ForwardsRepository(db, engine).close(forward.routerId, forward.id, new Date());
         const remove = removeForwardRule(forward.id);
         await eventually(() => sent(router, remove) >= 1, "the remove command to reach the router");
         second.kill();
-        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({
-          status: "running",
-          lockedBy: second.workerId,
-        });
+        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ state: "active", attempts: 1 });
       } finally {
         second.kill();
       }
       const third = await spawnAgent(env);
       try {
         await eventually(
-          async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).status === "done",
+          async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).state === "completed",
           "the removal to complete",
           30_000,
         );
-        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ status: "done", attempts: 2 });
+        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
         expect(tagged(router, forward.id)).toHaveLength(0);
         expect(router.ssh.rules()).toEqual([]);
       } finally {
@@ -229,13 +243,12 @@ describe("durable jobs", () => {
       return;
     }
 
-    // PGlite: the dead agent is this test. It claims, sends the add, and is never heard of again.
+    // PGlite: the dead agent is this test. It takes the job, sends the add, and is never heard of again.
     const router = await startRouter(TUNNELS[0] ?? "");
     const clock = new ManualClock(new Date());
     const forward = await newForward(router.tunnelIp, clock);
-    const jobs = new JobsRepository(db);
-    const claimed = await jobs.claim("dead-agent", clock.now(), LEASE_MS, [FORWARD_JOB_KINDS.apply]);
-    expect(claimed?.payload).toMatchObject({ forward_id: forward.id });
+    const [claimed] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
+    expect(claimed?.data).toMatchObject({ forward_id: forward.id, kind: FORWARD_JOB_KINDS.apply });
     const add = addForwardRule({
       tunnelIp: router.tunnelIp,
       port: forward.port,
@@ -258,20 +271,33 @@ describe("durable jobs", () => {
       clock,
       manualJobs: true,
     });
+    const drainUntil = (forwardId: string, kind: string, what: string) =>
+      eventually(
+        async () => {
+          await agent.drain();
+          return (await jobOf(forwardId, kind)).state === "completed";
+        },
+        what,
+        30_000,
+      );
     try {
-      // The lease still holds: nobody may touch the job yet.
+      // The lease still holds: nobody may touch the job, and the router's later jobs wait behind it.
       expect(await agent.drain()).toBe(0);
-      expect((await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status).toBe("running");
-      clock.advance(LEASE_MS);
-      await agent.drain();
-      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).toMatchObject({ status: "done", attempts: 2 });
+      expect((await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).state).toBe("active");
+      await drainUntil(forward.id, FORWARD_JOB_KINDS.apply, "the apply to be taken over and completed");
+      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).toMatchObject({ state: "completed", attempts: 2 });
       expect(tagged(router, forward.id)).toHaveLength(1);
       expect(sent(router, add)).toBe(1);
-      expect(await jobs.complete(claimed?.id ?? "", "dead-agent", clock.now())).toBe(false);
+      // The dead agent's late "done" concerns an attempt that is no longer its own.
+      const late = await engine.boss.complete(ROUTER_JOBS_QUEUE, {
+        id: claimed?.id ?? "",
+        retryCount: claimed?.retryCount ?? 0,
+      });
+      expect((late as { affected?: number }).affected).toBe(0);
 
-      await new ForwardsRepository(db).close(forward.routerId, forward.id, clock.now());
-      const removal = await jobs.claim("dead-agent", clock.now(), LEASE_MS, [FORWARD_JOB_KINDS.remove]);
-      expect(removal?.payload).toMatchObject({ forward_id: forward.id });
+      await new ForwardsRepository(db, engine).close(forward.routerId, forward.id, clock.now());
+      const [removal] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
+      expect(removal?.data).toMatchObject({ forward_id: forward.id, kind: FORWARD_JOB_KINDS.remove });
       const again = await deadAgentConnector().connect({
         routerId: forward.routerId,
         host: router.tunnelIp,
@@ -279,9 +305,8 @@ describe("durable jobs", () => {
       });
       await again.exec(removeForwardRule(forward.id));
       again.close();
-      clock.advance(LEASE_MS);
-      await agent.drain();
-      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ status: "done", attempts: 2 });
+      await drainUntil(forward.id, FORWARD_JOB_KINDS.remove, "the removal to be taken over and completed");
+      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
       expect(router.ssh.rules()).toEqual([]);
     } finally {
       await agent.close();
@@ -296,7 +321,11 @@ describe("durable jobs", () => {
     const forward = await newForward(router.tunnelIp, clock);
     const first = await startTunnelAgent({ config, db, logger, clock });
     try {
-      await eventually(async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done", "the apply");
+      await eventually(
+        async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).state === "completed",
+        "the apply",
+        30_000,
+      );
     } finally {
       await first.close();
     }
@@ -314,10 +343,11 @@ describe("durable jobs", () => {
       ).toBe("expired");
       // The agent's own loop and its start-up reconciliation share this router's queue: wait for it.
       await eventually(
-        async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).status === "done",
+        async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).state === "completed",
         "the removal",
+        30_000,
       );
-      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ status: "done", attempts: 1 });
+      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 1 });
       expect(tagged(router, forward.id)).toHaveLength(0);
     } finally {
       await second.close();
@@ -336,21 +366,31 @@ describe("durable jobs", () => {
       manualJobs: true,
     });
     try {
-      const started = clock.now().getTime();
-      await agent.drain();
-      let job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
-      expect(job).toMatchObject({ status: "pending", attempts: 1, lockedBy: null });
+      // Other routers' reconciliations (from earlier tests) may run in the same drain.
+      expect(await agent.drain()).toBeGreaterThanOrEqual(1);
+      const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+      expect(job).toMatchObject({ state: "retry", attempts: 1 });
       expect(job.lastError).toMatch(/ECONNREFUSED/);
-      expect(job.runAt.getTime()).toBe(started + 1000);
-      expect(await agent.drain()).toBe(0);
-      clock.advance(1000);
-      await agent.drain();
-      job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
-      expect(job).toMatchObject({ status: "pending", attempts: 2 });
-      expect(job.runAt.getTime()).toBe(started + 1000 + 2000);
-      clock.advance(2000);
-      await agent.drain();
-      expect((await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).runAt.getTime()).toBe(started + 3000 + 4000);
+      expect(job.startAfter.getTime()).toBeGreaterThan(job.createdOn.getTime());
+      // The backoff is the queue's: 1 s doubled per attempt up to 5 minutes, 10 attempts in all,
+      // then the dead-letter queue.
+      const [stored] = await engine.findJobs(ROUTER_JOBS_QUEUE, { id: job.id });
+      expect(stored).toMatchObject({
+        retryDelay: 1,
+        retryBackoff: true,
+        retryDelayMax: 300,
+        retryLimit: 9,
+        deadLetter: "router.jobs.dead",
+      });
+      await eventually(
+        async () => {
+          await agent.drain();
+          return (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).attempts === 2;
+        },
+        "the second attempt",
+        30_000,
+      );
+      expect((await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).lastError).toMatch(/ECONNREFUSED/);
     } finally {
       await agent.close();
     }
@@ -370,6 +410,7 @@ describe("durable jobs", () => {
     // PGlite can only be opened once, so there they share it.
     const handles: Database[] = [db];
     if (db.url) handles.push(await openDatabase({ databaseUrl: db.url, dataDir: "memory", poolSize: 3 }));
+    // Each handle gets its own job engine (its own pg-boss), as in separate processes.
     const busy = new Map<string, number>();
     let overlaps = 0;
     const watched = (inner: RouterOsConnector): RouterOsConnector => ({
@@ -408,13 +449,17 @@ describe("durable jobs", () => {
       await eventually(
         async () => {
           const done = await Promise.all(
-            forwards.map(async ({ forward }) => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).status === "done"),
+            forwards.map(
+              async ({ forward }) => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).state === "completed",
+            ),
           );
           return done.every(Boolean);
         },
         "every apply job to finish",
         30_000,
       );
+      // Both agents registered the expiry safety sweep: it is still one cluster-wide schedule.
+      expect((await engine.boss.getSchedules(EXPIRY_SWEEP_QUEUE)).map((x) => x.cron)).toEqual(["* * * * *"]);
     } finally {
       for (const agent of agents) await agent.close();
       for (const handle of handles.slice(1)) await handle.close();
@@ -432,8 +477,6 @@ describe("durable jobs", () => {
       expect(tagged(device, forward.id)).toHaveLength(1);
       const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
       expect(job.attempts).toBe(1);
-      const [row] = await db.query<{ locked_by: string | null }>("select locked_by from jobs where id = ?", [job.id]);
-      expect(row?.locked_by).toBeNull();
     }
   });
 });

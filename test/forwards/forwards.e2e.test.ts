@@ -1,4 +1,5 @@
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { countOpenRouterJobs, listRouterJobs } from "@fleet/db";
 import { databaseFingerprint, createTestDatabase, makeRouter, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { ManualClock, generateEd25519KeyPair } from "@fleet/shared";
@@ -163,13 +164,7 @@ const forwardingState = (fingerprint: string) =>
   fingerprint.split(",").filter((t) => !t.startsWith("heartbeat_coverage:"));
 
 /** Every queued job has finished (the router side may finish a moment before its job row). */
-const settled = () =>
-  eventually(async () => {
-    const [row] = await db.query<{ n: number }>(
-      "select count(*)::int as n from jobs where status in ('pending', 'running')",
-    );
-    return row?.n === 0;
-  }, "the job queue to settle");
+const settled = () => eventually(async () => (await countOpenRouterJobs(db)) === 0, "the job queue to settle");
 
 /** The rule is on the router and the relay listens: the forward is usable. */
 const untilUsable = async (router: SimulatedRouterOs, forward: { id: string; port: number }) => {
@@ -201,11 +196,8 @@ describe("transient forwarding through the entry point and a simulated router", 
     expect(rule.disabled).toBe(false);
     const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = ?", [forward.id]);
     expect(row?.applied_at).not.toBeNull();
-    const [job] = await db.query<{ status: string; attempts: number }>(
-      "select status, attempts from jobs where payload->>'forward_id' = ? and kind = 'forward.apply'",
-      [forward.id],
-    );
-    expect(job).toEqual({ status: "done", attempts: 1 });
+    const [job] = await listRouterJobs(db, { forwardId: forward.id, kind: "forward.apply" });
+    expect(job).toMatchObject({ state: "completed", attempts: 1 });
 
     for (const version of [1, 2] as const) {
       const client = await connectAs(forward.port, ALLOWED, { version, payload: "hello " });
@@ -264,13 +256,10 @@ describe("transient forwarding through the entry point and a simulated router", 
     await settled();
     const after = (await api("GET", `${who.base}/${forward.id}`, who.token)).body;
     expect(after).toMatchObject({ expired: true, revoked_early: false, time_to_expire: "expired" });
-    const jobs = await db.query<{ kind: string; status: string }>(
-      "select kind, status from jobs where payload->>'forward_id' = ? order by created_at",
-      [forward.id],
-    );
-    expect(jobs).toEqual([
-      { kind: "forward.apply", status: "done" },
-      { kind: "forward.remove", status: "done" },
+    const jobs = await listRouterJobs(db, { forwardId: forward.id });
+    expect(jobs.map((j) => ({ kind: j.kind, state: j.state }))).toEqual([
+      { kind: "forward.apply", state: "completed" },
+      { kind: "forward.remove", state: "completed" },
     ]);
   });
 
@@ -369,17 +358,17 @@ describe("transient forwarding through the entry point and a simulated router", 
     });
     try {
       const second = await create(who, { dst_port: 23 });
+      // A changed host key is permanent: no retries, straight to the dead-letter queue, where the
+      // agent records the error and frees the router's queue.
       const job = await eventually(async () => {
-        const [row] = await db.query<{ status: string; last_error: string | null }>(
-          "select status, last_error from jobs where payload->>'forward_id' = ? and kind = 'forward.apply'",
-          [second.id],
-        );
-        return row?.status === "failed" ? row : undefined;
-      }, "the apply job to fail");
-      expect(job.last_error).toContain(`refusing router ${who.routerId}`);
-      expect(job.last_error).toContain(`host key of router ${who.routerId} (at ${TUNNEL_B}:${sshPort}) changed`);
-      expect(job.last_error).toContain(routerB.ssh.hostKeyFingerprint);
-      expect(job.last_error).toContain(impostor.ssh.hostKeyFingerprint);
+        const [row] = await listRouterJobs(db, { forwardId: second.id, kind: "forward.apply", deadLettered: true });
+        return row?.state === "completed" && row.lastError ? row : undefined;
+      }, "the apply job to be dead-lettered");
+      expect(job.lastError).toContain(`refusing router ${who.routerId}`);
+      expect(job.lastError).toContain(`host key of router ${who.routerId} (at ${TUNNEL_B}:${sshPort}) changed`);
+      expect(job.lastError).toContain(routerB.ssh.hostKeyFingerprint);
+      expect(job.lastError).toContain(impostor.ssh.hostKeyFingerprint);
+      expect(await listRouterJobs(db, { forwardId: second.id, kind: "forward.apply" })).toEqual([]);
       expect(impostor.ssh.logins()).toBe(0);
       expect(impostor.ssh.commands()).toEqual([]);
     } finally {

@@ -32,7 +32,13 @@ export interface StartAllOptions {
  * API, the heartbeat daemon and the tunnel agent, each started through its own start function.
  */
 export const startAll = async ({ config, logger, db: given, clock }: StartAllOptions): Promise<RunningSystem> => {
-  const db = given ?? (await openDatabase({ databaseUrl: config.api.databaseUrl, dataDir: config.api.dataDir }));
+  const db =
+    given ??
+    (await openDatabase({
+      databaseUrl: config.api.databaseUrl,
+      dataDir: config.api.dataDir,
+      poolSize: config.api.databasePoolMax,
+    }));
   await db.migrate();
   const stops: Array<() => Promise<void>> = [];
   // The API starts first; adoption scripts read where the daemon listens and the agent's key once

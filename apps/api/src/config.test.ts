@@ -96,4 +96,13 @@ describe("API configuration", () => {
     expect(message).toMatch(/DATABASE_URL/);
     expect(message).not.toContain("hunter2");
   });
+
+  it("DATABASE_POOL_MAX: 10 by default, 1..1000, anything else stops start-up naming it", () => {
+    expect(loadApiConfig({}).databasePoolMax).toBe(10);
+    expect(loadApiConfig({ DATABASE_POOL_MAX: "1" }).databasePoolMax).toBe(1);
+    expect(loadApiConfig({ DATABASE_POOL_MAX: "1000" }).databasePoolMax).toBe(1000);
+    for (const bad of ["0", "1001", "ten", "2.5"]) {
+      expect(() => loadApiConfig({ DATABASE_POOL_MAX: bad }), bad).toThrow(/DATABASE_POOL_MAX/);
+    }
+  });
 });

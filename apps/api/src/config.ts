@@ -22,6 +22,10 @@ export interface ApiConfig {
   host: string;
   port: number;
   databaseUrl: string | undefined;
+  /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
+  /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
+  databasePoolMax: number;
   dataDir: string;
   logLevel: string;
   auth: {
@@ -125,6 +129,8 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
     host: envString(env, "HOST", "127.0.0.1"),
     port: envPort(env, "PORT", 3000),
     databaseUrl: databaseUrl?.toString(),
+    metricsToken: envOptional(env, "METRICS_TOKEN"),
+    databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),
     auth: {

@@ -1,13 +1,17 @@
 import { openDatabase } from "@fleet/db";
-import { closeOnSignals, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
+import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadApiConfig } from "./config.ts";
 import { startApi } from "./start-api.ts";
 
 // The API alone (scale-out): `npm run start:api`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadApiConfig());
-const logger = pino({ level: config.logLevel, redact: REDACT_PATHS });
-const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
+const db = await openDatabase({
+  databaseUrl: config.databaseUrl,
+  dataDir: config.dataDir,
+  poolSize: config.databasePoolMax,
+});
 await db.migrate();
 const api = await startApi({ config, db, logger });
 logger.info({ url: api.url, devLogin: api.devLogin }, "api listening");

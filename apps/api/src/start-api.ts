@@ -1,13 +1,18 @@
 import { createServer } from "node:http";
 import {
   AccountsRepository,
+  acquireJobEngine,
   AdoptionsRepository,
   acquireStatusFeed,
   BillingMirrorRepository,
   type Database,
   ForwardsRepository,
   IdentityRepository,
+  type RegisteredTask,
   RoutersRepository,
+  registerScheduledTask,
+  routerJobsQueue,
+  type ScheduledTask,
   SubscriptionsRepository,
 } from "@fleet/db";
 import { type Clock, closeHttpServer, listen, serverUrl } from "@fleet/shared";
@@ -23,7 +28,7 @@ import { PaymentMethodsService } from "./features/payment-methods/payment-method
 import { resolveDevJwtSecret } from "./features/auth/dev-secret.ts";
 import { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
-import { type OemRefreshSchedule, scheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
+import { type OemRefreshSchedule, scheduleOemRefresh, unscheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
 import { agentPublicKeySource } from "./features/routers/adoption/agent-public-key.ts";
 import { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
@@ -173,6 +178,12 @@ export const startApi = async ({
     payments,
     trialRouters: config.billing.trialRouters,
   });
+  // The process's job engine: forwards queue their router jobs through it, in their own transaction.
+  const jobs = await acquireJobEngine(db, {
+    instanceName: "api",
+    onError: (error) => logger.warn({ err: error }, "job engine error"),
+  });
+  await jobs.defineQueue(routerJobsQueue(), { createOnly: true });
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const routersClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
   // Known once the server is bound (PORT=0 picks a free port).
@@ -213,7 +224,7 @@ export const startApi = async ({
     }),
     teams: new TeamResolver(identity),
     forwards: new ForwardsService({
-      forwards: new ForwardsRepository(db),
+      forwards: new ForwardsRepository(db, jobs),
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
       maxActivePerOrg: config.forwardsPerOrg,
@@ -254,6 +265,7 @@ export const startApi = async ({
     services,
     logger,
     isReady,
+    metricsToken: config.metricsToken,
     publicUrl: `http://${publicHost}:${config.port}`,
     ...(trpcFastPath === undefined ? {} : { trpcFastPath }),
   });
@@ -265,17 +277,36 @@ export const startApi = async ({
   if (emulator && webhookSecret) {
     emulator.setWebhookEndpoint({ url: `${serverUrl(config.host, port)}/v1/stripe/webhook`, secret: webhookSecret });
   }
-  const reconcileTimer = startBillingReconciliation(billingMirror, config.billing.reconcileIntervalMs, billingLogger);
   // Started once listening succeeded, so a failed start leaves no timer behind.
-  const oemRefresh: OemRefreshSchedule | undefined = config.oem.catalogUrl
-    ? scheduleOemRefresh({
-        url: config.oem.catalogUrl,
-        cron: config.oem.refreshCron,
-        catalog: oemCatalog,
-        logger: logger.child({ job: "oem-refresh" }),
-        clock,
-      })
-    : undefined;
+  // Cluster-wide maintenance: each runs once per cron slot however many API processes run
+  // (docs/operations.md "Metrics and probes"); tests call the same functions directly.
+  const scheduledTasks: ScheduledTask[] = [];
+  const reconcileCron = billingReconcileCron(config.billing.reconcileIntervalMs);
+  if (reconcileCron) {
+    // docs/billing.md "Reconciliation": the mirror is compared with the processor.
+    scheduledTasks.push({
+      queue: "billing.reconcile",
+      cron: reconcileCron,
+      run: async () => {
+        const result = await billingMirror.reconcileExclusive();
+        if (result) billingLogger.info(result, "billing mirror reconciled");
+      },
+    });
+  }
+  const registeredTasks: RegisteredTask[] = [];
+  for (const task of scheduledTasks) registeredTasks.push(await registerScheduledTask(jobs, task));
+  let oemRefresh: OemRefreshSchedule | undefined;
+  if (config.oem.catalogUrl) {
+    oemRefresh = await scheduleOemRefresh(jobs, {
+      url: config.oem.catalogUrl,
+      cron: config.oem.refreshCron,
+      catalog: oemCatalog,
+      logger: logger.child({ job: "oem-refresh" }),
+      clock,
+    });
+  } else {
+    await unscheduleOemRefresh(jobs);
+  }
 
   return {
     url,
@@ -287,40 +318,28 @@ export const startApi = async ({
     devLogin: signer !== undefined,
     close: async () => {
       await oemRefresh?.stop();
-      clearInterval(reconcileTimer);
+      for (const task of registeredTasks) await task.stop();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       services.rateLimits.api.close();
       services.rateLimits.devLogin.close();
       await closeHttpServer(server);
       await statusFeed.release();
+      await jobs.stop();
       await emulator?.close();
     },
   };
 };
 
 /**
- * Periodic reconciliation of the billing mirror (docs/billing.md "Reconciliation"), one process of a
- * cluster at a time (advisory lock); a pass still running when the next is due is not doubled.
+ * BILLING_RECONCILE_INTERVAL_MS as a cron slot for the cluster-wide schedule (minute precision):
+ * every N minutes below an hour, else hourly; 0 turns the periodic pass off.
  */
-const startBillingReconciliation = (mirror: BillingMirrorService, intervalMs: number, logger: Logger) => {
+const billingReconcileCron = (intervalMs: number): string | undefined => {
   if (intervalMs <= 0) return undefined;
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    mirror
-      .reconcileExclusive()
-      .then((result) => {
-        if (result) logger.info(result, "billing mirror reconciled");
-      })
-      .catch((error) => logger.warn({ err: error }, "billing reconciliation failed; the next pass retries"))
-      .finally(() => {
-        running = false;
-      });
-  }, intervalMs);
-  timer.unref();
-  return timer;
+  const minutes = Math.max(1, Math.round(intervalMs / 60_000));
+  if (minutes >= 60) return "0 * * * *";
+  return minutes === 1 ? "* * * * *" : `*/${minutes} * * * *`;
 };
 
 /**

@@ -1,4 +1,4 @@
-import { ConfigError, envInt, envLogLevel, envPort, envString, envUrl, type TEnv } from "@fleet/shared";
+import { ConfigError, envInt, envLogLevel, envOptional, envPort, envString, envUrl, type TEnv } from "@fleet/shared";
 
 /** Everything the heartbeat daemon reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface HeartbeatConfig {
@@ -10,6 +10,10 @@ export interface HeartbeatConfig {
   /** MISSED_HEARTBEATS: consecutive missed periods that open a fault. */
   missedHeartbeats: number;
   databaseUrl: string | undefined;
+  /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
+  /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
+  databasePoolMax: number;
   dataDir: string;
   logLevel: string;
   /** HEARTBEAT_WORKERS: processes sharing the port (`npm run start:heartbeat`); >1 needs PostgreSQL. */
@@ -65,6 +69,8 @@ export const loadHeartbeatConfig = (env: TEnv = process.env): HeartbeatConfig =>
     intervalMs,
     missedHeartbeats: envInt(env, "MISSED_HEARTBEATS", 10, 1, 10_000),
     databaseUrl: databaseUrl?.toString(),
+    metricsToken: envOptional(env, "METRICS_TOKEN"),
+    databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),
     workers,

@@ -7,6 +7,7 @@ import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.
 import { type Clock, systemClock } from "@fleet/shared";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
+import { watchOpenFaults } from "./metrics/prometheus.ts";
 
 export interface StartHeartbeatOptions {
   config: HeartbeatConfig;
@@ -99,6 +100,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     writer,
     clock,
     logger,
+    metricsToken: config.metricsToken,
     isReady: async () => {
       if (!migrated) migrated = await db.isReady();
       if (!migrated) return false;
@@ -107,6 +109,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     },
   });
   closeRouter = server.closeRouter;
+  const unwatchFaults = watchOpenFaults(() => store.countOpenFaults());
 
   const sweep = () =>
     sweepFaults({
@@ -156,6 +159,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       if (closed) return;
       closed = true;
       clearInterval(sweepTimer);
+      unwatchFaults();
       await server.close();
       await sweeping;
       await writer.close();

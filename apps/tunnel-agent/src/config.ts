@@ -15,8 +15,16 @@ import {
 /** Everything the tunnel agent reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface TunnelAgentConfig {
   databaseUrl: string | undefined;
+  /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
+  databasePoolMax: number;
   dataDir: string;
   logLevel: string;
+  /** `HOST`: bind address of the health port. */
+  host: string;
+  /** `AGENT_HEALTH_PORT`: /livez, /readyz, /healthz and /metrics when the agent runs alone. */
+  healthPort: number;
+  /** `METRICS_TOKEN`: when set, /metrics needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
   /** ENTRY_POINT_*: which forwards this agent's relay serves and where it listens. */
   entryPoint: EntryPointEnv;
   /** `TUNNEL_NETWORK`: the agent and the relay connect only to assigned addresses inside it. */
@@ -33,15 +41,15 @@ export interface TunnelAgentConfig {
     commandTimeoutMs: number;
   };
   jobs: {
-    /** `TUNNEL_JOB_LEASE_MS`: how long a claimed job is ours before another agent may take it over. */
+    /**
+     * `TUNNEL_JOB_LEASE_MS`: how long an attempt may run before it is taken to have died with its
+     * agent and is run again by another (rounded up to whole seconds: the job engine's unit).
+     */
     leaseMs: number;
-    /** How often an idle agent looks for due jobs. */
-    pollMs: number;
+    /** Backstop poll of an idle agent; new jobs wake it at once (LISTEN/NOTIFY). */
+    pollSeconds: number;
     /** Jobs one agent runs at once (different routers; one router's jobs never overlap). */
     concurrency: number;
-    /** First retry delay; doubles per attempt up to `backoffMaxMs`. */
-    backoffBaseMs: number;
-    backoffMaxMs: number;
   };
   /** `TUNNEL_RECONCILE_INTERVAL_MS`: period of the router-vs-database reconciliation (also run at start). */
   reconcileIntervalMs: number;
@@ -56,8 +64,12 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
   return {
     databaseUrl: databaseUrl?.toString(),
+    databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),
+    host: envString(env, "HOST", "127.0.0.1"),
+    healthPort: envPort(env, "AGENT_HEALTH_PORT", 3002),
+    metricsToken: envOptional(env, "METRICS_TOKEN"),
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
     ssh: {
@@ -69,10 +81,8 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     },
     jobs: {
       leaseMs: envInt(env, "TUNNEL_JOB_LEASE_MS", 60_000, 1_000, 3_600_000),
-      pollMs: 250,
+      pollSeconds: 1,
       concurrency: 4,
-      backoffBaseMs: 1_000,
-      backoffMaxMs: 5 * 60_000,
     },
     reconcileIntervalMs: envInt(env, "TUNNEL_RECONCILE_INTERVAL_MS", 60_000, 1_000, 86_400_000),
     expirySweepIntervalMs: 30_000,

@@ -2,20 +2,33 @@ import { openDatabase } from "@fleet/db";
 import { closeOnSignals, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { loadTunnelAgentConfig } from "./config.ts";
+import { startHealthServer } from "./health/health-server.ts";
 import { startTunnelAgent } from "./start-tunnel-agent.ts";
 
 // The tunnel agent alone (scale-out): `npm run start:tunnel-agent`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadTunnelAgentConfig());
 const logger = pino({ level: config.logLevel, redact: REDACT_PATHS });
-const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+const db = await openDatabase({
+  databaseUrl: config.databaseUrl,
+  dataDir: config.dataDir,
+  poolSize: config.databasePoolMax,
+});
 await db.migrate();
 const agent = await startTunnelAgent({ config, db, logger });
+const health = await startHealthServer({
+  host: config.host,
+  port: config.healthPort,
+  isReady: () => db.isReady(),
+  metricsToken: config.metricsToken,
+});
+logger.info({ port: health.port }, "health port listening");
 process.stderr.write(
   `Tunnel agent ${agent.workerId} running; relay on ${agent.relay.bind}, routers must authorize:\n  ${agent.publicKey}\n`,
 );
 
 closeOnSignals(
   async () => {
+    await health.close();
     await agent.close();
     await db.close();
   },

@@ -1,4 +1,4 @@
-import { ForwardsRepository } from "@fleet/db";
+import { acquireJobEngine, ForwardsRepository, listRouterJobs, routerJobsQueue } from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import type { RouterOsTarget } from "./routeros/routeros-client.ts";
 import pino from "pino";
@@ -44,7 +44,9 @@ describe("tunnel agent start-up", () => {
   it("never connects to, nor relays to, a router address outside TUNNEL_NETWORK", async () => {
     const user = await makeUser(db);
     const router = await makeRouter(db, user, { tunnelIp: "127.0.0.9" });
-    const created = await new ForwardsRepository(db).create(
+    const engine = await acquireJobEngine(db);
+    await engine.defineQueue(routerJobsQueue());
+    const created = await new ForwardsRepository(db, engine).create(
       {
         routerId: router.id,
         teamId: user.teamId,
@@ -81,14 +83,12 @@ describe("tunnel agent start-up", () => {
       await agent.refresh();
       expect(agent.relay.listening()).toEqual([]);
       await agent.drain();
-      const [job] = await db.query<{ last_error: string }>(
-        "select last_error from jobs where payload->>'forward_id' = $1 and kind = 'forward.apply'",
-        [created.forward.id],
-      );
-      expect(job?.last_error).toContain("outside TUNNEL_NETWORK 100.64.0.0/10; refusing to connect");
+      const [job] = await listRouterJobs(db, { forwardId: created.forward.id, kind: "forward.apply" });
+      expect(job?.lastError).toContain("outside TUNNEL_NETWORK 100.64.0.0/10; refusing to connect");
       expect(connects).toEqual([]);
     } finally {
       await agent.close();
+      await engine.stop();
     }
   });
 });

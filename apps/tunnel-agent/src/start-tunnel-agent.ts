@@ -1,4 +1,12 @@
-import { type Database, ForwardsRepository, JobsRepository, SshHostKeysRepository } from "@fleet/db";
+import { hostname } from "node:os";
+import {
+  acquireJobEngine,
+  type Database,
+  ForwardsRepository,
+  type JobEngine,
+  routerJobsQueue,
+  SshHostKeysRepository,
+} from "@fleet/db";
 import { type Clock, FORWARD_JOB_KINDS, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { TunnelAgentConfig } from "./config.ts";
@@ -6,9 +14,9 @@ import { EntryPointRelay } from "./entry-point/relay.ts";
 import { RelaySync } from "./entry-point/relay-sync.ts";
 import { ExpirySweeper } from "./expiry/expiry-sweeper.ts";
 import { applyForwardHandler, type ForwardJobDeps } from "./jobs/apply-forward.ts";
-import { JobConsumer } from "./jobs/job-consumer.ts";
 import { type ReconcileReport, reconcileRouterHandler, scheduleReconciliation } from "./jobs/reconcile-router.ts";
 import { removeForwardHandler } from "./jobs/remove-forward.ts";
+import { RouterJobWorker } from "./jobs/router-job-worker.ts";
 import { resolveAgentKey } from "./routeros/agent-key.ts";
 import { DbHostKeyStore } from "./routeros/db-host-key-store.ts";
 import type { RouterOsConnector } from "./routeros/routeros-client.ts";
@@ -52,8 +60,10 @@ export interface StartTunnelAgentOptions {
 }
 
 export interface RunningTunnelAgent {
-  /** This agent's identity in job leases (`locked_by`). */
+  /** This agent's name in logs (host, pid, random suffix). */
   workerId: string;
+  /** The process's job engine (shared with other apps on the same database). */
+  jobs: JobEngine;
   /** The public key routers must authorize for `TUNNEL_SSH_USER` (`ssh-ed25519 AAAA...`). */
   publicKey: string;
   relay: {
@@ -79,13 +89,26 @@ export interface RunningTunnelAgent {
 /**
  * The tunnel agent (docs/api.md "Tunnel agent and entry point"): durable apply/remove/reconcile jobs over SSH to routers,
  * the expiry sweep, periodic reconciliation and the entry-point relay. Any number may run against
- * one PostgreSQL: jobs are leased, so each is done by one agent at a time.
+ * one PostgreSQL: router jobs run on the job engine (pg-boss), one at a time per router, and the
+ * expiry safety sweep is a cluster-wide schedule, so it runs once a minute whatever the agent count.
  */
+/** Cluster-wide safety net of the expiry timers: one sweep a minute, by whichever agent takes it. */
+export const EXPIRY_SWEEP_QUEUE = "forward.expiry-sweep";
+
 export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promise<RunningTunnelAgent> => {
   const { config, db, logger } = options;
   const clock = options.clock ?? systemClock;
-  const forwards = new ForwardsRepository(db);
-  const jobs = new JobsRepository(db);
+  const workerId = `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
+  const leaseSeconds = Math.ceil(config.jobs.leaseMs / 1000);
+  const engine = await acquireJobEngine(db, {
+    instanceName: "tunnel-agent",
+    // An attempt whose agent died is failed over at most this long after its lease ran out.
+    monitorIntervalSeconds: Math.min(30, Math.max(1, Math.floor(leaseSeconds / 2))),
+    onError: (error) => logger.warn({ err: error }, "job engine error"),
+  });
+  await engine.defineQueue(routerJobsQueue(leaseSeconds));
+  await engine.defineQueue({ name: EXPIRY_SWEEP_QUEUE, retryLimit: 0, deleteAfterSeconds: 3600 });
+  const forwards = new ForwardsRepository(db, engine);
   const key = resolveAgentKey(config.ssh.keyFile, config.dataDir);
   const connector =
     options.connector ??
@@ -122,16 +145,16 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     tunnelSource: config.entryPoint.tunnelSource,
     listingFormats: new Map(),
   };
-  const consumer = new JobConsumer({
-    jobs,
+  const consumer = new RouterJobWorker({
+    engine,
     handlers: {
       [FORWARD_JOB_KINDS.apply]: applyForwardHandler(deps),
       [FORWARD_JOB_KINDS.remove]: removeForwardHandler(deps),
       [FORWARD_JOB_KINDS.reconcile]: reconcileRouterHandler(deps, options.onReconciled),
     },
-    clock,
     logger: logger.child({ part: "jobs" }),
-    ...config.jobs,
+    concurrency: config.jobs.concurrency,
+    pollSeconds: config.jobs.pollSeconds,
     onJobFinished: () => void relaySync.refresh(),
   });
   const sweeper = new ExpirySweeper({
@@ -139,15 +162,10 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     clock,
     logger: logger.child({ part: "expiry" }),
     safetyIntervalMs: config.expirySweepIntervalMs,
-    onSwept: () => {
-      void relaySync.refresh();
-      consumer.wake();
-    },
+    onSwept: () => void relaySync.refresh(),
   });
   const reconcile = async () => {
-    const queued = await scheduleReconciliation({ forwards, jobs, clock });
-    if (queued > 0) consumer.wake();
-    return queued;
+    return scheduleReconciliation({ forwards, engine, clock });
   };
 
   await reportUnreachableRouters(forwards, config, logger);
@@ -157,14 +175,18 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   await sweeper.start();
   await reconcile();
   relaySync.start();
-  if (!options.manualJobs) consumer.start();
+  if (!options.manualJobs) {
+    await consumer.start();
+    await engine.work(EXPIRY_SWEEP_QUEUE, { pollingIntervalSeconds: 5 }, () => sweeper.sweep());
+    await engine.schedule(EXPIRY_SWEEP_QUEUE, "* * * * *");
+  }
   const reconcileTimer = setInterval(() => {
     reconcile().catch((error: unknown) => logger.error({ err: error }, "scheduling reconciliation failed"));
   }, config.reconcileIntervalMs);
   reconcileTimer.unref();
   logger.info(
     {
-      workerId: consumer.workerId,
+      workerId,
       entryPoint: config.entryPoint.host,
       bind: config.entryPoint.bind,
       ports: config.entryPoint.ports,
@@ -174,7 +196,8 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
 
   let closing: Promise<void> | undefined;
   return {
-    workerId: consumer.workerId,
+    workerId,
+    jobs: engine,
     publicKey: key.publicKey,
     relay: {
       bind: config.entryPoint.bind,
@@ -192,6 +215,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
         clearInterval(reconcileTimer);
         await sweeper.close();
         await consumer.close();
+        await engine.stop();
         await relaySync.close();
         await relay.close();
       })();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { openDatabase } from "./database.ts";
 import { AccountsRepository } from "./repositories/accounts.repository.ts";
 import { IdentityRepository } from "./repositories/identity.repository.ts";
 import { createTestDatabase, makeAccount, makeChildOrganization, makeUser, uniqueEmail } from "./testing/index.ts";
@@ -43,6 +44,34 @@ describe("database", () => {
       expect(await db.query<{ id: string }>("select id from organizations where name = $1", [name])).toEqual([{ id }]);
     } finally {
       await db.close();
+    }
+  });
+
+  it("uses one pool of poolSize connections for the ORM and raw SQL alike", async () => {
+    const base = await createTestDatabase();
+    const db = base.url ? await openDatabase({ databaseUrl: base.url, dataDir: "memory", poolSize: 2 }) : base;
+    try {
+      const pids = await Promise.all([
+        ...[1, 2, 3].map(
+          async () => (await db.query<{ pid: number }>("select pg_backend_pid() as pid, pg_sleep(0.05)"))[0]?.pid,
+        ),
+        ...[1, 2, 3].map(async () => {
+          const [row] = await db.em().execute<Array<{ pid: number }>>("select pg_backend_pid() as pid, pg_sleep(0.05)");
+          return row?.pid;
+        }),
+      ]);
+      // Six concurrent statements through both paths never used more than the pool's two connections.
+      expect(new Set(pids).size).toBeLessThanOrEqual(2);
+      if (base.url) {
+        const [open] = await base.query<{ n: number }>(
+          "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name <> 'fleet-jobs'",
+        );
+        // This handle's two plus the test database's own pool.
+        expect(open?.n).toBeLessThanOrEqual(2 + 5);
+      }
+    } finally {
+      if (db !== base) await db.close();
+      await base.close();
     }
   });
 

@@ -13,7 +13,11 @@ export interface DatabaseConfig {
   databaseUrl?: string | undefined;
   /** PGlite files live here; `memory` keeps everything in memory. */
   dataDir: string;
-  /** Pool size for PostgreSQL. */
+  /**
+   * Connections of the process's one pool on PostgreSQL (MikroORM, raw queries and `nativeSql`
+   * share it; DATABASE_POOL_MAX). The job engine, LISTEN connections and the start-up migration
+   * lock come on top (docs/operations.md "Configuration").
+   */
   poolSize?: number;
   /** Log every SQL statement (never in production: values may be personal data). */
   debug?: boolean;
@@ -141,11 +145,9 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
     clientUrl: databaseUrl,
     pool: { min: 0, max: config.poolSize ?? 10 },
   });
-  // Hot-path reads skip the ORM: a plain pool, as lean as a hand-written handler.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: config.poolSize ?? 10 });
-  pool.on("error", () => {
-    // An idle client died (server restart); the pool replaces it on the next query.
-  });
+  // Hot-path reads skip the ORM but not its pool: one pool per process (docs/operations.md
+  // "Configuration": DATABASE_POOL_MAX), the driver's own `pg.Pool` under MikroORM.
+  const pool = await nativePool(orm);
   const raw: RawQuery = async (sql, params, options) =>
     (
       await pool.query(
@@ -188,7 +190,23 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
       await client.end();
     }
   };
-  return wrap("postgresql", orm, raw, transaction, migrateWithLock, () => pool.end());
+  // The pool is MikroORM's own: closing the ORM ends it.
+  return wrap("postgresql", orm, raw, transaction, migrateWithLock);
+};
+
+interface PgClientLike {
+  query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+  release(error?: Error): void;
+}
+
+interface NativePgPool {
+  query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  connect(): Promise<PgClientLike>;
+}
+
+const nativePool = async (orm: MikroORM): Promise<NativePgPool> => {
+  const connection = orm.em.getConnection() as unknown as { getNativeClient(): Promise<NativePgPool> };
+  return connection.getNativeClient();
 };
 
 const wrap = (

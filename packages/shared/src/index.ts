@@ -32,3 +32,4 @@ export * from "./runtime/server-lifecycle.ts";
 export * from "./rules/routeros-duration.ts";
 export * from "./rules/tunnel-network.ts";
 export * from "./env/tunnel-network-env.ts";
+export * from "./runtime/request-context.ts";

@@ -1,6 +1,9 @@
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { renderMetrics } from "@fleet/db";
+import { requestIdFrom, runWithRequestId } from "@fleet/shared";
 import type { Logger } from "pino";
+import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
@@ -20,6 +23,8 @@ export interface AppOptions {
   logger: Logger;
   /** True once the database answers and migrations are applied. */
   isReady: () => Promise<boolean>;
+  /** METRICS_TOKEN: bearer required for /metrics when set. */
+  metricsToken?: string | undefined;
   publicUrl: string;
   /**
    * Serve plain JSON tRPC calls through `trpc-fast-path.ts` (default). Off, every call goes
@@ -42,14 +47,29 @@ export const createApp = (options: AppOptions): Express => {
   app.set("etag", false);
   app.set("query parser", "simple");
 
+  const openapi = buildOpenApiDocument(router, options.publicUrl);
+  const routes = new RouteTemplates(Object.keys(openapi.paths ?? {}), [
+    "/livez",
+    "/readyz",
+    "/healthz",
+    "/metrics",
+    "/openapi.json",
+  ]);
+
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
+    // docs/operations.md "Metrics and probes": every answer names its request; a valid incoming id
+    // is kept so a caller's trace continues. Everything the request runs sees it (logs, errors).
+    const requestId = requestIdFrom(req.headers["x-request-id"]);
+    res.setHeader("X-Request-Id", requestId);
     res.setHeader("X-Content-Type-Options", "nosniff");
     res.on("finish", () => {
-      if (!logger.isLevelEnabled("info")) return;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      observeRequest(routes.match(req.path), req.method, res.statusCode, ms / 1000);
+      if (!logger.isLevelEnabled("info")) return;
       logger.info(
         {
+          request_id: requestId,
           method: req.method,
           path: redactAdoptionPath(req.path),
           status: res.statusCode,
@@ -58,15 +78,26 @@ export const createApp = (options: AppOptions): Express => {
         "request",
       );
     });
-    next();
+    runWithRequestId(requestId, next);
   });
 
-  app.get("/healthz", async (_req, res) => {
+  // docs/operations.md "Metrics and probes": liveness never touches the database (a slow database
+  // must not get healthy processes restarted); readiness (and /healthz) needs it reachable and migrated.
+  app.get("/livez", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  const readiness = async (_req: Request, res: Response) => {
     const ready = await options.isReady().catch(() => false);
     res.status(ready ? 200 : 503).json({ status: ready ? "ok" : "unavailable" });
+  };
+  app.get("/healthz", readiness);
+  app.get("/readyz", readiness);
+
+  app.get("/metrics", async (req, res) => {
+    const answer = await renderMetrics(req.headers.authorization, options.metricsToken);
+    res.status(answer.status).set(answer.headers).send(answer.body);
   });
 
-  const openapi = buildOpenApiDocument(router, options.publicUrl);
   app.get("/openapi.json", (_req, res) => {
     res.json(openapi);
   });

@@ -1,4 +1,4 @@
-import { AppError, type TErrorCode, type TFieldErrors } from "@fleet/shared";
+import { AppError, currentRequestId, type TErrorCode, type TFieldErrors } from "@fleet/shared";
 import { TRPCError } from "@trpc/server";
 import { STATUS_BY_TRPC_CODE } from "../trpc/error-codes.ts";
 
@@ -120,5 +120,9 @@ export const apiErrorBody = (e: DescribedError): Record<string, unknown> => {
   return { status: "fail", message: e.message, code: e.code, ...(data ? { data } : {}), ...e.extra };
 };
 
-export const errorBodyForPath = (path: string, e: DescribedError): Record<string, unknown> =>
-  path.startsWith("/api/") || path === "/api" ? apiErrorBody(e) : v1ErrorBody(e);
+export const errorBodyForPath = (path: string, e: DescribedError): Record<string, unknown> => {
+  const body = path.startsWith("/api/") || path === "/api" ? apiErrorBody(e) : v1ErrorBody(e);
+  // docs/api.md "Errors": the request's id, so a user can quote it (docs/operations.md "Metrics and probes").
+  const requestId = currentRequestId();
+  return requestId === undefined ? body : { ...body, request_id: requestId };
+};

@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { downtimeClosedBy } from "../metrics/downtime.ts";
 import { toFaultEvent } from "../faults/fault-events.ts";
 import type { CoverageHolder } from "./coverage-holder.ts";
+import { observeFlush } from "../metrics/prometheus.ts";
 import { errorSummary, isRowRefusal } from "./row-refusal.ts";
 
 /** The persistence the writer needs (HeartbeatsRepository in production). */
@@ -164,6 +165,7 @@ export class HeartbeatWriter {
     this.stats.flushes += 1;
     this.stats.rows += outcome.written.length;
     this.stats.lastFlushMs = performance.now() - started;
+    observeFlush(batch.length, this.stats.lastFlushMs);
     try {
       await this.#afterApply(outcome.written, outcome.applied);
     } catch (error) {

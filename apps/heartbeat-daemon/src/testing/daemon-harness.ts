@@ -13,6 +13,8 @@ export interface DaemonHarnessOptions {
   clock?: ManualClock;
   /** Timers on (real flushes and sweeps); off by default so tests drive flush() and sweep(). */
   timers?: boolean;
+  /** METRICS_TOKEN of the daemon. */
+  metricsToken?: string;
   /** Silent unless given (tests that read log lines pass a capturing one). */
   logger?: Logger;
 }
@@ -33,6 +35,7 @@ export const startDaemonHarness = async (db: Database, options: DaemonHarnessOpt
     MISSED_HEARTBEATS: String(options.missedHeartbeats ?? 3),
     DATA_DIR: "memory",
     LOG_LEVEL: "silent",
+    ...(options.metricsToken === undefined ? {} : { METRICS_TOKEN: options.metricsToken }),
   });
   config.tuning = { ...config.tuning, ...options.tuning };
   const clock = options.clock ?? new ManualClock();

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { renderMetrics } from "@fleet/db";
 import type { Logger } from "pino";
 import { errorFrame } from "./error-frame.ts";
 import type { HttpHeartbeats } from "./http-heartbeats.ts";
@@ -10,13 +11,19 @@ export interface HeartbeatRoutesOptions {
   logger: Logger;
   isReady: () => Promise<boolean>;
   isClosing: () => boolean;
+  /** METRICS_TOKEN: bearer required for /metrics when set. */
+  metricsToken?: string | undefined;
 }
 
 const METHOD_NOT_ALLOWED = errorFrame("Use POST or a WebSocket upgrade.");
 const SHUTTING_DOWN = errorFrame("The daemon is shutting down.");
 const INTERNAL = errorFrame("Internal error.");
+const LIVE = JSON.stringify({ status: "ok" });
 
-/** The daemon's HTTP surface: `POST /v1/heartbeat`, `GET /healthz` (docs/operations.md "Metrics and probes"), else 404/405. */
+/**
+ * The daemon's HTTP surface: `POST /v1/heartbeat`, `GET /livez`, `/readyz`, `/healthz` and
+ * `/metrics` (docs/operations.md "Metrics and probes"), else 404/405.
+ */
 export const heartbeatRoutes = (o: HeartbeatRoutesOptions) => {
   const handle = async (req: IncomingMessage, res: ServerResponse, path: string | undefined) => {
     if (path === HEARTBEAT_PATH) {
@@ -31,7 +38,15 @@ export const heartbeatRoutes = (o: HeartbeatRoutesOptions) => {
       return o.http.handle(req, res);
     }
     req.resume();
-    if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
+    const read = req.method === "GET" || req.method === "HEAD";
+    // docs/operations.md "Metrics and probes": liveness without the database, readiness with it.
+    if (path === "/livez" && read) return sendJson(res, 200, LIVE);
+    if (path === "/metrics" && read) {
+      const answer = await renderMetrics(req.headers.authorization, o.metricsToken);
+      res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) });
+      return res.end(answer.body);
+    }
+    if ((path === "/healthz" || path === "/readyz") && read) {
       const ready = !o.isClosing() && (await o.isReady().catch(() => false));
       return sendJson(res, ready ? 200 : 503, JSON.stringify({ status: ready ? "ok" : "unavailable" }));
     }

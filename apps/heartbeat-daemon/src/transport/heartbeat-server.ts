@@ -9,6 +9,7 @@ import { heartbeatRoutes } from "./heartbeat-routes.ts";
 import { HttpHeartbeats } from "./http-heartbeats.ts";
 import type { TokenAuthenticator } from "./token-auth.ts";
 import { WsHeartbeats } from "./ws-heartbeats.ts";
+import { watchConnections } from "../metrics/prometheus.ts";
 
 export { CLOSE_REVOKED, HEARTBEAT_PATH } from "./ws-heartbeats.ts";
 
@@ -37,6 +38,8 @@ export interface HeartbeatServerOptions {
   clock: Clock;
   logger: Logger;
   isReady: () => Promise<boolean>;
+  /** METRICS_TOKEN: bearer required for /metrics when set. */
+  metricsToken?: string | undefined;
 }
 
 export interface HeartbeatServer {
@@ -77,7 +80,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
       // Routers send tiny bodies and a handful of headers; Nagle would only add latency to acks.
       noDelay: true,
     },
-    heartbeatRoutes({ http, logger: o.logger, isReady: o.isReady, isClosing }),
+    heartbeatRoutes({ http, logger: o.logger, isReady: o.isReady, isClosing, metricsToken: o.metricsToken }),
   );
   server.on("upgrade", (req, socket, head) => {
     ws.upgrade(req, socket as Socket, head).catch((error) => {
@@ -88,6 +91,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   server.on("clientError", (_error, socket) => socket.destroy());
 
   const port = await listen(server, { host: o.host, port: o.port, reusePort: o.reusePort ?? false });
+  const unwatch = watchConnections(() => ws.count);
   return {
     url: serverUrl(o.host, port),
     port,
@@ -95,6 +99,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     closeRouter: (routerId, reason) => ws.closeRouter(routerId, reason),
     close: async () => {
       closing = true;
+      unwatch();
       const stopped = closeHttpServer(server, { graceMs: SHUTDOWN_GRACE_MS, onForce: () => ws.terminateAll() });
       ws.closeAll();
       await stopped;

@@ -362,9 +362,11 @@ describe("HTTP heartbeats", () => {
     expect(statuses).toContain(429);
   });
 
-  it("reports health", async () => {
-    const res = await fetch(`${h.daemon.url}/healthz`);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok" });
+  it("reports health: livez, readyz and healthz", async () => {
+    for (const path of ["/healthz", "/livez", "/readyz"]) {
+      const res = await fetch(`${h.daemon.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(await res.json()).toEqual({ status: "ok" });
+    }
   });
 });

@@ -8,6 +8,7 @@ import { FloodGuard } from "./flood-guard.ts";
 import { sendJson } from "./http-reply.ts";
 import { bearerToken, type TokenAuthenticator } from "./token-auth.ts";
 import { UNAUTHORIZED } from "./ws-heartbeats.ts";
+import { countHeartbeat } from "../metrics/prometheus.ts";
 
 // Routers over HTTP get one bucket each; the map is capped so bad traffic cannot grow it forever.
 const MAX_HTTP_GUARDS = 200_000;
@@ -74,6 +75,7 @@ export class HttpHeartbeats {
     }
     const refused = this.#o.intake.accept(owner, body, peerAddress(req.socket.remoteAddress));
     if (refused) return sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
+    countHeartbeat("http");
     res.writeHead(200, this.#ackHeaders);
     res.end(this.#o.ack);
   }

@@ -1,5 +1,6 @@
 import type { TokenOwner } from "@fleet/db";
 import { heartbeatTokenLookupHash } from "@fleet/shared";
+import { countTokenLookup } from "../metrics/prometheus.ts";
 
 /** What the authenticator reads: owners of token hashes, many per query. */
 export interface TokenLookup {
@@ -82,9 +83,16 @@ export class TokenAuthenticator {
     if (hash === null) return null;
     const now = this.#now();
     const entry = this.#cache.get(hash);
-    if (entry && now - entry.checkedAt < this.#ttlMs) return entry.owner;
+    if (entry && now - entry.checkedAt < this.#ttlMs) {
+      countTokenLookup(true);
+      return entry.owner;
+    }
     const refused = this.#unknown.get(hash);
-    if (refused !== undefined && now - refused < this.#ttlMs) return null;
+    if (refused !== undefined && now - refused < this.#ttlMs) {
+      countTokenLookup(true);
+      return null;
+    }
+    countTokenLookup(false);
     return new Promise((resolve) => {
       const waiters = this.#pending.get(hash);
       if (waiters) waiters.push(resolve);

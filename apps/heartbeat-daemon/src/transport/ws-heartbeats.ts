@@ -12,6 +12,7 @@ import { errorFrame } from "./error-frame.ts";
 import { FloodGuard } from "./flood-guard.ts";
 import { startPinger } from "./pinger.ts";
 import { bearerToken, type TokenAuthenticator } from "./token-auth.ts";
+import { countHeartbeat } from "../metrics/prometheus.ts";
 
 export const HEARTBEAT_PATH = "/v1/heartbeat";
 /** Close codes: 1008 policy (revoked token, flood), 1001 going away (shutdown), 1009 too big (ws). */
@@ -203,6 +204,7 @@ export class WsHeartbeats {
       this.#send(ws, errorFrame(refused.message, refused.errors));
       return;
     }
+    countHeartbeat("ws");
     ws.send(this.#o.ackFrame, { binary: false });
   }
 }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
 import net from "node:net";
-import type { RelayTarget } from "@fleet/db";
+import { type RelayTarget, renderMetrics } from "@fleet/db";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { proxyV1Header, proxyV2Header } from "./proxy-protocol.ts";
@@ -76,6 +76,13 @@ const roundTrip = async (socket: net.Socket, text: string) => {
 
 const FORWARD = "0b6f1c1e-1111-4222-8333-444455556666";
 
+/** One sample of the process's metrics (docs/operations.md "Metrics and probes"). */
+const metric = async (series: string) => {
+  const text = (await renderMetrics(undefined, undefined)).body;
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+};
+
 describe("EntryPointRelay", () => {
   it("pipes an allowed source to the router and back, half-close included", async () => {
     const router = await startRouter();
@@ -89,13 +96,37 @@ describe("EntryPointRelay", () => {
     expect(relay.stats(FORWARD)).toEqual({ accepted: 1, refused: 0 });
   });
 
+  it("counts accepted connections and the bytes of finished ones in the process metrics", async () => {
+    const before = {
+      accepted: await metric('fleet_relay_connections_total{result="accepted"}'),
+      in: await metric('fleet_relay_bytes_total{direction="in"}'),
+      out: await metric('fleet_relay_bytes_total{direction="out"}'),
+    };
+    const router = await startRouter();
+    await startRelay(false, { id: FORWARD, port: router.port, allowOnlyCidr: "127.0.0.1/32" });
+    const socket = await connect(router.port);
+    expect(await roundTrip(socket, "ping")).toBe("ping");
+    const rest = readAll(socket);
+    socket.end("last words");
+    await rest;
+    const until = Date.now() + 10_000;
+    while ((await metric('fleet_relay_bytes_total{direction="in"}')) === before.in && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await metric('fleet_relay_connections_total{result="accepted"}')) - before.accepted).toBe(1);
+    expect((await metric('fleet_relay_bytes_total{direction="in"}')) - before.in).toBe(14);
+    expect((await metric('fleet_relay_bytes_total{direction="out"}')) - before.out).toBe(14);
+  });
+
   it("cuts a source outside allow_only_cidr before connecting to the router", async () => {
     const router = await startRouter();
     const relay = await startRelay(false, { id: FORWARD, port: router.port, allowOnlyCidr: "8.8.8.0/24" });
+    const denied = await metric('fleet_relay_connections_total{result="denied"}');
     const socket = await connect(router.port, Buffer.from("secret"));
     expect((await readAll(socket)).length).toBe(0);
     expect(router.seen.connections).toBe(0);
     expect(relay.stats(FORWARD)).toEqual({ accepted: 0, refused: 1 });
+    expect((await metric('fleet_relay_connections_total{result="denied"}')) - denied).toBe(1);
   });
 
   it.each([

@@ -3,6 +3,7 @@ import type { RelayTarget } from "@fleet/db";
 import { ipv4InCidr, listen } from "@fleet/shared";
 import type { Logger } from "pino";
 import { parseProxyHeader, V1_MAX_LENGTH, V2_MAX_LENGTH } from "./proxy-protocol.ts";
+import { countRelayBytes, countRelayConnection } from "../metrics/agent-metrics.ts";
 
 export interface EntryPointRelayOptions {
   /** ENTRY_POINT_BIND. */
@@ -231,6 +232,7 @@ export class EntryPointRelay {
 
   #refuse(listener: Listener, pair: Pair, reason: string, source?: string): void {
     listener.stats.refused++;
+    countRelayConnection(false);
     this.#o.logger.info({ forwardId: listener.target.id, source, reason }, "entry-point connection refused");
     this.#endPair(listener, pair);
   }
@@ -242,6 +244,7 @@ export class EntryPointRelay {
       return;
     }
     listener.stats.accepted++;
+    countRelayConnection(true);
     const { tunnelIp, port } = listener.target;
     const upstream = net.connect({ host: tunnelIp, port, allowHalfOpen: true });
     pair.upstream = upstream;
@@ -271,7 +274,7 @@ export class EntryPointRelay {
       return;
     }
     if (client.closed && upstream.closed) {
-      listener.pairs.delete(pair);
+      if (listener.pairs.delete(pair)) countRelayBytes(client.bytesRead, client.bytesWritten);
       return;
     }
     if (!client.closed) client.end();
@@ -283,6 +286,7 @@ export class EntryPointRelay {
   /** Forced end (refusal, error, forward closed): both sockets go at once. */
   #endPair(listener: Listener, pair: Pair): void {
     if (!listener.pairs.delete(pair)) return;
+    if (pair.upstream) countRelayBytes(pair.client.bytesRead, pair.client.bytesWritten);
     pair.client.destroy();
     pair.upstream?.destroy();
   }

@@ -10,7 +10,6 @@ import {
 } from "../routeros/routeros-commands.ts";
 import { RouterOsCommandError } from "../routeros/ssh-routeros-client.ts";
 import { ensureRule, readTaggedRules } from "./forward-rules.ts";
-import { backoffDelay } from "./job-consumer.ts";
 import { isPermanentJobError } from "./job-errors.ts";
 
 const ID = "0b6f1c1e-1111-4222-8333-444455556666";
@@ -151,13 +150,5 @@ describe("readTaggedRules", () => {
       close: () => undefined,
     };
     await expect(readTaggedRules(client)).rejects.toThrow(/closed/);
-  });
-});
-
-describe("backoffDelay", () => {
-  it("doubles from the base and stops at the cap", () => {
-    expect([1, 2, 3, 4, 10, 40].map((n) => backoffDelay(n, 1000, 60_000))).toEqual([
-      1000, 2000, 4000, 8000, 60_000, 60_000,
-    ]);
   });
 });

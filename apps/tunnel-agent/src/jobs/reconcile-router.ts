@@ -1,4 +1,4 @@
-import type { JobRecord, JobsRepository } from "@fleet/db";
+import { type JobEngine, type JobRecord, queueRouterJob, ROUTER_JOBS_QUEUE } from "@fleet/db";
 import { FORWARD_JOB_KINDS, ZReconcileJobPayload } from "@fleet/shared";
 import { dropConnections, removeForwardRule } from "../routeros/routeros-commands.ts";
 import { type ForwardJobDeps, listingMemo, rulePin } from "./apply-forward.ts";
@@ -62,27 +62,23 @@ export const reconcileRouterHandler =
 export const RECONCILE_WINDOW_MS = 7 * 24 * 3_600_000;
 
 /**
- * Queues one reconcile job per router worth checking. Every agent may call this; the dedupe key
- * keeps it to one queued job per router.
+ * Queues one reconcile job per router worth checking. Every agent may call this; a router that
+ * already has a reconcile job waiting gets no second one (a rare duplicate from two agents racing
+ * is harmless: reconciling is idempotent).
  */
 export const scheduleReconciliation = async (
-  deps: Pick<ForwardJobDeps, "forwards" | "clock"> & { jobs: JobsRepository },
+  deps: Pick<ForwardJobDeps, "forwards" | "clock"> & { engine: JobEngine },
 ): Promise<number> => {
   const now = deps.clock.now();
   const routers = await deps.forwards.routersToReconcile(new Date(now.getTime() - RECONCILE_WINDOW_MS));
   let queued = 0;
   for (const routerId of routers) {
-    const job = await deps.jobs.enqueue(
-      {
-        kind: FORWARD_JOB_KINDS.reconcile,
-        groupKey: routerId,
-        dedupeKey: `reconcile:${routerId}`,
-        payload: { router_id: routerId },
-        maxAttempts: 3,
-      },
-      now,
-    );
-    if (job) queued++;
+    const waiting = await deps.engine.findJobs(ROUTER_JOBS_QUEUE, {
+      data: { kind: FORWARD_JOB_KINDS.reconcile, router_id: routerId },
+      queued: true,
+    });
+    if (waiting.length > 0) continue;
+    if (await queueRouterJob(deps.engine, { kind: FORWARD_JOB_KINDS.reconcile, router_id: routerId })) queued++;
   }
   return queued;
 };

@@ -8,7 +8,6 @@ import {
 import { BillingSubscription } from "./billing-subscription.entity.ts";
 import { Forward } from "./forward.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
-import { Job } from "./job.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
@@ -41,7 +40,6 @@ export const ENTITIES = [
   HeartbeatCoverage,
   OemProduct,
   Forward,
-  Job,
   SshHostKey,
 ];
 
@@ -54,7 +52,6 @@ export {
   StripeWebhookEvent,
   Forward,
   HeartbeatCoverage,
-  Job,
   SshHostKey,
   OemProduct,
   Organization,

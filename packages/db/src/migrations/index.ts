@@ -9,6 +9,7 @@ import { OrganizationExternalIdsMigration } from "./20261121-007-organization-ex
 import { TunnelAddressesMigration } from "./20261123-008-tunnel-addresses.migration.ts";
 import { RouterAdoptionsMigration } from "./20261123-009-router-adoptions.migration.ts";
 import { BillingMirrorMigration } from "./20261123-010-billing-mirror.migration.ts";
+import { DropJobsMigration } from "./20261123-012-drop-jobs.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -25,4 +26,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261123-008-tunnel-addresses", class: TunnelAddressesMigration },
   { name: "20261123-009-router-adoptions", class: RouterAdoptionsMigration },
   { name: "20261123-010-billing-mirror", class: BillingMirrorMigration },
+  { name: "20261123-012-drop-jobs", class: DropJobsMigration },
 ];

@@ -1,21 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase, unique } from "../testing/index.ts";
 import { type CreateForwardResult, ForwardsRepository, type NewForward } from "./forwards.repository.ts";
-import { JobsRepository } from "./jobs.repository.ts";
+import { acquireJobEngine, type JobEngine } from "../jobs/job-engine.ts";
+import { listRouterJobs, routerJobsQueue } from "../jobs/router-jobs.ts";
 
 let db: TestDatabase;
 let forwards: ForwardsRepository;
-let jobs: JobsRepository;
+let engine: JobEngine;
+const jobs = { list: (filter: { forwardId?: string; kind?: string }) => listRouterJobs(db, filter) };
 const T0 = new Date("2026-11-21T12:00:00Z");
 const at = (ms: number) => new Date(T0.getTime() + ms);
 const HOUR = 3_600_000;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  forwards = new ForwardsRepository(db);
-  jobs = new JobsRepository(db);
+  engine = await acquireJobEngine(db);
+  await engine.defineQueue(routerJobsQueue());
+  forwards = new ForwardsRepository(db, engine);
 });
 afterAll(async () => {
+  await engine?.stop();
   await db?.close();
 });
 
@@ -64,9 +68,10 @@ describe("ForwardsRepository", () => {
     expect(queued).toHaveLength(1);
     expect(queued[0]).toMatchObject({
       kind: "forward.apply",
-      groupKey: router.id,
-      status: "pending",
-      payload: { forward_id: forward.id, router_id: router.id },
+      routerId: router.id,
+      forwardId: forward.id,
+      state: "created",
+      attempts: 0,
     });
     expect(await forwards.findForAgent(forward.id)).toMatchObject({
       tunnelIp: "127.0.0.9",
@@ -217,7 +222,7 @@ describe("ForwardsRepository", () => {
     expect(await forwards.close(crypto.randomUUID(), forward.id, at(2000))).toBeNull();
     const removals = await jobs.list({ forwardId: forward.id, kind: "forward.remove" });
     expect(removals).toHaveLength(1);
-    expect(removals[0]?.groupKey).toBe(router.id);
+    expect(removals[0]?.routerId).toBe(router.id);
     expect(await forwards.listActive(router.id, at(2000))).toEqual([]);
     expect(await forwards.get(router.id, forward.id)).toMatchObject({ status: "revoked" });
   });

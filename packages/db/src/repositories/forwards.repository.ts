@@ -1,8 +1,8 @@
 import { isUuid } from "@fleet/shared";
-import type { SqlEntityManager } from "@mikro-orm/sql";
 import type { Database } from "../database.ts";
-import { nativeSql } from "../native-sql.ts";
-import { JOB_DEFAULT_MAX_ATTEMPTS } from "./jobs.repository.ts";
+import type { JobEngine } from "../jobs/job-engine.ts";
+import { queueRouterJob } from "../jobs/router-jobs.ts";
+import { type NativeQuery, nativeSql } from "../native-sql.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
 export type TForwardStatus = "active" | "expired" | "revoked";
@@ -84,14 +84,8 @@ const forwardFromRow = (row: Row): ForwardRecord => ({
   appliedAt: row.applied_at === null || row.applied_at === undefined ? null : toDate(row.applied_at),
 });
 
-// Every way a forward closes is one statement that changes its state AND queues the removal job,
+// Every way a forward closes changes its state AND queues the removal job in one transaction,
 // so no crash can leave a closed forward whose rule nobody will remove.
-const queueRemovalFrom = (cte: string) => `
-  insert into jobs (id, kind, group_key, dedupe_key, payload, status, attempts, max_attempts, run_at, created_at, updated_at)
-  select gen_random_uuid(), '${REMOVE_JOB}', ${cte}.router_id::text, null,
-    jsonb_build_object('forward_id', ${cte}.id, 'router_id', ${cte}.router_id), 'pending', 0, ${JOB_DEFAULT_MAX_ATTEMPTS}, ?::timestamptz, ?::timestamptz, ?::timestamptz
-  from ${cte}
-  returning id`;
 
 const CANONICAL_IPV4_SQL =
   "^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$";
@@ -102,8 +96,27 @@ const PORT_ATTEMPTS = 25;
 /** Transient port forwards (docs/api.md "Transient Port Forward", docs/api.md "Tunnel agent and entry point"). */
 export class ForwardsRepository {
   readonly #db: Database;
-  constructor(db: Database) {
+  readonly #jobs: JobEngine | undefined;
+  /** `jobs` queues the router jobs; without it the repository only reads (the relay). */
+  constructor(db: Database, jobs?: JobEngine) {
     this.#db = db;
+    this.#jobs = jobs;
+  }
+
+  #engine(): JobEngine {
+    if (!this.#jobs) throw new Error("ForwardsRepository needs the job engine to change forwards");
+    return this.#jobs;
+  }
+
+  /** Queues the removal of each closed forward inside the transaction that closed it. */
+  async #queueRemovals(query: NativeQuery, closed: readonly ForwardRecord[]): Promise<void> {
+    for (const forward of closed) {
+      await queueRouterJob(
+        this.#engine(),
+        { kind: REMOVE_JOB, forward_id: forward.id, router_id: forward.routerId },
+        query,
+      );
+    }
   }
 
   /** The router if it is in the team, with its tunnel address; null for unknown or foreign ids. */
@@ -124,18 +137,20 @@ export class ForwardsRepository {
    */
   async create(input: NewForward, now: Date): Promise<CreateForwardResult> {
     if (!isUuid(input.routerId) || !isUuid(input.teamId)) return { ok: false, reason: "router_not_found" };
-    return this.#db.em().transactional(async (tx: SqlEntityManager): Promise<CreateForwardResult> => {
-      const [router] = await tx.execute<Row[]>(
-        `select id, organization_id, tunnel_ip from routers where id = ? and team_id = ? for update`,
+    const engine = this.#engine();
+    const sql = await nativeSql(this.#db);
+    return sql.transaction(async (query): Promise<CreateForwardResult> => {
+      const [router] = await query<Row>(
+        `select id, organization_id, tunnel_ip from routers where id = $1 and team_id = $2 for update`,
         [input.routerId, input.teamId],
       );
       if (!router) return { ok: false, reason: "router_not_found" };
       if (router.tunnel_ip === null || router.tunnel_ip === undefined || router.tunnel_ip === "") {
         return { ok: false, reason: "no_tunnel_ip" };
       }
-      const [count] = await tx.execute<Row[]>(
+      const [count] = await query<Row>(
         `select count(*)::int as n, min(expires_at) as frees_at from forwards
-         where router_id = ? and status = 'active' and expires_at > ?`,
+         where router_id = $1 and status = 'active' and expires_at > $2`,
         [input.routerId, now],
       );
       if (toNumber(count?.n ?? 0) >= input.maxActivePerRouter) {
@@ -143,10 +158,10 @@ export class ForwardsRepository {
       }
       // The organization row serializes creates across all its routers, so the quota holds under
       // concurrency (routers are always locked before their organization: no lock cycle).
-      await tx.execute(`select id from organizations where id = ? for update`, [router.organization_id]);
-      const [orgCount] = await tx.execute<Row[]>(
+      await query(`select id from organizations where id = $1 for update`, [router.organization_id]);
+      const [orgCount] = await query<Row>(
         `select count(*)::int as n, min(f.expires_at) as frees_at from forwards f join routers r on r.id = f.router_id
-         where r.organization_id = ? and f.status = 'active' and f.expires_at > ?`,
+         where r.organization_id = $1 and f.status = 'active' and f.expires_at > $2`,
         [router.organization_id, now],
       );
       if (toNumber(orgCount?.n ?? 0) >= input.maxActivePerOrg) {
@@ -155,24 +170,24 @@ export class ForwardsRepository {
 
       let freedStale = false;
       for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
-        const [free] = await tx.execute<Row[]>(
-          `select p::int as port from generate_series(?::int, ?::int) as p
-           where not exists (select 1 from forwards f where f.entry_point = ? and f.port = p and f.status = 'active')
+        const [free] = await query<Row>(
+          `select p::int as port from generate_series($1::int, $2::int) as p
+           where not exists (select 1 from forwards f where f.entry_point = $3 and f.port = p and f.status = 'active')
            order by random() limit 1`,
           [input.ports[0], input.ports[1], input.entryPoint],
         );
         if (!free) {
           // Forwards past expiry that no agent has swept yet still hold ports: close them here.
-          if (freedStale || (await this.#expireDue(tx, now, input.entryPoint)).length === 0) {
+          if (freedStale || (await this.#expireDue(query, now, input.entryPoint)).length === 0) {
             return { ok: false, reason: "ports_exhausted" };
           }
           freedStale = true;
           continue;
         }
         const id = crypto.randomUUID();
-        const [inserted] = await tx.execute<Row[]>(
+        const [inserted] = await query<Row>(
           `insert into forwards (id, router_id, entry_point, port, dst_address, dst_port, allow_only_cidr, status, expires_at, created_at)
-           values (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)
+           values ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $9)
            on conflict (entry_point, port) where status = 'active' do nothing
            returning ${RETURNING}`,
           [
@@ -188,18 +203,7 @@ export class ForwardsRepository {
           ],
         );
         if (!inserted) continue; // a concurrent create took this port first
-        await tx.execute(
-          `insert into jobs (id, kind, group_key, dedupe_key, payload, status, attempts, max_attempts, run_at, created_at, updated_at)
-           values (?, '${APPLY_JOB}', ?, null, ?::jsonb, 'pending', 0, ${JOB_DEFAULT_MAX_ATTEMPTS}, ?, ?, ?)`,
-          [
-            crypto.randomUUID(),
-            input.routerId,
-            JSON.stringify({ forward_id: id, router_id: input.routerId }),
-            now,
-            now,
-            now,
-          ],
-        );
+        await queueRouterJob(engine, { kind: APPLY_JOB, forward_id: id, router_id: input.routerId }, query);
         return { ok: true, forward: forwardFromRow(inserted) };
       }
       return { ok: false, reason: "ports_exhausted" };
@@ -233,40 +237,41 @@ export class ForwardsRepository {
    */
   async close(routerId: string, id: string, now: Date): Promise<ForwardRecord | null> {
     if (!isUuid(routerId) || !isUuid(id)) return null;
-    const rows = await this.#db.query<Row>(
-      `with target as (
-         select id from forwards where id = ? and router_id = ? and status = 'active' for update
-       ), closed as (
-         update forwards f set status = case when f.expires_at <= ? then 'expired' else 'revoked' end, closed_at = ?
-         from target where f.id = target.id
-         returning ${COLUMNS}
-       ), queued as (${queueRemovalFrom("closed")})
-       select * from closed`,
-      [id, routerId, now, now, now, now, now],
-    );
-    return rows[0] ? forwardFromRow(rows[0]) : null;
+    const sql = await nativeSql(this.#db);
+    return sql.transaction(async (query) => {
+      const rows = await query<Row>(
+        `update forwards f set status = case when f.expires_at <= $1 then 'expired' else 'revoked' end, closed_at = $1
+         where f.id = $2 and f.router_id = $3 and f.status = 'active'
+         returning ${COLUMNS}`,
+        [now, id, routerId],
+      );
+      const closed = rows.map(forwardFromRow);
+      await this.#queueRemovals(query, closed);
+      return closed[0] ?? null;
+    });
   }
 
   /** The expiry sweep: closes every active forward whose time has come and queues its removal. */
   async expireDue(now: Date): Promise<ForwardRecord[]> {
-    return this.#db.em().transactional((tx: SqlEntityManager) => this.#expireDue(tx, now));
+    const sql = await nativeSql(this.#db);
+    return sql.transaction((query) => this.#expireDue(query, now));
   }
 
-  async #expireDue(tx: SqlEntityManager, now: Date, entryPoint?: string): Promise<ForwardRecord[]> {
-    const rows = await tx.execute<Row[]>(
+  async #expireDue(query: NativeQuery, now: Date, entryPoint?: string): Promise<ForwardRecord[]> {
+    const rows = await query<Row>(
       `with due as (
          select id from forwards
-         where status = 'active' and expires_at <= ? ${entryPoint === undefined ? "" : "and entry_point = ?"}
+         where status = 'active' and expires_at <= $1 and ($2::text is null or entry_point = $2)
          order by expires_at limit 500
          for update skip locked
-       ), closed as (
-         update forwards f set status = 'expired', closed_at = ? from due where f.id = due.id
-         returning ${COLUMNS}
-       ), queued as (${queueRemovalFrom("closed")})
-       select * from closed`,
-      [now, ...(entryPoint === undefined ? [] : [entryPoint]), now, now, now, now],
+       )
+       update forwards f set status = 'expired', closed_at = $1 from due where f.id = due.id
+       returning ${COLUMNS}`,
+      [now, entryPoint ?? null],
     );
-    return rows.map(forwardFromRow);
+    const closed = rows.map(forwardFromRow);
+    await this.#queueRemovals(query, closed);
+    return closed;
   }
 
   /** The earliest `expires_at` among active forwards (the expiry timer sleeps until then). */

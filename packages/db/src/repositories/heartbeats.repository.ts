@@ -408,4 +408,12 @@ export class HeartbeatsRepository {
     );
     return rows[0] ? coverageFromRow(rows[0]) : null;
   }
+
+  /** Faults still ongoing across all routers: the open-faults gauge (docs/operations.md "Metrics and probes"). */
+  async countOpenFaults(): Promise<number> {
+    const [row] = await this.#db.query<{ n: number }>(
+      "select count(*)::int as n from router_faults where status = 'ongoing'",
+    );
+    return row?.n ?? 0;
+  }
 }

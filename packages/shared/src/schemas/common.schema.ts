@@ -17,6 +17,10 @@ export const ZV1Error = z
       .string()
       .optional()
       .meta({ description: "With billed_by_parent (409): the organization whose account pays." }),
+    request_id: z
+      .string()
+      .optional()
+      .meta({ description: "The request's X-Request-Id, to quote when asking for help." }),
   })
   .meta({ id: "V1Error", description: 'Further keys may appear (docs/api.md "Errors").' });
 
@@ -29,6 +33,10 @@ export const ZApiError = z
     data: z.record(z.string(), z.string()).optional().meta({ description: "Validation failures by field name." }),
     documentation_url: z.string().optional(),
     billing_organization_id: z.string().optional(),
+    request_id: z
+      .string()
+      .optional()
+      .meta({ description: "The request's X-Request-Id, to quote when asking for help." }),
   })
   .meta({ id: "ApiError", description: 'Further keys may appear (docs/api.md "Errors").' });
 

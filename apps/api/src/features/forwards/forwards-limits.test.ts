@@ -57,6 +57,7 @@ describe("forward limits", () => {
     expect(full.body).toEqual({
       status: "error",
       code: "capacity_exhausted",
+      request_id: expect.any(String),
       message: `Every port of entry point limits.fleet.test (${FIRST_PORT}-${FIRST_PORT + PORTS - 1}) is in use by an active forward. Try again after one expires or is deleted.`,
     });
     expect(await databaseFingerprint(h.db)).toBe(before);

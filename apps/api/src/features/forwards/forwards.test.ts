@@ -67,11 +67,11 @@ describe("transient forwarding endpoints", () => {
     const expires = Date.parse(res.body.expires_at);
     expect(expires).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 + 3_600_000);
     expect(expires).toBeLessThanOrEqual(Date.now() + 3_600_000);
-    const jobs = await h.db.query<{ kind: string; status: string }>(
-      `select kind, status from jobs where payload->>'forward_id' = ?`,
+    const jobs = await h.db.query<{ kind: string; state: string }>(
+      `select data->>'kind' as kind, state from pgboss.job where name = 'router.jobs' and data->>'forward_id' = ?`,
       [res.body.id],
     );
-    expect(jobs).toEqual([{ kind: "forward.apply", status: "pending" }]);
+    expect(jobs).toEqual([{ kind: "forward.apply", state: "created" }]);
   });
 
   it("list shows active forwards only, get shows any state, delete revokes once and is idempotent", async () => {
@@ -96,7 +96,7 @@ describe("transient forwarding endpoints", () => {
     const again = await h.refused("DELETE", `${base}/${a.id}`, { token });
     expect(again.status).toBe(204);
     const jobs = await h.db.query<{ kind: string }>(
-      `select kind from jobs where payload->>'forward_id' = ? order by created_at`,
+      `select data->>'kind' as kind from pgboss.job where name = 'router.jobs' and data->>'forward_id' = ? order by created_on`,
       [a.id],
     );
     expect(jobs.map((j) => j.kind)).toEqual(["forward.apply", "forward.remove"]);

@@ -1,5 +1,5 @@
+import { type JobEngine, registerScheduledTask } from "@fleet/db";
 import { type Clock, type TOemCatalog, ZOemCatalog } from "@fleet/shared";
-import cron from "node-cron";
 import type { Logger } from "pino";
 
 /** What the refresh writes to. */
@@ -119,17 +119,30 @@ const describe = (error: unknown): string => {
 export interface OemRefreshSchedule {
   /** Runs one refresh now, as the schedule would. */
   runNow(): Promise<OemRefreshResult>;
+  /** Stops this process's worker; the cluster-wide schedule stays for the other API processes. */
   stop(): Promise<void>;
 }
 
-/** `OEM_REFRESH_CRON` drives `refreshOemCatalog`; runs never overlap. */
-export const scheduleOemRefresh = (deps: OemRefreshDeps & { cron: string }): OemRefreshSchedule => {
+/** The job engine queue of the refresh (docs/operations.md "Metrics and probes"). */
+export const OEM_REFRESH_QUEUE = "oem.refresh";
+
+/**
+ * `OEM_REFRESH_CRON` drives `refreshOemCatalog` through the job engine's cluster-wide schedule:
+ * however many API processes run, one refresh per slot, by whichever takes the job. The cron is read
+ * in the server's time zone, as before. Runs never overlap (one job of the queue at a time here,
+ * and slots far apart).
+ */
+export const scheduleOemRefresh = async (
+  engine: JobEngine,
+  deps: OemRefreshDeps & { cron: string },
+): Promise<OemRefreshSchedule> => {
   const run = () => refreshOemCatalog(deps);
-  const task = cron.schedule(deps.cron, run, { name: "oem-catalog-refresh", noOverlap: true });
-  return {
-    runNow: run,
-    stop: async () => {
-      await task.destroy();
-    },
-  };
+  // A failed refresh keeps the last good data and waits for the next slot: no retries.
+  const task = await registerScheduledTask(engine, { queue: OEM_REFRESH_QUEUE, cron: deps.cron, run });
+  return { runNow: run, stop: () => task.stop() };
+};
+
+/** Without OEM_CATALOG_URL nothing refreshes: drop a schedule an earlier configuration left. */
+export const unscheduleOemRefresh = async (engine: JobEngine): Promise<void> => {
+  if (await engine.boss.getQueue(OEM_REFRESH_QUEUE)) await engine.boss.unschedule(OEM_REFRESH_QUEUE);
 };

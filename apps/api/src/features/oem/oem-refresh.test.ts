@@ -1,14 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { loadOemSnapshot, OemRepository, snapshotSource } from "@fleet/db";
+import { acquireJobEngine, loadOemSnapshot, OemRepository, snapshotSource } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
 import { ConfigError, ManualClock, type TOemProduct } from "@fleet/shared";
-import cron from "node-cron";
 import pino from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../../config.ts";
 import { startApi } from "../../start-api.ts";
-import { refreshOemCatalog, scheduleOemRefresh } from "./oem-refresh.job.ts";
+import { OEM_REFRESH_QUEUE, refreshOemCatalog, scheduleOemRefresh } from "./oem-refresh.job.ts";
 
 const snapshot = loadOemSnapshot();
 const product = (slug: string, keys: string[]): TOemProduct => {
@@ -165,15 +164,27 @@ describe("refreshOemCatalog", () => {
 });
 
 describe("scheduleOemRefresh", () => {
-  it("runs the same refresh on demand and unregisters on stop", async () => {
+  it("keeps one cluster-wide schedule, runs the same refresh on demand and through a job", async () => {
     await repo.replaceAll(snapshot, snapshotSource(snapshot), clock.now());
-    const schedule = scheduleOemRefresh({ ...deps(), cron: "17 3 * * *" });
-    const registered = [...cron.getTasks().values()].filter((t) => t.name === "oem-catalog-refresh");
-    expect(registered).toHaveLength(1);
-    expect(registered[0]?.getNextRun()?.getMinutes()).toBe(17);
-    expect(await schedule.runNow()).toEqual({ ok: true, count: 2 });
-    await schedule.stop();
-    expect([...cron.getTasks().values()].filter((t) => t.name === "oem-catalog-refresh")).toHaveLength(0);
+    const engine = await acquireJobEngine(db);
+    try {
+      const schedule = await scheduleOemRefresh(engine, { ...deps(), cron: "17 3 * * *" });
+      // A second API process registers the same schedule: still one.
+      const second = await scheduleOemRefresh(engine, { ...deps(), cron: "17 3 * * *" });
+      const schedules = await engine.boss.getSchedules(OEM_REFRESH_QUEUE);
+      expect(schedules.map((s) => s.cron)).toEqual(["17 3 * * *"]);
+      expect(await schedule.runNow()).toEqual({ ok: true, count: 2 });
+      const before = hits;
+      // What the schedule sends at 03:17 is a plain job of the queue: a worker runs it.
+      await engine.send(OEM_REFRESH_QUEUE, {});
+      const until = Date.now() + 15_000;
+      while (hits === before && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(hits).toBe(before + 1);
+      await schedule.stop();
+      await second.stop();
+    } finally {
+      await engine.stop();
+    }
   });
 });
 
@@ -192,21 +203,22 @@ describe("API wiring", () => {
     expect(() => loadApiConfig({ OEM_REFRESH_CRON: "61 3 * * *" })).toThrow(/OEM_REFRESH_CRON/);
   });
 
-  it("start-api schedules the refresh only with OEM_CATALOG_URL, and close() stops it", async () => {
-    const count = () => [...cron.getTasks().values()].filter((t) => t.name === "oem-catalog-refresh").length;
+  it("start-api schedules the refresh only with OEM_CATALOG_URL, and drops it without", async () => {
+    const engine = await acquireJobEngine(db);
+    const count = async () => (await engine.boss.getSchedules(OEM_REFRESH_QUEUE)).length;
     const env = { PORT: "0", STRIPE_EMULATOR_PORT: "0", DATA_DIR: "memory", JWT_SECRET: "x".repeat(32) };
-    const plain = await startApi({ config: loadApiConfig(env), db, logger: pino({ level: "silent" }) });
-    expect(count()).toBe(0);
-    await plain.close();
     const hitsBefore = hits;
     const api = await startApi({
       config: loadApiConfig({ ...env, OEM_CATALOG_URL: `${baseUrl}/catalog.json` }),
       db,
       logger: pino({ level: "silent" }),
     });
-    expect(count()).toBe(1);
+    expect(await count()).toBe(1);
     await api.close();
-    expect(count()).toBe(0);
+    const plain = await startApi({ config: loadApiConfig(env), db, logger: pino({ level: "silent" }) });
+    expect(await count()).toBe(0);
+    await plain.close();
+    await engine.stop();
     // Start-up itself does not fetch: the schedule does.
     expect(hits).toBe(hitsBefore);
   });

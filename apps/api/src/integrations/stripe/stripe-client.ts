@@ -1,4 +1,5 @@
 import Stripe from "stripe";
+import { countStripeCall } from "../../metrics/api-metrics.ts";
 
 export interface StripeConnection {
   secretKey: string;
@@ -10,7 +11,7 @@ export interface StripeConnection {
 /** The one configured SDK instance: network retries on, bounded timeouts, no telemetry. */
 export const createStripeClient = (connection: StripeConnection): Stripe => {
   const base = connection.apiBase;
-  return new Stripe(connection.secretKey, {
+  const client = new Stripe(connection.secretKey, {
     maxNetworkRetries: 2,
     timeout: 10_000,
     telemetry: false,
@@ -22,4 +23,7 @@ export const createStripeClient = (connection: StripeConnection): Stripe => {
         }
       : {}),
   });
+  // docs/operations.md "Metrics and probes": every answered call, whichever code made it.
+  client.on("response", (event: Stripe.ResponseEvent) => countStripeCall(event.status < 400 ? "ok" : "error"));
+  return client;
 };

@@ -145,7 +145,12 @@ describe("GET <adoption url>", () => {
     const gone = await fetchScript(adoption.url);
     expect(gone.status).toBe(410);
     expect(gone.cache).toBe("no-store");
-    expect(JSON.parse(gone.text)).toEqual({ status: "fail", message: expect.any(String), code: "gone" });
+    expect(JSON.parse(gone.text)).toEqual({
+      status: "fail",
+      message: expect.any(String),
+      code: "gone",
+      request_id: expect.any(String),
+    });
     expect(gone.text).not.toContain(router.id);
     expect(gone.text).not.toContain("Secret Site");
   });
@@ -164,7 +169,10 @@ describe("GET <adoption url>", () => {
     for (const token of ["ad_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "nope", "ad_%22%24x", "hb_whatever"]) {
       const res = await fetchScript(`${h.api.url}/api/adoption/${token}`);
       expect(res.status).toBe(404);
-      bodies.add(res.text);
+      // Each answer names its own request (docs/operations.md "Metrics and probes"); the rest is one body.
+      const { request_id: requestId, ...rest } = JSON.parse(res.text);
+      expect(requestId).toEqual(expect.any(String));
+      bodies.add(JSON.stringify(rest));
     }
     expect([...bodies]).toEqual([
       JSON.stringify({ status: "fail", message: "No adoption script here.", code: "not_found" }),

@@ -1,0 +1,74 @@
+import { parseArgs } from "node:util";
+import { openDatabase } from "@fleet/db";
+import { loadConfigOrExit } from "@fleet/shared";
+import { loadAllInOneConfig } from "../config.ts";
+import {
+  type AdminContext,
+  AdminError,
+  type AdminOutput,
+  createOrganizationCommand,
+  failedJobsCommand,
+  migrateCommand,
+  retryJobCommand,
+  statusCommand,
+} from "./admin-commands.ts";
+
+const USAGE = `usage: npm run admin -- <command> [--json]
+  migrate                                  apply pending migrations (application and job engine)
+  status                                   migrations, processes, queue depths, connected routers, open faults
+  jobs failed [--queue Q]                  jobs that failed for good, with their last error
+  jobs retry <id>                          retry one failed or dead-lettered job
+  org create --name N [--owner-email E]    create an organization (and its owner) without dev-login
+  apikey create --org <id> [--name N]      a first API key for an organization
+(docs/operations.md "Commands")`;
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    json: { type: "boolean", default: false },
+    queue: { type: "string" },
+    name: { type: "string" },
+    "owner-email": { type: "string" },
+    org: { type: "string" },
+    help: { type: "boolean", default: false },
+  },
+});
+
+const run = async (context: AdminContext, args: string[]): Promise<AdminOutput> => {
+  const [command, sub, arg] = args;
+  if (command === "migrate") return migrateCommand(context);
+  if (command === "status") return statusCommand(context);
+  if (command === "jobs" && sub === "failed") return failedJobsCommand(context, values.queue);
+  if (command === "jobs" && sub === "retry" && arg) return retryJobCommand(context, arg);
+  if (command === "org" && sub === "create") {
+    if (!values.name) throw new AdminError("org create needs --name");
+    return createOrganizationCommand(context, values.name, values["owner-email"]);
+  }
+  if (command === "apikey" && sub === "create") {
+    // API keys belong to the events work (docs/api.md "Authentication"); until they are in this
+    // build, bootstrap with `org create --owner-email` and a token from the identity provider.
+    throw new AdminError("API keys are not available in this build; use `org create --owner-email` and a JWT");
+  }
+  throw new AdminError(USAGE);
+};
+
+if (values.help || positionals.length === 0) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(positionals.length === 0 && !values.help ? 2 : 0);
+}
+const config = loadConfigOrExit(() => loadAllInOneConfig());
+const db = await openDatabase({ databaseUrl: config.api.databaseUrl, dataDir: config.api.dataDir, poolSize: 2 });
+let code = 0;
+try {
+  if (positionals[0] !== "migrate" && !(await db.isReady())) {
+    throw new AdminError("migrations are pending: run `npm run admin -- migrate` first");
+  }
+  const output = await run({ db, heartbeatIntervalMs: config.heartbeat.intervalMs }, positionals);
+  process.stdout.write(values.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text.join("\n")}\n`);
+} catch (error) {
+  code = error instanceof AdminError ? 2 : 1;
+  process.stderr.write(`admin: ${error instanceof Error ? error.message : String(error)}\n`);
+} finally {
+  await db.close();
+}
+process.exit(code);

@@ -1,0 +1,197 @@
+import {
+  acquireJobEngine,
+  type Database,
+  IdentityRepository,
+  type JobEngine,
+  queueRouterJob,
+  ROUTER_JOBS_DEAD_LETTER,
+  type RouterJobData,
+} from "@fleet/db";
+
+/** What a command prints: lines for people, or one JSON document with `--json`. */
+export type AdminOutput = { text: string[]; json: unknown };
+
+export interface AdminContext {
+  db: Database;
+  /** Milliseconds between expected heartbeats (HEARTBEAT_INTERVAL_MS). */
+  heartbeatIntervalMs: number;
+}
+
+const withEngine = async <T>(db: Database, work: (engine: JobEngine) => Promise<T>): Promise<T> => {
+  // No cron evaluation and no maintenance from a short-lived CLI process.
+  const engine = await acquireJobEngine(db, { schedule: false, supervise: false, instanceName: "admin-cli" });
+  try {
+    return await work(engine);
+  } finally {
+    await engine.stop();
+  }
+};
+
+/** `migrate`: the application's migrations, then pg-boss's schema (it migrates itself on start). */
+export const migrateCommand = async ({ db }: AdminContext): Promise<AdminOutput> => {
+  await db.migrate();
+  const version = await withEngine(db, (engine) => engine.boss.schemaVersion());
+  return {
+    text: ["migrations applied", `job engine schema version ${version}`],
+    json: { migrated: true, jobSchemaVersion: version },
+  };
+};
+
+/** `status`: migrations, processes seen, queue depths, connected routers, open faults. */
+export const statusCommand = async ({ db, heartbeatIntervalMs }: AdminContext): Promise<AdminOutput> => {
+  const ready = await db.isReady();
+  const { instances, queues } = await withEngine(db, async (engine) => ({
+    instances: await engine.boss.getInstances(),
+    queues: await engine.boss.getQueues(),
+  }));
+  const since = new Date(Date.now() - 2 * heartbeatIntervalMs);
+  const [routers] = await db.query<{ connected: number; total: number }>(
+    `select count(*) filter (where last_seen_at >= ?)::int as connected, count(*)::int as total from routers`,
+    [since],
+  );
+  const [faults] = await db.query<{ n: number }>(
+    `select count(*)::int as n from router_faults where status = 'ongoing'`,
+  );
+  const connections =
+    db.driver === "postgresql"
+      ? await db.query<{ application_name: string; n: number }>(
+          `select coalesce(nullif(application_name, ''), '(unnamed)') as application_name, count(*)::int as n
+           from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+           group by 1 order by 1`,
+        )
+      : [];
+  const json = {
+    migrations: ready ? "applied" : "pending",
+    // Live processes other than this CLI (pg-boss marks a row quiet after missed heartbeats).
+    processes: instances
+      .filter((i) => i.live && i.stoppedOn === null && i.name !== "admin-cli")
+      .map((i) => ({ name: i.name, host: i.host, pid: i.pid, version: i.version, since: i.startedOn })),
+    connections,
+    queues: queues.map((q) => ({
+      name: q.name,
+      queued: q.queuedCount,
+      active: q.activeCount,
+      failed: q.failedCount,
+      deferred: q.deferredCount,
+    })),
+    routers: { connected: routers?.connected ?? 0, total: routers?.total ?? 0 },
+    openFaults: faults?.n ?? 0,
+  };
+  return {
+    text: [
+      `migrations: ${json.migrations}`,
+      `processes with the job engine (${json.processes.length}):`,
+      ...json.processes.map((p) => `  ${p.name ?? "-"} ${p.host} pid ${p.pid} (pg-boss ${p.version})`),
+      ...(connections.length > 0
+        ? ["database connections by application:", ...connections.map((c) => `  ${c.application_name}: ${c.n}`)]
+        : []),
+      "queues (queued / active / failed / deferred):",
+      ...json.queues.map((q) => `  ${q.name}: ${q.queued} / ${q.active} / ${q.failed} / ${q.deferred}`),
+      `routers connected: ${json.routers.connected} of ${json.routers.total} (heartbeat within ${2 * heartbeatIntervalMs} ms)`,
+      `open faults: ${json.openFaults}`,
+    ],
+    json,
+  };
+};
+
+interface FailedRow {
+  id: string;
+  name: string;
+  data: unknown;
+  output: unknown;
+  state: string;
+  source_id: string | null;
+  completed_on: unknown;
+}
+
+/**
+ * `jobs failed`: jobs that failed for good (state `failed`) and the contents of dead-letter
+ * queues (`*.dead`), newest first, with their last error.
+ */
+export const failedJobsCommand = async ({ db }: AdminContext, queue?: string): Promise<AdminOutput> => {
+  const rows = await db.query<FailedRow>(
+    `select id, name, data, output, state, source_id, completed_on from pgboss.job
+     where (state = 'failed' or name like '%.dead') and (?::text is null or name = ? or name = ? || '.dead')
+     order by created_on desc limit 100`,
+    [queue ?? null, queue ?? null, queue ?? null],
+  );
+  const jobs = rows.map((row) => {
+    const output = (typeof row.output === "string" ? JSON.parse(row.output) : row.output) as {
+      message?: unknown;
+    } | null;
+    return {
+      id: row.id,
+      queue: row.name,
+      state: row.state,
+      data: row.data,
+      error: typeof output?.message === "string" ? output.message : null,
+    };
+  });
+  return {
+    text:
+      jobs.length === 0
+        ? ["no failed jobs"]
+        : jobs.map((j) => `${j.id}  ${j.queue}  ${JSON.stringify(j.data)}  ${j.error ?? ""}`),
+    json: jobs,
+  };
+};
+
+/**
+ * `jobs retry <id>`: a dead-lettered router job is queued again on its router (the copy is
+ * deleted); any other failed job is retried by pg-boss in place.
+ */
+export const retryJobCommand = async ({ db }: AdminContext, id: string): Promise<AdminOutput> => {
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  if (!UUID.test(id)) throw new AdminError(`"${id}" is not a job id (a UUID from \`jobs failed\`)`);
+  const [row] = await db.query<FailedRow>(
+    `select id, name, data, output, state, source_id, completed_on from pgboss.job where id = ?`,
+    [id],
+  );
+  if (!row) throw new AdminError(`no job ${id}`);
+  return withEngine(db, async (engine) => {
+    if (row.name === ROUTER_JOBS_DEAD_LETTER) {
+      const data = (typeof row.data === "string" ? JSON.parse(row.data) : row.data) as RouterJobData;
+      const newId = await queueRouterJob(engine, data);
+      await engine.boss.deleteJob(ROUTER_JOBS_DEAD_LETTER, id);
+      return { text: [`queued again as ${newId} on router ${data.router_id}`], json: { retried: id, newId } };
+    }
+    if (row.state !== "failed") throw new AdminError(`job ${id} is ${row.state}, not failed`);
+    await engine.boss.retry(row.name, id);
+    return { text: [`job ${id} of ${row.name} retried`], json: { retried: id } };
+  });
+};
+
+/**
+ * `org create --name N [--owner-email E]`: an organization with its default team; with an owner,
+ * the owner's user too (as on a first login), so the first person can sign in with a token of the
+ * identity provider without dev-login.
+ */
+export const createOrganizationCommand = async (
+  { db }: AdminContext,
+  name: string,
+  ownerEmail?: string,
+): Promise<AdminOutput> => {
+  const trimmed = name.trim();
+  if (trimmed.length === 0 || trimmed.length > 200) throw new AdminError("--name must be 1-200 characters");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+  if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw new AdminError("--name must not contain control characters");
+  const identity = new IdentityRepository(db);
+  if (ownerEmail !== undefined) {
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(ownerEmail)) throw new AdminError("--owner-email must be an email address");
+    const login = await identity.loginByEmail(ownerEmail, trimmed);
+    if (!login.created) {
+      throw new AdminError(`${ownerEmail} already exists (organization ${login.organizationId}); nothing was created`);
+    }
+    return {
+      text: [
+        `organization ${login.organizationId} (team ${login.teamId}) owned by ${ownerEmail} (user ${login.userId})`,
+      ],
+      json: login,
+    };
+  }
+  const created = await identity.createOrganization(trimmed);
+  return { text: [`organization ${created.organizationId} (team ${created.teamId})`], json: created };
+};
+
+/** A usage error: printed as one line, exit code 2, nothing changed. */
+export class AdminError extends Error {}

@@ -1,0 +1,80 @@
+import { Counter, Histogram } from "prom-client";
+
+/**
+ * The API's metrics (docs/operations.md "Metrics and probes"): one-line calls from the code that
+ * sees the event. Labels are bounded sets only: a route template, never a path with ids in it.
+ */
+const httpRequests = new Counter({
+  name: "fleet_http_requests_total",
+  help: "HTTP requests answered by the API, by route template, method and status.",
+  labelNames: ["route", "method", "status"] as const,
+});
+
+const httpDuration = new Histogram({
+  name: "fleet_http_request_duration_seconds",
+  help: "Time from request to the end of the answer, by route template, method and status.",
+  labelNames: ["route", "method", "status"] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+});
+
+const stripeCalls = new Counter({
+  name: "fleet_stripe_calls_total",
+  help: "Calls to Stripe (or the emulator) by result: ok, or error.",
+  labelNames: ["result"] as const,
+});
+
+const webhookDeliveries = new Counter({
+  name: "fleet_webhook_deliveries_total",
+  help: "Outbound webhook delivery attempts by result: delivered, failed (will retry), dead (gave up).",
+  labelNames: ["result"] as const,
+});
+
+const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
+
+/** One answered request; `route` comes from {@link RouteTemplates}. */
+export const observeRequest = (route: string, method: string, status: number, seconds: number): void => {
+  const labels = { route, method: METHODS.has(method) ? method : "OTHER", status: String(status) };
+  httpRequests.inc(labels);
+  httpDuration.observe(labels, seconds);
+};
+
+/** A Stripe call ended (`ok` or `error`). */
+export const countStripeCall = (result: "ok" | "error"): void => stripeCalls.inc({ result });
+
+/** A webhook delivery attempt ended. */
+export const countWebhookDelivery = (result: "delivered" | "failed" | "dead"): void =>
+  webhookDeliveries.inc({ result });
+
+/**
+ * Request paths to route templates: the OpenAPI paths (`/api/routers/{router_id}`) plus the fixed
+ * ones; anything else is `unmatched`, so a scanner cannot grow the label set.
+ */
+export class RouteTemplates {
+  readonly #exact = new Map<string, string>();
+  readonly #patterns: Array<{ regex: RegExp; template: string }> = [];
+
+  constructor(openApiPaths: readonly string[], fixed: readonly string[]) {
+    for (const path of fixed) this.#exact.set(path, path);
+    for (const template of openApiPaths) {
+      if (!template.includes("{")) {
+        this.#exact.set(template, template);
+        continue;
+      }
+      const source = template
+        .split(/\{[^}]+\}/)
+        .map((part) => part.replace(/[.*+?^$()|[\]\\]/g, "\\$&"))
+        .join("[^/]+");
+      this.#patterns.push({ regex: new RegExp(`^${source}$`), template });
+    }
+  }
+
+  match(path: string): string {
+    const trimmed = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+    const exact = this.#exact.get(trimmed);
+    if (exact) return exact;
+    if (trimmed.startsWith("/trpc/") || trimmed === "/trpc") return "/trpc";
+    if (trimmed.startsWith("/docs")) return "/docs";
+    for (const { regex, template } of this.#patterns) if (regex.test(trimmed)) return template;
+    return "unmatched";
+  }
+}

@@ -1,0 +1,86 @@
+import { Counter, Gauge, Histogram } from "prom-client";
+
+/**
+ * The heartbeat daemon's metrics (docs/operations.md "Metrics and probes"). The hot path only
+ * increments unlabelled or fixed-label counters; gauges are read when Prometheus scrapes.
+ */
+const connectionSources = new Set<() => number>();
+const faultSources = new Set<() => Promise<number>>();
+
+new Gauge({
+  name: "fleet_heartbeat_connected_routers",
+  help: "Routers with an open heartbeat WebSocket on this process.",
+  collect() {
+    let n = 0;
+    for (const count of connectionSources) n += count();
+    this.set(n);
+  },
+});
+
+new Gauge({
+  name: "fleet_open_faults",
+  help: "Router faults currently open (read from the database at scrape).",
+  async collect() {
+    const [source] = faultSources;
+    if (!source) return;
+    try {
+      this.set(await source());
+    } catch {
+      // The database is briefly away: keep the last value.
+    }
+  },
+});
+
+const received = new Counter({
+  name: "fleet_heartbeats_received_total",
+  help: "Heartbeats accepted, by transport (ws, http).",
+  labelNames: ["transport"] as const,
+});
+const receivedWs = received.labels({ transport: "ws" });
+const receivedHttp = received.labels({ transport: "http" });
+
+const written = new Counter({
+  name: "fleet_heartbeats_written_total",
+  help: "Heartbeat rows written to the database by flushes.",
+});
+
+const flushDuration = new Histogram({
+  name: "fleet_heartbeat_flush_duration_seconds",
+  help: "Time one flush of pending heartbeats took.",
+  buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+});
+
+const flushBatch = new Histogram({
+  name: "fleet_heartbeat_flush_batch_size",
+  help: "Routers written by one flush.",
+  buckets: [1, 10, 50, 100, 500, 1000, 2500, 5000, 10000, 25000],
+});
+
+const tokenCache = new Counter({
+  name: "fleet_heartbeat_token_cache_total",
+  help: "Heartbeat token lookups answered from the cache (hit) or the database (miss).",
+  labelNames: ["result"] as const,
+});
+const tokenHit = tokenCache.labels({ result: "hit" });
+const tokenMiss = tokenCache.labels({ result: "miss" });
+
+export const countHeartbeat = (transport: "ws" | "http"): void =>
+  (transport === "ws" ? receivedWs : receivedHttp).inc();
+export const countTokenLookup = (hit: boolean): void => (hit ? tokenHit : tokenMiss).inc();
+export const observeFlush = (rows: number, ms: number): void => {
+  written.inc(rows);
+  flushDuration.observe(ms / 1000);
+  flushBatch.observe(rows);
+};
+
+/** A server's connection count, summed into the connected-routers gauge; returns the unwatch. */
+export const watchConnections = (count: () => number): (() => void) => {
+  connectionSources.add(count);
+  return () => connectionSources.delete(count);
+};
+
+/** Where open faults are counted (one database per process); returns the unwatch. */
+export const watchOpenFaults = (count: () => Promise<number>): (() => void) => {
+  faultSources.add(count);
+  return () => faultSources.delete(count);
+};

@@ -1,0 +1,132 @@
+import {
+  type EngineJob,
+  type JobEngine,
+  type JobRecord,
+  ROUTER_JOBS_DEAD_LETTER,
+  ROUTER_JOBS_QUEUE,
+  type RouterJobData,
+  runJob,
+  type TJobOutcome,
+} from "@fleet/db";
+import type { Logger } from "pino";
+import { describeJobError, isPermanentJobError } from "./job-errors.ts";
+
+export type JobHandler = (job: JobRecord) => Promise<void>;
+
+export interface RouterJobWorkerOptions {
+  engine: JobEngine;
+  /** Handlers by job kind (FORWARD_JOB_KINDS). */
+  handlers: Readonly<Record<string, JobHandler>>;
+  logger: Logger;
+  /** Jobs this agent runs at once (of different routers: one router's jobs never overlap). */
+  concurrency: number;
+  /** Poll period when no notification arrives (a job held back behind its router's head). */
+  pollSeconds: number;
+  /** Called after each attempt (the relay re-reads forwards then; metrics). */
+  onJobFinished?: (job: JobRecord, outcome: TJobOutcome, durationMs: number) => void;
+}
+
+const toRecord = (job: EngineJob<RouterJobData>): JobRecord => ({
+  id: job.id,
+  kind: job.data.kind,
+  payload: job.data as unknown as Record<string, unknown>,
+  attempts: job.retryCount + 1,
+});
+
+/**
+ * Runs the router jobs of the job engine (`router.jobs`, see packages/db router-jobs.ts): a
+ * handler's error fails the attempt (retried with backoff, then dead-lettered), a permanent one
+ * dead-letters at once. At-least-once: an agent that dies mid-job leaves the attempt active until
+ * the queue's lease (`expireInSeconds`) passes, then another agent runs it again, so handlers are
+ * idempotent.
+ */
+export class RouterJobWorker {
+  readonly #o: RouterJobWorkerOptions;
+  #started = false;
+
+  constructor(options: RouterJobWorkerOptions) {
+    this.#o = options;
+  }
+
+  #handle = async (job: EngineJob<RouterJobData>): Promise<void> => {
+    const handler = this.#o.handlers[job.data.kind];
+    const log = this.#o.logger.child({ jobId: job.id, kind: job.data.kind, attempt: job.retryCount + 1 });
+    if (!handler) throw new Error(`no handler for job kind ${job.data.kind}`);
+    try {
+      await handler(toRecord(job));
+    } catch (error) {
+      log.warn({ err: error }, "job attempt failed");
+      throw error;
+    }
+  };
+
+  #settled = (job: EngineJob<unknown>, outcome: TJobOutcome, durationMs: number) => {
+    this.#o.onJobFinished?.(toRecord(job as EngineJob<RouterJobData>), outcome, durationMs);
+  };
+
+  /** Starts taking jobs in the background, and clearing dead-lettered ones. */
+  async start(): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    await this.#o.engine.work<RouterJobData>(
+      ROUTER_JOBS_QUEUE,
+      {
+        localConcurrency: this.#o.concurrency,
+        pollingIntervalSeconds: this.#o.pollSeconds,
+        isPermanent: isPermanentJobError,
+        describeError: describeJobError,
+        onSettled: this.#settled,
+      },
+      this.#handle,
+    );
+    await this.#o.engine.work<RouterJobData>(ROUTER_JOBS_DEAD_LETTER, { pollingIntervalSeconds: 5 }, async (job) => {
+      const [original] = job.sourceId
+        ? await this.#o.engine.findJobs<RouterJobData>(ROUTER_JOBS_QUEUE, { id: job.sourceId })
+        : [];
+      const lastError = (original?.output as { message?: unknown } | null | undefined)?.message;
+      this.#o.logger.error(
+        {
+          jobId: job.sourceId,
+          kind: job.data.kind,
+          routerId: job.data.router_id,
+          forwardId: job.data.forward_id,
+          lastError,
+        },
+        "router job failed for good; the next reconciliation of the router repairs what it left undone",
+      );
+      // The failed original holds its router's place in the strictly ordered queue: free it. The
+      // dead-letter copy stays, with the last error, for inspection (`npm run admin -- jobs`).
+      if (job.sourceId) await this.#o.engine.boss.deleteJob(ROUTER_JOBS_QUEUE, job.sourceId);
+      return { message: typeof lastError === "string" ? lastError : null, source_id: job.sourceId };
+    });
+  }
+
+  /**
+   * Takes one due job and runs it in the caller's flow; false when none is due. Tests drive the
+   * queue with this (`manualJobs`); a permanent failure is recorded as a failed attempt here.
+   */
+  async runOnce(): Promise<boolean> {
+    const { boss } = this.#o.engine;
+    const [job] = await boss.fetch<RouterJobData>(ROUTER_JOBS_QUEUE, { includeMetadata: true });
+    if (!job) return false;
+    const result = await runJob(job, this.#handle, { onSettled: this.#settled }, describeJobError);
+    // Settled as this attempt: if its lease ran out meanwhile, the job is someone else's now.
+    const attempt = { id: job.id, retryCount: job.retryCount };
+    if (result.status === "completed") await boss.complete(ROUTER_JOBS_QUEUE, attempt);
+    else await boss.fail(ROUTER_JOBS_QUEUE, attempt, result.output ?? null);
+    return true;
+  }
+
+  /** Runs jobs until none is due. */
+  async drain(): Promise<number> {
+    let n = 0;
+    while (await this.runOnce()) n++;
+    return n;
+  }
+
+  async close(): Promise<void> {
+    if (!this.#started) return;
+    await this.#o.engine.offWork(ROUTER_JOBS_QUEUE);
+    await this.#o.engine.offWork(ROUTER_JOBS_DEAD_LETTER);
+  }
+}

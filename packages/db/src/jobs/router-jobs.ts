@@ -1,0 +1,127 @@
+import type { Database } from "../database.ts";
+import type { NativeQuery } from "../native-sql.ts";
+import { toDate, toNumber } from "../repositories/sql-values.ts";
+import type { JobEngine, JobQueueDefinition } from "./job-engine.ts";
+
+/**
+ * The tunnel agent's router jobs (apply, remove, reconcile) on the job engine. They share one
+ * `key_strict_fifo` queue keyed by router id: a router's jobs run one at a time, in the order they
+ * were queued, whichever agent takes them (a unique index in pg-boss guarantees it, on PostgreSQL
+ * as on PGlite). A job whose retries are spent moves to the dead-letter queue; the agent then
+ * deletes the failed original so the router's later jobs are not held behind it (the periodic
+ * reconciliation repairs what the failed job left undone).
+ */
+export const ROUTER_JOBS_QUEUE = "router.jobs";
+export const ROUTER_JOBS_DEAD_LETTER = "router.jobs.dead";
+
+/** Attempts of a router job before it is dead-lettered (the first one included). */
+export const ROUTER_JOB_ATTEMPTS = 10;
+
+/** A router job as its handler sees it. */
+export interface JobRecord {
+  id: string;
+  /** `forward.apply`, `forward.remove` or `router.reconcile` (FORWARD_JOB_KINDS). */
+  kind: string;
+  /** `{ forward_id?, router_id }`; handlers validate it. */
+  payload: Record<string, unknown>;
+  /** 1 on the first attempt. */
+  attempts: number;
+}
+
+export interface RouterJobData {
+  kind: string;
+  router_id: string;
+  forward_id?: string;
+}
+
+/**
+ * The queue's settings. `expireInSeconds` is the lease: an attempt still active after it is taken
+ * to have died with its agent and is retried by another (TUNNEL_JOB_LEASE_MS).
+ */
+export const routerJobsQueue = (leaseSeconds = 60): JobQueueDefinition => ({
+  name: ROUTER_JOBS_QUEUE,
+  policy: "key_strict_fifo",
+  retryLimit: ROUTER_JOB_ATTEMPTS - 1,
+  retryDelaySeconds: 1,
+  retryBackoff: true,
+  retryDelayMaxSeconds: 300,
+  expireInSeconds: Math.max(1, Math.ceil(leaseSeconds)),
+  deadLetter: ROUTER_JOBS_DEAD_LETTER,
+  // Finished jobs stay a week for inspection (`npm run admin -- jobs`), then pg-boss deletes them.
+  deleteAfterSeconds: 7 * 24 * 3600,
+  retentionSeconds: 14 * 24 * 3600,
+});
+
+/** Queues a router job; with `executor` it commits or rolls back with the caller's transaction. */
+export const queueRouterJob = (engine: JobEngine, data: RouterJobData, executor?: NativeQuery) =>
+  engine.send(ROUTER_JOBS_QUEUE, data, { singletonKey: data.router_id, ...(executor ? { executor } : {}) });
+
+/** pg-boss's job states, as the admin CLI and tests read them. */
+export type TRouterJobState = "created" | "retry" | "active" | "completed" | "cancelled" | "failed";
+
+export interface RouterJobRow {
+  id: string;
+  kind: string;
+  routerId: string;
+  forwardId: string | null;
+  state: TRouterJobState;
+  attempts: number;
+  startAfter: Date;
+  /** The error text of the last failed attempt, if any. */
+  lastError: string | null;
+  createdOn: Date;
+}
+
+/**
+ * Router jobs straight from pg-boss's table (oldest first), for tests and operators; works
+ * without a running engine. `deadLettered`: the dead-letter copies of jobs that failed for good
+ * (their original is deleted once the agent has logged it, to free the router's queue).
+ */
+export const listRouterJobs = async (
+  db: Database,
+  filter: { forwardId?: string; kind?: string; routerId?: string; deadLettered?: boolean } = {},
+): Promise<RouterJobRow[]> => {
+  const rows = await db.query<Record<string, unknown>>(
+    `select id, data, state, retry_count, start_after, output, created_on from pgboss.job
+     where name = ? and (?::text is null or data->>'forward_id' = ?)
+       and (?::text is null or data->>'kind' = ?) and (?::text is null or data->>'router_id' = ?)
+     order by created_on, id`,
+    [
+      filter.deadLettered ? ROUTER_JOBS_DEAD_LETTER : ROUTER_JOBS_QUEUE,
+      filter.forwardId ?? null,
+      filter.forwardId ?? null,
+      filter.kind ?? null,
+      filter.kind ?? null,
+      filter.routerId ?? null,
+      filter.routerId ?? null,
+    ],
+  );
+  return rows.map((row) => {
+    const data = (typeof row.data === "string" ? JSON.parse(row.data) : row.data) as RouterJobData;
+    const output = (typeof row.output === "string" ? JSON.parse(row.output) : row.output) as {
+      message?: unknown;
+    } | null;
+    const state = String(row.state) as TRouterJobState;
+    return {
+      id: String(row.id),
+      kind: data.kind,
+      routerId: data.router_id,
+      forwardId: data.forward_id ?? null,
+      state,
+      // retry_count counts claims after the first; a job never claimed has made no attempt.
+      attempts: state === "created" ? 0 : toNumber(row.retry_count) + 1,
+      startAfter: toDate(row.start_after),
+      lastError: output && typeof output.message === "string" ? output.message : null,
+      createdOn: toDate(row.created_on),
+    };
+  });
+};
+
+/** Router jobs not finished yet (waiting, retrying or running). */
+export const countOpenRouterJobs = async (db: Database): Promise<number> => {
+  const [row] = await db.query<{ n: number | string }>(
+    `select count(*)::int as n from pgboss.job where name in (?, ?) and state in ('created', 'retry', 'active')`,
+    [ROUTER_JOBS_QUEUE, ROUTER_JOBS_DEAD_LETTER],
+  );
+  return toNumber(row?.n ?? 0);
+};

@@ -1,0 +1,117 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { failedJobsCommand, retryJobCommand } from "@fleet/all-in-one/admin/admin-commands";
+import { acquireJobEngine, type JobEngine, listRouterJobs, ROUTER_JOBS_DEAD_LETTER, routerJobsQueue } from "@fleet/db";
+import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/** `npm run admin -- ...` as a real process (docs/operations.md "Commands"). */
+const root = path.resolve(import.meta.dirname, "../..");
+let db: TestDatabase;
+let dataDir: string;
+
+const admin = (args: string[]) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [path.join(root, "apps/all-in-one/src/admin/admin-cli.ts"), ...args], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH ?? "",
+        LOG_LEVEL: "silent",
+        DATA_DIR: dataDir,
+        ...(db.url ? { DATABASE_URL: db.url } : {}),
+      },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(tmpdir(), "fleet-admin-"));
+  // On PostgreSQL the CLI works on a private database; on PGlite on its own DATA_DIR (PGlite files
+  // take one process at a time), so the in-process tests below get a database of their own.
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("npm run admin", () => {
+  it("migrates, reports status, and creates an organization with its owner", async () => {
+    const migrated = await admin(["migrate"]);
+    expect(migrated.stderr).toBe("");
+    expect(migrated.code).toBe(0);
+    expect(migrated.stdout).toMatch(/migrations applied/);
+
+    const status = await admin(["status", "--json"]);
+    expect(status.code).toBe(0);
+    const report = JSON.parse(status.stdout);
+    expect(report).toMatchObject({ migrations: "applied", routers: { connected: 0 }, openFaults: 0 });
+    expect(Array.isArray(report.queues)).toBe(true);
+
+    const created = await admin([
+      "org",
+      "create",
+      "--name",
+      "Acme Ops",
+      "--owner-email",
+      "owner@acme.example",
+      "--json",
+    ]);
+    expect(created.code).toBe(0);
+    const ids = JSON.parse(created.stdout);
+    expect(ids).toMatchObject({ created: true, organizationId: expect.any(String), teamId: expect.any(String) });
+    // The same owner again changes nothing and says so.
+    const again = await admin(["org", "create", "--name", "Acme Ops", "--owner-email", "owner@acme.example"]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(ids.organizationId);
+  }, 180_000);
+
+  it("refuses bad input with exit code 2 and one line: names at the 200-character edge, unknown commands, ids", async () => {
+    expect((await admin(["org", "create", "--name", "n".repeat(200)])).code).toBe(0);
+    const long = await admin(["org", "create", "--name", "n".repeat(201)]);
+    expect(long.code).toBe(2);
+    expect(long.stderr).toMatch(/--name must be 1-200 characters/);
+    expect((await admin(["org", "create", "--name", "bad\u0007name"])).code).toBe(2);
+    expect((await admin(["frobnicate"])).code).toBe(2);
+    expect((await admin(["jobs", "retry", "not-a-uuid"])).code).toBe(2);
+    expect((await admin(["jobs", "retry", crypto.randomUUID()])).stderr).toMatch(/no job/);
+  }, 180_000);
+});
+
+describe("failed jobs", () => {
+  let engine: JobEngine;
+  beforeAll(async () => {
+    engine = await acquireJobEngine(db);
+    await engine.defineQueue(routerJobsQueue());
+  });
+  afterAll(async () => {
+    await engine?.stop();
+  });
+
+  it("lists a dead-lettered router job with its error and queues it again on its router", async () => {
+    const routerId = crypto.randomUUID();
+    const forwardId = crypto.randomUUID();
+    const deadId = await engine.send(ROUTER_JOBS_DEAD_LETTER, {
+      kind: "forward.apply",
+      router_id: routerId,
+      forward_id: forwardId,
+    });
+    const context = { db, heartbeatIntervalMs: 30_000 };
+    const listed = (await failedJobsCommand(context)).json as Array<{ id: string; queue: string }>;
+    expect(listed.find((j) => j.id === deadId)).toMatchObject({ queue: ROUTER_JOBS_DEAD_LETTER });
+    await retryJobCommand(context, deadId ?? "");
+    const requeued = await listRouterJobs(db, { forwardId });
+    expect(requeued).toMatchObject([{ kind: "forward.apply", routerId, state: "created" }]);
+    expect((await failedJobsCommand(context)).json).not.toContainEqual(expect.objectContaining({ id: deadId }));
+  });
+});
