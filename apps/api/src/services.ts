@@ -1,4 +1,5 @@
 import type { AccountService } from "./features/account/account.service.ts";
+import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import type { AuthService } from "./features/auth/auth.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
@@ -21,4 +22,5 @@ export interface Services {
   paymentMethods: PaymentMethodsService;
   invoices: InvoicesService;
   routers: RouterService;
+  apiKeys: ApiKeysService;
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import {
   AccountsRepository,
   acquireStatusFeed,
+  ApiKeysRepository,
   type Database,
   ForwardsRepository,
   IdentityRepository,
@@ -15,6 +16,8 @@ import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator
 import type { Logger } from "pino";
 import type { ApiConfig } from "./config.ts";
 import { AccountService } from "./features/account/account.service.ts";
+import { ApiKeyVerifier } from "./features/api-keys/api-key-verifier.ts";
+import { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
 import { ForwardsService } from "./features/forwards/forwards.service.ts";
 import { InvoicesService } from "./features/invoices/invoices.service.ts";
@@ -91,12 +94,19 @@ export const startApi = async ({
   }
   const stripeClient = createStripeClient(stripe);
 
+  const apiKeyStore = new ApiKeysRepository(db);
+  const apiKeys = new ApiKeyVerifier({
+    keys: apiKeyStore,
+    logger: logger.child({ feature: "api-keys" }),
+    ...(now ? { now } : {}),
+  });
   const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? resolveDevJwtSecret(config.dataDir));
   const tokens = new TokenVerifier({
     secret: jwtSecret,
     jwksUrl: config.auth.jwksUrl,
     issuer: config.auth.issuer,
     audience: config.auth.audience,
+    apiKeys,
     ...(now ? { now } : {}),
   });
   const signer =
@@ -146,6 +156,11 @@ export const startApi = async ({
       logger: logger.child({ feature: "routers" }),
       oem: oemCatalog,
     }),
+    apiKeys: new ApiKeysService({
+      keys: apiKeyStore,
+      clock: { now: () => new Date(now ? now() : Date.now()) },
+      forget: (hash) => apiKeys.forget(hash),
+    }),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -192,6 +207,7 @@ export const startApi = async ({
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       await closeServer(server);
+      await apiKeys.flush();
       await statusFeed.release();
       await emulator?.close();
     },

@@ -13,3 +13,5 @@ export * from "./repositories/heartbeats.repository.ts";
 export { acquireStatusFeed, packEvents, STATUS_CHANNEL, type StatusFeedHandle } from "./status-feed.ts";
 export { nativeSql, type NativeQuery, type NativeSql } from "./native-sql.ts";
 export { isUniqueViolation } from "./repositories/sql-values.ts";
+export * from "./repositories/audit-log.repository.ts";
+export * from "./repositories/api-keys.repository.ts";

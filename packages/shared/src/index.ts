@@ -23,3 +23,4 @@ export * from "./contracts/status-feed.ts";
 export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
 export * from "./rules/text-rules.ts";
+export * from "./schemas/events.schema.ts";

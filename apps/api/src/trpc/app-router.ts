@@ -1,4 +1,5 @@
 import { accountRouter } from "../features/account/account.routes.ts";
+import { apiKeysRouter } from "../features/api-keys/api-keys.routes.ts";
 import { authRouter } from "../features/auth/auth.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
@@ -14,6 +15,7 @@ export const appRouter = router({
   invoices: invoicesRouter,
   forwards: forwardsRouter,
   routers: routersRouter,
+  apiKeys: apiKeysRouter,
 });
 
 export type AppRouter = typeof appRouter;

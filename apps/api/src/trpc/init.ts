@@ -7,7 +7,11 @@ import type { RequestContext } from "./context.ts";
 import { trpcCodeForStatus } from "./error-codes.ts";
 
 /** Procedure meta: the REST face (trpc-to-openapi) plus the success status of that face. */
-export type ProcedureMeta = OpenApiMeta & { successStatus?: 200 | 201 | 204 };
+export type ProcedureMeta = OpenApiMeta & {
+  successStatus?: 200 | 201 | 204;
+  /** The answer carries a secret: `Cache-Control: no-store` on every transport (docs/api.md "Authentication"). */
+  noStore?: boolean;
+};
 
 const t = initTRPC
   .context<RequestContext>()

@@ -1,3 +1,5 @@
+import { ApiKey } from "./api-key.entity.ts";
+import { AuditLogEntry } from "./audit-log-entry.entity.ts";
 import { BillingAccount } from "./billing-account.entity.ts";
 import { BillingSubscription } from "./billing-subscription.entity.ts";
 import { Forward } from "./forward.entity.ts";
@@ -13,6 +15,8 @@ import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
+import { WebhookDelivery } from "./webhook-delivery.entity.ts";
+import { Webhook } from "./webhook.entity.ts";
 
 /** Every entity, listed explicitly (no folder discovery): add new ones here. */
 export const ENTITIES = [
@@ -31,9 +35,15 @@ export const ENTITIES = [
   Forward,
   Job,
   SshHostKey,
+  ApiKey,
+  AuditLogEntry,
+  Webhook,
+  WebhookDelivery,
 ];
 
 export {
+  ApiKey,
+  AuditLogEntry,
   BillingAccount,
   BillingSubscription,
   Forward,
@@ -49,4 +59,6 @@ export {
   RouterFault,
   Team,
   User,
+  Webhook,
+  WebhookDelivery,
 };

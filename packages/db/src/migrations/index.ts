@@ -6,6 +6,7 @@ import { ForwardsMigration } from "./20261121-004-forwards.migration.ts";
 import { RouterHealthMigration } from "./20261121-005-router-health.migration.ts";
 import { OemMigration } from "./20261121-006-oem.migration.ts";
 import { OrganizationExternalIdsMigration } from "./20261121-007-organization-external-ids.migration.ts";
+import { EventsMigration } from "./20261123-011-events.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -19,4 +20,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261121-005-router-health", class: RouterHealthMigration },
   { name: "20261121-006-oem", class: OemMigration },
   { name: "20261121-007-organization-external-ids", class: OrganizationExternalIdsMigration },
+  { name: "20261123-011-events", class: EventsMigration },
 ];
