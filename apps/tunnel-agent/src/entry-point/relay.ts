@@ -2,6 +2,7 @@ import net from "node:net";
 import type { RelayTarget } from "@fleet/db";
 import { ipv4InCidr } from "@fleet/shared";
 import type { Logger } from "pino";
+import type { RelayConnectionEvents } from "./connection-log.ts";
 import { parseProxyHeader, V1_MAX_LENGTH, V2_MAX_LENGTH } from "./proxy-protocol.ts";
 
 export interface EntryPointRelayOptions {
@@ -14,6 +15,8 @@ export interface EntryPointRelayOptions {
   headerTimeoutMs?: number;
   /** How long connecting to the router's tunnel address may take. */
   connectTimeoutMs?: number;
+  /** Audit hook: accepted connections when they end, refused ones at once (see connection-log.ts). */
+  events?: RelayConnectionEvents | undefined;
 }
 
 /** Counters per forward, for tests and operators. */
@@ -28,6 +31,8 @@ const LINGER_MS = 30_000;
 interface Pair {
   client: net.Socket;
   upstream: net.Socket | undefined;
+  /** Set when admitted: the audited source and start (performance.now()). */
+  admitted?: { source: string; startedAt: number };
 }
 
 interface Listener {
@@ -47,12 +52,14 @@ interface Listener {
  * connection it carries are closed.
  */
 export class EntryPointRelay {
-  readonly #o: Required<EntryPointRelayOptions>;
+  readonly #o: Required<Omit<EntryPointRelayOptions, "events">>;
+  readonly #events: RelayConnectionEvents | undefined;
   readonly #listeners = new Map<string, Listener>();
   #stopped = false;
 
   constructor(options: EntryPointRelayOptions) {
     this.#o = { headerTimeoutMs: 5_000, connectTimeoutMs: 10_000, ...options };
+    this.#events = options.events;
   }
 
   /** Makes the listeners match `targets`: opens new ones, closes removed ones, retargets moved routers. */
@@ -178,6 +185,7 @@ export class EntryPointRelay {
   #refuse(listener: Listener, pair: Pair, reason: string, source?: string): void {
     listener.stats.refused++;
     this.#o.logger.info({ forwardId: listener.target.id, source, reason }, "entry-point connection refused");
+    this.#events?.denied({ forwardId: listener.target.id, sourceIp: source, reason });
     this.#endPair(listener, pair);
   }
 
@@ -188,6 +196,7 @@ export class EntryPointRelay {
       return;
     }
     listener.stats.accepted++;
+    pair.admitted = { source, startedAt: performance.now() };
     const { tunnelIp, port } = listener.target;
     const upstream = net.connect({ host: tunnelIp, port, allowHalfOpen: true });
     pair.upstream = upstream;
@@ -217,7 +226,7 @@ export class EntryPointRelay {
       return;
     }
     if (client.closed && upstream.closed) {
-      listener.pairs.delete(pair);
+      if (listener.pairs.delete(pair)) this.#ended(listener, pair);
       return;
     }
     if (!client.closed) client.end();
@@ -231,5 +240,18 @@ export class EntryPointRelay {
     if (!listener.pairs.delete(pair)) return;
     pair.client.destroy();
     pair.upstream?.destroy();
+    this.#ended(listener, pair);
+  }
+
+  /** An admitted connection is gone: report it once, with the bytes each way. */
+  #ended(listener: Listener, pair: Pair): void {
+    if (!pair.admitted || !this.#events) return;
+    this.#events.accepted({
+      forwardId: listener.target.id,
+      sourceIp: pair.admitted.source,
+      bytesIn: pair.client.bytesRead,
+      bytesOut: pair.client.bytesWritten,
+      durationMs: performance.now() - pair.admitted.startedAt,
+    });
   }
 }

@@ -1,5 +1,6 @@
 import type { SqlEntityManager } from "@mikro-orm/sql";
 import type { Database } from "../database.ts";
+import { type AuditOrigin, auditFromCte, auditInsertForOrm, SYSTEM_ORIGIN } from "./audit-log.repository.ts";
 import { JOB_DEFAULT_MAX_ATTEMPTS } from "./jobs.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -36,6 +37,8 @@ export interface NewForward {
   allowOnlyCidr: string;
   expiresAt: Date;
   maxActivePerRouter: number;
+  /** The creator: kept on the forward and recorded as `forward.created` in the same transaction (default: system). */
+  origin?: AuditOrigin;
 }
 
 export type CreateForwardResult =
@@ -92,6 +95,26 @@ const queueRemovalFrom = (cte: string) => `
   from ${cte}
   returning id`;
 
+const FORWARD_DETAILS = (t: string) =>
+  `jsonb_build_object('entry_point', ${t}.entry_point, 'port', ${t}.port, 'dst_address', ${t}.dst_address, 'dst_port', ${t}.dst_port)`;
+
+// Every close is audited in its own statement too: `forward.expired` or `forward.revoked`. Takes
+// three parameters (actor type, actor id, source address) at its position in the statement.
+const auditClosedFrom = (cte: string) =>
+  auditFromCte({
+    from: `${cte} join routers ar on ar.id = ${cte}.router_id`,
+    organizationId: "ar.organization_id",
+    occurredAt: `${cte}.closed_at`,
+    action: `case when ${cte}.status = 'expired' then 'forward.expired' else 'forward.revoked' end`,
+    actorType: "?::text",
+    actorId: "?::text",
+    targetType: "'forward'",
+    targetId: `${cte}.id::text`,
+    routerId: `${cte}.router_id`,
+    sourceIp: "?::text",
+    details: FORWARD_DETAILS(cte),
+  });
+
 // How often one create retries after losing a port to a concurrent create.
 const PORT_ATTEMPTS = 25;
 
@@ -120,9 +143,10 @@ export class ForwardsRepository {
    */
   async create(input: NewForward, now: Date): Promise<CreateForwardResult> {
     if (!isUuid(input.routerId) || !isUuid(input.teamId)) return { ok: false, reason: "router_not_found" };
+    const origin = input.origin ?? SYSTEM_ORIGIN;
     return this.#db.em().transactional(async (tx: SqlEntityManager): Promise<CreateForwardResult> => {
       const [router] = await tx.execute<Row[]>(
-        `select id, tunnel_ip from routers where id = ? and team_id = ? for update`,
+        `select id, tunnel_ip, organization_id from routers where id = ? and team_id = ? for update`,
         [input.routerId, input.teamId],
       );
       if (!router) return { ok: false, reason: "router_not_found" };
@@ -153,8 +177,9 @@ export class ForwardsRepository {
         }
         const id = crypto.randomUUID();
         const [inserted] = await tx.execute<Row[]>(
-          `insert into forwards (id, router_id, entry_point, port, dst_address, dst_port, allow_only_cidr, status, expires_at, created_at)
-           values (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)
+          `insert into forwards (id, router_id, entry_point, port, dst_address, dst_port, allow_only_cidr, status, expires_at, created_at,
+             created_by_type, created_by_id)
+           values (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)
            on conflict (entry_point, port) where status = 'active' do nothing
            returning ${RETURNING}`,
           [
@@ -167,6 +192,8 @@ export class ForwardsRepository {
             input.allowOnlyCidr,
             input.expiresAt,
             now,
+            origin.actor.type,
+            origin.actor.id,
           ],
         );
         if (!inserted) continue; // a concurrent create took this port first
@@ -182,7 +209,27 @@ export class ForwardsRepository {
             now,
           ],
         );
-        return { ok: true, forward: forwardFromRow(inserted) };
+        const forward = forwardFromRow(inserted);
+        await tx.execute(
+          ...auditInsertForOrm({
+            organizationId: String(router.organization_id),
+            occurredAt: now,
+            action: "forward.created",
+            actor: origin.actor,
+            sourceIp: origin.sourceIp,
+            target: { type: "forward", id },
+            routerId: input.routerId,
+            details: {
+              entry_point: forward.entryPoint,
+              port: forward.port,
+              dst_address: forward.dstAddress,
+              dst_port: forward.dstPort,
+              allow_from: forward.allowOnlyCidr,
+              expires_at: forward.expiresAt.toISOString(),
+            },
+          }),
+        );
+        return { ok: true, forward };
       }
       return { ok: false, reason: "ports_exhausted" };
     });
@@ -213,7 +260,12 @@ export class ForwardsRepository {
    * Closes an active forward early (revoked) or, when its time has passed but no sweep ran yet,
    * as expired; queues its removal. Null when it was not active (already closed: nothing to do).
    */
-  async close(routerId: string, id: string, now: Date): Promise<ForwardRecord | null> {
+  async close(
+    routerId: string,
+    id: string,
+    now: Date,
+    origin: AuditOrigin = SYSTEM_ORIGIN,
+  ): Promise<ForwardRecord | null> {
     if (!isUuid(routerId) || !isUuid(id)) return null;
     const rows = await this.#db.query<Row>(
       `with target as (
@@ -222,9 +274,10 @@ export class ForwardsRepository {
          update forwards f set status = case when f.expires_at <= ? then 'expired' else 'revoked' end, closed_at = ?
          from target where f.id = target.id
          returning ${COLUMNS}
-       ), queued as (${queueRemovalFrom("closed")})
+       ), queued as (${queueRemovalFrom("closed")}
+       ), audited as (${auditClosedFrom("closed")})
        select * from closed`,
-      [id, routerId, now, now, now, now, now],
+      [id, routerId, now, now, now, now, now, origin.actor.type, origin.actor.id, origin.sourceIp],
     );
     return rows[0] ? forwardFromRow(rows[0]) : null;
   }
@@ -244,9 +297,10 @@ export class ForwardsRepository {
        ), closed as (
          update forwards f set status = 'expired', closed_at = ? from due where f.id = due.id
          returning ${COLUMNS}
-       ), queued as (${queueRemovalFrom("closed")})
+       ), queued as (${queueRemovalFrom("closed")}
+       ), audited as (${auditClosedFrom("closed")})
        select * from closed`,
-      [now, ...(entryPoint === undefined ? [] : [entryPoint]), now, now, now, now],
+      [now, ...(entryPoint === undefined ? [] : [entryPoint]), now, now, now, now, "system", null, null],
     );
     return rows.map(forwardFromRow);
   }

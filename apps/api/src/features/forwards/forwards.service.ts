@@ -1,4 +1,4 @@
-import type { ForwardsRepository, RouterTunnel } from "@fleet/db";
+import type { AuditOrigin, ForwardsRepository, RouterTunnel } from "@fleet/db";
 import { AppError, type Clock, FORWARD_LIMITS, type TCreateForwardInput, type TForward } from "@fleet/shared";
 import { toForwardResponse } from "./forwards.mapper.ts";
 
@@ -40,7 +40,7 @@ export class ForwardsService {
     return toForwardResponse(forward, now);
   }
 
-  async create(teamId: string, input: TCreateForwardInput): Promise<TForward> {
+  async create(teamId: string, input: TCreateForwardInput, origin: AuditOrigin): Promise<TForward> {
     const now = this.#deps.clock.now();
     const max = this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter;
     const result = await this.#deps.forwards.create(
@@ -54,6 +54,7 @@ export class ForwardsService {
         allowOnlyCidr: input.allow_from,
         expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
         maxActivePerRouter: max,
+        origin,
       },
       now,
     );
@@ -83,9 +84,9 @@ export class ForwardsService {
   }
 
   /** Revokes an active forward; a forward that is already closed answers the same (idempotent). */
-  async delete(teamId: string, routerId: string, id: string): Promise<void> {
+  async delete(teamId: string, routerId: string, id: string, origin: AuditOrigin): Promise<void> {
     await this.#router(teamId, routerId);
-    const closed = await this.#deps.forwards.close(routerId, id, this.#deps.clock.now());
+    const closed = await this.#deps.forwards.close(routerId, id, this.#deps.clock.now(), origin);
     if (closed) return;
     if (!(await this.#deps.forwards.get(routerId, id))) throw forwardNotFound();
   }

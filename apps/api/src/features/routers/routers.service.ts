@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { CoverageRecord, FaultRecord, NewRouter, RouterRecord } from "@fleet/db";
+import type { AuditOrigin, CoverageRecord, FaultRecord, NewRouter, RouterRecord } from "@fleet/db";
 import {
   AppError,
   type Clock,
@@ -29,7 +29,11 @@ export interface RouterStore {
   listByTeam(teamId: string): Promise<RouterRecord[]>;
   findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
   insert(input: NewRouter): Promise<RouterRecord>;
-  deleteInTeam(teamId: string, routerId: string): Promise<{ id: string; organizationId: string } | null>;
+  deleteInTeam(
+    teamId: string,
+    routerId: string,
+    removal: { origin: AuditOrigin; at: Date },
+  ): Promise<{ id: string; organizationId: string } | null>;
   updateUserMetadata(
     teamId: string,
     routerId: string,
@@ -86,7 +90,12 @@ export class RouterService {
   }
 
   /** Subscription check first (402), then the router, then the quantity sync. */
-  async enroll(auth: AuthClaims, teamId: string, input: TEnrollRouterInput): Promise<TEnrolledRouter> {
+  async enroll(
+    auth: AuthClaims,
+    teamId: string,
+    input: TEnrollRouterInput,
+    origin: AuditOrigin,
+  ): Promise<TEnrolledRouter> {
     await this.#deps.clearance.ensureClearance(auth.organizationId);
     const token = newHeartbeatToken();
     const router = await this.#deps.routers.insert({
@@ -95,14 +104,15 @@ export class RouterService {
       name: input.name ?? "",
       tokenHash: sha256(token),
       createdAt: this.#deps.clock.now(),
+      origin,
     });
     await this.#sync(auth.organizationId);
     return { router: toRouterResponse(router, this.#deps.clock.now()), heartbeat_token: token };
   }
 
   /** Deletes the router and revokes its token: daemons drop its sockets when they hear of it. */
-  async remove(teamId: string, routerId: string): Promise<void> {
-    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId);
+  async remove(teamId: string, routerId: string, origin: AuditOrigin): Promise<void> {
+    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId, { origin, at: this.#deps.clock.now() });
     if (!removed) throw notFound();
     await this.#deps.feed
       .publish([{ type: "removed", router_id: removed.id, team_id: teamId }])
