@@ -1,6 +1,7 @@
 import {
   ConfigError,
   envBool,
+  envInt,
   envLogLevel,
   envOptional,
   envPort,
@@ -44,6 +45,14 @@ export interface ApiConfig {
     catalogUrl: URL | undefined;
     /** `OEM_REFRESH_CRON`: when to refresh (node-cron syntax, server time zone). */
     refreshCron: string;
+  };
+  events: {
+    /** `AUDIT_RETENTION_DAYS` (default 365): audit entries older than this are pruned. */
+    auditRetentionDays: number;
+    /** `WEBHOOK_ALLOW_PRIVATE` (default false): webhooks may use http and loopback/private addresses. */
+    webhookAllowPrivate: boolean;
+    /** `WEBHOOK_ENCRYPTION_KEY` (>= 32 bytes): encrypts webhook secrets at rest; dev: generated in DATA_DIR. */
+    webhookEncryptionKey: string | undefined;
   };
 }
 
@@ -100,6 +109,11 @@ export const loadApiConfig = (env: TEnv = process.env, defaults: ApiConfigDefaul
     oem: {
       catalogUrl: envUrl(env, "OEM_CATALOG_URL", ["http:", "https:"]),
       refreshCron: envCron(env, "OEM_REFRESH_CRON", "17 3 * * *"),
+    },
+    events: {
+      auditRetentionDays: envInt(env, "AUDIT_RETENTION_DAYS", 365, 1, 36_500),
+      webhookAllowPrivate: envBool(env, "WEBHOOK_ALLOW_PRIVATE", false),
+      webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),
     },
   };
 };

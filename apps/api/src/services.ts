@@ -1,5 +1,6 @@
 import type { AccountService } from "./features/account/account.service.ts";
 import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
+import type { AuditLogService } from "./features/audit-log/audit-log.service.ts";
 import type { AuthService } from "./features/auth/auth.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
@@ -23,4 +24,5 @@ export interface Services {
   invoices: InvoicesService;
   routers: RouterService;
   apiKeys: ApiKeysService;
+  auditLog: AuditLogService;
 }

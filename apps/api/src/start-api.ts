@@ -4,6 +4,7 @@ import {
   AccountsRepository,
   acquireStatusFeed,
   ApiKeysRepository,
+  AuditLogRepository,
   type Database,
   ForwardsRepository,
   IdentityRepository,
@@ -18,6 +19,8 @@ import type { ApiConfig } from "./config.ts";
 import { AccountService } from "./features/account/account.service.ts";
 import { ApiKeyVerifier } from "./features/api-keys/api-key-verifier.ts";
 import { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
+import { AuditLogService } from "./features/audit-log/audit-log.service.ts";
+import { scheduleAuditPrune } from "./features/audit-log/prune-audit-log.job.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
 import { ForwardsService } from "./features/forwards/forwards.service.ts";
 import { InvoicesService } from "./features/invoices/invoices.service.ts";
@@ -95,6 +98,7 @@ export const startApi = async ({
   const stripeClient = createStripeClient(stripe);
 
   const apiKeyStore = new ApiKeysRepository(db);
+  const auditLog = new AuditLogRepository(db);
   const apiKeys = new ApiKeyVerifier({
     keys: apiKeyStore,
     logger: logger.child({ feature: "api-keys" }),
@@ -161,6 +165,7 @@ export const startApi = async ({
       clock: { now: () => new Date(now ? now() : Date.now()) },
       forget: (hash) => apiKeys.forget(hash),
     }),
+    auditLog: new AuditLogService(auditLog),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -196,6 +201,13 @@ export const startApi = async ({
       })
     : undefined;
 
+  const auditPrune = scheduleAuditPrune({
+    audit: auditLog,
+    clock: domainClock ?? clock,
+    retentionDays: config.events.auditRetentionDays,
+    logger: logger.child({ job: "audit-prune" }),
+  });
+
   return {
     url,
     port,
@@ -204,6 +216,7 @@ export const startApi = async ({
     devLogin: signer !== undefined,
     close: async () => {
       await oemRefresh?.stop();
+      await auditPrune.stop();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       await closeServer(server);

@@ -1,5 +1,6 @@
 import { accountRouter } from "../features/account/account.routes.ts";
 import { apiKeysRouter } from "../features/api-keys/api-keys.routes.ts";
+import { auditLogRouter } from "../features/audit-log/audit-log.routes.ts";
 import { authRouter } from "../features/auth/auth.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
@@ -16,6 +17,7 @@ export const appRouter = router({
   forwards: forwardsRouter,
   routers: routersRouter,
   apiKeys: apiKeysRouter,
+  auditLog: auditLogRouter,
 });
 
 export type AppRouter = typeof appRouter;

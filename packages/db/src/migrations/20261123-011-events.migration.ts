@@ -13,7 +13,7 @@ export class EventsMigration extends Migration {
     this.addSql(
       `create index "audit_log_org_action_occurred_index" on "audit_log" ("organization_id", "action", "occurred_at", "id");`,
     );
-    this.addSql(`create index "audit_log_occurred_at_index" on "audit_log" ("occurred_at");`);
+    this.addSql(`create index "audit_log_occurred_at_brin" on "audit_log" using brin ("occurred_at");`);
     this.addSql(
       `create index "audit_log_undispatched_index" on "audit_log" ("occurred_at") where "dispatched_at" is null;`,
     );
