@@ -10,6 +10,7 @@ import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
 import type { RouterService } from "./features/routers/routers.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
+import type { WebhooksService } from "./features/webhooks/webhooks.service.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
 export interface Services {
@@ -25,4 +26,5 @@ export interface Services {
   routers: RouterService;
   apiKeys: ApiKeysService;
   auditLog: AuditLogService;
+  webhooks: WebhooksService;
 }

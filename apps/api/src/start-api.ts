@@ -8,8 +8,10 @@ import {
   type Database,
   ForwardsRepository,
   IdentityRepository,
+  JobsRepository,
   RoutersRepository,
   SubscriptionsRepository,
+  WebhooksRepository,
 } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
@@ -33,6 +35,10 @@ import { OemService } from "./features/oem/oem.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
+import { WebhookDeliveryWorker } from "./features/webhooks/webhook-delivery.worker.ts";
+import { WebhookDispatcher } from "./features/webhooks/webhook-dispatcher.ts";
+import { SecretBox } from "./features/webhooks/webhook-secret.ts";
+import { WebhooksService } from "./features/webhooks/webhooks.service.ts";
 import { createApp } from "./http/app.ts";
 import { createCustomerGateway } from "./integrations/stripe/billing-gateway.ts";
 import { createPaymentsGateway } from "./integrations/stripe/payments-gateway.ts";
@@ -50,6 +56,8 @@ export interface StartApiOptions {
   now?: () => number;
   /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
   clock?: Clock;
+  /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
+  webhookTiming?: { retryBaseMs?: number; pollMs?: number; timeoutMs?: number };
 }
 
 export interface RunningApi {
@@ -72,6 +80,7 @@ export const startApi = async ({
   logger,
   now,
   clock: domainClock,
+  webhookTiming = {},
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -127,6 +136,29 @@ export const startApi = async ({
     docsUrl: config.docsUrl,
   });
   const payments = createPaymentsGateway(stripeClient);
+  const webhookStore = new WebhooksRepository(db);
+  const secrets = new SecretBox(
+    config.events.webhookEncryptionKey ?? resolveDevJwtSecret(config.dataDir, "webhook-encryption-key"),
+  );
+  const eventClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
+  const deliveryWorker = new WebhookDeliveryWorker({
+    jobs: new JobsRepository(db),
+    webhooks: webhookStore,
+    secrets,
+    clock: eventClock,
+    logger: logger.child({ part: "webhook-delivery" }),
+    allowPrivate: config.events.webhookAllowPrivate,
+    ...(webhookTiming.retryBaseMs === undefined ? {} : { retryBaseMs: webhookTiming.retryBaseMs }),
+    ...(webhookTiming.pollMs === undefined ? {} : { pollMs: webhookTiming.pollMs }),
+    ...(webhookTiming.timeoutMs === undefined ? {} : { timeoutMs: webhookTiming.timeoutMs }),
+  });
+  const dispatcher = new WebhookDispatcher({
+    webhooks: webhookStore,
+    clock: eventClock,
+    logger: logger.child({ part: "webhook-dispatch" }),
+    onQueued: () => deliveryWorker.wake(),
+    ...(webhookTiming.pollMs === undefined ? {} : { pollMs: webhookTiming.pollMs }),
+  });
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const services: Services = {
     tokens,
@@ -166,6 +198,16 @@ export const startApi = async ({
       forget: (hash) => apiKeys.forget(hash),
     }),
     auditLog: new AuditLogService(auditLog),
+    webhooks: new WebhooksService({
+      webhooks: webhookStore,
+      secrets,
+      clock: eventClock,
+      allowPrivate: config.events.webhookAllowPrivate,
+      onChange: () => {
+        dispatcher.wake();
+        deliveryWorker.wake();
+      },
+    }),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -217,6 +259,8 @@ export const startApi = async ({
     close: async () => {
       await oemRefresh?.stop();
       await auditPrune.stop();
+      await dispatcher.close();
+      await deliveryWorker.close();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       await closeServer(server);

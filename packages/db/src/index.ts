@@ -15,3 +15,4 @@ export { nativeSql, type NativeQuery, type NativeSql } from "./native-sql.ts";
 export { isUniqueViolation } from "./repositories/sql-values.ts";
 export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
+export * from "./repositories/webhooks.repository.ts";

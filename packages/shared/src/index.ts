@@ -24,3 +24,4 @@ export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
 export * from "./rules/text-rules.ts";
 export * from "./schemas/events.schema.ts";
+export * from "./rules/public-address.ts";

@@ -31,6 +31,8 @@ export interface ApiHarnessOptions {
   logger?: Logger;
   /** Time of domain rules (forward expiry, router metrics); token expiry keeps the real clock. */
   clock?: Clock;
+  /** Webhook retry/poll timing (see StartApiOptions). */
+  webhookTiming?: { retryBaseMs?: number; pollMs?: number; timeoutMs?: number };
 }
 
 export const startApiHarness = async (
@@ -57,6 +59,7 @@ export const startApiHarness = async (
     logger: options.logger ?? pino({ level: "silent" }),
     now: () => Date.now() + clock.offsetMs,
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
   });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

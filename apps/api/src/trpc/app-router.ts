@@ -6,6 +6,7 @@ import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
 import { routersRouter } from "../features/routers/routers.routes.ts";
+import { webhooksRouter } from "../features/webhooks/webhooks.routes.ts";
 import { router } from "./init.ts";
 
 /** The one procedure set behind tRPC (/trpc), REST (spec paths) and /openapi.json. */
@@ -18,6 +19,7 @@ export const appRouter = router({
   routers: routersRouter,
   apiKeys: apiKeysRouter,
   auditLog: auditLogRouter,
+  webhooks: webhooksRouter,
 });
 
 export type AppRouter = typeof appRouter;

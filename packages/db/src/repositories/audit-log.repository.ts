@@ -59,16 +59,27 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 export const AUDIT_COLUMNS = `a.id, a.organization_id, ${ms("a.occurred_at", "occurred_ms")}, a.action, a.actor_type,
   a.actor_id, a.target_type, a.target_id, a.router_id, a.source_ip, a.details`;
 
+/**
+ * `dispatched_at` of a new entry: null (waiting in the outbox) only when its organization has an
+ * enabled webhook; otherwise the entry is born dispatched, so the outbox holds only work and the
+ * dispatcher writes nothing for organizations without webhooks.
+ */
+const outboxState = (organizationId: string, occurredAt: string) =>
+  `(case when exists (select 1 from webhooks w where w.organization_id = ${organizationId} and w.disabled_at is null)
+    then null else ${occurredAt} end)`;
+
 const INSERT_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type,
-  target_id, router_id, source_ip, details)
-  values (gen_random_uuid(), $1, to_timestamp($2::float8 / 1000.0), $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`;
+  target_id, router_id, source_ip, details, dispatched_at)
+  values (gen_random_uuid(), $1::uuid, to_timestamp($2::float8 / 1000.0), $3, $4, $5, $6, $7, $8, $9, $10::jsonb,
+    ${outboxState("$1::uuid", "to_timestamp($2::float8 / 1000.0)")})`;
 
 // Batched inserts (the relay's connection log): rows whose forward no longer exists are dropped,
 // and the organization and router come from the forward, so a caller cannot misfile an entry.
 const INSERT_FORWARD_EVENTS_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
-  target_type, target_id, router_id, source_ip, details)
+  target_type, target_id, router_id, source_ip, details, dispatched_at)
   select gen_random_uuid(), r.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, 'system', null,
-    'forward', f.id::text, f.router_id, v.source_ip, v.details
+    'forward', f.id::text, f.router_id, v.source_ip, v.details,
+    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}
   from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::jsonb[]) as v(forward_id, occurred_ms, action, source_ip, details)
   join forwards f on f.id = v.forward_id
   join routers r on r.id = f.router_id`;
@@ -96,10 +107,16 @@ export const insertAuditEntry = async (query: NativeQuery, entry: NewAuditEntry)
  * The same insert for MikroORM transactions (`tx.execute` takes `?` placeholders); used where an
  * older repository already runs its change through the EntityManager.
  */
-export const auditInsertForOrm = (entry: NewAuditEntry): [string, unknown[]] => [
-  INSERT_SQL.replace(/\$\d+/g, "?"),
-  insertParams(entry),
-];
+export const auditInsertForOrm = (entry: NewAuditEntry): [string, unknown[]] => {
+  const params = insertParams(entry);
+  const ordered: unknown[] = [];
+  // `$n` may repeat; `?` is positional, so each occurrence gets its own copy of the value.
+  const text = INSERT_SQL.replace(/\$(\d+)/g, (_match, n: string) => {
+    ordered.push(params[Number(n) - 1]);
+    return "?";
+  });
+  return [text, ordered];
+};
 
 /**
  * A CTE body (`insert ... select`) auditing every row of `source`, for statements that change rows
@@ -118,9 +135,10 @@ export const auditFromCte = (select: {
   sourceIp: string;
   details: string;
 }): string => `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type,
-  target_id, router_id, source_ip, details)
+  target_id, router_id, source_ip, details, dispatched_at)
   select gen_random_uuid(), ${select.organizationId}, ${select.occurredAt}, ${select.action}, ${select.actorType},
-    ${select.actorId}, ${select.targetType}, ${select.targetId}, ${select.routerId}, ${select.sourceIp}, ${select.details}
+    ${select.actorId}, ${select.targetType}, ${select.targetId}, ${select.routerId}, ${select.sourceIp}, ${select.details},
+    ${outboxState(select.organizationId, select.occurredAt)}
   from ${select.from}`;
 
 export const auditFromRow = (row: Row): AuditRecord => ({
