@@ -16,3 +16,4 @@ export { isUniqueViolation } from "./repositories/sql-values.ts";
 export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
+export * from "./jobs/job-engine.ts";

@@ -1,0 +1,271 @@
+import { type Db, fromPglite, type JobWithMetadata, PgBoss, type PGliteLike } from "pg-boss";
+import type { Database } from "../database.ts";
+import type { NativeQuery } from "../native-sql.ts";
+
+/**
+ * The job engine: pg-boss 12 on the process's own database (docs/operations.md "Metrics and probes"
+ * for its queues). PGlite runs it in-process through pg-boss's PGlite adapter (`backend: 'pglite'`),
+ * PostgreSQL through pg-boss's own small pool plus one LISTEN connection (docs/operations.md
+ * "Configuration": JOB_POOL_MAX). pg-boss keeps its tables in the `pgboss` schema and migrates it
+ * itself on start, beside (not inside) the application's migrations.
+ */
+
+/** How one queue behaves: retries, expiry of a dead worker's attempt, dead letter, retention. */
+export interface JobQueueDefinition {
+  name: string;
+  /**
+   * `key_strict_fifo`: jobs with one `singletonKey` run one at a time, in order, cluster-wide (a
+   * unique index guarantees it); a key stays blocked while its head job waits for a retry or has
+   * failed for good. `standard` (default): no ordering. pg-boss's `groupConcurrency` is only
+   * best-effort on PostgreSQL (two fetches racing can both start a job of one group), so strict
+   * per-router exclusion uses this policy. Fixed when the queue is created.
+   */
+  policy?: "standard" | "key_strict_fifo";
+  /** Attempts after the first one (pg-boss `retryLimit`). */
+  retryLimit?: number;
+  /** First retry delay in seconds; doubled per attempt (with jitter) when `retryBackoff`. */
+  retryDelaySeconds?: number;
+  retryBackoff?: boolean;
+  retryDelayMaxSeconds?: number;
+  /** An active attempt older than this is taken to have died with its worker and is retried. */
+  expireInSeconds?: number;
+  /** Queue that receives a job once its retries are spent (created here too). */
+  deadLetter?: string;
+  /** How long finished jobs stay for inspection before pg-boss deletes them. */
+  deleteAfterSeconds?: number;
+  /** How long a job may wait unstarted before it is dropped. */
+  retentionSeconds?: number;
+}
+
+export interface JobSendOptions {
+  /**
+   * Jobs of one group never run at the same time anywhere in the cluster when the queue's worker
+   * uses `groupConcurrency: 1` (a router id for forward jobs).
+   */
+  group?: string;
+  /** Run no earlier than this. */
+  startAfter?: Date;
+  /** The ordering key of a `key_strict_fifo` queue (required there), else the singleton key. */
+  singletonKey?: string;
+  /**
+   * Insert through this executor instead of the engine's own connection: the job commits or rolls
+   * back with the caller's transaction (`nativeSql(db).transaction`).
+   */
+  executor?: NativeQuery;
+}
+
+export interface EngineJob<T> {
+  id: string;
+  queue: string;
+  data: T;
+  singletonKey: string | null;
+  /** 0 on the first attempt. */
+  retryCount: number;
+  groupId: string | null;
+  /** Aborted when the engine stops while the handler runs. */
+  signal: AbortSignal;
+}
+
+export interface JobWorkOptions {
+  /** Jobs of one group running at once across every process (1: strictly one at a time). */
+  groupConcurrency?: number;
+  /** Handlers of this queue running at once in this process. */
+  localConcurrency?: number;
+  /** Poll period when no notification wakes the worker (pg-boss minimum 0.5). */
+  pollingIntervalSeconds?: number;
+}
+
+export type JobHandler<T> = (job: EngineJob<T>) => Promise<unknown>;
+
+export interface JobScheduleOptions {
+  /** Time zone of the cron expression; UTC when unset. */
+  tz?: string;
+  /** Several schedules on one queue need distinct keys. */
+  key?: string;
+}
+
+export interface JobEngineOptions {
+  /** pg-boss pool size on PostgreSQL (PGlite has one connection). */
+  poolMax?: number;
+  /** How often expired attempts are failed over and queue counts refreshed (seconds, >= 1). */
+  monitorIntervalSeconds?: number;
+  /** Whether this process evaluates cron schedules (at most one job per slot cluster-wide either way). */
+  schedule?: boolean;
+  onError?: (error: unknown) => void;
+}
+
+export interface JobEngine {
+  /** The engine's pg-boss, for the admin CLI and metrics; apps use the methods below. */
+  readonly boss: PgBoss;
+  /** Creates the queue (and its dead-letter queue) or updates its options. */
+  defineQueue(definition: JobQueueDefinition): Promise<void>;
+  send<T extends object>(queue: string, data: T, options?: JobSendOptions): Promise<string | null>;
+  /** Registers a handler; a thrown error fails the attempt (retried per the queue, then dead-lettered). */
+  work<T>(queue: string, options: JobWorkOptions, handler: JobHandler<T>): Promise<string>;
+  /** Stops this process's workers of a queue, waiting for running handlers. */
+  offWork(queue: string): Promise<void>;
+  /** Cluster-wide cron: one job per slot however many processes schedule it. */
+  schedule(queue: string, cron: string, data?: object, options?: JobScheduleOptions): Promise<void>;
+  findJobs<T>(queue: string, options?: { id?: string; data?: object }): Promise<JobWithMetadata<T>[]>;
+  /** Drops this holder's reference; the last one stops pg-boss (running handlers finish first). */
+  stop(): Promise<void>;
+}
+
+interface Shared {
+  boss: PgBoss;
+  refs: number;
+  handlers: Set<string>;
+}
+
+const registry = new WeakMap<Database, Promise<Shared>>();
+
+interface PgliteConnection {
+  getNativeClient(): Promise<PGliteLike>;
+}
+
+/** pg-boss validates every key it is given, so unset options must be absent, not undefined. */
+const defined = <T extends Record<string, unknown>>(value: T): Partial<T> =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** A caller's transaction as a pg-boss `db`: `$1..$n` parameters, one connection. */
+export const executorDb = (query: NativeQuery): Db => ({
+  executeSql: async (text: string, values?: unknown[]) => ({ rows: await query(text, values ?? []) }),
+});
+
+const createBoss = async (db: Database, options: JobEngineOptions): Promise<PgBoss> => {
+  const common = {
+    schedule: options.schedule ?? true,
+    monitorIntervalSeconds: options.monitorIntervalSeconds ?? 15,
+    superviseIntervalSeconds: Math.min(60, options.monitorIntervalSeconds ?? 15),
+    useListenNotify: true,
+  };
+  if (db.driver === "pglite") {
+    const connection = db.orm.em.getConnection() as unknown as PgliteConnection;
+    const pglite = await connection.getNativeClient();
+    return new PgBoss({ ...common, backend: "pglite", db: fromPglite(pglite) });
+  }
+  return new PgBoss({
+    ...common,
+    connectionString: String(db.orm.config.get("clientUrl")),
+    max: options.poolMax ?? 3,
+    application_name: "fleet-jobs",
+  });
+};
+
+/**
+ * The process's job engine on `db`: the first call starts pg-boss (migrating its schema), later
+ * calls share it, so the all-in-one's apps run one pg-boss. Options of the first call win.
+ */
+export const acquireJobEngine = async (db: Database, options: JobEngineOptions = {}): Promise<JobEngine> => {
+  let shared = registry.get(db);
+  if (!shared) {
+    shared = (async () => {
+      const boss = await createBoss(db, options);
+      boss.on("error", (error) => options.onError?.(error));
+      await boss.start();
+      return { boss, refs: 0, handlers: new Set<string>() };
+    })();
+    registry.set(db, shared);
+    shared.catch(() => registry.delete(db));
+  }
+  const entry = await shared;
+  entry.refs += 1;
+  const { boss } = entry;
+  const mine = new Set<string>();
+  let stopped = false;
+
+  return {
+    boss,
+    defineQueue: async (definition) => {
+      if (definition.deadLetter && !(await boss.getQueue(definition.deadLetter))) {
+        await boss.createQueue(
+          definition.deadLetter,
+          defined({ deleteAfterSeconds: definition.deleteAfterSeconds, retentionSeconds: definition.retentionSeconds }),
+        );
+      }
+      const queueOptions = defined({
+        retryLimit: definition.retryLimit,
+        retryDelay: definition.retryDelaySeconds,
+        retryBackoff: definition.retryBackoff,
+        expireInSeconds: definition.expireInSeconds,
+        deleteAfterSeconds: definition.deleteAfterSeconds,
+        retentionSeconds: definition.retentionSeconds,
+      });
+      if (await boss.getQueue(definition.name)) {
+        await boss.updateQueue(definition.name, { ...queueOptions, deadLetter: definition.deadLetter ?? null });
+      } else {
+        await boss.createQueue(definition.name, {
+          ...queueOptions,
+          ...defined({
+            retryDelayMax: definition.retryDelayMaxSeconds,
+            deadLetter: definition.deadLetter,
+            policy: definition.policy,
+          }),
+          notify: true,
+        });
+      }
+    },
+    send: (queue, data, sendOptions = {}) =>
+      boss.send(queue, data, {
+        ...(sendOptions.group === undefined ? {} : { group: { id: sendOptions.group } }),
+        ...(sendOptions.startAfter === undefined ? {} : { startAfter: sendOptions.startAfter }),
+        ...(sendOptions.singletonKey === undefined ? {} : { singletonKey: sendOptions.singletonKey }),
+        ...(sendOptions.executor === undefined ? {} : { db: executorDb(sendOptions.executor) }),
+      }),
+    work: async <T>(queue: string, workOptions: JobWorkOptions, handler: JobHandler<T>) => {
+      mine.add(queue);
+      entry.handlers.add(queue);
+      return boss.work<T>(
+        queue,
+        {
+          batchSize: 1,
+          localConcurrency: workOptions.localConcurrency ?? 1,
+          pollingIntervalSeconds: workOptions.pollingIntervalSeconds ?? 2,
+          // A job held back by its busy group sends no new notification when the group frees up,
+          // so the backstop poll must stay as short as the plain one.
+          notifyPollingIntervalSeconds: workOptions.pollingIntervalSeconds ?? 2,
+          ...(workOptions.groupConcurrency === undefined ? {} : { groupConcurrency: workOptions.groupConcurrency }),
+          includeMetadata: true,
+        },
+        async ([job]) => {
+          if (!job) return;
+          await handler({
+            id: job.id,
+            queue: job.name,
+            data: job.data,
+            singletonKey: (job as Partial<JobWithMetadata<T>>).singletonKey ?? null,
+            retryCount: job.retryCount,
+            groupId: job.groupId ?? null,
+            signal: job.signal,
+          });
+        },
+      );
+    },
+    offWork: async (queue) => {
+      mine.delete(queue);
+      entry.handlers.delete(queue);
+      await boss.offWork(queue, { wait: true });
+    },
+    schedule: (queue, cron, data, scheduleOptions = {}) =>
+      boss.schedule(queue, cron, data ?? null, {
+        ...(scheduleOptions.tz === undefined ? {} : { tz: scheduleOptions.tz }),
+        ...(scheduleOptions.key === undefined ? {} : { key: scheduleOptions.key }),
+      }),
+    findJobs: <T>(queue: string, findOptions: { id?: string; data?: object } = {}) =>
+      boss.findJobs<T>(queue, { ...findOptions, queued: false }),
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      for (const queue of mine) {
+        entry.handlers.delete(queue);
+        await boss.offWork(queue, { wait: true });
+      }
+      entry.refs -= 1;
+      if (entry.refs === 0) {
+        registry.delete(db);
+        // PGlite belongs to the Database (closed with it), so pg-boss must not close the instance.
+        await boss.stop({ graceful: true, close: db.driver !== "pglite", timeout: 10_000 });
+      }
+    },
+  };
+};
