@@ -7,8 +7,8 @@ import {
   AuditLogRepository,
   type Database,
   ForwardsRepository,
+  acquireJobEngine,
   IdentityRepository,
-  JobsRepository,
   RoutersRepository,
   SubscriptionsRepository,
   WebhooksRepository,
@@ -57,7 +57,7 @@ export interface StartApiOptions {
   /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
   clock?: Clock;
   /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
-  webhookTiming?: { retryBaseMs?: number; pollMs?: number; timeoutMs?: number };
+  webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
 }
 
 export interface RunningApi {
@@ -136,27 +136,34 @@ export const startApi = async ({
     docsUrl: config.docsUrl,
   });
   const payments = createPaymentsGateway(stripeClient);
-  const webhookStore = new WebhooksRepository(db);
+  const jobEngine = await acquireJobEngine(db, {
+    onError: (error) => logger.warn({ err: error }, "job engine error"),
+  });
+  const webhookStore = new WebhooksRepository(db, jobEngine);
   const secrets = new SecretBox(
     config.events.webhookEncryptionKey ?? resolveDevJwtSecret(config.dataDir, "webhook-encryption-key"),
   );
   const eventClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
   const deliveryWorker = new WebhookDeliveryWorker({
-    jobs: new JobsRepository(db),
+    engine: jobEngine,
     webhooks: webhookStore,
     secrets,
     clock: eventClock,
     logger: logger.child({ part: "webhook-delivery" }),
     allowPrivate: config.events.webhookAllowPrivate,
-    ...(webhookTiming.retryBaseMs === undefined ? {} : { retryBaseMs: webhookTiming.retryBaseMs }),
-    ...(webhookTiming.pollMs === undefined ? {} : { pollMs: webhookTiming.pollMs }),
+    ...(webhookTiming.retryDelaySeconds === undefined ? {} : { retryDelaySeconds: webhookTiming.retryDelaySeconds }),
+    ...(webhookTiming.pollMs === undefined
+      ? {}
+      : { pollingIntervalSeconds: Math.max(0.5, webhookTiming.pollMs / 1000) }),
     ...(webhookTiming.timeoutMs === undefined ? {} : { timeoutMs: webhookTiming.timeoutMs }),
   });
+  await deliveryWorker.start();
   const dispatcher = new WebhookDispatcher({
     webhooks: webhookStore,
     clock: eventClock,
     logger: logger.child({ part: "webhook-dispatch" }),
-    onQueued: () => deliveryWorker.wake(),
+    // pg-boss notifies its workers of new jobs itself.
+    onQueued: () => undefined,
     ...(webhookTiming.pollMs === undefined ? {} : { pollMs: webhookTiming.pollMs }),
   });
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
@@ -203,10 +210,7 @@ export const startApi = async ({
       secrets,
       clock: eventClock,
       allowPrivate: config.events.webhookAllowPrivate,
-      onChange: () => {
-        dispatcher.wake();
-        deliveryWorker.wake();
-      },
+      onChange: () => dispatcher.wake(),
     }),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
@@ -261,6 +265,7 @@ export const startApi = async ({
       await auditPrune.stop();
       await dispatcher.close();
       await deliveryWorker.close();
+      await jobEngine.stop();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       await closeServer(server);

@@ -32,7 +32,7 @@ export interface ApiHarnessOptions {
   /** Time of domain rules (forward expiry, router metrics); token expiry keeps the real clock. */
   clock?: Clock;
   /** Webhook retry/poll timing (see StartApiOptions). */
-  webhookTiming?: { retryBaseMs?: number; pollMs?: number; timeoutMs?: number };
+  webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
 }
 
 export const startApiHarness = async (

@@ -1,4 +1,5 @@
 import type { Database } from "../database.ts";
+import type { JobEngine } from "../jobs/job-engine.ts";
 import { type NativeQuery, nativeSql } from "../native-sql.ts";
 import {
   AUDIT_COLUMNS,
@@ -63,10 +64,11 @@ export interface DeliveryAttempt {
   final: boolean;
 }
 
-/** Job kind of a webhook delivery in the durable queue. */
-export const WEBHOOK_DELIVERY_JOB = "webhook.deliver";
-/** Attempts before a delivery is given up; with the backoff this spans more than three days. */
-export const WEBHOOK_MAX_ATTEMPTS = 40;
+/** The job engine queue of webhook deliveries; a job's data is `{ delivery_id }`. */
+export const WEBHOOK_DELIVERY_QUEUE = "webhook.deliver";
+
+/** Enqueues through the job engine inside the caller's transaction. */
+export type DeliveryEnqueuer = Pick<JobEngine, "send">;
 
 type Row = Record<string, unknown>;
 
@@ -118,6 +120,7 @@ const messageIdOf = (deliveryId: string) => `msg_${deliveryId.replaceAll("-", ""
 
 /** Queues deliveries and their jobs in the caller's transaction. */
 const queueDeliveries = async (
+  engine: DeliveryEnqueuer,
   query: NativeQuery,
   rows: ReadonlyArray<{ webhookId: string; auditId: string | null; eventType: string; body: string }>,
   now: Date,
@@ -128,20 +131,12 @@ const queueDeliveries = async (
     `with v as (
        select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[])
          as v(id, webhook_id, audit_id, message_id, event_type, body)
-     ), ins as (
-       insert into webhook_deliveries (id, webhook_id, audit_id, message_id, event_type, body, status, attempts, created_at)
-       select v.id, v.webhook_id, v.audit_id, v.message_id, v.event_type, v.body, 'pending', 0, to_timestamp($7::float8 / 1000.0)
-       from v
-       on conflict (webhook_id, audit_id) do nothing
-       returning id, webhook_id
-     ), jobs as (
-       insert into jobs (id, kind, group_key, dedupe_key, payload, status, attempts, max_attempts, run_at, created_at, updated_at)
-       select gen_random_uuid(), '${WEBHOOK_DELIVERY_JOB}', 'webhook:' || ins.webhook_id::text, null,
-         jsonb_build_object('delivery_id', ins.id), 'pending', 0, ${WEBHOOK_MAX_ATTEMPTS},
-         to_timestamp($7::float8 / 1000.0), to_timestamp($7::float8 / 1000.0), to_timestamp($7::float8 / 1000.0)
-       from ins
      )
-     select id from ins`,
+     insert into webhook_deliveries (id, webhook_id, audit_id, message_id, event_type, body, status, attempts, created_at)
+     select v.id, v.webhook_id, v.audit_id, v.message_id, v.event_type, v.body, 'pending', 0, to_timestamp($7::float8 / 1000.0)
+     from v
+     on conflict (webhook_id, audit_id) do nothing
+     returning id`,
     [
       ids,
       rows.map((r) => r.webhookId),
@@ -152,7 +147,10 @@ const queueDeliveries = async (
       now.getTime(),
     ],
   );
-  return inserted.map((r) => String(r.id));
+  const queued = inserted.map((r) => String(r.id));
+  // The job commits with the delivery row (same transaction), so neither exists without the other.
+  for (const id of queued) await engine.send(WEBHOOK_DELIVERY_QUEUE, { delivery_id: id }, { executor: query });
+  return queued;
 };
 
 /**
@@ -162,8 +160,10 @@ const queueDeliveries = async (
  */
 export class WebhooksRepository {
   readonly #db: Database;
-  constructor(db: Database) {
+  readonly #engine: DeliveryEnqueuer;
+  constructor(db: Database, engine: DeliveryEnqueuer) {
     this.#db = db;
+    this.#engine = engine;
   }
 
   async create(input: NewWebhook, origin: AuditOrigin): Promise<WebhookRecord> {
@@ -245,7 +245,7 @@ export class WebhooksRepository {
   async queueTest(webhookId: string, eventType: string, body: string, now: Date): Promise<DeliveryRecord> {
     const sql = await nativeSql(this.#db);
     const [id] = await sql.transaction((query) =>
-      queueDeliveries(query, [{ webhookId, auditId: null, eventType, body }], now),
+      queueDeliveries(this.#engine, query, [{ webhookId, auditId: null, eventType, body }], now),
     );
     const delivery = id ? await this.delivery(id) : null;
     if (!delivery) throw new Error("test delivery was not stored");
@@ -294,7 +294,7 @@ export class WebhooksRepository {
           });
         }
       }
-      await queueDeliveries(query, rows, now);
+      await queueDeliveries(this.#engine, query, rows, now);
       await query("update audit_log set dispatched_at = to_timestamp($2::float8 / 1000.0) where id = any($1::uuid[])", [
         entries.map((e) => e.id),
         now.getTime(),

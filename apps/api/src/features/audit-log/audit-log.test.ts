@@ -217,8 +217,8 @@ describe("GET /api/audit-log", () => {
   const seed = async (user: Login, n: number) => {
     const start = Date.UTC(2026, 10, 1);
     await h.db.query(
-      `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type, target_id, details)
-       select gen_random_uuid(), ?, to_timestamp((?::float8 + (i / 3) * 1000) / 1000.0), 'api_key.created', 'system', null, 'api_key', i::text, '{}'::jsonb
+      `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type, target_id, details, dispatched_at)
+       select gen_random_uuid(), ?, to_timestamp((?::float8 + (i / 3) * 1000) / 1000.0), 'api_key.created', 'system', null, 'api_key', i::text, '{}'::jsonb, now()
        from generate_series(1, ?) as i`,
       [user.organizationId, start, n],
     );
@@ -273,8 +273,8 @@ describe("GET /api/audit-log", () => {
     const routerA = await makeRouter(h.db, a, {});
     await seed(a, 5);
     await h.db.query(
-      `insert into audit_log (id, organization_id, occurred_at, action, actor_type, target_type, target_id, router_id, details)
-       values (gen_random_uuid(), ?, now(), 'router.offline', 'system', 'router', ?, ?, '{}')`,
+      `insert into audit_log (id, organization_id, occurred_at, action, actor_type, target_type, target_id, router_id, details, dispatched_at)
+       values (gen_random_uuid(), ?, now(), 'router.offline', 'system', 'router', ?, ?, '{}', now())`,
       [a.organizationId, routerA.id, routerA.id],
     );
     expect((await auditLog(b)).data).toEqual([]);
@@ -327,8 +327,8 @@ describe("retention", () => {
     const day = 86_400_000;
     for (const age of [366 * day, 365 * day + 1_000, 365 * day - 1_000, 1 * day]) {
       await h.db.query(
-        `insert into audit_log (id, organization_id, occurred_at, action, actor_type, target_type, target_id, details)
-         values (gen_random_uuid(), ?, to_timestamp(?::float8 / 1000.0), 'api_key.created', 'system', 'api_key', ?, '{}')`,
+        `insert into audit_log (id, organization_id, occurred_at, action, actor_type, target_type, target_id, details, dispatched_at)
+         values (gen_random_uuid(), ?, to_timestamp(?::float8 / 1000.0), 'api_key.created', 'system', 'api_key', ?, '{}', now())`,
         [user.organizationId, now - age, String(age)],
       );
     }
