@@ -7,7 +7,6 @@ import {
   AuditLogRepository,
   type Database,
   ForwardsRepository,
-  acquireJobEngine,
   IdentityRepository,
   RoutersRepository,
   SubscriptionsRepository,
@@ -35,6 +34,7 @@ import { OemService } from "./features/oem/oem.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
+import { DeliveryRuntime } from "./features/webhooks/delivery-runtime.ts";
 import { WebhookDeliveryWorker } from "./features/webhooks/webhook-delivery.worker.ts";
 import { WebhookDispatcher } from "./features/webhooks/webhook-dispatcher.ts";
 import { SecretBox } from "./features/webhooks/webhook-secret.ts";
@@ -136,16 +136,17 @@ export const startApi = async ({
     docsUrl: config.docsUrl,
   });
   const payments = createPaymentsGateway(stripeClient);
-  const jobEngine = await acquireJobEngine(db, {
-    onError: (error) => logger.warn({ err: error }, "job engine error"),
-  });
-  const webhookStore = new WebhooksRepository(db, jobEngine);
+
   const secrets = new SecretBox(
     config.events.webhookEncryptionKey ?? resolveDevJwtSecret(config.dataDir, "webhook-encryption-key"),
   );
   const eventClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
+  let runtime: DeliveryRuntime | undefined;
+  const webhookStore = new WebhooksRepository(db, {
+    send: (queue, data, options) => (runtime as DeliveryRuntime).enqueuer.send(queue, data, options),
+    ready: () => (runtime as DeliveryRuntime).ensure(),
+  });
   const deliveryWorker = new WebhookDeliveryWorker({
-    engine: jobEngine,
     webhooks: webhookStore,
     secrets,
     clock: eventClock,
@@ -157,9 +158,10 @@ export const startApi = async ({
       : { pollingIntervalSeconds: Math.max(0.5, webhookTiming.pollMs / 1000) }),
     ...(webhookTiming.timeoutMs === undefined ? {} : { timeoutMs: webhookTiming.timeoutMs }),
   });
-  await deliveryWorker.start();
+  runtime = new DeliveryRuntime(db, deliveryWorker, logger.child({ part: "webhook-delivery" }));
   const dispatcher = new WebhookDispatcher({
     webhooks: webhookStore,
+    runtime,
     clock: eventClock,
     logger: logger.child({ part: "webhook-dispatch" }),
     // pg-boss notifies its workers of new jobs itself.
@@ -264,8 +266,7 @@ export const startApi = async ({
       await oemRefresh?.stop();
       await auditPrune.stop();
       await dispatcher.close();
-      await deliveryWorker.close();
-      await jobEngine.stop();
+      await runtime.close();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       await closeServer(server);

@@ -67,8 +67,12 @@ export interface DeliveryAttempt {
 /** The job engine queue of webhook deliveries; a job's data is `{ delivery_id }`. */
 export const WEBHOOK_DELIVERY_QUEUE = "webhook.deliver";
 
-/** Enqueues through the job engine inside the caller's transaction. */
-export type DeliveryEnqueuer = Pick<JobEngine, "send">;
+/**
+ * Enqueues through the job engine inside the caller's transaction. `ready` (if given) is awaited
+ * before the transaction opens: a lazily started engine must not start while a PGlite
+ * transaction holds the only connection.
+ */
+export type DeliveryEnqueuer = Pick<JobEngine, "send"> & { ready?(): Promise<unknown> };
 
 type Row = Record<string, unknown>;
 
@@ -199,6 +203,12 @@ export class WebhooksRepository {
     });
   }
 
+  /** Whether any enabled webhook exists (a process starts its delivery worker only then). */
+  async anyEnabled(): Promise<boolean> {
+    const sql = await nativeSql(this.#db);
+    return (await sql.query("select 1 from webhooks where disabled_at is null limit 1")).length > 0;
+  }
+
   async list(organizationId: string): Promise<WebhookRecord[]> {
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<Row>(
@@ -244,6 +254,7 @@ export class WebhooksRepository {
   /** A delivery outside the audit log (`webhook.test`), queued at once. */
   async queueTest(webhookId: string, eventType: string, body: string, now: Date): Promise<DeliveryRecord> {
     const sql = await nativeSql(this.#db);
+    await this.#engine.ready?.();
     const [id] = await sql.transaction((query) =>
       queueDeliveries(this.#engine, query, [{ webhookId, auditId: null, eventType, body }], now),
     );
@@ -265,6 +276,10 @@ export class WebhooksRepository {
     render: (entry: AuditRecord, format: TWebhookFormat) => string,
   ): Promise<number> {
     const sql = await nativeSql(this.#db);
+    // A cheap look first: the outbox is empty most of the time (entries of organizations without
+    // webhooks are born dispatched), and an entry here means a webhook exists to deliver to.
+    if ((await sql.query("select 1 from audit_log where dispatched_at is null limit 1")).length === 0) return 0;
+    await this.#engine.ready?.();
     return sql.transaction(async (query) => {
       const entries = (
         await query<Row>(

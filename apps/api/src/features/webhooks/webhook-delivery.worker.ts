@@ -14,8 +14,9 @@ export const WEBHOOK_DISABLE_AFTER_MS = 3 * DAY_MS;
  */
 export const WEBHOOK_RETRY_LIMIT = 40;
 
+type WorkerEngine = Pick<JobEngine, "defineQueue" | "work" | "offWork">;
+
 export interface WebhookWorkerDeps {
-  engine: Pick<JobEngine, "defineQueue" | "work" | "offWork">;
   webhooks: Pick<WebhooksRepository, "delivery" | "recordAttempt" | "abandon" | "disable">;
   secrets: SecretBox;
   clock: Clock;
@@ -41,6 +42,7 @@ class DeliveryFailed extends Error {}
  */
 export class WebhookDeliveryWorker {
   readonly #d: Required<WebhookWorkerDeps>;
+  #engine: WorkerEngine | undefined;
 
   constructor(deps: WebhookWorkerDeps) {
     this.#d = {
@@ -53,8 +55,9 @@ export class WebhookDeliveryWorker {
     };
   }
 
-  async start(): Promise<void> {
-    await this.#d.engine.defineQueue({
+  async start(engine: WorkerEngine): Promise<void> {
+    this.#engine = engine;
+    await engine.defineQueue({
       name: WEBHOOK_DELIVERY_QUEUE,
       retryLimit: WEBHOOK_RETRY_LIMIT,
       retryDelaySeconds: this.#d.retryDelaySeconds,
@@ -65,7 +68,7 @@ export class WebhookDeliveryWorker {
       deadLetter: `${WEBHOOK_DELIVERY_QUEUE}.dead`,
       deleteAfterSeconds: 7 * 86_400,
     });
-    await this.#d.engine.work<{ delivery_id?: string }>(
+    await engine.work<{ delivery_id?: string }>(
       WEBHOOK_DELIVERY_QUEUE,
       { localConcurrency: this.#d.concurrency, pollingIntervalSeconds: this.#d.pollingIntervalSeconds },
       (job) => this.#attempt(job),
@@ -74,7 +77,7 @@ export class WebhookDeliveryWorker {
 
   /** Stops taking deliveries and waits for the attempts in flight (each bounded by the timeout). */
   async close(): Promise<void> {
-    await this.#d.engine.offWork(WEBHOOK_DELIVERY_QUEUE);
+    await this.#engine?.offWork(WEBHOOK_DELIVERY_QUEUE);
   }
 
   async #attempt(job: EngineJob<{ delivery_id?: string }>): Promise<void> {

@@ -4,7 +4,9 @@ import type { Logger } from "pino";
 import { renderAuditEntry } from "./webhooks.mapper.ts";
 
 export interface WebhookDispatcherDeps {
-  webhooks: Pick<WebhooksRepository, "dispatch">;
+  webhooks: Pick<WebhooksRepository, "dispatch" | "anyEnabled">;
+  /** Starts the delivery worker of this process once any webhook exists. */
+  runtime: { started: boolean; ensure(): Promise<unknown> };
   clock: Clock;
   logger: Logger;
   /** Called when deliveries were queued (the worker claims them without waiting for its poll). */
@@ -48,6 +50,7 @@ export class WebhookDispatcher {
 
   async #pass(): Promise<void> {
     try {
+      if (!this.#deps.runtime.started && (await this.#deps.webhooks.anyEnabled())) await this.#deps.runtime.ensure();
       for (;;) {
         const taken = await this.#deps.webhooks.dispatch(this.#deps.batch, this.#deps.clock.now(), renderAuditEntry);
         if (taken > 0) this.#deps.onQueued();

@@ -143,9 +143,12 @@ describe("webhook CRUD", () => {
     const user = await h.login();
     // Earlier tests' deliveries settle first, so the fingerprint sees only this test's requests.
     await waitFor(async () => {
-      const busy = await h.db.query(
-        "select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') limit 1",
-      );
+      const engine = await h.db.query<{ t: string | null }>("select to_regclass('pgboss.job')::text as t");
+      const busy = engine[0]?.t
+        ? await h.db.query(
+            "select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') limit 1",
+          )
+        : [];
       const outbox = await h.db.query("select 1 from audit_log where dispatched_at is null limit 1");
       return busy.length === 0 && outbox.length === 0 ? true : undefined;
     }, "a quiet queue");
@@ -513,5 +516,5 @@ describe("three days of failures", () => {
     } finally {
       await h2.close();
     }
-  });
+  }, 120_000);
 });
