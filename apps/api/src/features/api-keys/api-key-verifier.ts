@@ -119,4 +119,5 @@ const claimsOf = (record: ApiKeyRecord): AuthClaims => ({
   timezone: undefined,
   exp: record.expiresAt ? Math.floor(record.expiresAt.getTime() / 1000) : Number.MAX_SAFE_INTEGER,
   credential: { type: "api_key", id: record.id },
+  credentialId: `key:${record.id}`,
 });

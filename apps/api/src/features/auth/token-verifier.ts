@@ -17,6 +17,8 @@ export interface AuthClaims {
    * Rate limits and the audit log's actor key on it.
    */
   credential: { type: "token" | "api_key"; id: string };
+  /** The same as one string (`sub:<user>` or `key:<id>`), what the rate limiter keys on. */
+  credentialId?: string;
 }
 
 /** Verifies API keys (docs/api.md "Authentication"); see ApiKeyVerifier. */
@@ -120,6 +122,7 @@ const toClaims = (payload: JWTPayload): AuthClaims => {
     timezone: tz,
     exp,
     credential: { type: "token", id: sub },
+    credentialId: `sub:${sub}`,
   };
 };
 
