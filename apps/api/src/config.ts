@@ -74,6 +74,14 @@ export interface ApiConfig {
   };
   /** What adoption scripts are made of (docs/routeros.md "Adoption"). */
   adoption: AdoptionConfig;
+  events: {
+    /** `AUDIT_RETENTION_DAYS` (default 365): audit entries older than this are pruned. */
+    auditRetentionDays: number;
+    /** `WEBHOOK_ALLOW_PRIVATE` (default false): webhooks may use http and loopback/private addresses. */
+    webhookAllowPrivate: boolean;
+    /** `WEBHOOK_ENCRYPTION_KEY` (>= 32 bytes): encrypts webhook secrets at rest; dev: generated in DATA_DIR. */
+    webhookEncryptionKey: string | undefined;
+  };
 }
 
 /** docs/operations.md "Configuration": the variables adoption scripts are built from. */
@@ -164,6 +172,11 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
       refreshCron: envCron(env, "OEM_REFRESH_CRON", "17 3 * * *"),
     },
     adoption: loadAdoptionConfig(env),
+    events: {
+      auditRetentionDays: envInt(env, "AUDIT_RETENTION_DAYS", 365, 1, 36_500),
+      webhookAllowPrivate: envBool(env, "WEBHOOK_ALLOW_PRIVATE", false),
+      webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),
+    },
   };
 };
 

@@ -1,4 +1,6 @@
 import type { AccountService } from "./features/account/account.service.ts";
+import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
+import type { AuditLogService } from "./features/audit-log/audit-log.service.ts";
 import type { AuthService } from "./features/auth/auth.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
@@ -11,6 +13,7 @@ import type { RouterService } from "./features/routers/routers.service.ts";
 import type { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 import type { RateLimiter } from "./trpc/rate-limit.ts";
+import type { WebhooksService } from "./features/webhooks/webhooks.service.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
 export interface Services {
@@ -28,4 +31,7 @@ export interface Services {
   stripeWebhooks: StripeWebhookService;
   /** docs/api.md "Authentication": per credential (`api`) and dev-login per source address. */
   rateLimits: { api: RateLimiter; devLogin: RateLimiter };
+  apiKeys: ApiKeysService;
+  auditLog: AuditLogService;
+  webhooks: WebhooksService;
 }

@@ -5,6 +5,8 @@ import {
   AdoptionsRepository,
   acquireStatusFeed,
   BillingMirrorRepository,
+  ApiKeysRepository,
+  AuditLogRepository,
   type Database,
   ForwardsRepository,
   IdentityRepository,
@@ -14,6 +16,7 @@ import {
   routerJobsQueue,
   type ScheduledTask,
   SubscriptionsRepository,
+  WebhooksRepository,
 } from "@fleet/db";
 import { type Clock, closeHttpServer, listen, serverUrl } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
@@ -21,6 +24,10 @@ import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator
 import type { Logger } from "pino";
 import type { ApiConfig } from "./config.ts";
 import { AccountService } from "./features/account/account.service.ts";
+import { ApiKeyVerifier } from "./features/api-keys/api-key-verifier.ts";
+import { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
+import { AuditLogService } from "./features/audit-log/audit-log.service.ts";
+import { pruneAuditLog } from "./features/audit-log/prune-audit-log.job.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
 import { ForwardsService } from "./features/forwards/forwards.service.ts";
 import { InvoicesService } from "./features/invoices/invoices.service.ts";
@@ -38,6 +45,11 @@ import type { ReconcileResult } from "./features/subscriptions/reconcile-billing
 import { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
 import { TeamResolver } from "./features/teams/team-resolver.ts";
+import { DeliveryRuntime } from "./features/webhooks/delivery-runtime.ts";
+import { WebhookDeliveryWorker } from "./features/webhooks/webhook-delivery.worker.ts";
+import { WebhookDispatcher } from "./features/webhooks/webhook-dispatcher.ts";
+import { SecretBox } from "./features/webhooks/webhook-secret.ts";
+import { WebhooksService } from "./features/webhooks/webhooks.service.ts";
 import { createApp } from "./http/app.ts";
 import { createCustomerGateway } from "./integrations/stripe/billing-gateway.ts";
 import { createPaymentsGateway } from "./integrations/stripe/payments-gateway.ts";
@@ -72,6 +84,8 @@ export interface StartApiOptions {
    * raises it, as every test logs in from 127.0.0.1; the rate-limit tests keep the real one.
    */
   devLoginPerMinute?: number;
+  /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
+  webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
 }
 
 export interface RunningApi {
@@ -101,6 +115,7 @@ export const startApi = async ({
   trpcFastPath,
   devLoginPerMinute = DEV_LOGIN_PER_MINUTE,
   adoption: adoptionSources,
+  webhookTiming = {},
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -135,12 +150,20 @@ export const startApi = async ({
   const stripeClient = createStripeClient(stripe);
 
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
+  const apiKeyStore = new ApiKeysRepository(db);
+  const auditLog = new AuditLogRepository(db);
+  const apiKeys = new ApiKeyVerifier({
+    keys: apiKeyStore,
+    logger: logger.child({ feature: "api-keys" }),
+    ...(now ? { now } : {}),
+  });
   const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? resolveDevJwtSecret(config.dataDir));
   const tokens = new TokenVerifier({
     secret: jwtSecret,
     jwksUrl: config.auth.jwksUrl,
     issuer: config.auth.issuer,
     audience: config.auth.audience,
+    apiKeys,
     ...(now ? { now } : {}),
   });
   const signer =
@@ -184,6 +207,38 @@ export const startApi = async ({
     onError: (error) => logger.warn({ err: error }, "job engine error"),
   });
   await jobs.defineQueue(routerJobsQueue(), { createOnly: true });
+
+  const secrets = new SecretBox(
+    config.events.webhookEncryptionKey ?? resolveDevJwtSecret(config.dataDir, "webhook-encryption-key"),
+  );
+  const eventClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
+  let runtime: DeliveryRuntime | undefined;
+  const webhookStore = new WebhooksRepository(db, {
+    send: (queue, data, options) => (runtime as DeliveryRuntime).enqueuer.send(queue, data, options),
+    ready: () => (runtime as DeliveryRuntime).ensure(),
+  });
+  const deliveryWorker = new WebhookDeliveryWorker({
+    webhooks: webhookStore,
+    secrets,
+    clock: eventClock,
+    logger: logger.child({ part: "webhook-delivery" }),
+    allowPrivate: config.events.webhookAllowPrivate,
+    ...(webhookTiming.retryDelaySeconds === undefined ? {} : { retryDelaySeconds: webhookTiming.retryDelaySeconds }),
+    ...(webhookTiming.pollMs === undefined
+      ? {}
+      : { pollingIntervalSeconds: Math.max(0.5, webhookTiming.pollMs / 1000) }),
+    ...(webhookTiming.timeoutMs === undefined ? {} : { timeoutMs: webhookTiming.timeoutMs }),
+  });
+  runtime = new DeliveryRuntime(db, deliveryWorker, logger.child({ part: "webhook-delivery" }));
+  const dispatcher = new WebhookDispatcher({
+    webhooks: webhookStore,
+    runtime,
+    clock: eventClock,
+    logger: logger.child({ part: "webhook-dispatch" }),
+    // pg-boss notifies its workers of new jobs itself.
+    onQueued: () => undefined,
+    ...(webhookTiming.pollMs === undefined ? {} : { pollMs: webhookTiming.pollMs }),
+  });
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const routersClock = domainClock ?? { now: () => new Date(now ? now() : Date.now()) };
   // Known once the server is bound (PORT=0 picks a free port).
@@ -247,6 +302,19 @@ export const startApi = async ({
       devLogin: new RateLimiter({ limit: devLoginPerMinute, subject: "address on dev-login" }),
     },
     adoption,
+    apiKeys: new ApiKeysService({
+      keys: apiKeyStore,
+      clock: { now: () => new Date(now ? now() : Date.now()) },
+      forget: (hash) => apiKeys.forget(hash),
+    }),
+    auditLog: new AuditLogService(auditLog),
+    webhooks: new WebhooksService({
+      webhooks: webhookStore,
+      secrets,
+      clock: eventClock,
+      allowPrivate: config.events.webhookAllowPrivate,
+      onChange: () => dispatcher.wake(),
+    }),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };
   await installOemSnapshot(oemCatalog, clock.now(), logger);
@@ -293,6 +361,18 @@ export const startApi = async ({
       },
     });
   }
+  // docs/api.md "Audit log and webhooks": AUDIT_RETENTION_DAYS, pruned hourly.
+  scheduledTasks.push({
+    queue: "audit.prune",
+    cron: "23 * * * *",
+    run: () =>
+      pruneAuditLog({
+        audit: auditLog,
+        clock: domainClock ?? clock,
+        retentionDays: config.events.auditRetentionDays,
+        logger: logger.child({ job: "audit-prune" }),
+      }),
+  });
   const registeredTasks: RegisteredTask[] = [];
   for (const task of scheduledTasks) registeredTasks.push(await registerScheduledTask(jobs, task));
   let oemRefresh: OemRefreshSchedule | undefined;
@@ -319,11 +399,14 @@ export const startApi = async ({
     close: async () => {
       await oemRefresh?.stop();
       for (const task of registeredTasks) await task.stop();
+      await dispatcher.close();
+      await runtime.close();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
       services.rateLimits.api.close();
       services.rateLimits.devLogin.close();
       await closeHttpServer(server);
+      await apiKeys.flush();
       await statusFeed.release();
       await jobs.stop();
       await emulator?.close();

@@ -5,11 +5,13 @@ import {
   ForwardsRepository,
   type JobEngine,
   routerJobsQueue,
+  AuditLogRepository,
   SshHostKeysRepository,
 } from "@fleet/db";
 import { type Clock, FORWARD_JOB_KINDS, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { TunnelAgentConfig } from "./config.ts";
+import { ConnectionLog } from "./entry-point/connection-log.ts";
 import { EntryPointRelay } from "./entry-point/relay.ts";
 import { RelaySync } from "./entry-point/relay-sync.ts";
 import { ExpirySweeper } from "./expiry/expiry-sweeper.ts";
@@ -83,6 +85,8 @@ export interface RunningTunnelAgent {
   reconcile(): Promise<number>;
   /** Re-reads active forwards into the relay now. */
   refresh(): Promise<void>;
+  /** Writes the relay's buffered audit entries now (they are otherwise written every second). */
+  flushAudit(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -120,10 +124,16 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       hostKeys: new DbHostKeyStore(new SshHostKeysRepository(db), clock),
     });
 
+  const connectionLog = new ConnectionLog({
+    store: new AuditLogRepository(db),
+    clock,
+    logger: logger.child({ part: "relay-audit" }),
+  });
   const relay = new EntryPointRelay({
     bind: config.entryPoint.bind,
     proxyProtocol: config.entryPoint.proxyProtocol,
     logger: logger.child({ part: "relay" }),
+    events: connectionLog,
   });
   const relaySync = new RelaySync({
     relay,
@@ -210,6 +220,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     sweep: async () => (await sweeper.sweep()).length,
     reconcile,
     refresh: () => relaySync.refresh(),
+    flushAudit: () => connectionLog.flush(),
     close: () => {
       closing ??= (async () => {
         clearInterval(reconcileTimer);
@@ -218,6 +229,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
         await engine.stop();
         await relaySync.close();
         await relay.close();
+        await connectionLog.close();
       })();
       return closing;
     },

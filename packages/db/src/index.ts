@@ -18,3 +18,6 @@ export * from "./jobs/job-engine.ts";
 export * from "./jobs/router-jobs.ts";
 export * from "./jobs/scheduled-task.ts";
 export { type MetricsAnswer, renderMetrics } from "./metrics/metrics-endpoint.ts";
+export * from "./repositories/audit-log.repository.ts";
+export * from "./repositories/api-keys.repository.ts";
+export * from "./repositories/webhooks.repository.ts";

@@ -33,3 +33,5 @@ export * from "./rules/routeros-duration.ts";
 export * from "./rules/tunnel-network.ts";
 export * from "./env/tunnel-network-env.ts";
 export * from "./runtime/request-context.ts";
+export * from "./schemas/events.schema.ts";
+export * from "./rules/public-address.ts";

@@ -37,7 +37,11 @@ describe("415 for every non-JSON content type", () => {
     const before = await databaseFingerprint(h.db);
     const res = await send("/v1/account", type);
     expect(res.status).toBe(415);
-    expect(await res.json()).toEqual({ message: expect.any(String), code: "unsupported_media_type", request_id: expect.any(String) });
+    expect(await res.json()).toEqual({
+      message: expect.any(String),
+      code: "unsupported_media_type",
+      request_id: expect.any(String),
+    });
     expect(await databaseFingerprint(h.db)).toBe(before);
   });
 
@@ -45,7 +49,12 @@ describe("415 for every non-JSON content type", () => {
     const before = await databaseFingerprint(h.db);
     const res = await send("/api/routers", type, JSON.stringify({ name: "R" }));
     expect(res.status).toBe(415);
-    expect(await res.json()).toEqual({ status: "fail", message: expect.any(String), code: "unsupported_media_type", request_id: expect.any(String) });
+    expect(await res.json()).toEqual({
+      status: "fail",
+      message: expect.any(String),
+      code: "unsupported_media_type",
+      request_id: expect.any(String),
+    });
     expect(await databaseFingerprint(h.db)).toBe(before);
   });
 

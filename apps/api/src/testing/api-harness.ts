@@ -42,6 +42,8 @@ export interface ApiHarnessOptions {
   clock?: Clock;
   /** dev-login requests per minute per address; tests log in freely unless they test the limit. */
   devLoginPerMinute?: number;
+  /** Webhook retry/poll timing (see StartApiOptions). */
+  webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
 }
 
 export const startApiHarness = async (
@@ -66,6 +68,7 @@ export const startApiHarness = async (
     now: () => Date.now() + clock.offsetMs,
     ...(options.clock ? { clock: options.clock } : {}),
     devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
+    ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
   });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

@@ -1,9 +1,12 @@
 import { accountRouter } from "../features/account/account.routes.ts";
+import { apiKeysRouter } from "../features/api-keys/api-keys.routes.ts";
+import { auditLogRouter } from "../features/audit-log/audit-log.routes.ts";
 import { authRouter } from "../features/auth/auth.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
 import { routersRouter } from "../features/routers/routers.routes.ts";
+import { webhooksRouter } from "../features/webhooks/webhooks.routes.ts";
 import { router } from "./init.ts";
 
 /** The one procedure set behind tRPC (/trpc), REST (spec paths) and /openapi.json. */
@@ -14,6 +17,9 @@ export const appRouter = router({
   invoices: invoicesRouter,
   forwards: forwardsRouter,
   routers: routersRouter,
+  apiKeys: apiKeysRouter,
+  auditLog: auditLogRouter,
+  webhooks: webhooksRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -7,6 +7,9 @@ import { describeError } from "../http/error-shapes.ts";
 import type { RequestContext } from "./context.ts";
 import { trpcCodeForStatus } from "./error-codes.ts";
 
+/** How often an idle SSE subscription gets a ping event. */
+export const SSE_PING_INTERVAL_MS = 10_000;
+
 /** Procedure meta: the REST face (trpc-to-openapi) plus the success status of that face. */
 export type ProcedureMeta = OpenApiMeta & {
   successStatus?: 200 | 201 | 204;
@@ -43,6 +46,13 @@ const t = initTRPC
   .create({
     // Never ship stack traces to clients, whatever NODE_ENV says.
     isDev: false,
+    // routers.onStatus is a long-lived SSE stream that may stay silent for hours: a ping comment
+    // keeps proxies (nginx cuts idle upstreams after 60 s) from closing it, and clients reconnect
+    // by themselves when even pings stop arriving (docs/api.md "tRPC").
+    sse: {
+      ping: { enabled: true, intervalMs: SSE_PING_INTERVAL_MS },
+      client: { reconnectAfterInactivityMs: SSE_PING_INTERVAL_MS * 4 },
+    },
     errorFormatter: ({ shape, error }) => {
       const described = describeError(error);
       return {

@@ -2,6 +2,7 @@ import net from "node:net";
 import type { RelayTarget } from "@fleet/db";
 import { ipv4InCidr, listen } from "@fleet/shared";
 import type { Logger } from "pino";
+import type { RelayConnectionEvents } from "./connection-log.ts";
 import { parseProxyHeader, V1_MAX_LENGTH, V2_MAX_LENGTH } from "./proxy-protocol.ts";
 import { countRelayBytes, countRelayConnection } from "../metrics/agent-metrics.ts";
 
@@ -18,6 +19,8 @@ export interface EntryPointRelayOptions {
   /** First wait before binding a busy port again; doubles per attempt up to `bindRetryMaxMs`. */
   bindRetryBaseMs?: number;
   bindRetryMaxMs?: number;
+  /** Audit hook: accepted connections when they end, refused ones at once (see connection-log.ts). */
+  events?: RelayConnectionEvents | undefined;
 }
 
 /** Counters per forward, for tests and operators. */
@@ -32,6 +35,8 @@ const LINGER_MS = 30_000;
 interface Pair {
   client: net.Socket;
   upstream: net.Socket | undefined;
+  /** Set when admitted: the audited source and start (performance.now()). */
+  admitted?: { source: string; startedAt: number };
 }
 
 interface Listener {
@@ -54,7 +59,8 @@ interface Listener {
  * connection it carries are closed.
  */
 export class EntryPointRelay {
-  readonly #o: Required<EntryPointRelayOptions>;
+  readonly #o: Required<Omit<EntryPointRelayOptions, "events">>;
+  readonly #events: RelayConnectionEvents | undefined;
   readonly #listeners = new Map<string, Listener>();
   #stopped = false;
 
@@ -66,6 +72,7 @@ export class EntryPointRelay {
       bindRetryMaxMs: 30_000,
       ...options,
     };
+    this.#events = options.events;
   }
 
   /** Makes the listeners match `targets`: opens new ones, closes removed ones, retargets moved routers. */
@@ -234,6 +241,7 @@ export class EntryPointRelay {
     listener.stats.refused++;
     countRelayConnection(false);
     this.#o.logger.info({ forwardId: listener.target.id, source, reason }, "entry-point connection refused");
+    this.#events?.denied({ forwardId: listener.target.id, sourceIp: source, reason });
     this.#endPair(listener, pair);
   }
 
@@ -245,6 +253,7 @@ export class EntryPointRelay {
     }
     listener.stats.accepted++;
     countRelayConnection(true);
+    pair.admitted = { source, startedAt: performance.now() };
     const { tunnelIp, port } = listener.target;
     const upstream = net.connect({ host: tunnelIp, port, allowHalfOpen: true });
     pair.upstream = upstream;
@@ -274,7 +283,10 @@ export class EntryPointRelay {
       return;
     }
     if (client.closed && upstream.closed) {
-      if (listener.pairs.delete(pair)) countRelayBytes(client.bytesRead, client.bytesWritten);
+      if (listener.pairs.delete(pair)) {
+        countRelayBytes(client.bytesRead, client.bytesWritten);
+        this.#ended(listener, pair);
+      }
       return;
     }
     if (!client.closed) client.end();
@@ -289,5 +301,18 @@ export class EntryPointRelay {
     if (pair.upstream) countRelayBytes(pair.client.bytesRead, pair.client.bytesWritten);
     pair.client.destroy();
     pair.upstream?.destroy();
+    this.#ended(listener, pair);
+  }
+
+  /** An admitted connection is gone: report it once, with the bytes each way. */
+  #ended(listener: Listener, pair: Pair): void {
+    if (!pair.admitted || !this.#events) return;
+    this.#events.accepted({
+      forwardId: listener.target.id,
+      sourceIp: pair.admitted.source,
+      bytesIn: pair.client.bytesRead,
+      bytesOut: pair.client.bytesWritten,
+      durationMs: performance.now() - pair.admitted.startedAt,
+    });
   }
 }

@@ -29,6 +29,9 @@ export const Forward = defineEntity({
     closedAt: p.datetime().nullable(),
     /** When the agent last confirmed the rule on the router (visibility; null until then). */
     appliedAt: p.datetime().nullable(),
+    /** Who created it (docs/api.md "Audit log and webhooks" actor): `user` or `api_key`, and its id. */
+    createdByType: p.string().length(16).nullable(),
+    createdById: p.string().length(255).nullable(),
   },
 });
 export type TForward = InferEntity<typeof Forward>;

@@ -1,3 +1,5 @@
+import { ApiKey } from "./api-key.entity.ts";
+import { AuditLogEntry } from "./audit-log-entry.entity.ts";
 import { BillingAccount } from "./billing-account.entity.ts";
 import {
   BillingInvoice,
@@ -19,6 +21,8 @@ import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
+import { WebhookDelivery } from "./webhook-delivery.entity.ts";
+import { Webhook } from "./webhook.entity.ts";
 
 /** Every entity, listed explicitly (no folder discovery): add new ones here. */
 export const ENTITIES = [
@@ -41,9 +45,15 @@ export const ENTITIES = [
   OemProduct,
   Forward,
   SshHostKey,
+  ApiKey,
+  AuditLogEntry,
+  Webhook,
+  WebhookDelivery,
 ];
 
 export {
+  ApiKey,
+  AuditLogEntry,
   BillingAccount,
   BillingInvoice,
   BillingMirrorSync,
@@ -63,4 +73,6 @@ export {
   RouterFault,
   Team,
   User,
+  Webhook,
+  WebhookDelivery,
 };

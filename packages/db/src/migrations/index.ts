@@ -10,6 +10,7 @@ import { TunnelAddressesMigration } from "./20261123-008-tunnel-addresses.migrat
 import { RouterAdoptionsMigration } from "./20261123-009-router-adoptions.migration.ts";
 import { BillingMirrorMigration } from "./20261123-010-billing-mirror.migration.ts";
 import { DropJobsMigration } from "./20261123-012-drop-jobs.migration.ts";
+import { EventsMigration } from "./20261123-011-events.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -27,4 +28,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261123-009-router-adoptions", class: RouterAdoptionsMigration },
   { name: "20261123-010-billing-mirror", class: BillingMirrorMigration },
   { name: "20261123-012-drop-jobs", class: DropJobsMigration },
+  { name: "20261123-011-events", class: EventsMigration },
 ];

@@ -3,6 +3,7 @@ import type { Database } from "../database.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
 import { queueRouterJob } from "../jobs/router-jobs.ts";
 import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import { type AuditOrigin, insertAuditEntry, SYSTEM_ORIGIN } from "./audit-log.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
 export type TForwardStatus = "active" | "expired" | "revoked";
@@ -40,6 +41,8 @@ export interface NewForward {
   maxActivePerRouter: number;
   /** FORWARDS_PER_ORG: active forwards the router's organization may hold in all. */
   maxActivePerOrg: number;
+  /** The creator: kept on the forward and recorded as `forward.created` in the same transaction (default: system). */
+  origin?: AuditOrigin;
 }
 
 export type CreateForwardResult =
@@ -119,6 +122,37 @@ export class ForwardsRepository {
     }
   }
 
+  /**
+   * Every close is audited in the transaction that closes it: `forward.expired` or
+   * `forward.revoked` (docs/api.md "Audit log and webhooks").
+   */
+  async #auditClosed(query: NativeQuery, closed: readonly ForwardRecord[], origin: AuditOrigin): Promise<void> {
+    if (closed.length === 0) return;
+    const orgs = await query<Row>(`select id, organization_id from routers where id = any($1::uuid[])`, [
+      [...new Set(closed.map((f) => f.routerId))],
+    ]);
+    const orgOf = new Map(orgs.map((row) => [String(row.id), String(row.organization_id)]));
+    for (const forward of closed) {
+      const organizationId = orgOf.get(forward.routerId);
+      if (!organizationId) continue;
+      await insertAuditEntry(query, {
+        organizationId,
+        occurredAt: forward.closedAt ?? new Date(),
+        action: forward.status === "expired" ? "forward.expired" : "forward.revoked",
+        actor: origin.actor,
+        sourceIp: origin.sourceIp,
+        target: { type: "forward", id: forward.id },
+        routerId: forward.routerId,
+        details: {
+          entry_point: forward.entryPoint,
+          port: forward.port,
+          dst_address: forward.dstAddress,
+          dst_port: forward.dstPort,
+        },
+      });
+    }
+  }
+
   /** The router if it is in the team, with its tunnel address; null for unknown or foreign ids. */
   async findRouterInTeam(routerId: string, teamId: string): Promise<RouterTunnel | null> {
     if (!isUuid(routerId) || !isUuid(teamId)) return null;
@@ -138,6 +172,7 @@ export class ForwardsRepository {
   async create(input: NewForward, now: Date): Promise<CreateForwardResult> {
     if (!isUuid(input.routerId) || !isUuid(input.teamId)) return { ok: false, reason: "router_not_found" };
     const engine = this.#engine();
+    const origin = input.origin ?? SYSTEM_ORIGIN;
     const sql = await nativeSql(this.#db);
     return sql.transaction(async (query): Promise<CreateForwardResult> => {
       const [router] = await query<Row>(
@@ -186,8 +221,9 @@ export class ForwardsRepository {
         }
         const id = crypto.randomUUID();
         const [inserted] = await query<Row>(
-          `insert into forwards (id, router_id, entry_point, port, dst_address, dst_port, allow_only_cidr, status, expires_at, created_at)
-           values ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $9)
+          `insert into forwards (id, router_id, entry_point, port, dst_address, dst_port, allow_only_cidr, status, expires_at, created_at,
+             created_by_type, created_by_id)
+           values ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $9, $10, $11)
            on conflict (entry_point, port) where status = 'active' do nothing
            returning ${RETURNING}`,
           [
@@ -200,11 +236,31 @@ export class ForwardsRepository {
             input.allowOnlyCidr,
             input.expiresAt,
             now,
+            origin.actor.type,
+            origin.actor.id,
           ],
         );
         if (!inserted) continue; // a concurrent create took this port first
         await queueRouterJob(engine, { kind: APPLY_JOB, forward_id: id, router_id: input.routerId }, query);
-        return { ok: true, forward: forwardFromRow(inserted) };
+        const forward = forwardFromRow(inserted);
+        await insertAuditEntry(query, {
+          organizationId: String(router.organization_id),
+          occurredAt: now,
+          action: "forward.created",
+          actor: origin.actor,
+          sourceIp: origin.sourceIp,
+          target: { type: "forward", id },
+          routerId: input.routerId,
+          details: {
+            entry_point: forward.entryPoint,
+            port: forward.port,
+            dst_address: forward.dstAddress,
+            dst_port: forward.dstPort,
+            allow_from: forward.allowOnlyCidr,
+            expires_at: forward.expiresAt.toISOString(),
+          },
+        });
+        return { ok: true, forward };
       }
       return { ok: false, reason: "ports_exhausted" };
     });
@@ -235,7 +291,12 @@ export class ForwardsRepository {
    * Closes an active forward early (revoked) or, when its time has passed but no sweep ran yet,
    * as expired; queues its removal. Null when it was not active (already closed: nothing to do).
    */
-  async close(routerId: string, id: string, now: Date): Promise<ForwardRecord | null> {
+  async close(
+    routerId: string,
+    id: string,
+    now: Date,
+    origin: AuditOrigin = SYSTEM_ORIGIN,
+  ): Promise<ForwardRecord | null> {
     if (!isUuid(routerId) || !isUuid(id)) return null;
     const sql = await nativeSql(this.#db);
     return sql.transaction(async (query) => {
@@ -247,6 +308,7 @@ export class ForwardsRepository {
       );
       const closed = rows.map(forwardFromRow);
       await this.#queueRemovals(query, closed);
+      await this.#auditClosed(query, closed, origin);
       return closed[0] ?? null;
     });
   }
@@ -271,6 +333,7 @@ export class ForwardsRepository {
     );
     const closed = rows.map(forwardFromRow);
     await this.#queueRemovals(query, closed);
+    await this.#auditClosed(query, closed, SYSTEM_ORIGIN);
     return closed;
   }
 

@@ -8,6 +8,7 @@ import {
   type FaultRecord,
   faultFromRow,
 } from "./routers.repository.ts";
+import { auditFromCte } from "./audit-log.repository.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -139,18 +140,44 @@ join routers r on r.id = v.router_id
 on conflict (router_id, hour) do update
   set seconds_down = least(3600, router_downtime_hours.seconds_down + excluded.seconds_down)`;
 
+// Fault open/complete are audited as router.offline/router.online in the same statement
+// (docs/api.md "Audit log and webhooks"); the router's organization comes from the join.
+const auditFault = (cte: string, action: string, at: string, details: string) =>
+  auditFromCte({
+    from: `${cte} join routers ar on ar.id = ${cte}.router_id`,
+    organizationId: "ar.organization_id",
+    occurredAt: at,
+    action: `'${action}'`,
+    actorType: "'system'",
+    actorId: "null",
+    targetType: "'router'",
+    targetId: `${cte}.router_id::text`,
+    routerId: `${cte}.router_id`,
+    sourceIp: "null",
+    details,
+  });
+
 const COMPLETE_SQL = `
-with v as (select * from unnest($1::uuid[], $2::float8[], $3::text[]) as v(router_id, resolved_ms, cause))
-update router_faults f set
-  status = 'completed',
-  resolved_at = to_timestamp(v.resolved_ms / 1000.0),
-  duration_seconds = greatest(0, floor(v.resolved_ms / 1000.0 - extract(epoch from f.created_at)))::int,
-  cause = v.cause
-from v
-where f.router_id = v.router_id and f.status = 'ongoing'
-returning f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
+with v as (select * from unnest($1::uuid[], $2::float8[], $3::text[]) as v(router_id, resolved_ms, cause)),
+done as (
+  update router_faults f set
+    status = 'completed',
+    resolved_at = to_timestamp(v.resolved_ms / 1000.0),
+    duration_seconds = greatest(0, floor(v.resolved_ms / 1000.0 - extract(epoch from f.created_at)))::int,
+    cause = v.cause
+  from v
+  where f.router_id = v.router_id and f.status = 'ongoing'
+  returning f.*
+), audited as (${auditFault(
+  "done",
+  "router.online",
+  "done.resolved_at",
+  "jsonb_build_object('fault_id', done.id, 'cause', done.cause, 'duration_s', done.duration_seconds)",
+)})
+select f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
   ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds,
-  (select r.team_id from routers r where r.id = f.router_id) as team_id`;
+  (select r.team_id from routers r where r.id = f.router_id) as team_id
+from done f`;
 
 // Routers past their threshold. The restart rule (effectiveLastSeen in router-health.ts) is
 // repeated here so that excused routers are neither locked nor counted against the limit; the
@@ -174,13 +201,22 @@ const OPEN_SQL = `
 with v as (select * from unnest($1::uuid[], $2::text[], $3::float8[]) as v(router_id, message, created_ms)),
 flipped as (
   update routers r set has_pulse = false from v where r.id = v.router_id returning r.id, r.team_id
-)
-insert into router_faults (id, router_id, type, severity, message, cause, status, created_at)
-select gen_random_uuid(), v.router_id, 'site', 'error', v.message, 'Unknown', 'ongoing', to_timestamp(v.created_ms / 1000.0)
-from v join flipped f on f.id = v.router_id
-on conflict (router_id) where status = 'ongoing' do nothing
-returning id, router_id, type, severity, message, cause, status, ${ms("created_at", "created_ms")},
-  null::float8 as resolved_ms, duration_seconds`;
+),
+opened as (
+  insert into router_faults (id, router_id, type, severity, message, cause, status, created_at)
+  select gen_random_uuid(), v.router_id, 'site', 'error', v.message, 'Unknown', 'ongoing', to_timestamp(v.created_ms / 1000.0)
+  from v join flipped f on f.id = v.router_id
+  on conflict (router_id) where status = 'ongoing' do nothing
+  returning *
+), audited as (${auditFault(
+  "opened",
+  "router.offline",
+  "opened.created_at",
+  "jsonb_build_object('fault_id', opened.id, 'message', opened.message)",
+)})
+select id, router_id, type, severity, message, cause, status, ${ms("created_at", "created_ms")},
+  null::float8 as resolved_ms, duration_seconds
+from opened`;
 
 const chunks = <T>(items: readonly T[], size: number): T[][] => {
   const out: T[][] = [];

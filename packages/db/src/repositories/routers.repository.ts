@@ -2,6 +2,7 @@ import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { nativeSql } from "../native-sql.ts";
+import { type AuditOrigin, auditFromCte } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A router as the API reads it (docs/api.md "Router", "Router Metadata"). */
@@ -37,6 +38,8 @@ export interface NewRouter {
   /** SHA-256 hex of the heartbeat token; the token itself is never stored. */
   tokenHash: string;
   createdAt: Date;
+  /** Who enrolled it: recorded as `router.enrolled` in the same statement. */
+  origin: AuditOrigin;
   /** The assigned tunnel address (unique: another router holding it makes the insert throw {@link TunnelIpTakenError}). */
   tunnelIp: string;
 }
@@ -153,10 +156,25 @@ export class RoutersRepository {
   async insert(input: NewRouter): Promise<RouterRecord> {
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<Row>(
-      `insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at, tunnel_ip)
-       values ($1, $2, $3, $4, $5, to_timestamp($6::float8 / 1000.0), $7)
-       on conflict (tunnel_ip) do nothing
-       returning ${ROUTER_COLUMNS}`,
+      `with inserted as (
+         insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at, tunnel_ip)
+         values ($1, $2, $3, $4, $5, to_timestamp($6::float8 / 1000.0), $7)
+         on conflict (tunnel_ip) do nothing
+         returning r.*
+       ), audited as (${auditFromCte({
+         from: "inserted",
+         organizationId: "inserted.organization_id",
+         occurredAt: "inserted.created_at",
+         action: "'router.enrolled'",
+         actorType: "$8",
+         actorId: "$9",
+         targetType: "'router'",
+         targetId: "inserted.id::text",
+         routerId: "inserted.id",
+         sourceIp: "$10",
+         details: "jsonb_build_object('name', inserted.name, 'team_id', inserted.team_id)",
+       })})
+       select ${ROUTER_COLUMNS} from inserted r`,
       [
         crypto.randomUUID(),
         input.organizationId,
@@ -165,6 +183,9 @@ export class RoutersRepository {
         input.tokenHash,
         input.createdAt.getTime(),
         input.tunnelIp,
+        input.origin.actor.type,
+        input.origin.actor.id,
+        input.origin.sourceIp,
       ],
     );
     const row = rows[0];
@@ -187,12 +208,38 @@ export class RoutersRepository {
   }
 
   /** Deletes the router (its faults and downtime go with it); null when it is not in the team. */
-  async deleteInTeam(teamId: string, routerId: string): Promise<{ id: string; organizationId: string } | null> {
+  async deleteInTeam(
+    teamId: string,
+    routerId: string,
+    removal: { origin: AuditOrigin; at: Date },
+  ): Promise<{ id: string; organizationId: string } | null> {
     if (!isUuid(routerId)) return null;
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<{ id: string; organization_id: string }>(
-      "delete from routers where id = $1 and team_id = $2 returning id, organization_id",
-      [routerId, teamId],
+      `with deleted as (
+         delete from routers where id = $1 and team_id = $2 returning id, organization_id, name
+       ), audited as (${auditFromCte({
+         from: "deleted",
+         organizationId: "deleted.organization_id",
+         occurredAt: "to_timestamp($3::float8 / 1000.0)",
+         action: "'router.removed'",
+         actorType: "$4",
+         actorId: "$5",
+         targetType: "'router'",
+         targetId: "deleted.id::text",
+         routerId: "deleted.id",
+         sourceIp: "$6",
+         details: "jsonb_build_object('name', deleted.name)",
+       })})
+       select id, organization_id from deleted`,
+      [
+        routerId,
+        teamId,
+        removal.at.getTime(),
+        removal.origin.actor.type,
+        removal.origin.actor.id,
+        removal.origin.sourceIp,
+      ],
     );
     const row = rows[0];
     return row ? { id: row.id, organizationId: row.organization_id } : null;

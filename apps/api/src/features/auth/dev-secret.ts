@@ -6,9 +6,9 @@ import path from "node:path";
  * The development HS256 key: generated once and kept in DATA_DIR so tokens survive restarts and
  * every process of one machine agrees (docs/operations.md "Configuration"). `memory` keeps it in this process only.
  */
-export const resolveDevJwtSecret = (dataDir: string): string => {
+export const resolveDevJwtSecret = (dataDir: string, fileName = "jwt-secret"): string => {
   if (dataDir === "memory") return randomBytes(32).toString("base64url");
-  const file = path.resolve(dataDir, "jwt-secret");
+  const file = path.resolve(dataDir, fileName);
   try {
     const existing = readFileSync(file, "utf8").trim();
     if (existing.length >= 32) return existing;

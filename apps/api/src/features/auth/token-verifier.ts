@@ -4,11 +4,6 @@ import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, S
 
 /** What a verified access token grants (docs/api.md "Authentication"). */
 export interface AuthClaims {
-  /**
-   * What the API rate limit counts per (docs/api.md "Authentication"): set by other credential
-   * types (an API key: `key:<id>`); access tokens count per subject, `sub:<userId>`.
-   */
-  credentialId?: string;
   userId: string;
   organizationId: string;
   teamId: string | undefined;
@@ -17,6 +12,20 @@ export interface AuthClaims {
   timezone: string | undefined;
   /** Expiry, seconds since the epoch. */
   exp: number;
+  /**
+   * The credential presented: an access token (id: its subject) or an API key (id: the key's id).
+   * Rate limits and the audit log's actor key on it.
+   */
+  credential: { type: "token" | "api_key"; id: string };
+  /** The same as one string (`sub:<user>` or `key:<id>`), what the rate limiter keys on. */
+  credentialId?: string;
+}
+
+/** Verifies API keys (docs/api.md "Authentication"); see ApiKeyVerifier. */
+export interface ApiKeyCheck {
+  /** True when the bearer value has the shape of an API key rather than a JWT. */
+  owns(bearer: string): boolean;
+  verify(key: string): Promise<AuthClaims>;
 }
 
 export interface TokenVerifierOptions {
@@ -25,6 +34,8 @@ export interface TokenVerifierOptions {
   issuer?: string | undefined;
   audience?: string | undefined;
   now?: () => number;
+  /** API keys are accepted wherever a JWT is. */
+  apiKeys?: ApiKeyCheck;
 }
 
 const ASYMMETRIC = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"];
@@ -57,6 +68,7 @@ export class TokenVerifier {
 
   async verify(authorization: string | undefined): Promise<AuthClaims> {
     const token = bearer(authorization);
+    if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token);
     const cached = this.#cache.get(token);
     if (cached) {
       if (cached.exp * 1000 > this.#now()) return cached;
@@ -109,6 +121,8 @@ const toClaims = (payload: JWTPayload): AuthClaims => {
     scopes: new Set(scope.split(/\s+/).filter(Boolean)),
     timezone: tz,
     exp,
+    credential: { type: "token", id: sub },
+    credentialId: `sub:${sub}`,
   };
 };
 

@@ -1,4 +1,5 @@
 import { ZCreateForwardInput, ZForward } from "@fleet/shared";
+import { auditOrigin } from "../../trpc/audit-origin.ts";
 import { teamProcedure } from "../../trpc/init.ts";
 
 export const createForward = teamProcedure("routers:write")
@@ -18,4 +19,4 @@ export const createForward = teamProcedure("routers:write")
   })
   .input(ZCreateForwardInput)
   .output(ZForward)
-  .mutation(({ ctx, input }) => ctx.services.forwards.create(ctx.teamId, input));
+  .mutation(({ ctx, input }) => ctx.services.forwards.create(ctx.teamId, input, auditOrigin(ctx)));

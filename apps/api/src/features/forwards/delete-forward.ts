@@ -1,4 +1,5 @@
 import { ZForwardPath, ZNoContent } from "@fleet/shared";
+import { auditOrigin } from "../../trpc/audit-origin.ts";
 import { teamProcedure } from "../../trpc/init.ts";
 
 export const deleteForward = teamProcedure("routers:write")
@@ -16,5 +17,5 @@ export const deleteForward = teamProcedure("routers:write")
   .input(ZForwardPath)
   .output(ZNoContent)
   .mutation(async ({ ctx, input }) => {
-    await ctx.services.forwards.delete(ctx.teamId, input.router_id, input.id);
+    await ctx.services.forwards.delete(ctx.teamId, input.router_id, input.id, auditOrigin(ctx));
   });

@@ -1,4 +1,4 @@
-import type { ForwardsRepository, RouterTunnel } from "@fleet/db";
+import type { AuditOrigin, ForwardsRepository, RouterTunnel } from "@fleet/db";
 import {
   AppError,
   type Clock,
@@ -73,7 +73,7 @@ export class ForwardsService {
     return toForwardResponse(forward, now);
   }
 
-  async create(teamId: string, input: TCreateForwardInput): Promise<TForward> {
+  async create(teamId: string, input: TCreateForwardInput, origin: AuditOrigin): Promise<TForward> {
     const network = this.#deps.tunnelNetwork;
     if (network) {
       const router = await this.#router(teamId, input.router_id);
@@ -93,6 +93,7 @@ export class ForwardsService {
         expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
         maxActivePerRouter: max,
         maxActivePerOrg: this.#deps.maxActivePerOrg,
+        origin,
       },
       now,
     );
@@ -130,9 +131,9 @@ export class ForwardsService {
   }
 
   /** Revokes an active forward; a forward that is already closed answers the same (idempotent). */
-  async delete(teamId: string, routerId: string, id: string): Promise<void> {
+  async delete(teamId: string, routerId: string, id: string, origin: AuditOrigin): Promise<void> {
     await this.#router(teamId, routerId);
-    const closed = await this.#deps.forwards.close(routerId, id, this.#deps.clock.now());
+    const closed = await this.#deps.forwards.close(routerId, id, this.#deps.clock.now(), origin);
     if (closed) return;
     if (!(await this.#deps.forwards.get(routerId, id))) throw forwardNotFound();
   }

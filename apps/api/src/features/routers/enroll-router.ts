@@ -1,3 +1,4 @@
+import { auditOrigin } from "../../trpc/audit-origin.ts";
 import { successEnvelope, ZEnrolledRouter, ZEnrollRouterInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
 
@@ -21,5 +22,5 @@ export const enrollRouter = teamProcedure("routers:write")
   .output(successEnvelope(ZEnrolledRouter))
   .mutation(async ({ ctx, input }) => ({
     status: "success" as const,
-    data: await ctx.services.routers.enroll(ctx.auth, ctx.teamId, input),
+    data: await ctx.services.routers.enroll(ctx.auth, ctx.teamId, input, auditOrigin(ctx)),
   }));

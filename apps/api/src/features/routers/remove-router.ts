@@ -1,3 +1,4 @@
+import { auditOrigin } from "../../trpc/audit-origin.ts";
 import { ZNoContent, ZRouterIdInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
 
@@ -15,4 +16,4 @@ export const removeRouter = teamProcedure("routers:write")
   })
   .input(ZRouterIdInput)
   .output(ZNoContent)
-  .mutation(({ ctx, input }) => ctx.services.routers.remove(ctx.teamId, input.router_id));
+  .mutation(({ ctx, input }) => ctx.services.routers.remove(ctx.teamId, input.router_id, auditOrigin(ctx)));

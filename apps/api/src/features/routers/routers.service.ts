@@ -1,4 +1,5 @@
 import {
+  type AuditOrigin,
   type CoverageRecord,
   type FaultRecord,
   type NewRouter,
@@ -43,7 +44,11 @@ export interface RouterStore extends TunnelAddressStore {
   listByTeam(teamId: string): Promise<RouterRecord[]>;
   findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
   insert(input: NewRouter): Promise<RouterRecord>;
-  deleteInTeam(teamId: string, routerId: string): Promise<{ id: string; organizationId: string } | null>;
+  deleteInTeam(
+    teamId: string,
+    routerId: string,
+    removal: { origin: AuditOrigin; at: Date },
+  ): Promise<{ id: string; organizationId: string } | null>;
   updateUserMetadata(
     teamId: string,
     routerId: string,
@@ -104,7 +109,12 @@ export class RouterService {
    * operator's `tunnel_ip` (checked before the subscription check, so a refused one changes
    * nothing), else a free one of TUNNEL_NETWORK.
    */
-  async enroll(auth: AuthClaims, teamId: string, input: TEnrollRouterInput): Promise<TEnrolledRouter> {
+  async enroll(
+    auth: AuthClaims,
+    teamId: string,
+    input: TEnrollRouterInput,
+    origin: AuditOrigin,
+  ): Promise<TEnrolledRouter> {
     const { routers, tunnelNetwork } = this.#deps;
     const requested =
       input.tunnel_ip === undefined ? undefined : await checkRequestedTunnelIp(routers, tunnelNetwork, input.tunnel_ip);
@@ -119,6 +129,7 @@ export class RouterService {
         tokenHash: this.#deps.adoption.heartbeatTokenHash(minted),
         createdAt: this.#deps.clock.now(),
         tunnelIp,
+        origin,
       });
     const router =
       requested === undefined
@@ -132,7 +143,7 @@ export class RouterService {
     } catch (error) {
       // docs/billing.md "Failed payments": a first charge that fails enrolls nothing.
       if (isAppError(error) && error.code === "payment_required") {
-        await this.#deps.routers.deleteInTeam(teamId, router.id);
+        await this.#deps.routers.deleteInTeam(teamId, router.id, { origin, at: this.#deps.clock.now() });
         throw error;
       }
       this.#deps.logger.error({ err: error }, "subscription quantity sync failed; the next sync repairs it");
@@ -146,8 +157,8 @@ export class RouterService {
   }
 
   /** Deletes the router and revokes its token: daemons drop its sockets when they hear of it. */
-  async remove(teamId: string, routerId: string): Promise<void> {
-    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId);
+  async remove(teamId: string, routerId: string, origin: AuditOrigin): Promise<void> {
+    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId, { origin, at: this.#deps.clock.now() });
     if (!removed) throw notFound();
     await this.#deps.feed
       .publish([{ type: "removed", router_id: removed.id, team_id: teamId }])

@@ -1,0 +1,24 @@
+import { successEnvelope, ZCreatedWebhook, ZCreateWebhookInput } from "@fleet/shared";
+import { auditOrigin } from "../../trpc/audit-origin.ts";
+import { authedProcedure } from "../../trpc/init.ts";
+
+export const createWebhook = authedProcedure("routers:write")
+  .meta({
+    openapi: {
+      method: "POST",
+      path: "/api/webhooks",
+      tags: ["webhooks"],
+      summary: "Create an outbound webhook",
+      description:
+        'Audit actions (or "*") are POSTed to `url`, signed per Standard Webhooks with `secret` (shown only here). `url` must be https to a publicly routed address. `"format": "slack"` sends `{"text"}` for Slack incoming webhooks.',
+      successDescription: "Created",
+    },
+    successStatus: 201,
+    noStore: true,
+  })
+  .input(ZCreateWebhookInput)
+  .output(successEnvelope(ZCreatedWebhook))
+  .mutation(async ({ ctx, input }) => ({
+    status: "success" as const,
+    data: await ctx.services.webhooks.create(ctx.auth.organizationId, auditOrigin(ctx), input),
+  }));

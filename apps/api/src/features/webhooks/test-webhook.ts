@@ -1,0 +1,20 @@
+import { successEnvelope, ZIdPath, ZWebhookDelivery } from "@fleet/shared";
+import { authedProcedure } from "../../trpc/init.ts";
+
+export const testWebhook = authedProcedure("routers:write")
+  .meta({
+    openapi: {
+      method: "POST",
+      path: "/api/webhooks/{id}/test",
+      tags: ["webhooks"],
+      summary: "Send a webhook.test event",
+      description: "Queues the event at once; its delivery appears in the delivery log.",
+    },
+    successStatus: 200,
+  })
+  .input(ZIdPath)
+  .output(successEnvelope(ZWebhookDelivery))
+  .mutation(async ({ ctx, input }) => ({
+    status: "success" as const,
+    data: await ctx.services.webhooks.test(ctx.auth.organizationId, input.id),
+  }));

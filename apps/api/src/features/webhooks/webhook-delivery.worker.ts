@@ -1,0 +1,134 @@
+import { type EngineJob, type JobEngine, WEBHOOK_DELIVERY_QUEUE, type WebhooksRepository } from "@fleet/db";
+import { type Clock, EVENT_LIMITS } from "@fleet/shared";
+import type { Logger } from "pino";
+import { Webhook } from "standardwebhooks";
+import type { SecretBox } from "./webhook-secret.ts";
+import { sendWebhook, type WebhookRequest, type WebhookResult } from "./webhook-target.ts";
+
+const DAY_MS = 86_400_000;
+/** A webhook failing for this long is disabled (docs/api.md "Audit log and webhooks"). */
+export const WEBHOOK_DISABLE_AFTER_MS = 3 * DAY_MS;
+/**
+ * Retries after the first attempt. With pg-boss's exponential backoff (with jitter) from 5 s,
+ * capped at 6 h, they span more than three days, so the three-day rule decides, not the count.
+ */
+export const WEBHOOK_RETRY_LIMIT = 40;
+
+type WorkerEngine = Pick<JobEngine, "defineQueue" | "work" | "offWork">;
+
+export interface WebhookWorkerDeps {
+  webhooks: Pick<WebhooksRepository, "delivery" | "recordAttempt" | "abandon" | "disable">;
+  secrets: SecretBox;
+  clock: Clock;
+  logger: Logger;
+  allowPrivate: boolean;
+  send?: (request: WebhookRequest, options: { allowPrivate: boolean; timeoutMs: number }) => Promise<WebhookResult>;
+  /** First retry delay in seconds, doubled per attempt by the queue (tests shrink it). */
+  retryDelaySeconds?: number;
+  /** Poll period of the queue when no notification arrives. */
+  pollingIntervalSeconds?: number;
+  /** Deliveries in flight at once in this process: a slow target holds one slot, never the API. */
+  concurrency?: number;
+  timeoutMs?: number;
+}
+
+class DeliveryFailed extends Error {}
+
+/**
+ * Sends queued deliveries (queue `webhook.deliver` of the job engine) in the API process, off the
+ * request path. Each attempt signs the stored body anew per Standard Webhooks with the delivery's
+ * fixed `webhook-id`; a failed attempt throws, so the queue retries it with backoff; a webhook
+ * failing for three days is disabled and audited.
+ */
+export class WebhookDeliveryWorker {
+  readonly #d: Required<WebhookWorkerDeps>;
+  #engine: WorkerEngine | undefined;
+
+  constructor(deps: WebhookWorkerDeps) {
+    this.#d = {
+      send: sendWebhook,
+      retryDelaySeconds: 5,
+      pollingIntervalSeconds: 2,
+      concurrency: 8,
+      timeoutMs: 10_000,
+      ...deps,
+    };
+  }
+
+  async start(engine: WorkerEngine): Promise<void> {
+    this.#engine = engine;
+    await engine.defineQueue({
+      name: WEBHOOK_DELIVERY_QUEUE,
+      retryLimit: WEBHOOK_RETRY_LIMIT,
+      retryDelaySeconds: this.#d.retryDelaySeconds,
+      retryBackoff: true,
+      retryDelayMaxSeconds: 6 * 3_600,
+      // An attempt lasts at most the timeout; one still "active" long after died with its process.
+      expireInSeconds: Math.ceil((this.#d.timeoutMs * 3) / 1000),
+      deadLetter: `${WEBHOOK_DELIVERY_QUEUE}.dead`,
+      deleteAfterSeconds: 7 * 86_400,
+    });
+    await engine.work<{ delivery_id?: string }>(
+      WEBHOOK_DELIVERY_QUEUE,
+      { localConcurrency: this.#d.concurrency, pollingIntervalSeconds: this.#d.pollingIntervalSeconds },
+      (job) => this.#attempt(job),
+    );
+  }
+
+  /** Stops taking deliveries and waits for the attempts in flight (each bounded by the timeout). */
+  async close(): Promise<void> {
+    await this.#engine?.offWork(WEBHOOK_DELIVERY_QUEUE);
+  }
+
+  async #attempt(job: EngineJob<{ delivery_id?: string }>): Promise<void> {
+    const { webhooks, clock } = this.#d;
+    const found = await webhooks.delivery(String(job.data.delivery_id ?? ""));
+    // The webhook was deleted with its log: nothing left to send.
+    if (!found) return;
+    const { delivery, webhook } = found;
+    if (webhook.disabledAt) {
+      await webhooks.abandon(delivery.id, "the webhook is disabled");
+      return;
+    }
+    const at = clock.now();
+    const signature = new Webhook(this.#d.secrets.open(webhook.secretCiphertext)).sign(
+      delivery.messageId,
+      at,
+      delivery.body,
+    );
+    const result = await this.#d.send(
+      {
+        url: webhook.url,
+        headers: {
+          "content-type": "application/json",
+          "user-agent": "fleet-webhooks/1",
+          "webhook-id": delivery.messageId,
+          "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+          "webhook-signature": signature,
+        },
+        body: delivery.body,
+      },
+      { allowPrivate: this.#d.allowPrivate, timeoutMs: this.#d.timeoutMs },
+    );
+    const ok = result.status !== null && result.status >= 200 && result.status < 300;
+    const error = ok ? null : (result.error ?? `answered HTTP ${result.status}`);
+    const lastAttempt = job.retryCount >= WEBHOOK_RETRY_LIMIT;
+    const failingSince = await webhooks.recordAttempt(delivery.id, webhook.id, {
+      at,
+      ok,
+      responseStatus: result.status,
+      responseBody: result.body === null ? null : result.body.slice(0, EVENT_LIMITS.responseBodyBytes),
+      error,
+      final: ok || lastAttempt,
+    });
+    if (ok) return;
+    if (failingSince && at.getTime() - failingSince.getTime() >= WEBHOOK_DISABLE_AFTER_MS) {
+      if (await webhooks.disable(webhook.id, at, `deliveries failed for three days (last: ${error})`)) {
+        this.#d.logger.warn({ webhookId: webhook.id }, "webhook disabled after three days of failures");
+      }
+      await webhooks.abandon(delivery.id, "the webhook was disabled after three days of failures");
+      return;
+    }
+    throw new DeliveryFailed(error ?? "delivery failed");
+  }
+}

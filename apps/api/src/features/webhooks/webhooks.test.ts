@@ -1,0 +1,520 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { AuditLogRepository, ForwardsRepository, HeartbeatsRepository } from "@fleet/db";
+import { databaseFingerprint, makeAccount, makeRouter } from "@fleet/db/testing";
+import { ManualClock } from "@fleet/shared";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../../client.ts";
+import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+import { checkWebhookUrl, sendWebhook } from "./webhook-target.ts";
+
+interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  path: string;
+}
+
+/** A webhook target: records every request; `respond` decides each answer (default 204). */
+const startReceiver = async () => {
+  const received: Received[] = [];
+  const held: http.ServerResponse[] = [];
+  let respond: (req: Received, res: http.ServerResponse) => void = (_req, res) => res.writeHead(204).end();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const entry = { headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), path: req.url ?? "" };
+      received.push(entry);
+      respond(entry, res);
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    received,
+    held,
+    setRespond: (fn: typeof respond) => {
+      respond = fn;
+    },
+    close: () => {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+};
+
+/**
+ * Standard Webhooks verification written from the spec with node:crypto only (not the library the
+ * sender uses): HMAC-SHA256 over "<id>.<timestamp>.<body>" keyed by the base64-decoded secret.
+ */
+const verifySignature = (secret: string, headers: http.IncomingHttpHeaders, body: string): boolean => {
+  const id = String(headers["webhook-id"]);
+  const timestamp = String(headers["webhook-timestamp"]);
+  const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64");
+  const expected = createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest();
+  return String(headers["webhook-signature"])
+    .split(" ")
+    .some((part) => {
+      const [version, signature] = part.split(",");
+      const given = Buffer.from(signature ?? "", "base64");
+      return version === "v1" && given.length === expected.length && timingSafeEqual(given, expected);
+    });
+};
+
+const waitFor = async <T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  what: string,
+  tries = 400,
+): Promise<T> => {
+  for (let i = 0; i < tries; i++) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+};
+
+let h: ApiHarness;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+type Login = Awaited<ReturnType<ApiHarness["login"]>>;
+
+beforeAll(async () => {
+  h = await startApiHarness({ WEBHOOK_ALLOW_PRIVATE: "true" }, { webhookTiming: { retryDelaySeconds: 1, pollMs: 25 } });
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+afterEach(async () => {
+  await receiver?.close();
+});
+
+const createWebhook = async (user: Login, body: object) => {
+  const res = await h.request("POST", "/api/webhooks", { token: user.token, body });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data as { id: string; secret: string; url: string };
+};
+
+const bodiesOf = (path: string) =>
+  receiver.received.filter((r) => r.path === path).map((r) => ({ ...r, json: JSON.parse(r.body) }));
+
+describe("webhook CRUD", () => {
+  it("creates (201, secret once, stored encrypted), lists without secret, deletes (204) with audit entries", async () => {
+    receiver = await startReceiver();
+    const user = await h.login();
+    const res = await h.request("POST", "/api/webhooks", {
+      token: user.token,
+      body: { url: `${receiver.url}/a`, events: ["router.offline", "router.online"], description: "NOC" },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      status: "success",
+      data: {
+        id: expect.any(String),
+        url: `${receiver.url}/a`,
+        events: ["router.offline", "router.online"],
+        description: "NOC",
+        format: "standard",
+        secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+        created_at: expect.stringMatching(/\+00:00$/),
+        disabled_at: null,
+      },
+    });
+    const { id, secret } = res.body.data;
+    const rows = JSON.stringify(await h.db.query("select * from webhooks"));
+    expect(rows).not.toContain(secret.slice(6));
+    const list = await h.request("GET", "/api/webhooks", { token: user.token });
+    expect(list.body.data).toHaveLength(1);
+    expect(list.body.data[0]).not.toHaveProperty("secret");
+    expect((await h.request("DELETE", `/api/webhooks/${id}`, { token: user.token })).status).toBe(204);
+    expect((await h.request("DELETE", `/api/webhooks/${id}`, { token: user.token })).status).toBe(404);
+    const audit = (await h.request("GET", "/api/audit-log", { token: user.token })).body.data;
+    expect(audit.map((e: { action: string }) => e.action)).toEqual(["webhook.deleted", "webhook.created"]);
+    expect(audit[1]).toMatchObject({ target: { type: "webhook", id }, actor: { type: "user", id: user.userId } });
+  });
+
+  it("refuses bad input with 422 and writes nothing", async () => {
+    const user = await h.login();
+    // Earlier tests' deliveries settle first, so the fingerprint sees only this test's requests.
+    await waitFor(async () => {
+      const engine = await h.db.query<{ t: string | null }>("select to_regclass('pgboss.job')::text as t");
+      const busy = engine[0]?.t
+        ? await h.db.query(
+            "select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') limit 1",
+          )
+        : [];
+      const outbox = await h.db.query("select 1 from audit_log where dispatched_at is null limit 1");
+      return busy.length === 0 && outbox.length === 0 ? true : undefined;
+    }, "a quiet queue");
+    const before = await databaseFingerprint(h.db);
+    for (const body of [
+      { url: "ftp://example.com/x", events: ["*"] },
+      { url: "not a url", events: ["*"] },
+      { url: "https://user:pw@example.com/", events: ["*"] },
+      { url: "https://example.com/", events: [] },
+      { url: "https://example.com/", events: ["router.exploded"] },
+      { url: "https://example.com/", events: ["*"], format: "teams" },
+      { url: "https://example.com/", events: ["*"], description: "x".repeat(501) },
+      { url: `https://example.com/${"a".repeat(2048)}`, events: ["*"] },
+      { url: "https://example.com/\u0000", events: ["*"] },
+    ]) {
+      const res = await h.request("POST", "/api/webhooks", { token: user.token, body });
+      expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(422);
+      expect(res.body.status).toBe("fail");
+    }
+    expect(await databaseFingerprint(h.db)).toBe(before);
+    const reader = await h.login(undefined, { scope: "routers:read" });
+    expect(
+      (
+        await h.request("POST", "/api/webhooks", {
+          token: reader.token,
+          body: { url: "https://example.com/", events: ["*"] },
+        })
+      ).status,
+    ).toBe(403);
+  });
+
+  it("another organization's webhook answers 404 everywhere and receives nothing of ours", async () => {
+    receiver = await startReceiver();
+    const a = await h.login();
+    const b = await h.login();
+    const hookA = await createWebhook(a, { url: `${receiver.url}/a`, events: ["*"] });
+    const hookB = await createWebhook(b, { url: `${receiver.url}/b`, events: ["*"] });
+    for (const [method, path] of [
+      ["DELETE", `/api/webhooks/${hookA.id}`],
+      ["POST", `/api/webhooks/${hookA.id}/test`],
+      ["GET", `/api/webhooks/${hookA.id}/deliveries`],
+      ["POST", "/api/webhooks/not-a-uuid/test"],
+    ] as const) {
+      expect((await h.request(method, path, { token: b.token })).status, path).toBe(404);
+    }
+    expect(
+      (await h.request("GET", "/api/webhooks", { token: b.token })).body.data.map((w: { id: string }) => w.id),
+    ).toEqual([hookB.id]);
+    // A's events (its webhook.created and an API key) reach only A's target.
+    await h.request("POST", "/v1/api-keys", { token: a.token, body: { name: "k", scopes: ["routers:read"] } });
+    await waitFor(() => bodiesOf("/a").some((r) => r.json.type === "api_key.created"), "A's delivery");
+    await waitFor(() => bodiesOf("/b").some((r) => r.json.type === "webhook.created"), "B's own event");
+    expect(bodiesOf("/b").map((r) => r.json.type)).toEqual(["webhook.created"]);
+    expect(bodiesOf("/b")[0]?.json.data.target.id).toBe(hookB.id);
+    expect((await h.request("GET", `/api/webhooks/${hookA.id}/deliveries`, { token: a.token })).status).toBe(200);
+  });
+});
+
+describe("delivery", () => {
+  it("every action reaches a subscribed webhook once, signed per Standard Webhooks (checked with node:crypto)", async () => {
+    receiver = await startReceiver();
+    const user = await h.login();
+    const hook = await createWebhook(user, { url: `${receiver.url}/all`, events: ["*"] });
+    const filtered = await createWebhook(user, { url: `${receiver.url}/offline`, events: ["router.offline"] });
+
+    // API actions.
+    await makeAccount(h.db, user.organizationId);
+    const key = (
+      await h.request("POST", "/v1/api-keys", { token: user.token, body: { name: "k", scopes: ["routers:read"] } })
+    ).body;
+    await h.request("DELETE", `/v1/api-keys/${key.id}`, { token: user.token });
+    const enrolled = await h.request("POST", "/api/routers", { token: user.token, body: { name: "r" } });
+    const routerId = enrolled.body.data.router.id;
+    await h.db.query("update routers set tunnel_ip = '100.64.1.1', has_pulse = true where id = ?", [routerId]);
+    const forward = async () => {
+      const res = await h.request("POST", `/api/routers/${routerId}/transient-forwarding`, {
+        token: user.token,
+        body: { dst_address: "10.1.1.1", dst_port: 22, allow_from: "8.8.8.8", expire_after_minutes: 10 },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return String(res.body.data?.id ?? res.body.id);
+    };
+    const revoked = await forward();
+    await h.request("DELETE", `/api/routers/${routerId}/transient-forwarding/${revoked}`, { token: user.token });
+    const expiring = await forward();
+    await new ForwardsRepository(h.db).expireDue(new Date(Date.now() + 11 * 60_000));
+    // Relay (batched) and heartbeat daemon (fault open/complete) writes.
+    await new AuditLogRepository(h.db).recordForwardEvents([
+      {
+        forwardId: expiring,
+        occurredAt: new Date(),
+        action: "forward.connection.accepted",
+        sourceIp: "8.8.8.8",
+        details: { source_ip: "8.8.8.8", bytes_in: 1, bytes_out: 2, duration_s: 0.5 },
+      },
+      {
+        forwardId: expiring,
+        occurredAt: new Date(),
+        action: "forward.connection.denied",
+        sourceIp: "1.1.1.1",
+        details: {},
+      },
+    ]);
+    const heartbeats = new HeartbeatsRepository(h.db);
+    await heartbeats.startCoverage(new Date(), 60_000, 30_000);
+    await heartbeats.sweep(
+      { now: new Date(), intervalMs: 30_000, missedHeartbeats: 10, graceMs: 0, toleranceMs: 0, limit: 10 },
+      (tx) => tx.open([{ routerId, message: "down", createdAt: new Date() }]),
+    );
+    await heartbeats.completeFaults([{ routerId, resolvedAt: new Date(), cause: "Power" }]);
+    await h.request("DELETE", `/api/routers/${routerId}`, { token: user.token });
+    const other = await createWebhook(user, { url: `${receiver.url}/other`, events: ["router.online"] });
+    await h.request("DELETE", `/api/webhooks/${other.id}`, { token: user.token });
+
+    const expected = [
+      "webhook.created",
+      "webhook.created",
+      "api_key.created",
+      "api_key.revoked",
+      "router.enrolled",
+      "forward.created",
+      "forward.revoked",
+      "forward.created",
+      "forward.expired",
+      "forward.connection.accepted",
+      "forward.connection.denied",
+      "router.offline",
+      "router.online",
+      "router.removed",
+      "webhook.created",
+      "webhook.deleted",
+    ];
+    await waitFor(() => bodiesOf("/all").length >= expected.length || undefined, "all deliveries");
+    const all = bodiesOf("/all");
+    expect(all.map((r) => r.json.type).sort()).toEqual([...expected].sort());
+    const audit = (await h.request("GET", "/api/audit-log?limit=200", { token: user.token })).body.data as Array<{
+      id: string;
+      action: string;
+    }>;
+    expect(audit).toHaveLength(expected.length);
+    const ids = new Set<string>();
+    for (const r of all) {
+      expect(verifySignature(hook.secret, r.headers, r.body), r.json.type).toBe(true);
+      expect(verifySignature(filtered.secret, r.headers, r.body)).toBe(false);
+      expect(r.headers["content-type"]).toBe("application/json");
+      expect(String(r.headers["webhook-id"])).toMatch(/^msg_[0-9a-f]{32}$/);
+      expect(Math.abs(Number(r.headers["webhook-timestamp"]) - Date.now() / 1000)).toBeLessThan(600);
+      expect(r.json).toEqual({
+        type: expect.any(String),
+        timestamp: expect.stringMatching(/\+00:00$/),
+        data: expect.any(Object),
+      });
+      // The data is the audit entry as GET /api/audit-log shows it.
+      expect(audit.find((e) => e.id === r.json.data.id)).toEqual(r.json.data);
+      ids.add(String(r.headers["webhook-id"]));
+    }
+    expect(ids.size).toBe(expected.length);
+    // The filtered webhook got exactly its one action.
+    await waitFor(() => bodiesOf("/offline").length === 1 || undefined, "filtered delivery");
+    expect(bodiesOf("/offline").map((r) => r.json.type)).toEqual(["router.offline"]);
+    expect(
+      verifySignature(filtered.secret, bodiesOf("/offline")[0]?.headers ?? {}, bodiesOf("/offline")[0]?.body ?? ""),
+    ).toBe(true);
+  });
+
+  it("retries a 500 with backoff and the same webhook-id; the delivery log shows the attempts", async () => {
+    receiver = await startReceiver();
+    let calls = 0;
+    receiver.setRespond((_req, res) => {
+      calls++;
+      if (calls <= 2) res.writeHead(500, { "content-type": "text/plain" }).end("boom");
+      else res.writeHead(200).end("ok");
+    });
+    const user = await h.login();
+    const hook = await createWebhook(user, { url: `${receiver.url}/retry`, events: ["api_key.created"] });
+    const test = await h.request("POST", `/api/webhooks/${hook.id}/test`, { token: user.token });
+    expect(test.status).toBe(200);
+    expect(test.body.data).toMatchObject({ status: "pending", event_type: "webhook.test", attempts: 0 });
+    await waitFor(() => (calls >= 3 ? true : undefined), "three attempts");
+    const attempts = bodiesOf("/retry");
+    expect(attempts).toHaveLength(3);
+    expect(new Set(attempts.map((a) => a.headers["webhook-id"])).size).toBe(1);
+    expect(attempts[0]?.headers["webhook-id"]).toBe(test.body.data.message_id);
+    for (const a of attempts) {
+      expect(a.body).toBe(attempts[0]?.body);
+      expect(verifySignature(hook.secret, a.headers, a.body)).toBe(true);
+      expect(a.json).toMatchObject({ type: "webhook.test", data: { webhook_id: hook.id } });
+    }
+    const log = await waitFor(async () => {
+      const res = await h.request("GET", `/api/webhooks/${hook.id}/deliveries`, { token: user.token });
+      return res.body.data[0]?.status === "succeeded" ? res.body.data : undefined;
+    }, "succeeded delivery");
+    expect(log).toEqual([
+      expect.objectContaining({
+        message_id: test.body.data.message_id,
+        attempts: 3,
+        response_status: 200,
+        response_body: "ok",
+        error: null,
+      }),
+    ]);
+  });
+
+  it("a target that never answers holds neither the API nor other webhooks; answers are kept to 1 KiB", async () => {
+    receiver = await startReceiver();
+    receiver.setRespond((req, res) => {
+      if (req.path === "/hang") receiver.held.push(res);
+      else res.writeHead(500).end("x".repeat(5_000));
+    });
+    const user = await h.login();
+    const hanging = await createWebhook(user, { url: `${receiver.url}/hang`, events: ["*"] });
+    await waitFor(() => bodiesOf("/hang").length > 0 || undefined, "hanging request open");
+    // The target holds its request open; the API keeps answering and other webhooks keep delivering.
+    const big = await createWebhook(user, { url: `${receiver.url}/big`, events: ["*"] });
+    expect((await h.request("GET", "/api/audit-log", { token: user.token })).status).toBe(200);
+    await waitFor(() => bodiesOf("/big").length > 0 || undefined, "other webhook delivered");
+    expect(receiver.held.length).toBeGreaterThan(0);
+    expect(receiver.held.every((res) => !res.writableEnded)).toBe(true);
+    const log = await waitFor(async () => {
+      const res = await h.request("GET", `/api/webhooks/${big.id}/deliveries`, { token: user.token });
+      return res.body.data[0]?.response_status === 500 ? res.body.data : undefined;
+    }, "recorded 500");
+    expect(log[0].response_body).toHaveLength(1024);
+    expect(hanging.id).toBeTruthy();
+  });
+
+  it("redirects are not followed", async () => {
+    receiver = await startReceiver();
+    receiver.setRespond((req, res) => {
+      if (req.path === "/moved") res.writeHead(307, { location: `${receiver.url}/elsewhere` }).end();
+      else res.writeHead(204).end();
+    });
+    const user = await h.login();
+    const hook = await createWebhook(user, { url: `${receiver.url}/moved`, events: ["api_key.created"] });
+    await h.request("POST", `/api/webhooks/${hook.id}/test`, { token: user.token });
+    const log = await waitFor(async () => {
+      const res = await h.request("GET", `/api/webhooks/${hook.id}/deliveries`, { token: user.token });
+      return res.body.data[0]?.response_status === 307 ? res.body.data : undefined;
+    }, "recorded 307");
+    expect(log[0].status).toBe("pending");
+    expect(bodiesOf("/elsewhere")).toEqual([]);
+  });
+
+  it('"format": "slack" sends one line of text', async () => {
+    receiver = await startReceiver();
+    const user = await h.login();
+    await createWebhook(user, { url: `${receiver.url}/slack`, events: ["api_key.created"], format: "slack" });
+    const key = (
+      await h.request("POST", "/v1/api-keys", { token: user.token, body: { name: "k", scopes: ["routers:read"] } })
+    ).body;
+    await waitFor(() => bodiesOf("/slack").length > 0 || undefined, "slack delivery");
+    const [message] = bodiesOf("/slack");
+    expect(Object.keys(message?.json ?? {})).toEqual(["text"]);
+    expect(message?.json.text).toContain("*api_key.created*");
+    expect(message?.json.text).toContain(key.id);
+  });
+
+  it("tRPC webhooks.create/list/test/delete answer the REST bodies", async () => {
+    receiver = await startReceiver();
+    const user = await h.login();
+    const client = createClient({ url: h.api.url, token: user.token });
+    const created = await client.webhooks.create.mutate({ url: `${receiver.url}/t`, events: ["*"] });
+    expect(created.data.secret).toMatch(/^whsec_/);
+    expect((await client.webhooks.list.query()).data.map((w) => w.id)).toEqual([created.data.id]);
+    const tested = await client.webhooks.test.mutate({ id: created.data.id });
+    expect(tested.data.event_type).toBe("webhook.test");
+    await client.webhooks.delete.mutate({ id: created.data.id });
+    expect((await client.webhooks.list.query()).data).toEqual([]);
+  });
+});
+
+describe("SSRF rules without WEBHOOK_ALLOW_PRIVATE", () => {
+  const lookup = (map: Record<string, string[]>) => async (host: string) => {
+    const found = map[host];
+    if (!found) throw new Error("ENOTFOUND");
+    return found.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+  };
+
+  it("accepts https to public addresses only", async () => {
+    const resolve = lookup({
+      "hooks.example.com": ["93.184.215.14"],
+      "internal.example.com": ["10.0.0.5"],
+      "mixed.example.com": ["93.184.215.14", "127.0.0.1"],
+      localhost: ["127.0.0.1", "::1"],
+    });
+    expect((await checkWebhookUrl("https://hooks.example.com/x", false, resolve)).ok).toBe(true);
+    expect((await checkWebhookUrl("https://8.8.8.8/x", false, resolve)).ok).toBe(true);
+    for (const url of [
+      "http://hooks.example.com/x",
+      "https://internal.example.com/",
+      "https://mixed.example.com/",
+      "https://localhost/",
+      "https://127.0.0.1/",
+      "https://10.1.2.3/",
+      "https://169.254.169.254/latest/meta-data",
+      "https://100.64.0.1/",
+      "https://192.0.2.1/",
+      "https://[::1]/",
+      "https://[::ffff:127.0.0.1]/",
+      "https://[fd00::1]/",
+      "https://unknown.example.com/",
+    ]) {
+      expect((await checkWebhookUrl(url, false, resolve)).ok, url).toBe(false);
+    }
+    expect((await checkWebhookUrl("http://127.0.0.1:9/", true, resolve)).ok).toBe(true);
+  });
+
+  it("checks the resolved address again at delivery: nothing reaches a loopback target", async () => {
+    receiver = await startReceiver();
+    const port = new URL(receiver.url).port;
+    for (const url of [`http://127.0.0.1:${port}/x`, `http://localhost:${port}/x`]) {
+      const result = await sendWebhook({ url, headers: {}, body: "{}" }, { allowPrivate: false, timeoutMs: 2_000 });
+      expect(result.status, url).toBeNull();
+      expect(result.error).toMatch(/refused|non-public/);
+    }
+    expect(receiver.received).toEqual([]);
+  });
+});
+
+describe("three days of failures", () => {
+  it("disables the webhook with a webhook.disabled entry; later events are not sent", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 23, 12, 0, 0));
+    const h2 = await startApiHarness(
+      { WEBHOOK_ALLOW_PRIVATE: "true" },
+      { clock, webhookTiming: { retryDelaySeconds: 1, pollMs: 25 } },
+    );
+    receiver = await startReceiver();
+    receiver.setRespond((_req, res) => res.writeHead(503).end("down"));
+    try {
+      const user = await h2.login();
+      const created = await h2.request("POST", "/api/webhooks", {
+        token: user.token,
+        body: { url: `${receiver.url}/down`, events: ["router.enrolled"] },
+      });
+      const id = created.body.data.id;
+      await h2.request("POST", `/api/webhooks/${id}/test`, { token: user.token });
+      await waitFor(() => receiver.received.length >= 1 || undefined, "first attempt");
+      const deliveries = async () =>
+        (await h2.request("GET", `/api/webhooks/${id}/deliveries`, { token: user.token })).body.data;
+      await waitFor(async () => ((await deliveries())[0]?.attempts === 1 ? true : undefined), "first attempt logged");
+      // Just under three days of failures: still enabled.
+      clock.advance(3 * 86_400_000 - 60_000);
+      await waitFor(() => receiver.received.length >= 2 || undefined, "second attempt");
+      await waitFor(async () => ((await deliveries())[0]?.attempts === 2 ? true : undefined), "second attempt logged");
+      expect((await h2.request("GET", "/api/webhooks", { token: user.token })).body.data[0].disabled_at).toBeNull();
+      // Past three days: the next failure disables it.
+      clock.advance(7 * 3_600_000);
+      await waitFor(async () => {
+        const hooks = (await h2.request("GET", "/api/webhooks", { token: user.token })).body.data;
+        return hooks[0]?.disabled_at ? true : undefined;
+      }, "disabled");
+      const audit = (await h2.request("GET", "/api/audit-log?action=webhook.disabled", { token: user.token })).body
+        .data;
+      expect(audit).toEqual([
+        expect.objectContaining({ actor: { type: "system", id: null }, target: { type: "webhook", id } }),
+      ]);
+      expect((await deliveries())[0]).toMatchObject({ status: "failed", attempts: 3 });
+      const sent = receiver.received.length;
+      expect((await h2.request("POST", `/api/webhooks/${id}/test`, { token: user.token })).status).toBe(409);
+      await makeAccount(h2.db, user.organizationId);
+      await makeRouter(h2.db, user);
+      expect((await h2.request("POST", "/api/routers", { token: user.token, body: {} })).status).toBe(201);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(receiver.received.length).toBe(sent);
+    } finally {
+      await h2.close();
+    }
+  }, 120_000);
+});

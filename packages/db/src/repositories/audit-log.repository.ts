@@ -1,0 +1,254 @@
+import type { Database } from "../database.ts";
+import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import { toNumber } from "./sql-values.ts";
+
+/** Who did it (docs/api.md "Audit log and webhooks"). */
+export type TAuditActorType = "user" | "api_key" | "router" | "system";
+
+export interface AuditActor {
+  type: TAuditActorType;
+  /** User id (token subject), API key id, router id; null for the system. */
+  id: string | null;
+}
+
+/** The actor and the address a change came from, handed by the API down to the repositories. */
+export interface AuditOrigin {
+  actor: AuditActor;
+  sourceIp: string | null;
+}
+
+/** The system itself (sweeps, expiry, retention). */
+export const SYSTEM_ORIGIN: AuditOrigin = { actor: { type: "system", id: null }, sourceIp: null };
+
+export interface NewAuditEntry {
+  organizationId: string;
+  occurredAt: Date;
+  action: string;
+  actor: AuditActor;
+  target: { type: string; id: string };
+  routerId?: string | null;
+  sourceIp?: string | null;
+  details?: Record<string, unknown>;
+}
+
+export interface AuditRecord {
+  id: string;
+  organizationId: string;
+  occurredAt: Date;
+  action: string;
+  actor: AuditActor;
+  target: { type: string; id: string };
+  routerId: string | null;
+  sourceIp: string | null;
+  details: Record<string, unknown>;
+}
+
+export interface AuditListFilter {
+  organizationId: string;
+  limit: number;
+  routerId?: string | undefined;
+  action?: string | undefined;
+  /** Entries strictly older than this position (the previous page's last entry). */
+  before?: { occurredAt: Date; id: string } | undefined;
+}
+
+type Row = Record<string, unknown>;
+
+const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
+
+export const AUDIT_COLUMNS = `a.id, a.organization_id, ${ms("a.occurred_at", "occurred_ms")}, a.action, a.actor_type,
+  a.actor_id, a.target_type, a.target_id, a.router_id, a.source_ip, a.details`;
+
+/**
+ * `dispatched_at` of a new entry: null (waiting in the outbox) only when its organization has an
+ * enabled webhook; otherwise the entry is born dispatched, so the outbox holds only work and the
+ * dispatcher writes nothing for organizations without webhooks.
+ */
+const outboxState = (organizationId: string, occurredAt: string) =>
+  `(case when exists (select 1 from webhooks w where w.organization_id = ${organizationId} and w.disabled_at is null)
+    then null else ${occurredAt} end)`;
+
+const INSERT_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type,
+  target_id, router_id, source_ip, details, dispatched_at)
+  values (gen_random_uuid(), $1::uuid, to_timestamp($2::float8 / 1000.0), $3, $4, $5, $6, $7, $8, $9, $10::jsonb,
+    ${outboxState("$1::uuid", "to_timestamp($2::float8 / 1000.0)")})`;
+
+// Batched inserts (the relay's connection log): rows whose forward no longer exists are dropped,
+// and the organization and router come from the forward, so a caller cannot misfile an entry.
+const INSERT_FORWARD_EVENTS_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
+  target_type, target_id, router_id, source_ip, details, dispatched_at)
+  select gen_random_uuid(), r.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, 'system', null,
+    'forward', f.id::text, f.router_id, v.source_ip, v.details,
+    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}
+  from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::jsonb[]) as v(forward_id, occurred_ms, action, source_ip, details)
+  join forwards f on f.id = v.forward_id
+  join routers r on r.id = f.router_id`;
+
+/** Parameters of one audit insert, in the order of {@link INSERT_SQL}. */
+const insertParams = (entry: NewAuditEntry): unknown[] => [
+  entry.organizationId,
+  entry.occurredAt.getTime(),
+  entry.action,
+  entry.actor.type,
+  entry.actor.id,
+  entry.target.type,
+  entry.target.id,
+  entry.routerId ?? null,
+  entry.sourceIp ?? null,
+  JSON.stringify(entry.details ?? {}),
+];
+
+/** Writes one entry through `query`, so it commits or rolls back with the change it records. */
+export const insertAuditEntry = async (query: NativeQuery, entry: NewAuditEntry): Promise<void> => {
+  await query(INSERT_SQL, insertParams(entry));
+};
+
+/**
+ * The same insert for MikroORM transactions (`tx.execute` takes `?` placeholders); used where an
+ * older repository already runs its change through the EntityManager.
+ */
+export const auditInsertForOrm = (entry: NewAuditEntry): [string, unknown[]] => {
+  const params = insertParams(entry);
+  const ordered: unknown[] = [];
+  // `$n` may repeat; `?` is positional, so each occurrence gets its own copy of the value.
+  const text = INSERT_SQL.replace(/\$(\d+)/g, (_match, n: string) => {
+    ordered.push(params[Number(n) - 1]);
+    return "?";
+  });
+  return [text, ordered];
+};
+
+/**
+ * A CTE body (`insert ... select`) auditing every row of `source`, for statements that change rows
+ * and must record them in the same statement. `source` must expose the selected expressions.
+ */
+export const auditFromCte = (select: {
+  from: string;
+  organizationId: string;
+  occurredAt: string;
+  action: string;
+  actorType: string;
+  actorId: string;
+  targetType: string;
+  targetId: string;
+  routerId: string;
+  sourceIp: string;
+  details: string;
+}): string => `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type,
+  target_id, router_id, source_ip, details, dispatched_at)
+  select gen_random_uuid(), ${select.organizationId}, ${select.occurredAt}, ${select.action}, ${select.actorType},
+    ${select.actorId}, ${select.targetType}, ${select.targetId}, ${select.routerId}, ${select.sourceIp}, ${select.details},
+    ${outboxState(select.organizationId, select.occurredAt)}
+  from ${select.from}`;
+
+export const auditFromRow = (row: Row): AuditRecord => ({
+  id: String(row.id),
+  organizationId: String(row.organization_id),
+  occurredAt: new Date(toNumber(row.occurred_ms)),
+  action: String(row.action),
+  actor: {
+    type: String(row.actor_type) as TAuditActorType,
+    id: row.actor_id === null || row.actor_id === undefined ? null : String(row.actor_id),
+  },
+  target: { type: String(row.target_type), id: String(row.target_id) },
+  routerId: row.router_id === null || row.router_id === undefined ? null : String(row.router_id),
+  sourceIp: row.source_ip === null || row.source_ip === undefined ? null : String(row.source_ip),
+  details: (typeof row.details === "string" ? JSON.parse(row.details) : (row.details ?? {})) as Record<string, unknown>,
+});
+
+/** A connection event of the entry-point relay, written in batches. */
+export interface ForwardConnectionEvent {
+  forwardId: string;
+  occurredAt: Date;
+  action: "forward.connection.accepted" | "forward.connection.denied";
+  sourceIp: string | null;
+  details: Record<string, unknown>;
+}
+
+/** The audit log (docs/api.md "Audit log and webhooks"): reads, batched writes, retention. */
+export class AuditLogRepository {
+  readonly #db: Database;
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  /** One entry in its own statement: for changes that have no transaction of their own. */
+  async record(entry: NewAuditEntry): Promise<void> {
+    const sql = await nativeSql(this.#db);
+    await insertAuditEntry(sql.query, entry);
+  }
+
+  /** The relay's batch: one statement for many connections. */
+  async recordForwardEvents(events: readonly ForwardConnectionEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const sql = await nativeSql(this.#db);
+    await sql.query(INSERT_FORWARD_EVENTS_SQL, [
+      events.map((e) => e.forwardId),
+      events.map((e) => e.occurredAt.getTime()),
+      events.map((e) => e.action),
+      events.map((e) => e.sourceIp),
+      events.map((e) => JSON.stringify(e.details)),
+    ]);
+  }
+
+  /**
+   * Newest first, by (occurred_at, id) descending. Every variant walks one of the
+   * `(organization_id[, router_id | action], occurred_at, id)` indexes backwards.
+   */
+  async list(filter: AuditListFilter): Promise<AuditRecord[]> {
+    const { text, params } = listQuery(filter);
+    const sql = await nativeSql(this.#db);
+    return (await sql.query<Row>(text, params)).map(auditFromRow);
+  }
+
+  /** The plan of {@link list} (tests show it uses an index). */
+  async explainList(filter: AuditListFilter): Promise<string> {
+    const { text, params } = listQuery(filter);
+    const sql = await nativeSql(this.#db);
+    const rows = await sql.query<Row>(`explain ${text}`, params);
+    return rows.map((r) => String(r["QUERY PLAN"] ?? Object.values(r)[0])).join("\n");
+  }
+
+  /** Deletes entries older than `before`, at most `batch` per statement; returns how many went. */
+  async prune(before: Date, batch = 10_000): Promise<number> {
+    const sql = await nativeSql(this.#db);
+    let total = 0;
+    for (;;) {
+      const rows = await sql.query<{ n: unknown }>(
+        `with doomed as (
+           select id from audit_log where occurred_at < to_timestamp($1::float8 / 1000.0) limit $2::int
+         ), gone as (delete from audit_log a using doomed where a.id = doomed.id returning 1)
+         select count(*)::int as n from gone`,
+        [before.getTime(), batch],
+      );
+      const n = toNumber(rows[0]?.n ?? 0);
+      total += n;
+      if (n < batch) return total;
+    }
+  }
+}
+
+const listQuery = (filter: AuditListFilter): { text: string; params: unknown[] } => {
+  const params: unknown[] = [filter.organizationId];
+  const where = ["a.organization_id = $1"];
+  if (filter.routerId !== undefined) {
+    params.push(filter.routerId);
+    where.push(`a.router_id = $${params.length}::uuid`);
+  }
+  if (filter.action !== undefined) {
+    params.push(filter.action);
+    where.push(`a.action = $${params.length}`);
+  }
+  if (filter.before) {
+    params.push(filter.before.occurredAt.getTime(), filter.before.id);
+    where.push(
+      `(a.occurred_at, a.id) < (to_timestamp($${params.length - 1}::float8 / 1000.0), $${params.length}::uuid)`,
+    );
+  }
+  params.push(filter.limit);
+  return {
+    text: `select ${AUDIT_COLUMNS} from audit_log a where ${where.join(" and ")}
+      order by a.occurred_at desc, a.id desc limit $${params.length}::int`,
+    params,
+  };
+};

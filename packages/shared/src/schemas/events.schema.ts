@@ -1,0 +1,166 @@
+import { z } from "zod";
+import { text } from "../rules/text-rules.ts";
+import { ALL_SCOPES } from "./auth.schema.ts";
+
+/** docs/api.md "Authentication" (API keys) and "Audit log and webhooks": limits tests probe at the edges. */
+export const EVENT_LIMITS = {
+  apiKeyExpiresInDays: { min: 1, max: 365 },
+  apiKeyName: 100,
+  auditPage: { min: 1, max: 200, default: 50 },
+  webhookUrl: 2048,
+  webhookDescription: 500,
+  webhookEvents: 50,
+  /** Bytes of a webhook target's answer kept in the delivery log. */
+  responseBodyBytes: 1024,
+  deliveryPage: 100,
+} as const;
+
+/** Every audited action (docs/api.md "Audit log and webhooks"). */
+export const AUDIT_ACTIONS = [
+  "router.enrolled",
+  "router.removed",
+  "router.offline",
+  "router.online",
+  "forward.created",
+  "forward.revoked",
+  "forward.expired",
+  "forward.connection.accepted",
+  "forward.connection.denied",
+  "api_key.created",
+  "api_key.revoked",
+  "webhook.created",
+  "webhook.deleted",
+  "webhook.disabled",
+] as const;
+export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
+
+const pathId = z
+  .string({ error: "must be a string" })
+  .min(1, { error: "is required" })
+  .max(100, { error: "is not a valid id" });
+
+export const ZIdPath = z.object({ id: pathId });
+
+// ---- API keys ---------------------------------------------------------------------------------
+
+export const ZCreateApiKeyInput = z.object({
+  name: text({ min: 1, max: EVENT_LIMITS.apiKeyName, error: "is required and must be a string" }),
+  scopes: z
+    .array(z.enum(ALL_SCOPES, { error: `must be one of ${ALL_SCOPES.join(", ")}` }), { error: "must be an array" })
+    .min(1, { error: "must name at least one scope" })
+    .max(ALL_SCOPES.length, { error: `must name at most ${ALL_SCOPES.length} scopes` }),
+  expires_in_days: z
+    .number({ error: "must be an integer between 1 and 365" })
+    .int({ error: "must be an integer between 1 and 365" })
+    .min(EVENT_LIMITS.apiKeyExpiresInDays.min, { error: "must be an integer between 1 and 365" })
+    .max(EVENT_LIMITS.apiKeyExpiresInDays.max, { error: "must be an integer between 1 and 365" })
+    // A pipe keeps trpc-to-openapi from coercing strings into numbers (see forward.schema.ts).
+    .transform((value) => value)
+    .optional(),
+});
+export type TCreateApiKeyInput = z.infer<typeof ZCreateApiKeyInput>;
+
+export const ZApiKey = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string().meta({ description: "The key's first characters, to tell keys apart." }),
+    scopes: z.array(z.string()),
+    created_at: z.string().meta({ description: "ISO 8601, +00:00." }),
+    expires_at: z.string().nullable(),
+    last_used_at: z.string().nullable().meta({ description: "Updated at most once a minute." }),
+  })
+  .meta({ id: "ApiKey" });
+export type TApiKey = z.infer<typeof ZApiKey>;
+
+export const ZCreatedApiKey = ZApiKey.extend({
+  key: z.string().meta({ description: "Shown only in this answer; send it as `Authorization: Bearer <key>`." }),
+}).meta({ id: "CreatedApiKey" });
+export type TCreatedApiKey = z.infer<typeof ZCreatedApiKey>;
+
+// ---- Audit log --------------------------------------------------------------------------------
+
+export const ZAuditLogQuery = z.object({
+  limit: z.coerce
+    .number({ error: "must be an integer between 1 and 200" })
+    .int({ error: "must be an integer between 1 and 200" })
+    .min(EVENT_LIMITS.auditPage.min, { error: "must be an integer between 1 and 200" })
+    .max(EVENT_LIMITS.auditPage.max, { error: "must be an integer between 1 and 200" })
+    .optional(),
+  cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
+  router_id: pathId.optional(),
+  action: z.string().max(64, { error: "is not a known action" }).optional(),
+});
+export type TAuditLogQuery = z.infer<typeof ZAuditLogQuery>;
+
+export const ZAuditEntry = z
+  .object({
+    id: z.string(),
+    occurred_at: z.string().meta({ description: "ISO 8601, +00:00." }),
+    action: z.string(),
+    actor: z.object({ type: z.enum(["user", "api_key", "router", "system"]), id: z.string().nullable() }),
+    target: z.object({ type: z.string(), id: z.string() }),
+    router_id: z.string().optional(),
+    source_ip: z.string().optional(),
+    details: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: "AuditEntry" });
+export type TAuditEntry = z.infer<typeof ZAuditEntry>;
+
+export const ZAuditLogPage = z
+  .object({
+    status: z.literal("success"),
+    data: z.array(ZAuditEntry),
+    next_cursor: z.string().nullable().meta({ description: "Pass as ?cursor= for the next (older) page." }),
+  })
+  .meta({ id: "AuditLogPage" });
+export type TAuditLogPage = z.infer<typeof ZAuditLogPage>;
+
+// ---- Webhooks ---------------------------------------------------------------------------------
+
+export const ZCreateWebhookInput = z.object({
+  url: text({ min: 1, max: EVENT_LIMITS.webhookUrl, error: "is required and must be a URL" }),
+  events: z
+    .array(z.enum(["*", ...AUDIT_ACTIONS], { error: `must be "*" or one of ${AUDIT_ACTIONS.join(", ")}` }), {
+      error: "must be an array of actions",
+    })
+    .min(1, { error: 'must name at least one action (or "*")' })
+    .max(EVENT_LIMITS.webhookEvents, { error: `must name at most ${EVENT_LIMITS.webhookEvents} actions` }),
+  description: text({ max: EVENT_LIMITS.webhookDescription }).optional(),
+  format: z.enum(["standard", "slack"], { error: 'must be "standard" or "slack"' }).optional(),
+});
+export type TCreateWebhookInput = z.infer<typeof ZCreateWebhookInput>;
+
+export const ZWebhook = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z.array(z.string()),
+    description: z.string(),
+    format: z.enum(["standard", "slack"]),
+    created_at: z.string(),
+    disabled_at: z.string().nullable().meta({ description: "Set after three days of failed deliveries." }),
+  })
+  .meta({ id: "Webhook" });
+export type TWebhook = z.infer<typeof ZWebhook>;
+
+export const ZCreatedWebhook = ZWebhook.extend({
+  secret: z.string().meta({ description: "`whsec_` + base64; shown only in this answer." }),
+}).meta({ id: "CreatedWebhook" });
+
+export const ZWebhookDelivery = z
+  .object({
+    id: z.string(),
+    webhook_id: z.string(),
+    message_id: z.string().meta({ description: "The `webhook-id` header, the same on every attempt." }),
+    event_type: z.string(),
+    status: z.enum(["pending", "succeeded", "failed"]),
+    attempts: z.number().int(),
+    created_at: z.string(),
+    last_attempt_at: z.string().nullable(),
+    response_status: z.number().int().nullable(),
+    response_body: z.string().nullable().meta({ description: "At most 1 KiB of the answer." }),
+    error: z.string().nullable(),
+  })
+  .meta({ id: "WebhookDelivery" });
+export type TWebhookDelivery = z.infer<typeof ZWebhookDelivery>;
