@@ -132,7 +132,7 @@ describe("the OpenAPI document tells the truth", () => {
     await call("DELETE", `/api/routers/${id}/metadata`, { token: t });
 
     // forwards
-    const withTunnel = await makeRouter(h.db, owner, { tunnelIp: "127.0.0.71" });
+    const withTunnel = await makeRouter(h.db, owner, { tunnelIp: "100.64.0.71" });
     const noTunnel = await makeRouter(h.db, owner, { tunnelIp: null });
     const forwardBody = { expire_after_minutes: 60, dst_port: 22, dst_address: "192.168.88.10", allow_from: "8.8.8.8" };
     const base = `/api/routers/${withTunnel.id}/transient-forwarding`;
@@ -159,6 +159,32 @@ describe("the OpenAPI document tells the truth", () => {
     await call("DELETE", `/api/routers/${UNKNOWN}`, { token: t });
     await call("DELETE", `/api/routers/${id}`, { token: t });
 
+    // API keys, the audit log and webhooks
+    const key = await call("POST", "/v1/api-keys", { token: t, body: { name: "ci", scopes: ["routers:read"] } });
+    await call("POST", "/v1/api-keys", { token: t, body: { name: "too much", scopes: ["nope:all"] } });
+    await call("POST", "/v1/api-keys", { token: reader.token, body: { name: "ro", scopes: ["routers:read"] } });
+    await call("GET", "/v1/api-keys", { token: t });
+    await call("GET", "/api/routers", { token: key.body.key });
+    await call("DELETE", `/v1/api-keys/${UNKNOWN}`, { token: t });
+    await call("DELETE", `/v1/api-keys/${key.body.id}`, { token: t });
+    await call("GET", "/api/routers", { token: key.body.key });
+    await call("GET", "/api/audit-log", { token: t });
+    await call("GET", "/api/audit-log?limit=2", { token: t });
+    await call("GET", "/api/audit-log?limit=0", { token: t });
+    await call("GET", "/api/audit-log");
+    const hook = await call("POST", "/api/webhooks", {
+      token: t,
+      body: { url: "https://hooks.example.com/fleet", events: ["router.offline"] },
+    });
+    await call("POST", "/api/webhooks", { token: t, body: { url: "http://127.0.0.1/x", events: ["*"] } });
+    await call("GET", "/api/webhooks", { token: t });
+    await call("POST", `/api/webhooks/${hook.body.data?.id ?? UNKNOWN}/test`, { token: t });
+    await call("POST", `/api/webhooks/${UNKNOWN}/test`, { token: t });
+    await call("GET", `/api/webhooks/${hook.body.data?.id ?? UNKNOWN}/deliveries`, { token: t });
+    await call("GET", `/api/webhooks/${UNKNOWN}/deliveries`, { token: t });
+    await call("DELETE", `/api/webhooks/${UNKNOWN}`, { token: t });
+    await call("DELETE", `/api/webhooks/${hook.body.data?.id ?? UNKNOWN}`, { token: t });
+
     // the rate limit: a fresh credential up to the limit and one more
     const busy = await h.login();
     for (let i = 0; i <= RATE_LIMIT; i++) await call("GET", "/api/routers", { token: busy.token });
@@ -178,14 +204,23 @@ describe("the OpenAPI document tells the truth", () => {
     const v1 = await h.request("OPTIONS", "/v1/account", { token });
     expect(v1.status).toBe(405);
     expect(v1.headers.get("allow")).toBe("GET, POST, PATCH, PUT");
-    expect(v1.body).toEqual({ message: expect.any(String), code: "method_not_allowed" });
+    expect(v1.body).toEqual({
+      message: expect.any(String),
+      code: "method_not_allowed",
+      request_id: expect.any(String),
+    });
     const refused = await h.request("DELETE", "/v1/account", { token });
     expect(refused.status).toBe(405);
     expect(refused.body.message).toMatch(/support/);
     const api = await h.request("PUT", `/api/routers/${UNKNOWN}/metadata`, { token, body: {} });
     expect(api.status).toBe(405);
     expect(api.headers.get("allow")).toBe("GET, PATCH");
-    expect(api.body).toEqual({ status: "fail", message: expect.any(String), code: "method_not_allowed" });
+    expect(api.body).toEqual({
+      status: "fail",
+      message: expect.any(String),
+      code: "method_not_allowed",
+      request_id: expect.any(String),
+    });
     const hook = await h.request("GET", "/v1/auth/login-hook");
     expect(hook.status).toBe(405);
   });

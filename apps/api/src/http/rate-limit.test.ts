@@ -59,12 +59,16 @@ describe("API rate limit per credential", () => {
     expect(trpc.status).toBe(422);
     const refused = await h.request("GET", "/v1/account", { token: a.token });
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ message: expect.stringMatching(/per minute/), code: "rate_limited" });
+    expect(refused.body).toEqual({
+      message: expect.stringMatching(/per minute/),
+      code: "rate_limited",
+      request_id: expect.any(String),
+    });
     expectRetryAfter(refused.headers);
 
     const api = await h.request("GET", "/api/routers", { token: a.token });
     expect(api.status).toBe(429);
-    expect(api.body).toMatchObject({ status: "fail", code: "rate_limited" });
+    expect(api.body).toMatchObject({ status: "fail", code: "rate_limited", request_id: expect.any(String) });
     expectRetryAfter(api.headers);
 
     const viaTrpc = await fetch(`${h.api.url}/trpc/account.get`, { headers: { authorization: `Bearer ${a.token}` } });
@@ -111,7 +115,7 @@ describe("dev-login rate limit per source address", () => {
     }
     const refused = await devLoginFrom("127.0.0.2", `dl-x-${crypto.randomUUID()}@example.com`);
     expect(refused.status).toBe(429);
-    expect(JSON.parse(refused.body)).toMatchObject({ code: "rate_limited" });
+    expect(JSON.parse(refused.body)).toMatchObject({ code: "rate_limited", request_id: expect.any(String) });
     expect(refused.headers["retry-after"]).toMatch(/^\d+$/);
     const other = await devLoginFrom("127.0.0.3", `dl-y-${crypto.randomUUID()}@example.com`);
     expect(other.status).toBe(200);

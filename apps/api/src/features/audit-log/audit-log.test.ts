@@ -1,4 +1,4 @@
-import { AuditLogRepository, ForwardsRepository, HeartbeatsRepository } from "@fleet/db";
+import { AuditLogRepository, ForwardsRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
 import { databaseFingerprint, makeAccount, makeRouter } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import pino from "pino";
@@ -66,7 +66,15 @@ describe("every action is recorded once, with actor, target, router and source",
     );
     expect(forwardCreator[0]).toEqual({ created_by_type: "user", created_by_id: user.userId });
     // The tunnel agent's expiry sweep.
-    expect(await new ForwardsRepository(h.db).expireDue(new Date(clock.now().getTime() + 11 * 60_000))).toHaveLength(1);
+    // The sweep queues removal jobs: the process's job engine (shared with the API's).
+    const engine = await acquireJobEngine(h.db);
+    try {
+      expect(
+        await new ForwardsRepository(h.db, engine).expireDue(new Date(clock.now().getTime() + 11 * 60_000)),
+      ).toHaveLength(1);
+    } finally {
+      await engine.stop();
+    }
     expect((await h.request("DELETE", `/api/routers/${routerId}`, { token: user.token })).status).toBe(204);
 
     const { data } = await auditLog(user);

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { AuditLogRepository, ForwardsRepository, HeartbeatsRepository } from "@fleet/db";
+import { AuditLogRepository, ForwardsRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
 import { databaseFingerprint, makeAccount, makeRouter } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -234,7 +234,13 @@ describe("delivery", () => {
     const revoked = await forward();
     await h.request("DELETE", `/api/routers/${routerId}/transient-forwarding/${revoked}`, { token: user.token });
     const expiring = await forward();
-    await new ForwardsRepository(h.db).expireDue(new Date(Date.now() + 11 * 60_000));
+    // The sweep queues removal jobs: the process's job engine (shared with the API's).
+    const engine = await acquireJobEngine(h.db);
+    try {
+      await new ForwardsRepository(h.db, engine).expireDue(new Date(Date.now() + 11 * 60_000));
+    } finally {
+      await engine.stop();
+    }
     // Relay (batched) and heartbeat daemon (fault open/complete) writes.
     await new AuditLogRepository(h.db).recordForwardEvents([
       {
