@@ -30,7 +30,7 @@ export interface RunningHeartbeat {
   /** One sweep for faults at the clock's current time. */
   sweep(): Promise<SweepResult>;
   connections(): number;
-  stats(): FlushStats & { pending: number; connections: number };
+  stats(): FlushStats & { pending: number; connections: number; tokenLookups: number };
   /** Stops accepting, closes sockets (1001), writes what was acknowledged, releases the feed. */
   close(): Promise<void>;
 }
@@ -147,7 +147,12 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     flush: () => writer.flush(),
     sweep,
     connections: server.connections,
-    stats: () => ({ ...writer.stats, pending: writer.pending, connections: server.connections() }),
+    stats: () => ({
+      ...writer.stats,
+      pending: writer.pending,
+      connections: server.connections(),
+      tokenLookups: auth.lookups,
+    }),
     close: async () => {
       if (closed) return;
       closed = true;

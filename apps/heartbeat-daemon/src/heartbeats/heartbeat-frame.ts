@@ -55,7 +55,6 @@ export const toWrite = (
   boardName: frame.board_name,
   hardwareboard: frame.hardwareboard,
   uptimeSeconds: frame.uptime,
-  tunnelIp: frame.tunnel_ip,
   metadata: frame.metadata,
 });
 

@@ -1,29 +1,36 @@
 import type { TokenOwner } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
+import type { Logger } from "pino";
 import { type FrameRefusal, parseHeartbeat, toWrite } from "./heartbeat-frame.ts";
 import type { HeartbeatWriter } from "./heartbeat-writer.ts";
+import { TunnelClaims } from "./tunnel-claims.ts";
 
 export interface HeartbeatIntakeOptions {
   writer: HeartbeatWriter;
   clock: Clock;
+  logger: Logger;
 }
 
 /**
  * What both transports do with one heartbeat's text once the router is known: parse it with the one
- * parser, and hand the write to the batcher. Returns null when accepted (the caller acks), else
+ * parser, compare a reported tunnel address with the assigned one (never written), and hand the
+ * write to the batcher. Returns null when accepted (the caller acks), else
  * the refusal to answer with; a refused heartbeat writes nothing. Per-heartbeat counters (docs/operations.md
  * "Metrics and probes") belong here: both transports pass through this one method.
  */
 export class HeartbeatIntake {
   readonly #o: HeartbeatIntakeOptions;
+  readonly #tunnelClaims: TunnelClaims;
 
   constructor(options: HeartbeatIntakeOptions) {
     this.#o = options;
+    this.#tunnelClaims = new TunnelClaims(options.logger, options.clock);
   }
 
   accept(owner: TokenOwner, text: string, peer: string | null): FrameRefusal | null {
     const parsed = parseHeartbeat(text);
     if (!parsed.ok) return parsed;
+    this.#tunnelClaims.check(owner, parsed.frame.tunnel_ip);
     this.#o.writer.enqueue(toWrite(owner.routerId, parsed.frame, this.#o.clock.now(), peer));
     return null;
   }

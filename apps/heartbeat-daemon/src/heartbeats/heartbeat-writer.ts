@@ -10,9 +10,12 @@ import type { Logger } from "pino";
 import { downtimeClosedBy } from "../metrics/downtime.ts";
 import { toFaultEvent } from "../faults/fault-events.ts";
 import type { CoverageHolder } from "./coverage-holder.ts";
+import { errorSummary, isRowRefusal } from "./row-refusal.ts";
 
 /** The persistence the writer needs (HeartbeatsRepository in production). */
 export interface HeartbeatStore {
+  /** Rows one `applyHeartbeats` statement takes; the writer never passes more, so each call is atomic. */
+  readonly chunkSize: number;
   applyHeartbeats(writes: readonly HeartbeatWrite[]): Promise<AppliedHeartbeat[]>;
   recordDowntime(writes: readonly DowntimeWrite[]): Promise<void>;
   completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>>;
@@ -36,7 +39,23 @@ export interface FlushStats {
   flushes: number;
   rows: number;
   failures: number;
+  /** Rows the database refused and the writer dropped (docs/api.md "Routers and heartbeats"). */
+  dropped: number;
   lastFlushMs: number;
+}
+
+/** A router whose rows keep being refused is logged once per this period, not once per heartbeat. */
+const POISON_LOG_PERIOD_MS = 3_600_000;
+/** While the database is unavailable, one line per this period (the first failure logs at once). */
+const FAILURE_LOG_PERIOD_MS = 60_000;
+const MAX_POISON_LOG_ENTRIES = 10_000;
+
+/** What one flush achieved: rows written, rows to retry (the database went away mid-flush). */
+interface FlushOutcome {
+  applied: AppliedHeartbeat[];
+  written: HeartbeatWrite[];
+  retry: HeartbeatWrite[];
+  unavailable: unknown;
 }
 
 /**
@@ -56,7 +75,11 @@ export class HeartbeatWriter {
   #timer: NodeJS.Timeout | undefined;
   #soon = false;
   #lastFlushAt = Number.NEGATIVE_INFINITY;
-  readonly stats: FlushStats = { flushes: 0, rows: 0, failures: 0, lastFlushMs: 0 };
+  readonly stats: FlushStats = { flushes: 0, rows: 0, failures: 0, dropped: 0, lastFlushMs: 0 };
+  readonly #poisonLoggedAt = new Map<string, number>();
+  #failingSince: number | null = null;
+  #failureLoggedAt = Number.NEGATIVE_INFINITY;
+  #failuresUnlogged = 0;
 
   constructor(options: HeartbeatWriterOptions) {
     this.#o = options;
@@ -116,26 +139,95 @@ export class HeartbeatWriter {
     this.#pending = new Map();
     this.#lastFlushAt = performance.now();
     const started = performance.now();
-    let applied: AppliedHeartbeat[];
-    try {
-      applied = await this.#o.store.applyHeartbeats(batch);
-    } catch (error) {
+    const outcome: FlushOutcome = { applied: [], written: [], retry: [], unavailable: undefined };
+    const size = Math.max(1, this.#o.store.chunkSize);
+    for (let i = 0; i < batch.length; i += size) {
+      // PGlite runs on this thread: let acks through between statements.
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      await this.#applyIsolating(batch.length <= size ? batch : batch.slice(i, i + size), outcome);
+    }
+    if (outcome.retry.length > 0) {
       this.stats.failures += 1;
-      this.#o.logger.error({ err: error, rows: batch.length }, "heartbeat flush failed; will retry");
-      for (const write of batch) {
+      this.#noteUnavailable(outcome.unavailable, outcome.retry.length);
+      for (const write of outcome.retry) {
         const newer = this.#pending.get(write.routerId);
         this.#pending.set(write.routerId, newer ? mergeWrites(write, newer) : write);
       }
-      return;
+    } else if (this.#failingSince !== null) {
+      this.#o.logger.info(
+        { failedForMs: Math.round(performance.now() - this.#failingSince) },
+        "heartbeat writes recovered",
+      );
+      this.#failingSince = null;
     }
+    if (outcome.written.length === 0) return;
     this.stats.flushes += 1;
-    this.stats.rows += batch.length;
+    this.stats.rows += outcome.written.length;
     this.stats.lastFlushMs = performance.now() - started;
     try {
-      await this.#afterApply(batch, applied);
+      await this.#afterApply(outcome.written, outcome.applied);
     } catch (error) {
-      this.#o.logger.error({ err: error }, "recording downtime or completing faults failed");
+      this.#o.logger.error({ ...errorSummary(error) }, "recording downtime or completing faults failed");
     }
+  }
+
+  /**
+   * Writes `rows` (at most one statement's worth). When the database refuses a value, the rows are
+   * bisected until the refused row is alone; it is dropped and logged, every other row is written
+   * (a few extra statements per poison row, log2 of the batch). When the database is unavailable,
+   * the rows (and everything after them) wait for the next flush.
+   */
+  async #applyIsolating(rows: HeartbeatWrite[], outcome: FlushOutcome): Promise<void> {
+    if (outcome.unavailable !== undefined) {
+      for (const row of rows) outcome.retry.push(row);
+      return;
+    }
+    try {
+      const applied = await this.#o.store.applyHeartbeats(rows);
+      for (const row of applied) outcome.applied.push(row);
+      for (const row of rows) outcome.written.push(row);
+    } catch (error) {
+      if (!isRowRefusal(error)) {
+        outcome.unavailable = error;
+        for (const row of rows) outcome.retry.push(row);
+        return;
+      }
+      const [only] = rows;
+      if (rows.length === 1 && only) {
+        this.#dropPoison(only, error);
+        return;
+      }
+      const middle = rows.length >>> 1;
+      await this.#applyIsolating(rows.slice(0, middle), outcome);
+      await this.#applyIsolating(rows.slice(middle), outcome);
+    }
+  }
+
+  #dropPoison(write: HeartbeatWrite, error: unknown): void {
+    this.stats.dropped += 1;
+    const now = performance.now();
+    const last = this.#poisonLoggedAt.get(write.routerId);
+    if (last !== undefined && now - last < POISON_LOG_PERIOD_MS) return;
+    if (this.#poisonLoggedAt.size >= MAX_POISON_LOG_ENTRIES) this.#poisonLoggedAt.clear();
+    this.#poisonLoggedAt.set(write.routerId, now);
+    this.#o.logger.error(
+      { routerId: write.routerId, ...errorSummary(error) },
+      "heartbeat refused by the database; dropped (other routers' heartbeats are written)",
+    );
+  }
+
+  /** One line when writes start failing, then one per minute with the count: never one per retry. */
+  #noteUnavailable(error: unknown, rows: number): void {
+    const now = performance.now();
+    this.#failuresUnlogged += 1;
+    if (this.#failingSince === null) this.#failingSince = now;
+    else if (now - this.#failureLoggedAt < FAILURE_LOG_PERIOD_MS) return;
+    this.#failureLoggedAt = now;
+    this.#o.logger.error(
+      { ...errorSummary(error), rows, failedFlushes: this.#failuresUnlogged },
+      "heartbeat writes failing; will retry",
+    );
+    this.#failuresUnlogged = 0;
   }
 
   /** Rare work: downtime, fault completion, status events, revocations. Steady state: nothing. */

@@ -1,6 +1,7 @@
 import type { Database } from "@fleet/db";
 import { ManualClock } from "@fleet/shared";
-import pino from "pino";
+import { Writable } from "node:stream";
+import pino, { type Logger } from "pino";
 import WebSocket from "ws";
 import { type HeartbeatConfig, type HeartbeatTuning, loadHeartbeatConfig } from "../config.ts";
 import { type RunningHeartbeat, startHeartbeat } from "../start-heartbeat.ts";
@@ -12,6 +13,8 @@ export interface DaemonHarnessOptions {
   clock?: ManualClock;
   /** Timers on (real flushes and sweeps); off by default so tests drive flush() and sweep(). */
   timers?: boolean;
+  /** Silent unless given (tests that read log lines pass a capturing one). */
+  logger?: Logger;
 }
 
 export interface DaemonHarness {
@@ -36,11 +39,23 @@ export const startDaemonHarness = async (db: Database, options: DaemonHarnessOpt
   const daemon = await startHeartbeat({
     config,
     db,
-    logger: pino({ level: "silent" }),
+    logger: options.logger ?? pino({ level: "silent" }),
     clock,
     timers: options.timers ?? false,
   });
   return { daemon, config, clock, close: () => daemon.close() };
+};
+
+/** A logger whose JSON lines a test can read (security events, poison rows). */
+export const capturingLogger = (level = "info") => {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split("\n")) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { lines, logger: pino({ level }, stream) };
 };
 
 /** A WebSocket router client that records every message and the close code. */

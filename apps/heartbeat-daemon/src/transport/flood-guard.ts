@@ -37,6 +37,11 @@ export class FloodGuard {
     return false;
   }
 
+  /** Whole seconds until the next frame would be taken (for `Retry-After`; at least 1). */
+  retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil((1 - this.#tokens) / this.#perMs / 1000));
+  }
+
   /** True at most once per second: whether to tell the peer it is being throttled. */
   shouldWarn(): boolean {
     const now = this.#now();

@@ -14,6 +14,16 @@ export { CLOSE_REVOKED, HEARTBEAT_PATH } from "./ws-heartbeats.ts";
 
 /** Peers get this long to answer the close handshake at shutdown; then the sockets are cut. */
 const SHUTDOWN_GRACE_MS = 2_000;
+/**
+ * HTTP keep-alive for routers posting through a load balancer's connection pool: an idle pooled
+ * connection is kept longer than the balancers' usual 60 s idle timeout, so the balancer (never the
+ * daemon) closes it and no request races a close. Headers and a whole heartbeat (16 KiB at most)
+ * must arrive within seconds, which bounds slow clients; both timers count per request, not from
+ * when a kept-alive connection was opened.
+ */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 15_000;
 
 export interface HeartbeatServerOptions {
   host: string;
@@ -48,7 +58,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   const ack = JSON.stringify({ type: "ack", interval_ms: o.intervalMs });
   let closing = false;
   const isClosing = () => closing;
-  const intake = new HeartbeatIntake({ writer: o.writer, clock: o.clock });
+  const intake = new HeartbeatIntake({ writer: o.writer, clock: o.clock, logger: o.logger });
   const ws = new WsHeartbeats({
     tuning: o.tuning,
     auth: o.auth,
@@ -60,7 +70,13 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   const http = new HttpHeartbeats({ tuning: o.tuning, auth: o.auth, intake, ack });
 
   const server: Server = createServer(
-    { keepAliveTimeout: 65_000 },
+    {
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      // Routers send tiny bodies and a handful of headers; Nagle would only add latency to acks.
+      noDelay: true,
+    },
     heartbeatRoutes({ http, logger: o.logger, isReady: o.isReady, isClosing }),
   );
   server.on("upgrade", (req, socket, head) => {

@@ -55,6 +55,7 @@ afterAll(async () => {
 describe("WebSocket heartbeats", () => {
   it("a later heartbeat in the same batch keeps the fields an earlier one reported", async () => {
     const router = await makeRouter(db, owner, { identity: "" });
+    const assigned = (await routerRow(router.id))?.tunnel_ip;
     const socket = await connectOk(h.daemon.wsUrl, router.heartbeatToken);
     socket.send({
       type: "heartbeat",
@@ -72,7 +73,8 @@ describe("WebSocket heartbeats", () => {
     expect(row).toMatchObject({
       identity: "edge-1",
       model: "hEX",
-      tunnel_ip: "127.0.0.43",
+      // The assigned address stays: a reported one is never written.
+      tunnel_ip: assigned,
       uptime: 11,
       has_pulse: true,
     });
@@ -95,6 +97,7 @@ describe("WebSocket heartbeats", () => {
 
   it("acknowledges at once and writes the reported fields in the next flush", async () => {
     const router = await makeRouter(db, owner, { identity: "" });
+    const assigned = (await routerRow(router.id))?.tunnel_ip;
     const socket = await connectOk(h.daemon.wsUrl, router.heartbeatToken);
     socket.send({
       type: "heartbeat",
@@ -124,7 +127,7 @@ describe("WebSocket heartbeats", () => {
       board_name: "RB5009UG+S+",
       hardwareboard: true,
       uptime: 3_600,
-      tunnel_ip: "127.0.0.42",
+      tunnel_ip: assigned,
       reported_metadata: { site: "HQ", rack: 3 },
     });
     expect(new Date(String(row?.last_seen_at)).getTime()).toBe(h.clock.now().getTime());
@@ -327,6 +330,13 @@ describe("HTTP heartbeats", () => {
     });
     const wrong = await postHeartbeat(h.daemon.url, router.heartbeatToken, { type: "heartbeat", uptime: "x" });
     expect(wrong).toMatchObject({ status: 422, body: { type: "error", message: expect.stringMatching(/uptime/) } });
+    const nul = await postHeartbeat(h.daemon.url, router.heartbeatToken, { type: "heartbeat", identity: "x\u0000" });
+    expect(nul).toMatchObject({ status: 422, body: { type: "error", errors: { identity: [expect.any(String)] } } });
+    const meta = await postHeartbeat(h.daemon.url, router.heartbeatToken, {
+      type: "heartbeat",
+      metadata: { site: { note: "\u001b[31m" } },
+    });
+    expect(meta).toMatchObject({ status: 422, body: { errors: { "metadata.site.note": [expect.any(String)] } } });
     expect(
       (await postHeartbeat(h.daemon.url, router.heartbeatToken, frameOfSize(HEARTBEAT_MAX_FRAME_BYTES + 1))).status,
     ).toBe(413);

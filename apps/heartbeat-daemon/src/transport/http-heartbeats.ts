@@ -20,19 +20,34 @@ export interface HttpHeartbeatsOptions {
   ack: string;
 }
 
+/** JSON, or no content type at all (a bare `/tool fetch`); anything else is 415 (docs/api.md "Errors"). */
+const isJsonContentType = (value: string | undefined): boolean => {
+  if (value === undefined || value.startsWith("application/json")) return true;
+  const type = value.split(";")[0]?.trim().toLowerCase() ?? "";
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+};
+
 /**
- * `POST /v1/heartbeat` (docs/api.md "Routers and heartbeats"): the same JSON as a WebSocket frame, for
- * RouterOS `/tool fetch`; the same token check, parser and batched writer, answered with the same ack.
+ * `POST /v1/heartbeat` (docs/api.md "Routers and heartbeats"): the real routers' path (RouterOS `/tool fetch`
+ * cannot hold a WebSocket), so it gets the socket path's care: the same token cache, parser and
+ * batched writer, the same ack, keep-alive connections (see heartbeat-server.ts), and a flood bound
+ * per router answered 429 with `Retry-After`.
  */
 export class HttpHeartbeats {
   readonly #o: HttpHeartbeatsOptions;
   readonly #guards = new Map<string, FloodGuard>();
+  readonly #ackHeaders: Record<string, string>;
   readonly #unauthorized = errorFrame(UNAUTHORIZED);
   readonly #tooBig = errorFrame(`Heartbeats are at most ${HEARTBEAT_MAX_FRAME_BYTES} bytes.`);
+  readonly #notJson = errorFrame("Send the heartbeat as JSON (Content-Type: application/json).");
   readonly #tooMany: string;
 
   constructor(options: HttpHeartbeatsOptions) {
     this.#o = options;
+    this.#ackHeaders = {
+      "content-type": "application/json; charset=utf-8",
+      "content-length": String(Buffer.byteLength(options.ack)),
+    };
     this.#tooMany = errorFrame(`Too many heartbeats: at most ${options.tuning.floodPerSecond} per second.`);
   }
 
@@ -42,26 +57,25 @@ export class HttpHeartbeats {
       req.resume();
       return sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });
     }
+    if (!isJsonContentType(req.headers["content-type"])) {
+      req.resume();
+      return sendJson(res, 415, this.#notJson);
+    }
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > HEARTBEAT_MAX_FRAME_BYTES) {
       req.resume();
       return sendJson(res, 413, this.#tooBig, { connection: "close" });
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > HEARTBEAT_MAX_FRAME_BYTES) return sendJson(res, 413, this.#tooBig, { connection: "close" });
-      chunks.push(chunk as Buffer);
+    const body = await readBody(req);
+    if (body === null) return sendJson(res, 413, this.#tooBig, { connection: "close" });
+    const guard = this.#guard(owner.routerId);
+    if (!guard.take()) {
+      return sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
     }
-    if (!this.#guard(owner.routerId).take()) return sendJson(res, 429, this.#tooMany);
-    const refused = this.#o.intake.accept(
-      owner,
-      Buffer.concat(chunks).toString("utf8"),
-      peerAddress(req.socket.remoteAddress),
-    );
+    const refused = this.#o.intake.accept(owner, body, peerAddress(req.socket.remoteAddress));
     if (refused) return sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
-    sendJson(res, 200, this.#o.ack);
+    res.writeHead(200, this.#ackHeaders);
+    res.end(this.#o.ack);
   }
 
   #guard(routerId: string): FloodGuard {
@@ -74,3 +88,34 @@ export class HttpHeartbeats {
     return guard;
   }
 }
+
+/**
+ * The body as text, or null when it grows past the frame limit. A heartbeat nearly always arrives
+ * in one chunk, which is decoded as is (no copy, no async iterator per request).
+ */
+const readBody = (req: IncomingMessage): Promise<string | null> =>
+  new Promise((resolve, reject) => {
+    let first: Buffer | undefined;
+    let more: Buffer[] | undefined;
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > HEARTBEAT_MAX_FRAME_BYTES) {
+        req.off("data", onData);
+        req.off("end", onEnd);
+        req.resume();
+        resolve(null);
+        return;
+      }
+      if (first === undefined) first = chunk;
+      else if (more === undefined) more = [first, chunk];
+      else more.push(chunk);
+    };
+    const onEnd = () => {
+      if (more) resolve(Buffer.concat(more, size).toString("utf8"));
+      else resolve(first ? first.toString("utf8") : "");
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.once("error", reject);
+  });

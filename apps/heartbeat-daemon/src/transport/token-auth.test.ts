@@ -21,7 +21,7 @@ const token = (n: number) => `hb_token_number_${String(n).padStart(6, "0")}`;
 
 describe("TokenAuthenticator", () => {
   it("merges concurrent lookups into one query and caches the answer", async () => {
-    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t" }]]);
+    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
     const s = store(owners);
     const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => 0 });
     const results = await Promise.all([
@@ -29,7 +29,11 @@ describe("TokenAuthenticator", () => {
       auth.authenticate(token(1)),
       auth.authenticate(token(2)),
     ]);
-    expect(results).toEqual([{ routerId: "r1", teamId: "t" }, { routerId: "r1", teamId: "t" }, null]);
+    expect(results).toEqual([
+      { routerId: "r1", teamId: "t", tunnelIp: null },
+      { routerId: "r1", teamId: "t", tunnelIp: null },
+      null,
+    ]);
     expect(s.calls).toHaveLength(1);
     expect(s.calls[0]?.sort()).toEqual([hashToken(token(1)), hashToken(token(2))].sort());
     await auth.authenticate(token(1));
@@ -38,7 +42,7 @@ describe("TokenAuthenticator", () => {
   });
 
   it("re-checks after the TTL, so a router deleted elsewhere is refused", async () => {
-    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t" }]]);
+    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
     const s = store(owners);
     let now = 0;
     const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => now });
@@ -51,7 +55,7 @@ describe("TokenAuthenticator", () => {
   });
 
   it("forgets a revoked router at once", async () => {
-    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t" }]]);
+    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
     const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, now: () => 0 });
     expect(await auth.authenticate(token(1))).not.toBeNull();
     auth.revokeRouter("r1");
@@ -78,5 +82,11 @@ describe("TokenAuthenticator", () => {
     expect(bearerToken("bearer   abc ")).toBe("abc");
     expect(bearerToken("Basic abc")).toBeUndefined();
     expect(bearerToken(undefined)).toBeUndefined();
+    expect(bearerToken("BEARER\tabc\t")).toBe("abc");
+    expect(bearerToken("Bearer")).toBeUndefined();
+    expect(bearerToken("Bearer ")).toBeUndefined();
+    expect(bearerToken("Bearerabc")).toBeUndefined();
+    expect(bearerToken("Bearer a b")).toBeUndefined();
+    expect(bearerToken("Bearer hb_x,Content-Type: application/json")).toBeUndefined();
   });
 });

@@ -25,11 +25,26 @@ interface Entry {
 
 const LOOKUP_BATCH = 1_000;
 
-/** `Authorization: Bearer <token>` -> token, or undefined. */
+const BEARER = "bearer";
+const isSpace = (code: number) => code === 0x20 || code === 0x09;
+
+/**
+ * `Authorization: Bearer <token>` -> token, or undefined. A loop rather than a regex: it runs on
+ * every HTTP heartbeat. The scheme is case-insensitive; spaces around the token are allowed.
+ */
 export const bearerToken = (header: string | undefined): string | undefined => {
-  if (!header) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
+  if (header === undefined || header.length <= BEARER.length + 1) return undefined;
+  for (let i = 0; i < BEARER.length; i++) {
+    if ((header.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return undefined;
+  }
+  let start = BEARER.length;
+  if (!isSpace(header.charCodeAt(start))) return undefined;
+  while (start < header.length && isSpace(header.charCodeAt(start))) start++;
+  let end = start;
+  while (end < header.length && !isSpace(header.charCodeAt(end))) end++;
+  if (end === start) return undefined;
+  for (let i = end; i < header.length; i++) if (!isSpace(header.charCodeAt(i))) return undefined;
+  return start === 0 && end === header.length ? header : header.slice(start, end);
 };
 
 /**
@@ -48,6 +63,8 @@ export class TokenAuthenticator {
   readonly #unknown = new Map<string, number>();
   readonly #hashByRouter = new Map<string, string>();
   #pending = new Map<string, Array<(owner: TokenOwner | null) => void>>();
+  /** Database lookups made (one per batch of uncached tokens): cache misses, for stats and metrics. */
+  lookups = 0;
   #scheduled = false;
 
   constructor(options: TokenAuthOptions) {
@@ -106,6 +123,7 @@ export class TokenAuthenticator {
       const part = hashes.slice(i, i + LOOKUP_BATCH);
       let owners: Map<string, TokenOwner>;
       try {
+        this.lookups += 1;
         owners = await this.#lookup.lookupTokens(part);
       } catch {
         // Database unreachable: refuse for now (not cached), the router retries.

@@ -15,6 +15,11 @@ import { toNumber } from "./sql-values.ts";
 export interface TokenOwner {
   routerId: string;
   teamId: string;
+  /**
+   * The management tunnel address assigned at enrollment (null: none yet). Cached with the token so
+   * the daemon compares a reported `tunnel_ip` with it at no cost (docs/api.md "Routers and heartbeats").
+   */
+  tunnelIp: string | null;
 }
 
 /** One router's latest heartbeat of a flush window (docs/api.md "Routers and heartbeats"). Undefined/null: not reported. */
@@ -30,7 +35,6 @@ export interface HeartbeatWrite {
   boardName?: string | null | undefined;
   hardwareboard?: boolean | null | undefined;
   uptimeSeconds?: number | null | undefined;
-  tunnelIp?: string | null | undefined;
   metadata?: Record<string, unknown> | null | undefined;
 }
 
@@ -103,9 +107,9 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 const APPLY_SQL = `
 with v as (
   select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::text[], $13::jsonb[])
+    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[])
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
-      hardwareboard, uptime, tunnel_ip, metadata)
+      hardwareboard, uptime, metadata)
 )
 update routers r set
   has_pulse = true,
@@ -119,7 +123,6 @@ update routers r set
   board_name = coalesce(v.board_name, r.board_name),
   hardwareboard = coalesce(v.hardwareboard, r.hardwareboard),
   uptime_seconds = coalesce(v.uptime, r.uptime_seconds),
-  tunnel_ip = coalesce(v.tunnel_ip, r.tunnel_ip),
   reported_metadata = case
     when v.metadata is null then r.reported_metadata
     when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
@@ -211,11 +214,16 @@ export class HeartbeatsRepository {
   /** Owners of the given token hashes; unknown hashes are absent from the map. */
   async lookupTokens(hashes: readonly string[]): Promise<Map<string, TokenOwner>> {
     const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ hash: string; id: string; team_id: string }>(
-      "select heartbeat_token_hash as hash, id, team_id from routers where heartbeat_token_hash = any($1::text[])",
+    const rows = await sql.query<{ hash: string; id: string; team_id: string; tunnel_ip: string | null }>(
+      "select heartbeat_token_hash as hash, id, team_id, tunnel_ip from routers where heartbeat_token_hash = any($1::text[])",
       [hashes],
     );
-    return new Map(rows.map((r) => [r.hash, { routerId: r.id, teamId: r.team_id }]));
+    return new Map(
+      rows.map((r) => [
+        r.hash,
+        { routerId: r.id, teamId: r.team_id, tunnelIp: r.tunnel_ip === null ? null : String(r.tunnel_ip) },
+      ]),
+    );
   }
 
   /**
@@ -249,7 +257,6 @@ export class HeartbeatsRepository {
             w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds),
           ),
         ),
-        textArray(part.map((w) => text(w.tunnelIp))),
         textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
       ]);
       for (const row of rows) {

@@ -53,10 +53,13 @@ export const ZHeartbeatFrame = z.object({
       return seconds;
     })
     .optional(),
+  // Never written: the address is the system's to assign (docs/api.md "Routers and heartbeats"). The daemon
+  // compares it, normalized (`::ffff:10.0.0.1` -> `10.0.0.1`), with the assigned one.
   tunnel_ip: z
     .string({ error: "must be a string" })
     .max(45)
     .refine((value) => ipaddr.isValid(value), { error: "must be an IPv4 or IPv6 address" })
+    .transform((value) => ipaddr.process(value).toString())
     .nullish(),
   metadata: z
     .record(z.string().max(64), z.unknown(), { error: "must be an object" })
@@ -97,6 +100,3 @@ export const firstFrameIssue = (error: z.ZodError): { field: string | undefined;
     message: `Not a valid heartbeat: ${field ? `${field} ` : ""}${first.message}.`,
   };
 };
-
-/** "Not a valid heartbeat: uptime must be ..." for the first issue. */
-export const describeFrameIssues = (error: z.ZodError): string => firstFrameIssue(error).message;

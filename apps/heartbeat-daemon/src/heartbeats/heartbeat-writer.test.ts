@@ -1,0 +1,128 @@
+import { acquireStatusFeed, HeartbeatsRepository, type HeartbeatWrite, type StatusFeedHandle } from "@fleet/db";
+import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { capturingLogger } from "../testing/daemon-harness.ts";
+import { HeartbeatWriter } from "./heartbeat-writer.ts";
+
+let db: TestDatabase;
+let feed: StatusFeedHandle;
+let owner: { organizationId: string; teamId: string };
+
+const row = async (id: string) =>
+  (
+    await db.query<Record<string, unknown>>("select has_pulse, identity, reported_metadata from routers where id = ?", [
+      id,
+    ])
+  )[0];
+
+const write = (routerId: string, fields: Partial<HeartbeatWrite> = {}): HeartbeatWrite => ({
+  routerId,
+  seenAt: new Date(),
+  peer: "127.0.0.1",
+  ...fields,
+});
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  owner = await makeUser(db);
+  feed = await acquireStatusFeed(db);
+});
+
+afterAll(async () => {
+  await feed?.release();
+  await db?.close();
+});
+
+const startWriter = async () => {
+  const store = new HeartbeatsRepository(db);
+  const { lines, logger } = capturingLogger();
+  const writer = new HeartbeatWriter({
+    store,
+    feed: feed.feed,
+    coverage: { current: await store.coverage() },
+    intervalMs: 1_000,
+    missedHeartbeats: 3,
+    flushIntervalMs: 250,
+    maxBatchRows: 10_000,
+    logger,
+    onGone: () => {},
+  });
+  return { writer, lines };
+};
+
+describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers and heartbeats")', () => {
+  it("writes every other router's heartbeat, drops only the poison row and logs it once, without a stack", async () => {
+    const { writer, lines } = await startWriter();
+    const healthy = await Promise.all(
+      Array.from({ length: 7 }, () => makeRouter(db, owner, { identity: "", hasPulse: false })),
+    );
+    const poison = await makeRouter(db, owner, { identity: "before", hasPulse: false });
+    // Passes the writer (the parser would refuse it), refused by PostgreSQL: jsonb holds no \u0000.
+    const poisonWrite = () => write(poison.id, { identity: "poisoned", metadata: { note: "bad\u0000" } });
+    for (const [i, router] of healthy.entries()) {
+      if (i === 3) writer.enqueue(poisonWrite());
+      writer.enqueue(write(router.id, { identity: `healthy-${i}` }));
+    }
+    await writer.flush();
+    for (const [i, router] of healthy.entries()) {
+      expect(await row(router.id)).toMatchObject({ has_pulse: true, identity: `healthy-${i}` });
+    }
+    expect(await row(poison.id)).toMatchObject({ has_pulse: false, identity: "before" });
+    expect(writer.pending).toBe(0);
+    expect(writer.stats.dropped).toBe(1);
+
+    // The same router keeps sending it: dropped each time, logged once, the others still written.
+    const [first] = healthy;
+    for (let n = 0; n < 3; n++) {
+      writer.enqueue(poisonWrite());
+      if (first) writer.enqueue(write(first.id, { identity: `again-${n}` }));
+      await writer.flush();
+    }
+    if (first) expect(await row(first.id)).toMatchObject({ identity: "again-2" });
+    expect(writer.stats.dropped).toBe(4);
+    const refused = lines.filter((l) => l.routerId === poison.id);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ level: 50, code: expect.stringMatching(/^22/) });
+    expect(lines.some((l) => JSON.stringify(l).includes("stack"))).toBe(false);
+    expect(lines.filter((l) => String(l.msg).includes("failing"))).toHaveLength(0);
+    await writer.close();
+  });
+
+  it("keeps every row for a retry when the database is unavailable, logging once", async () => {
+    const { lines, logger } = capturingLogger();
+    const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
+    let down = true;
+    const real = new HeartbeatsRepository(db);
+    const writer = new HeartbeatWriter({
+      // The database is outside the writer: an unreachable one is simulated at the store boundary.
+      store: {
+        chunkSize: real.chunkSize,
+        applyHeartbeats: (rows) =>
+          down
+            ? Promise.reject(Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" }))
+            : real.applyHeartbeats(rows),
+        recordDowntime: (rows) => real.recordDowntime(rows),
+        completeFaults: (rows) => real.completeFaults(rows),
+      },
+      feed: feed.feed,
+      coverage: { current: await real.coverage() },
+      intervalMs: 1_000,
+      missedHeartbeats: 3,
+      flushIntervalMs: 250,
+      maxBatchRows: 10_000,
+      logger,
+      onGone: () => {},
+    });
+    writer.enqueue(write(router.id, { identity: "kept" }));
+    for (let n = 0; n < 5; n++) await writer.flush();
+    expect(writer.pending).toBe(1);
+    expect(writer.stats.dropped).toBe(0);
+    expect(lines.filter((l) => String(l.msg).includes("failing"))).toHaveLength(1);
+    down = false;
+    await writer.flush();
+    expect(writer.pending).toBe(0);
+    expect(await row(router.id)).toMatchObject({ has_pulse: true, identity: "kept" });
+    expect(lines.some((l) => String(l.msg).includes("recovered"))).toBe(true);
+    await writer.close();
+  });
+});
