@@ -483,13 +483,12 @@ const flushComparison = async () => {
     boardName: "RB5009UG+S+",
     hardwareboard: true,
     uptimeSeconds: 86_400,
-    tunnelIp: "127.0.0.2",
     metadata: null,
   }));
   const HAND = `update routers r set has_pulse = true, last_seen_at = v.t, last_seen_from = v.p, identity = v.i, serial_number = v.s,
-      software_version = v.sv, software_id = v.si, model = v.m, board_name = v.b, hardwareboard = v.h, uptime_seconds = v.u, tunnel_ip = v.ti
-    from unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::text[])
-      as v(id, t, p, i, s, sv, si, m, b, h, u, ti)
+      software_version = v.sv, software_id = v.si, model = v.m, board_name = v.b, hardwareboard = v.h, uptime_seconds = v.u
+    from unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[], $11::bigint[])
+      as v(id, t, p, i, s, sv, si, m, b, h, u)
     where r.id = v.id`;
   const hand = async () => {
     const started = performance.now();
@@ -505,7 +504,6 @@ const flushComparison = async () => {
       rows.map((r) => r.boardName),
       rows.map((r) => r.hardwareboard),
       rows.map((r) => r.uptimeSeconds),
-      rows.map((r) => r.tunnelIp),
     ]);
     return performance.now() - started;
   };
