@@ -14,6 +14,13 @@ export interface TokenAuthOptions {
   maxEntries?: number;
   /** Cap on remembered unknown tokens, kept apart so garbage tokens cannot push out real ones. */
   maxUnknown?: number;
+  /**
+   * How long past `ttlMs` a cached owner may still be answered to a caller that allows it (the HTTP
+   * path): the answer is immediate and the token is re-checked in the background, batched.
+   */
+  staleMs?: number;
+  /** Background re-checks are gathered this long into one `= any($1)` query per 1,000 tokens. */
+  refreshEveryMs?: number;
   /** Monotonic milliseconds; injectable for tests. */
   now?: () => number;
 }
@@ -66,6 +73,10 @@ export class TokenAuthenticator {
   /** Database lookups made (one per batch of uncached tokens): cache misses, for stats and metrics. */
   lookups = 0;
   #scheduled = false;
+  readonly #staleMs: number;
+  readonly #refreshEveryMs: number;
+  #refresh = new Set<string>();
+  #refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(options: TokenAuthOptions) {
     this.#lookup = options.lookup;
@@ -73,16 +84,30 @@ export class TokenAuthenticator {
     this.#maxEntries = options.maxEntries ?? 200_000;
     this.#maxUnknown = options.maxUnknown ?? 10_000;
     this.#now = options.now ?? (() => performance.now());
+    this.#staleMs = options.staleMs ?? 0;
+    this.#refreshEveryMs = options.refreshEveryMs ?? 1_000;
   }
 
-  /** The router the token belongs to; null for a missing, malformed, unknown or revoked token. */
-  async authenticate(token: string | undefined): Promise<TokenOwner | null> {
+  /**
+   * The router the token belongs to; null for a missing, malformed, unknown or revoked token.
+   * `allowStale` (the HTTP path, where every heartbeat is a new check: a router posts once per
+   * interval, past the TTL) answers a cached owner up to `staleMs` past the TTL at once and
+   * re-checks it in the background, so the database sees one query per second and 1,000 tokens
+   * instead of one per event-loop turn. A router deleted without a feed event gets at most one more
+   * heartbeat acknowledged; the writer drops it (its row is gone) and revokes the router.
+   */
+  async authenticate(token: string | undefined, allowStale = false): Promise<TokenOwner | null> {
     // Made, hashed and checked in one module (@fleet/shared heartbeat-token.ts); implausible tokens are refused unhashed.
     const hash = heartbeatTokenLookupHash(token);
     if (hash === null) return null;
     const now = this.#now();
     const entry = this.#cache.get(hash);
     if (entry && now - entry.checkedAt < this.#ttlMs) return entry.owner;
+    if (entry && allowStale && now - entry.checkedAt < this.#ttlMs + this.#staleMs) {
+      this.#refresh.add(hash);
+      this.#scheduleRefresh();
+      return entry.owner;
+    }
     const refused = this.#unknown.get(hash);
     if (refused !== undefined && now - refused < this.#ttlMs) return null;
     return new Promise((resolve) => {
@@ -113,6 +138,39 @@ export class TokenAuthenticator {
       this.#scheduled = false;
       void this.#run();
     });
+  }
+
+  #scheduleRefresh(): void {
+    if (this.#refreshTimer !== undefined) return;
+    this.#refreshTimer = setTimeout(() => {
+      this.#refreshTimer = undefined;
+      void this.#runRefresh();
+    }, this.#refreshEveryMs);
+    this.#refreshTimer.unref();
+  }
+
+  async #runRefresh(): Promise<void> {
+    const hashes = [...this.#refresh];
+    this.#refresh = new Set();
+    for (let i = 0; i < hashes.length; i += LOOKUP_BATCH) {
+      const part = hashes.slice(i, i + LOOKUP_BATCH);
+      let owners: Map<string, TokenOwner>;
+      try {
+        this.lookups += 1;
+        owners = await this.#lookup.lookupTokens(part);
+      } catch {
+        continue; // Database unreachable: the cached owners stay until their stale window ends.
+      }
+      const checkedAt = this.#now();
+      for (const hash of part) {
+        const owner = owners.get(hash) ?? null;
+        if (!owner) {
+          const gone = this.#cache.get(hash)?.owner.routerId;
+          if (gone !== undefined && this.#hashByRouter.get(gone) === hash) this.#hashByRouter.delete(gone);
+        }
+        this.#remember(hash, owner, checkedAt);
+      }
+    }
   }
 
   async #run(): Promise<void> {
