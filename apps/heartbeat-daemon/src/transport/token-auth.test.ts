@@ -91,6 +91,40 @@ describe("TokenAuthenticator", () => {
     expect(s.calls).toHaveLength(4);
   });
 
+  it("keeps at most two lookups in flight; tokens arriving meanwhile gather into the next batch", async () => {
+    const owners = new Map(
+      Array.from(
+        { length: 50 },
+        (_, n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const,
+      ),
+    );
+    const calls: number[] = [];
+    const release: Array<() => void> = [];
+    const lookup = {
+      lookupTokens: async (hashes: readonly string[]) => {
+        calls.push(hashes.length);
+        await new Promise<void>((resolve) => release.push(resolve));
+        return new Map(hashes.flatMap((h) => (owners.has(h) ? [[h, owners.get(h) as TokenOwner] as const] : [])));
+      },
+    };
+    const auth = new TokenAuthenticator({ lookup, ttlMs: 60_000, now: () => 0 });
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    const answers: Array<Promise<TokenOwner | null>> = [];
+    // Ten event-loop turns of five upgrades each, while the database is slow.
+    for (let turn = 0; turn < 10; turn++) {
+      for (let k = 0; k < 5; k++) answers.push(auth.authenticate(token(turn * 5 + k)));
+      await tick();
+    }
+    expect(calls).toEqual([5, 5]);
+    while (release.length > 0) {
+      release.shift()?.();
+      await tick();
+      await tick();
+    }
+    expect((await Promise.all(answers)).every((owner) => owner !== null)).toBe(true);
+    expect(calls).toEqual([5, 5, 40]);
+  });
+
   it("forgets a revoked router at once", async () => {
     const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
     const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, now: () => 0 });

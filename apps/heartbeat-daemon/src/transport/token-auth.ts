@@ -31,6 +31,12 @@ interface Entry {
 }
 
 const LOOKUP_BATCH = 1_000;
+/**
+ * Token lookups in flight at once. While they run, new tokens gather into the next batch, so a
+ * reconnect storm makes a few large queries instead of one small query per event-loop turn (which
+ * queued behind each other on the pool and held every upgrade for tens of seconds).
+ */
+const MAX_LOOKUPS_IN_FLIGHT = 2;
 
 const BEARER = "bearer";
 const isSpace = (code: number) => code === 0x20 || code === 0x09;
@@ -56,7 +62,8 @@ export const bearerToken = (header: string | undefined): string | undefined => {
 
 /**
  * Heartbeat token -> router, cached by hash. Concurrent lookups (a reconnect storm) are merged into
- * one `= any($1)` query per event-loop turn. Entries live `ttlMs`, so a router deleted in another
+ * one `= any($1)` query per event-loop turn, at most MAX_LOOKUPS_IN_FLIGHT at once (the rest wait
+ * for the next, larger batch). Entries live `ttlMs`, so a router deleted in another
  * process is refused at the next upgrade after that at the latest; `revokeRouter` (from the status
  * feed or a flush that found the router gone) drops it at once.
  */
@@ -73,6 +80,7 @@ export class TokenAuthenticator {
   /** Database lookups made (one per batch of uncached tokens): cache misses, for stats and metrics. */
   lookups = 0;
   #scheduled = false;
+  #inFlight = 0;
   readonly #staleMs: number;
   readonly #refreshEveryMs: number;
   #refresh = new Set<string>();
@@ -132,7 +140,7 @@ export class TokenAuthenticator {
   }
 
   #schedule(): void {
-    if (this.#scheduled) return;
+    if (this.#scheduled || this.#inFlight >= MAX_LOOKUPS_IN_FLIGHT) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
@@ -175,7 +183,18 @@ export class TokenAuthenticator {
 
   async #run(): Promise<void> {
     const batch = this.#pending;
+    if (batch.size === 0) return;
     this.#pending = new Map();
+    this.#inFlight += 1;
+    try {
+      await this.#lookupBatch(batch);
+    } finally {
+      this.#inFlight -= 1;
+      if (this.#pending.size > 0) this.#schedule();
+    }
+  }
+
+  async #lookupBatch(batch: Map<string, Array<(owner: TokenOwner | null) => void>>): Promise<void> {
     const hashes = [...batch.keys()];
     for (let i = 0; i < hashes.length; i += LOOKUP_BATCH) {
       const part = hashes.slice(i, i + LOOKUP_BATCH);
