@@ -1,8 +1,11 @@
 /**
  * Child process of the heartbeat bench: a load generator holding a slice of the simulated routers'
  * WebSockets. About 4,000 sockets per loopback source address (ephemeral ports), sockets ended
- * with resetAndDestroy() so no TIME_WAIT is left for the next run. Driven over IPC.
+ * with resetAndDestroy() so no TIME_WAIT is left for the next run. For the HTTP phase it posts the
+ * same heartbeats over a small pool of keep-alive connections, as a load balancer in front of the
+ * daemons would. Driven over IPC.
  */
+import http from "node:http";
 import type { Socket } from "node:net";
 import WebSocket from "ws";
 
@@ -14,6 +17,10 @@ type Command =
   | { cmd: "silence"; from: number; to: number }
   | { cmd: "lastSent"; from: number; to: number }
   | { cmd: "counts" }
+  | { cmd: "beat" }
+  | { cmd: "http-cadence"; url: string; runId: string; from: number; to: number; intervalMs: number; pool: number }
+  | { cmd: "http-saturate"; url: string; runId: string; from: number; to: number; pool: number; durationMs: number }
+  | { cmd: "http-stop" }
   | { cmd: "close" };
 
 interface Peer {
@@ -40,19 +47,20 @@ let saturating: { perSocketHz: number } | null = null;
 /** 127.3.x.y: the bench's own loopback sources, 4,000 sockets each. */
 const sourceAddress = (n: number) => `127.3.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`;
 
-const frame = (peer: Peer) =>
+// No tunnel_ip: the seeded routers have no assigned address, and a differing report is logged.
+const body = (index: number) =>
   JSON.stringify({
     type: "heartbeat",
-    identity: `bench-${peer.index}`,
-    serial_number: `BENCH${peer.index}`,
+    identity: `bench-${index}`,
+    serial_number: `BENCH${index}`,
     software_version: "7.16.2",
     software_id: "BNCH-0001",
     model: "RB5009UG+S+",
     board_name: "RB5009UG+S+",
     hardwareboard: true,
     uptime: Math.floor(process.uptime()) + 86_400,
-    tunnel_ip: "127.0.0.2",
   });
+const frame = (peer: Peer) => body(peer.index);
 
 const send = (peer: Peer) => {
   const ws = peer.ws;
@@ -108,7 +116,8 @@ const open = (peer: Peer): Promise<boolean> =>
       setTimeout(
         async () => {
           if (closing || peer.silent) return;
-          for (let attempt = 0; attempt < 100 && !(await open(peer)); attempt++) {
+          // Until it is back (the reconnect storm measures how long that takes).
+          for (let attempt = 0; attempt < 10_000 && !(await open(peer)); attempt++) {
             await new Promise((r) => setTimeout(r, 200 + Math.random() * 300));
             if (closing || peer.silent) return;
           }
@@ -125,6 +134,58 @@ const destroy = (peer: Peer) => {
   const raw = (peer.ws as unknown as { _socket?: Socket } | undefined)?._socket;
   if (raw) raw.resetAndDestroy();
   else peer.ws?.terminate();
+};
+
+// ---- HTTP: routers behind a load balancer's keep-alive pool ----------------------------------
+let httpAgent: http.Agent | undefined;
+let httpTimers: NodeJS.Timeout[] = [];
+let httpStopped = false;
+let httpErrors = 0;
+
+const post = (target: URL, runId: string, index: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const started = performance.now();
+    const text = body(index);
+    const req = http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: "POST",
+        agent: httpAgent,
+        headers: {
+          authorization: `Bearer hb_bench_${runId}_${index}`,
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(text),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on("end", () => {
+          if (res.statusCode === 200) {
+            acks += 1;
+            if (recording) latencies.push(performance.now() - started);
+            resolve(true);
+          } else {
+            httpErrors += 1;
+            resolve(false);
+          }
+        });
+      },
+    );
+    req.on("error", () => {
+      httpErrors += 1;
+      resolve(false);
+    });
+    req.end(text);
+  });
+
+const stopHttp = () => {
+  httpStopped = true;
+  for (const t of httpTimers) clearTimeout(t);
+  httpTimers = [];
+  httpAgent?.destroy();
+  httpAgent = undefined;
 };
 
 process.on("message", async (message: Command) => {
@@ -206,8 +267,70 @@ process.on("message", async (message: Command) => {
     case "counts":
       reply({ ok: true, open: peers.filter((p) => p.ws?.readyState === WebSocket.OPEN).length, acks });
       break;
+    case "beat":
+      for (const peer of peers) send(peer);
+      reply({ ok: true });
+      break;
+    case "http-cadence": {
+      stopHttp();
+      httpStopped = false;
+      httpErrors = 0;
+      httpAgent = new http.Agent({ keepAlive: true, maxSockets: message.pool, scheduling: "fifo" });
+      const target = new URL(message.url);
+      const count = message.to - message.from;
+      // One timer slot per 10 ms of the interval, each posting its routers: N timers would cost
+      // the load generator more than the requests.
+      const slots = Math.max(1, Math.floor(message.intervalMs / 10));
+      for (let k = 0; k < slots; k++) {
+        const lo = message.from + Math.floor((k * count) / slots);
+        const hi = message.from + Math.floor(((k + 1) * count) / slots);
+        if (hi <= lo) continue;
+        const fire = () => {
+          if (httpStopped) return;
+          for (let i = lo; i < hi; i++) void post(target, message.runId, i);
+        };
+        const first = setTimeout(
+          () => {
+            fire();
+            httpTimers.push(setInterval(fire, message.intervalMs));
+          },
+          (k * message.intervalMs) / slots,
+        );
+        httpTimers.push(first);
+      }
+      reply({ ok: true });
+      break;
+    }
+    case "http-saturate": {
+      stopHttp();
+      httpStopped = false;
+      httpErrors = 0;
+      httpAgent = new http.Agent({ keepAlive: true, maxSockets: message.pool });
+      const target = new URL(message.url);
+      const count = message.to - message.from;
+      const deadline = performance.now() + message.durationMs;
+      let next = 0;
+      const before = acks;
+      // Closed loop: each pooled connection posts the next router's heartbeat when the last is answered.
+      const worker = async () => {
+        while (performance.now() < deadline && !httpStopped) {
+          const index = message.from + (next++ % count);
+          await post(target, message.runId, index);
+        }
+      };
+      await Promise.all(Array.from({ length: message.pool }, worker));
+      const done = acks - before;
+      stopHttp();
+      reply({ ok: true, acks: done, errors: httpErrors });
+      break;
+    }
+    case "http-stop":
+      stopHttp();
+      reply({ ok: true, errors: httpErrors });
+      break;
     case "close":
       closing = true;
+      stopHttp();
       for (const peer of peers) destroy(peer);
       reply({ ok: true });
       setTimeout(() => process.exit(0), 100);

@@ -2,7 +2,8 @@
  * Child process of the heartbeat bench: one server process sharing a port (SO_REUSEPORT) with its
  * siblings. `daemon` runs the real heartbeat daemon (startHeartbeat, as HEARTBEAT_WORKERS does);
  * `baseline` runs the no-op reference: a `ws` server that checks the same bearer token (SHA-256,
- * in-memory set loaded once), parses the same JSON, and acks. Driven over IPC by heartbeat-bench.ts.
+ * in-memory Map loaded once), parses the same JSON, and acks; its `POST /v1/heartbeat` does the same
+ * over bare `node:http` (the HTTP baseline). Driven over IPC by heartbeat-bench.ts.
  */
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
@@ -17,6 +18,7 @@ type Command =
   | { cmd: "start"; mode: "daemon" | "baseline"; port: number; databaseUrl: string; intervalMs: number; missed: number }
   | { cmd: "rss" }
   | { cmd: "stats" }
+  | { cmd: "cpu" }
   | { cmd: "close" };
 
 const reply = (message: unknown) => process.send?.(message);
@@ -32,8 +34,8 @@ let stats: () => unknown = () => ({});
 
 const startBaseline = async (port: number, databaseUrl: string, intervalMs: number) => {
   const db = await openDatabase({ databaseUrl, dataDir: "memory", poolSize: 1 });
-  const rows = await db.query<{ h: string }>("select heartbeat_token_hash as h from routers");
-  const hashes = new Set(rows.map((r) => r.h));
+  const rows = await db.query<{ h: string; id: string }>("select heartbeat_token_hash as h, id from routers");
+  const owners = new Map(rows.map((r) => [r.h, r.id]));
   await db.close();
   const ack = JSON.stringify({ type: "ack", interval_ms: intervalMs });
   let frames = 0;
@@ -43,11 +45,36 @@ const startBaseline = async (port: number, databaseUrl: string, intervalMs: numb
     perMessageDeflate: false,
     clientTracking: false,
   });
-  const server = createServer((_req, res) => res.end());
+  const ackHeaders = {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": String(Buffer.byteLength(ack)),
+  };
+  // The HTTP baseline: bare node:http, the same token check (SHA-256, one Map lookup), the same JSON
+  // parse and the same ack as the daemon's POST /v1/heartbeat.
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    const token = /^Bearer\s+(\S+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
+    if (req.method !== "POST" || !owners.has(createHash("sha256").update(token).digest("hex"))) {
+      req.resume();
+      res.writeHead(401).end();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      try {
+        JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        res.writeHead(400).end('{"type":"error","message":"bad json"}');
+        return;
+      }
+      frames += 1;
+      res.writeHead(200, ackHeaders).end(ack);
+    });
+  });
   server.on("upgrade", (req, socket: Socket, head) => {
     socket.on("error", () => socket.destroy());
     const token = /^Bearer\s+(\S+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
-    if (!hashes.has(createHash("sha256").update(token).digest("hex"))) {
+    if (!owners.has(createHash("sha256").update(token).digest("hex"))) {
       socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
@@ -70,8 +97,10 @@ const startBaseline = async (port: number, databaseUrl: string, intervalMs: numb
   );
   stats = () => ({ frames });
   close = async () => {
+    // Upgraded sockets are not the HTTP server's to close: the process exit right after cuts them,
+    // as a crash or a restart would.
     server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    server.close();
   };
   return (server.address() as AddressInfo).port;
 };
@@ -123,6 +152,11 @@ process.on("message", async (message: Command) => {
         });
         loop.reset();
         break;
+      case "cpu": {
+        const usage = process.cpuUsage();
+        reply({ ok: true, cpuUs: usage.user + usage.system });
+        break;
+      }
       case "close":
         await close?.();
         reply({ ok: true });

@@ -3,13 +3,25 @@
  * PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres; a fresh database
  * is created and dropped). Defaults finish in a few minutes; `--routers 100000` is the full run.
  *
- * Reports (issue 4, "Benchmark"):
- *  1. ack latency p50/p99/p99.9 at the cadence (N routers every --interval-ms), daemon vs baseline;
- *  2. saturation heartbeats/s per process (one server process, closed loop, 10 Hz per socket);
+ * Each measured phase runs `--repeat N` times (default 3; daemon and baseline alternate) and prints
+ * min / median / max, so a regression can be told from the noise of a shared machine. Beside
+ * throughput and latency (which the load generators disturb, as they share the cores) it prints
+ * server CPU time per heartbeat: the server processes' user + system CPU over the heartbeats they
+ * answered, daemon vs baseline (the method of `npm run bench`), the figure that repeats best.
+ *
+ * Reports (issues 4, 10 and 14):
+ *  1. WebSocket: ack latency p50/p99/p99.9 and CPU per heartbeat at the cadence (N routers every
+ *     --interval-ms), daemon vs the no-op `ws` baseline;
+ *  2. WebSocket saturation heartbeats/s and CPU per heartbeat, one server process, closed loop;
+ *  3. HTTP: N routers POSTing at the cadence over a pool of --http-pool keep-alive connections (as a
+ *     load balancer would) to one server process, then saturation on that pool, against a bare
+ *     `node:http` baseline (same token check, same parse, same ack); SQL statements/s at N/4 and N;
  *  3. RSS-after-GC slope per connected router;
  *  4. SQL statements/s at N/4 and N routers (pg_stat_database), and the flush vs a hand-written
- *     `pg` UNNEST upsert of the same rows;
- *  5. silence 10% of routers, restart the daemon: fault lateness p99, false faults, downtime error.
+ *     `pg` UNNEST upsert of the same rows (once);
+ *  5. silence 10% of routers, restart the daemon: fault lateness p99, false faults, downtime error (once);
+ *  6. reconnect storm (after 1, on the same sockets): every server process restarts; time until all
+ *     N routers are back, and faults opened meanwhile (none may: the threshold is 5 minutes).
  * Timings are printed, never asserted.
  */
 import { type ChildProcess, fork } from "node:child_process";
@@ -46,9 +58,18 @@ const SETTLE_MS = opt("settle-s", 8) * 1000;
 const FLUSH_ROWS = Math.min(ROUTERS, opt("flush-rows", 10_000));
 const WORKERS = Math.max(1, Math.ceil(ROUTERS / PER_PROCESS));
 const LOADERS = Math.max(1, Math.ceil(ROUTERS / PER_PROCESS));
+/** Each measured phase runs this many times (daemon and baseline alternating); min / median / max are printed. */
+const REPEAT = Math.max(1, opt("repeat", 3));
+/** Keep-alive connections between the load balancer (the load generators) and one server process. */
+const HTTP_POOL = Math.max(2, opt("http-pool", 128));
+const HTTP_MEASURE_MS = opt("http-measure-s", 15) * 1000;
+const STORM_TIMEOUT_MS = opt("storm-timeout-s", 300) * 1000;
 const phasesArg = argv.includes("--phases") ? argv[argv.indexOf("--phases") + 1] : undefined;
-/** Which parts to run: 1 (cadence: latency, memory, statements), 2 (saturation), 4 (flush), 5 (faults). */
-const PHASES = new Set((phasesArg ?? "1,2,4,5").split(","));
+/**
+ * Which parts to run: 1 (WebSocket cadence: latency, CPU, memory, statements), 2 (WebSocket
+ * saturation), 3 (HTTP: cadence and saturation), 4 (flush), 5 (faults), 6 (reconnect storm, after 1).
+ */
+const PHASES = new Set((phasesArg ?? "1,2,3,4,5,6").split(","));
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const RUN = Date.now().toString(36);
 
@@ -60,9 +81,12 @@ interface Child {
   call<T = Record<string, unknown>>(message: object): Promise<T>;
 }
 
+/** BENCH_CPU_PROF=<dir>: server processes write a V8 CPU profile there when they exit (bench/cpuprofile-top.ts reads it). */
+const CPU_PROF = process.env.BENCH_CPU_PROF;
 const spawn = (file: string, gc: boolean): Child => {
+  const profile = CPU_PROF && gc ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [];
   const proc = fork(path.join(here, file), [], {
-    execArgv: gc ? ["--expose-gc"] : [],
+    execArgv: gc ? ["--expose-gc", ...profile] : [],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   let chain: Promise<unknown> = Promise.resolve();
@@ -139,14 +163,24 @@ const startServers = async (
   port: number,
   intervalMs: number,
   missed: number,
+  parallel = false,
 ) => {
   const servers = Array.from({ length: count }, () => spawn("heartbeat-bench-server.ts", true));
-  for (const s of servers) await s.call({ cmd: "start", mode, port, databaseUrl, intervalMs, missed });
+  const start = (s: Child) => s.call({ cmd: "start", mode, port, databaseUrl, intervalMs, missed });
+  // In parallel after a restart, so no single process takes the whole storm while its siblings start.
+  if (parallel) await Promise.all(servers.map(start));
+  else for (const s of servers) await start(s);
   return servers;
 };
 const rss = async (servers: Child[]) => {
   let total = 0;
   for (const s of servers) total += (await s.call<{ rss: number }>({ cmd: "rss" })).rss;
+  return total;
+};
+/** CPU time (user + system, µs) the server processes have used so far: the figure the shared cores disturb least. */
+const cpu = async (servers: Child[]) => {
+  let total = 0;
+  for (const s of servers) total += (await s.call<{ cpuUs: number }>({ cmd: "cpu" })).cpuUs;
   return total;
 };
 const closeAll = async (children: Child[]) => {
@@ -158,6 +192,16 @@ const slices = (total: number, parts: number) =>
     { length: parts },
     (_, k) => [Math.floor((k * total) / parts), Math.floor(((k + 1) * total) / parts)] as const,
   );
+const openCount = async (loaders: Child[]) => {
+  let n = 0;
+  for (const l of loaders) n += (await l.call<{ open: number }>({ cmd: "counts" })).open;
+  return n;
+};
+const ongoingFaults = async () =>
+  Number(
+    (await setupDb.query<{ n: number }>("select count(*)::int as n from router_faults where status = 'ongoing'"))[0]
+      ?.n ?? 0,
+  );
 
 interface PhaseResult {
   p50: number;
@@ -165,14 +209,19 @@ interface PhaseResult {
   p999: number;
   samples: number;
   rate: number;
+  cpuUsPerHb: number;
   slopeBytes: number;
   xactsQuarter: number;
   xactsFull: number;
+  /** Reconnect storm: from the restarted servers listening until every router is back (ms). */
+  reconnectMs: number;
+  reconnectMissing: number;
+  falseFaults: number;
 }
 
 const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const port = await freePort();
-  const servers = await startServers(mode, WORKERS, port, INTERVAL, 10);
+  let servers = await startServers(mode, WORKERS, port, INTERVAL, 10);
   const wsUrl = `ws://127.0.0.1:${port}/v1/heartbeat`;
   await sleep(1_000);
   const loaders = Array.from({ length: LOADERS }, () => spawn("heartbeat-bench-load.ts", false));
@@ -204,10 +253,6 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const quarter = parts.reduce((n, [from, to]) => n + Math.floor((to - from) / 4), 0);
   await sleep(SETTLE_MS);
   const rss0 = await rss(servers);
-  if (process.env.BENCH_DEBUG) {
-    for (const srv of servers)
-      log(`    ${mode} memory at N/4: ${JSON.stringify((await srv.call<{ memory: unknown }>({ cmd: "rss" })).memory)}`);
-  }
   const results = await Promise.all(
     loaders.map((l, k) => {
       const [from, to] = parts[k] ?? [0, 0];
@@ -228,17 +273,15 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   // (sized by allocation rate) is the same in both readings and only the connections differ.
   await sleep(SETTLE_MS);
   const rss1 = await rss(servers);
-  if (process.env.BENCH_DEBUG) {
-    for (const srv of servers)
-      log(`    ${mode} memory at N: ${JSON.stringify((await srv.call<{ memory: unknown }>({ cmd: "rss" })).memory)}`);
-  }
   for (const l of loaders) await l.call({ cmd: "cadence", intervalMs: INTERVAL });
   await sleep(2_000);
   for (const srv of servers) await srv.call({ cmd: "stats" }); // resets the event-loop delay histogram
   for (const l of loaders) await l.call({ cmd: "record", on: true });
   const x0 = await xacts();
+  const c0 = await cpu(servers);
   const m0 = Date.now();
   await sleep(MEASURE_MS);
+  const c1 = await cpu(servers);
   const latencies: number[] = [];
   for (const l of loaders)
     latencies.push(...(await l.call<{ latencies: number[] }>({ cmd: "record", on: false })).latencies);
@@ -248,6 +291,34 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
     for (const srv of servers) log(`    ${mode} stats: ${JSON.stringify(await srv.call({ cmd: "stats" }))}`);
   }
   latencies.sort((a, b) => a - b);
+
+  // Reconnect storm: every server process goes away and comes back on the same port; the routers
+  // reconnect on their own (100-600 ms, then every 200-500 ms). Timed from the new servers listening.
+  let reconnectMs = Number.NaN;
+  let reconnectMissing = 0;
+  let falseFaults = 0;
+  if (PHASES.has("6")) {
+    const connected = await openCount(loaders);
+    for (const l of loaders) await l.call({ cmd: "beat" });
+    await sleep(1_500); // written, so every router's last heartbeat is fresh before the restart
+    const faults0 = mode === "daemon" ? await ongoingFaults() : 0;
+    await closeAll(servers);
+    servers = await startServers(mode, WORKERS, port, INTERVAL, 10, true);
+    const up = Date.now();
+    let open = 0;
+    while (Date.now() - up < STORM_TIMEOUT_MS) {
+      open = await openCount(loaders);
+      if (open >= connected) break;
+      await sleep(100);
+    }
+    reconnectMs = Date.now() - up;
+    reconnectMissing = Math.max(0, connected - open);
+    await sleep(2_000); // the reconnect heartbeats are written and a sweep has run
+    falseFaults = mode === "daemon" ? (await ongoingFaults()) - faults0 : 0;
+    log(
+      `  ${mode}: reconnect storm: ${connected - reconnectMissing}/${connected} back in ${fmt(reconnectMs / 1000, 2)} s, ${falseFaults} fault(s) opened`,
+    );
+  }
   await closeAll(loaders);
   await closeAll(servers);
   return {
@@ -256,13 +327,22 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
     p999: percentile(latencies, 99.9),
     samples: latencies.length,
     rate: latencies.length / elapsed,
+    cpuUsPerHb: (c1 - c0) / Math.max(1, latencies.length),
     slopeBytes: (rss1 - rss0) / (ROUTERS - quarter),
     xactsQuarter,
     xactsFull,
+    reconnectMs,
+    reconnectMissing,
+    falseFaults,
   };
 };
 
-const saturation = async (mode: "daemon" | "baseline"): Promise<number> => {
+interface SaturationResult {
+  rate: number;
+  cpuUsPerHb: number;
+}
+
+const saturation = async (mode: "daemon" | "baseline"): Promise<SaturationResult> => {
   const port = await freePort();
   const servers = await startServers(mode, 1, port, INTERVAL, 10);
   const loaders = [spawn("heartbeat-bench-load.ts", false), spawn("heartbeat-bench-load.ts", false)];
@@ -282,12 +362,111 @@ const saturation = async (mode: "daemon" | "baseline"): Promise<number> => {
     ),
   );
   await sleep(1_000);
+  const c0 = await cpu(servers);
   const counts = await Promise.all(
     loaders.map((l) => l.call<{ acks: number }>({ cmd: "saturate", durationMs: SAT_MS, perSocketHz: 10 })),
   );
+  const c1 = await cpu(servers);
   await closeAll(loaders);
   await closeAll(servers);
-  return counts.reduce((n, c) => n + c.acks, 0) / (SAT_MS / 1000);
+  const acks = counts.reduce((n, c) => n + c.acks, 0);
+  return { rate: acks / (SAT_MS / 1000), cpuUsPerHb: (c1 - c0) / Math.max(1, acks) };
+};
+
+// ---- 3: the HTTP path: POST /v1/heartbeat through a load balancer's keep-alive pool ---------
+interface HttpResult {
+  p50: number;
+  p99: number;
+  p999: number;
+  rate: number;
+  errors: number;
+  cpuUsPerHb: number;
+  xactsQuarter: number;
+  xactsFull: number;
+  satRate: number;
+  satCpuUsPerHb: number;
+}
+
+const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpResult> => {
+  const port = await freePort();
+  const servers = await startServers(mode, 1, port, INTERVAL, 10);
+  const url = `http://127.0.0.1:${port}/v1/heartbeat`;
+  const loaders = [spawn("heartbeat-bench-load.ts", false), spawn("heartbeat-bench-load.ts", false)];
+  const pool = Math.max(1, Math.floor(HTTP_POOL / loaders.length));
+  const cadence = async (routers: number) => {
+    const parts = slices(routers, loaders.length);
+    for (const [k, l] of loaders.entries())
+      await l.call({
+        cmd: "http-cadence",
+        url,
+        runId: RUN,
+        from: parts[k]?.[0],
+        to: parts[k]?.[1],
+        intervalMs: INTERVAL,
+        pool,
+      });
+  };
+  // N/4 routers, then N: SQL statements per second should not follow the router count. The daemon
+  // is measured in its steady state, one interval after each step (every router has been seen, so
+  // first-time token lookups are over); the baseline has no state to warm.
+  const warm = mode === "daemon" ? INTERVAL + 1_000 : 3_000;
+  await cadence(Math.floor(ROUTERS / 4));
+  await sleep(warm);
+  const q0 = await xacts();
+  const qStart = Date.now();
+  await sleep(HTTP_MEASURE_MS);
+  const xactsQuarter = ((await xacts()) - q0) / ((Date.now() - qStart) / 1000);
+  await cadence(ROUTERS);
+  await sleep(warm);
+  for (const l of loaders) await l.call({ cmd: "record", on: true });
+  const x0 = await xacts();
+  const c0 = await cpu(servers);
+  const m0 = Date.now();
+  await sleep(HTTP_MEASURE_MS);
+  const c1 = await cpu(servers);
+  const latencies: number[] = [];
+  for (const l of loaders)
+    latencies.push(...(await l.call<{ latencies: number[] }>({ cmd: "record", on: false })).latencies);
+  const elapsed = (Date.now() - m0) / 1000;
+  const xactsFull = ((await xacts()) - x0) / elapsed;
+  let errors = 0;
+  for (const l of loaders) errors += (await l.call<{ errors: number }>({ cmd: "http-stop" })).errors;
+  latencies.sort((a, b) => a - b);
+  await sleep(1_000);
+  // Saturation: closed loop on the pool, one server process.
+  const satRouters = Math.min(SAT_SOCKETS, ROUTERS);
+  const parts = slices(satRouters, loaders.length);
+  const s0 = await cpu(servers);
+  const counts = await Promise.all(
+    loaders.map((l, k) =>
+      l.call<{ acks: number; errors: number }>({
+        cmd: "http-saturate",
+        url,
+        runId: RUN,
+        from: parts[k]?.[0],
+        to: parts[k]?.[1],
+        pool,
+        durationMs: SAT_MS,
+      }),
+    ),
+  );
+  const s1 = await cpu(servers);
+  const satAcks = counts.reduce((n, c) => n + c.acks, 0);
+  errors += counts.reduce((n, c) => n + c.errors, 0);
+  await closeAll(loaders);
+  await closeAll(servers);
+  return {
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    p999: percentile(latencies, 99.9),
+    rate: latencies.length / elapsed,
+    errors,
+    cpuUsPerHb: (c1 - c0) / Math.max(1, latencies.length),
+    xactsQuarter,
+    xactsFull,
+    satRate: satAcks / (SAT_MS / 1000),
+    satCpuUsPerHb: (s1 - s0) / Math.max(1, satAcks),
+  };
 };
 
 // ---- 4b: the flush against a hand-written pg UNNEST upsert ---------------------------------
@@ -307,13 +486,12 @@ const flushComparison = async () => {
     boardName: "RB5009UG+S+",
     hardwareboard: true,
     uptimeSeconds: 86_400,
-    tunnelIp: "127.0.0.2",
     metadata: null,
   }));
   const HAND = `update routers r set has_pulse = true, last_seen_at = v.t, last_seen_from = v.p, identity = v.i, serial_number = v.s,
-      software_version = v.sv, software_id = v.si, model = v.m, board_name = v.b, hardwareboard = v.h, uptime_seconds = v.u, tunnel_ip = v.ti
-    from unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::text[])
-      as v(id, t, p, i, s, sv, si, m, b, h, u, ti)
+      software_version = v.sv, software_id = v.si, model = v.m, board_name = v.b, hardwareboard = v.h, uptime_seconds = v.u
+    from unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[], $11::bigint[])
+      as v(id, t, p, i, s, sv, si, m, b, h, u)
     where r.id = v.id`;
   const hand = async () => {
     const started = performance.now();
@@ -329,7 +507,6 @@ const flushComparison = async () => {
       rows.map((r) => r.boardName),
       rows.map((r) => r.hardwareboard),
       rows.map((r) => r.uptimeSeconds),
-      rows.map((r) => r.tunnelIp),
     ]);
     return performance.now() - started;
   };
@@ -486,28 +663,60 @@ const faultsAndRestart = async () => {
 };
 
 // ---- run ------------------------------------------------------------------------------------
+const median = (xs: readonly number[]) => {
+  const sorted = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+/** "min / median / max" of the runs, and the spread (max - min) / median. */
+const mmm = (xs: readonly number[], digits = 1) => {
+  const ok = xs.filter((x) => !Number.isNaN(x));
+  if (ok.length === 0) return "-";
+  const med = median(ok);
+  if (ok.length === 1) return fmt(med, digits);
+  const spread = med === 0 ? 0 : ((Math.max(...ok) - Math.min(...ok)) / Math.abs(med)) * 100;
+  return `${fmt(Math.min(...ok), digits)} / **${fmt(med, digits)}** / ${fmt(Math.max(...ok), digits)} (±${fmt(spread / 2, 0)}%)`;
+};
+const ratios = (a: readonly number[], b: readonly number[]) => a.map((x, i) => x / (b[i] ?? Number.NaN));
+const yes = (ok: boolean) => (ok ? "yes" : "**NO**");
+const loadavg = async () =>
+  (await import("node:os"))
+    .loadavg()
+    .map((x) => fmt(x, 1))
+    .join(" ");
+
 try {
-  log(
-    `1-4. cadence: ${ROUTERS} routers every ${INTERVAL / 1000} s (${fmt(ROUTERS / (INTERVAL / 1000), 0)} heartbeats/s), ${MEASURE_MS / 1000} s measured`,
-  );
-  const skipped: PhaseResult = {
-    p50: Number.NaN,
-    p99: Number.NaN,
-    p999: Number.NaN,
-    samples: 0,
-    rate: Number.NaN,
-    slopeBytes: Number.NaN,
-    xactsQuarter: Number.NaN,
-    xactsFull: Number.NaN,
-  };
-  const baseline = PHASES.has("1") ? await runPhase("baseline") : skipped;
-  const daemon = PHASES.has("1") ? await runPhase("daemon") : skipped;
-  if (PHASES.has("2"))
-    log(
-      `2. saturation: 1 server process, ${Math.min(SAT_SOCKETS, ROUTERS)} sockets at up to 10 Hz each, ${SAT_MS / 1000} s`,
-    );
-  const satBaseline = PHASES.has("2") ? await saturation("baseline") : Number.NaN;
-  const satDaemon = PHASES.has("2") ? await saturation("daemon") : Number.NaN;
+  const load0 = await loadavg();
+  const ws = { baseline: [] as PhaseResult[], daemon: [] as PhaseResult[] };
+  const sat = { baseline: [] as SaturationResult[], daemon: [] as SaturationResult[] };
+  const web = { baseline: [] as HttpResult[], daemon: [] as HttpResult[] };
+  for (let r = 1; r <= REPEAT; r++) {
+    if (PHASES.has("1")) {
+      log(
+        `[run ${r}/${REPEAT}] 1. WebSocket cadence: ${ROUTERS} routers every ${INTERVAL / 1000} s (${fmt(ROUTERS / (INTERVAL / 1000), 0)} hb/s), ${MEASURE_MS / 1000} s measured${PHASES.has("6") ? ", then the reconnect storm" : ""}`,
+      );
+      ws.baseline.push(await runPhase("baseline"));
+      ws.daemon.push(await runPhase("daemon"));
+      log(`  run ${r} WS: ${JSON.stringify({ baseline: ws.baseline.at(-1), daemon: ws.daemon.at(-1) })}`);
+    }
+    if (PHASES.has("2")) {
+      log(
+        `[run ${r}/${REPEAT}] 2. WebSocket saturation: 1 server process, ${Math.min(SAT_SOCKETS, ROUTERS)} sockets at up to 10 Hz, ${SAT_MS / 1000} s`,
+      );
+      sat.baseline.push(await saturation("baseline"));
+      sat.daemon.push(await saturation("daemon"));
+      log(`  run ${r} saturation: ${JSON.stringify({ baseline: sat.baseline.at(-1), daemon: sat.daemon.at(-1) })}`);
+    }
+    if (PHASES.has("3")) {
+      log(
+        `[run ${r}/${REPEAT}] 3. HTTP: ${ROUTERS} routers POSTing every ${INTERVAL / 1000} s over ${HTTP_POOL} keep-alive connections to 1 server process, then saturation`,
+      );
+      web.baseline.push(await httpPhase("baseline"));
+      web.daemon.push(await httpPhase("daemon"));
+      log(`  run ${r} HTTP: ${JSON.stringify({ baseline: web.baseline.at(-1), daemon: web.daemon.at(-1) })}`);
+    }
+  }
   if (PHASES.has("4")) log(`4. flush of ${FLUSH_ROWS} rows vs a hand-written pg UNNEST upsert`);
   const flush = PHASES.has("4")
     ? await flushComparison()
@@ -516,37 +725,270 @@ try {
     log(
       `5. faults: ${FAULT_ROUTERS} routers every ${FAULT_INTERVAL / 1000} s, threshold ${FAULT_MISSED} missed; 10% silenced, then a daemon restart`,
     );
-  const faults = PHASES.has("5")
-    ? await faultsAndRestart()
-    : {
-        routers: 0,
-        silenced: 0,
-        opened: 0,
-        missing: 0,
-        falseFaults: 0,
-        lateP50: Number.NaN,
-        lateP99: Number.NaN,
-        lateMax: Number.NaN,
-        worstSilencedMinutes: Number.NaN,
-        worstOthersMinutes: Number.NaN,
-      };
+  const faults = PHASES.has("5") ? await faultsAndRestart() : undefined;
+  const load1 = await loadavg();
 
-  const lines = [
+  const pick = <T>(xs: readonly T[], f: (x: T) => number) => xs.map(f);
+  const wb = (f: (x: PhaseResult) => number) => pick(ws.baseline, f);
+  const wd = (f: (x: PhaseResult) => number) => pick(ws.daemon, f);
+  const hb = (f: (x: HttpResult) => number) => pick(web.baseline, f);
+  const hd = (f: (x: HttpResult) => number) => pick(web.daemon, f);
+  const lines: string[] = [
     "",
-    `heartbeat bench: ${ROUTERS} routers, ${WORKERS} daemon process(es), interval ${INTERVAL} ms, node ${process.version}, ${new Date().toISOString()}`,
+    `heartbeat bench: ${ROUTERS} routers, ${WORKERS} WebSocket server process(es), interval ${INTERVAL} ms, ${REPEAT} run(s), node ${process.version}, ${new Date().toISOString()}, load average ${load0} at start, ${load1} at end`,
+    "Figures: min / **median** / max of the runs (± half the spread, relative to the median). Ratios are daemon / baseline per run.",
     "",
-    "| # | measure | baseline (no-op ws) | daemon | ratio / target |",
-    "|---|---|---|---|---|",
-    `| 1 | ack latency p50 / p99 / p99.9 (ms) at ${fmt(daemon.rate, 0)} hb/s | ${fmt(baseline.p50, 2)} / ${fmt(baseline.p99, 2)} / ${fmt(baseline.p999, 2)} | ${fmt(daemon.p50, 2)} / ${fmt(daemon.p99, 2)} / ${fmt(daemon.p999, 2)} | p99 <= ${fmt(Math.max(20, baseline.p99 + 10))}: ${daemon.p99 <= Math.max(20, baseline.p99 + 10) ? "yes" : "NO"}; p99.9 <= 50: ${daemon.p999 <= 50 ? "yes" : "NO"} |`,
-    `| 2 | saturation heartbeats/s per process | ${fmt(satBaseline, 0)} | ${fmt(satDaemon, 0)} | ${fmt(satDaemon / satBaseline, 2)} (>= 0.75, floor 0.6) |`,
-    `| 3 | RSS after GC per connected router (bytes) | ${fmt(baseline.slopeBytes, 0)} | ${fmt(daemon.slopeBytes, 0)} | ${fmt(daemon.slopeBytes / baseline.slopeBytes, 2)} (<= 1.5) |`,
-    `| 4 | SQL statements/s at N/4 -> N routers | - | ${fmt(daemon.xactsQuarter)} -> ${fmt(daemon.xactsFull)} | flat: ${daemon.xactsFull <= daemon.xactsQuarter * 1.5 + 2 ? "yes" : "NO"} |`,
-    `| 4 | upsert of ${flush.rows} rows (ms, median of 7) | hand-written pg ${fmt(flush.handMs)} | ${fmt(flush.oursMs)} | ${fmt(flush.handMs / flush.oursMs, 2)} (>= 0.8) |`,
-    `| 5 | silence ${faults.silenced}/${faults.routers}, restart: fault lateness p50 / p99 / max (ms) | - | ${fmt(faults.lateP50, 0)} / ${fmt(faults.lateP99, 0)} / ${fmt(faults.lateMax, 0)} | p99 <= 1000: ${faults.lateP99 <= 1000 ? "yes" : "NO"} |`,
-    `| 5 | faults opened / missing / false | - | ${faults.opened} / ${faults.missing} / ${faults.falseFaults} | zero false: ${faults.falseFaults === 0 ? "yes" : "NO"} |`,
-    `| 5 | worst minutes_down error, silenced / others (min) | - | ${fmt(faults.worstSilencedMinutes, 3)} / ${fmt(faults.worstOthersMinutes, 3)} | <= 1 |`,
-    "",
+    "| # | measure | baseline | daemon | ratio daemon / baseline | target (on the median) | met |",
+    "|---|---|---|---|---|---|---|",
   ];
+  const row = (
+    n: string,
+    measure: string,
+    base: readonly number[],
+    ours: readonly number[],
+    digits: number,
+    target: string,
+    met: boolean | undefined,
+    ratio = true,
+  ) =>
+    lines.push(
+      `| ${n} | ${measure} | ${base.length ? mmm(base, digits) : "-"} | ${mmm(ours, digits)} | ${ratio ? mmm(ratios(ours, base), 2) : "-"} | ${target} | ${met === undefined ? "-" : yes(met)} |`,
+    );
+  if (PHASES.has("1")) {
+    const bp99 = median(wb((x) => x.p99));
+    const limit = Math.max(20, bp99 + 10);
+    row(
+      "1",
+      `WS ack p50 (ms) at ${fmt(median(wd((x) => x.rate)), 0)} hb/s`,
+      wb((x) => x.p50),
+      wd((x) => x.p50),
+      2,
+      "-",
+      undefined,
+    );
+    row(
+      "1",
+      "WS ack p99 (ms)",
+      wb((x) => x.p99),
+      wd((x) => x.p99),
+      2,
+      `<= max(20, ${fmt(bp99, 1)} + 10) = ${fmt(limit)}`,
+      median(wd((x) => x.p99)) <= limit,
+    );
+    row(
+      "1",
+      "WS ack p99.9 (ms)",
+      wb((x) => x.p999),
+      wd((x) => x.p999),
+      2,
+      "<= 50",
+      median(wd((x) => x.p999)) <= 50,
+      true,
+    );
+    row(
+      "1",
+      "WS server CPU per heartbeat at the cadence (µs)",
+      wb((x) => x.cpuUsPerHb),
+      wd((x) => x.cpuUsPerHb),
+      1,
+      "ratio <= 1.3",
+      median(
+        ratios(
+          wd((x) => x.cpuUsPerHb),
+          wb((x) => x.cpuUsPerHb),
+        ),
+      ) <= 1.3,
+    );
+    row(
+      "3",
+      "RSS after GC per connected router (bytes)",
+      wb((x) => x.slopeBytes),
+      wd((x) => x.slopeBytes),
+      0,
+      "ratio <= 1.5",
+      median(
+        ratios(
+          wd((x) => x.slopeBytes),
+          wb((x) => x.slopeBytes),
+        ),
+      ) <= 1.5,
+    );
+    row(
+      "4",
+      "WS SQL statements/s at N/4 routers",
+      [],
+      wd((x) => x.xactsQuarter),
+      1,
+      "-",
+      undefined,
+      false,
+    );
+    row(
+      "4",
+      "WS SQL statements/s at N routers",
+      [],
+      wd((x) => x.xactsFull),
+      1,
+      "<= 1.5 x (N/4) + 2: flat",
+      median(wd((x) => x.xactsFull)) <= median(wd((x) => x.xactsQuarter)) * 1.5 + 2,
+      false,
+    );
+  }
+  if (PHASES.has("1") && PHASES.has("6")) {
+    row(
+      "6",
+      `reconnect storm: all ${ROUTERS} back after a restart (s)`,
+      wb((x) => x.reconnectMs / 1000),
+      wd((x) => x.reconnectMs / 1000),
+      2,
+      "ratio <= 1.2",
+      median(
+        ratios(
+          wd((x) => x.reconnectMs),
+          wb((x) => x.reconnectMs),
+        ),
+      ) <= 1.2,
+    );
+    row(
+      "6",
+      "reconnect storm: routers not back / false faults opened",
+      wb((x) => x.reconnectMissing),
+      wd((x) => x.falseFaults),
+      0,
+      "0 false faults (threshold 5 min)",
+      ws.daemon.every((x) => x.falseFaults === 0 && x.reconnectMissing === 0),
+      false,
+    );
+  }
+  if (PHASES.has("2")) {
+    const sb = pick(sat.baseline, (x) => x.rate);
+    const sd = pick(sat.daemon, (x) => x.rate);
+    row(
+      "2",
+      "WS saturation heartbeats/s, 1 process",
+      sb,
+      sd,
+      0,
+      "ratio >= 0.75 (floor 0.6)",
+      median(ratios(sd, sb)) >= 0.75,
+    );
+    const cb = pick(sat.baseline, (x) => x.cpuUsPerHb);
+    const cd = pick(sat.daemon, (x) => x.cpuUsPerHb);
+    row(
+      "2",
+      "WS server CPU per heartbeat at saturation (µs)",
+      cb,
+      cd,
+      1,
+      "ratio <= 1.3",
+      median(ratios(cd, cb)) <= 1.3,
+    );
+  }
+  if (PHASES.has("3")) {
+    const bp99 = median(hb((x) => x.p99));
+    const limit = Math.max(20, bp99 + 10);
+    row(
+      "H",
+      `HTTP ack p50 (ms) at ${fmt(median(hd((x) => x.rate)), 0)} POST/s`,
+      hb((x) => x.p50),
+      hd((x) => x.p50),
+      2,
+      "-",
+      undefined,
+    );
+    row(
+      "H",
+      "HTTP ack p99 (ms)",
+      hb((x) => x.p99),
+      hd((x) => x.p99),
+      2,
+      `<= max(20, ${fmt(bp99, 1)} + 10) = ${fmt(limit)}`,
+      median(hd((x) => x.p99)) <= limit,
+    );
+    row(
+      "H",
+      "HTTP server CPU per heartbeat at the cadence (µs)",
+      hb((x) => x.cpuUsPerHb),
+      hd((x) => x.cpuUsPerHb),
+      1,
+      "ratio <= 1.3",
+      median(
+        ratios(
+          hd((x) => x.cpuUsPerHb),
+          hb((x) => x.cpuUsPerHb),
+        ),
+      ) <= 1.3,
+    );
+    row(
+      "H",
+      "HTTP saturation POST/s, 1 process",
+      hb((x) => x.satRate),
+      hd((x) => x.satRate),
+      0,
+      "ratio >= 0.7",
+      median(
+        ratios(
+          hd((x) => x.satRate),
+          hb((x) => x.satRate),
+        ),
+      ) >= 0.7,
+    );
+    row(
+      "H",
+      "HTTP server CPU per heartbeat at saturation (µs)",
+      hb((x) => x.satCpuUsPerHb),
+      hd((x) => x.satCpuUsPerHb),
+      1,
+      "ratio <= 1.3",
+      median(
+        ratios(
+          hd((x) => x.satCpuUsPerHb),
+          hb((x) => x.satCpuUsPerHb),
+        ),
+      ) <= 1.3,
+    );
+    row(
+      "H",
+      "HTTP SQL statements/s at N/4 routers",
+      [],
+      hd((x) => x.xactsQuarter),
+      1,
+      "-",
+      undefined,
+      false,
+    );
+    row(
+      "H",
+      "HTTP SQL statements/s at N routers",
+      [],
+      hd((x) => x.xactsFull),
+      1,
+      "<= 1.5 x (N/4) + 2: flat",
+      median(hd((x) => x.xactsFull)) <= median(hd((x) => x.xactsQuarter)) * 1.5 + 2,
+      false,
+    );
+    row(
+      "H",
+      "HTTP errors (non-200 or failed requests)",
+      hb((x) => x.errors),
+      hd((x) => x.errors),
+      0,
+      "0",
+      web.daemon.every((x) => x.errors === 0),
+      false,
+    );
+  }
+  if (PHASES.has("4"))
+    lines.push(
+      `| 4 | upsert of ${flush.rows} rows (ms, median of 7) | hand-written pg ${fmt(flush.handMs)} | ${fmt(flush.oursMs)} | ${fmt(flush.handMs / flush.oursMs, 2)} (hand / ours) | >= 0.8 | ${yes(flush.handMs / flush.oursMs >= 0.8)} |`,
+    );
+  if (faults)
+    lines.push(
+      `| 5 | silence ${faults.silenced}/${faults.routers}, restart: fault lateness p50 / p99 / max (ms) | - | ${fmt(faults.lateP50, 0)} / ${fmt(faults.lateP99, 0)} / ${fmt(faults.lateMax, 0)} | - | p99 <= 1000 | ${yes(faults.lateP99 <= 1000)} |`,
+      `| 5 | faults opened / missing / false | - | ${faults.opened} / ${faults.missing} / ${faults.falseFaults} | - | zero false | ${yes(faults.falseFaults === 0)} |`,
+      `| 5 | worst minutes_down error, silenced / others (min) | - | ${fmt(faults.worstSilencedMinutes, 3)} / ${fmt(faults.worstOthersMinutes, 3)} | - | <= 1 | ${yes(Math.max(faults.worstSilencedMinutes, faults.worstOthersMinutes) <= 1)} |`,
+    );
+  lines.push("");
   process.stdout.write(`${lines.join("\n")}\n`);
 } finally {
   await setupDb.close();

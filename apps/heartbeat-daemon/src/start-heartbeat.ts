@@ -60,7 +60,13 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     );
   }
 
-  const auth = new TokenAuthenticator({ lookup: store, ttlMs: tuning.tokenCacheTtlMs });
+  // HTTP heartbeats come once per interval, always past the TTL: they may use a cached owner a few
+  // intervals old while it is re-checked in the background (see TokenAuthenticator.authenticate).
+  const auth = new TokenAuthenticator({
+    lookup: store,
+    ttlMs: tuning.tokenCacheTtlMs,
+    staleMs: Math.max(600_000, 3 * config.intervalMs),
+  });
   // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
   let closeRouter: (routerId: string, reason: string) => void = () => {};
   const writer = new HeartbeatWriter({

@@ -53,7 +53,7 @@ export class HttpHeartbeats {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const owner = await this.#o.auth.authenticate(bearerToken(req.headers.authorization));
+    const owner = await this.#o.auth.authenticate(bearerToken(req.headers.authorization), true);
     if (!owner) {
       req.resume();
       return sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });

@@ -54,6 +54,77 @@ describe("TokenAuthenticator", () => {
     expect(await auth.authenticate(token(1))).toBeNull();
   });
 
+  it("answers a stale owner at once when allowed (HTTP) and re-checks in the background, batched", async () => {
+    const owners = new Map(
+      [1, 2, 3].map((n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const),
+    );
+    const s = store(owners);
+    let now = 0;
+    const auth = new TokenAuthenticator({
+      lookup: s.lookup,
+      ttlMs: 1_000,
+      staleMs: 10_000,
+      refreshEveryMs: 0,
+      now: () => now,
+    });
+    await Promise.all([1, 2, 3].map((n) => auth.authenticate(token(n))));
+    expect(s.calls).toHaveLength(1);
+    owners.delete(hashToken(token(2)));
+    now = 5_000;
+    // Past the TTL: the cached owners answer at once, without a query of their own...
+    expect(await auth.authenticate(token(1), true)).toEqual({ routerId: "r1", teamId: "t", tunnelIp: null });
+    expect(await auth.authenticate(token(2), true)).toEqual({ routerId: "r2", teamId: "t", tunnelIp: null });
+    expect(await auth.authenticate(token(3), true)).not.toBeNull();
+    expect(s.calls).toHaveLength(1);
+    // ...and one query re-checks all three; the deleted router is refused from then on.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(s.calls).toHaveLength(2);
+    expect(s.calls[1]?.sort()).toEqual([1, 2, 3].map((n) => hashToken(token(n))).sort());
+    expect(await auth.authenticate(token(2), true)).toBeNull();
+    expect(await auth.authenticate(token(1), true)).not.toBeNull();
+    // Past TTL + staleMs even the HTTP path waits for the database; without allowStale, the TTL rules.
+    now = 5_000 + 11_000;
+    expect(await auth.authenticate(token(1), true)).not.toBeNull();
+    expect(s.calls).toHaveLength(3);
+    now += 1_000;
+    expect(await auth.authenticate(token(3))).not.toBeNull();
+    expect(s.calls).toHaveLength(4);
+  });
+
+  it("keeps at most two lookups in flight; tokens arriving meanwhile gather into the next batch", async () => {
+    const owners = new Map(
+      Array.from(
+        { length: 50 },
+        (_, n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const,
+      ),
+    );
+    const calls: number[] = [];
+    const release: Array<() => void> = [];
+    const lookup = {
+      lookupTokens: async (hashes: readonly string[]) => {
+        calls.push(hashes.length);
+        await new Promise<void>((resolve) => release.push(resolve));
+        return new Map(hashes.flatMap((h) => (owners.has(h) ? [[h, owners.get(h) as TokenOwner] as const] : [])));
+      },
+    };
+    const auth = new TokenAuthenticator({ lookup, ttlMs: 60_000, now: () => 0 });
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    const answers: Array<Promise<TokenOwner | null>> = [];
+    // Ten event-loop turns of five upgrades each, while the database is slow.
+    for (let turn = 0; turn < 10; turn++) {
+      for (let k = 0; k < 5; k++) answers.push(auth.authenticate(token(turn * 5 + k)));
+      await tick();
+    }
+    expect(calls).toEqual([5, 5]);
+    while (release.length > 0) {
+      release.shift()?.();
+      await tick();
+      await tick();
+    }
+    expect((await Promise.all(answers)).every((owner) => owner !== null)).toBe(true);
+    expect(calls).toEqual([5, 5, 40]);
+  });
+
   it("forgets a revoked router at once", async () => {
     const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
     const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, now: () => 0 });

@@ -15,6 +15,13 @@ export interface TokenAuthOptions {
   maxEntries?: number;
   /** Cap on remembered unknown tokens, kept apart so garbage tokens cannot push out real ones. */
   maxUnknown?: number;
+  /**
+   * How long past `ttlMs` a cached owner may still be answered to a caller that allows it (the HTTP
+   * path): the answer is immediate and the token is re-checked in the background, batched.
+   */
+  staleMs?: number;
+  /** Background re-checks are gathered this long into one `= any($1)` query per 1,000 tokens. */
+  refreshEveryMs?: number;
   /** Monotonic milliseconds; injectable for tests. */
   now?: () => number;
 }
@@ -25,6 +32,12 @@ interface Entry {
 }
 
 const LOOKUP_BATCH = 1_000;
+/**
+ * Token lookups in flight at once. While they run, new tokens gather into the next batch, so a
+ * reconnect storm makes a few large queries instead of one small query per event-loop turn (which
+ * queued behind each other on the pool and held every upgrade for tens of seconds).
+ */
+const MAX_LOOKUPS_IN_FLIGHT = 2;
 
 const BEARER = "bearer";
 const isSpace = (code: number) => code === 0x20 || code === 0x09;
@@ -50,7 +63,8 @@ export const bearerToken = (header: string | undefined): string | undefined => {
 
 /**
  * Heartbeat token -> router, cached by hash. Concurrent lookups (a reconnect storm) are merged into
- * one `= any($1)` query per event-loop turn. Entries live `ttlMs`, so a router deleted in another
+ * one `= any($1)` query per event-loop turn, at most MAX_LOOKUPS_IN_FLIGHT at once (the rest wait
+ * for the next, larger batch). Entries live `ttlMs`, so a router deleted in another
  * process is refused at the next upgrade after that at the latest; `revokeRouter` (from the status
  * feed or a flush that found the router gone) drops it at once.
  */
@@ -67,6 +81,11 @@ export class TokenAuthenticator {
   /** Database lookups made (one per batch of uncached tokens): cache misses, for stats and metrics. */
   lookups = 0;
   #scheduled = false;
+  #inFlight = 0;
+  readonly #staleMs: number;
+  readonly #refreshEveryMs: number;
+  #refresh = new Set<string>();
+  #refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(options: TokenAuthOptions) {
     this.#lookup = options.lookup;
@@ -74,10 +93,19 @@ export class TokenAuthenticator {
     this.#maxEntries = options.maxEntries ?? 200_000;
     this.#maxUnknown = options.maxUnknown ?? 10_000;
     this.#now = options.now ?? (() => performance.now());
+    this.#staleMs = options.staleMs ?? 0;
+    this.#refreshEveryMs = options.refreshEveryMs ?? 1_000;
   }
 
-  /** The router the token belongs to; null for a missing, malformed, unknown or revoked token. */
-  async authenticate(token: string | undefined): Promise<TokenOwner | null> {
+  /**
+   * The router the token belongs to; null for a missing, malformed, unknown or revoked token.
+   * `allowStale` (the HTTP path, where every heartbeat is a new check: a router posts once per
+   * interval, past the TTL) answers a cached owner up to `staleMs` past the TTL at once and
+   * re-checks it in the background, so the database sees one query per second and 1,000 tokens
+   * instead of one per event-loop turn. A router deleted without a feed event gets at most one more
+   * heartbeat acknowledged; the writer drops it (its row is gone) and revokes the router.
+   */
+  async authenticate(token: string | undefined, allowStale = false): Promise<TokenOwner | null> {
     // Made, hashed and checked in one module (@fleet/shared heartbeat-token.ts); implausible tokens are refused unhashed.
     const hash = heartbeatTokenLookupHash(token);
     if (hash === null) return null;
@@ -85,6 +113,12 @@ export class TokenAuthenticator {
     const entry = this.#cache.get(hash);
     if (entry && now - entry.checkedAt < this.#ttlMs) {
       countTokenLookup(true);
+      return entry.owner;
+    }
+    if (entry && allowStale && now - entry.checkedAt < this.#ttlMs + this.#staleMs) {
+      countTokenLookup(true);
+      this.#refresh.add(hash);
+      this.#scheduleRefresh();
       return entry.owner;
     }
     const refused = this.#unknown.get(hash);
@@ -115,7 +149,7 @@ export class TokenAuthenticator {
   }
 
   #schedule(): void {
-    if (this.#scheduled) return;
+    if (this.#scheduled || this.#inFlight >= MAX_LOOKUPS_IN_FLIGHT) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
@@ -123,9 +157,53 @@ export class TokenAuthenticator {
     });
   }
 
+  #scheduleRefresh(): void {
+    if (this.#refreshTimer !== undefined) return;
+    this.#refreshTimer = setTimeout(() => {
+      this.#refreshTimer = undefined;
+      void this.#runRefresh();
+    }, this.#refreshEveryMs);
+    this.#refreshTimer.unref();
+  }
+
+  async #runRefresh(): Promise<void> {
+    const hashes = [...this.#refresh];
+    this.#refresh = new Set();
+    for (let i = 0; i < hashes.length; i += LOOKUP_BATCH) {
+      const part = hashes.slice(i, i + LOOKUP_BATCH);
+      let owners: Map<string, TokenOwner>;
+      try {
+        this.lookups += 1;
+        owners = await this.#lookup.lookupTokens(part);
+      } catch {
+        continue; // Database unreachable: the cached owners stay until their stale window ends.
+      }
+      const checkedAt = this.#now();
+      for (const hash of part) {
+        const owner = owners.get(hash) ?? null;
+        if (!owner) {
+          const gone = this.#cache.get(hash)?.owner.routerId;
+          if (gone !== undefined && this.#hashByRouter.get(gone) === hash) this.#hashByRouter.delete(gone);
+        }
+        this.#remember(hash, owner, checkedAt);
+      }
+    }
+  }
+
   async #run(): Promise<void> {
     const batch = this.#pending;
+    if (batch.size === 0) return;
     this.#pending = new Map();
+    this.#inFlight += 1;
+    try {
+      await this.#lookupBatch(batch);
+    } finally {
+      this.#inFlight -= 1;
+      if (this.#pending.size > 0) this.#schedule();
+    }
+  }
+
+  async #lookupBatch(batch: Map<string, Array<(owner: TokenOwner | null) => void>>): Promise<void> {
     const hashes = [...batch.keys()];
     for (let i = 0; i < hashes.length; i += LOOKUP_BATCH) {
       const part = hashes.slice(i, i + LOOKUP_BATCH);
