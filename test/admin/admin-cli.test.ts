@@ -2,7 +2,12 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { failedJobsCommand, retryJobCommand } from "@fleet/all-in-one/admin/admin-commands";
+import {
+  createApiKeyCommand,
+  createOrganizationCommand,
+  failedJobsCommand,
+  retryJobCommand,
+} from "@fleet/all-in-one/admin/admin-commands";
 import { acquireJobEngine, type JobEngine, listRouterJobs, ROUTER_JOBS_DEAD_LETTER, routerJobsQueue } from "@fleet/db";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -114,4 +119,33 @@ describe("failed jobs", () => {
     expect(requeued).toMatchObject([{ kind: "forward.apply", routerId, state: "created" }]);
     expect((await failedJobsCommand(context)).json).not.toContainEqual(expect.objectContaining({ id: deadId }));
   });
+});
+
+describe("apikey create", () => {
+  it("bootstraps an organization's first API key, which then authenticates against the API", async () => {
+    const { startApiHarness } = await import("@fleet/api/testing");
+    const h = await startApiHarness();
+    try {
+      const context = { db: h.db, heartbeatIntervalMs: 30_000 };
+      const org = (await createOrganizationCommand(context, "Bootstrap Co")).json as { organizationId: string };
+      const created = (await createApiKeyCommand(context, org.organizationId, "ci")).json as {
+        key: string;
+        scopes: string[];
+      };
+      expect(created.scopes).toEqual(["account:read", "account:write", "routers:read", "routers:write"]);
+      const routers = await h.request("GET", "/api/routers", { token: created.key });
+      expect(routers.status).toBe(200);
+      expect(routers.body).toEqual({ status: "success", data: [] });
+      const account = await h.request("GET", "/v1/account", { token: created.key });
+      expect(account.status).toBe(422); // no billing account yet: the SPEC's no-account error, not 401
+      // Bad input changes nothing.
+      await expect(createApiKeyCommand(context, "not-a-uuid")).rejects.toThrow(/--org/);
+      await expect(createApiKeyCommand(context, crypto.randomUUID())).rejects.toThrow(/no organization/);
+      await expect(createApiKeyCommand(context, org.organizationId, "bad\u0000name")).rejects.toThrow(/--name/);
+      await expect(createApiKeyCommand(context, org.organizationId, "n".repeat(101))).rejects.toThrow(/--name/);
+      expect((await h.request("GET", "/v1/api-keys", { token: created.key })).body).toHaveLength(1);
+    } finally {
+      await h.close();
+    }
+  }, 120_000);
 });

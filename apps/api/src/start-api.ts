@@ -436,3 +436,6 @@ const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Log
     logger.warn({ err: error }, "could not install the shipped OEM catalogue; keeping the stored one");
   }
 };
+
+/** For the admin CLI's bootstrap key (docs/operations.md "Commands"). */
+export { mintApiKey } from "./features/api-keys/api-keys.service.ts";

@@ -6,6 +6,7 @@ import {
   type AdminContext,
   AdminError,
   type AdminOutput,
+  createApiKeyCommand,
   createOrganizationCommand,
   failedJobsCommand,
   migrateCommand,
@@ -45,9 +46,8 @@ const run = async (context: AdminContext, args: string[]): Promise<AdminOutput> 
     return createOrganizationCommand(context, values.name, values["owner-email"]);
   }
   if (command === "apikey" && sub === "create") {
-    // API keys belong to the events work (docs/api.md "Authentication"); until they are in this
-    // build, bootstrap with `org create --owner-email` and a token from the identity provider.
-    throw new AdminError("API keys are not available in this build; use `org create --owner-email` and a JWT");
+    if (!values.org) throw new AdminError("apikey create needs --org <organization id>");
+    return createApiKeyCommand(context, values.org, values.name);
   }
   throw new AdminError(USAGE);
 };

@@ -1,12 +1,16 @@
+import { mintApiKey } from "@fleet/api";
 import {
   acquireJobEngine,
+  ApiKeysRepository,
   type Database,
   IdentityRepository,
   type JobEngine,
   queueRouterJob,
   ROUTER_JOBS_DEAD_LETTER,
   type RouterJobData,
+  SYSTEM_ORIGIN,
 } from "@fleet/db";
+import { ALL_SCOPES, breaksTextRule, isUuid } from "@fleet/shared";
 
 /** What a command prints: lines for people, or one JSON document with `--json`. */
 export type AdminOutput = { text: string[]; json: unknown };
@@ -141,8 +145,7 @@ export const failedJobsCommand = async ({ db }: AdminContext, queue?: string): P
  * deleted); any other failed job is retried by pg-boss in place.
  */
 export const retryJobCommand = async ({ db }: AdminContext, id: string): Promise<AdminOutput> => {
-  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-  if (!UUID.test(id)) throw new AdminError(`"${id}" is not a job id (a UUID from \`jobs failed\`)`);
+  if (!isUuid(id)) throw new AdminError(`"${id}" is not a job id (a UUID from \`jobs failed\`)`);
   const [row] = await db.query<FailedRow>(
     `select id, name, data, output, state, source_id, completed_on from pgboss.job where id = ?`,
     [id],
@@ -173,8 +176,7 @@ export const createOrganizationCommand = async (
 ): Promise<AdminOutput> => {
   const trimmed = name.trim();
   if (trimmed.length === 0 || trimmed.length > 200) throw new AdminError("--name must be 1-200 characters");
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-  if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw new AdminError("--name must not contain control characters");
+  if (breaksTextRule(trimmed)) throw new AdminError("--name must not contain control characters");
   const identity = new IdentityRepository(db);
   if (ownerEmail !== undefined) {
     if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(ownerEmail)) throw new AdminError("--owner-email must be an email address");
@@ -191,6 +193,42 @@ export const createOrganizationCommand = async (
   }
   const created = await identity.createOrganization(trimmed);
   return { text: [`organization ${created.organizationId} (team ${created.teamId})`], json: created };
+};
+
+/**
+ * The first API key of an organization, for a production install without dev-login: every scope,
+ * no expiry, created by "admin-cli" and audited as a system action. The key is printed once.
+ */
+export const createApiKeyCommand = async (
+  { db }: AdminContext,
+  organizationId: string,
+  name = "bootstrap",
+): Promise<AdminOutput> => {
+  if (!isUuid(organizationId)) throw new AdminError("--org must be an organization id (a UUID)");
+  if (name.length === 0 || name.length > 100 || breaksTextRule(name)) {
+    throw new AdminError("--name must be 1-100 characters without control characters");
+  }
+  if (!(await new IdentityRepository(db).organizationExists(organizationId))) {
+    throw new AdminError(`no organization ${organizationId}`);
+  }
+  const { key, prefix, keyHash } = mintApiKey();
+  const record = await new ApiKeysRepository(db).create(
+    {
+      organizationId,
+      createdBy: "admin-cli",
+      name,
+      prefix,
+      keyHash,
+      scopes: [...ALL_SCOPES],
+      createdAt: new Date(),
+      expiresAt: null,
+    },
+    SYSTEM_ORIGIN,
+  );
+  return {
+    text: [`api key ${record.id} (${prefix}...) for organization ${organizationId}:`, key],
+    json: { id: record.id, organizationId, name, prefix, scopes: record.scopes, key },
+  };
 };
 
 /** A usage error: printed as one line, exit code 2, nothing changed. */

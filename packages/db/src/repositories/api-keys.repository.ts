@@ -1,3 +1,4 @@
+import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { nativeSql } from "../native-sql.ts";
 import { type AuditOrigin, insertAuditEntry } from "./audit-log.repository.ts";
@@ -29,8 +30,6 @@ export interface NewApiKey {
 }
 
 type Row = Record<string, unknown>;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
@@ -115,7 +114,7 @@ export class ApiKeysRepository {
     now: Date,
     origin: AuditOrigin,
   ): Promise<{ keyHash: string } | null> {
-    if (!UUID.test(id)) return null;
+    if (!isUuid(id)) return null;
     const sql = await nativeSql(this.#db);
     return sql.transaction(async (query) => {
       const rows = await query<Row>(

@@ -1,3 +1,4 @@
+import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
 import { type NativeQuery, nativeSql } from "../native-sql.ts";
@@ -76,7 +77,6 @@ export type DeliveryEnqueuer = Pick<JobEngine, "send"> & { ready?(): Promise<unk
 
 type Row = Record<string, unknown>;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 const dateOrNull = (value: unknown): Date | null =>
   value === null || value === undefined ? null : new Date(toNumber(value));
@@ -219,7 +219,7 @@ export class WebhooksRepository {
   }
 
   async get(organizationId: string, id: string): Promise<WebhookRecord | null> {
-    if (!UUID.test(id)) return null;
+    if (!isUuid(id)) return null;
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<Row>(
       `select ${WEBHOOK_COLUMNS} from webhooks w where w.id = $1 and w.organization_id = $2`,
@@ -230,7 +230,7 @@ export class WebhooksRepository {
 
   /** Deletes the webhook and its delivery log; false when it is not the organization's. */
   async delete(organizationId: string, id: string, now: Date, origin: AuditOrigin): Promise<boolean> {
-    if (!UUID.test(id)) return false;
+    if (!isUuid(id)) return false;
     const sql = await nativeSql(this.#db);
     return sql.transaction(async (query) => {
       const rows = await query<Row>("delete from webhooks where id = $1 and organization_id = $2 returning url", [
@@ -320,7 +320,7 @@ export class WebhooksRepository {
 
   /** A delivery with its webhook, for the worker (null when the webhook was deleted). */
   async delivery(id: string): Promise<{ delivery: DeliveryRecord; webhook: WebhookRecord } | null> {
-    if (!UUID.test(id)) return null;
+    if (!isUuid(id)) return null;
     const sql = await nativeSql(this.#db);
     const rows = await sql.query<Row>(
       `select ${DELIVERY_COLUMNS}, w.id as w_id, w.organization_id as w_organization_id, w.url as w_url,

@@ -23,6 +23,12 @@ const DAY_MS = 86_400_000;
 // Characters of the key kept visible: the fixed prefix plus 8 random ones.
 const VISIBLE = API_KEY_PREFIX.length + 8;
 
+/** A new key, shown once, with what is stored of it: its visible prefix and its hash. */
+export const mintApiKey = (): { key: string; prefix: string; keyHash: string } => {
+  const key = `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
+  return { key, prefix: key.slice(0, VISIBLE), keyHash: hashApiKey(key) };
+};
+
 /** API keys of an organization (docs/api.md "Authentication"). */
 export class ApiKeysService {
   readonly #deps: ApiKeysServiceDeps;
@@ -38,15 +44,15 @@ export class ApiKeysService {
         fields: { scopes: [`must be among the scopes of your token (${[...auth.scopes].join(" ")})`] },
       });
     }
-    const key = `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
+    const { key, prefix, keyHash } = mintApiKey();
     const now = this.#deps.clock.now();
     const record = await this.#deps.keys.create(
       {
         organizationId: auth.organizationId,
         createdBy: auth.userId,
         name: input.name,
-        prefix: key.slice(0, VISIBLE),
-        keyHash: hashApiKey(key),
+        prefix,
+        keyHash,
         scopes: [...new Set(input.scopes)],
         createdAt: now,
         expiresAt:

@@ -1,12 +1,10 @@
 import type { AuditListFilter, AuditRecord } from "@fleet/db";
-import { AppError, AUDIT_ACTIONS, EVENT_LIMITS, type TAuditLogPage, type TAuditLogQuery } from "@fleet/shared";
+import { AppError, AUDIT_ACTIONS, EVENT_LIMITS, type TAuditLogPage, type TAuditLogQuery, isUuid } from "@fleet/shared";
 import { decodeCursor, encodeCursor, toAuditEntry } from "./audit-log.mapper.ts";
 
 export interface AuditLogReader {
   list(filter: AuditListFilter): Promise<AuditRecord[]>;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The organization's audit log, newest first, one page at a time (docs/api.md "Audit log and webhooks"). */
 export class AuditLogService {
@@ -29,7 +27,7 @@ export class AuditLogService {
       });
     }
     // A router id that cannot exist matches nothing (like an unknown one).
-    if (query.router_id !== undefined && !UUID.test(query.router_id)) {
+    if (query.router_id !== undefined && !isUuid(query.router_id)) {
       return { status: "success", data: [], next_cursor: null };
     }
     // One row more than asked tells whether another page exists.
