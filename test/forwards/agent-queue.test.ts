@@ -334,12 +334,12 @@ describe("durable jobs", () => {
     // Nobody is running when the hour passes.
     clock.advance(3_600_000);
     expect(
-      (await db.query<{ status: string }>("select status from forwards where id = ?", [forward.id]))[0]?.status,
+      (await db.query<{ status: string }>("select status from forwards where id = $1", [forward.id]))[0]?.status,
     ).toBe("active");
     const second = await startTunnelAgent({ config, db, logger, clock });
     try {
       expect(
-        (await db.query<{ status: string }>("select status from forwards where id = ?", [forward.id]))[0]?.status,
+        (await db.query<{ status: string }>("select status from forwards where id = $1", [forward.id]))[0]?.status,
       ).toBe("expired");
       // The agent's own loop and its start-up reconciliation share this router's queue: wait for it.
       await eventually(

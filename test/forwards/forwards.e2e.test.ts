@@ -171,7 +171,9 @@ const untilUsable = async (router: SimulatedRouterOs, forward: { id: string; por
   const rule = await eventually(() => ruleOf(router, forward.id), "the rule on the router");
   await eventually(() => system.tunnelAgent.relay.listening().some((l) => l.id === forward.id), "the relay listener");
   await eventually(async () => {
-    const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = ?", [forward.id]);
+    const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = $1", [
+      forward.id,
+    ]);
     return row?.applied_at;
   }, "the forward to be marked applied");
   return rule;
@@ -194,7 +196,9 @@ describe("transient forwarding through the entry point and a simulated router", 
       comment: `fleet-fwd:${forward.id}`,
     });
     expect(rule.disabled).toBe(false);
-    const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = ?", [forward.id]);
+    const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = $1", [
+      forward.id,
+    ]);
     expect(row?.applied_at).not.toBeNull();
     const [job] = await listRouterJobs(db, { forwardId: forward.id, kind: "forward.apply" });
     expect(job).toMatchObject({ state: "completed", attempts: 1 });
@@ -345,9 +349,10 @@ describe("transient forwarding through the entry point and a simulated router", 
     const who = await owner(TUNNEL_B);
     const first = await create(who);
     await untilUsable(routerB, first);
-    const [pin] = await db.query<{ fingerprint: string }>("select fingerprint from ssh_host_keys where router_id = ?", [
-      who.routerId,
-    ]);
+    const [pin] = await db.query<{ fingerprint: string }>(
+      "select fingerprint from ssh_host_keys where router_id = $1",
+      [who.routerId],
+    );
     expect(pin?.fingerprint).toBe(routerB.ssh.hostKeyFingerprint);
 
     await routerB.close();
@@ -426,7 +431,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     expect(heartbeat.status).toBe(200);
     await system.heartbeat.flush();
     const rows = await db.query<{ id: string; tunnel_ip: string }>(
-      "select id, tunnel_ip from routers where id in (?, ?) order by tunnel_ip",
+      "select id, tunnel_ip from routers where id in ($1, $2) order by tunnel_ip",
       [victim.routerId, claimant.routerId],
     );
     expect(rows).toEqual([

@@ -100,7 +100,7 @@ describe("database", () => {
       expect(again.created).toBe(false);
       expect(again.organizationId).toBe(a.organizationId);
       const owners = await db.query<{ role: string }>(
-        "select role from organization_members where user_id = ? and organization_id = ?",
+        "select role from organization_members where user_id = $1 and organization_id = $2",
         [a.userId, a.organizationId],
       );
       expect(owners.map((o) => o.role)).toEqual(["owner"]);

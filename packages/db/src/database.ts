@@ -14,7 +14,7 @@ export interface DatabaseConfig {
   /** PGlite files live here; `memory` keeps everything in memory. */
   dataDir: string;
   /**
-   * Connections of the process's one pool on PostgreSQL (MikroORM, raw queries and `nativeSql`
+   * Connections of the process's one pool on PostgreSQL (MikroORM, raw queries through `db.query`
    * share it; DATABASE_POOL_MAX). The job engine, LISTEN connections and the start-up migration
    * lock come on top (docs/operations.md "Configuration").
    */
@@ -68,22 +68,6 @@ interface PgliteLike {
   ): Promise<T>;
 }
 
-const positional = new Map<string, string>();
-/** `?` placeholders (the repositories' style) -> `$1..$n` for pg and PGlite, cached per statement. */
-export const toPositional = (sql: string): string => {
-  let converted = positional.get(sql);
-  if (converted === undefined) {
-    let n = 0;
-    // Skip quoted literals and identifiers; `??` stays a literal `?` (jsonb operators).
-    converted = sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\?\?|\?/g, (m) =>
-      m === "?" ? `$${++n}` : m === "??" ? "?" : m,
-    );
-    if (positional.size > 5000) positional.clear();
-    positional.set(sql, converted);
-  }
-  return converted;
-};
-
 const MIGRATIONS_TABLE = "mikro_orm_migrations";
 // Any fixed 64-bit number: processes starting together serialize their migrations on it.
 const MIGRATION_LOCK_KEY = 727_274_001;
@@ -124,14 +108,11 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
   });
   const connection = orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgliteLike> };
   const pglite = await connection.getNativeClient();
-  const raw: RawQuery = async (sql, params) => (await pglite.query(toPositional(sql), params)).rows;
+  const raw: RawQuery = async (sql, params) => (await pglite.query(sql, params)).rows;
   // PGlite runs one statement at a time on its one connection; its transaction() holds that lock.
   const transaction: RawTransaction = (work) =>
     pglite.transaction((tx) =>
-      work(
-        async <T>(sql: string, params: readonly unknown[] = []) =>
-          (await tx.query(toPositional(sql), [...params])).rows as T[],
-      ),
+      work(async <T>(sql: string, params: readonly unknown[] = []) => (await tx.query(sql, [...params])).rows as T[]),
     );
   return wrap("pglite", orm, raw, transaction, async () => {
     await orm.migrator.up();
@@ -151,15 +132,13 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
   const raw: RawQuery = async (sql, params, options) =>
     (
       await pool.query(
-        options?.prepare
-          ? { name: options.prepare, text: toPositional(sql), values: params }
-          : { text: toPositional(sql), values: params },
+        options?.prepare ? { name: options.prepare, text: sql, values: params } : { text: sql, values: params },
       )
     ).rows;
   const transaction: RawTransaction = async (work) => {
     const client = await pool.connect();
     const query: Query = async <T>(sql: string, params: readonly unknown[] = []) =>
-      (await client.query(toPositional(sql), [...params])).rows as T[];
+      (await client.query(sql, [...params])).rows as T[];
     try {
       await client.query("begin");
       const result = await work(query);

@@ -12,7 +12,6 @@ export * from "./repositories/routers.repository.ts";
 export * from "./repositories/adoptions.repository.ts";
 export * from "./repositories/heartbeats.repository.ts";
 export { acquireStatusFeed, packEvents, STATUS_CHANNEL, type StatusFeedHandle } from "./status-feed.ts";
-export { type NativeQuery, type NativeSql, nativeSql } from "./native-sql.ts";
 export { isUniqueViolation } from "./repositories/sql-values.ts";
 export * from "./jobs/job-engine.ts";
 export * from "./jobs/router-jobs.ts";

@@ -50,7 +50,7 @@ export const statusCommand = async ({ db, heartbeatIntervalMs }: AdminContext): 
   }));
   const since = new Date(Date.now() - 2 * heartbeatIntervalMs);
   const [routers] = await db.query<{ connected: number; total: number }>(
-    `select count(*) filter (where last_seen_at >= ?)::int as connected, count(*)::int as total from routers`,
+    `select count(*) filter (where last_seen_at >= $1)::int as connected, count(*)::int as total from routers`,
     [since],
   );
   const [faults] = await db.query<{ n: number }>(
@@ -115,7 +115,7 @@ interface FailedRow {
 export const failedJobsCommand = async ({ db }: AdminContext, queue?: string): Promise<AdminOutput> => {
   const rows = await db.query<FailedRow>(
     `select id, name, data, output, state, source_id, completed_on from pgboss.job
-     where (state = 'failed' or name like '%.dead') and (?::text is null or name = ? or name = ? || '.dead')
+     where (state = 'failed' or name like '%.dead') and ($1::text is null or name = $2 or name = $3 || '.dead')
      order by created_on desc limit 100`,
     [queue ?? null, queue ?? null, queue ?? null],
   );
@@ -147,7 +147,7 @@ export const failedJobsCommand = async ({ db }: AdminContext, queue?: string): P
 export const retryJobCommand = async ({ db }: AdminContext, id: string): Promise<AdminOutput> => {
   if (!isUuid(id)) throw new AdminError(`"${id}" is not a job id (a UUID from \`jobs failed\`)`);
   const [row] = await db.query<FailedRow>(
-    `select id, name, data, output, state, source_id, completed_on from pgboss.job where id = ?`,
+    `select id, name, data, output, state, source_id, completed_on from pgboss.job where id = $1`,
     [id],
   );
   if (!row) throw new AdminError(`no job ${id}`);

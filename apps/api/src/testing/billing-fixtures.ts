@@ -47,7 +47,7 @@ export const loginWithAccount = async (
   if (created.status !== 201)
     throw new Error(`account creation failed: ${created.status} ${JSON.stringify(created.body)}`);
   const rows = await h.db.query<{ stripe_customer_id: string }>(
-    "select stripe_customer_id from billing_accounts where organization_id = ?",
+    "select stripe_customer_id from billing_accounts where organization_id = $1",
     [login.organizationId],
   );
   return { ...login, customerId: rows[0]?.stripe_customer_id ?? "" };

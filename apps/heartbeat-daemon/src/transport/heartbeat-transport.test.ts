@@ -28,7 +28,7 @@ const routerRow = async (id: string) =>
     await db.query<Record<string, unknown>>(
       `select has_pulse, last_seen_at, last_seen_from, identity, serial_number, software_version, software_id, model,
          board_name, hardwareboard, uptime_seconds::int as uptime, tunnel_ip, reported_metadata
-       from routers where id = ?`,
+       from routers where id = $1`,
       [id],
     )
   )[0];
@@ -243,7 +243,7 @@ describe("WebSocket heartbeats", () => {
     await socket.next();
     await h.daemon.flush();
     // What DELETE /api/routers/{id} does: remove the row, then tell everyone.
-    await db.query("delete from routers where id = ?", [router.id]);
+    await db.query("delete from routers where id = $1", [router.id]);
     const event: TRouterStatusEvent = { type: "removed", router_id: router.id, team_id: owner.teamId };
     await feed.feed.publish([event]);
     const closed = await socket.closed;
@@ -257,7 +257,7 @@ describe("WebSocket heartbeats", () => {
   it("closes the sockets of a router deleted without notice at the next flush", async () => {
     const router = await makeRouter(db, owner);
     const socket = await connectOk(h.daemon.wsUrl, router.heartbeatToken);
-    await db.query("delete from routers where id = ?", [router.id]);
+    await db.query("delete from routers where id = $1", [router.id]);
     socket.send({ type: "heartbeat" });
     await socket.next();
     await h.daemon.flush();

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nativeSql } from "../native-sql.ts";
 import { createTestDatabase, type TestDatabase } from "../testing/test-database.ts";
 import { acquireJobEngine, type JobEngine } from "./job-engine.ts";
 
@@ -51,15 +50,14 @@ describe("job engine (pg-boss)", () => {
 
   it("inserts a job inside the caller's transaction: a rollback leaves no job, a commit one", async () => {
     await engine.defineQueue({ name: "t-tx" });
-    const sql = await nativeSql(db);
     await expect(
-      sql.transaction(async (query) => {
+      db.transaction(async (query) => {
         await engine.send("t-tx", { v: "rolled back" }, { executor: query });
         throw new Error("abort");
       }),
     ).rejects.toThrow("abort");
     expect(await engine.findJobs("t-tx")).toEqual([]);
-    const id = await sql.transaction((query) => engine.send("t-tx", { v: "kept" }, { executor: query }));
+    const id = await db.transaction((query) => engine.send("t-tx", { v: "kept" }, { executor: query }));
     const jobs = await engine.findJobs<{ v: string }>("t-tx");
     expect(jobs.map((j) => [j.id, j.data.v])).toEqual([[id, "kept"]]);
   });

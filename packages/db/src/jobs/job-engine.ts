@@ -1,7 +1,7 @@
 import { type Db, fromPglite, type Job, type JobResult, type JobWithMetadata, PgBoss, type PGliteLike } from "pg-boss";
 import type { Database } from "../database.ts";
 import { recordJob, unwatchEngine, watchEngine } from "../metrics/job-metrics.ts";
-import type { NativeQuery } from "../native-sql.ts";
+import type { Query } from "../database.ts";
 
 /**
  * The job engine: pg-boss 12 on the process's own database (docs/operations.md "Metrics and probes"
@@ -50,9 +50,9 @@ export interface JobSendOptions {
   singletonKey?: string;
   /**
    * Insert through this executor instead of the engine's own connection: the job commits or rolls
-   * back with the caller's transaction (`nativeSql(db).transaction`).
+   * back with the caller's transaction (`db.transaction`).
    */
-  executor?: NativeQuery;
+  executor?: Query;
 }
 
 export interface EngineJob<T> {
@@ -155,7 +155,7 @@ const defined = <T extends Record<string, unknown>>(value: T): Partial<T> =>
   Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 /** A caller's transaction as a pg-boss `db`: `$1..$n` parameters, one connection. */
-export const executorDb = (query: NativeQuery): Db => ({
+export const executorDb = (query: Query): Db => ({
   executeSql: async (text: string, values?: unknown[]) => ({ rows: await query(text, values ?? []) }),
 });
 

@@ -1,5 +1,5 @@
 import type { Database } from "../database.ts";
-import type { NativeQuery } from "../native-sql.ts";
+import type { Query } from "../database.ts";
 import { toDate, toNumber } from "../repositories/sql-values.ts";
 import type { JobEngine, JobQueueDefinition } from "./job-engine.ts";
 
@@ -53,7 +53,7 @@ export const routerJobsQueue = (leaseSeconds = 60): JobQueueDefinition => ({
 });
 
 /** Queues a router job; with `executor` it commits or rolls back with the caller's transaction. */
-export const queueRouterJob = (engine: JobEngine, data: RouterJobData, executor?: NativeQuery) =>
+export const queueRouterJob = (engine: JobEngine, data: RouterJobData, executor?: Query) =>
   engine.send(ROUTER_JOBS_QUEUE, data, { singletonKey: data.router_id, ...(executor ? { executor } : {}) });
 
 /** pg-boss's job states, as the admin CLI and tests read them. */
@@ -83,8 +83,8 @@ export const listRouterJobs = async (
 ): Promise<RouterJobRow[]> => {
   const rows = await db.query<Record<string, unknown>>(
     `select id, data, state, retry_count, start_after, output, created_on from pgboss.job
-     where name = ? and (?::text is null or data->>'forward_id' = ?)
-       and (?::text is null or data->>'kind' = ?) and (?::text is null or data->>'router_id' = ?)
+     where name = $1 and ($2::text is null or data->>'forward_id' = $3)
+       and ($4::text is null or data->>'kind' = $5) and ($6::text is null or data->>'router_id' = $7)
      order by created_on, id`,
     [
       filter.deadLettered ? ROUTER_JOBS_DEAD_LETTER : ROUTER_JOBS_QUEUE,
@@ -120,7 +120,7 @@ export const listRouterJobs = async (
 /** Router jobs not finished yet (waiting, retrying or running). */
 export const countOpenRouterJobs = async (db: Database): Promise<number> => {
   const [row] = await db.query<{ n: number | string }>(
-    `select count(*)::int as n from pgboss.job where name in (?, ?) and state in ('created', 'retry', 'active')`,
+    `select count(*)::int as n from pgboss.job where name in ($1, $2) and state in ('created', 'retry', 'active')`,
     [ROUTER_JOBS_QUEUE, ROUTER_JOBS_DEAD_LETTER],
   );
   return toNumber(row?.n ?? 0);

@@ -1,6 +1,5 @@
 import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
-import { nativeSql } from "../native-sql.ts";
 import { type AuditOrigin, insertAuditEntry } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -59,8 +58,7 @@ export class ApiKeysRepository {
   }
 
   async create(input: NewApiKey, origin: AuditOrigin): Promise<ApiKeyRecord> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const rows = await query<Row>(
         `insert into api_keys as k (id, organization_id, created_by, name, prefix, key_hash, scopes, created_at, expires_at)
          values (gen_random_uuid(), $1, $2, $3, $4, $5, $6, to_timestamp($7::float8 / 1000.0),
@@ -99,8 +97,7 @@ export class ApiKeysRepository {
   }
 
   async list(organizationId: string): Promise<ApiKeyRecord[]> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select ${COLUMNS} from api_keys k where k.organization_id = $1 order by k.created_at desc, k.id desc`,
       [organizationId],
     );
@@ -115,8 +112,7 @@ export class ApiKeysRepository {
     origin: AuditOrigin,
   ): Promise<{ keyHash: string } | null> {
     if (!isUuid(id)) return null;
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const rows = await query<Row>(
         "delete from api_keys where id = $1 and organization_id = $2 returning id, name, prefix, key_hash",
         [id, organizationId],
@@ -138,18 +134,16 @@ export class ApiKeysRepository {
 
   /** The key with this hash, or null (revoked or never existed). */
   async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(`select ${COLUMNS} from api_keys k where k.key_hash = $1`, [keyHash]);
+    const rows = await this.#db.query<Row>(`select ${COLUMNS} from api_keys k where k.key_hash = $1`, [keyHash]);
     return rows[0] ? keyFromRow(rows[0]) : null;
   }
 
   /** Best effort, called at most once a minute per key by the verifier. */
   async touch(ids: readonly string[], at: Date): Promise<void> {
     if (ids.length === 0) return;
-    const sql = await nativeSql(this.#db);
-    await sql.query("update api_keys set last_used_at = to_timestamp($2::float8 / 1000.0) where id = any($1::uuid[])", [
-      ids,
-      at.getTime(),
-    ]);
+    await this.#db.query(
+      "update api_keys set last_used_at = to_timestamp($2::float8 / 1000.0) where id = any($1::uuid[])",
+      [ids, at.getTime()],
+    );
   }
 }

@@ -1,5 +1,5 @@
 import type { Database } from "../database.ts";
-import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import type { Query } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** Who did it (docs/api.md "Audit log and webhooks"). */
@@ -99,23 +99,8 @@ const insertParams = (entry: NewAuditEntry): unknown[] => [
 ];
 
 /** Writes one entry through `query`, so it commits or rolls back with the change it records. */
-export const insertAuditEntry = async (query: NativeQuery, entry: NewAuditEntry): Promise<void> => {
+export const insertAuditEntry = async (query: Query, entry: NewAuditEntry): Promise<void> => {
   await query(INSERT_SQL, insertParams(entry));
-};
-
-/**
- * The same insert for MikroORM transactions (`tx.execute` takes `?` placeholders); used where an
- * older repository already runs its change through the EntityManager.
- */
-export const auditInsertForOrm = (entry: NewAuditEntry): [string, unknown[]] => {
-  const params = insertParams(entry);
-  const ordered: unknown[] = [];
-  // `$n` may repeat; `?` is positional, so each occurrence gets its own copy of the value.
-  const text = INSERT_SQL.replace(/\$(\d+)/g, (_match, n: string) => {
-    ordered.push(params[Number(n) - 1]);
-    return "?";
-  });
-  return [text, ordered];
 };
 
 /**
@@ -174,15 +159,13 @@ export class AuditLogRepository {
 
   /** One entry in its own statement: for changes that have no transaction of their own. */
   async record(entry: NewAuditEntry): Promise<void> {
-    const sql = await nativeSql(this.#db);
-    await insertAuditEntry(sql.query, entry);
+    await insertAuditEntry(this.#db.query, entry);
   }
 
   /** The relay's batch: one statement for many connections. */
   async recordForwardEvents(events: readonly ForwardConnectionEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const sql = await nativeSql(this.#db);
-    await sql.query(INSERT_FORWARD_EVENTS_SQL, [
+    await this.#db.query(INSERT_FORWARD_EVENTS_SQL, [
       events.map((e) => e.forwardId),
       events.map((e) => e.occurredAt.getTime()),
       events.map((e) => e.action),
@@ -197,24 +180,21 @@ export class AuditLogRepository {
    */
   async list(filter: AuditListFilter): Promise<AuditRecord[]> {
     const { text, params } = listQuery(filter);
-    const sql = await nativeSql(this.#db);
-    return (await sql.query<Row>(text, params)).map(auditFromRow);
+    return (await this.#db.query<Row>(text, params)).map(auditFromRow);
   }
 
   /** The plan of {@link list} (tests show it uses an index). */
   async explainList(filter: AuditListFilter): Promise<string> {
     const { text, params } = listQuery(filter);
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(`explain ${text}`, params);
+    const rows = await this.#db.query<Row>(`explain ${text}`, params);
     return rows.map((r) => String(r["QUERY PLAN"] ?? Object.values(r)[0])).join("\n");
   }
 
   /** Deletes entries older than `before`, at most `batch` per statement; returns how many went. */
   async prune(before: Date, batch = 10_000): Promise<number> {
-    const sql = await nativeSql(this.#db);
     let total = 0;
     for (;;) {
-      const rows = await sql.query<{ n: unknown }>(
+      const rows = await this.#db.query<{ n: unknown }>(
         `with doomed as (
            select id from audit_log where occurred_at < to_timestamp($1::float8 / 1000.0) limit $2::int
          ), gone as (delete from audit_log a using doomed where a.id = doomed.id returning 1)

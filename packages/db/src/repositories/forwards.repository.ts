@@ -2,7 +2,7 @@ import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
 import { queueRouterJob } from "../jobs/router-jobs.ts";
-import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import type { Query } from "../database.ts";
 import { type AuditOrigin, insertAuditEntry, SYSTEM_ORIGIN } from "./audit-log.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -112,7 +112,7 @@ export class ForwardsRepository {
   }
 
   /** Queues the removal of each closed forward inside the transaction that closed it. */
-  async #queueRemovals(query: NativeQuery, closed: readonly ForwardRecord[]): Promise<void> {
+  async #queueRemovals(query: Query, closed: readonly ForwardRecord[]): Promise<void> {
     for (const forward of closed) {
       await queueRouterJob(
         this.#engine(),
@@ -126,7 +126,7 @@ export class ForwardsRepository {
    * Every close is audited in the transaction that closes it: `forward.expired` or
    * `forward.revoked` (docs/api.md "Audit log and webhooks").
    */
-  async #auditClosed(query: NativeQuery, closed: readonly ForwardRecord[], origin: AuditOrigin): Promise<void> {
+  async #auditClosed(query: Query, closed: readonly ForwardRecord[], origin: AuditOrigin): Promise<void> {
     if (closed.length === 0) return;
     const orgs = await query<Row>(`select id, organization_id from routers where id = any($1::uuid[])`, [
       [...new Set(closed.map((f) => f.routerId))],
@@ -156,7 +156,7 @@ export class ForwardsRepository {
   /** The router if it is in the team, with its tunnel address; null for unknown or foreign ids. */
   async findRouterInTeam(routerId: string, teamId: string): Promise<RouterTunnel | null> {
     if (!isUuid(routerId) || !isUuid(teamId)) return null;
-    const rows = await this.#db.query<Row>(`select id, tunnel_ip from routers where id = ? and team_id = ?`, [
+    const rows = await this.#db.query<Row>(`select id, tunnel_ip from routers where id = $1 and team_id = $2`, [
       routerId,
       teamId,
     ]);
@@ -173,8 +173,7 @@ export class ForwardsRepository {
     if (!isUuid(input.routerId) || !isUuid(input.teamId)) return { ok: false, reason: "router_not_found" };
     const engine = this.#engine();
     const origin = input.origin ?? SYSTEM_ORIGIN;
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query): Promise<CreateForwardResult> => {
+    return this.#db.transaction(async (query): Promise<CreateForwardResult> => {
       const [router] = await query<Row>(
         `select id, organization_id, tunnel_ip from routers where id = $1 and team_id = $2 for update`,
         [input.routerId, input.teamId],
@@ -270,7 +269,7 @@ export class ForwardsRepository {
   async listActive(routerId: string, now: Date): Promise<ForwardRecord[]> {
     if (!isUuid(routerId)) return [];
     const rows = await this.#db.query<Row>(
-      `select ${COLUMNS} from forwards f where f.router_id = ? and f.status = 'active' and f.expires_at > ?
+      `select ${COLUMNS} from forwards f where f.router_id = $1 and f.status = 'active' and f.expires_at > $2
        order by f.created_at, f.id`,
       [routerId, now],
     );
@@ -280,7 +279,7 @@ export class ForwardsRepository {
   /** One forward of a router, in any state. */
   async get(routerId: string, id: string): Promise<ForwardRecord | null> {
     if (!isUuid(routerId) || !isUuid(id)) return null;
-    const rows = await this.#db.query<Row>(`select ${COLUMNS} from forwards f where f.id = ? and f.router_id = ?`, [
+    const rows = await this.#db.query<Row>(`select ${COLUMNS} from forwards f where f.id = $1 and f.router_id = $2`, [
       id,
       routerId,
     ]);
@@ -298,8 +297,7 @@ export class ForwardsRepository {
     origin: AuditOrigin = SYSTEM_ORIGIN,
   ): Promise<ForwardRecord | null> {
     if (!isUuid(routerId) || !isUuid(id)) return null;
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const rows = await query<Row>(
         `update forwards f set status = case when f.expires_at <= $1 then 'expired' else 'revoked' end, closed_at = $1
          where f.id = $2 and f.router_id = $3 and f.status = 'active'
@@ -315,11 +313,10 @@ export class ForwardsRepository {
 
   /** The expiry sweep: closes every active forward whose time has come and queues its removal. */
   async expireDue(now: Date): Promise<ForwardRecord[]> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction((query) => this.#expireDue(query, now));
+    return this.#db.transaction((query) => this.#expireDue(query, now));
   }
 
-  async #expireDue(query: NativeQuery, now: Date, entryPoint?: string): Promise<ForwardRecord[]> {
+  async #expireDue(query: Query, now: Date, entryPoint?: string): Promise<ForwardRecord[]> {
     const rows = await query<Row>(
       `with due as (
          select id from forwards
@@ -348,7 +345,7 @@ export class ForwardsRepository {
   async findForAgent(id: string): Promise<{ forward: ForwardRecord; tunnelIp: string | null } | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#db.query<Row>(
-      `select ${COLUMNS}, r.tunnel_ip from forwards f join routers r on r.id = f.router_id where f.id = ?`,
+      `select ${COLUMNS}, r.tunnel_ip from forwards f join routers r on r.id = f.router_id where f.id = $1`,
       [id],
     );
     const row = rows[0];
@@ -357,7 +354,7 @@ export class ForwardsRepository {
   }
 
   async markApplied(id: string, now: Date): Promise<void> {
-    await this.#db.query(`update forwards set applied_at = ? where id = ?`, [now, id]);
+    await this.#db.query(`update forwards set applied_at = $1 where id = $2`, [now, id]);
   }
 
   /**
@@ -368,11 +365,10 @@ export class ForwardsRepository {
     networkCidr: string,
     limit: number,
   ): Promise<{ count: number; routers: Array<{ id: string; tunnelIp: string | null }> }> {
-    const sql = await nativeSql(this.#db);
     // CASE keeps the inet cast away from text that is not a canonical address.
     const where = `r.tunnel_ip is null or case when r.tunnel_ip ~ '${CANONICAL_IPV4_SQL}'
       then not (r.tunnel_ip::inet << $1::inet) else true end`;
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select r.id, r.tunnel_ip, count(*) over ()::int as total from routers r where ${where}
        order by r.created_at, r.id limit $2::int`,
       [networkCidr, limit],
@@ -389,7 +385,7 @@ export class ForwardsRepository {
   /** The router's assigned tunnel address, or null when the router is gone or has none. */
   async routerTunnelIp(routerId: string): Promise<string | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#db.query<Row>(`select tunnel_ip from routers where id = ?`, [routerId]);
+    const rows = await this.#db.query<Row>(`select tunnel_ip from routers where id = $1`, [routerId]);
     const ip = rows[0]?.tunnel_ip;
     return ip === null || ip === undefined ? null : String(ip);
   }
@@ -406,7 +402,7 @@ export class ForwardsRepository {
   async activeAtTunnel(tunnelIp: string, now: Date): Promise<ForwardRecord[]> {
     const rows = await this.#db.query<Row>(
       `select ${COLUMNS} from forwards f join routers r on r.id = f.router_id
-       where r.tunnel_ip = ? and f.status = 'active' and f.expires_at > ?
+       where r.tunnel_ip = $1 and f.status = 'active' and f.expires_at > $2
        order by f.created_at, f.id`,
       [tunnelIp, now],
     );
@@ -418,7 +414,7 @@ export class ForwardsRepository {
     const rows = await this.#db.query<Row>(
       `select f.id, f.port, f.allow_only_cidr, f.expires_at, r.tunnel_ip
        from forwards f join routers r on r.id = f.router_id
-       where f.entry_point = ? and f.status = 'active' and f.expires_at > ? and r.tunnel_ip is not null`,
+       where f.entry_point = $1 and f.status = 'active' and f.expires_at > $2 and r.tunnel_ip is not null`,
       [entryPoint, now],
     );
     return rows.map((row) => ({
@@ -437,7 +433,7 @@ export class ForwardsRepository {
   async routersToReconcile(since: Date): Promise<string[]> {
     const rows = await this.#db.query<Row>(
       `select distinct f.router_id from forwards f join routers r on r.id = f.router_id
-       where r.tunnel_ip is not null and (f.status = 'active' or f.closed_at >= ?)`,
+       where r.tunnel_ip is not null and (f.status = 'active' or f.closed_at >= $1)`,
       [since],
     );
     return rows.map((row) => String(row.router_id));

@@ -1,6 +1,6 @@
 import { coverageOnStart, type HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
-import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import type { Query } from "../database.ts";
 import {
   COVERAGE_COLUMNS,
   type CoverageRecord,
@@ -249,8 +249,7 @@ export class HeartbeatsRepository {
 
   /** Owners of the given token hashes; unknown hashes are absent from the map. */
   async lookupTokens(hashes: readonly string[]): Promise<Map<string, TokenOwner>> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ hash: string; id: string; team_id: string; tunnel_ip: string | null }>(
+    const rows = await this.#db.query<{ hash: string; id: string; team_id: string; tunnel_ip: string | null }>(
       "select heartbeat_token_hash as hash, id, team_id, tunnel_ip from routers where heartbeat_token_hash = any($1::text[])",
       [hashes],
     );
@@ -267,12 +266,11 @@ export class HeartbeatsRepository {
    * exist are simply absent from the result: the caller revokes them.
    */
   async applyHeartbeats(writes: readonly HeartbeatWrite[]): Promise<AppliedHeartbeat[]> {
-    const sql = await nativeSql(this.#db);
     const applied: AppliedHeartbeat[] = [];
     const parts = chunks(writes, this.chunkSize);
     for (const [index, part] of parts.entries()) {
       if (index > 0 && this.#db.driver === "pglite") await yieldToEventLoop();
-      const rows = await sql.query<{
+      const rows = await this.#db.query<{
         id: string;
         team_id: string;
         previous_has_pulse: boolean;
@@ -318,9 +316,8 @@ export class HeartbeatsRepository {
     }
     const rows = [...merged.values()].filter((w) => w.seconds > 0);
     if (rows.length === 0) return;
-    const sql = await nativeSql(this.#db);
     for (const part of chunks(rows, this.chunkSize)) {
-      await sql.query(DOWNTIME_SQL, [
+      await this.#db.query(DOWNTIME_SQL, [
         part.map((w) => w.routerId),
         part.map((w) => w.hour.getTime()),
         part.map((w) => Math.min(3_600, Math.round(w.seconds))),
@@ -331,10 +328,9 @@ export class HeartbeatsRepository {
   /** Completes the ongoing faults of these routers; returns what was completed. */
   async completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>> {
     if (completions.length === 0) return [];
-    const sql = await nativeSql(this.#db);
     const done: Array<FaultRecord & { teamId: string }> = [];
     for (const part of chunks(completions, this.chunkSize)) {
-      const rows = await sql.query<Record<string, unknown>>(COMPLETE_SQL, [
+      const rows = await this.#db.query<Record<string, unknown>>(COMPLETE_SQL, [
         part.map((c) => c.routerId),
         part.map((c) => c.resolvedAt.getTime()),
         part.map((c) => c.cause),
@@ -349,8 +345,7 @@ export class HeartbeatsRepository {
    * `gapLimitMs` (the restart rule), and the interval the daemons run at.
    */
   async startCoverage(now: Date, gapLimitMs: number, intervalMs: number): Promise<CoverageRecord> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       await query(
         `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms)
          values (1, to_timestamp($1::float8 / 1000.0), to_timestamp($1::float8 / 1000.0), null, $2::int) on conflict (id) do nothing`,
@@ -377,8 +372,7 @@ export class HeartbeatsRepository {
    * another process holds the sweep.
    */
   async sweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const locked = await query<{ ok: boolean }>("select pg_try_advisory_xact_lock($1) as ok", [SWEEP_LOCK_KEY]);
       if (locked[0]?.ok !== true) return null;
       const coverageRows = await query<Record<string, unknown>>(
@@ -394,7 +388,7 @@ export class HeartbeatsRepository {
     });
   }
 
-  async #due(query: NativeQuery, p: SweepParams, coverage: CoverageRecord): Promise<DueRouter[]> {
+  async #due(query: Query, p: SweepParams, coverage: CoverageRecord): Promise<DueRouter[]> {
     const rows = await query<{ id: string; team_id: string; name: string; identity: string; last_seen_ms: unknown }>(
       DUE_SQL,
       [
@@ -417,7 +411,7 @@ export class HeartbeatsRepository {
     }));
   }
 
-  async #open(query: NativeQuery, faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>> {
+  async #open(query: Query, faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>> {
     if (faults.length === 0) return [];
     const teams = new Map<string, string>();
     const rows = await query<Record<string, unknown>>(OPEN_SQL, [
@@ -438,8 +432,7 @@ export class HeartbeatsRepository {
 
   /** The coverage record, for the daemon's own reads. */
   async coverage(): Promise<CoverageRecord | null> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Record<string, unknown>>(
+    const rows = await this.#db.query<Record<string, unknown>>(
       `select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1`,
     );
     return rows[0] ? coverageFromRow(rows[0]) : null;

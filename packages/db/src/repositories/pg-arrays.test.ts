@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nativeSql } from "../native-sql.ts";
 import { createTestDatabase, type TestDatabase } from "../testing/index.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 
@@ -26,8 +25,7 @@ describe("array literals", () => {
       "'single'",
       null,
     ];
-    const sql = await nativeSql(db);
-    const rows = await sql.query<{ v: string | null }>(
+    const rows = await db.query<{ v: string | null }>(
       "select v from unnest($1::text[]) with ordinality as t(v, n) order by n",
       [textArray(values)],
     );
@@ -36,8 +34,7 @@ describe("array literals", () => {
 
   it("round-trip numbers, booleans and uuids", async () => {
     const id = crypto.randomUUID();
-    const sql = await nativeSql(db);
-    const rows = await sql.query<{ a: string; f: number; b: boolean | null }>(
+    const rows = await db.query<{ a: string; f: number; b: boolean | null }>(
       "select a::text, f, b from unnest($1::uuid[], $2::float8[], $3::boolean[]) as t(a, f, b)",
       [plainArray([id, id]), plainArray([1_795_262_400_123, 0.5]), plainArray([true, null])],
     );

@@ -1,7 +1,6 @@
 import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
-import { nativeSql } from "../native-sql.ts";
 import { type AuditOrigin, auditFromCte } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -133,8 +132,7 @@ export class RoutersRepository {
   }
 
   async listByTeam(teamId: string): Promise<RouterRecord[]> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select ${ROUTER_COLUMNS} from routers r where r.team_id = $1 order by r.created_at, r.id`,
       [teamId],
     );
@@ -144,18 +142,16 @@ export class RoutersRepository {
   /** The router if it exists in `teamId`; null for unknown ids, malformed ids and other teams. */
   async findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null> {
     if (!isUuid(routerId)) return null;
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(`select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2`, [
-      routerId,
-      teamId,
-    ]);
+    const rows = await this.#db.query<Row>(
+      `select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2`,
+      [routerId, teamId],
+    );
     return rows[0] ? routerFromRow(rows[0]) : null;
   }
 
   /** Inserts the router with its tunnel address; throws {@link TunnelIpTakenError} when another router holds it. */
   async insert(input: NewRouter): Promise<RouterRecord> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `with inserted as (
          insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at, tunnel_ip)
          values ($1, $2, $3, $4, $5, to_timestamp($6::float8 / 1000.0), $7)
@@ -195,15 +191,15 @@ export class RoutersRepository {
 
   /** True when some router (of any organization) holds the tunnel address. */
   async tunnelIpHeld(tunnelIp: string): Promise<boolean> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query("select 1 from routers where tunnel_ip = $1", [tunnelIp]);
+    const rows = await this.#db.query("select 1 from routers where tunnel_ip = $1", [tunnelIp]);
     return rows.length > 0;
   }
 
   /** Every tunnel address in use (the allocator's fallback when random picks keep colliding). */
   async tunnelIpsInUse(): Promise<Set<string>> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ tunnel_ip: string }>("select tunnel_ip from routers where tunnel_ip is not null");
+    const rows = await this.#db.query<{ tunnel_ip: string }>(
+      "select tunnel_ip from routers where tunnel_ip is not null",
+    );
     return new Set(rows.map((row) => row.tunnel_ip));
   }
 
@@ -214,8 +210,7 @@ export class RoutersRepository {
     removal: { origin: AuditOrigin; at: Date },
   ): Promise<{ id: string; organizationId: string } | null> {
     if (!isUuid(routerId)) return null;
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ id: string; organization_id: string }>(
+    const rows = await this.#db.query<{ id: string; organization_id: string }>(
       `with deleted as (
          delete from routers where id = $1 and team_id = $2 returning id, organization_id, name
        ), audited as (${auditFromCte({
@@ -256,8 +251,7 @@ export class RoutersRepository {
     change: (current: RouterRecord) => { userMetadata: Record<string, unknown>; name: string },
   ): Promise<RouterRecord | null> {
     if (!isUuid(routerId)) return null;
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const rows = await query<Row>(
         `select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2 for update`,
         [routerId, teamId],
@@ -276,8 +270,7 @@ export class RoutersRepository {
 
   /** The router's most recent faults, newest first. */
   async faults(routerId: string, limit: number): Promise<FaultRecord[]> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select ${FAULT_COLUMNS} from router_faults f where f.router_id = $1 order by f.created_at desc, f.id desc limit $2::int`,
       [routerId, limit],
     );
@@ -286,8 +279,7 @@ export class RoutersRepository {
 
   /** Stored seconds down per UTC hour in [from, to), keyed by the hour's epoch milliseconds. */
   async downtimeHours(routerId: string, from: Date, to: Date): Promise<Map<number, number>> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<{ hour_ms: unknown; seconds_down: unknown }>(
+    const rows = await this.#db.query<{ hour_ms: unknown; seconds_down: unknown }>(
       `select ${ms("hour", "hour_ms")}, seconds_down from router_downtime_hours
        where router_id = $1 and hour >= to_timestamp($2::float8 / 1000.0) and hour < to_timestamp($3::float8 / 1000.0)`,
       [routerId, from.getTime(), to.getTime()],
@@ -297,8 +289,7 @@ export class RoutersRepository {
 
   /** The heartbeat daemons' coverage record; null before any daemon ran. */
   async coverage(): Promise<CoverageRecord | null> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(`select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1`);
+    const rows = await this.#db.query<Row>(`select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1`);
     return rows[0] ? coverageFromRow(rows[0]) : null;
   }
 }

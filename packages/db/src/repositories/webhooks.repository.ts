@@ -1,7 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
-import { type NativeQuery, nativeSql } from "../native-sql.ts";
+import type { Query } from "../database.ts";
 import {
   AUDIT_COLUMNS,
   type AuditOrigin,
@@ -125,7 +125,7 @@ const messageIdOf = (deliveryId: string) => `msg_${deliveryId.replaceAll("-", ""
 /** Queues deliveries and their jobs in the caller's transaction. */
 const queueDeliveries = async (
   engine: DeliveryEnqueuer,
-  query: NativeQuery,
+  query: Query,
   rows: ReadonlyArray<{ webhookId: string; auditId: string | null; eventType: string; body: string }>,
   now: Date,
 ): Promise<string[]> => {
@@ -171,8 +171,7 @@ export class WebhooksRepository {
   }
 
   async create(input: NewWebhook, origin: AuditOrigin): Promise<WebhookRecord> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const rows = await query<Row>(
         `insert into webhooks as w (id, organization_id, url, events, description, format, secret_ciphertext, created_at)
          values (gen_random_uuid(), $1, $2, $3::jsonb, $4, $5, $6, to_timestamp($7::float8 / 1000.0))
@@ -205,13 +204,11 @@ export class WebhooksRepository {
 
   /** Whether any enabled webhook exists (a process starts its delivery worker only then). */
   async anyEnabled(): Promise<boolean> {
-    const sql = await nativeSql(this.#db);
-    return (await sql.query("select 1 from webhooks where disabled_at is null limit 1")).length > 0;
+    return (await this.#db.query("select 1 from webhooks where disabled_at is null limit 1")).length > 0;
   }
 
   async list(organizationId: string): Promise<WebhookRecord[]> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select ${WEBHOOK_COLUMNS} from webhooks w where w.organization_id = $1 order by w.created_at, w.id`,
       [organizationId],
     );
@@ -220,8 +217,7 @@ export class WebhooksRepository {
 
   async get(organizationId: string, id: string): Promise<WebhookRecord | null> {
     if (!isUuid(id)) return null;
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select ${WEBHOOK_COLUMNS} from webhooks w where w.id = $1 and w.organization_id = $2`,
       [id, organizationId],
     );
@@ -231,8 +227,7 @@ export class WebhooksRepository {
   /** Deletes the webhook and its delivery log; false when it is not the organization's. */
   async delete(organizationId: string, id: string, now: Date, origin: AuditOrigin): Promise<boolean> {
     if (!isUuid(id)) return false;
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const rows = await query<Row>("delete from webhooks where id = $1 and organization_id = $2 returning url", [
         id,
         organizationId,
@@ -253,9 +248,8 @@ export class WebhooksRepository {
 
   /** A delivery outside the audit log (`webhook.test`), queued at once. */
   async queueTest(webhookId: string, eventType: string, body: string, now: Date): Promise<DeliveryRecord> {
-    const sql = await nativeSql(this.#db);
     await this.#engine.ready?.();
-    const [id] = await sql.transaction((query) =>
+    const [id] = await this.#db.transaction((query) =>
       queueDeliveries(this.#engine, query, [{ webhookId, auditId: null, eventType, body }], now),
     );
     const delivery = id ? await this.delivery(id) : null;
@@ -275,12 +269,11 @@ export class WebhooksRepository {
     now: Date,
     render: (entry: AuditRecord, format: TWebhookFormat) => string,
   ): Promise<number> {
-    const sql = await nativeSql(this.#db);
     // A cheap look first: the outbox is empty most of the time (entries of organizations without
     // webhooks are born dispatched), and an entry here means a webhook exists to deliver to.
-    if ((await sql.query("select 1 from audit_log where dispatched_at is null limit 1")).length === 0) return 0;
+    if ((await this.#db.query("select 1 from audit_log where dispatched_at is null limit 1")).length === 0) return 0;
     await this.#engine.ready?.();
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const entries = (
         await query<Row>(
           `select ${AUDIT_COLUMNS} from audit_log a where a.dispatched_at is null
@@ -321,8 +314,7 @@ export class WebhooksRepository {
   /** A delivery with its webhook, for the worker (null when the webhook was deleted). */
   async delivery(id: string): Promise<{ delivery: DeliveryRecord; webhook: WebhookRecord } | null> {
     if (!isUuid(id)) return null;
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select ${DELIVERY_COLUMNS}, w.id as w_id, w.organization_id as w_organization_id, w.url as w_url,
          w.events as w_events, w.description as w_description, w.format as w_format,
          w.secret_ciphertext as w_secret_ciphertext, ${ms("w.created_at", "w_created_ms")},
@@ -339,8 +331,7 @@ export class WebhooksRepository {
 
   /** The delivery log of one webhook, newest first. */
   async deliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
-    const sql = await nativeSql(this.#db);
-    const rows = await sql.query<Row>(
+    const rows = await this.#db.query<Row>(
       `select ${DELIVERY_COLUMNS} from webhook_deliveries d where d.webhook_id = $1
        order by d.created_at desc, d.id desc limit $2::int`,
       [webhookId, limit],
@@ -353,8 +344,7 @@ export class WebhooksRepository {
    * success, started by the first failure). Returns the webhook's `failingSince` afterwards.
    */
   async recordAttempt(deliveryId: string, webhookId: string, attempt: DeliveryAttempt): Promise<Date | null> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const status = attempt.ok ? "succeeded" : attempt.final ? "failed" : "pending";
       await query(
         `update webhook_deliveries set status = $2, attempts = attempts + 1, last_attempt_at = to_timestamp($3::float8 / 1000.0),
@@ -381,8 +371,7 @@ export class WebhooksRepository {
 
   /** Marks a delivery failed without an attempt (its webhook is disabled). */
   async abandon(deliveryId: string, reason: string): Promise<void> {
-    const sql = await nativeSql(this.#db);
-    await sql.query(
+    await this.#db.query(
       "update webhook_deliveries set status = 'failed', last_error = $2 where id = $1 and status = 'pending'",
       [deliveryId, reason],
     );
@@ -390,8 +379,7 @@ export class WebhooksRepository {
 
   /** Disables a webhook after its failures ran too long, audited once (`webhook.disabled`). */
   async disable(webhookId: string, now: Date, reason: string): Promise<boolean> {
-    const sql = await nativeSql(this.#db);
-    return sql.transaction(async (query) => {
+    return this.#db.transaction(async (query) => {
       const rows = await query<Row>(
         `update webhooks set disabled_at = to_timestamp($2::float8 / 1000.0)
          where id = $1 and disabled_at is null returning organization_id, url, ${ms("failing_since", "failing_ms")}`,

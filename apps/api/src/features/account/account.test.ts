@@ -33,7 +33,7 @@ describe("GET /v1/account", () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual(created.body);
     const rows = await h.db.query<{ ms: number }>(
-      "select (extract(epoch from created_at) * 1000)::float8 as ms from billing_accounts where id = ?",
+      "select (extract(epoch from created_at) * 1000)::float8 as ms from billing_accounts where id = $1",
       [res.body.id],
     );
     const utc = new Date(Number(rows[0]?.ms));
@@ -83,7 +83,7 @@ describe("POST /v1/account", () => {
       "name",
     ]);
     const rows = await h.db.query<{ stripe_customer_id: string }>(
-      "select stripe_customer_id from billing_accounts where organization_id = ?",
+      "select stripe_customer_id from billing_accounts where organization_id = $1",
       [organizationId],
     );
     const stripe = new Stripe("sk_test_fleet_emulator", {
@@ -111,7 +111,7 @@ describe("POST /v1/account", () => {
     );
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     expect(results.filter((r) => r.status === 409)).toHaveLength(4);
-    const rows = await h.db.query("select id from billing_accounts where organization_id = ?", [organizationId]);
+    const rows = await h.db.query("select id from billing_accounts where organization_id = $1", [organizationId]);
     expect(rows).toHaveLength(1);
   });
 

@@ -37,7 +37,7 @@ describe("POST /v1/api-keys", () => {
     });
     expect(created.key.startsWith(created.prefix)).toBe(true);
     expect(Date.parse(created.expires_at) - Date.parse(created.created_at)).toBe(30 * DAY_MS);
-    const stored = await h.db.query<{ key_hash: string }>("select key_hash from api_keys where id = ?", [created.id]);
+    const stored = await h.db.query<{ key_hash: string }>("select key_hash from api_keys where id = $1", [created.id]);
     expect(stored[0]?.key_hash).toBe(createHash("sha256").update(created.key).digest("hex"));
     const dump = JSON.stringify(await h.db.query("select * from api_keys"));
     expect(dump).not.toContain(created.key);

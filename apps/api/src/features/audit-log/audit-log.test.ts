@@ -36,7 +36,7 @@ describe("every action is recorded once, with actor, target, router and source",
     const enrolled = await h.request("POST", "/api/routers", { token: user.token, body: { name: "Office" } });
     expect(enrolled.status).toBe(201);
     const routerId = enrolled.body.data.router.id as string;
-    await h.db.query("update routers set tunnel_ip = '100.64.0.9' where id = ?", [routerId]);
+    await h.db.query("update routers set tunnel_ip = '100.64.0.9' where id = $1", [routerId]);
     const forwardBody = {
       dst_address: "192.168.88.1",
       dst_port: 22,
@@ -61,7 +61,7 @@ describe("every action is recorded once, with actor, target, router and source",
     });
     const expiredId = second.body.data?.id ?? second.body.id;
     const forwardCreator = await h.db.query<{ created_by_type: string; created_by_id: string }>(
-      "select created_by_type, created_by_id from forwards where id = ?",
+      "select created_by_type, created_by_id from forwards where id = $1",
       [expiredId],
     );
     expect(forwardCreator[0]).toEqual({ created_by_type: "user", created_by_id: user.userId });
@@ -226,8 +226,8 @@ describe("GET /api/audit-log", () => {
     const start = Date.UTC(2026, 10, 1);
     await h.db.query(
       `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type, target_id, details, dispatched_at)
-       select gen_random_uuid(), ?, to_timestamp((?::float8 + (i / 3) * 1000) / 1000.0), 'api_key.created', 'system', null, 'api_key', i::text, '{}'::jsonb, now()
-       from generate_series(1, ?) as i`,
+       select gen_random_uuid(), $1, to_timestamp(($2::float8 + (i / 3) * 1000) / 1000.0), 'api_key.created', 'system', null, 'api_key', i::text, '{}'::jsonb, now()
+       from generate_series(1, $3) as i`,
       [user.organizationId, start, n],
     );
   };
@@ -282,7 +282,7 @@ describe("GET /api/audit-log", () => {
     await seed(a, 5);
     await h.db.query(
       `insert into audit_log (id, organization_id, occurred_at, action, actor_type, target_type, target_id, router_id, details, dispatched_at)
-       values (gen_random_uuid(), ?, now(), 'router.offline', 'system', 'router', ?, ?, '{}', now())`,
+       values (gen_random_uuid(), $1, now(), 'router.offline', 'system', 'router', $2, $3, '{}', now())`,
       [a.organizationId, routerA.id, routerA.id],
     );
     expect((await auditLog(b)).data).toEqual([]);
@@ -336,7 +336,7 @@ describe("retention", () => {
     for (const age of [366 * day, 365 * day + 1_000, 365 * day - 1_000, 1 * day]) {
       await h.db.query(
         `insert into audit_log (id, organization_id, occurred_at, action, actor_type, target_type, target_id, details, dispatched_at)
-         values (gen_random_uuid(), ?, to_timestamp(?::float8 / 1000.0), 'api_key.created', 'system', 'api_key', ?, '{}', now())`,
+         values (gen_random_uuid(), $1, to_timestamp($2::float8 / 1000.0), 'api_key.created', 'system', 'api_key', $3, '{}', now())`,
         [user.organizationId, now - age, String(age)],
       );
     }

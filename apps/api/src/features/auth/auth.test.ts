@@ -101,7 +101,7 @@ describe("access tokens", () => {
     const uuid = crypto.randomUUID();
     const byUuid = await sign({ sub: "user-1", id: uuid, scope }, { exp: "5m" });
     expect((await h.request("GET", "/v1/account", { token: byUuid })).status).toBe(422);
-    expect(await h.db.query("select id from organizations where id = ?", [uuid])).toHaveLength(1);
+    expect(await h.db.query("select id from organizations where id = $1", [uuid])).toHaveLength(1);
 
     const external = `org_${crypto.randomUUID().slice(0, 8)}`;
     const first = await sign({ sub: "idp|42", id: external, scope }, { exp: "5m" });
@@ -117,7 +117,7 @@ describe("access tokens", () => {
     });
     expect(created.status).toBe(201);
     expect((await h.request("GET", "/v1/account", { token: again })).body.id).toBe(created.body.id);
-    const mapped = await h.db.query("select organization_id from organization_external_ids where external_id = ?", [
+    const mapped = await h.db.query("select organization_id from organization_external_ids where external_id = $1", [
       external,
     ]);
     expect(mapped).toHaveLength(1);
@@ -144,7 +144,7 @@ describe("dev login (the authentication workflow)", () => {
     expect(second.body.organization_id).toBe(first.body.organization_id);
     expect(second.body.team_id).toBe(first.body.team_id);
     const owners = await h.db.query<{ role: string }>(
-      "select role from organization_members where user_id = ? and organization_id = ?",
+      "select role from organization_members where user_id = $1 and organization_id = $2",
       [first.body.user_id, first.body.organization_id],
     );
     expect(owners).toEqual([{ role: "owner" }]);

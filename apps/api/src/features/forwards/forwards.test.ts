@@ -68,7 +68,7 @@ describe("transient forwarding endpoints", () => {
     expect(expires).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 + 3_600_000);
     expect(expires).toBeLessThanOrEqual(Date.now() + 3_600_000);
     const jobs = await h.db.query<{ kind: string; state: string }>(
-      `select data->>'kind' as kind, state from pgboss.job where name = 'router.jobs' and data->>'forward_id' = ?`,
+      `select data->>'kind' as kind, state from pgboss.job where name = 'router.jobs' and data->>'forward_id' = $1`,
       [res.body.id],
     );
     expect(jobs).toEqual([{ kind: "forward.apply", state: "created" }]);
@@ -96,7 +96,7 @@ describe("transient forwarding endpoints", () => {
     const again = await h.refused("DELETE", `${base}/${a.id}`, { token });
     expect(again.status).toBe(204);
     const jobs = await h.db.query<{ kind: string }>(
-      `select data->>'kind' as kind from pgboss.job where name = 'router.jobs' and data->>'forward_id' = ? order by created_on`,
+      `select data->>'kind' as kind from pgboss.job where name = 'router.jobs' and data->>'forward_id' = $1 order by created_on`,
       [a.id],
     );
     expect(jobs.map((j) => j.kind)).toEqual(["forward.apply", "forward.remove"]);
@@ -117,7 +117,7 @@ describe("transient forwarding endpoints", () => {
       expect((await h.request("GET", base, { token })).body).toEqual([]);
       // Deleting after expiry closes it as expired (not revoked early) and still answers 204.
       expect((await h.request("DELETE", `${base}/${created.id}`, { token })).status).toBe(204);
-      const row = await h.db.query<{ status: string }>(`select status from forwards where id = ?`, [created.id]);
+      const row = await h.db.query<{ status: string }>(`select status from forwards where id = $1`, [created.id]);
       expect(row[0]?.status).toBe("expired");
     } finally {
       h.clock.offsetMs = 0;

@@ -19,7 +19,7 @@ afterAll(async () => {
 const enroll = (token: string) => h.request("POST", "/api/routers", { token, body: { name: "edge" } });
 const routerCount = async (organizationId: string) =>
   (
-    await h.db.query<{ n: number }>("select count(*)::int as n from routers where organization_id = ?", [
+    await h.db.query<{ n: number }>("select count(*)::int as n from routers where organization_id = $1", [
       organizationId,
     ])
   )[0]?.n;

@@ -53,7 +53,7 @@ const sign = (body: string, timestamp = Math.floor(Date.now() / 1000), secret = 
 /** The mirrored cards of the customer's account, read from the table (a GET would first reconcile with the processor). */
 const cardsOf = (customerId: string) =>
   h.db.query(
-    "select pm.id from billing_payment_methods pm join billing_accounts a on a.id = pm.account_id where a.stripe_customer_id = ?",
+    "select pm.id from billing_payment_methods pm join billing_accounts a on a.id = pm.account_id where a.stripe_customer_id = $1",
     [customerId],
   );
 
@@ -91,7 +91,7 @@ describe("POST /v1/stripe/webhook", () => {
     expect(first.body).toMatchObject({ received: true, outcome: "applied" });
     expect(await cardsOf(customerId)).toHaveLength(1);
     // The card is removed meanwhile; the replayed attach must not bring it back.
-    await h.db.query("delete from billing_payment_methods where id = ?", [JSON.parse(body).data.object.id]);
+    await h.db.query("delete from billing_payment_methods where id = $1", [JSON.parse(body).data.object.id]);
     await settleWebhooks(h);
     const before = await databaseFingerprint(h.db);
     const replay = await deliver(body, sign(body));
@@ -107,7 +107,7 @@ describe("POST /v1/stripe/webhook", () => {
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(results.filter((r) => r.body.outcome === "applied")).toHaveLength(1);
     expect(results.filter((r) => r.body.outcome === "duplicate")).toHaveLength(5);
-    const rows = await h.db.query("select id from stripe_webhook_events where id = ?", [JSON.parse(body).id]);
+    const rows = await h.db.query("select id from stripe_webhook_events where id = $1", [JSON.parse(body).id]);
     expect(rows).toHaveLength(1);
     expect(await cardsOf(customerId)).toHaveLength(1);
   });

@@ -86,7 +86,7 @@ const subscriptionsOf = async (customerId: string) =>
 const rowOf = async (accountId: string) => new SubscriptionsRepository(db).findByAccount(accountId);
 
 const accountCurrency = async (accountId: string) =>
-  (await db.query<{ currency: string }>("select currency from billing_accounts where id = ?", [accountId]))[0]
+  (await db.query<{ currency: string }>("select currency from billing_accounts where id = $1", [accountId]))[0]
     ?.currency;
 
 describe("ensureClearance", () => {
@@ -105,7 +105,7 @@ describe("ensureClearance", () => {
     const root = await makeUser(db);
     const child = await makeChildOrganization(db, root.organizationId, "Reseller Child");
     const rootName = (
-      await db.query<{ name: string }>("select name from organizations where id = ?", [root.organizationId])
+      await db.query<{ name: string }>("select name from organizations where id = $1", [root.organizationId])
     )[0]?.name;
     const error = await rejection(service.ensureClearance(child.organizationId));
     expect(error.status).toBe(402);
@@ -162,7 +162,7 @@ describe("syncQuantity", () => {
     expect((await rowOf(org.account.id))?.quantity).toBe(3);
 
     // Removal lowers it; no change means no processor write at all.
-    await db.query("delete from routers where id = ?", [childRouter.id]);
+    await db.query("delete from routers where id = $1", [childRouter.id]);
     await service.syncQuantity(org.organizationId);
     expect((await stripe.subscriptions.retrieve(created?.id ?? "")).items.data[0]?.quantity).toBe(2);
     const writes = emulator.store.idempotency.size;

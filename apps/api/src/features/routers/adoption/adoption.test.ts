@@ -230,7 +230,7 @@ describe("POST /api/routers/{id}/adoption", () => {
     const newToken = /Bearer (hb_[A-Za-z0-9_-]+),/.exec(source)?.[1] ?? "";
     expect(newToken).not.toBe(first.heartbeat_token);
     const [row] = await h.db.query<{ heartbeat_token_hash: string }>(
-      "select heartbeat_token_hash from routers where id = ?",
+      "select heartbeat_token_hash from routers where id = $1",
       [first.router.id],
     );
     expect(row?.heartbeat_token_hash).toBe(sha256(newToken));
