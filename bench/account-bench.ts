@@ -59,6 +59,8 @@ const api = await startProcess(
     LOG_LEVEL: "warn",
     STRIPE_EMULATOR_PORT: "0",
     DATA_DIR: "memory",
+    // The bench is one credential at full speed: the per-credential limit would answer 429.
+    RATE_LIMIT_PER_MINUTE: "1000000",
   },
   `http://127.0.0.1:${apiPort}/healthz`,
 );
@@ -69,6 +71,21 @@ const baseline = await startProcess(
 );
 
 const auth = { authorization: `Bearer ${token}` };
+// An API key of the same organization (docs/api.md "Authentication"): verified through its own
+// cache, it must cost no more than the cached JWT path.
+const writer = await new SignJWT({ id: user.organizationId, scope: "account:read account:write" })
+  .setProtectedHeader({ alg: "HS256" })
+  .setSubject(user.userId)
+  .setExpirationTime("2h")
+  .sign(createSecretKey(Buffer.from(secret)));
+const keyAnswer = await fetch(`http://127.0.0.1:${apiPort}/v1/api-keys`, {
+  method: "POST",
+  headers: { authorization: `Bearer ${writer}`, "content-type": "application/json" },
+  body: JSON.stringify({ name: "bench", scopes: ["account:read"] }),
+});
+if (keyAnswer.status !== 201) throw new Error(`creating the bench API key answered ${keyAnswer.status}`);
+const apiKey = ((await keyAnswer.json()) as { key: string }).key;
+const keyAuth = { authorization: `Bearer ${apiKey}` };
 /** Runs a load and adds the server's CPU time per answered request (less sensitive to a busy machine). */
 const measured = async (pid: number | undefined, run: () => Promise<LoadResult>) => {
   const before = await cpuMs(pid);
@@ -96,6 +113,14 @@ const targets = {
   trpc: () =>
     measured(api.pid, () =>
       runLoad("tRPC account.get", `http://127.0.0.1:${apiPort}/trpc/account.get`, auth, {
+        concurrency,
+        durationMs,
+        expectStatus: 200,
+      }),
+    ),
+  apikey: () =>
+    measured(api.pid, () =>
+      runLoad("REST /v1/account (API key)", `http://127.0.0.1:${apiPort}/v1/account`, keyAuth, {
         concurrency,
         durationMs,
         expectStatus: 200,
@@ -135,10 +160,14 @@ async function runAll() {
   const b = best.baseline as Measured;
   const r = best.rest as Measured;
   const t = best.trpc as Measured;
+  const k = best.apikey as Measured;
   console.log(`\nGET /v1/account, ${concurrency} connections, ${rounds} rounds of ${durationMs} ms, best round each\n`);
-  for (const result of [b, r, t])
+  for (const result of [b, r, t, k])
     console.log(`${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request`);
   const line = (name: string, x: Measured, target: number) =>
     `${name.padEnd(6)} throughput ${(x.rps / b.rps).toFixed(2)} of baseline (target >= ${target})   p99 ${(x.p99 / b.p99).toFixed(2)}x baseline (target <= 2)   CPU/request ${(x.cpuUsPerRequest / b.cpuUsPerRequest).toFixed(2)}x baseline`;
   console.log(`\n${line("REST", r, 0.65)}\n${line("tRPC", t, 0.6)}`);
+  console.log(
+    `API key vs JWT (REST): throughput ${(k.rps / r.rps).toFixed(2)}   CPU/request ${(k.cpuUsPerRequest / r.cpuUsPerRequest).toFixed(2)}x (target: about 1)`,
+  );
 }
