@@ -96,7 +96,8 @@ export const routerOsString = (value: string): string => {
   return out;
 };
 
-const SIMPLE_UNESCAPES: Record<string, string> = {
+/** RouterOS string escapes with a one-letter name, escape letter -> character (the simulator's parser reads them too). */
+export const SIMPLE_UNESCAPES: Readonly<Record<string, string>> = {
   '"': '"',
   "\\": "\\",
   $: "$",

@@ -1,3 +1,4 @@
+import { SIMPLE_UNESCAPES } from "@fleet/shared";
 /**
  * A parser for the part of the RouterOS 7 scripting language that adoption scripts and the one-line
  * adoption command use (docs/routeros.md "Simulator"), written from MikroTik's description
@@ -104,20 +105,7 @@ const readWord = (r: Reader): string => {
   return r.text.slice(start, r.i);
 };
 
-const SIMPLE: Record<string, string> = {
-  '"': '"',
-  "\\": "\\",
-  $: "$",
-  "?": "?",
-  n: "\n",
-  r: "\r",
-  t: "\t",
-  _: " ",
-  a: "\x07",
-  b: "\b",
-  f: "\f",
-  v: "\v",
-};
+const SIMPLE = SIMPLE_UNESCAPES;
 
 /** A string literal: escapes become bytes (decoded as UTF-8 at the end), `$name` a substitution. */
 const readString = (r: Reader): Expr => {
