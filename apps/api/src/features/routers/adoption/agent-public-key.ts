@@ -57,7 +57,7 @@ const sshString = (buffer: Buffer, offset: number): { value: Buffer; next: numbe
  * KDF fields, so it is read without any passphrase.
  */
 const publicOfOpenSsh = (text: string): string | undefined => {
-  const body = /-----BEGIN OPENSSH PRIVATE KEY-----([\s\S]+?)-----END OPENSSH PRIVATE KEY-----/.exec(text)?.[1];
+  const body = /-{5}BEGIN OPENSSH PRIVATE KEY-{5}([\s\S]+?)-{5}END OPENSSH PRIVATE KEY-{5}/.exec(text)?.[1];
   if (!body) return undefined;
   try {
     const data = Buffer.from(body.replace(/\s+/g, ""), "base64");
