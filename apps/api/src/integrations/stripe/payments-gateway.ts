@@ -1,3 +1,4 @@
+import type { MirrorInvoice } from "@fleet/db";
 import { AppError } from "@fleet/shared";
 import Stripe from "stripe";
 import { callStripe } from "./stripe-errors.ts";
@@ -24,33 +25,13 @@ export interface CardSnapshot {
   created: Date;
 }
 
-/** An invoice in the processor's minor units, before any presentation rule. */
-export interface InvoiceSnapshot {
-  id: string;
+/**
+ * An invoice in the processor's minor units, before any presentation rule: the mirror's row
+ * (one field list for both) plus the customer it bills.
+ */
+export interface InvoiceSnapshot extends MirrorInvoice {
   /** The processor customer billed. */
   customerId: string;
-  /** The processor subscription it bills, if any. */
-  subscriptionId: string | null;
-  number: string | null;
-  description: string | null;
-  currency: string;
-  amountDue: number;
-  amountPaid: number;
-  amountRemaining: number;
-  subtotal: number;
-  subtotalExcludingTax: number;
-  total: number;
-  tax: number;
-  totalExcludingTax: number;
-  dueDate: Date | null;
-  invoicePdf: string | null;
-  status: string;
-  periodStart: Date;
-  periodEnd: Date;
-  paid: boolean;
-  attempted: boolean;
-  attemptCount: number;
-  created: Date;
 }
 
 /** The payment-method and invoice side of the processor (docs/api.md "Payment methods", "Invoices"). */
