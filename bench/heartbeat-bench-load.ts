@@ -43,6 +43,11 @@ let latencies: number[] = [];
 let acks = 0;
 let closing = false;
 let saturating: { perSocketHz: number } | null = null;
+/** Failed connection attempts so far by cause (HTTP status or socket error code), for BENCH_DEBUG. */
+const failures: Record<string, number> = {};
+const fail = (cause: string) => {
+  failures[cause] = (failures[cause] ?? 0) + 1;
+};
 
 /** 127.3.x.y: the bench's own loopback sources, 4,000 sockets each. */
 const sourceAddress = (n: number) => `127.3.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`;
@@ -88,8 +93,12 @@ const open = (peer: Peer): Promise<boolean> =>
     });
     peer.ws = ws;
     peer.inFlight = [];
-    ws.on("error", () => resolve(false));
+    ws.on("error", (error: NodeJS.ErrnoException) => {
+      fail(error.code ?? "error");
+      resolve(false);
+    });
     ws.on("unexpected-response", (_req, res) => {
+      fail(String(res.statusCode));
       res.resume();
       resolve(false);
     });
@@ -265,7 +274,7 @@ process.on("message", async (message: Command) => {
       break;
     }
     case "counts":
-      reply({ ok: true, open: peers.filter((p) => p.ws?.readyState === WebSocket.OPEN).length, acks });
+      reply({ ok: true, open: peers.filter((p) => p.ws?.readyState === WebSocket.OPEN).length, acks, failures });
       break;
     case "beat":
       for (const peer of peers) send(peer);

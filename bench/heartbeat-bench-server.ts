@@ -3,7 +3,8 @@
  * siblings. `daemon` runs the real heartbeat daemon (startHeartbeat, as HEARTBEAT_WORKERS does);
  * `baseline` runs the no-op reference: a `ws` server that checks the same bearer token (SHA-256,
  * in-memory Map loaded once), parses the same JSON, and acks; its `POST /v1/heartbeat` does the same
- * over bare `node:http` (the HTTP baseline). Driven over IPC by heartbeat-bench.ts.
+ * over bare `node:http` (the HTTP baseline). Both close the way the daemon does on SIGTERM (1001 to
+ * every peer, 2 s grace), so the reconnect storm starts alike. Driven over IPC by heartbeat-bench.ts.
  */
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
@@ -11,7 +12,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { AddressInfo, Socket } from "node:net";
 import { openDatabase } from "@fleet/db";
 import pino from "pino";
-import { WebSocketServer } from "ws";
+import { type WebSocket, WebSocketServer } from "ws";
 import { loadHeartbeatConfig, type RunningHeartbeat, startHeartbeat } from "@fleet/heartbeat-daemon";
 
 type Command =
@@ -39,6 +40,7 @@ const startBaseline = async (port: number, databaseUrl: string, intervalMs: numb
   await db.close();
   const ack = JSON.stringify({ type: "ack", interval_ms: intervalMs });
   let frames = 0;
+  const sockets = new Set<WebSocket>();
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: 16 * 1024,
@@ -79,6 +81,8 @@ const startBaseline = async (port: number, databaseUrl: string, intervalMs: numb
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
+      sockets.add(ws);
+      ws.on("close", () => sockets.delete(ws));
       ws.on("error", () => {});
       ws.on("message", (data) => {
         try {
@@ -93,14 +97,18 @@ const startBaseline = async (port: number, databaseUrl: string, intervalMs: numb
     });
   });
   await new Promise<void>((resolve) =>
-    server.listen({ host: "127.0.0.1", port, reusePort: true, exclusive: true }, resolve),
+    // The accept queue the daemon asks for too (capped by net.core.somaxconn).
+    server.listen({ host: "127.0.0.1", port, reusePort: true, exclusive: true, backlog: 65_535 }, resolve),
   );
   stats = () => ({ frames });
   close = async () => {
-    // Upgraded sockets are not the HTTP server's to close: the process exit right after cuts them,
-    // as a crash or a restart would.
+    // The daemon's graceful restart, so both restarts are alike: stop listening, the close handshake
+    // (1001) with every peer, at most 2 s for it, then cut what is left.
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const ws of sockets) ws.close(1001, "going away");
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+    for (const ws of sockets) ws.terminate();
     server.closeAllConnections();
-    server.close();
   };
   return (server.address() as AddressInfo).port;
 };

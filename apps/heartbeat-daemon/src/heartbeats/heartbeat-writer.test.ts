@@ -2,7 +2,7 @@ import { acquireStatusFeed, HeartbeatsRepository, type HeartbeatWrite, type Stat
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capturingLogger } from "../testing/daemon-harness.ts";
-import { HeartbeatWriter } from "./heartbeat-writer.ts";
+import { HeartbeatWriter, mergeWrites } from "./heartbeat-writer.ts";
 
 let db: TestDatabase;
 let feed: StatusFeedHandle;
@@ -125,5 +125,32 @@ describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers 
     expect(await row(router.id)).toMatchObject({ has_pulse: true, identity: "kept" });
     expect(lines.some((l) => String(l.msg).includes("recovered"))).toBe(true);
     await writer.close();
+  });
+});
+
+describe("HeartbeatWriter: two heartbeats of one router before a flush", () => {
+  it("writes the newer reported fields over the older, keeps what the newer did not report and merges metadata", async () => {
+    const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
+    const { writer } = await startWriter();
+    const first = write(router.id, { identity: "old-name", model: "RB5009", metadata: { site: "a", rack: "1" } });
+    writer.enqueue(first);
+    writer.enqueue(write(router.id, { identity: "new-name", model: null, metadata: { rack: "2" } }));
+    expect(writer.pending).toBe(1);
+    await writer.flush();
+    const stored = (
+      await db.query<Record<string, unknown>>("select identity, model, reported_metadata from routers where id = $1", [
+        router.id,
+      ])
+    )[0];
+    expect(stored).toEqual({ identity: "new-name", model: "RB5009", reported_metadata: { site: "a", rack: "2" } });
+    await writer.close();
+  });
+
+  it("merges a failed flush's row under a newer pending one without changing either", () => {
+    const older = write("r", { identity: "old", uptimeSeconds: 5 });
+    const newer = write("r", { identity: undefined, uptimeSeconds: 9 });
+    const snapshot = [structuredClone(older), structuredClone(newer)];
+    expect(mergeWrites(older, newer)).toMatchObject({ identity: "old", uptimeSeconds: 9, seenAt: newer.seenAt });
+    expect([older, newer]).toEqual(snapshot);
   });
 });

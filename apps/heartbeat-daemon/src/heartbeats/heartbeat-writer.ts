@@ -97,7 +97,8 @@ export class HeartbeatWriter {
 
   enqueue(write: HeartbeatWrite): void {
     const earlier = this.#pending.get(write.routerId);
-    this.#pending.set(write.routerId, earlier ? mergeWrites(earlier, write) : write);
+    if (earlier) mergeInto(earlier, write);
+    else this.#pending.set(write.routerId, write);
     if (this.#pending.size >= this.#o.maxBatchRows) {
       void this.flush();
     } else if (!this.#soon) {
@@ -309,14 +310,26 @@ export class HeartbeatWriter {
 
 /**
  * Two heartbeats of one router in one batch: the newer one's reported fields win, fields it did
- * not report keep the older values, metadata keys merge (docs/api.md "Routers and heartbeats": each heartbeat sets
- * the fields it reports).
+ * not report keep the older values, metadata keys merge (docs/api.md "Routers and heartbeats": each
+ * heartbeat sets the fields it reports). Writes into `older` (a pending entry only the writer holds):
+ * a router beating faster than the flush allocates nothing here.
  */
-export const mergeWrites = (older: HeartbeatWrite, newer: HeartbeatWrite): HeartbeatWrite => {
-  const merged: HeartbeatWrite = { ...older };
-  for (const [key, value] of Object.entries(newer) as Array<[keyof HeartbeatWrite, unknown]>) {
-    if (value !== undefined && value !== null) (merged as unknown as Record<string, unknown>)[key] = value;
-  }
-  if (older.metadata && newer.metadata) merged.metadata = { ...older.metadata, ...newer.metadata };
-  return merged;
+export const mergeInto = (older: HeartbeatWrite, newer: HeartbeatWrite): HeartbeatWrite => {
+  older.seenAt = newer.seenAt;
+  older.peer = newer.peer ?? older.peer;
+  older.identity = newer.identity ?? older.identity;
+  older.serialNumber = newer.serialNumber ?? older.serialNumber;
+  older.softwareVersion = newer.softwareVersion ?? older.softwareVersion;
+  older.softwareId = newer.softwareId ?? older.softwareId;
+  older.model = newer.model ?? older.model;
+  older.boardName = newer.boardName ?? older.boardName;
+  older.hardwareboard = newer.hardwareboard ?? older.hardwareboard;
+  older.uptimeSeconds = newer.uptimeSeconds ?? older.uptimeSeconds;
+  older.metadata =
+    older.metadata && newer.metadata ? { ...older.metadata, ...newer.metadata } : (newer.metadata ?? older.metadata);
+  return older;
 };
+
+/** `mergeInto` without touching either write (a failed flush's row meeting a newer pending one). */
+export const mergeWrites = (older: HeartbeatWrite, newer: HeartbeatWrite): HeartbeatWrite =>
+  mergeInto({ ...older }, newer);

@@ -23,6 +23,11 @@ export class FloodGuard {
     this.#last = now();
   }
 
+  /** When the last frame came (monotonic ms; taken or refused): the peer was there. */
+  get lastFrameAt(): number {
+    return this.#last;
+  }
+
   /** True when the frame may be processed. */
   take(): boolean {
     const now = this.#now();

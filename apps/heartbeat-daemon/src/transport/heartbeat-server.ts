@@ -25,6 +25,13 @@ const SHUTDOWN_GRACE_MS = 2_000;
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
+/**
+ * After a restart every router of a process reconnects within a second or two. Node's default
+ * accept queue (511) overflows then, and the kernel drops the SYNs it cannot queue: those routers
+ * retry after 1, 3, 7, 15 s (TCP's backoff) and the last ones are back many seconds late. The kernel
+ * caps this at net.core.somaxconn (4096 on current Linux).
+ */
+const LISTEN_BACKLOG = 65_535;
 
 export interface HeartbeatServerOptions {
   host: string;
@@ -90,7 +97,12 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   });
   server.on("clientError", (_error, socket) => socket.destroy());
 
-  const port = await listen(server, { host: o.host, port: o.port, reusePort: o.reusePort ?? false });
+  const port = await listen(server, {
+    host: o.host,
+    port: o.port,
+    reusePort: o.reusePort ?? false,
+    backlog: LISTEN_BACKLOG,
+  });
   const unwatch = watchConnections(() => ws.count);
   return {
     url: serverUrl(o.host, port),

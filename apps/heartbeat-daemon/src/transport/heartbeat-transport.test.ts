@@ -280,6 +280,26 @@ describe("WebSocket heartbeats", () => {
     }
   });
 
+  it("pings a quiet peer and keeps it while it answers", async () => {
+    const fast = await startDaemonHarness(db, { tuning: { pingIntervalMs: 50 } });
+    try {
+      const router = await makeRouter(db, owner);
+      const socket = await connectOk(fast.daemon.wsUrl, router.heartbeatToken);
+      let pings = 0;
+      socket.ws.on("ping", () => {
+        pings += 1;
+      });
+      // Quiet (no heartbeat), but its ws client answers every ping with a pong.
+      await eventually(() => pings >= 3);
+      expect(fast.daemon.connections()).toBe(1);
+      socket.send({ type: "heartbeat" });
+      expect(await socket.next()).toMatchObject({ type: "ack" });
+      await socket.close();
+    } finally {
+      await fast.close();
+    }
+  });
+
   it("terminates a peer that stops answering pings", async () => {
     const fast = await startDaemonHarness(db, { tuning: { pingIntervalMs: 50 } });
     try {

@@ -4,22 +4,51 @@ import type { ConnectionRegistry } from "./connections.ts";
 /** The ping round is cut into slices this far apart. */
 const PING_TICK_MS = 50;
 
+/** What the pinger does with a socket on its visit (once per period). */
+export type PingVisit = "ok" | "ping" | "terminate";
+
+/** A peer's pong state, read by `pingVerdict`: monotonic ms of its last pong and of the ping not yet answered. */
+export interface Liveness {
+  pongAt: number;
+  /** When the outstanding ping went out; null when none is. */
+  pingedAt: number | null;
+}
+
 /**
- * Dead peers: a socket that answered neither a ping nor sent a frame for a whole period goes.
- * The sockets are visited in slices spread over the period: pinging 15,000 sockets in one go would
- * stall the event loop (and every ack behind it) for a few hundred milliseconds. `isAlive` reads and
- * clears the socket's flag (set again by a pong or a frame). Returns the stop function.
+ * A frame proves a peer is there as well as a pong does, so a router that beats is never pinged: at
+ * the cadence the pinger writes nothing. A peer quiet for 1.5 periods (the margin keeps a router
+ * beating once per period out of reach of the round's jitter) is pinged; if neither a pong nor a
+ * frame has come by the next visit (one period later), it is terminated. A frozen peer goes 2.5 to
+ * 3.5 periods after its last frame. `lastFrameAt`: monotonic ms of its last frame (any frame, refused
+ * ones included). Updates `peer.pingedAt`.
+ */
+export const pingVerdict = (peer: Liveness, lastFrameAt: number, now: number, periodMs: number): PingVisit => {
+  const heardAt = Math.max(lastFrameAt, peer.pongAt);
+  if (peer.pingedAt !== null) {
+    if (heardAt < peer.pingedAt) return "terminate";
+    peer.pingedAt = null;
+  }
+  if (now - heardAt < 1.5 * periodMs) return "ok";
+  peer.pingedAt = now;
+  return "ping";
+};
+
+/**
+ * Dead peers (see `pingVerdict`). The sockets are visited in slices spread over the period: visiting
+ * 15,000 sockets in one go would stall the event loop (and every ack behind it). `visit` returns the
+ * verdict for a socket, or undefined when it is not a peer (yet). Returns the stop function.
  */
 export const startPinger = (
   registry: ConnectionRegistry,
   periodMs: number,
-  takeAlive: (ws: WebSocket) => boolean | undefined,
+  visit: (ws: WebSocket, now: number) => PingVisit | undefined,
 ): (() => void) => {
   const tickMs = Math.min(PING_TICK_MS, periodMs);
   const ticksPerPeriod = Math.max(1, Math.floor(periodMs / tickMs));
   let cursor = registry.all();
   let perTick = 1;
   const timer = setInterval(() => {
+    const now = performance.now();
     for (let visited = 0; visited < perTick; visited++) {
       const next = cursor.next();
       if (next.done) {
@@ -29,13 +58,9 @@ export const startPinger = (
         return;
       }
       const ws = next.value;
-      const alive = takeAlive(ws);
-      if (alive === undefined) continue;
-      if (!alive) {
-        ws.terminate();
-        continue;
-      }
-      ws.ping();
+      const verdict = visit(ws, now);
+      if (verdict === "terminate") ws.terminate();
+      else if (verdict === "ping") ws.ping();
     }
   }, tickMs);
   timer.unref();

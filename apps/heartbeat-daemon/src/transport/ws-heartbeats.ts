@@ -10,7 +10,7 @@ import type { HeartbeatIntake } from "../heartbeats/heartbeat-intake.ts";
 import { ConnectionRegistry } from "./connections.ts";
 import { errorFrame } from "./error-frame.ts";
 import { FloodGuard } from "./flood-guard.ts";
-import { startPinger } from "./pinger.ts";
+import { type Liveness, pingVerdict, startPinger } from "./pinger.ts";
 import { bearerToken, type TokenAuthenticator } from "./token-auth.ts";
 import { countHeartbeat } from "../metrics/prometheus.ts";
 
@@ -38,10 +38,9 @@ export interface WsHeartbeatsOptions {
   isClosing: () => boolean;
 }
 
-interface Peer {
+interface Peer extends Liveness {
   owner: TokenOwner;
   address: string | null;
-  alive: boolean;
   guard: FloodGuard;
 }
 
@@ -102,7 +101,7 @@ export class WsHeartbeats {
     };
     this.#onPong = function (this: WebSocket) {
       const peer = peers.get(this);
-      if (peer) peer.alive = true;
+      if (peer) peer.pongAt = performance.now();
     };
     this.#onClose = function (this: WebSocket) {
       const peer = peers.get(this);
@@ -112,12 +111,10 @@ export class WsHeartbeats {
       const peer = peers.get(this);
       if (peer) onFrame(this, peer, data, isBinary);
     };
-    this.#stopPinger = startPinger(this.#registry, options.tuning.pingIntervalMs, (ws) => {
-      const peer = this.#peers.get(ws);
-      if (!peer) return undefined;
-      const alive = peer.alive;
-      peer.alive = false;
-      return alive;
+    const periodMs = options.tuning.pingIntervalMs;
+    this.#stopPinger = startPinger(this.#registry, periodMs, (ws, now) => {
+      const peer = peers.get(ws);
+      return peer ? pingVerdict(peer, peer.guard.lastFrameAt, now, periodMs) : undefined;
     });
   }
 
@@ -164,7 +161,8 @@ export class WsHeartbeats {
     const peer: Peer = {
       owner,
       address,
-      alive: true,
+      pongAt: Number.NEGATIVE_INFINITY,
+      pingedAt: null,
       guard: new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond),
     };
     this.#peers.set(ws, peer);
@@ -181,7 +179,6 @@ export class WsHeartbeats {
   }
 
   #onFrame(ws: WebSocket, peer: Peer, data: RawData, isBinary: boolean): void {
-    peer.alive = true;
     if (!peer.guard.take()) {
       if (peer.guard.refusedInRow >= FLOOD_DISCONNECT_AFTER) {
         ws.close(CLOSE_REVOKED, "too many frames");

@@ -9,6 +9,8 @@ export interface ListenOptions {
   reusePort?: boolean;
   /** Bind without the cluster primary's shared handle (a port another process may hold must fail here). */
   exclusive?: boolean;
+  /** Connections the kernel queues before they are accepted (capped by net.core.somaxconn); Node's default is 511. */
+  backlog?: number;
 }
 
 /**
@@ -24,6 +26,7 @@ export const listen = (server: NetServer, options: ListenOptions): Promise<numbe
         port: options.port,
         ...(options.reusePort ? { reusePort: true, exclusive: true } : {}),
         ...(options.exclusive !== undefined ? { exclusive: options.exclusive } : {}),
+        ...(options.backlog !== undefined ? { backlog: options.backlog } : {}),
       },
       () => {
         server.off("error", reject);
