@@ -192,11 +192,18 @@ const slices = (total: number, parts: number) =>
     { length: parts },
     (_, k) => [Math.floor((k * total) / parts), Math.floor(((k + 1) * total) / parts)] as const,
   );
-const openCount = async (loaders: Child[]) => {
-  let n = 0;
-  for (const l of loaders) n += (await l.call<{ open: number }>({ cmd: "counts" })).open;
-  return n;
+/** Routers with an open socket, and failed connection attempts so far by cause, over every loader. */
+const loaderCounts = async (loaders: Child[]) => {
+  let open = 0;
+  const failures: Record<string, number> = {};
+  for (const l of loaders) {
+    const part = await l.call<{ open: number; failures: Record<string, number> }>({ cmd: "counts" });
+    open += part.open;
+    for (const [cause, n] of Object.entries(part.failures)) failures[cause] = (failures[cause] ?? 0) + n;
+  }
+  return { open, failures };
 };
+const openCount = async (loaders: Child[]) => (await loaderCounts(loaders)).open;
 const ongoingFaults = async () =>
   Number(
     (await setupDb.query<{ n: number }>("select count(*)::int as n from router_faults where status = 'ongoing'"))[0]
@@ -316,15 +323,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   let falseFaults = 0;
   if (PHASES.has("6")) {
     const connected = await openCount(loaders);
-    const failures = async () => {
-      const all: Record<string, number> = {};
-      for (const l of loaders) {
-        const { failures: part } = await l.call<{ failures: Record<string, number> }>({ cmd: "counts" });
-        for (const [cause, n] of Object.entries(part)) all[cause] = (all[cause] ?? 0) + n;
-      }
-      return all;
-    };
-    const failures0 = await failures();
+    const failures0 = (await loaderCounts(loaders)).failures;
     const overflows0 = await listenOverflows();
     for (const l of loaders) await l.call({ cmd: "beat" });
     await sleep(1_500); // written, so every router's last heartbeat is fresh before the restart
@@ -352,7 +351,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
     }
     reconnectMs = Date.now() - up;
     if (process.env.BENCH_DEBUG) {
-      const failures1 = await failures();
+      const failures1 = (await loaderCounts(loaders)).failures;
       const during = Object.fromEntries(Object.entries(failures1).map(([k, n]) => [k, n - (failures0[k] ?? 0)]));
       log(
         `    ${mode} storm: failed attempts by cause ${JSON.stringify(during)}, listen queue overflows ${(await listenOverflows()) - overflows0}`,

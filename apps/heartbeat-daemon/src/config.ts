@@ -33,7 +33,7 @@ export interface HeartbeatTuning {
   sweepLimit: number;
   /** A cached token is checked against the database again after this long. */
   tokenCacheTtlMs: number;
-  /** Ping period; a socket that answered neither ping nor frame for a whole period is terminated. */
+  /** Pinger visit period: a socket quiet for 1.5 periods is pinged, then terminated if still silent at the next visit (transport/pinger.ts). */
   pingIntervalMs: number;
   /** Per connection (and per router over HTTP): burst, then sustained frames per second. */
   floodBurst: number;
