@@ -162,7 +162,7 @@ process.on("message", async (message: Command) => {
         break;
       case "cpu": {
         const usage = process.cpuUsage();
-        reply({ ok: true, cpuUs: usage.user + usage.system });
+        reply({ ok: true, cpuUs: usage.user + usage.system, userUs: usage.user, systemUs: usage.system });
         break;
       }
       case "close":

@@ -183,6 +183,17 @@ const cpu = async (servers: Child[]) => {
   for (const s of servers) total += (await s.call<{ cpuUs: number }>({ cmd: "cpu" })).cpuUs;
   return total;
 };
+/** User and system CPU (µs) of the server processes so far, for `BENCH_DEBUG`. */
+const cpuSplit = async (servers: Child[]) => {
+  let user = 0;
+  let system = 0;
+  for (const s of servers) {
+    const r = await s.call<{ userUs: number; systemUs: number }>({ cmd: "cpu" });
+    user += r.userUs;
+    system += r.systemUs;
+  }
+  return { user, system };
+};
 const closeAll = async (children: Child[]) => {
   await Promise.all(children.map((c) => c.call({ cmd: "close" }).catch(() => {})));
   await Promise.all(children.map((c) => (c.proc.exitCode === null ? once(c.proc, "exit") : undefined)));
@@ -301,10 +312,12 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   for (const srv of servers) await srv.call({ cmd: "stats" }); // resets the event-loop delay histogram
   for (const l of loaders) await l.call({ cmd: "record", on: true });
   const x0 = await xacts();
+  const split0 = await cpuSplit(servers);
   const c0 = await cpu(servers);
   const m0 = Date.now();
   await sleep(MEASURE_MS);
   const c1 = await cpu(servers);
+  const split1 = await cpuSplit(servers);
   const latencies: number[] = [];
   for (const l of loaders)
     latencies.push(...(await l.call<{ latencies: number[] }>({ cmd: "record", on: false })).latencies);
@@ -312,6 +325,10 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const xactsFull = ((await xacts()) - x0) / elapsed;
   if (process.env.BENCH_DEBUG) {
     for (const srv of servers) log(`    ${mode} stats: ${JSON.stringify(await srv.call({ cmd: "stats" }))}`);
+    const perHb = (us: number) => fmt(us / Math.max(1, latencies.length), 1);
+    log(
+      `    ${mode} CPU per heartbeat at the cadence: user ${perHb(split1.user - split0.user)} µs, system ${perHb(split1.system - split0.system)} µs`,
+    );
   }
   latencies.sort((a, b) => a - b);
 

@@ -1,5 +1,5 @@
 import type { HeartbeatWrite } from "@fleet/db";
-import { firstFrameIssue, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
+import { firstFrameIssue, readPlainHeartbeat, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
 
 /**
  * `json`: not JSON at all (HTTP 400); `schema`: JSON but not a heartbeat (HTTP 422). `errors` names the
@@ -27,6 +27,8 @@ export const parseHeartbeat = (text: string): FrameResult => {
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     return { ok: false, kind: "schema", message: 'Not a heartbeat: send a JSON object with "type": "heartbeat".' };
   }
+  const plain = readPlainHeartbeat(json as Record<string, unknown>);
+  if (plain) return { ok: true, frame: plain };
   const result = ZHeartbeatFrame.safeParse(json);
   if (!result.success) {
     const { field, issue, message } = firstFrameIssue(result.error);

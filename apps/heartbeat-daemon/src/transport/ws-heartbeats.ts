@@ -40,9 +40,21 @@ export interface WsHeartbeatsOptions {
 
 interface Peer extends Liveness {
   owner: TokenOwner;
+  /** The socket under the WebSocket: acks are written to it as whole pre-built frames. */
+  socket: Socket;
   address: string | null;
   guard: FloodGuard;
 }
+
+/**
+ * A whole unmasked text frame (RFC 6455 5.2: FIN + text opcode, server frames are not masked)
+ * around `payload`, built once: the ack every heartbeat gets is written with one `socket.write`,
+ * without `ws.send`'s per-message header, options and corked two-buffer write.
+ */
+export const textFrame = (payload: Buffer): Buffer => {
+  if (payload.length >= 126) throw new Error("textFrame is for short control-size payloads");
+  return Buffer.concat([Buffer.from([0x81, payload.length]), payload]);
+};
 
 /** Answers a refused upgrade over the raw socket (no WebSocket exists yet) and closes it once sent. */
 const rejectUpgrade = (socket: Socket, status: number, reason: string, message: string, extra = "") => {
@@ -73,6 +85,7 @@ export class WsHeartbeats {
   readonly #wss: WebSocketServer;
   readonly #stopPinger: () => void;
   readonly #tooManyFrames: string;
+  readonly #ackWire: Buffer;
   // One set of listener functions for every socket (`this` is the socket): 15,000 sockets per
   // process would otherwise carry four closures each.
   readonly #onSocketError: (this: WebSocket, error: Error) => void;
@@ -88,6 +101,7 @@ export class WsHeartbeats {
       perMessageDeflate: false,
       clientTracking: false,
     });
+    this.#ackWire = textFrame(options.ackFrame);
     this.#tooManyFrames = errorFrame(
       `Too many frames: at most ${options.tuning.floodPerSecond} per second are processed; extra frames are dropped.`,
     );
@@ -138,7 +152,7 @@ export class WsHeartbeats {
     if (this.#o.isClosing() || socket.destroyed)
       return rejectUpgrade(socket, 503, "Service Unavailable", "The daemon is shutting down.");
     const address = peerAddress(req.socket.remoteAddress);
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, owner, address));
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, owner, address, socket));
   }
 
   /** Closes every socket of a router (it was deleted): its heartbeats are refused from now on. */
@@ -157,9 +171,10 @@ export class WsHeartbeats {
     for (const ws of this.#registry.all()) ws.terminate();
   }
 
-  #accept(ws: WebSocket, owner: TokenOwner, address: string | null): void {
+  #accept(ws: WebSocket, owner: TokenOwner, address: string | null, socket: Socket): void {
     const peer: Peer = {
       owner,
+      socket,
       address,
       pongAt: Number.NEGATIVE_INFINITY,
       pingedAt: null,
@@ -202,6 +217,8 @@ export class WsHeartbeats {
       return;
     }
     countHeartbeat("ws");
-    ws.send(this.#o.ackFrame, { binary: false });
+    // Safe beside ws's own writes: without compression its sender writes every frame whole and at
+    // once (nothing queued), so frames never interleave; a closing socket gets no ack.
+    if (ws.readyState === ws.OPEN) peer.socket.write(this.#ackWire);
   }
 }
