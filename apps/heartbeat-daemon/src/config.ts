@@ -27,8 +27,13 @@ export interface HeartbeatTuning {
   flushIntervalMs: number;
   /** ... or as soon as this many routers are pending. */
   maxBatchRows: number;
-  /** How often the fault sweeper looks for routers past their threshold. */
+  /** How often the fault sweeper looks for routers past their threshold while one can be due. */
   sweepIntervalMs: number;
+  /**
+   * The longest wait between sweeps while no router can be due yet (the oldest pulse is further
+   * from its threshold). Each sweep marks the daemons alive, so this stays well under coverageGapMs.
+   */
+  sweepIdleMs: number;
   /** Routers the sweeper handles per statement. */
   sweepLimit: number;
   /** A cached token is checked against the database again after this long. */
@@ -46,6 +51,7 @@ export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
   flushIntervalMs: 250,
   maxBatchRows: 10_000,
   sweepIntervalMs: 250,
+  sweepIdleMs: 1_000,
   sweepLimit: 5_000,
   tokenCacheTtlMs: 5_000,
   pingIntervalMs: Math.max(intervalMs, 5_000),

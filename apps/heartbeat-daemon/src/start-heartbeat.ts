@@ -1,7 +1,7 @@
 import { acquireStatusFeed, type Database, HeartbeatsRepository, type StatusFeedHandle } from "@fleet/db";
 import type { Logger } from "pino";
 import type { HeartbeatConfig } from "./config.ts";
-import { type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
+import { nextSweepInMs, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
 import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
 import { type Clock, systemClock } from "@fleet/shared";
@@ -129,22 +129,33 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       limit: tuning.sweepLimit,
     });
 
+  // While a router can be due, sweep every sweepIntervalMs; otherwise wait until one can, but at
+  // most sweepIdleMs (a sweep also marks the daemons alive for the coverage record).
   let sweeping: Promise<unknown> | null = null;
   let sweepTimer: NodeJS.Timeout | undefined;
-  if (options.timers !== false) {
-    writer.start();
-    sweepTimer = setInterval(() => {
-      if (sweeping) return;
+  let sweepsStopped = false;
+  const scheduleSweep = (inMs: number) => {
+    if (sweepsStopped) return;
+    sweepTimer = setTimeout(() => {
       sweeping = sweep()
         .then((result) => {
           if (result.opened.length > 0) logger.info({ faults: result.opened.length }, "faults opened");
+          return result;
         })
-        .catch((error) => logger.error({ err: error }, "fault sweep failed"))
-        .finally(() => {
+        .catch((error) => {
+          logger.error({ err: error }, "fault sweep failed");
+          return null;
+        })
+        .then((result) => {
           sweeping = null;
+          scheduleSweep(nextSweepInMs(result, clock.now().getTime(), tuning));
         });
-    }, tuning.sweepIntervalMs);
+    }, inMs);
     sweepTimer.unref();
+  };
+  if (options.timers !== false) {
+    writer.start();
+    scheduleSweep(tuning.sweepIntervalMs);
   }
 
   let closed = false;
@@ -164,7 +175,8 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     close: async () => {
       if (closed) return;
       closed = true;
-      clearInterval(sweepTimer);
+      sweepsStopped = true;
+      clearTimeout(sweepTimer);
       unwatchFaults();
       await server.close();
       await sweeping;

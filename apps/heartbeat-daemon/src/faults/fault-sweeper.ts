@@ -34,6 +34,11 @@ export interface SweepResult {
   /** False when another daemon process held the sweep. */
   swept: boolean;
   opened: Array<FaultRecord & { teamId: string }>;
+  /**
+   * No router can be due before this (ms, the clock's time): the oldest pulse plus the threshold
+   * and the grace. Null when unknown (not swept) or when no router has a pulse.
+   */
+  nextDueAt: number | null;
 }
 
 /**
@@ -55,8 +60,13 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
   };
   const opened: Array<FaultRecord & { teamId: string }> = [];
   let swept = false;
+  let nextDueAt: number | null = null;
   for (;;) {
     const round = await deps.store.sweep(params, async (tx) => {
+      nextDueAt =
+        tx.oldestSeenAt === null
+          ? null
+          : tx.oldestSeenAt.getTime() + deps.missedHeartbeats * deps.intervalMs + deps.graceMs;
       deps.coverage.current = tx.coverage;
       const faults: NewFault[] = tx.due.map((router) => ({
         routerId: router.routerId,
@@ -79,5 +89,19 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
     }
     await deps.feed.publish(events).catch(() => {});
   }
-  return { swept, opened };
+  return { swept, opened, nextDueAt };
+};
+
+/**
+ * The wait before the next sweep: `sweepIntervalMs` while a router can be due (or when another
+ * process swept, or the sweep failed: nothing is known), else until one can, at most `sweepIdleMs`.
+ */
+export const nextSweepInMs = (
+  result: SweepResult | null,
+  nowMs: number,
+  tuning: { sweepIntervalMs: number; sweepIdleMs: number },
+): number => {
+  if (!result?.swept) return tuning.sweepIntervalMs;
+  if (result.nextDueAt === null) return tuning.sweepIdleMs;
+  return Math.min(tuning.sweepIdleMs, Math.max(tuning.sweepIntervalMs, result.nextDueAt - nowMs));
 };

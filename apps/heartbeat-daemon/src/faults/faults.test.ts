@@ -4,7 +4,7 @@ import { ManualClock, type TRouterStatusEvent } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
 import { connectOk, type DaemonHarness, startDaemonHarness } from "../testing/daemon-harness.ts";
-import { sweepFaults } from "./fault-sweeper.ts";
+import { nextSweepInMs, type SweepResult, sweepFaults } from "./fault-sweeper.ts";
 
 const I = 1_000;
 const MISSED = 3;
@@ -78,10 +78,14 @@ describe("fault state table", () => {
     const t = clock.now().getTime();
     const router = await beatingRouter("site-a");
     at(t + MISSED * I + GRACE - 1);
-    expect((await h.daemon.sweep()).opened.filter((f) => f.routerId === router.id)).toHaveLength(0);
+    const early = await h.daemon.sweep();
+    expect(early.opened.filter((f) => f.routerId === router.id)).toHaveLength(0);
+    // The bound the daemon waits for is exact: due one millisecond later, not before.
+    expect(early.nextDueAt).toBe(t + MISSED * I + GRACE);
     expect(await hasPulse(router.id)).toBe(true);
     at(t + MISSED * I + GRACE);
-    const { opened } = await h.daemon.sweep();
+    const { opened, nextDueAt } = await h.daemon.sweep();
+    expect(nextDueAt).toBe(t + MISSED * I + GRACE);
     expect(opened.map((f) => f.routerId)).toContain(router.id);
     expect(await hasPulse(router.id)).toBe(false);
     expect(await faultsOf(router.id)).toEqual([
@@ -97,7 +101,8 @@ describe("fault state table", () => {
       },
     ]);
     at(t + 60_000);
-    await h.daemon.sweep();
+    // No router has a pulse now: none can be due until one beats.
+    expect((await h.daemon.sweep()).nextDueAt).toBeNull();
     expect(await faultsOf(router.id)).toHaveLength(1);
     await expect
       .poll(() => events)
@@ -298,5 +303,23 @@ describe("several sweepers", () => {
     }
     expect(opened).toBe(12);
     for (const router of routers) expect(await faultsOf(router.id)).toHaveLength(1);
+  });
+});
+
+describe("sweep schedule", () => {
+  const schedule = { sweepIntervalMs: 250, sweepIdleMs: 1_000 };
+  const swept = (nextDueAt: number | null): SweepResult => ({ swept: true, opened: [], nextDueAt });
+  it("sweeps at the interval while a router can be due, or when nothing is known", () => {
+    expect(nextSweepInMs(swept(10_000), 10_000, schedule)).toBe(250);
+    expect(nextSweepInMs(swept(9_000), 10_000, schedule)).toBe(250);
+    expect(nextSweepInMs(swept(10_250), 10_000, schedule)).toBe(250);
+    expect(nextSweepInMs({ swept: false, opened: [], nextDueAt: null }, 10_000, schedule)).toBe(250);
+    expect(nextSweepInMs(null, 10_000, schedule)).toBe(250);
+  });
+  it("waits until the next router can be due, at most the idle wait", () => {
+    expect(nextSweepInMs(swept(10_600), 10_000, schedule)).toBe(600);
+    expect(nextSweepInMs(swept(11_000), 10_000, schedule)).toBe(1_000);
+    expect(nextSweepInMs(swept(11_001), 10_000, schedule)).toBe(1_000);
+    expect(nextSweepInMs(swept(null), 10_000, schedule)).toBe(1_000);
   });
 });

@@ -1,5 +1,6 @@
 import { acquireStatusFeed, HeartbeatsRepository, type HeartbeatWrite, type StatusFeedHandle } from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capturingLogger } from "../testing/daemon-harness.ts";
 import { HeartbeatWriter, mergeWrites } from "./heartbeat-writer.ts";
@@ -124,6 +125,49 @@ describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers 
     expect(writer.pending).toBe(0);
     expect(await row(router.id)).toMatchObject({ has_pulse: true, identity: "kept" });
     expect(lines.some((l) => String(l.msg).includes("recovered"))).toBe(true);
+    await writer.close();
+  });
+});
+
+describe("HeartbeatWriter's own schedule", () => {
+  it("retries a failed flush by itself once started, and runs no timer while nothing is pending", async () => {
+    const { logger } = capturingLogger();
+    const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
+    let attempts = 0;
+    let down = true;
+    const real = new HeartbeatsRepository(db);
+    const writer = new HeartbeatWriter({
+      store: {
+        chunkSize: real.chunkSize,
+        applyHeartbeats: (rows) => {
+          attempts += 1;
+          return down
+            ? Promise.reject(Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" }))
+            : real.applyHeartbeats(rows);
+        },
+        recordDowntime: (rows) => real.recordDowntime(rows),
+        completeFaults: (rows) => real.completeFaults(rows),
+      },
+      feed: feed.feed,
+      coverage: { current: await real.coverage() },
+      intervalMs: 1_000,
+      missedHeartbeats: 3,
+      flushIntervalMs: 20,
+      maxBatchRows: 10_000,
+      logger,
+      onGone: () => {},
+    });
+    writer.start();
+    writer.enqueue(write(router.id, { identity: "retried" }));
+    // No flush() from here: the enqueue's own flush fails, and the writer tries again by itself.
+    await eventually(() => attempts >= 3, "three attempts");
+    down = false;
+    await eventually(async () => (await row(router.id))?.identity === "retried", "the retried row");
+    expect(writer.pending).toBe(0);
+    // Written: no more attempts while nothing is pending.
+    const settled = attempts;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(attempts).toBe(settled);
     await writer.close();
   });
 });

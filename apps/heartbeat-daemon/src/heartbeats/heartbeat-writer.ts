@@ -74,6 +74,7 @@ export class HeartbeatWriter {
     () => this.#pending.size > 0,
   );
   #timer: NodeJS.Timeout | undefined;
+  #started = false;
   #soon = false;
   #lastFlushAt = Number.NEGATIVE_INFINITY;
   readonly stats: FlushStats = { flushes: 0, rows: 0, failures: 0, dropped: 0, lastFlushMs: 0 };
@@ -86,9 +87,9 @@ export class HeartbeatWriter {
     this.#o = options;
   }
 
+  /** Retries of failed flushes from now on (heartbeats schedule their own flush; see `enqueue`). */
   start(): void {
-    this.#timer = setInterval(() => void this.flush(), this.#o.flushIntervalMs);
-    this.#timer.unref();
+    this.#started = true;
   }
 
   get pending(): number {
@@ -99,20 +100,25 @@ export class HeartbeatWriter {
     const earlier = this.#pending.get(write.routerId);
     if (earlier) mergeInto(earlier, write);
     else this.#pending.set(write.routerId, write);
-    if (this.#pending.size >= this.#o.maxBatchRows) {
+    if (this.#pending.size >= this.#o.maxBatchRows) void this.flush();
+    else this.#flushSoon();
+  }
+
+  /**
+   * Write as soon as one flush interval has passed since the last flush: a quiet daemon writes
+   * within milliseconds, a busy one flushes once per interval with everything pending. No timer
+   * runs while nothing is pending (a timer that finds nothing to do still wakes the process).
+   */
+  #flushSoon(): void {
+    if (this.#soon) return;
+    this.#soon = true;
+    const wait = Math.max(0, this.#lastFlushAt + this.#o.flushIntervalMs - performance.now());
+    const run = () => {
+      this.#soon = false;
       void this.flush();
-    } else if (!this.#soon) {
-      // Write as soon as one flush interval has passed since the last flush: a quiet daemon writes
-      // within milliseconds, a busy one still flushes once per interval with everything pending.
-      this.#soon = true;
-      const wait = Math.max(0, this.#lastFlushAt + this.#o.flushIntervalMs - performance.now());
-      const run = () => {
-        this.#soon = false;
-        void this.flush();
-      };
-      if (wait === 0) setImmediate(run);
-      else setTimeout(run, wait).unref();
-    }
+    };
+    if (wait === 0) setImmediate(run);
+    else this.#timer = setTimeout(run, wait).unref();
   }
 
   /** Drops a router's pending heartbeat (it was deleted). */
@@ -126,7 +132,8 @@ export class HeartbeatWriter {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#timer);
+    this.#started = false;
+    clearTimeout(this.#timer);
     await this.#flusher.current()?.catch(() => {});
     // Final flush; retried once, since a failure here would lose acknowledged heartbeats.
     for (let attempt = 0; attempt < 2 && this.#pending.size > 0; attempt++) await this.flush();
@@ -155,6 +162,7 @@ export class HeartbeatWriter {
         const newer = this.#pending.get(write.routerId);
         this.#pending.set(write.routerId, newer ? mergeWrites(write, newer) : write);
       }
+      if (this.#started) this.#flushSoon();
     } else if (this.#failingSince !== null) {
       this.#o.logger.info(
         { failedForMs: Math.round(performance.now() - this.#failingSince) },

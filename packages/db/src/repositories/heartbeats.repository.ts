@@ -88,6 +88,12 @@ export interface SweepParams {
 export interface SweepTransaction {
   coverage: CoverageRecord;
   due: DueRouter[];
+  /**
+   * The oldest `last_seen_at` of a router with a pulse, read before `due` (null: none). No router
+   * can be due before it plus the threshold: `last_seen_at` only moves forward, a pulse comes back
+   * only with a fresh heartbeat, and coverage gaps only move the effective time later.
+   */
+  oldestSeenAt: Date | null;
   /** Flips has_pulse and opens the faults; a router with an ongoing fault is skipped. */
   open(faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>>;
 }
@@ -375,16 +381,20 @@ export class HeartbeatsRepository {
     return this.#db.transaction(async (query) => {
       const locked = await query<{ ok: boolean }>("select pg_try_advisory_xact_lock($1) as ok", [SWEEP_LOCK_KEY]);
       if (locked[0]?.ok !== true) return null;
+      // The oldest pulse comes with the coverage (one round trip; an index lookup on
+      // (has_pulse, last_seen_at)): the daemon sweeps less often while no router can be due.
       const coverageRows = await query<Record<string, unknown>>(
         `update heartbeat_coverage set alive_at = greatest(alive_at, to_timestamp($1::float8 / 1000.0)), interval_ms = $2::int
-         where id = 1 returning ${COVERAGE_COLUMNS}`,
+         where id = 1 returning ${COVERAGE_COLUMNS},
+           (select ${ms("min(r.last_seen_at)", "m")} from routers r where r.has_pulse) as oldest_seen_ms`,
         [params.now.getTime(), params.intervalMs],
       );
       const coverageRow = coverageRows[0];
       if (!coverageRow) return null;
       const coverage = coverageFromRow(coverageRow);
+      const oldestSeenAt = coverageRow.oldest_seen_ms === null ? null : new Date(toNumber(coverageRow.oldest_seen_ms));
       const due = await this.#due(query, params, coverage);
-      return work({ coverage, due, open: (faults) => this.#open(query, faults) });
+      return work({ coverage, due, oldestSeenAt, open: (faults) => this.#open(query, faults) });
     });
   }
 
