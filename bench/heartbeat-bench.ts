@@ -183,7 +183,7 @@ const cpu = async (servers: Child[]) => {
   for (const s of servers) total += (await s.call<{ cpuUs: number }>({ cmd: "cpu" })).cpuUs;
   return total;
 };
-/** User and system CPU (µs) of the server processes so far, for `BENCH_DEBUG`. */
+/** User and system CPU (µs) of the server processes so far. */
 const cpuSplit = async (servers: Child[]) => {
   let user = 0;
   let system = 0;
@@ -325,11 +325,11 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const xactsFull = ((await xacts()) - x0) / elapsed;
   if (process.env.BENCH_DEBUG) {
     for (const srv of servers) log(`    ${mode} stats: ${JSON.stringify(await srv.call({ cmd: "stats" }))}`);
-    const perHb = (us: number) => fmt(us / Math.max(1, latencies.length), 1);
-    log(
-      `    ${mode} CPU per heartbeat at the cadence: user ${perHb(split1.user - split0.user)} µs, system ${perHb(split1.system - split0.system)} µs`,
-    );
   }
+  const perHb = (us: number) => fmt(us / Math.max(1, latencies.length), 1);
+  log(
+    `  ${mode}: CPU per heartbeat at the cadence: user ${perHb(split1.user - split0.user)} µs, system ${perHb(split1.system - split0.system)} µs`,
+  );
   latencies.sort((a, b) => a - b);
 
   // Reconnect storm: every server process goes away and comes back on the same port; the routers
