@@ -233,6 +233,28 @@ const listenOverflows = async () => {
   }
 };
 
+/**
+ * CPU time (µs) used so far by the processes named `postgres` on this machine (Linux /proc; NaN
+ * elsewhere): the database's share of the heartbeats when it runs on the same cores.
+ */
+const databaseCpuUs = async () => {
+  const { readdir, readFile } = await import("node:fs/promises");
+  try {
+    let ticks = 0;
+    for (const pid of await readdir("/proc")) {
+      if (!/^[0-9]+$/.test(pid)) continue;
+      const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+      const close = stat.lastIndexOf(")");
+      if (close < 0 || !stat.slice(0, close).endsWith("(postgres")) continue;
+      const fields = stat.slice(close + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    }
+    return (ticks * 1e6) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return Number.NaN;
+  }
+};
+
 interface PhaseResult {
   p50: number;
   p99: number;
@@ -313,10 +335,12 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   for (const l of loaders) await l.call({ cmd: "record", on: true });
   const x0 = await xacts();
   const split0 = await cpuSplit(servers);
+  const d0 = await databaseCpuUs();
   const c0 = await cpu(servers);
   const m0 = Date.now();
   await sleep(MEASURE_MS);
   const c1 = await cpu(servers);
+  const d1 = await databaseCpuUs();
   const split1 = await cpuSplit(servers);
   const latencies: number[] = [];
   for (const l of loaders)
@@ -328,7 +352,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   }
   const perHb = (us: number) => fmt(us / Math.max(1, latencies.length), 1);
   log(
-    `  ${mode}: CPU per heartbeat at the cadence: user ${perHb(split1.user - split0.user)} µs, system ${perHb(split1.system - split0.system)} µs`,
+    `  ${mode}: CPU per heartbeat at the cadence: user ${perHb(split1.user - split0.user)} µs, system ${perHb(split1.system - split0.system)} µs; local PostgreSQL ${perHb(d1 - d0)} µs`,
   );
   latencies.sort((a, b) => a - b);
 
