@@ -247,7 +247,9 @@ const databaseCpuUs = async () => {
       const close = stat.lastIndexOf(")");
       if (close < 0 || !stat.slice(0, close).endsWith("(postgres")) continue;
       const fields = stat.slice(close + 2).split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+      // utime, stime, and cutime, cstime: the postmaster's reaped backends, so a backend that exits
+      // between two readings does not take its CPU time with it (fields 14-17 of stat).
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     }
     return (ticks * 1e6) / 100; // USER_HZ is 100 on Linux
   } catch {
@@ -383,7 +385,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
       if (Number.isNaN(reconnect99Ms) && open >= 0.99 * connected) reconnect99Ms = Date.now() - up;
       if (open >= connected) break;
       if (process.env.BENCH_DEBUG && progress.length < Math.floor((Date.now() - up) / 1000))
-        progress.push(`${progress.length + 1}s:${open}`);
+        progress.push(`${((Date.now() - up) / 1000).toFixed(1)}s:${open}`);
       await sleep(100);
     }
     if (process.env.BENCH_DEBUG) {
