@@ -52,6 +52,38 @@ const startWriter = async () => {
   return { writer, lines };
 };
 
+/**
+ * A writer whose database can be switched unreachable. The database is outside the writer: an
+ * unreachable one is simulated at the store boundary. `attempts` counts the writes tried.
+ */
+const writerWithOutage = async (flushIntervalMs: number) => {
+  const { lines, logger } = capturingLogger();
+  const real = new HeartbeatsRepository(db);
+  const state = { down: true, attempts: 0 };
+  const writer = new HeartbeatWriter({
+    store: {
+      chunkSize: real.chunkSize,
+      applyHeartbeats: (rows) => {
+        state.attempts += 1;
+        return state.down
+          ? Promise.reject(Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" }))
+          : real.applyHeartbeats(rows);
+      },
+      recordDowntime: (rows) => real.recordDowntime(rows),
+      completeFaults: (rows) => real.completeFaults(rows),
+    },
+    feed: feed.feed,
+    coverage: { current: await real.coverage() },
+    intervalMs: 1_000,
+    missedHeartbeats: 3,
+    flushIntervalMs,
+    maxBatchRows: 10_000,
+    logger,
+    onGone: () => {},
+  });
+  return { writer, lines, state };
+};
+
 describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers and heartbeats")', () => {
   it("writes every other router's heartbeat, drops only the poison row and logs it once, without a stack", async () => {
     const { writer, lines } = await startWriter();
@@ -91,36 +123,14 @@ describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers 
   });
 
   it("keeps every row for a retry when the database is unavailable, logging once", async () => {
-    const { lines, logger } = capturingLogger();
     const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
-    let down = true;
-    const real = new HeartbeatsRepository(db);
-    const writer = new HeartbeatWriter({
-      // The database is outside the writer: an unreachable one is simulated at the store boundary.
-      store: {
-        chunkSize: real.chunkSize,
-        applyHeartbeats: (rows) =>
-          down
-            ? Promise.reject(Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" }))
-            : real.applyHeartbeats(rows),
-        recordDowntime: (rows) => real.recordDowntime(rows),
-        completeFaults: (rows) => real.completeFaults(rows),
-      },
-      feed: feed.feed,
-      coverage: { current: await real.coverage() },
-      intervalMs: 1_000,
-      missedHeartbeats: 3,
-      flushIntervalMs: 250,
-      maxBatchRows: 10_000,
-      logger,
-      onGone: () => {},
-    });
+    const { writer, lines, state } = await writerWithOutage(250);
     writer.enqueue(write(router.id, { identity: "kept" }));
     for (let n = 0; n < 5; n++) await writer.flush();
     expect(writer.pending).toBe(1);
     expect(writer.stats.dropped).toBe(0);
     expect(lines.filter((l) => String(l.msg).includes("failing"))).toHaveLength(1);
-    down = false;
+    state.down = false;
     await writer.flush();
     expect(writer.pending).toBe(0);
     expect(await row(router.id)).toMatchObject({ has_pulse: true, identity: "kept" });
@@ -131,43 +141,19 @@ describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers 
 
 describe("HeartbeatWriter's own schedule", () => {
   it("retries a failed flush by itself once started, and runs no timer while nothing is pending", async () => {
-    const { logger } = capturingLogger();
     const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
-    let attempts = 0;
-    let down = true;
-    const real = new HeartbeatsRepository(db);
-    const writer = new HeartbeatWriter({
-      store: {
-        chunkSize: real.chunkSize,
-        applyHeartbeats: (rows) => {
-          attempts += 1;
-          return down
-            ? Promise.reject(Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" }))
-            : real.applyHeartbeats(rows);
-        },
-        recordDowntime: (rows) => real.recordDowntime(rows),
-        completeFaults: (rows) => real.completeFaults(rows),
-      },
-      feed: feed.feed,
-      coverage: { current: await real.coverage() },
-      intervalMs: 1_000,
-      missedHeartbeats: 3,
-      flushIntervalMs: 20,
-      maxBatchRows: 10_000,
-      logger,
-      onGone: () => {},
-    });
+    const { writer, state } = await writerWithOutage(20);
     writer.start();
     writer.enqueue(write(router.id, { identity: "retried" }));
     // No flush() from here: the enqueue's own flush fails, and the writer tries again by itself.
-    await eventually(() => attempts >= 3, "three attempts");
-    down = false;
+    await eventually(() => state.attempts >= 3, "three attempts");
+    state.down = false;
     await eventually(async () => (await row(router.id))?.identity === "retried", "the retried row");
     expect(writer.pending).toBe(0);
     // Written: no more attempts while nothing is pending.
-    const settled = attempts;
+    const settled = state.attempts;
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(attempts).toBe(settled);
+    expect(state.attempts).toBe(settled);
     await writer.close();
   });
 });
