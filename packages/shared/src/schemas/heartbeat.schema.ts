@@ -17,6 +17,16 @@ const reported = (max: number) =>
     ).nullish(),
   );
 
+/** Maximum lengths of the reported text fields (one home: the schema and `readPlainHeartbeat`). */
+const REPORTED_MAX = {
+  identity: 255,
+  serial_number: 255,
+  software_version: 100,
+  software_id: 100,
+  model: 100,
+  board_name: 100,
+} as const;
+
 const UPTIME_MAX_SECONDS = 1e10;
 const UPTIME_ERROR = "must be seconds or a RouterOS duration such as 1w2d03:04:05";
 
@@ -28,12 +38,12 @@ const UPTIME_ERROR = "must be seconds or a RouterOS duration such as 1w2d03:04:0
  */
 export const ZHeartbeatFrame = z.object({
   type: z.literal("heartbeat", { error: 'must be "heartbeat"' }),
-  identity: reported(255),
-  serial_number: reported(255),
-  software_version: reported(100),
-  software_id: reported(100),
-  model: reported(100),
-  board_name: reported(100),
+  identity: reported(REPORTED_MAX.identity),
+  serial_number: reported(REPORTED_MAX.serial_number),
+  software_version: reported(REPORTED_MAX.software_version),
+  software_id: reported(REPORTED_MAX.software_id),
+  model: reported(REPORTED_MAX.model),
+  board_name: reported(REPORTED_MAX.board_name),
   hardwareboard: z
     .unknown()
     .transform((value, ctx): boolean | null | undefined => {
@@ -70,15 +80,8 @@ export const ZHeartbeatFrame = z.object({
     })
     .nullish(),
 });
-/** The text fields of a heartbeat and their maximum lengths (as `reported` above checks them). */
-const REPORTED_FIELDS = [
-  ["identity", 255],
-  ["serial_number", 255],
-  ["software_version", 100],
-  ["software_id", 100],
-  ["model", 100],
-  ["board_name", 100],
-] as const;
+/** The text fields, for the fast path below: the same limits as the schema's. */
+const REPORTED_FIELDS = Object.entries(REPORTED_MAX) as Array<[keyof typeof REPORTED_MAX, number]>;
 
 /**
  * The daemon's fast path: `ZHeartbeatFrame.parse` for a frame every field of which is plainly valid,
