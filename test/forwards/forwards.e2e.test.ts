@@ -231,6 +231,11 @@ describe("transient forwarding through the entry point and a simulated router", 
     await eventually(() => !ruleOf(routerA, forward.id), "the rule to go");
     await open.received;
     await eventually(async () => (await connectOutcome(forward.port)) === "ECONNREFUSED", "the port to close");
+    // The entry point closes its port on its own; the router's last command may still be on its way.
+    await eventually(
+      () => routerA.ssh.commands().at(-1)?.startsWith("/ip firewall connection remove"),
+      "the router's connections to be dropped",
+    );
     const tail = routerA.ssh.commands().slice(-2);
     expect(tail).toEqual([
       `/ip firewall nat remove [find where comment="fleet-fwd:${forward.id}"]`,
