@@ -63,11 +63,11 @@ const writerWithOutage = async (flushIntervalMs: number) => {
   const writer = new HeartbeatWriter({
     store: {
       chunkSize: real.chunkSize,
-      applyHeartbeats: (rows) => {
+      applyHeartbeats: (rows, quietGapMs) => {
         state.attempts += 1;
         return state.down
           ? Promise.reject(Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" }))
-          : real.applyHeartbeats(rows);
+          : real.applyHeartbeats(rows, quietGapMs);
       },
       recordDowntime: (rows) => real.recordDowntime(rows),
       completeFaults: (rows) => real.completeFaults(rows),
@@ -182,5 +182,47 @@ describe("HeartbeatWriter: two heartbeats of one router before a flush", () => {
     const snapshot = [structuredClone(older), structuredClone(newer)];
     expect(mergeWrites(older, newer)).toMatchObject({ identity: "old", uptimeSeconds: 9, seenAt: newer.seenAt });
     expect([older, newer]).toEqual(snapshot);
+  });
+});
+
+describe("HeartbeatsRepository.applyHeartbeats: what a flush reads back", () => {
+  it("reports a router without a pulse, a gap of the quiet gap or more (not 1 ms less) and a gone row; writes them all", async () => {
+    const store = new HeartbeatsRepository(db);
+    const quiet = 45_000;
+    const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
+    const t0 = Date.parse("2026-11-23T10:00:00Z");
+    const at = (ms: number) => write(router.id, { seenAt: new Date(ms) });
+    const seen = async () =>
+      (
+        await db.query<{ ms: number }>(
+          "select extract(epoch from last_seen_at) * 1000 as ms from routers where id = $1",
+          [router.id],
+        )
+      )[0]?.ms;
+
+    // Never seen, no pulse: reported with its state before the heartbeat.
+    expect(await store.applyHeartbeats([at(t0)], quiet)).toEqual({
+      notable: [{ routerId: router.id, teamId: owner.teamId, previousHasPulse: false, previousSeenAt: null }],
+      gone: [],
+    });
+    // On time (a gap 1 ms under the quiet gap): written, not reported.
+    expect(await store.applyHeartbeats([at(t0 + quiet - 1)], quiet)).toEqual({ notable: [], gone: [] });
+    expect(Number(await seen())).toBe(t0 + quiet - 1);
+    // A gap of exactly the quiet gap: reported.
+    const edge = await store.applyHeartbeats([at(t0 + 2 * quiet - 1)], quiet);
+    expect(edge.notable).toEqual([
+      { routerId: router.id, teamId: owner.teamId, previousHasPulse: true, previousSeenAt: new Date(t0 + quiet - 1) },
+    ]);
+    // The sweeper took its pulse: the next heartbeat is reported however soon it comes.
+    await db.query("update routers set has_pulse = false where id = $1", [router.id]);
+    const flipped = await store.applyHeartbeats([at(t0 + 2 * quiet)], quiet);
+    expect(flipped.notable.map((n) => n.previousHasPulse)).toEqual([false]);
+    // A router whose row is gone is reported as gone, beside a quiet one in the same statement.
+    const missing = "00000000-0000-4000-8000-00000000dead";
+    expect(await store.applyHeartbeats([at(t0 + 2 * quiet + 1), write(missing)], quiet)).toEqual({
+      notable: [],
+      gone: [missing],
+    });
+    expect(Number(await seen())).toBe(t0 + 2 * quiet + 1);
   });
 });

@@ -1,8 +1,16 @@
-import type { AppliedHeartbeat, DowntimeWrite, FaultCompletion, FaultRecord, HeartbeatWrite } from "@fleet/db";
+import type {
+  AppliedHeartbeat,
+  DowntimeWrite,
+  FaultCompletion,
+  FaultRecord,
+  HeartbeatsApplied,
+  HeartbeatWrite,
+} from "@fleet/db";
 import {
   coalescingRunner,
   formatIsoUtc,
   inferFaultCause,
+  jitterToleranceMs,
   type StatusFeed,
   type TRouterStatusEvent,
 } from "@fleet/shared";
@@ -17,7 +25,8 @@ import { errorSummary, isRowRefusal } from "./row-refusal.ts";
 export interface HeartbeatStore {
   /** Rows one `applyHeartbeats` statement takes; the writer never passes more, so each call is atomic. */
   readonly chunkSize: number;
-  applyHeartbeats(writes: readonly HeartbeatWrite[]): Promise<AppliedHeartbeat[]>;
+  /** Writes the rows; reports the routers with a gap of at least `quietGapMs` (or no pulse) and those gone. */
+  applyHeartbeats(writes: readonly HeartbeatWrite[], quietGapMs: number): Promise<HeartbeatsApplied>;
   recordDowntime(writes: readonly DowntimeWrite[]): Promise<void>;
   completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>>;
 }
@@ -54,6 +63,7 @@ const MAX_POISON_LOG_ENTRIES = 10_000;
 /** What one flush achieved: rows written, rows to retry (the database went away mid-flush). */
 interface FlushOutcome {
   applied: AppliedHeartbeat[];
+  gone: string[];
   written: HeartbeatWrite[];
   retry: HeartbeatWrite[];
   unavailable: unknown;
@@ -83,8 +93,18 @@ export class HeartbeatWriter {
   #failureLoggedAt = Number.NEGATIVE_INFINITY;
   #failuresUnlogged = 0;
 
+  /**
+   * A heartbeat this soon after the previous one (with a pulse) can close no downtime (the jitter
+   * tolerance) and end no fault (the threshold): the store does not report it back.
+   */
+  readonly #quietGapMs: number;
+
   constructor(options: HeartbeatWriterOptions) {
     this.#o = options;
+    this.#quietGapMs = Math.min(
+      options.intervalMs + jitterToleranceMs(options.intervalMs),
+      options.missedHeartbeats * options.intervalMs,
+    );
   }
 
   /** Retries of failed flushes from now on (heartbeats schedule their own flush; see `enqueue`). */
@@ -148,7 +168,7 @@ export class HeartbeatWriter {
     this.#pending = new Map();
     this.#lastFlushAt = performance.now();
     const started = performance.now();
-    const outcome: FlushOutcome = { applied: [], written: [], retry: [], unavailable: undefined };
+    const outcome: FlushOutcome = { applied: [], gone: [], written: [], retry: [], unavailable: undefined };
     const size = Math.max(1, this.#o.store.chunkSize);
     for (let i = 0; i < batch.length; i += size) {
       // PGlite runs on this thread: let acks through between statements.
@@ -176,7 +196,7 @@ export class HeartbeatWriter {
     this.stats.lastFlushMs = performance.now() - started;
     observeFlush(batch.length, this.stats.lastFlushMs);
     try {
-      await this.#afterApply(outcome.written, outcome.applied);
+      await this.#afterApply(outcome.written, outcome.applied, outcome.gone);
     } catch (error) {
       this.#o.logger.error({ ...errorSummary(error) }, "recording downtime or completing faults failed");
     }
@@ -194,8 +214,9 @@ export class HeartbeatWriter {
       return;
     }
     try {
-      const applied = await this.#o.store.applyHeartbeats(rows);
-      for (const row of applied) outcome.applied.push(row);
+      const { notable, gone } = await this.#o.store.applyHeartbeats(rows, this.#quietGapMs);
+      for (const row of notable) outcome.applied.push(row);
+      for (const id of gone) outcome.gone.push(id);
       for (const row of rows) outcome.written.push(row);
     } catch (error) {
       if (!isRowRefusal(error)) {
@@ -242,13 +263,11 @@ export class HeartbeatWriter {
   }
 
   /** Rare work: downtime, fault completion, status events, revocations. Steady state: nothing. */
-  async #afterApply(batch: HeartbeatWrite[], applied: AppliedHeartbeat[]): Promise<void> {
-    const byRouter = new Map(batch.map((w) => [w.routerId, w]));
-    if (applied.length < batch.length) {
-      const present = new Set(applied.map((a) => a.routerId));
-      const gone = batch.filter((w) => !present.has(w.routerId)).map((w) => w.routerId);
-      if (gone.length > 0) this.#o.onGone(gone);
-    }
+  async #afterApply(batch: HeartbeatWrite[], applied: AppliedHeartbeat[], gone: string[]): Promise<void> {
+    if (gone.length > 0) this.#o.onGone(gone);
+    if (applied.length === 0) return;
+    const byRouter = new Map<string, HeartbeatWrite>();
+    for (const w of batch) byRouter.set(w.routerId, w);
     const downtime: DowntimeWrite[] = [];
     const completions: FaultCompletion[] = [];
     const events: TRouterStatusEvent[] = [];

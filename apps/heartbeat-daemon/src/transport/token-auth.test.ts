@@ -1,7 +1,7 @@
 import type { TokenOwner } from "@fleet/db";
 import { describe, expect, it } from "vitest";
 import { hashHeartbeatToken as hashToken } from "@fleet/shared";
-import { bearerToken, TokenAuthenticator } from "./token-auth.ts";
+import { bearerToken, REFRESH_BATCH, TokenAuthenticator } from "./token-auth.ts";
 
 /** A fake token store: counts its queries; `owners` is what the database holds now. */
 const store = (owners: Map<string, TokenOwner>) => {
@@ -89,6 +89,30 @@ describe("TokenAuthenticator", () => {
     now += 1_000;
     expect(await auth.authenticate(token(3))).not.toBeNull();
     expect(s.calls).toHaveLength(4);
+  });
+
+  it("re-checks a period's stale tokens in one query up to REFRESH_BATCH, and one more past it", async () => {
+    for (const count of [REFRESH_BATCH, REFRESH_BATCH + 1]) {
+      const numbers = Array.from({ length: count }, (_, n) => n);
+      const owners = new Map(
+        numbers.map((n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const),
+      );
+      const s = store(owners);
+      let now = 0;
+      const auth = new TokenAuthenticator({
+        lookup: s.lookup,
+        ttlMs: 1_000,
+        staleMs: 10_000,
+        refreshEveryMs: 0,
+        now: () => now,
+      });
+      await Promise.all(numbers.map((n) => auth.authenticate(token(n))));
+      const first = s.calls.length;
+      now = 2_000;
+      for (const n of numbers) await auth.authenticate(token(n), true);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(s.calls.slice(first).map((c) => c.length)).toEqual(count > REFRESH_BATCH ? [REFRESH_BATCH, 1] : [count]);
+    }
   });
 
   it("keeps at most two lookups in flight; tokens arriving meanwhile gather into the next batch", async () => {

@@ -47,6 +47,17 @@ export interface AppliedHeartbeat {
   previousSeenAt: Date | null;
 }
 
+/**
+ * What one flush's statement reports. `notable`: the routers whose heartbeat may flip their pulse,
+ * close downtime or end a fault (no pulse before, never seen, or a gap of at least the quiet gap),
+ * with their state before it. `gone`: routers whose row no longer exists (nothing was written).
+ * A router beating on time is in neither: at the steady cadence a flush reads back nothing.
+ */
+export interface HeartbeatsApplied {
+  notable: AppliedHeartbeat[];
+  gone: string[];
+}
+
 export interface DowntimeWrite {
   routerId: string;
   hour: Date;
@@ -111,32 +122,40 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 // locks beyond the update's own, so the flush costs what a plain UNNEST update costs. A fault the
 // sweeper opens concurrently may be missed by `o`; the writer therefore also completes faults for
 // every router whose silence was long enough to have one (see HeartbeatWriter).
+// Only the rows the daemon has work for come back: a router that had no pulse or had never been
+// seen, a gap of at least $13 ms (the writer's "quiet gap"), or a router whose row is gone (`u` has
+// no row for it). At the steady cadence a flush returns nothing.
 const APPLY_SQL = `
 with v as (
   select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[])
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
       hardwareboard, uptime, metadata)
+), u as (
+  update routers r set
+    has_pulse = true,
+    last_seen_at = greatest(r.last_seen_at, to_timestamp(v.seen_ms / 1000.0)),
+    last_seen_from = coalesce(v.peer, r.last_seen_from),
+    identity = coalesce(v.identity, r.identity),
+    serial_number = coalesce(v.serial_number, r.serial_number),
+    software_version = coalesce(v.software_version, r.software_version),
+    software_id = coalesce(v.software_id, r.software_id),
+    model = coalesce(v.model, r.model),
+    board_name = coalesce(v.board_name, r.board_name),
+    hardwareboard = coalesce(v.hardwareboard, r.hardwareboard),
+    uptime_seconds = coalesce(v.uptime, r.uptime_seconds),
+    reported_metadata = case
+      when v.metadata is null then r.reported_metadata
+      when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
+      else r.reported_metadata || v.metadata end
+  from v, routers o
+  where r.id = v.id and o.id = v.id
+  returning r.id, r.team_id, o.has_pulse as previous_has_pulse, o.last_seen_at as previous_seen_at
 )
-update routers r set
-  has_pulse = true,
-  last_seen_at = greatest(r.last_seen_at, to_timestamp(v.seen_ms / 1000.0)),
-  last_seen_from = coalesce(v.peer, r.last_seen_from),
-  identity = coalesce(v.identity, r.identity),
-  serial_number = coalesce(v.serial_number, r.serial_number),
-  software_version = coalesce(v.software_version, r.software_version),
-  software_id = coalesce(v.software_id, r.software_id),
-  model = coalesce(v.model, r.model),
-  board_name = coalesce(v.board_name, r.board_name),
-  hardwareboard = coalesce(v.hardwareboard, r.hardwareboard),
-  uptime_seconds = coalesce(v.uptime, r.uptime_seconds),
-  reported_metadata = case
-    when v.metadata is null then r.reported_metadata
-    when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
-    else r.reported_metadata || v.metadata end
-from v, routers o
-where r.id = v.id and o.id = v.id
-returning r.id, r.team_id, o.has_pulse as previous_has_pulse, ${ms("o.last_seen_at", "previous_seen_ms")}`;
+select v.id, u.id is null as gone, u.team_id, u.previous_has_pulse, ${ms("u.previous_seen_at", "previous_seen_ms")}
+from v left join u on u.id = v.id
+where u.id is null or not u.previous_has_pulse or u.previous_seen_at is null
+  or v.seen_ms - extract(epoch from u.previous_seen_at) * 1000 >= $13`;
 
 const DOWNTIME_SQL = `
 insert into router_downtime_hours (router_id, hour, seconds_down)
@@ -268,39 +287,50 @@ export class HeartbeatsRepository {
   }
 
   /**
-   * One `UNNEST` upsert per chunk (one per flush unless the flush is huge). Routers that no longer
-   * exist are simply absent from the result: the caller revokes them.
+   * One `UNNEST` upsert per chunk (one per flush unless the flush is huge). Reports only the routers
+   * the daemon has work for (see `HeartbeatsApplied`): a router that had a pulse and was last seen
+   * less than `quietGapMs` before this heartbeat is written and not reported.
    */
-  async applyHeartbeats(writes: readonly HeartbeatWrite[]): Promise<AppliedHeartbeat[]> {
-    const applied: AppliedHeartbeat[] = [];
+  async applyHeartbeats(writes: readonly HeartbeatWrite[], quietGapMs: number): Promise<HeartbeatsApplied> {
+    const result: HeartbeatsApplied = { notable: [], gone: [] };
     const parts = chunks(writes, this.chunkSize);
     for (const [index, part] of parts.entries()) {
       if (index > 0 && this.#db.driver === "pglite") await yieldToEventLoop();
       const rows = await this.#db.query<{
         id: string;
-        team_id: string;
-        previous_has_pulse: boolean;
+        gone: boolean;
+        team_id: string | null;
+        previous_has_pulse: boolean | null;
         previous_seen_ms: unknown;
-      }>(APPLY_SQL, [
-        plainArray(part.map((w) => w.routerId)),
-        plainArray(part.map((w) => w.seenAt.getTime())),
-        textArray(part.map((w) => w.peer)),
-        textArray(part.map((w) => text(w.identity))),
-        textArray(part.map((w) => text(w.serialNumber))),
-        textArray(part.map((w) => text(w.softwareVersion))),
-        textArray(part.map((w) => text(w.softwareId))),
-        textArray(part.map((w) => text(w.model))),
-        textArray(part.map((w) => text(w.boardName))),
-        plainArray(part.map((w) => w.hardwareboard ?? null)),
-        plainArray(
-          part.map((w) =>
-            w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds),
+      }>(
+        APPLY_SQL,
+        [
+          plainArray(part.map((w) => w.routerId)),
+          plainArray(part.map((w) => w.seenAt.getTime())),
+          textArray(part.map((w) => w.peer)),
+          textArray(part.map((w) => text(w.identity))),
+          textArray(part.map((w) => text(w.serialNumber))),
+          textArray(part.map((w) => text(w.softwareVersion))),
+          textArray(part.map((w) => text(w.softwareId))),
+          textArray(part.map((w) => text(w.model))),
+          textArray(part.map((w) => text(w.boardName))),
+          plainArray(part.map((w) => w.hardwareboard ?? null)),
+          plainArray(
+            part.map((w) =>
+              w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds),
+            ),
           ),
-        ),
-        textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
-      ]);
+          textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
+          quietGapMs,
+        ],
+        { prepare: "heartbeats_apply" },
+      );
       for (const row of rows) {
-        applied.push({
+        if (row.gone || row.team_id === null) {
+          result.gone.push(row.id);
+          continue;
+        }
+        result.notable.push({
           routerId: row.id,
           teamId: row.team_id,
           previousHasPulse: row.previous_has_pulse === true,
@@ -308,7 +338,7 @@ export class HeartbeatsRepository {
         });
       }
     }
-    return applied;
+    return result;
   }
 
   /** Adds seconds down per router and hour (rows for the same router and hour are summed first). */

@@ -52,7 +52,7 @@ const fetchScript = async (url: string) => {
 };
 
 const beat = async (routerId: string, at: Date) => {
-  await new HeartbeatsRepository(h.db).applyHeartbeats([{ routerId, seenAt: at, peer: "127.0.0.1" }]);
+  await new HeartbeatsRepository(h.db).applyHeartbeats([{ routerId, seenAt: at, peer: "127.0.0.1" }], 0);
 };
 
 beforeAll(async () => {
