@@ -45,6 +45,14 @@ export interface HeartbeatTuning {
   floodPerSecond: number;
   /** No daemon alive for longer than this means every daemon was away (the restart rule). */
   coverageGapMs: number;
+  /**
+   * Connections (WebSocket and HTTP) one process holds at most; more are closed as they are
+   * accepted, and the router retries (with SO_REUSEPORT, most likely into another process). A
+   * process may hold 20,000 file descriptors: this leaves room for the database pool, the status
+   * feed and logs, which a reconnect storm that sends one process too many routers would otherwise
+   * take (a flush failed with EMFILE once, at 100,000 routers on 8 processes).
+   */
+  maxConnections: number;
 }
 
 export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
@@ -59,6 +67,7 @@ export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
   floodBurst: 200,
   floodPerSecond: 50,
   coverageGapMs: 5_000,
+  maxConnections: 19_000,
 });
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */

@@ -32,6 +32,8 @@ const REQUEST_TIMEOUT_MS = 15_000;
  * caps this at net.core.somaxconn (4096 on current Linux).
  */
 const LISTEN_BACKLOG = 65_535;
+/** At the connection limit, one warning per this period, not one per refused connection. */
+const DROP_LOG_PERIOD_MS = 60_000;
 
 export interface HeartbeatServerOptions {
   host: string;
@@ -96,6 +98,17 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     });
   });
   server.on("clientError", (_error, socket) => socket.destroy());
+  server.maxConnections = o.tuning.maxConnections;
+  let dropLoggedAt = Number.NEGATIVE_INFINITY;
+  server.on("drop", () => {
+    const now = performance.now();
+    if (now - dropLoggedAt < DROP_LOG_PERIOD_MS) return;
+    dropLoggedAt = now;
+    o.logger.warn(
+      { maxConnections: o.tuning.maxConnections },
+      "connection limit of this process reached: new connections are closed (routers retry); add daemon processes",
+    );
+  });
 
   const port = await listen(server, {
     host: o.host,

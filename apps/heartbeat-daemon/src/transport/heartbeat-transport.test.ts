@@ -10,7 +10,9 @@ import {
 import { HEARTBEAT_MAX_FRAME_BYTES, type TRouterStatusEvent } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
 import {
+  capturingLogger,
   connect,
   connectOk,
   type DaemonHarness,
@@ -315,6 +317,46 @@ describe("WebSocket heartbeats", () => {
       expect((await socket.closed).code).toBe(1006);
     } finally {
       await fast.close();
+    }
+  });
+});
+
+describe("Connections per process", () => {
+  /** One upgrade attempt: "open" (then closed again) or "closed" when the daemon cut it at accept. */
+  const attempt = (wsUrl: string, token: string) =>
+    new Promise<"open" | "closed">((resolve) => {
+      const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${token}` } });
+      ws.on("error", () => resolve("closed"));
+      ws.on("close", () => resolve("closed"));
+      ws.on("open", () => {
+        resolve("open");
+        ws.close();
+      });
+    });
+
+  it("holds tuning.maxConnections sockets, closes one more at accept, and takes it once a socket goes", async () => {
+    const { lines, logger } = capturingLogger("warn");
+    const small = await startDaemonHarness(db, {
+      intervalMs: 1_000,
+      missedHeartbeats: 3,
+      tuning: { maxConnections: 2 },
+      logger,
+    });
+    try {
+      const [a, b, c] = await Promise.all([1, 2, 3].map(() => makeRouter(db, owner)));
+      if (!a || !b || !c) throw new Error("routers not made");
+      const first = await connectOk(small.daemon.wsUrl, a.heartbeatToken);
+      const second = await connectOk(small.daemon.wsUrl, b.heartbeatToken);
+      expect(await attempt(small.daemon.wsUrl, c.heartbeatToken)).toBe("closed");
+      expect(lines.filter((l) => String(l.msg).startsWith("connection limit")).length).toBe(1);
+      // Both held sockets still work.
+      second.send({ type: "heartbeat" });
+      expect(await second.next()).toEqual({ type: "ack", interval_ms: 1_000 });
+      await first.close();
+      await eventually(async () => (await attempt(small.daemon.wsUrl, c.heartbeatToken)) === "open", "room again");
+      await second.close();
+    } finally {
+      await small.close();
     }
   });
 });
