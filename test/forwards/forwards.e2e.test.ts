@@ -200,8 +200,10 @@ describe("transient forwarding through the entry point and a simulated router", 
       forward.id,
     ]);
     expect(row?.applied_at).not.toBeNull();
-    const [job] = await listRouterJobs(db, { forwardId: forward.id, kind: "forward.apply" });
-    expect(job).toMatchObject({ state: "completed", attempts: 1 });
+    // The job is marked completed once its handler returns, a moment after the forward is usable.
+    const applyJob = async () => (await listRouterJobs(db, { forwardId: forward.id, kind: "forward.apply" }))[0];
+    await eventually(async () => (await applyJob())?.state !== "active", "the apply job to finish");
+    expect(await applyJob()).toMatchObject({ state: "completed", attempts: 1 });
 
     for (const version of [1, 2] as const) {
       const client = await connectAs(forward.port, ALLOWED, { version, payload: "hello " });
