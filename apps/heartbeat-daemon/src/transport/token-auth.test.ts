@@ -19,6 +19,23 @@ const store = (owners: Map<string, TokenOwner>) => {
 
 const token = (n: number) => `hb_token_number_${String(n).padStart(6, "0")}`;
 
+/** Routers r<n> for `numbers`, and an authenticator that answers their stale owners (HTTP), on a settable clock. */
+const staleAuthenticator = (numbers: readonly number[]) => {
+  const owners = new Map(
+    numbers.map((n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const),
+  );
+  const s = store(owners);
+  const clock = { now: 0 };
+  const auth = new TokenAuthenticator({
+    lookup: s.lookup,
+    ttlMs: 1_000,
+    staleMs: 10_000,
+    refreshEveryMs: 0,
+    now: () => clock.now,
+  });
+  return { owners, s, clock, auth };
+};
+
 describe("TokenAuthenticator", () => {
   it("merges concurrent lookups into one query and caches the answer", async () => {
     const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
@@ -55,22 +72,11 @@ describe("TokenAuthenticator", () => {
   });
 
   it("answers a stale owner at once when allowed (HTTP) and re-checks in the background, batched", async () => {
-    const owners = new Map(
-      [1, 2, 3].map((n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const),
-    );
-    const s = store(owners);
-    let now = 0;
-    const auth = new TokenAuthenticator({
-      lookup: s.lookup,
-      ttlMs: 1_000,
-      staleMs: 10_000,
-      refreshEveryMs: 0,
-      now: () => now,
-    });
+    const { owners, s, clock, auth } = staleAuthenticator([1, 2, 3]);
     await Promise.all([1, 2, 3].map((n) => auth.authenticate(token(n))));
     expect(s.calls).toHaveLength(1);
     owners.delete(hashToken(token(2)));
-    now = 5_000;
+    clock.now = 5_000;
     // Past the TTL: the cached owners answer at once, without a query of their own...
     expect(await auth.authenticate(token(1), true)).toEqual({ routerId: "r1", teamId: "t", tunnelIp: null });
     expect(await auth.authenticate(token(2), true)).toEqual({ routerId: "r2", teamId: "t", tunnelIp: null });
@@ -83,10 +89,10 @@ describe("TokenAuthenticator", () => {
     expect(await auth.authenticate(token(2), true)).toBeNull();
     expect(await auth.authenticate(token(1), true)).not.toBeNull();
     // Past TTL + staleMs even the HTTP path waits for the database; without allowStale, the TTL rules.
-    now = 5_000 + 11_000;
+    clock.now = 5_000 + 11_000;
     expect(await auth.authenticate(token(1), true)).not.toBeNull();
     expect(s.calls).toHaveLength(3);
-    now += 1_000;
+    clock.now += 1_000;
     expect(await auth.authenticate(token(3))).not.toBeNull();
     expect(s.calls).toHaveLength(4);
   });
@@ -94,21 +100,10 @@ describe("TokenAuthenticator", () => {
   it("re-checks a period's stale tokens in one query up to REFRESH_BATCH, and one more past it", async () => {
     for (const count of [REFRESH_BATCH, REFRESH_BATCH + 1]) {
       const numbers = Array.from({ length: count }, (_, n) => n);
-      const owners = new Map(
-        numbers.map((n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const),
-      );
-      const s = store(owners);
-      let now = 0;
-      const auth = new TokenAuthenticator({
-        lookup: s.lookup,
-        ttlMs: 1_000,
-        staleMs: 10_000,
-        refreshEveryMs: 0,
-        now: () => now,
-      });
+      const { s, clock, auth } = staleAuthenticator(numbers);
       await Promise.all(numbers.map((n) => auth.authenticate(token(n))));
       const first = s.calls.length;
-      now = 2_000;
+      clock.now = 2_000;
       for (const n of numbers) await auth.authenticate(token(n), true);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(s.calls.slice(first).map((c) => c.length)).toEqual(count > REFRESH_BATCH ? [REFRESH_BATCH, 1] : [count]);
