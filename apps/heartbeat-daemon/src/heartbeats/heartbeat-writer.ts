@@ -60,9 +60,9 @@ const POISON_LOG_PERIOD_MS = 3_600_000;
 const FAILURE_LOG_PERIOD_MS = 60_000;
 const MAX_POISON_LOG_ENTRIES = 10_000;
 
-/** What one flush achieved: rows written, rows to retry (the database went away mid-flush). */
+/** What one flush achieved: rows written, the notable and gone routers it read back, rows to retry (the database went away mid-flush). */
 interface FlushOutcome {
-  applied: AppliedHeartbeat[];
+  notable: AppliedHeartbeat[];
   gone: string[];
   written: HeartbeatWrite[];
   retry: HeartbeatWrite[];
@@ -168,7 +168,7 @@ export class HeartbeatWriter {
     this.#pending = new Map();
     this.#lastFlushAt = performance.now();
     const started = performance.now();
-    const outcome: FlushOutcome = { applied: [], gone: [], written: [], retry: [], unavailable: undefined };
+    const outcome: FlushOutcome = { notable: [], gone: [], written: [], retry: [], unavailable: undefined };
     const size = Math.max(1, this.#o.store.chunkSize);
     for (let i = 0; i < batch.length; i += size) {
       // PGlite runs on this thread: let acks through between statements.
@@ -196,7 +196,7 @@ export class HeartbeatWriter {
     this.stats.lastFlushMs = performance.now() - started;
     observeFlush(batch.length, this.stats.lastFlushMs);
     try {
-      await this.#afterApply(outcome.written, outcome.applied, outcome.gone);
+      await this.#afterApply(outcome.written, outcome.notable, outcome.gone);
     } catch (error) {
       this.#o.logger.error({ ...errorSummary(error) }, "recording downtime or completing faults failed");
     }
@@ -215,7 +215,7 @@ export class HeartbeatWriter {
     }
     try {
       const { notable, gone } = await this.#o.store.applyHeartbeats(rows, this.#quietGapMs);
-      for (const row of notable) outcome.applied.push(row);
+      for (const row of notable) outcome.notable.push(row);
       for (const id of gone) outcome.gone.push(id);
       for (const row of rows) outcome.written.push(row);
     } catch (error) {
@@ -263,16 +263,16 @@ export class HeartbeatWriter {
   }
 
   /** Rare work: downtime, fault completion, status events, revocations. Steady state: nothing. */
-  async #afterApply(batch: HeartbeatWrite[], applied: AppliedHeartbeat[], gone: string[]): Promise<void> {
+  async #afterApply(batch: HeartbeatWrite[], notable: AppliedHeartbeat[], gone: string[]): Promise<void> {
     if (gone.length > 0) this.#o.onGone(gone);
-    if (applied.length === 0) return;
+    if (notable.length === 0) return;
     const byRouter = new Map<string, HeartbeatWrite>();
     for (const w of batch) byRouter.set(w.routerId, w);
     const downtime: DowntimeWrite[] = [];
     const completions: FaultCompletion[] = [];
     const events: TRouterStatusEvent[] = [];
     const coverage = this.#o.coverage.current;
-    for (const row of applied) {
+    for (const row of notable) {
       const write = byRouter.get(row.routerId);
       if (!write) continue;
       const closed = downtimeClosedBy({

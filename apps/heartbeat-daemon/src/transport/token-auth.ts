@@ -108,8 +108,9 @@ export class TokenAuthenticator {
    * `allowStale` (the HTTP path, where every heartbeat is a new check: a router posts once per
    * interval, past the TTL) answers a cached owner up to `staleMs` past the TTL at once and
    * re-checks it in the background, so the database sees one query per second (up to
-   * REFRESH_BATCH tokens) instead of one per event-loop turn. A router deleted without a feed event gets at most one more
-   * heartbeat acknowledged; the writer drops it (its row is gone) and revokes the router.
+   * REFRESH_BATCH tokens) instead of one per event-loop turn. A router deleted without a feed event
+   * gets at most one more heartbeat acknowledged; the writer drops it (its row is gone) and revokes
+   * the router.
    */
   async authenticate(token: string | undefined, allowStale = false): Promise<TokenOwner | null> {
     // Made, hashed and checked in one module (@fleet/shared heartbeat-token.ts); implausible tokens are refused unhashed.
@@ -176,7 +177,7 @@ export class TokenAuthenticator {
     const hashes = [...this.#refresh];
     this.#refresh = new Set();
     for (let i = 0; i < hashes.length; i += REFRESH_BATCH) {
-      const part = hashes.length <= REFRESH_BATCH ? hashes : hashes.slice(i, i + REFRESH_BATCH);
+      const part = hashes.slice(i, i + REFRESH_BATCH);
       let owners: Map<string, TokenOwner>;
       try {
         this.lookups += 1;
