@@ -25,6 +25,8 @@ const AREAS: Area[] = [
   { dir: "apps/heartbeat-daemon", allowedInternal: ["@fleet/shared", "@fleet/db"] },
   { dir: "apps/tunnel-agent", allowedInternal: ["@fleet/shared", "@fleet/db"] },
   { dir: "apps/router-simulator", allowedInternal: ["@fleet/shared"] },
+  // The console reaches the system only through the typed client (checked below: `@fleet/api/client`).
+  { dir: "apps/console", allowedInternal: ["@fleet/api"] },
   { dir: "apps/all-in-one", allowedInternal: "any" },
   { dir: "test", allowedInternal: "any" },
   { dir: "bench", allowedInternal: "any" },
@@ -36,7 +38,8 @@ const mayReadEnv = (file: string) =>
   isTestFile(file) ||
   file.startsWith("test/") ||
   file.startsWith("bench/") ||
-  file.startsWith("scripts/");
+  file.startsWith("scripts/") ||
+  file === "apps/console/vite.config.ts";
 
 const walk = (dir: string): string[] => {
   const out: string[] = [];
@@ -44,7 +47,7 @@ const walk = (dir: string): string[] => {
     if (name === "node_modules" || name.startsWith(".")) continue;
     const full = path.join(dir, name);
     if (statSync(full).isDirectory()) out.push(...walk(full));
-    else if (name.endsWith(".ts")) out.push(full);
+    else if (name.endsWith(".ts") || name.endsWith(".tsx")) out.push(full);
   }
   return out;
 };
@@ -92,6 +95,31 @@ for (const area of AREAS) {
     if (!mayReadEnv(rel) && /process\.env\b/.test(source.replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, ""))) {
       problems.push(`${rel}: reads process.env (only config.ts modules may)`);
     }
+  }
+}
+
+// docs/console.md "How it talks to the system": the console's browser code reaches the system only
+// through the typed tRPC client. It imports nothing of the API but `@fleet/api/client` (whose
+// `AppRouter` is a type), nothing of Node, and makes no HTTP call of its own except the card
+// processor's client-side flow in processor.ts (card data goes to the processor, never to us).
+const CONSOLE_SRC = "apps/console/src";
+const CONSOLE_HTTP_EXEMPT = new Set([`${CONSOLE_SRC}/processor.ts`]);
+for (const file of walk(path.join(root, CONSOLE_SRC))) {
+  const rel = path.relative(root, file);
+  const source = readFileSync(file, "utf8");
+  for (const match of source.matchAll(IMPORT)) {
+    const spec = match[1] ?? match[2] ?? "";
+    if (spec.startsWith("@fleet/") && spec !== "@fleet/api/client") {
+      problems.push(`${rel}: the console imports only @fleet/api/client of the system, not ${spec}`);
+    }
+    if (spec.startsWith("node:")) problems.push(`${rel}: browser code imports ${spec}`);
+  }
+  const code = source.replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, "");
+  if (
+    !CONSOLE_HTTP_EXEMPT.has(rel) &&
+    /\bfetch\s*\(|XMLHttpRequest|new\s+EventSource|new\s+WebSocket|sendBeacon/.test(code)
+  ) {
+    problems.push(`${rel}: the console calls the system only through the tRPC client (no fetch, XHR, EventSource)`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { consoleDistDir, ensureConsoleBuilt } from "@fleet/console/build";
 import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadAllInOneConfig } from "./config.ts";
@@ -7,6 +8,9 @@ import { startAll } from "./start-all.ts";
 const config = loadConfigOrExit(() => loadAllInOneConfig());
 
 const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
+// docs/console.md "Build": the first `npm start` (or one after the console's sources changed) builds
+// the operator console the API serves at /console; a production image carries it built.
+if (config.api.consoleDir === consoleDistDir) await ensureConsoleBuilt(logger.child({ app: "console" }));
 const system = await startAll({ config, logger });
 const { api } = system;
 const { entryPoint } = config.tunnelAgent;
@@ -17,6 +21,7 @@ const lines = [
   "",
   `Fleet is running on ${storage}`,
   `  API        ${api.url}   (REST at the spec paths, tRPC at ${api.url}/trpc)`,
+  `  Console    ${api.url}/console/`,
   `  Docs       ${api.url}/docs   OpenAPI ${api.url}/openapi.json`,
   `  Health     ${api.url}/healthz`,
   `  Heartbeats ${system.heartbeat.wsUrl} (WebSocket) and POST ${system.heartbeat.url}/v1/heartbeat, every ${config.heartbeat.intervalMs / 1000} s`,

@@ -15,6 +15,7 @@ import {
   type TEnv,
   type TunnelNetwork,
 } from "@fleet/shared";
+import path from "node:path";
 import cron from "node-cron";
 
 /** Everything the API reads from its environment, parsed once (docs/operations.md "Configuration"). */
@@ -74,6 +75,11 @@ export interface ApiConfig {
   };
   /** What adoption scripts are made of (docs/routeros.md "Adoption"). */
   adoption: AdoptionConfig;
+  /**
+   * `CONSOLE_DIR`: the built operator console served at /console (docs/console.md); default the
+   * repository's `apps/console/dist`, which `npm start` builds when it is missing or stale.
+   */
+  consoleDir: string;
   events: {
     /** `AUDIT_RETENTION_DAYS` (default 365): audit entries older than this are pruned. */
     auditRetentionDays: number;
@@ -172,6 +178,7 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
       refreshCron: envCron(env, "OEM_REFRESH_CRON", "17 3 * * *"),
     },
     adoption: loadAdoptionConfig(env),
+    consoleDir: path.resolve(envString(env, "CONSOLE_DIR", path.join(import.meta.dirname, "../../console/dist"))),
     events: {
       auditRetentionDays: envInt(env, "AUDIT_RETENTION_DAYS", 365, 1, 36_500),
       webhookAllowPrivate: envBool(env, "WEBHOOK_ALLOW_PRIVATE", false),

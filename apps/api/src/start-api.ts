@@ -148,6 +148,7 @@ export const startApi = async ({
     };
   }
   const stripeClient = createStripeClient(stripe);
+  const usesRealStripe = Boolean(config.stripe.secretKey && config.stripe.publishableKey);
 
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
   const apiKeyStore = new ApiKeysRepository(db);
@@ -336,6 +337,11 @@ export const startApi = async ({
     metricsToken: config.metricsToken,
     publicUrl: `http://${publicHost}:${config.port}`,
     ...(trpcFastPath === undefined ? {} : { trpcFastPath }),
+    console: {
+      dir: config.consoleDir,
+      devLogin: signer !== undefined,
+      processor: !usesRealStripe && stripe.apiBase ? { kind: "emulator", apiBase: stripe.apiBase } : { kind: "stripe" },
+    },
   });
   const server = createServer({ keepAliveTimeout: 65_000 }, app);
   const port = await listen(server, { host: config.host, port: config.port });

@@ -9,6 +9,7 @@ import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { adoptionScriptRoute, redactAdoptionPath } from "./adoption-script.ts";
+import { type ConsoleOptions, consoleRouter } from "./console-page.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
@@ -31,6 +32,8 @@ export interface AppOptions {
    * through tRPC's own adapter: the reference the differential test compares the fast path with.
    */
   trpcFastPath?: boolean;
+  /** The operator console at /console (docs/console.md); unset: not served. */
+  console?: ConsoleOptions;
 }
 
 /** docs/api.md "Errors": JSON nested deeper than this is refused with 400. */
@@ -102,6 +105,8 @@ export const createApp = (options: AppOptions): Express => {
     res.json(openapi);
   });
   app.use(docsRouter());
+  // Before the JSON-only body rules: the console's card form posts the processor's own form encoding.
+  if (options.console) app.use(consoleRouter(options.console));
 
   // docs/billing.md "Webhooks": the processor's events. The signature covers the exact bytes sent,
   // so this one route takes the raw body, before the JSON parser below; no bearer header.

@@ -1,0 +1,87 @@
+import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import path from "node:path";
+
+/**
+ * docs/console.md "Build": the console is a static bundle the API serves at /console. Nothing built
+ * is committed; `npm start` builds it once when it is missing or older than its sources, so
+ * `npm ci && npm start` serves it with no extra command, and a production image builds it in its
+ * own stage (`npm run build:console`).
+ */
+export const consoleRoot = path.resolve(import.meta.dirname, "..");
+/** Where the bundle lands; the API's default `CONSOLE_DIR`. */
+export const consoleDistDir = path.join(consoleRoot, "dist");
+
+/** What the bundle is made of: its own sources and the typed client it bundles from the API. */
+const SOURCES = [
+  "src",
+  "index.html",
+  "vite.config.ts",
+  "package.json",
+  "../api/src/client.ts",
+  "../api/src/fetch-event-source.ts",
+];
+
+const newestMtime = (file: string): number => {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (!stat) return 0;
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return Math.max(0, ...readdirSync(file).map((name) => newestMtime(path.join(file, name))));
+};
+
+/** True when dist/index.html exists and is newer than every source file. */
+export const consoleIsBuilt = (): boolean => {
+  const index = statSync(path.join(consoleDistDir, "index.html"), { throwIfNoEntry: false });
+  if (!index) return false;
+  return index.mtimeMs >= Math.max(...SOURCES.map((source) => newestMtime(path.join(consoleRoot, source))));
+};
+
+/**
+ * Builds into a private folder and moves it into place, so a server reading `dist/` never sees a
+ * half-written bundle and two builders at once (a test and `npm start`) do not mix their files.
+ */
+export const buildConsole = async (): Promise<{ dir: string; ms: number }> => {
+  const started = performance.now();
+  // Imported here: a production image carries the built bundle and no build tools.
+  const { build } = await import("vite");
+  const staging = path.join(consoleRoot, `.dist-${process.pid}-${Date.now()}`);
+  try {
+    await build({
+      root: consoleRoot,
+      configFile: path.join(consoleRoot, "vite.config.ts"),
+      logLevel: "warn",
+      build: { outDir: staging, emptyOutDir: true },
+    });
+    rmSync(consoleDistDir, { recursive: true, force: true });
+    try {
+      renameSync(staging, consoleDistDir);
+    } catch (error) {
+      // Another builder moved its bundle in first: theirs is as fresh as ours.
+      if (!existsSync(path.join(consoleDistDir, "index.html"))) throw error;
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  return { dir: consoleDistDir, ms: Math.round(performance.now() - started) };
+};
+
+export type ConsoleBuildOutcome = "fresh" | "built" | "failed";
+
+/**
+ * `npm start`'s step: build when missing or stale. Never fatal: without a bundle the rest of the
+ * system still runs and /console says how to build it.
+ */
+export const ensureConsoleBuilt = async (log: {
+  info(message: string): void;
+  warn(message: string): void;
+}): Promise<ConsoleBuildOutcome> => {
+  if (consoleIsBuilt()) return "fresh";
+  log.info("building the operator console (first start or changed sources)");
+  try {
+    const { ms } = await buildConsole();
+    log.info(`operator console built in ${ms} ms`);
+    return "built";
+  } catch (error) {
+    log.warn(`the operator console could not be built: ${(error as Error).message}`);
+    return "failed";
+  }
+};

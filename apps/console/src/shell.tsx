@@ -1,0 +1,103 @@
+import { useQueryClient } from "@tanstack/react-query";
+import { useEffect } from "react";
+import { connection, useConnectionLost } from "./connection.ts";
+import { useLiveStatus } from "./live-status.ts";
+import { Link, useLocation } from "./navigation.tsx";
+import { ApiKeysPage } from "./pages/api-keys-page.tsx";
+import { AuditLogPage } from "./pages/audit-log-page.tsx";
+import { BillingPage } from "./pages/billing-page.tsx";
+import { EnrollPage } from "./pages/enroll-page.tsx";
+import { FleetPage } from "./pages/fleet-page.tsx";
+import { RouterPage } from "./pages/router-page.tsx";
+import { WebhooksPage } from "./pages/webhooks-page.tsx";
+import { session } from "./session.ts";
+
+const NAV = [
+  { to: "/", label: "Fleet" },
+  { to: "/enroll", label: "Enroll a router" },
+  { to: "/billing", label: "Billing" },
+  { to: "/api-keys", label: "API keys" },
+  { to: "/webhooks", label: "Webhooks" },
+  { to: "/audit-log", label: "Audit log" },
+] as const;
+
+const pageFor = (path: string) => {
+  const router = /^\/routers\/([^/]+)$/.exec(path);
+  if (router?.[1]) return <RouterPage routerId={decodeURIComponent(router[1])} />;
+  switch (path) {
+    case "/":
+      return <FleetPage />;
+    case "/enroll":
+      return <EnrollPage />;
+    case "/billing":
+      return <BillingPage />;
+    case "/api-keys":
+      return <ApiKeysPage />;
+    case "/webhooks":
+      return <WebhooksPage />;
+    case "/audit-log":
+      return <AuditLogPage />;
+    default:
+      return (
+        <section aria-labelledby="not-found">
+          <h1 id="not-found">Page not found</h1>
+          <p>
+            <Link to="/">Back to the fleet</Link>
+          </p>
+        </section>
+      );
+  }
+};
+
+export const Shell = () => {
+  const { path } = useLocation();
+  const lost = useConnectionLost();
+  useLiveStatus();
+  const queryClient = useQueryClient();
+  // The browser knows first when its network goes; the next answer after it returns clears the banner.
+  useEffect(() => {
+    const offline = () => connection.set(true);
+    const online = () => void queryClient.invalidateQueries();
+    window.addEventListener("offline", offline);
+    window.addEventListener("online", online);
+    return () => {
+      window.removeEventListener("offline", offline);
+      window.removeEventListener("online", online);
+    };
+  }, [queryClient]);
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Fleet console</span>
+        <nav aria-label="Main">
+          <ul>
+            {NAV.map((item) => {
+              const current = item.to === "/" ? path === "/" || path.startsWith("/routers/") : path === item.to;
+              return (
+                <li key={item.to}>
+                  <Link to={item.to} aria-current={current ? "page" : undefined}>
+                    {item.label}
+                  </Link>
+                </li>
+              );
+            })}
+          </ul>
+        </nav>
+        <button type="button" className="secondary" onClick={() => session.signOut()}>
+          Sign out
+        </button>
+      </header>
+      {lost ? (
+        <div role="alert" className="banner">
+          Connection to the server lost. Reconnecting; live views catch up when it returns.
+        </div>
+      ) : null}
+      <main id="main" tabIndex={-1}>
+        {pageFor(path)}
+      </main>
+    </div>
+  );
+};
