@@ -6,14 +6,16 @@ export const DowntimeChart = ({ hours }: { hours: ReadonlyArray<{ date: string; 
   const label = `Downtime per hour over the last ${hours.length} hours: ${Math.round(total * 10) / 10} minutes in total`;
   return (
     <figure className="chart">
-      <svg viewBox={`0 0 ${width} ${height + 16}`} role="img" aria-label={label} width="100%" height="120">
+      <svg viewBox={`0 0 ${width} ${height + 16}`} role="img" aria-label={label}>
         <line x1="0" y1={height} x2={width} y2={height} className="axis" />
         {hours.map((hour, i) => {
           const h = Math.min(60, hour.minutes_down) * (height / 60);
           return (
-            <rect key={hour.date} x={i * 14 + 2} y={height - h} width="10" height={Math.max(h, 0)} className="bar">
+            <g key={hour.date}>
+              <rect x={i * 14 + 2} y={0} width="10" height={height} className="slot" />
+              <rect x={i * 14 + 2} y={height - h} width="10" height={Math.max(h, 0)} className="bar" />
               <title>{`${hour.date.slice(11, 16)} UTC: ${hour.minutes_down} min down`}</title>
-            </rect>
+            </g>
           );
         })}
         {hours.map((hour, i) =>

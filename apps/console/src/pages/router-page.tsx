@@ -41,7 +41,7 @@ export const RouterPage = ({ routerId }: { routerId: string }) => {
       <p className="crumbs">
         <Link to="/">Fleet</Link> /
       </p>
-      <div className="page-head">
+      <div className="page-head start">
         <h1 id="router-title">{router ? routerLabel(router) : "Router"}</h1>
         {router ? <StatusBadge online={router.has_pulse} /> : null}
       </div>
@@ -123,7 +123,7 @@ const OemSection = ({ routerId }: { routerId: string }) => {
             <dd>{info.ram ?? "—"}</dd>
             <dt>Storage</dt>
             <dd>{[info.storage_size, info.storage_type].filter(Boolean).join(" ") || "—"}</dd>
-            <dt>Licence</dt>
+            <dt>RouterOS licence level</dt>
             <dd>{info.router_os_license ?? "—"}</dd>
             <dt>Ports</dt>
             <dd>{info.ports.length}</dd>
