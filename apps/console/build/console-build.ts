@@ -49,6 +49,10 @@ export const buildConsole = async (): Promise<{ dir: string; ms: number }> => {
       root: consoleRoot,
       configFile: path.join(consoleRoot, "vite.config.ts"),
       logLevel: "warn",
+      // Always the production build, whatever NODE_ENV the calling process has (vitest sets "test",
+      // which would otherwise ship React's development build).
+      mode: "production",
+      define: { "process.env.NODE_ENV": JSON.stringify("production") },
       build: { outDir: staging, emptyOutDir: true },
     });
     rmSync(consoleDistDir, { recursive: true, force: true });
@@ -85,3 +89,9 @@ export const ensureConsoleBuilt = async (log: {
     return "failed";
   }
 };
+
+/**
+ * docs/console.md "Bundle budget": everything the first page load fetches (its JavaScript and CSS,
+ * gzip-compressed) stays within this; React, TanStack Query and tRPC's client are most of it.
+ */
+export const BUNDLE_BUDGET_GZIP_BYTES = 120 * 1024;
