@@ -39,7 +39,9 @@ const mayReadEnv = (file: string) =>
   file.startsWith("test/") ||
   file.startsWith("bench/") ||
   file.startsWith("scripts/") ||
-  file === "apps/console/vite.config.ts";
+  // The console's build tooling (it names the bundle's NODE_ENV), like scripts/.
+  file === "apps/console/vite.config.ts" ||
+  file.startsWith("apps/console/build/");
 
 const walk = (dir: string): string[] => {
   const out: string[] = [];

@@ -114,12 +114,17 @@ const nav = (name: string) => page.getByRole("navigation", { name: "Main" }).get
 const heading = (name: string) => page.getByRole("heading", { name, level: 1 });
 /** The accessible description of a control: the text of what `aria-describedby` names. */
 const description = (locator: Locator) =>
-  locator.evaluate((el) =>
+  locator.evaluate((el: BrowserElement) =>
     (el.getAttribute("aria-describedby") ?? "")
       .split(" ")
-      .map((id) => document.getElementById(id)?.textContent ?? "")
+      .map((id) => el.ownerDocument.getElementById(id)?.textContent ?? "")
       .join(" "),
   );
+/** The little of the DOM the description reads (this file is compiled without the DOM library). */
+interface BrowserElement {
+  getAttribute(name: string): string | null;
+  ownerDocument: { getElementById(id: string): { textContent: string | null } | null };
+}
 const routerRow = (name: string) =>
   page.getByRole("table", { name: "Routers" }).getByRole("row", { name: new RegExp(name) });
 
