@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
@@ -33,6 +34,9 @@ const CHROMIUM_ARGS = [
 ];
 
 let system: RunningSystem;
+/** A webhook receiver on loopback that answers 204 to every delivery. */
+let receiver: Server;
+let receiverUrl: string;
 let context: BrowserContext;
 let page: Page;
 let profile: string;
@@ -58,9 +62,17 @@ beforeAll(async () => {
       HEARTBEAT_INTERVAL_MS: String(INTERVAL_MS),
       MISSED_HEARTBEATS: String(MISSED),
       ENTRY_POINT_PORTS: "47530-47539",
+      WEBHOOK_ALLOW_PRIVATE: "true",
     }),
   );
   system = await startAll({ config, logger: pino({ level: "silent" }) });
+  receiver = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  const address = receiver.address();
+  receiverUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}/hooks/fleet`;
 
   profile = mkdtempSync(path.join(tmpdir(), "h27-console-chromium-"));
   context = await chromium.launchPersistentContext(profile, {
@@ -98,6 +110,7 @@ afterAll(async () => {
   await context?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
   await system?.close();
+  receiver?.close();
 });
 
 /** Runs a journey; on failure the page as it was is kept as `failed-<name>.png` next to the others. */
@@ -106,6 +119,8 @@ const journey = async (name: string, steps: () => Promise<void>) => {
     await steps();
   } catch (error) {
     await shot(`failed-${name}`).catch(() => undefined);
+    // What the page said before the step failed is usually why.
+    if (problems.length > 0 && error instanceof Error) error.message += `\npage problems:\n${problems.join("\n")}`;
     throw error;
   }
 };
@@ -270,8 +285,18 @@ describe("the operator console", () => {
           .waitFor();
         await shot("08-api-keys");
 
+        // A webhook: its secret shown once, a test event, and its delivery log.
         await nav("Webhooks").click();
         await heading("Webhooks").waitFor();
+        await page.getByRole("textbox", { name: "Receiver URL" }).fill(receiverUrl);
+        await page.getByRole("button", { name: "Add webhook" }).click();
+        expect(await page.getByRole("textbox", { name: "Webhook signing secret" }).inputValue()).toMatch(/^whsec_/);
+        await page.getByRole("button", { name: "Send test event" }).click();
+        const log = page.getByRole("table", { name: `Deliveries of ${receiverUrl}` });
+        await log
+          .getByRole("row", { name: /webhook\.test succeeded/ })
+          .first()
+          .waitFor();
         await shot("09-webhooks");
 
         // The audit log, filtered.

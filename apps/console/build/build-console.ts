@@ -1,5 +1,5 @@
-import { buildConsole } from "./console-build.ts";
+import { buildConsoleHere } from "./console-build.ts";
 
 // `npm run build:console`: the bundle the API serves at /console (docs/console.md "Build").
-const { dir, ms } = await buildConsole();
+const { dir, ms } = await buildConsoleHere();
 process.stdout.write(`console built into ${dir} in ${ms} ms\n`);

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 
@@ -38,8 +39,10 @@ export const consoleIsBuilt = (): boolean => {
 /**
  * Builds into a private folder and moves it into place, so a server reading `dist/` never sees a
  * half-written bundle and two builders at once (a test and `npm start`) do not mix their files.
+ * Runs in the process that calls it, which must have NODE_ENV unset or "production": Vite and the
+ * React plugin pick React's development JSX from any other value (use `buildConsole`).
  */
-export const buildConsole = async (): Promise<{ dir: string; ms: number }> => {
+export const buildConsoleHere = async (): Promise<{ dir: string; ms: number }> => {
   const started = performance.now();
   // Imported here: a production image carries the built bundle and no build tools.
   const { build } = await import("vite");
@@ -49,10 +52,7 @@ export const buildConsole = async (): Promise<{ dir: string; ms: number }> => {
       root: consoleRoot,
       configFile: path.join(consoleRoot, "vite.config.ts"),
       logLevel: "warn",
-      // Always the production build, whatever NODE_ENV the calling process has (vitest sets "test",
-      // which would otherwise ship React's development build).
       mode: "production",
-      define: { "process.env.NODE_ENV": JSON.stringify("production") },
       build: { outDir: staging, emptyOutDir: true },
     });
     rmSync(consoleDistDir, { recursive: true, force: true });
@@ -67,6 +67,28 @@ export const buildConsole = async (): Promise<{ dir: string; ms: number }> => {
   }
   return { dir: consoleDistDir, ms: Math.round(performance.now() - started) };
 };
+
+/**
+ * The production build from any process (vitest runs with NODE_ENV=test): `build-console.ts` in a
+ * child process with NODE_ENV=production.
+ */
+export const buildConsole = (): Promise<{ dir: string; ms: number }> =>
+  new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [path.join(consoleRoot, "build", "build-console.ts")], {
+      env: { ...process.env, NODE_ENV: "production" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      if (code === 0) resolve({ dir: consoleDistDir, ms: Math.round(performance.now() - started) });
+      else reject(new Error(`the console build exited with ${code}: ${stderr.trim().slice(-2000)}`));
+    });
+  });
 
 export type ConsoleBuildOutcome = "fresh" | "built" | "failed";
 

@@ -110,7 +110,12 @@ const WebhookCard = ({ hook, onChange }: { hook: Webhook; onChange: () => void }
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [open, setOpen] = useState(false);
-  const deliveries = useQuery({ ...trpc.webhooks.deliveries.queryOptions({ id: hook.id }), enabled: open });
+  const deliveries = useQuery({
+    ...trpc.webhooks.deliveries.queryOptions({ id: hook.id }),
+    enabled: open,
+    // While a delivery is still being tried, the open log follows it.
+    refetchInterval: (query) => (query.state.data?.data.some((d) => d.status === "pending") ? 2_000 : false),
+  });
   const test = useMutation(
     trpc.webhooks.test.mutationOptions({
       onSuccess: () => {
@@ -126,7 +131,7 @@ const WebhookCard = ({ hook, onChange }: { hook: Webhook; onChange: () => void }
       <h2 className="url">{hook.url}</h2>
       <p>
         {hook.description ? `${hook.description} · ` : ""}
-        {hook.events.join(", ")} · {hook.format}
+        {hook.events.includes("*") ? "all events" : hook.events.join(", ")} · {hook.format} format
         {hook.disabled_at ? ` · disabled since ${new Date(hook.disabled_at).toLocaleString()}` : ""}
       </p>
       <div className="actions">
