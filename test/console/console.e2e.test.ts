@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
 import { ensureConsoleBuilt } from "@fleet/console/build";
+import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import { eventually } from "@fleet/shared/testing";
 import { SignJWT } from "jose";
@@ -33,6 +34,7 @@ const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
+let db: TestDatabase;
 let system: RunningSystem;
 /** A webhook receiver on loopback that answers 204 to every delivery. */
 let receiver: Server;
@@ -65,7 +67,9 @@ beforeAll(async () => {
       WEBHOOK_ALLOW_PRIVATE: "true",
     }),
   );
-  system = await startAll({ config, logger: pino({ level: "silent" }) });
+  // PGlite, or PostgreSQL with DATABASE_URL (the status stream then rides LISTEN/NOTIFY).
+  db = await createTestDatabase();
+  system = await startAll({ config, logger: pino({ level: "silent" }), db });
   receiver = createServer((req, res) => {
     req.resume();
     req.on("end", () => res.writeHead(204).end());
@@ -110,6 +114,7 @@ afterAll(async () => {
   await context?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
   await system?.close();
+  await db?.close();
   receiver?.close();
 });
 
