@@ -202,6 +202,7 @@ describe("the operator console", () => {
           await heading("Enroll a router").waitFor();
           await page.getByRole("textbox", { name: "Name (optional)" }).fill(label);
           await page.getByRole("button", { name: "Enroll router" }).click();
+          await page.getByRole("heading", { name: `Adopt ${label}` }).waitFor();
           const command = await page.getByRole("textbox", { name: "Adoption command" }).inputValue();
           expect(command).toMatch(/^\/tool fetch /);
           await page.getByRole("button", { name: "Copy adoption command" }).click();

@@ -22,7 +22,9 @@ export const EnrollPage = () => {
     enroll.mutate(name.trim() ? { name: name.trim() } : {});
   };
   const errors = fieldErrors(enroll.error);
-  const enrolled = enroll.data?.data;
+  // Only the answer to the latest submission: while another one runs, the old command is hidden.
+  const enrolled = enroll.isSuccess ? enroll.data.data : undefined;
+  const enrolledName = enroll.variables?.name;
   return (
     <section aria-labelledby="enroll-title">
       <h1 id="enroll-title">Enroll a router</h1>
@@ -42,7 +44,7 @@ export const EnrollPage = () => {
       </form>
       {enrolled ? (
         <section className="card" aria-labelledby="adopt-title">
-          <h2 id="adopt-title">Adopt it</h2>
+          <h2 id="adopt-title">{enrolledName ? `Adopt ${enrolledName}` : "Adopt the router"}</h2>
           <p>
             Paste this line into the router's RouterOS 7 terminal. It installs the management user, the agent's key and
             the heartbeat scheduler. It works once, until {new Date(enrolled.adoption.expires_at).toLocaleString()}.
