@@ -55,10 +55,12 @@ export const ZCreateForwardInput = z.object({
   allow_from: addressText
     .meta({
       pattern: "^\\d{1,3}(\\.\\d{1,3}){3}(/\\d{1,2})?$",
-      description: "A public IPv4 address or CIDR range allowed to connect.",
+      description:
+        "A public IPv4 address or CIDR range allowed to connect (in development also a loopback one, inside 127.0.0.0/8).",
     })
     .transform((value, ctx) => {
-      const result = normalizeAllowFrom(value);
+      // Loopback passes here; the API refuses it outside development (ForwardsService).
+      const result = normalizeAllowFrom(value, { loopback: true });
       if (result.ok) return result.value;
       ctx.addIssue({ code: "custom", message: result.message });
       return z.NEVER;
