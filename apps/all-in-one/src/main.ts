@@ -1,4 +1,4 @@
-import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
+import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadAllInOneConfig } from "./config.ts";
 import { startAll } from "./start-all.ts";
@@ -7,7 +7,14 @@ import { startAll } from "./start-all.ts";
 const config = loadConfigOrExit(() => loadAllInOneConfig());
 
 const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
-const system = await startAll({ config, logger });
+const system = await startAll({ config, logger }).catch((error: unknown) =>
+  // A port in use or the embedded database open elsewhere: one line naming what to change.
+  exitOnStartupError(error, {
+    PORT: config.api.port,
+    HEARTBEAT_PORT: config.heartbeat.port,
+    STRIPE_EMULATOR_PORT: config.api.stripe.emulatorPort,
+  }),
+);
 const { api } = system;
 const { entryPoint } = config.tunnelAgent;
 

@@ -43,7 +43,9 @@ export class FleetApi {
   async login(email: string): Promise<void> {
     const res = await this.#call("POST", "/v1/auth/dev-login", { email });
     if (res.status !== 200)
-      throw new Error(`dev login failed (${res.status}) at ${this.#baseUrl}: is the API running, with AUTH_DEV_LOGIN on?`);
+      throw new Error(
+        `dev login failed (${res.status}) at ${this.#baseUrl}: is the API running, with AUTH_DEV_LOGIN on?`,
+      );
     this.#token = res.body.access_token;
   }
 

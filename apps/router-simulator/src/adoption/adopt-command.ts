@@ -61,7 +61,8 @@ export const runAdoptedSimulator = async (
     `adopted ${first.adopted}/${entries.length} routers (${first.resumed} resumed, ${first.reenrolled} enrolled again); ` +
       `their schedulers now post heartbeats; state in ${stateFile}`,
   );
-  for (const router of fleet.routers) say(`  ${router.device.identity}  id ${router.routerId}  tunnel_ip ${router.tunnelIp}`);
+  for (const router of fleet.routers)
+    say(`  ${router.device.identity}  id ${router.routerId}  tunnel_ip ${router.tunnelIp}`);
   const status = setInterval(() => {
     if (args.quiet) return;
     const s = fleet.summary();

@@ -39,7 +39,14 @@ export interface AdoptedFleetOptions {
 
 export interface RunningAdoptedFleet {
   routers: AdoptedRouter[];
-  summary(): { routers: number; adopted: number; resumed: number; reenrolled: number; heartbeats: number; failed: number };
+  summary(): {
+    routers: number;
+    adopted: number;
+    resumed: number;
+    reenrolled: number;
+    heartbeats: number;
+    failed: number;
+  };
   /** What a later run needs to bring these routers back (docs/routeros.md "Simulator"). */
   saved(): AdoptedFleetEntry[];
   close(): Promise<void>;
@@ -82,7 +89,9 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
   };
   const retire = async (router: AdoptedRouter): Promise<void> => {
     router.stop();
-    await cleanups.get(router)?.().catch(() => {});
+    await cleanups
+      .get(router)?.()
+      .catch(() => {});
     cleanups.delete(router);
   };
 

@@ -138,7 +138,8 @@ export const normalizeAllowFrom = (value: string, options: { loopback?: boolean 
   // Special ranges are all /24 or wider and aligned, but checking both ends costs nothing.
   for (const edge of [network, last]) {
     const kind = classifyIpv4(edge);
-    if (kind !== "public" && !(kind === "loopback" && options.loopback)) return allowFromRefused(`${network}/${prefix}`);
+    if (kind !== "public" && !(kind === "loopback" && options.loopback))
+      return allowFromRefused(`${network}/${prefix}`);
   }
   return { ok: true, value: `${network}/${prefix}` };
 };

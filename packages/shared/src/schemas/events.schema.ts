@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = [
   "forward.created",
   "forward.revoked",
   "forward.expired",
+  "forward.failed",
   "forward.connection.accepted",
   "forward.connection.denied",
   "api_key.created",

@@ -570,7 +570,8 @@ export class RouterOsDevice {
   async boot(saved: DeviceSnapshot): Promise<void> {
     this.stop();
     this.#nextId = saved.nextId;
-    for (const name of Object.keys(this.tables) as TableName[]) this.tables[name] = structuredClone(saved.tables[name] ?? []);
+    for (const name of Object.keys(this.tables) as TableName[])
+      this.tables[name] = structuredClone(saved.tables[name] ?? []);
     const entries = this.tables["system scheduler"];
     for (const item of entries) this.#schedule(item);
     for (const item of entries) {
