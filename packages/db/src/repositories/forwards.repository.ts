@@ -1,4 +1,4 @@
-import { isUuid } from "@fleet/shared";
+import { formatIsoUtc, isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
 import { queueRouterJob } from "../jobs/router-jobs.ts";
@@ -262,7 +262,7 @@ export class ForwardsRepository {
             dst_address: forward.dstAddress,
             dst_port: forward.dstPort,
             allow_from: forward.allowOnlyCidr,
-            expires_at: forward.expiresAt.toISOString(),
+            expires_at: formatIsoUtc(forward.expiresAt),
           },
         });
         return { ok: true, forward };
@@ -473,12 +473,14 @@ export class ForwardsRepository {
 
   /**
    * Routers whose tagged rules reconciliation should check: any with an active forward, or one
-   * closed since `since` (a removal may have failed or been lost).
+   * closed since `since` (a removal may have failed or been lost). Only routers with a pulse: an
+   * offline router cannot be reached, and a job for it would only fail its attempts and land in
+   * the dead-letter queue; the first reconciliation after it comes back repairs it.
    */
   async routersToReconcile(since: Date): Promise<string[]> {
     const rows = await this.#db.query<Row>(
       `select distinct f.router_id from forwards f join routers r on r.id = f.router_id
-       where r.tunnel_ip is not null and (f.status = 'active' or f.closed_at >= $1)`,
+       where r.tunnel_ip is not null and r.has_pulse and (f.status = 'active' or f.closed_at >= $1)`,
       [since],
     );
     return rows.map((row) => String(row.router_id));
