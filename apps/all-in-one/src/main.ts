@@ -37,7 +37,8 @@ const lines = [
     ? `Get a token:\n  curl -s -X POST ${api.url}/v1/auth/dev-login -H 'content-type: application/json' -d '{"email":"you@example.com"}'`
     : "Dev login is off (AUTH_DEV_LOGIN=false): use tokens from your identity provider.",
   `Then:\n  curl -s ${api.url}/v1/account -H "authorization: Bearer $TOKEN"`,
-  `Simulated routers (heartbeats + RouterOS over SSH), in another terminal:\n  npm run simulate -- --routers 5`,
+  `Simulated routers of you@example.com (adopted like real ones; RouterOS over SSH on ${config.tunnelAgent.tunnelNetwork.cidr} port ${config.tunnelAgent.ssh.port}), in another terminal:\n  npm run simulate -- --routers 3 --adopt     (--help lists the options)`,
+  `A forward to the web server of a simulated LAN, then a request through it (loopback allow_from: development only):\n  curl -s -X POST ${api.url}/api/routers/$ROUTER/transient-forwarding -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\\n    -d '{"expire_after_minutes":30,"dst_address":"192.168.88.10","dst_port":80,"allow_from":"127.0.0.1"}'\n  curl -s localhost:<its port>     (the whole recipe: README "Set up")`,
   "",
 ];
 process.stderr.write(`${lines.join("\n")}\n`);
