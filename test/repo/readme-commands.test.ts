@@ -94,8 +94,7 @@ const openTerminal = (command: string, env: NodeJS.ProcessEnv): Terminal => {
 const until = async (terminal: Terminal, text: string, what: string, timeoutMs: number): Promise<void> => {
   const deadline = Date.now() + timeoutMs;
   while (!terminal.output().includes(text)) {
-    if (ended(terminal.child))
-      throw new Error(`${what} exited (${terminal.child.exitCode}):\n${terminal.output()}`);
+    if (ended(terminal.child)) throw new Error(`${what} exited (${terminal.child.exitCode}):\n${terminal.output()}`);
     if (Date.now() > deadline) throw new Error(`${what}: no "${text}" within ${timeoutMs} ms:\n${terminal.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
