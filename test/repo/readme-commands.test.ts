@@ -21,7 +21,7 @@ import { afterAll, describe, expect, it } from "vitest";
  * the variables the docs tell readers to set (PORT, HEARTBEAT_PORT, ...), so parallel runs never meet.
  */
 const root = path.resolve(import.meta.dirname, "../..");
-const DOCS = ["README.md", "docs/api.md", "docs/routeros.md"];
+const DOCS = ["README.md", ...["api.md", "routeros.md"].map((file) => `docs/${file}`)];
 
 interface Block {
   doc: string;
