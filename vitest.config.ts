@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import ProgressReporter from "./scripts/vitest-progress-reporter.ts";
 
 export default defineConfig({
   test: {
@@ -10,6 +11,8 @@ export default defineConfig({
     // min (PGlite runs in the worker, so CPU is the limit beyond that), PostgreSQL 6.4 -> 3.1 min.
     // 4 workers on PostgreSQL once failed two timing-sensitive API tests; 3 ran green.
     maxWorkers: 3,
+    // The default reporter's details and summary, plus one progress line per finished file.
+    reporters: ["default", new ProgressReporter()],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

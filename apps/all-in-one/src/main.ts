@@ -1,5 +1,5 @@
 import { consoleDistDir, ensureConsoleBuilt } from "@fleet/console/build";
-import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
+import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadAllInOneConfig } from "./config.ts";
 import { startAll } from "./start-all.ts";
@@ -11,7 +11,14 @@ const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS, mixin: r
 // docs/console.md "Build": the first `npm start` (or one after the console's sources changed) builds
 // the operator console the API serves at /console; a production image carries it built.
 if (config.api.consoleDir === consoleDistDir) await ensureConsoleBuilt(logger.child({ app: "console" }));
-const system = await startAll({ config, logger });
+const system = await startAll({ config, logger }).catch((error: unknown) =>
+  // A port in use or the embedded database open elsewhere: one line naming what to change.
+  exitOnStartupError(error, {
+    PORT: config.api.port,
+    HEARTBEAT_PORT: config.heartbeat.port,
+    STRIPE_EMULATOR_PORT: config.api.stripe.emulatorPort,
+  }),
+);
 const { api } = system;
 const { entryPoint } = config.tunnelAgent;
 
@@ -35,7 +42,8 @@ const lines = [
     ? `Get a token:\n  curl -s -X POST ${api.url}/v1/auth/dev-login -H 'content-type: application/json' -d '{"email":"you@example.com"}'`
     : "Dev login is off (AUTH_DEV_LOGIN=false): use tokens from your identity provider.",
   `Then:\n  curl -s ${api.url}/v1/account -H "authorization: Bearer $TOKEN"`,
-  `Simulated routers (heartbeats + RouterOS over SSH), in another terminal:\n  npm run simulate -- --routers 5`,
+  `Simulated routers of you@example.com (adopted like real ones; RouterOS over SSH on ${config.tunnelAgent.tunnelNetwork.cidr} port ${config.tunnelAgent.ssh.port}), in another terminal:\n  npm run simulate -- --routers 3 --adopt     (--help lists the options)`,
+  `A forward to the web server of a simulated LAN, then a request through it (loopback allow_from: development only):\n  curl -s -X POST ${api.url}/api/routers/$ROUTER/transient-forwarding -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\\n    -d '{"expire_after_minutes":30,"dst_address":"192.168.88.10","dst_port":80,"allow_from":"127.0.0.1"}'\n  curl -s localhost:<its port>     (the whole recipe: README "Set up")`,
   "",
 ];
 process.stderr.write(`${lines.join("\n")}\n`);

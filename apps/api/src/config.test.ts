@@ -14,9 +14,15 @@ describe("API configuration", () => {
       docsUrl: "http://localhost:3000/docs",
       stripe: { secretKey: undefined, emulatorPort: 12111 },
       auth: { devLogin: true, devLoginWarning: undefined, jwksUrl: undefined },
-      tunnelNetwork: { cidr: "100.64.0.0/10", prefix: 10 },
+      // Development: a loopback network, where the simulator's routers listen (docs/routeros.md "Simulator").
+      tunnelNetwork: { cidr: "127.64.0.0/10", prefix: 10 },
+      development: true,
       forwardsPerOrg: 50,
       entryPoint: { ports: [61000, 61999], tunnelSource: undefined },
+    });
+    expect(loadApiConfig({ NODE_ENV: "production", JWT_SECRET: "s".repeat(32) })).toMatchObject({
+      tunnelNetwork: { cidr: "100.64.0.0/10", prefix: 10 },
+      development: false,
     });
   });
 

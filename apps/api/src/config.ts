@@ -65,6 +65,8 @@ export interface ApiConfig {
   entryPoint: EntryPointEnv;
   /** `TUNNEL_NETWORK`: where enrollment assigns each router its unique tunnel address. */
   tunnelNetwork: TunnelNetwork;
+  /** NODE_ENV is not `production`: the development defaults apply (a loopback `allow_from` is accepted). */
+  development: boolean;
   /** `FORWARDS_PER_ORG`: active forwards one organization may hold (docs/api.md "Tunnel agent and entry point"). */
   forwardsPerOrg: number;
   oem: {
@@ -172,6 +174,7 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
     rateLimitPerMinute: envInt(env, "RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000),
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
+    development: !production,
     forwardsPerOrg: envInt(env, "FORWARDS_PER_ORG", 50, 1, 1_000_000),
     oem: {
       catalogUrl: envUrl(env, "OEM_CATALOG_URL", ["http:", "https:"]),

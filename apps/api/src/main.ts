@@ -1,5 +1,5 @@
 import { openDatabase } from "@fleet/db";
-import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
+import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadApiConfig } from "./config.ts";
 import { startApi } from "./start-api.ts";
@@ -7,13 +7,14 @@ import { startApi } from "./start-api.ts";
 // The API alone (scale-out): `npm run start:api`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadApiConfig());
 const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
+const ports = { PORT: config.port, STRIPE_EMULATOR_PORT: config.stripe.emulatorPort };
 const db = await openDatabase({
   databaseUrl: config.databaseUrl,
   dataDir: config.dataDir,
   poolSize: config.databasePoolMax,
-});
+}).catch((error: unknown) => exitOnStartupError(error));
 await db.migrate();
-const api = await startApi({ config, db, logger });
+const api = await startApi({ config, db, logger }).catch((error: unknown) => exitOnStartupError(error, ports));
 logger.info({ url: api.url, devLogin: api.devLogin }, "api listening");
 
 closeOnSignals(

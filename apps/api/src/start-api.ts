@@ -285,6 +285,7 @@ export const startApi = async ({
       entryPoint: config.entryPoint,
       maxActivePerOrg: config.forwardsPerOrg,
       tunnelNetwork: config.tunnelNetwork,
+      loopbackSources: config.development,
     }),
     oem: new OemService({ catalog: oemCatalog }),
     routers: new RouterService({

@@ -1,6 +1,6 @@
 import cluster from "node:cluster";
 import { openDatabase } from "@fleet/db";
-import { ConfigError, REDACT_PATHS } from "@fleet/shared";
+import { ConfigError, exitOnStartupError, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
 import { startHeartbeat } from "./start-heartbeat.ts";
@@ -54,9 +54,13 @@ if (config.workers > 1 && cluster.isPrimary) {
   const worker = config.workers > 1;
   // A daemon needs few connections (one flush and one sweep at a time, token lookups, the feed);
   // several workers must stay well inside PostgreSQL's max_connections.
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 }).catch(
+    (error: unknown) => exitOnStartupError(error),
+  );
   if (!worker) await db.migrate();
-  const daemon = await startHeartbeat({ config, db, logger, reusePort: worker });
+  const daemon = await startHeartbeat({ config, db, logger, reusePort: worker }).catch((error: unknown) =>
+    exitOnStartupError(error, { HEARTBEAT_PORT: config.port }),
+  );
   logger.info({ url: daemon.url, ws: daemon.wsUrl, pid: process.pid }, "heartbeat daemon listening");
 
   let stopping = false;

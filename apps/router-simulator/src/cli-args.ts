@@ -1,5 +1,9 @@
+import { parseArgs as parseArgv } from "node:util";
+
 /** `npm run simulate -- --routers N [...]` (docs/routeros.md "Simulator"), parsed and checked. */
 export interface SimulatorArgs {
+  /** `--help`: print the usage and exit 0 (nothing else is checked then). */
+  help: boolean;
   routers: number;
   heartbeatUrl: string;
   apiUrl: string;
@@ -15,21 +19,33 @@ export interface SimulatorArgs {
   adopt: boolean;
 }
 
+/** The user of the README's first session: the simulator's routers land in that user's organization. */
+export const DEFAULT_SIMULATOR_EMAIL = "you@example.com";
+
 export const USAGE = `Usage: npm run simulate -- --routers N [options]
+       npm run simulate -- --help
 
   --routers N            simulated routers to run (1-100000)
+  --adopt                enroll and adopt each router like a real one: run its adoption command
+                         through the simulated RouterOS, then heartbeat over HTTP from its scheduler;
+                         adopted routers are kept in the state directory and come back on the next run
+  --email E              dev-login email of the fleet owner (default ${DEFAULT_SIMULATOR_EMAIL}, the user
+                         of the README's first session; that user's billing account must exist)
   --heartbeat-url URL    heartbeat daemon (default ws://HOST:HEARTBEAT_PORT/v1/heartbeat, i.e. ws://127.0.0.1:3001/v1/heartbeat)
   --api-url URL          API used to enroll routers (default http://HOST:PORT; with only --heartbeat-url
                          given, that URL's host and PORT)
   --token-file F         reuse routers enrolled earlier (JSON); new ones are added to it
-  --email E              dev-login email of the simulated fleet owner (default simulator@fleet.example)
   --silent K             K routers go silent after their first heartbeat (faults open)
   --flap K               K routers alternate online/offline, long enough to open faults
   --reboot K             K routers go away and come back with a reset uptime (cause: reboot)
-  --adopt                enroll and adopt each router like a real one: run its adoption command
-                         through the simulated RouterOS, then heartbeat over HTTP from its scheduler
-  --no-bind              do not connect from each router's 127.x tunnel_ip
-  --quiet                no periodic status lines`;
+  --no-bind              do not connect from each router's loopback tunnel_ip
+  --quiet                no periodic status lines
+  --help                 this text
+
+Each router uses the tunnel_ip the system assigned at enrollment (in development inside
+127.64.0.0/10, a loopback network) and gets a unique identity (sim-<first 8 hex digits of its id>).
+The simulator reads PORT, HEARTBEAT_PORT, HOST, DATA_DIR, TUNNEL_SSH_PORT and TUNNEL_SSH_USER
+from the environment, as the system does, so both agree without flags.`;
 
 export class ArgsError extends Error {}
 
@@ -49,6 +65,37 @@ const url = (name: string, raw: string | undefined, protocols: string[]): string
   throw new ArgsError(`${name} must be a ${protocols.join(" or ")} URL`);
 };
 
+const OPTIONS = {
+  help: { type: "boolean", short: "h" },
+  routers: { type: "string" },
+  "heartbeat-url": { type: "string" },
+  "api-url": { type: "string" },
+  "token-file": { type: "string" },
+  email: { type: "string" },
+  silent: { type: "string" },
+  flap: { type: "string" },
+  reboot: { type: "string" },
+  "no-bind": { type: "boolean" },
+  quiet: { type: "boolean" },
+  adopt: { type: "boolean" },
+} as const;
+
+/** node:util's parse errors, in the words the rest of the simulator uses. */
+const tokenize = (argv: readonly string[]) => {
+  try {
+    return parseArgv({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    const { code, message } = error as { code?: string; message: string };
+    const option = /'(-[^' ]+)/.exec(message)?.[1];
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new ArgsError(`unknown option ${option ?? message}`);
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new ArgsError(`${option ?? "an option"} needs a value`);
+    if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") {
+      throw new ArgsError(`unexpected argument ${/'([^']+)'/.exec(message)?.[1] ?? ""} (options start with --)`);
+    }
+    throw new ArgsError(message);
+  }
+};
+
 export const parseArgs = (
   argv: readonly string[],
   defaults: { heartbeatUrl: string; apiUrl: string } = {
@@ -56,73 +103,38 @@ export const parseArgs = (
     apiUrl: "http://127.0.0.1:3000",
   },
 ): SimulatorArgs => {
+  const v = tokenize(argv);
   const args: SimulatorArgs = {
+    help: v.help === true,
     routers: 0,
     heartbeatUrl: defaults.heartbeatUrl,
     apiUrl: defaults.apiUrl,
     tokenFile: undefined,
-    email: "simulator@fleet.example",
+    email: DEFAULT_SIMULATOR_EMAIL,
     silent: 0,
     flap: 0,
     reboot: 0,
-    bindTunnelIp: true,
-    quiet: false,
-    adopt: false,
+    bindTunnelIp: v["no-bind"] !== true,
+    quiet: v.quiet === true,
+    adopt: v.adopt === true,
   };
-  let sawRouters = false;
-  let sawHeartbeatUrl = false;
-  let sawApiUrl = false;
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const value = () => {
-      i += 1;
-      return argv[i];
-    };
-    switch (flag) {
-      case "--routers":
-        args.routers = count("--routers", value(), 100_000);
-        sawRouters = true;
-        break;
-      case "--heartbeat-url":
-        args.heartbeatUrl = url("--heartbeat-url", value(), ["ws:", "wss:"]);
-        sawHeartbeatUrl = true;
-        break;
-      case "--api-url":
-        args.apiUrl = url("--api-url", value(), ["http:", "https:"]).replace(/\/+$/, "");
-        sawApiUrl = true;
-        break;
-      case "--token-file":
-        args.tokenFile = value();
-        if (!args.tokenFile) throw new ArgsError("--token-file needs a file name");
-        break;
-      case "--email":
-        args.email = value() ?? "";
-        if (!/^[^@\s]+@[^@\s]+$/.test(args.email)) throw new ArgsError("--email must be an email address");
-        break;
-      case "--silent":
-        args.silent = count("--silent", value(), 100_000);
-        break;
-      case "--flap":
-        args.flap = count("--flap", value(), 100_000);
-        break;
-      case "--reboot":
-        args.reboot = count("--reboot", value(), 100_000);
-        break;
-      case "--no-bind":
-        args.bindTunnelIp = false;
-        break;
-      case "--quiet":
-        args.quiet = true;
-        break;
-      case "--adopt":
-        args.adopt = true;
-        break;
-      default:
-        throw new ArgsError(`unknown option ${flag}`);
-    }
+  if (args.help) return args;
+  if (v.routers !== undefined) args.routers = count("--routers", v.routers, 100_000);
+  if (v["heartbeat-url"] !== undefined) args.heartbeatUrl = url("--heartbeat-url", v["heartbeat-url"], ["ws:", "wss:"]);
+  if (v["api-url"] !== undefined) args.apiUrl = url("--api-url", v["api-url"], ["http:", "https:"]).replace(/\/+$/, "");
+  if (v["token-file"] !== undefined) {
+    if (!v["token-file"]) throw new ArgsError("--token-file needs a file name");
+    args.tokenFile = v["token-file"];
   }
-  if (!sawRouters || args.routers < 1) throw new ArgsError("--routers N is required (N >= 1)");
-  if (sawHeartbeatUrl && !sawApiUrl) {
+  if (v.email !== undefined) {
+    if (!/^[^@\s]+@[^@\s]+$/.test(v.email)) throw new ArgsError("--email must be an email address");
+    args.email = v.email;
+  }
+  if (v.silent !== undefined) args.silent = count("--silent", v.silent, 100_000);
+  if (v.flap !== undefined) args.flap = count("--flap", v.flap, 100_000);
+  if (v.reboot !== undefined) args.reboot = count("--reboot", v.reboot, 100_000);
+  if (args.routers < 1) throw new ArgsError("--routers N is required (N >= 1)");
+  if (v["heartbeat-url"] !== undefined && v["api-url"] === undefined) {
     // The API runs beside the heartbeat daemon: same host, the API's port.
     const api = new URL(defaults.apiUrl);
     api.hostname = new URL(args.heartbeatUrl).hostname;
@@ -130,7 +142,7 @@ export const parseArgs = (
     args.apiUrl = api.toString().replace(/\/+$/, "");
   }
   if (args.adopt && (args.tokenFile || args.silent + args.flap + args.reboot > 0)) {
-    // An adoption URL works once: routers from a token file cannot adopt again, and behaviours are the WebSocket fleet's.
+    // Adopted routers keep their own state (the state directory), and behaviours are the WebSocket fleet's.
     throw new ArgsError("--adopt cannot be combined with --token-file, --silent, --flap or --reboot");
   }
   if (args.silent + args.flap + args.reboot > args.routers) {

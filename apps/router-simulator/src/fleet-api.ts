@@ -3,6 +3,8 @@ export interface EnrolledRouter {
   router_id: string;
   heartbeat_token: string;
   name: string;
+  /** The management-tunnel address the system assigned (absent in token files of older runs). */
+  tunnel_ip?: string;
   /** The enroll answer's one-line adoption command (docs/routeros.md "Adoption"). */
   adoption_command?: string;
 }
@@ -23,6 +25,9 @@ export class FleetApi {
         ...(body === undefined ? {} : { "content-type": "application/json" }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
+    }).catch((error: unknown) => {
+      const code = ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message) || "unreachable";
+      throw new Error(`cannot reach the API at ${this.#baseUrl} (${code}): is npm start running there (PORT, HOST)?`);
     });
     const text = await res.text();
     let parsed: unknown = text;
@@ -38,7 +43,9 @@ export class FleetApi {
   async login(email: string): Promise<void> {
     const res = await this.#call("POST", "/v1/auth/dev-login", { email });
     if (res.status !== 200)
-      throw new Error(`dev login failed (${res.status}): is the API running with AUTH_DEV_LOGIN on?`);
+      throw new Error(
+        `dev login failed (${res.status}) at ${this.#baseUrl}: is the API running, with AUTH_DEV_LOGIN on?`,
+      );
     this.#token = res.body.access_token;
   }
 
@@ -59,15 +66,17 @@ export class FleetApi {
       throw new Error(`could not save a test card (${card.status}): ${card.body?.message ?? ""}`);
   }
 
-  /** `tunnelIp`: the management-tunnel address to claim (the simulator's loopback address for the router). */
+  /** `tunnelIp`: a management-tunnel address to claim (needs the platform scope `tunnel:assign`); else the system assigns one. */
   async enroll(name: string, tunnelIp?: string): Promise<EnrolledRouter> {
     const res = await this.#call("POST", "/api/routers", { name, ...(tunnelIp ? { tunnel_ip: tunnelIp } : {}) });
     if (res.status !== 201) throw new Error(`enrollment failed (${res.status}): ${res.body?.message ?? ""}`);
     const command = res.body.data.adoption?.command;
+    const assigned = res.body.data.tunnel_ip;
     return {
       router_id: res.body.data.router.id,
       heartbeat_token: res.body.data.heartbeat_token,
       name,
+      ...(typeof assigned === "string" && assigned !== "" ? { tunnel_ip: assigned } : {}),
       ...(typeof command === "string" ? { adoption_command: command } : {}),
     };
   }

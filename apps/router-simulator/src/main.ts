@@ -6,13 +6,18 @@ import { type EnrolledRouter, FleetApi } from "./fleet-api.ts";
 import { startSimulator } from "./simulator.ts";
 import { readTokenFile, writeTokenFile } from "./token-file.ts";
 import { runAdoptedSimulator } from "./adoption/adopt-command.ts";
+import { identityFor } from "./adoption/adopted-state.ts";
 
 // `npm run simulate -- --routers N`: enrolls (or reuses) N routers and keeps them beating.
 let args: ReturnType<typeof parseArgs>;
 let routerOs: ReturnType<typeof takeRouterOsArgs>["options"];
 try {
   const defaults = loadSimulatorDefaults();
-  const taken = takeRouterOsArgs(process.argv.slice(2), { sshPort: defaults.sshPort, sshUser: defaults.sshUser });
+  const taken = takeRouterOsArgs(process.argv.slice(2), {
+    sshPort: defaults.sshPort,
+    sshUser: defaults.sshUser,
+    dataDir: defaults.dataDir,
+  });
   routerOs = taken.options;
   args = parseArgs(taken.rest, defaults);
 } catch (error) {
@@ -21,6 +26,10 @@ try {
     process.exit(2);
   }
   throw error;
+}
+if (args.help) {
+  process.stdout.write(`${USAGE}\n${ROUTEROS_USAGE}\n`);
+  process.exit(0);
 }
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
@@ -34,6 +43,7 @@ if (routers.length < args.routers) {
     await api.ensureAccount(args.email);
     say(`enrolling ${args.routers - routers.length} routers through ${args.apiUrl} ...`);
     while (routers.length < args.routers) {
+      // The system assigns each router's tunnel address; the router answers (and reports) at it.
       routers.push(await api.enroll(`Simulated router ${routers.length + 1}`));
       if (args.tokenFile && routers.length % 100 === 0) writeTokenFile(args.tokenFile, routers);
     }
@@ -51,12 +61,16 @@ const simulator = await startSimulator({
   flap: args.flap,
   reboot: args.reboot,
   bindTunnelIp: args.bindTunnelIp,
+  identityOf: (router) => identityFor(router.router_id),
   onRouter: routerOsHook(routerOs, say),
 });
 say(
   `simulating ${routers.length} routers against ${args.heartbeatUrl} (silent ${args.silent}, flapping ${args.flap}, rebooting ${args.reboot})` +
     (args.tokenFile ? `; tokens in ${args.tokenFile}` : ""),
 );
+if (routers.length <= 20) {
+  for (const r of simulator.routers) say(`  ${r.identity}  id ${r.routerId}  tunnel_ip ${r.tunnelIp}`);
+}
 
 const status = setInterval(() => {
   if (args.quiet) return;

@@ -22,6 +22,8 @@ export interface SimulatedRouterOptions {
   /** Connect from `tunnelIp` (loopback heartbeat URLs only). */
   bindTunnelIp: boolean;
   behaviour: RouterBehaviour;
+  /** `identity` in heartbeats; default `sim-0001`, ... by index. */
+  identity?: string;
   /** Offline/online phases of flapping and rebooting routers, in heartbeat intervals. */
   phaseIntervals?: number;
 }
@@ -63,7 +65,7 @@ export class SimulatedRouter {
     this.routerId = options.routerId;
     this.tunnelIp = options.tunnelIp;
     this.behaviour = options.behaviour;
-    this.identity = `sim-${String(options.index + 1).padStart(4, "0")}`;
+    this.identity = options.identity ?? `sim-${String(options.index + 1).padStart(4, "0")}`;
     this.#hardware = MODELS[options.index % MODELS.length] ?? MODELS[0];
     this.#serial = options.routerId.replaceAll("-", "").slice(0, 12).toUpperCase();
   }

@@ -129,7 +129,12 @@ describe("command line", () => {
       apiUrl: "http://127.0.0.5:4100",
       sshPort: 2222,
       sshUser: undefined,
+      dataDir: ".data",
     });
+    // Development and production defaults of TUNNEL_SSH_PORT, as the tunnel agent reads them.
+    expect(loadSimulatorDefaults({}).sshPort).toBe(2222);
+    expect(loadSimulatorDefaults({ NODE_ENV: "production" }).sshPort).toBe(22);
+    expect(loadSimulatorDefaults({ DATA_DIR: "/tmp/fleet-x" }).dataDir).toBe("/tmp/fleet-x");
     expect(parseArgs(["--routers", "1"], defaults)).toMatchObject({
       heartbeatUrl: defaults.heartbeatUrl,
       apiUrl: defaults.apiUrl,
@@ -176,9 +181,19 @@ describe("command line", () => {
     [["--routers", "2", "--silent", "2", "--flap", "1"], /cannot exceed/],
     [["--routers", "2", "--heartbeat-url", "http://x"], /ws: or wss:/],
     [["--routers", "2", "--bogus"], /unknown option --bogus/],
+    [["--routers"], /--routers needs a value/],
+    [["--routers", "2", "extra"], /unexpected argument extra/],
+    [["--routers", "2", "--email", "nobody"], /--email must be an email address/],
   ])("refuses %j", (argv, message) => {
     expect(() => parseArgs(argv)).toThrow(ArgsError);
     expect(() => parseArgs(argv)).toThrow(message);
+  });
+
+  it("answers --help without other options, and signs in as the README's user by default", () => {
+    expect(parseArgs(["--help"]).help).toBe(true);
+    expect(parseArgs(["-h"]).help).toBe(true);
+    expect(parseArgs(["--routers", "3", "--adopt"])).toMatchObject({ help: false, email: "you@example.com" });
+    expect(parseArgs(["--routers", "3", "--email", "ops@example.net"]).email).toBe("ops@example.net");
   });
 
   it("gives every router a distinct loopback tunnel address", () => {

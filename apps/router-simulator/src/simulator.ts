@@ -6,8 +6,10 @@ export { type RouterBehaviour, SimulatedRouter } from "./simulated-router.ts";
 export { tunnelIpFor } from "./tunnel-ips.ts";
 
 export interface SimulatorOptions {
-  /** Enrolled routers to run (from the API or a token file). */
+  /** Enrolled routers to run (from the API or a token file); each at its assigned `tunnel_ip` when known. */
   routers: readonly EnrolledRouter[];
+  /** Each router's heartbeat identity (default `sim-0001`, ... by index). */
+  identityOf?: (router: EnrolledRouter, index: number) => string;
   heartbeatUrl: string;
   /** The first `silent` routers go silent, the next `flap` flap, the next `reboot` reboot. */
   silent?: number;
@@ -50,7 +52,8 @@ export const startSimulator = async (o: SimulatorOptions): Promise<RunningSimula
         routerId: enrolled.router_id,
         token: enrolled.heartbeat_token,
         heartbeatUrl: o.heartbeatUrl,
-        tunnelIp: tunnelIpFor(index),
+        tunnelIp: enrolled.tunnel_ip ?? tunnelIpFor(index),
+        ...(o.identityOf ? { identity: o.identityOf(enrolled, index) } : {}),
         bindTunnelIp: o.bindTunnelIp ?? true,
         behaviour: behaviourFor(index, o),
         ...(o.phaseIntervals ? { phaseIntervals: o.phaseIntervals } : {}),

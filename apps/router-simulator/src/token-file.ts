@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { EnrolledRouter } from "./fleet-api.ts";
 
-/** Routers enrolled by earlier runs: JSON `[{router_id, heartbeat_token, name}]`. Keep it private. */
+/** Routers enrolled by earlier runs: JSON `[{router_id, heartbeat_token, name, tunnel_ip}]`. Keep it private. */
 export const readTokenFile = (file: string): EnrolledRouter[] => {
   if (!existsSync(file)) return [];
   const parsed: unknown = JSON.parse(readFileSync(file, "utf8"));

@@ -20,9 +20,14 @@ describe("loadTunnelAgentConfig", () => {
       proxyProtocol: false,
       tunnelSource: undefined,
     });
-    expect(config.tunnelNetwork).toEqual({ cidr: "100.64.0.0/10", base: 0x64400000, prefix: 10 });
-    expect(config.ssh).toMatchObject({ port: 22, user: "mgmt", keyFile: undefined });
+    // Development (NODE_ENV not production): a loopback tunnel network and an unprivileged SSH port,
+    // the simulator's defaults too (docs/routeros.md "Simulator").
+    expect(config.tunnelNetwork).toEqual({ cidr: "127.64.0.0/10", base: 0x7f400000, prefix: 10 });
+    expect(config.ssh).toMatchObject({ port: 2222, user: "mgmt", keyFile: undefined });
     expect(config).toMatchObject({ databaseUrl: undefined, dataDir: "./.data", logLevel: "info" });
+    const production = loadTunnelAgentConfig({ NODE_ENV: "production" });
+    expect(production.tunnelNetwork).toEqual({ cidr: "100.64.0.0/10", base: 0x64400000, prefix: 10 });
+    expect(production.ssh.port).toBe(22);
   });
 
   it("reads every variable", () => {

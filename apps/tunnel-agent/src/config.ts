@@ -6,6 +6,7 @@ import {
   envPort,
   envString,
   envTunnelNetwork,
+  envTunnelSshPort,
   envUrl,
   loadEntryPointEnv,
   type TEnv,
@@ -73,7 +74,7 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
     ssh: {
-      port: envPort(env, "TUNNEL_SSH_PORT", 22, false),
+      port: envTunnelSshPort(env),
       user: envString(env, "TUNNEL_SSH_USER", "mgmt"),
       keyFile: envOptional(env, "TUNNEL_SSH_KEY"),
       connectTimeoutMs: 10_000,

@@ -1,5 +1,5 @@
 import { openDatabase } from "@fleet/db";
-import { closeOnSignals, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
+import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { loadTunnelAgentConfig } from "./config.ts";
 import { startHealthServer } from "./health/health-server.ts";
@@ -12,7 +12,7 @@ const db = await openDatabase({
   databaseUrl: config.databaseUrl,
   dataDir: config.dataDir,
   poolSize: config.databasePoolMax,
-});
+}).catch((error: unknown) => exitOnStartupError(error));
 await db.migrate();
 const agent = await startTunnelAgent({ config, db, logger });
 const health = await startHealthServer({
@@ -20,7 +20,7 @@ const health = await startHealthServer({
   port: config.healthPort,
   isReady: () => db.isReady(),
   metricsToken: config.metricsToken,
-});
+}).catch((error: unknown) => exitOnStartupError(error, { AGENT_HEALTH_PORT: config.healthPort }));
 logger.info({ port: health.port }, "health port listening");
 process.stderr.write(
   `Tunnel agent ${agent.workerId} running; relay on ${agent.relay.bind}, routers must authorize:\n  ${agent.publicKey}\n`,

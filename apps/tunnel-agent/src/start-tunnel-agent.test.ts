@@ -1,6 +1,7 @@
 import { acquireJobEngine, ForwardsRepository, listRouterJobs, routerJobsQueue } from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import type { RouterOsTarget } from "./routeros/routeros-client.ts";
+import { HostKeyMismatchError } from "./routeros/ssh-routeros-client.ts";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadTunnelAgentConfig, startTunnelAgent } from "./start-tunnel-agent.ts";
@@ -22,7 +23,11 @@ describe("tunnel agent start-up", () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
     const agent = await startTunnelAgent({
-      config: loadTunnelAgentConfig({ DATA_DIR: "memory", ENTRY_POINT_PORTS: "46300-46309" }),
+      config: loadTunnelAgentConfig({
+        DATA_DIR: "memory",
+        ENTRY_POINT_PORTS: "46300-46309",
+        TUNNEL_NETWORK: "100.64.0.0/10",
+      }),
       db,
       logger,
       manualJobs: true,
@@ -68,6 +73,7 @@ describe("tunnel agent start-up", () => {
         DATA_DIR: "memory",
         ENTRY_POINT_HOST: "outside.fleet.test",
         ENTRY_POINT_PORTS: "46310-46319",
+        TUNNEL_NETWORK: "100.64.0.0/10",
       }),
       db,
       logger: pino({ level: "silent" }),
@@ -86,6 +92,68 @@ describe("tunnel agent start-up", () => {
       const [job] = await listRouterJobs(db, { forwardId: created.forward.id, kind: "forward.apply" });
       expect(job?.lastError).toContain("outside TUNNEL_NETWORK 100.64.0.0/10; refusing to connect");
       expect(connects).toEqual([]);
+    } finally {
+      await agent.close();
+      await engine.stop();
+    }
+  });
+
+  it("marks a forward failed, with the reason, audited as forward.failed, when the agent gives up", async () => {
+    const user = await makeUser(db);
+    const router = await makeRouter(db, user, { tunnelIp: "100.64.9.9" });
+    const engine = await acquireJobEngine(db);
+    await engine.defineQueue(routerJobsQueue());
+    const forwards = new ForwardsRepository(db, engine);
+    const created = await forwards.create(
+      {
+        routerId: router.id,
+        teamId: user.teamId,
+        entryPoint: "failing.fleet.test",
+        ports: [46320, 46329],
+        dstAddress: "192.168.88.10",
+        dstPort: 80,
+        allowOnlyCidr: "8.8.8.0/24",
+        expiresAt: new Date(Date.now() + 3_600_000),
+        maxActivePerRouter: 20,
+        maxActivePerOrg: 50,
+      },
+      new Date(),
+    );
+    if (!created.ok) throw new Error(`create failed: ${created.reason}`);
+    const agent = await startTunnelAgent({
+      config: loadTunnelAgentConfig({
+        DATA_DIR: "memory",
+        ENTRY_POINT_HOST: "failing.fleet.test",
+        ENTRY_POINT_PORTS: "46320-46329",
+        TUNNEL_NETWORK: "100.64.0.0/10",
+      }),
+      db,
+      logger: pino({ level: "silent" }),
+      manualJobs: true,
+      connector: {
+        // A changed host key: no retry can fix it, so the first attempt is the last.
+        connect: async (target) => {
+          throw new HostKeyMismatchError(target.routerId, target.host, target.port, "SHA256:old", "SHA256:new");
+        },
+      },
+    });
+    try {
+      await agent.drain();
+      const failed = await forwards.get(router.id, created.forward.id);
+      expect(failed).toMatchObject({ status: "failed", closedAt: expect.any(Date) });
+      expect(failed?.failureReason).toContain("host key of router");
+      // No longer served, and its port and quota slot are free.
+      expect(await forwards.relayTargets("failing.fleet.test", new Date())).toEqual([]);
+      const audit = await db.query<{ action: string; details: unknown }>(
+        "select action, details from audit_log where target_id = $1 order by occurred_at",
+        [created.forward.id],
+      );
+      const entry = audit.find((row) => row.action === "forward.failed");
+      expect(entry).toBeDefined();
+      const details = typeof entry?.details === "string" ? JSON.parse(entry.details) : entry?.details;
+      expect(details).toMatchObject({ port: created.forward.port, failure_reason: failed?.failureReason });
+      // Failing again (a retry that raced the first) changes nothing and audits nothing more.
+      expect(await forwards.markFailed(created.forward.id, "again", new Date())).toBeNull();
     } finally {
       await agent.close();
       await engine.stop();

@@ -8,7 +8,7 @@ import {
   AuditLogRepository,
   SshHostKeysRepository,
 } from "@fleet/db";
-import { type Clock, FORWARD_JOB_KINDS, systemClock } from "@fleet/shared";
+import { type Clock, FORWARD_JOB_KINDS, loopbackAgentAddress, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { TunnelAgentConfig } from "./config.ts";
 import { ConnectionLog } from "./entry-point/connection-log.ts";
@@ -122,6 +122,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       connectTimeoutMs: config.ssh.connectTimeoutMs,
       commandTimeoutMs: config.ssh.commandTimeoutMs,
       hostKeys: new DbHostKeyStore(new SshHostKeysRepository(db), clock),
+      localAddress: loopbackAgentAddress(config.tunnelNetwork),
     });
 
   const connectionLog = new ConnectionLog({

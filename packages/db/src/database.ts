@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { lockDataDir } from "./data-dir-lock.ts";
 import type { MikroORM } from "@mikro-orm/core";
 import { Migrator } from "@mikro-orm/migrations";
 import type { SqlEntityManager } from "@mikro-orm/sql";
@@ -98,14 +99,23 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
   const { MikroORM: PgliteMikroORM } = await import("@mikro-orm/pglite");
   const inMemory = config.dataDir === "memory";
   let dataDir = "memory://";
+  let unlock = () => {};
   if (!inMemory) {
     dataDir = path.resolve(config.dataDir, "pglite");
     mkdirSync(dataDir, { recursive: true });
+    // One process per embedded database: a second one gets one clear line (data-dir-lock.ts).
+    unlock = lockDataDir(path.resolve(config.dataDir));
   }
-  const orm = await PgliteMikroORM.init({
-    ...commonOptions(config),
-    dbName: dataDir,
-  });
+  let orm: MikroORM;
+  try {
+    orm = await PgliteMikroORM.init({
+      ...commonOptions(config),
+      dbName: dataDir,
+    });
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   const connection = orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgliteLike> };
   const pglite = await connection.getNativeClient();
   const raw: RawQuery = async (sql, params) => (await pglite.query(sql, params)).rows;
@@ -114,9 +124,17 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
     pglite.transaction((tx) =>
       work(async <T>(sql: string, params: readonly unknown[] = []) => (await tx.query(sql, [...params])).rows as T[]),
     );
-  return wrap("pglite", orm, raw, transaction, async () => {
-    await orm.migrator.up();
-  });
+  return wrap(
+    "pglite",
+    orm,
+    raw,
+    transaction,
+    async () => {
+      await orm.migrator.up();
+    },
+    undefined,
+    unlock,
+  );
 };
 
 const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promise<Database> => {
@@ -195,6 +213,8 @@ const wrap = (
   transaction: RawTransaction,
   migrate: () => Promise<void>,
   closeRaw: () => Promise<void> = async () => {},
+  /** Runs once the ORM is closed (releases the embedded database's DATA_DIR lock). */
+  afterClose: () => void = () => {},
 ): Database => {
   const em = () => orm.em.fork() as SqlEntityManager;
   let closed = false;
@@ -229,6 +249,7 @@ const wrap = (
       closed = true;
       await closeRaw();
       await orm.close(true);
+      afterClose();
     },
   };
 };

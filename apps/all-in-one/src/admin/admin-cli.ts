@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { openDatabase } from "@fleet/db";
-import { loadConfigOrExit } from "@fleet/shared";
+import { exitOnStartupError, loadConfigOrExit } from "@fleet/shared";
 import { loadAllInOneConfig } from "../config.ts";
 import {
   type AdminContext,
@@ -57,7 +57,10 @@ if (values.help || positionals.length === 0) {
   process.exit(positionals.length === 0 && !values.help ? 2 : 0);
 }
 const config = loadConfigOrExit(() => loadAllInOneConfig());
-const db = await openDatabase({ databaseUrl: config.api.databaseUrl, dataDir: config.api.dataDir, poolSize: 2 });
+// The embedded database of a running `npm start` is its own: one line says so (docs/operations.md "Commands").
+const db = await openDatabase({ databaseUrl: config.api.databaseUrl, dataDir: config.api.dataDir, poolSize: 2 }).catch(
+  (error: unknown) => exitOnStartupError(error),
+);
 let code = 0;
 try {
   if (positionals[0] !== "migrate" && !(await db.isReady())) {

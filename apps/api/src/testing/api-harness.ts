@@ -58,6 +58,8 @@ export const startApiHarness = async (
     AUTH_DEV_LOGIN: "true",
     LOG_LEVEL: "silent",
     JWT_SECRET: `test-secret-${crypto.randomUUID()}`,
+    // The production network, which the factories' routers sit in (development defaults to 127.64.0.0/10).
+    TUNNEL_NETWORK: "100.64.0.0/10",
     ...env,
   });
   const clock = { offsetMs: 0 };

@@ -1,4 +1,7 @@
 import { once } from "node:events";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { adoptionCommand, adoptionScript, deviceModeMessage } from "@fleet/shared";
@@ -6,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArgsError, parseArgs } from "../cli-args.ts";
 import { generateEd25519KeyPair } from "@fleet/shared";
 import { startAdoptedFleet } from "./adopted-fleet.ts";
+import { adoptedStateFile, readAdoptedState, writeAdoptedState } from "./adopted-state.ts";
 
 /**
  * A stand-in API and heartbeat daemon on one loopback server: it serves adoption scripts made by
@@ -14,6 +18,8 @@ import { startAdoptedFleet } from "./adopted-fleet.ts";
 const TOKEN = "hb_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG";
 const posts: Array<{ headers: http.IncomingHttpHeaders; body: string; remote: string | undefined }> = [];
 let server: http.Server;
+/** The system forgot the routers (deleted, or its database reset): heartbeats answer 401. */
+let refuseHeartbeats = false;
 let base: string;
 
 beforeAll(async () => {
@@ -39,6 +45,11 @@ beforeAll(async () => {
         return;
       }
       posts.push({ headers: req.headers, body: Buffer.concat(chunks).toString(), remote: req.socket.remoteAddress });
+      if (refuseHeartbeats) {
+        res.statusCode = 401;
+        res.end('{"message":"unknown token"}');
+        return;
+      }
       res.setHeader("content-type", "application/json");
       res.end('{"type":"ack","interval_ms":50}');
     });
@@ -98,6 +109,79 @@ describe("startAdoptedFleet", () => {
       expect(device?.tables["system scheduler"]).toEqual([]);
     } finally {
       await fleet.close();
+    }
+  });
+});
+
+describe("adopted routers across runs", () => {
+  it("come back from the state file: they boot with their configuration and beat at once, nothing enrolled", async () => {
+    const first = await startAdoptedFleet({
+      routers: [
+        { router_id: "r-d", adoption_command: adoptionCommand(`${base}/api/adoption/r-d`), identity: "sim-rd" },
+      ],
+    });
+    const saved = first.saved();
+    await first.close();
+    expect(saved).toEqual([expect.objectContaining({ router_id: "r-d", tunnel_ip: "127.0.1.1", identity: "sim-rd" })]);
+    const dir = mkdtempSync(path.join(tmpdir(), "h21-sim-state-"));
+    try {
+      const file = adoptedStateFile(dir);
+      writeAdoptedState(file, saved);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const before = posts.length;
+      const enrolled: number[] = [];
+      const again = await startAdoptedFleet({
+        routers: readAdoptedState(file),
+        reenroll: async (index) => {
+          enrolled.push(index);
+          return { router_id: "never", adoption_command: "" };
+        },
+      });
+      try {
+        expect(again.summary()).toMatchObject({ routers: 1, adopted: 1, resumed: 1, reenrolled: 0 });
+        expect(enrolled).toEqual([]);
+        // The scheduler's startup run beat during boot, before any interval passed.
+        expect(posts.length).toBeGreaterThan(before);
+        expect(JSON.parse(posts.at(-1)?.body ?? "{}")).toMatchObject({ identity: "sim-rd" });
+      } finally {
+        await again.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a router whose token is refused is enrolled and adopted again in its place", async () => {
+    const first = await startAdoptedFleet({
+      routers: [{ router_id: "r-f", adoption_command: adoptionCommand(`${base}/api/adoption/r-f`) }],
+    });
+    const saved = first.saved();
+    await first.close();
+    refuseHeartbeats = true;
+    const enrolled: number[] = [];
+    try {
+      const again = await startAdoptedFleet({
+        routers: saved,
+        reenroll: async (index) => {
+          enrolled.push(index);
+          refuseHeartbeats = false;
+          return {
+            router_id: "r-g",
+            adoption_command: adoptionCommand(`${base}/api/adoption/r-g`),
+            tunnel_ip: "127.0.1.9",
+          };
+        },
+      });
+      try {
+        expect(enrolled).toEqual([0]);
+        expect(again.summary()).toMatchObject({ routers: 1, adopted: 1, resumed: 0, reenrolled: 1 });
+        expect(again.routers.map((r) => [r.routerId, r.tunnelIp])).toEqual([["r-g", "127.0.1.9"]]);
+        expect(again.saved().map((r) => r.router_id)).toEqual(["r-g"]);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      refuseHeartbeats = false;
     }
   });
 });

@@ -1,6 +1,11 @@
 import http from "node:http";
 import https from "node:https";
-import { type HttpRequest, type HttpResponse, RouterOsDevice } from "../routeros/script/routeros-device.ts";
+import {
+  type DeviceSnapshot,
+  type HttpRequest,
+  type HttpResponse,
+  RouterOsDevice,
+} from "../routeros/script/routeros-device.ts";
 
 /** Hardware an adopted router claims: a RouterBOARD and a CHR (no RouterBOARD, no serial number). */
 const HARDWARE = [
@@ -69,6 +74,17 @@ export class AdoptedRouter {
   /** Pastes the adoption command into the terminal; throws what the terminal would print. */
   async adopt(): Promise<void> {
     await this.device.run(this.#o.adoptionCommand);
+  }
+
+  /**
+   * Powers on with the configuration an earlier run saved: the scheduler's startup run sends a
+   * heartbeat at once. Answers that heartbeat's HTTP status (401: the system no longer knows the
+   * token), or undefined when none went out (the daemon unreachable, or nothing scheduled).
+   */
+  async resume(saved: DeviceSnapshot): Promise<number | undefined> {
+    const before = this.stats.requests;
+    await this.device.boot(saved);
+    return this.stats.requests > before ? this.requests.at(-1)?.status : undefined;
   }
 
   /** The router powers off: its scheduler stops. */

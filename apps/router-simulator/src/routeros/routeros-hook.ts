@@ -22,30 +22,30 @@ export interface RouterOsHookOptions {
 
 export const ROUTEROS_USAGE = `
 RouterOS simulation (SSH on each router's tunnel_ip, dst-nat to a simulated LAN):
-  --ssh-port P           SSH port, as the agent's TUNNEL_SSH_PORT (default 22; ports below 1024
-                         need privileges, so for a demo run the agent with TUNNEL_SSH_PORT=2222
-                         and pass --ssh-port 2222)
+  --ssh-port P           SSH port, as the agent's TUNNEL_SSH_PORT (default TUNNEL_SSH_PORT, else 2222
+                         in development and 22 with NODE_ENV=production)
   --ssh-user U           login name, as the agent's TUNNEL_SSH_USER (default: any)
-  --authorized-keys F    public keys allowed in (default: ./.data/tunnel-agent/id_ed25519.pub when
+  --authorized-keys F    public keys allowed in (default: DATA_DIR/tunnel-agent/id_ed25519.pub when
                          present, the key npm start generates; otherwise any signed key)
-  --state-dir D          where simulated host keys are kept (default ./.data/simulator)
+  --state-dir D          where simulated host keys and adopted routers are kept
+                         (default DATA_DIR/simulator, i.e. ./.data/simulator)
   --no-ssh               heartbeats only`;
 
 export class RouterOsArgsError extends Error {}
 
-const DEFAULT_AGENT_KEY = path.join(".data", "tunnel-agent", "id_ed25519.pub");
-
 /** Removes this module's flags from `argv`; the rest goes to the simulator's own parser. */
 export const takeRouterOsArgs = (
   argv: readonly string[],
-  defaults: { sshPort: number; sshUser: string | undefined } = { sshPort: 22, sshUser: undefined },
+  defaults: { sshPort: number; sshUser: string | undefined; dataDir?: string } = { sshPort: 22, sshUser: undefined },
 ): { options: RouterOsHookOptions; rest: string[] } => {
+  const dataDir = defaults.dataDir ?? ".data";
+  const agentKey = path.join(dataDir, "tunnel-agent", "id_ed25519.pub");
   const options: RouterOsHookOptions = {
     enabled: true,
     sshPort: defaults.sshPort,
     sshUser: defaults.sshUser,
-    authorizedKeysFile: existsSync(DEFAULT_AGENT_KEY) ? DEFAULT_AGENT_KEY : undefined,
-    stateDir: path.join(".data", "simulator"),
+    authorizedKeysFile: existsSync(agentKey) ? agentKey : undefined,
+    stateDir: path.join(dataDir, "simulator"),
   };
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -118,7 +118,7 @@ export const routerOsHook = (options: RouterOsHookOptions, say: (line: string) =
         reported = true;
         say(
           `RouterOS SSH simulation unavailable on ${router.tunnelIp}:${options.sshPort} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); ` +
-            "try --ssh-port 2222 with TUNNEL_SSH_PORT=2222 for the agent, or --no-ssh",
+            "is the port free, and is the address a loopback one (TUNNEL_NETWORK inside 127.0.0.0/8)? Or run with --no-ssh",
         );
       }
       return undefined;

@@ -157,6 +157,72 @@ describe("EntryPointRelay", () => {
     expect(relay.stats(FORWARD)).toEqual({ accepted: 1, refused: 1 });
   });
 
+  it("audits a connection that reached the router with the client's own bytes, the PROXY header not counted", async () => {
+    const router = await startRouter("sink");
+    const accepted: Array<{ sourceIp: string; bytesIn: number; bytesOut: number }> = [];
+    const relay = new EntryPointRelay({
+      bind: ENTRY,
+      proxyProtocol: true,
+      logger,
+      headerTimeoutMs: 300,
+      events: { accepted: (e) => accepted.push(e), denied: () => undefined },
+    });
+    cleanups.push(() => relay.close());
+    await relay.sync([
+      {
+        id: FORWARD,
+        port: router.port,
+        allowOnlyCidr: "8.8.8.0/24",
+        tunnelIp: TUNNEL,
+        expiresAt: new Date(Date.now() + 3_600_000),
+      },
+    ]);
+    const socket = await connect(router.port);
+    const reply = readAll(socket);
+    socket.end(
+      Buffer.concat([
+        proxyV1Header({ address: "8.8.8.42", port: 5555 }, { address: ENTRY, port: router.port }),
+        Buffer.from("payload"),
+      ]),
+    );
+    expect((await reply).toString()).toBe("7");
+    await expect.poll(() => accepted.length).toBe(1);
+    expect(accepted[0]).toMatchObject({ sourceIp: "8.8.8.42", bytesIn: 7, bytesOut: 1 });
+  });
+
+  it("does not audit an admitted connection whose router cannot be reached (nothing was forwarded)", async () => {
+    // A port nobody listens on at the tunnel address: the upstream connect is refused.
+    const closed = net.createServer();
+    closed.listen(0, TUNNEL);
+    await once(closed, "listening");
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const events: string[] = [];
+    const relay = new EntryPointRelay({
+      bind: ENTRY,
+      proxyProtocol: false,
+      logger,
+      headerTimeoutMs: 300,
+      events: { accepted: () => events.push("accepted"), denied: () => events.push("denied") },
+    });
+    cleanups.push(() => relay.close());
+    await relay.sync([
+      {
+        id: FORWARD,
+        port,
+        allowOnlyCidr: "127.0.0.1/32",
+        tunnelIp: TUNNEL,
+        expiresAt: new Date(Date.now() + 3_600_000),
+      },
+    ]);
+    const socket = await connect(port, Buffer.from("hello"));
+    expect((await readAll(socket)).length).toBe(0);
+    expect(relay.stats(FORWARD)).toEqual({ accepted: 1, refused: 0 });
+    // The relay's bookkeeping of the pair is done when the client side has closed; nothing was reported.
+    await expect.poll(() => relay.connections(FORWARD)).toBe(0);
+    expect(events).toEqual([]);
+  });
+
   it("with PROXY on, refuses a missing, malformed, LOCAL or late header", async () => {
     const router = await startRouter();
     const relay = await startRelay(true, { id: FORWARD, port: router.port, allowOnlyCidr: "127.0.0.1/32" });

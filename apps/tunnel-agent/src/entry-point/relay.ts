@@ -35,9 +35,17 @@ const LINGER_MS = 30_000;
 interface Pair {
   client: net.Socket;
   upstream: net.Socket | undefined;
-  /** Set when admitted: the audited source and start (performance.now()). */
-  admitted?: { source: string; startedAt: number };
+  /**
+   * Set when admitted: the audited source, start (performance.now()) and the bytes of the PROXY
+   * header, which are the relay's, not the client's stream (not counted in `bytes_in`).
+   */
+  admitted?: { source: string; startedAt: number; headerBytes: number };
+  /** The upstream connection to the router was established: only such connections are audited. */
+  reached?: boolean;
 }
+
+/** Bytes of the client's own stream the relay read (the PROXY header excluded). */
+const clientBytesIn = (pair: Pair): number => Math.max(0, pair.client.bytesRead - (pair.admitted?.headerBytes ?? 0));
 
 interface Listener {
   target: RelayTarget;
@@ -205,7 +213,7 @@ export class EntryPointRelay {
     client.on("error", () => this.#endPair(listener, pair));
     client.on("close", () => this.#sideClosed(listener, pair));
     if (!this.#o.proxyProtocol) {
-      this.#admit(listener, pair, client.remoteAddress ?? "", Buffer.alloc(0));
+      this.#admit(listener, pair, client.remoteAddress ?? "", Buffer.alloc(0), 0);
       return;
     }
     let buffered = Buffer.alloc(0);
@@ -229,7 +237,7 @@ export class EntryPointRelay {
         this.#refuse(listener, pair, "PROXY header carries no client address");
         return;
       }
-      this.#admit(listener, pair, result.header.source.address, buffered.subarray(result.length));
+      this.#admit(listener, pair, result.header.source.address, buffered.subarray(result.length), result.length);
     };
     client.on("close", () => clearTimeout(timer));
     client.on("data", onData);
@@ -245,7 +253,7 @@ export class EntryPointRelay {
     this.#endPair(listener, pair);
   }
 
-  #admit(listener: Listener, pair: Pair, source: string, early: Buffer): void {
+  #admit(listener: Listener, pair: Pair, source: string, early: Buffer, headerBytes: number): void {
     const { client } = pair;
     if (!ipv4InCidr(source, listener.target.allowOnlyCidr)) {
       this.#refuse(listener, pair, "source outside allow_only_cidr", source);
@@ -253,7 +261,7 @@ export class EntryPointRelay {
     }
     listener.stats.accepted++;
     countRelayConnection(true);
-    pair.admitted = { source, startedAt: performance.now() };
+    pair.admitted = { source, startedAt: performance.now(), headerBytes };
     const { tunnelIp, port } = listener.target;
     const upstream = net.connect({ host: tunnelIp, port, allowHalfOpen: true });
     pair.upstream = upstream;
@@ -261,6 +269,7 @@ export class EntryPointRelay {
     upstream.on("error", () => this.#endPair(listener, pair));
     upstream.on("close", () => this.#sideClosed(listener, pair));
     upstream.once("connect", () => {
+      pair.reached = true;
       upstream.setTimeout(0);
       // Management sessions (SSH, web UIs) are chatty: send small writes at once.
       upstream.setNoDelay(true);
@@ -284,7 +293,7 @@ export class EntryPointRelay {
     }
     if (client.closed && upstream.closed) {
       if (listener.pairs.delete(pair)) {
-        countRelayBytes(client.bytesRead, client.bytesWritten);
+        countRelayBytes(clientBytesIn(pair), client.bytesWritten);
         this.#ended(listener, pair);
       }
       return;
@@ -298,19 +307,31 @@ export class EntryPointRelay {
   /** Forced end (refusal, error, forward closed): both sockets go at once. */
   #endPair(listener: Listener, pair: Pair): void {
     if (!listener.pairs.delete(pair)) return;
-    if (pair.upstream) countRelayBytes(pair.client.bytesRead, pair.client.bytesWritten);
+    if (pair.upstream) countRelayBytes(clientBytesIn(pair), pair.client.bytesWritten);
     pair.client.destroy();
     pair.upstream?.destroy();
     this.#ended(listener, pair);
   }
 
-  /** An admitted connection is gone: report it once, with the bytes each way. */
+  /**
+   * An admitted connection is gone: report it once, with the bytes each way. Only a connection
+   * that reached the router is audited (docs/api.md "Audit log and webhooks"); one whose upstream
+   * never connected (router down, rule missing) is logged, since nothing was forwarded.
+   */
   #ended(listener: Listener, pair: Pair): void {
-    if (!pair.admitted || !this.#events) return;
+    if (!pair.admitted) return;
+    if (!pair.reached) {
+      this.#o.logger.warn(
+        { forwardId: listener.target.id, source: pair.admitted.source, router: listener.target.tunnelIp },
+        "entry-point connection admitted but the router could not be reached; nothing forwarded",
+      );
+      return;
+    }
+    if (!this.#events) return;
     this.#events.accepted({
       forwardId: listener.target.id,
       sourceIp: pair.admitted.source,
-      bytesIn: pair.client.bytesRead,
+      bytesIn: clientBytesIn(pair),
       bytesOut: pair.client.bytesWritten,
       durationMs: performance.now() - pair.admitted.startedAt,
     });

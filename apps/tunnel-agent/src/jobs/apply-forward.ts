@@ -1,9 +1,9 @@
-import type { ForwardsRepository, JobRecord } from "@fleet/db";
+import { type ForwardsRepository, type JobRecord, ROUTER_JOB_ATTEMPTS } from "@fleet/db";
 import { type Clock, type TunnelNetwork, ZForwardJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
 import { addCommandFor, ensureRule, type RuleListingMemo, type RulePin, readTaggedRules } from "./forward-rules.ts";
-import { PermanentJobError } from "./job-errors.ts";
+import { isPermanentJobError, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
@@ -58,12 +58,25 @@ export const applyForwardHandler =
       );
       return;
     }
-    const target = tunnelTarget(deps, forward.routerId, tunnelIp);
-    const pin = rulePin(deps, target.host);
-    addCommandFor(forward, pin);
-    const outcome = await withRouterSession(deps.connector, target, async (router) =>
-      ensureRule(router, forward, pin, await readTaggedRules(router, listingMemo(deps, forward.routerId))),
-    );
+    let outcome: Awaited<ReturnType<typeof ensureRule>>;
+    try {
+      const target = tunnelTarget(deps, forward.routerId, tunnelIp);
+      const pin = rulePin(deps, target.host);
+      addCommandFor(forward, pin);
+      outcome = await withRouterSession(deps.connector, target, async (router) =>
+        ensureRule(router, forward, pin, await readTaggedRules(router, listingMemo(deps, forward.routerId))),
+      );
+    } catch (error) {
+      // The last attempt, or one no retry can fix: the forward's real state becomes failed
+      // (docs/api.md "Transient Port Forward" `state`), audited as forward.failed.
+      if (isPermanentJobError(error) || job.attempts >= ROUTER_JOB_ATTEMPTS) {
+        const reason = `the tunnel agent could not add the rule on the router (attempt ${job.attempts}): ${(error as Error).message}`;
+        if (await deps.forwards.markFailed(forward.id, reason, deps.clock.now())) {
+          deps.logger.warn({ forwardId: forward.id, routerId: forward.routerId, reason }, "forward failed");
+        }
+      }
+      throw error;
+    }
     await deps.forwards.markApplied(forward.id, deps.clock.now());
     deps.logger.info(
       { forwardId: forward.id, routerId: forward.routerId, port: forward.port, outcome },

@@ -26,6 +26,7 @@ const forward: ForwardRecord = {
   createdAt: new Date("2026-11-21T12:00:00Z"),
   closedAt: null,
   appliedAt: null,
+  failureReason: null,
 };
 
 const TUNNEL = "100.64.0.7";

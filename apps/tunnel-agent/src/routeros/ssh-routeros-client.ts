@@ -16,6 +16,11 @@ export interface SshRouterOsConnectorOptions {
   connectTimeoutMs: number;
   commandTimeoutMs: number;
   hostKeys: HostKeyStore;
+  /**
+   * Source address of the agent's connections: an address inside TUNNEL_NETWORK, which adopted
+   * routers admit the agent's user from. Unset: the system chooses (the tunnel's own address).
+   */
+  localAddress?: string | undefined;
 }
 
 export class HostKeyMismatchError extends Error {
@@ -102,6 +107,7 @@ export class SshRouterOsConnector implements RouterOsConnector {
         privateKey: this.#options.privateKey,
         readyTimeout: this.#options.connectTimeoutMs,
         keepaliveInterval: 15_000,
+        ...(this.#options.localAddress ? { localAddress: this.#options.localAddress } : {}),
         hostVerifier: (key: Buffer, verify: (valid: boolean) => void): void => {
           const presented = sshFingerprint(key);
           if (pinned === undefined) {

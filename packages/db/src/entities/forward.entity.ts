@@ -4,7 +4,8 @@ import { Router } from "./router.entity.ts";
 /**
  * A transient port forward (docs/api.md "Transient Port Forward"). Rows are kept after they close so
  * `GET .../{id}` still answers and reconciliation knows which rules once belonged to us.
- * `status`: active -> expired (time reached `expiresAt`) or revoked (DELETE before it).
+ * `status`: active -> expired (time reached `expiresAt`) or revoked (DELETE before it), or failed
+ * (the tunnel agent gave up applying it; `failureReason` says why).
  */
 export const Forward = defineEntity({
   name: "Forward",
@@ -23,12 +24,14 @@ export const Forward = defineEntity({
     dstAddress: p.string().length(15),
     dstPort: p.integer(),
     allowOnlyCidr: p.string().length(18),
-    status: p.enum(["active", "expired", "revoked"] as const).default("active"),
+    status: p.enum(["active", "expired", "revoked", "failed"] as const).default("active"),
     expiresAt: p.datetime(),
     createdAt: p.datetime(),
     closedAt: p.datetime().nullable(),
     /** When the agent last confirmed the rule on the router (visibility; null until then). */
     appliedAt: p.datetime().nullable(),
+    /** Why the agent gave up on a failed forward (no secret: the job's error text). */
+    failureReason: p.string().length(500).nullable(),
     /** Who created it (docs/api.md "Audit log and webhooks" actor): `user` or `api_key`, and its id. */
     createdByType: p.string().length(16).nullable(),
     createdById: p.string().length(255).nullable(),

@@ -1,4 +1,4 @@
-import { isUuid } from "@fleet/shared";
+import { formatIsoUtc, isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { type AuditOrigin, insertAuditEntry } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
@@ -89,7 +89,7 @@ export class ApiKeysRepository {
           name: key.name,
           prefix: key.prefix,
           scopes: key.scopes,
-          expires_at: key.expiresAt?.toISOString() ?? null,
+          expires_at: key.expiresAt ? formatIsoUtc(key.expiresAt) : null,
         },
       });
       return key;

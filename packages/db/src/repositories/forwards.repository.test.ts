@@ -254,4 +254,16 @@ describe("ForwardsRepository", () => {
     expect((await forwards.relayTargets(entryPoint, at(10 * 60_000))).map((t) => t.id)).toEqual([later.id]);
     expect(await forwards.routersToReconcile(T0)).toContain(router.id);
   });
+
+  it("leaves routers without a pulse out of reconciliation (their jobs could only fail)", async () => {
+    const o = await owner();
+    const online = await makeRouter(db, o, { hasPulse: true });
+    const offline = await makeRouter(db, o, { hasPulse: false });
+    for (const router of [online, offline]) created(await forwards.create(input(router.id, o.teamId), T0));
+    const routers = await forwards.routersToReconcile(T0);
+    expect(routers).toContain(online.id);
+    expect(routers).not.toContain(offline.id);
+    await db.query("update routers set has_pulse = true where id = $1", [offline.id]);
+    expect(await forwards.routersToReconcile(T0)).toContain(offline.id);
+  });
 });

@@ -1,4 +1,4 @@
-import { isUuid } from "@fleet/shared";
+import { formatIsoUtc, isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
 import { queueRouterJob } from "../jobs/router-jobs.ts";
@@ -6,7 +6,7 @@ import type { Query } from "../database.ts";
 import { type AuditOrigin, insertAuditEntry, SYSTEM_ORIGIN } from "./audit-log.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
-export type TForwardStatus = "active" | "expired" | "revoked";
+export type TForwardStatus = "active" | "expired" | "revoked" | "failed";
 
 export interface ForwardRecord {
   id: string;
@@ -21,6 +21,8 @@ export interface ForwardRecord {
   createdAt: Date;
   closedAt: Date | null;
   appliedAt: Date | null;
+  /** Why the agent gave up (status `failed`), else null. */
+  failureReason: string | null;
 }
 
 export interface RouterTunnel {
@@ -65,7 +67,7 @@ const APPLY_JOB = "forward.apply";
 const REMOVE_JOB = "forward.remove";
 
 const COLUMNS = `f.id, f.router_id, f.entry_point, f.port, f.dst_address, f.dst_port, f.allow_only_cidr, f.status,
-  f.expires_at, f.created_at, f.closed_at, f.applied_at`;
+  f.expires_at, f.created_at, f.closed_at, f.applied_at, f.failure_reason`;
 
 // Columns straight off an UPDATE ... RETURNING, without the table alias.
 const RETURNING = COLUMNS.replaceAll("f.", "");
@@ -85,6 +87,7 @@ const forwardFromRow = (row: Row): ForwardRecord => ({
   createdAt: toDate(row.created_at),
   closedAt: row.closed_at === null || row.closed_at === undefined ? null : toDate(row.closed_at),
   appliedAt: row.applied_at === null || row.applied_at === undefined ? null : toDate(row.applied_at),
+  failureReason: row.failure_reason === null || row.failure_reason === undefined ? null : String(row.failure_reason),
 });
 
 // Every way a forward closes changes its state AND queues the removal job in one transaction,
@@ -92,6 +95,9 @@ const forwardFromRow = (row: Row): ForwardRecord => ({
 
 const CANONICAL_IPV4_SQL =
   "^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$";
+
+/** Characters of a failure reason kept (the column's width). */
+const FAILURE_REASON_MAX = 500;
 
 // How often one create retries after losing a port to a concurrent create.
 const PORT_ATTEMPTS = 25;
@@ -256,7 +262,7 @@ export class ForwardsRepository {
             dst_address: forward.dstAddress,
             dst_port: forward.dstPort,
             allow_from: forward.allowOnlyCidr,
-            expires_at: forward.expiresAt.toISOString(),
+            expires_at: formatIsoUtc(forward.expiresAt),
           },
         });
         return { ok: true, forward };
@@ -358,6 +364,45 @@ export class ForwardsRepository {
   }
 
   /**
+   * The agent gave up applying an active forward (docs/api.md "Transient Port Forward" `state`):
+   * it becomes `failed` with the reason (its port and quota slot are free again) and
+   * `forward.failed` is audited (and sent to webhooks) in the same transaction. Answers the
+   * forward, or null when it was no longer active (closed meanwhile: nothing changes).
+   */
+  async markFailed(id: string, reason: string, now: Date): Promise<ForwardRecord | null> {
+    if (!isUuid(id)) return null;
+    return this.#db.transaction(async (query) => {
+      const rows = await query<Row>(
+        `update forwards set status = 'failed', failure_reason = $1, closed_at = $2
+         where id = $3 and status = 'active' returning ${RETURNING}`,
+        [reason.slice(0, FAILURE_REASON_MAX), now, id],
+      );
+      const failed = rows[0] ? forwardFromRow(rows[0]) : null;
+      if (!failed) return null;
+      const [router] = await query<Row>(`select organization_id from routers where id = $1`, [failed.routerId]);
+      if (router) {
+        await insertAuditEntry(query, {
+          organizationId: String(router.organization_id),
+          occurredAt: now,
+          action: "forward.failed",
+          actor: SYSTEM_ORIGIN.actor,
+          sourceIp: null,
+          target: { type: "forward", id: failed.id },
+          routerId: failed.routerId,
+          details: {
+            entry_point: failed.entryPoint,
+            port: failed.port,
+            dst_address: failed.dstAddress,
+            dst_port: failed.dstPort,
+            failure_reason: failed.failureReason,
+          },
+        });
+      }
+      return failed;
+    });
+  }
+
+  /**
    * Routers the agent cannot reach: no assigned tunnel address (migration 008 left them without
    * one) or one outside `networkCidr` (TUNNEL_NETWORK changed). Their forwards answer 409.
    */
@@ -428,12 +473,14 @@ export class ForwardsRepository {
 
   /**
    * Routers whose tagged rules reconciliation should check: any with an active forward, or one
-   * closed since `since` (a removal may have failed or been lost).
+   * closed since `since` (a removal may have failed or been lost). Only routers with a pulse: an
+   * offline router cannot be reached, and a job for it would only fail its attempts and land in
+   * the dead-letter queue; the first reconciliation after it comes back repairs it.
    */
   async routersToReconcile(since: Date): Promise<string[]> {
     const rows = await this.#db.query<Row>(
       `select distinct f.router_id from forwards f join routers r on r.id = f.router_id
-       where r.tunnel_ip is not null and (f.status = 'active' or f.closed_at >= $1)`,
+       where r.tunnel_ip is not null and r.has_pulse and (f.status = 'active' or f.closed_at >= $1)`,
       [since],
     );
     return rows.map((row) => String(row.router_id));

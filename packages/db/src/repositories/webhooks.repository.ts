@@ -1,4 +1,4 @@
-import { isUuid } from "@fleet/shared";
+import { formatIsoUtc, isUuid } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
 import type { Query } from "../database.ts";
@@ -387,17 +387,14 @@ export class WebhooksRepository {
       );
       const row = rows[0];
       if (!row) return false;
+      const failingSince = dateOrNull(row.failing_ms);
       await insertAuditEntry(query, {
         organizationId: String(row.organization_id),
         occurredAt: now,
         action: "webhook.disabled",
         actor: SYSTEM_ORIGIN.actor,
         target: { type: "webhook", id: webhookId },
-        details: {
-          url: String(row.url),
-          reason,
-          failing_since: dateOrNull(row.failing_ms)?.toISOString() ?? null,
-        },
+        details: { url: String(row.url), reason, failing_since: failingSince ? formatIsoUtc(failingSince) : null },
       });
       return true;
     });

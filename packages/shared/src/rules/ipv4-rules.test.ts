@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { checkDstAddress, classifyIpv4, ipv4InCidr, isCanonicalIpv4, normalizeAllowFrom } from "./ipv4-rules.ts";
+import {
+  checkDstAddress,
+  classifyIpv4,
+  ipv4InCidr,
+  isCanonicalIpv4,
+  normalizeAllowFrom,
+  refuseLoopbackAllowFrom,
+} from "./ipv4-rules.ts";
 
 describe("isCanonicalIpv4", () => {
   it.each(["0.0.0.0", "1.2.3.4", "10.0.0.1", "255.255.255.255", "192.168.88.10"])("accepts %s", (value) => {
@@ -158,5 +165,24 @@ describe("ipv4InCidr", () => {
     expect(ipv4InCidr("8.8.8.9", "8.8.8.8/32")).toBe(false);
     expect(ipv4InCidr("::1", "8.8.8.0/24")).toBe(false);
     expect(ipv4InCidr("garbage", "8.8.8.0/24")).toBe(false);
+  });
+});
+
+describe("allow_from in development and production", () => {
+  it("accepts a loopback source only when asked to (development), normalized like any other", () => {
+    expect(normalizeAllowFrom("127.0.0.1")).toMatchObject({ ok: false, message: expect.stringMatching(/loopback/) });
+    expect(normalizeAllowFrom("127.0.0.1", { loopback: true })).toEqual({ ok: true, value: "127.0.0.1/32" });
+    expect(normalizeAllowFrom("127.64.3.9/24", { loopback: true })).toEqual({ ok: true, value: "127.64.3.0/24" });
+    // The prefix rule still holds, and nothing else opens up.
+    expect(normalizeAllowFrom("127.0.0.0/8", { loopback: true }).ok).toBe(false);
+    expect(normalizeAllowFrom("10.0.0.1", { loopback: true }).ok).toBe(false);
+  });
+
+  it("refuseLoopbackAllowFrom refuses a normalized loopback range with the usual words, and passes the rest", () => {
+    expect(refuseLoopbackAllowFrom("127.0.0.1/32")).toEqual({
+      ok: false,
+      message: "must be a publicly routed range; 127.0.0.1/32 is a loopback address (127.0.0.0/8)",
+    });
+    expect(refuseLoopbackAllowFrom("8.8.8.0/24")).toEqual({ ok: true, value: "8.8.8.0/24" });
   });
 });

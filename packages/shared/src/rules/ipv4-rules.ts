@@ -111,9 +111,9 @@ export const checkDstAddress = (value: string): TIpRuleResult<string> => {
 
 /**
  * `allow_from`: an address (meaning /32) or a CIDR with prefix /24../32, all of it publicly
- * routed. Answers the normalized CIDR (host bits cleared), e.g. `8.8.8.77/24` -> `8.8.8.0/24`.
+ * routed (with `loopback`, a range inside 127.0.0.0/8 too: development only). Answers the normalized CIDR (host bits cleared), e.g. `8.8.8.77/24` -> `8.8.8.0/24`.
  */
-export const normalizeAllowFrom = (value: string): TIpRuleResult<string> => {
+export const normalizeAllowFrom = (value: string, options: { loopback?: boolean } = {}): TIpRuleResult<string> => {
   const parts = value.split("/");
   if (parts.length > 2) return { ok: false, message: "must be an IPv4 address or CIDR like 8.8.8.0/24" };
   const [address = "", prefixText] = parts;
@@ -138,12 +138,24 @@ export const normalizeAllowFrom = (value: string): TIpRuleResult<string> => {
   // Special ranges are all /24 or wider and aligned, but checking both ends costs nothing.
   for (const edge of [network, last]) {
     const kind = classifyIpv4(edge);
-    if (kind !== "public") {
-      return { ok: false, message: `must be a publicly routed range; ${network}/${prefix} is ${describeClass(kind)}` };
-    }
+    if (kind !== "public" && !(kind === "loopback" && options.loopback))
+      return allowFromRefused(`${network}/${prefix}`);
   }
   return { ok: true, value: `${network}/${prefix}` };
 };
+
+const allowFromRefused = (cidr: string): { ok: false; message: string } => ({
+  ok: false,
+  message: `must be a publicly routed range; ${cidr} is ${describeClass(classifyIpv4(cidr.split("/")[0] ?? ""))}`,
+});
+
+/**
+ * The production rule for a normalized `allow_from` (docs/api.md "Tunnel agent and entry point"):
+ * a loopback source, which development accepts so a forward can be tried from the same machine,
+ * is refused with the message every other non-public range gets.
+ */
+export const refuseLoopbackAllowFrom = (cidr: string): TIpRuleResult<string> =>
+  classifyIpv4(cidr.split("/")[0] ?? "") === "loopback" ? allowFromRefused(cidr) : { ok: true, value: cidr };
 
 /** True when `address` (canonical IPv4, or IPv4-mapped IPv6 as sockets report it) lies in `cidr`. */
 export const ipv4InCidr = (address: string, cidr: string): boolean => {

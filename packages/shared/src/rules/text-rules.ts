@@ -60,11 +60,27 @@ export const textRule = <T extends z.ZodType<string>>(schema: T, options: { mult
   schema.refine((value) => !breaksTextRule(value, options), { error: TEXT_RULE_MESSAGE });
 
 /** `z.string()` with the text rule; chain `.max()` etc. before passing, or use `text({ max })`. */
-export const text = (options: { max?: number; min?: number; multiline?: boolean; error?: string } = {}) => {
+export const text = (
+  options: {
+    max?: number;
+    min?: number;
+    multiline?: boolean;
+    error?: string | ((issue: { input?: unknown }) => string);
+  } = {},
+) => {
   let schema = z.string(options.error ? { error: options.error } : undefined);
   if (options.min !== undefined)
-    schema = schema.min(options.min, { error: `must be at least ${options.min} characters` });
+    schema = schema.min(options.min, {
+      error: options.min === 1 ? "is required and cannot be empty" : `must be at least ${options.min} characters`,
+    });
   if (options.max !== undefined)
     schema = schema.max(options.max, { error: `must be at most ${options.max} characters` });
   return textRule(schema, options);
 };
+
+/**
+ * The one wording of a text field's type error (docs/api.md "Errors"): a missing field "is required",
+ * a field of another type "must be a string", whatever the schema.
+ */
+export const stringError = (issue: { input?: unknown }): string =>
+  issue.input === undefined ? "is required" : "must be a string";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isIsoCountryCode } from "../rules/countries.ts";
-import { textRule } from "../rules/text-rules.ts";
+import { stringError, textRule } from "../rules/text-rules.ts";
 
 /** docs/api.md "Limits": account field lengths. Exported so tests probe the exact edges. */
 export const ACCOUNT_LIMITS = {
@@ -15,11 +15,11 @@ export const ACCOUNT_LIMITS = {
 
 // Every text field carries the text rule (docs/api.md "Errors"): no control characters, no lone surrogates.
 const text = (max: number) =>
-  textRule(z.string({ error: "must be a string" }).max(max, { error: `must be at most ${max} characters` }));
+  textRule(z.string({ error: stringError }).max(max, { error: `must be at most ${max} characters` }));
 
 const required = (max: number) => text(max).min(1, { error: "is required and cannot be empty" });
 
-const country = textRule(z.string({ error: "must be a string" }))
+const country = textRule(z.string({ error: stringError }))
   // The JSON Schema of /openapi.json: two letters, any case (the code is upper-cased, then checked).
   .meta({ pattern: "^[A-Za-z]{2}$" })
   .transform((value) => value.toUpperCase())

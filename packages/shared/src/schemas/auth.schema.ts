@@ -1,16 +1,20 @@
 import { z } from "zod";
-import { textRule } from "../rules/text-rules.ts";
+import { stringError, textRule } from "../rules/text-rules.ts";
 
 /** Every scope the system knows (docs/api.md "Authentication"). */
 export const ALL_SCOPES = ["account:read", "account:write", "routers:read", "routers:write"] as const;
 export type TScope = (typeof ALL_SCOPES)[number];
 
+// Every field names its problem in the words of docs/api.md "Errors", never the validator's own text.
+const bounded = (max: number) =>
+  textRule(z.string({ error: stringError }).max(max, { error: `must be at most ${max} characters` }));
+
 export const ZDevLoginInput = z.object({
-  email: textRule(z.string().max(250))
+  email: bounded(250)
     .meta({ format: "email" })
     .pipe(z.email({ error: "must be a valid email address" })),
-  scope: textRule(z.string().max(500)).optional(),
-  timezone: textRule(z.string().max(64)).optional(),
+  scope: bounded(500).optional(),
+  timezone: bounded(64).optional(),
 });
 export type TDevLoginInput = z.infer<typeof ZDevLoginInput>;
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { textRule } from "../rules/text-rules.ts";
+import { stringError, textRule } from "../rules/text-rules.ts";
 
 /** Longest processor object id accepted in a request (Stripe ids are far shorter). */
 export const PAYMENT_METHOD_ID_MAX = 255;
@@ -13,7 +13,7 @@ export const INVOICE_LIST_LIMIT = 100;
  */
 export const ZPaymentMethodId = textRule(
   z
-    .string({ error: "must be a string" })
+    .string({ error: stringError })
     .min(1, { error: "is required and cannot be empty" })
     .max(PAYMENT_METHOD_ID_MAX, { error: `must be at most ${PAYMENT_METHOD_ID_MAX} characters` })
     .regex(/^[A-Za-z0-9_]+$/, { error: "must be a payment method id such as pm_1Abc..." }),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { text } from "../rules/text-rules.ts";
+import { stringError, text } from "../rules/text-rules.ts";
 import { ALL_SCOPES } from "./auth.schema.ts";
 
 /** docs/api.md "Authentication" (API keys) and "Audit log and webhooks": limits tests probe at the edges. */
@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = [
   "forward.created",
   "forward.revoked",
   "forward.expired",
+  "forward.failed",
   "forward.connection.accepted",
   "forward.connection.denied",
   "api_key.created",
@@ -44,7 +45,7 @@ export const ZIdPath = z.object({ id: pathId });
 // ---- API keys ---------------------------------------------------------------------------------
 
 export const ZCreateApiKeyInput = z.object({
-  name: text({ min: 1, max: EVENT_LIMITS.apiKeyName, error: "is required and must be a string" }),
+  name: text({ min: 1, max: EVENT_LIMITS.apiKeyName, error: stringError }),
   scopes: z
     .array(z.enum(ALL_SCOPES, { error: `must be one of ${ALL_SCOPES.join(", ")}` }), { error: "must be an array" })
     .min(1, { error: "must name at least one scope" })

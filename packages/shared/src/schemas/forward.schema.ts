@@ -55,16 +55,22 @@ export const ZCreateForwardInput = z.object({
   allow_from: addressText
     .meta({
       pattern: "^\\d{1,3}(\\.\\d{1,3}){3}(/\\d{1,2})?$",
-      description: "A public IPv4 address or CIDR range allowed to connect.",
+      description:
+        "A public IPv4 address or CIDR range allowed to connect (in development also a loopback one, inside 127.0.0.0/8).",
     })
     .transform((value, ctx) => {
-      const result = normalizeAllowFrom(value);
+      // Loopback passes here; the API refuses it outside development (ForwardsService).
+      const result = normalizeAllowFrom(value, { loopback: true });
       if (result.ok) return result.value;
       ctx.addIssue({ code: "custom", message: result.message });
       return z.NEVER;
     }),
 });
 export type TCreateForwardInput = z.infer<typeof ZCreateForwardInput>;
+
+/** A forward's real state (docs/api.md "Transient Port Forward" `state`). */
+export const FORWARD_STATES = ["pending", "active", "failed", "closed"] as const;
+export type TForwardState = (typeof FORWARD_STATES)[number];
 
 /** docs/api.md "Transient Port Forward", in the API doc's field order. */
 export const ZForward = z
@@ -82,6 +88,14 @@ export const ZForward = z
     time_to_expire: z
       .string()
       .meta({ description: 'Remaining time in words ("59 minutes from now"), "expired" or "revoked".' }),
+    state: z.enum(FORWARD_STATES).meta({
+      description:
+        "pending until the router has the rule, active once the agent applied it, failed when the agent gave up (see failure_reason), closed after expiry or revoke.",
+    }),
+    failure_reason: z
+      .string()
+      .nullable()
+      .meta({ description: "Why the tunnel agent gave up (state failed); null otherwise." }),
   })
   .meta({ id: "TransientPortForward" });
 export type TForward = z.infer<typeof ZForward>;

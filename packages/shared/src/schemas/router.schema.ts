@@ -188,6 +188,8 @@ const jsonBytes = (value: unknown): number => encoder.encode(JSON.stringify(valu
 
 /** Validation of one user key; returns an error message or null. `null` values remove a key. */
 const metadataValueError = (key: string, value: unknown): string | null => {
+  // The tunnel address is the system's to assign (docs/api.md "Routers and heartbeats"), the rest the router's to report.
+  if (key === "tunnel_ip") return "is assigned by the system at enrollment and cannot be set";
   if (READ_ONLY_METADATA_KEYS.has(key)) return "is reported by the router and cannot be set";
   switch (key) {
     case "name":

@@ -137,6 +137,22 @@ describe("POST /v1/account", () => {
     expect(res.body.errors[field][0]).toEqual(expect.any(String));
   });
 
+  it("words a missing field and a field of the wrong type the same everywhere", async () => {
+    const { token } = await h.login();
+    const missing = await h.refused("POST", "/v1/account", { token, body: { email: "a@b.co", address: {} } });
+    expect(missing.body.errors).toMatchObject({ name: ["is required"], "address.country": ["is required"] });
+    const wrong = await h.refused("POST", "/v1/account", {
+      token,
+      body: { name: 42, email: "a@b.co", address: { country: 1 } },
+    });
+    expect(wrong.body.errors).toMatchObject({ name: ["must be a string"], "address.country": ["must be a string"] });
+    // dev-login too: no validator's own text ("Invalid input: expected string ...").
+    const login = await h.request("POST", "/v1/auth/dev-login", { body: { scope: 7 } });
+    expect(login.status).toBe(422);
+    expect(login.body.errors).toEqual({ email: ["is required"], scope: ["must be a string"] });
+    expect(JSON.stringify(login.body)).not.toContain("Invalid input");
+  });
+
   it("accepts name and email exactly at their limits and refuses one more", async () => {
     const name = "n".repeat(ACCOUNT_LIMITS.name);
     const local = "e".repeat(64);

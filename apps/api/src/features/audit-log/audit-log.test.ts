@@ -109,7 +109,12 @@ describe("every action is recorded once, with actor, target, router and source",
     });
     expect(byAction("forward.created")[0]).toMatchObject({
       actor: userActor,
-      details: { allow_from: "8.8.8.8/32", dst_port: 22 },
+      // Timestamps in details are written like every other answer's: whole seconds, +00:00.
+      details: {
+        allow_from: "8.8.8.8/32",
+        dst_port: 22,
+        expires_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/),
+      },
     });
     expect(byAction("forward.expired")[0]).toMatchObject({
       actor: { type: "system", id: null },

@@ -1,5 +1,12 @@
 import type { ForwardRecord } from "@fleet/db";
-import { formatIsoUtc, type TForward, timeToExpire } from "@fleet/shared";
+import { formatIsoUtc, type TForward, type TForwardState, timeToExpire } from "@fleet/shared";
+
+/** pending until applied, active once applied, failed when the agent gave up, closed after expiry or revoke. */
+const stateOf = (forward: ForwardRecord, expired: boolean): TForwardState => {
+  if (forward.status === "failed") return "failed";
+  if (forward.status !== "active" || expired) return "closed";
+  return forward.appliedAt ? "active" : "pending";
+};
 
 /**
  * Record -> response (docs/api.md "Transient Port Forward"). `expired` is true once the time has come,
@@ -20,5 +27,7 @@ export const toForwardResponse = (forward: ForwardRecord, now: Date): TForward =
     dst_address: forward.dstAddress,
     dst_port: forward.dstPort,
     time_to_expire: revoked ? "revoked" : timeToExpire(forward.expiresAt, now),
+    state: stateOf(forward, expired),
+    failure_reason: forward.status === "failed" ? forward.failureReason : null,
   };
 };

@@ -4,6 +4,7 @@ import {
   type Clock,
   FORWARD_LIMITS,
   isTunnelHostAddress,
+  refuseLoopbackAllowFrom,
   type TCreateForwardInput,
   type TForward,
   type TunnelNetwork,
@@ -24,6 +25,8 @@ export interface ForwardsServiceDeps {
    * unreachable as one without an address: the agent never connects there, so 409.
    */
   tunnelNetwork?: TunnelNetwork;
+  /** Development only: `allow_from` may be a loopback range, so a forward can be tried from the same machine. */
+  loopbackSources?: boolean;
 }
 
 const noTunnel = () =>
@@ -74,6 +77,14 @@ export class ForwardsService {
   }
 
   async create(teamId: string, input: TCreateForwardInput, origin: AuditOrigin): Promise<TForward> {
+    if (!this.#deps.loopbackSources) {
+      const source = refuseLoopbackAllowFrom(input.allow_from);
+      if (!source.ok) {
+        throw new AppError("validation_failed", `The given data was invalid: allow_from ${source.message}.`, {
+          fields: { allow_from: [source.message] },
+        });
+      }
+    }
     const network = this.#deps.tunnelNetwork;
     if (network) {
       const router = await this.#router(teamId, input.router_id);

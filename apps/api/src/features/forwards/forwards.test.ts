@@ -49,6 +49,8 @@ describe("transient forwarding endpoints", () => {
       "dst_address",
       "dst_port",
       "time_to_expire",
+      "state",
+      "failure_reason",
     ]);
     expect(res.body).toMatchObject({
       revoked_early: false,
@@ -59,6 +61,9 @@ describe("transient forwarding endpoints", () => {
       dst_address: "192.168.88.10",
       dst_port: 22,
       time_to_expire: "1 hour from now",
+      // Not on the router yet: the agent's apply job has not run.
+      state: "pending",
+      failure_reason: null,
     });
     expect(res.body.id).toMatch(UUID);
     expect(res.body.port).toBeGreaterThanOrEqual(45000);
@@ -263,11 +268,18 @@ describe("create validation (docs/api.md, Tunnel agent and entry point)", () => 
     ["8.8.8.0/23", /between \/24 and \/32/],
     ["8.8.8.8/33", /prefix length/],
     ["10.1.2.0/24", /publicly routed/],
-    ["127.0.0.1", /loopback/],
+    ["127.0.0.0/23", /between \/24 and \/32/],
     ["203.0.113.0/24", /documentation/],
     ["100.64.0.1", /carrier-grade NAT/],
   ])("refuses allow_from %s", async (allow, message) => {
     expect(await rejected({ allow_from: allow }, "allow_from")).toMatch(message);
+  });
+
+  it.each([
+    ["127.0.0.1", "127.0.0.1/32"],
+    ["127.64.0.0/24", "127.64.0.0/24"],
+  ])("in development (NODE_ENV not production) accepts a loopback allow_from %s as %s", async (allow, cidr) => {
+    expect((await accepted({ allow_from: allow })).allow_only_cidr).toBe(cidr);
   });
 
   it.each(["10.0.0.5", "172.16.0.1", "192.168.1.1", "8.8.4.4"])("accepts dst_address %s", async (address) => {

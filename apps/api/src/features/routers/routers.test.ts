@@ -287,7 +287,7 @@ describe("router metadata", () => {
       [{ banner_img: "ftp://x.example/b.png" }, "banner_img", /http or https URL/],
       [{ thumbnail_img: "not a url" }, "thumbnail_img", /URL/],
       [{ model: "spoofed" }, "model", /reported by the router/],
-      [{ tunnel_ip: "10.0.0.1" }, "tunnel_ip", /reported by the router/],
+      [{ tunnel_ip: "10.0.0.1" }, "tunnel_ip", /assigned by the system at enrollment/],
       [{ ["k".repeat(65)]: 1 }, "k".repeat(65), /not a valid key/],
       [{ "bad key": 1 }, "bad key", /not a valid key/],
       [{ blob: "x".repeat(ROUTER_LIMITS.metadataValueBytes - 1) }, "blob", /at most 2048 bytes/],

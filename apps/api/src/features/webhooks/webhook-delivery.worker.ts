@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { Webhook } from "standardwebhooks";
 import type { SecretBox } from "./webhook-secret.ts";
 import { sendWebhook, type WebhookRequest, type WebhookResult } from "./webhook-target.ts";
+import { countWebhookDelivery } from "../../metrics/api-metrics.ts";
 
 const DAY_MS = 86_400_000;
 /** A webhook failing for this long is disabled (docs/api.md "Audit log and webhooks"). */
@@ -121,14 +122,20 @@ export class WebhookDeliveryWorker {
       error,
       final: ok || lastAttempt,
     });
-    if (ok) return;
+    // docs/operations.md "Metrics and probes": every attempt counts once, by how it ended.
+    if (ok) {
+      countWebhookDelivery("delivered");
+      return;
+    }
     if (failingSince && at.getTime() - failingSince.getTime() >= WEBHOOK_DISABLE_AFTER_MS) {
       if (await webhooks.disable(webhook.id, at, `deliveries failed for three days (last: ${error})`)) {
         this.#d.logger.warn({ webhookId: webhook.id }, "webhook disabled after three days of failures");
       }
       await webhooks.abandon(delivery.id, "the webhook was disabled after three days of failures");
+      countWebhookDelivery("dead");
       return;
     }
+    countWebhookDelivery(lastAttempt ? "dead" : "failed");
     throw new DeliveryFailed(error ?? "delivery failed");
   }
 }

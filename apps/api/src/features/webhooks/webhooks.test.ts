@@ -328,6 +328,12 @@ describe("delivery", () => {
       if (calls <= 2) res.writeHead(500, { "content-type": "text/plain" }).end("boom");
       else res.writeHead(200).end("ok");
     });
+    const deliveries = async (result: string) => {
+      const text = String((await h.request("GET", "/metrics")).body);
+      const line = text.split("\n").find((l) => l.startsWith(`fleet_webhook_deliveries_total{result="${result}"} `));
+      return line === undefined ? 0 : Number(line.split(" ")[1]);
+    };
+    const before = { delivered: await deliveries("delivered"), failed: await deliveries("failed") };
     const user = await h.login();
     const hook = await createWebhook(user, { url: `${receiver.url}/retry`, events: ["api_key.created"] });
     const test = await h.request("POST", `/api/webhooks/${hook.id}/test`, { token: user.token });
@@ -356,6 +362,9 @@ describe("delivery", () => {
         error: null,
       }),
     ]);
+    // docs/operations.md "Metrics and probes": two failed attempts, then one delivered.
+    expect((await deliveries("failed")) - before.failed).toBe(2);
+    expect((await deliveries("delivered")) - before.delivered).toBe(1);
   });
 
   it("a target that never answers holds neither the API nor other webhooks; answers are kept to 1 KiB", async () => {

@@ -68,6 +68,12 @@ interface Item {
   props: Record<string, string>;
 }
 
+/** What {@link RouterOsDevice.snapshot} saves and {@link RouterOsDevice.boot} restores. */
+export interface DeviceSnapshot {
+  nextId: number;
+  tables: Record<string, Item[]>;
+}
+
 type TableName = "user group" | "user" | "user ssh-keys" | "system script" | "system scheduler" | "file";
 const isTable = (menu: string): menu is TableName => menu in TABLE_ARGS;
 
@@ -526,25 +532,51 @@ export class RouterOsDevice {
       const parsed = ssh2.utils.parseKey(props.key ?? "");
       if (parsed instanceof Error || !["ssh-ed25519", "ssh-rsa"].includes(parsed.type)) fail("unable to load key");
     }
-    let intervalMs: number | undefined;
     if (menu === "system scheduler") {
       if (!this.deviceMode.scheduler) fail("not allowed by device-mode");
-      intervalMs = parseRouterOsInterval(props.interval ?? "0s");
-      if (intervalMs === undefined) fail(`bad interval ${props.interval}`);
+      if (parseRouterOsInterval(props.interval ?? "0s") === undefined) fail(`bad interval ${props.interval}`);
     }
     const item = { id: this.#id(), props };
     table.push(item);
-    if (menu === "system scheduler" && intervalMs && props.disabled !== "yes") {
-      const onEvent = props["on-event"] ?? "";
-      const timer = setInterval(() => {
-        this.run(onEvent).catch((error: unknown) => {
-          this.log.push({ topic: "error", message: `scheduler ${props.name}: ${(error as Error).message}` });
-        });
-      }, intervalMs);
-      timer.unref();
-      this.#timers.set(item.id, timer);
-    }
+    if (menu === "system scheduler") this.#schedule(item);
     return item.id;
+  }
+
+  /** Arms a scheduler entry's timer (its interval; none when disabled or 0s). */
+  #schedule(item: Item): void {
+    const intervalMs = parseRouterOsInterval(item.props.interval ?? "0s");
+    if (!intervalMs || item.props.disabled === "yes") return;
+    const timer = setInterval(() => void this.#runScheduled(item), intervalMs);
+    timer.unref();
+    this.#timers.set(item.id, timer);
+  }
+
+  async #runScheduled(item: Item): Promise<void> {
+    await this.run(item.props["on-event"] ?? "").catch((error: unknown) => {
+      this.log.push({ topic: "error", message: `scheduler ${item.props.name}: ${(error as Error).message}` });
+    });
+  }
+
+  /** The configuration a reboot keeps (users, groups, keys, scripts, scheduler, files), as plain JSON. */
+  snapshot(): DeviceSnapshot {
+    return { nextId: this.#nextId, tables: structuredClone(this.tables) };
+  }
+
+  /**
+   * Powers the router on with a saved configuration (docs/routeros.md "Simulator": adopted routers
+   * come back): scheduler timers are armed again and every `start-time=startup` entry runs once,
+   * as RouterOS runs them at boot. Resolves when those startup runs have finished.
+   */
+  async boot(saved: DeviceSnapshot): Promise<void> {
+    this.stop();
+    this.#nextId = saved.nextId;
+    for (const name of Object.keys(this.tables) as TableName[])
+      this.tables[name] = structuredClone(saved.tables[name] ?? []);
+    const entries = this.tables["system scheduler"];
+    for (const item of entries) this.#schedule(item);
+    for (const item of entries) {
+      if (item.props["start-time"] === "startup" && item.props.disabled !== "yes") await this.#runScheduled(item);
+    }
   }
 
   async #fetch(args: readonly Arg[], scope: Scope, menu: string): Promise<RosVal> {

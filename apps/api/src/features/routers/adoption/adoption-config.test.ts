@@ -61,8 +61,10 @@ describe("adoption configuration", () => {
       sshUser: "mgmt",
       sshKeyFile: undefined,
       sshPublicKey: undefined,
-      tunnelNetwork: "100.64.0.0/10",
+      // Development's loopback network; production's is 100.64.0.0/10.
+      tunnelNetwork: "127.64.0.0/10",
     });
+    expect(loadApiConfig({ NODE_ENV: "production" }).adoption.tunnelNetwork).toBe("100.64.0.0/10");
   });
 
   it.each([
