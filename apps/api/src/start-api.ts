@@ -258,6 +258,7 @@ export const startApi = async ({
     sshUser: adoptionConfig.sshUser,
     tunnelNetwork: adoptionConfig.tunnelNetwork,
   });
+  const teamResolver = new TeamResolver(identity);
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -277,7 +278,7 @@ export const startApi = async ({
       mirror: mirrorRepository,
       now: wallClock,
     }),
-    teams: new TeamResolver(identity),
+    teams: teamResolver,
     forwards: new ForwardsService({
       forwards: new ForwardsRepository(db, jobs),
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
@@ -304,6 +305,7 @@ export const startApi = async ({
     adoption,
     apiKeys: new ApiKeysService({
       keys: apiKeyStore,
+      teams: teamResolver,
       clock: { now: () => new Date(now ? now() : Date.now()) },
       forget: (hash) => apiKeys.forget(hash),
     }),

@@ -10,6 +10,7 @@ import {
   createOrganizationCommand,
   failedJobsCommand,
   migrateCommand,
+  parseKeyScopes,
   retryJobCommand,
   statusCommand,
 } from "./admin-commands.ts";
@@ -20,7 +21,9 @@ const USAGE = `usage: npm run admin -- <command> [--json]
   jobs failed [--queue Q]                  jobs that failed for good, with their last error
   jobs retry <id>                          retry one failed or dead-lettered job
   org create --name N [--owner-email E]    create an organization (and its owner) without dev-login
-  apikey create --org <id> [--name N]      a first API key for an organization
+  apikey create --org <id> [--name N] [--scopes S,...]
+                                           an API key for an organization (default: every tenant
+                                           scope; tunnel:assign only here)
 (docs/operations.md "Commands")`;
 
 const { values, positionals } = parseArgs({
@@ -31,6 +34,7 @@ const { values, positionals } = parseArgs({
     name: { type: "string" },
     "owner-email": { type: "string" },
     org: { type: "string" },
+    scopes: { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -47,7 +51,7 @@ const run = async (context: AdminContext, args: string[]): Promise<AdminOutput> 
   }
   if (command === "apikey" && sub === "create") {
     if (!values.org) throw new AdminError("apikey create needs --org <organization id>");
-    return createApiKeyCommand(context, values.org, values.name);
+    return createApiKeyCommand(context, values.org, values.name, parseKeyScopes(values.scopes));
   }
   throw new AdminError(USAGE);
 };

@@ -1,4 +1,6 @@
+import { ApiKeysRepository, SYSTEM_ORIGIN } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
+import { mintApiKey } from "../features/api-keys/api-keys.service.ts";
 import pino, { type Logger } from "pino";
 import type { Clock } from "@fleet/shared";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
@@ -137,4 +139,31 @@ export const startApiHarness = async (
       await db.close();
     },
   };
+};
+
+/**
+ * An API key made the way `npm run admin -- apikey create --org <id> --scopes ...` makes it (the
+ * only way to a key with a platform scope such as `tunnel:assign`), for tests of the API alone.
+ */
+export const adminApiKey = async (
+  db: TestDatabase,
+  organizationId: string,
+  scopes: readonly string[] = ["tunnel:assign", "routers:read", "routers:write", "account:read", "account:write"],
+): Promise<string> => {
+  const { key, prefix, keyHash } = mintApiKey();
+  const record = await new ApiKeysRepository(db).create(
+    {
+      organizationId,
+      createdBy: "admin-cli",
+      name: "operator",
+      prefix,
+      keyHash,
+      scopes,
+      createdAt: new Date(),
+      expiresAt: null,
+    },
+    SYSTEM_ORIGIN,
+  );
+  if (!record) throw new Error("the organization holds too many API keys");
+  return key;
 };

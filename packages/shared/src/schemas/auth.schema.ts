@@ -5,6 +5,14 @@ import { textRule } from "../rules/text-rules.ts";
 export const ALL_SCOPES = ["account:read", "account:write", "routers:read", "routers:write"] as const;
 export type TScope = (typeof ALL_SCOPES)[number];
 
+/**
+ * Scopes of the deployment's operators, never of a tenant (docs/api.md "Authentication"):
+ * `tunnel:assign` sets a router's `tunnel_ip` at enrollment. dev-login never grants them, and an
+ * API key carries them only when the admin CLI made it.
+ */
+export const PLATFORM_SCOPES = ["tunnel:assign"] as const;
+export type TPlatformScope = (typeof PLATFORM_SCOPES)[number];
+
 export const ZDevLoginInput = z.object({
   email: textRule(z.string().max(250))
     .meta({ format: "email" })

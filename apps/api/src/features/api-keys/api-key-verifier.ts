@@ -113,8 +113,9 @@ export class ApiKeyVerifier implements ApiKeyCheck {
 const claimsOf = (record: ApiKeyRecord): AuthClaims => ({
   userId: record.createdBy,
   organizationId: record.organizationId,
-  // API keys act for the organization's default team (docs/api.md "Authentication").
-  teamId: undefined,
+  // API keys act for their team when their creator's token named one, else the organization's
+  // default team (docs/api.md "Authentication").
+  teamId: record.teamId ?? undefined,
   scopes: new Set(record.scopes),
   timezone: undefined,
   exp: record.expiresAt ? Math.floor(record.expiresAt.getTime() / 1000) : Number.MAX_SAFE_INTEGER,

@@ -17,6 +17,7 @@ import {
   ROUTER_LIMITS,
   type StatusFeed,
   type TEnrolledRouter,
+  type TPlatformScope,
   type TEnrollRouterInput,
   type TFault,
   type TMetric,
@@ -81,6 +82,8 @@ export interface RouterServiceDeps {
 }
 
 const HOUR_MS = 3_600_000;
+/** The platform scope that may choose `tunnel_ip` at enrollment (docs/api.md "Authentication"). */
+const TUNNEL_ASSIGN_SCOPE: TPlatformScope = "tunnel:assign";
 /** Events a slow subscriber may fall behind by before the oldest are dropped. */
 const MAX_QUEUED_EVENTS = 1_000;
 
@@ -116,6 +119,12 @@ export class RouterService {
     origin: AuditOrigin,
   ): Promise<TEnrolledRouter> {
     const { routers, tunnelNetwork } = this.#deps;
+    if (input.tunnel_ip !== undefined && !auth.scopes.has(TUNNEL_ASSIGN_SCOPE)) {
+      throw new AppError(
+        "forbidden",
+        `Only the deployment's operators (scope '${TUNNEL_ASSIGN_SCOPE}') may choose a router's tunnel_ip; leave it out and the system assigns one.`,
+      );
+    }
     const requested =
       input.tunnel_ip === undefined ? undefined : await checkRequestedTunnelIp(routers, tunnelNetwork, input.tunnel_ip);
     await this.#deps.clearance.ensureClearance(auth.organizationId);
