@@ -69,11 +69,7 @@ export class ApiKeysRepository {
    * null, nothing written). The organization's row is locked first, so parallel creates cannot
    * all see room for one more.
    */
-  async create(
-    input: NewApiKey,
-    origin: AuditOrigin,
-    limit = API_KEYS_PER_ORGANIZATION,
-  ): Promise<ApiKeyRecord | null> {
+  async create(input: NewApiKey, origin: AuditOrigin, limit = API_KEYS_PER_ORGANIZATION): Promise<ApiKeyRecord | null> {
     return this.#db.transaction(async (query) => {
       await query("select id from organizations where id = $1 for update", [input.organizationId]);
       const [live] = await query<{ n: number | string }>(
