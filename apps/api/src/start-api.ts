@@ -284,6 +284,7 @@ export const startApi = async ({
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
       maxActivePerOrg: config.forwardsPerOrg,
+      trialForwards: config.trust.trialForwards,
       tunnelNetwork: config.tunnelNetwork,
     }),
     oem: new OemService({ catalog: oemCatalog }),
