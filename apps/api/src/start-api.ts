@@ -289,7 +289,8 @@ export const startApi = async ({
     }),
     oem: new OemService({ catalog: oemCatalog }),
     routers: new RouterService({
-      routers: new RoutersRepository(db),
+      routers: new RoutersRepository(db, jobs),
+      quarantineDays: config.trust.tunnelAddressQuarantineDays,
       // Enrolling is creating a service: subscription check before, quantity sync after.
       clearance: subscriptionService,
       feed: statusFeed.feed,

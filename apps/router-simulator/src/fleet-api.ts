@@ -5,6 +5,8 @@ export interface EnrolledRouter {
   name: string;
   /** The enroll answer's one-line adoption command (docs/routeros.md "Adoption"). */
   adoption_command?: string;
+  /** The management-tunnel address the system assigned. */
+  tunnel_ip?: string;
 }
 
 export class FleetApi {
@@ -42,6 +44,14 @@ export class FleetApi {
     this.#token = res.body.access_token;
   }
 
+  /**
+   * Uses a bearer credential made elsewhere instead of dev-login: an operator's API key, which
+   * may carry `tunnel:assign` (`npm run admin -- apikey create --scopes tunnel:assign,...`).
+   */
+  useToken(token: string): void {
+    this.#token = token;
+  }
+
   /** Enrolling needs a billing account: the simulated fleet owner gets one when missing. */
   async ensureAccount(email: string): Promise<void> {
     const current = await this.#call("GET", "/v1/account");
@@ -59,16 +69,21 @@ export class FleetApi {
       throw new Error(`could not save a test card (${card.status}): ${card.body?.message ?? ""}`);
   }
 
-  /** `tunnelIp`: the management-tunnel address to claim (the simulator's loopback address for the router). */
+  /**
+   * `tunnelIp`: the management-tunnel address to ask for, which only a credential with the platform
+   * scope `tunnel:assign` may do (docs/api.md "Routers and heartbeats"); otherwise the system assigns one.
+   */
   async enroll(name: string, tunnelIp?: string): Promise<EnrolledRouter> {
     const res = await this.#call("POST", "/api/routers", { name, ...(tunnelIp ? { tunnel_ip: tunnelIp } : {}) });
     if (res.status !== 201) throw new Error(`enrollment failed (${res.status}): ${res.body?.message ?? ""}`);
     const command = res.body.data.adoption?.command;
+    const assigned = res.body.data.tunnel_ip;
     return {
       router_id: res.body.data.router.id,
       heartbeat_token: res.body.data.heartbeat_token,
       name,
       ...(typeof command === "string" ? { adoption_command: command } : {}),
+      ...(typeof assigned === "string" && assigned !== "" ? { tunnel_ip: assigned } : {}),
     };
   }
 }

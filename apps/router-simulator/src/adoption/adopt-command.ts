@@ -1,7 +1,6 @@
 import type { SimulatorArgs } from "../cli-args.ts";
 import { type EnrolledRouter, FleetApi } from "../fleet-api.ts";
 import { type RouterOsHookOptions, routerOsHook } from "../routeros/routeros-hook.ts";
-import { tunnelIpFor } from "../tunnel-ips.ts";
 import { startAdoptedFleet } from "./adopted-fleet.ts";
 
 /**
@@ -21,7 +20,9 @@ export const runAdoptedSimulator = async (
     await api.ensureAccount(args.email);
     say(`enrolling and adopting ${args.routers} routers through ${args.apiUrl} ...`);
     for (let i = 0; i < args.routers; i++) {
-      enrolled.push(await api.enroll(`Adopted router ${i + 1}`, args.bindTunnelIp ? tunnelIpFor(i) : undefined));
+      // The system assigns each router its tunnel address (a tenant may not choose it); in
+      // development TUNNEL_NETWORK is a loopback network, so the simulated router serves it here.
+      enrolled.push(await api.enroll(`Adopted router ${i + 1}`));
     }
   } catch (error) {
     say(`could not enroll routers: ${(error as Error).message}`);
@@ -29,7 +30,11 @@ export const runAdoptedSimulator = async (
   }
   const hook = routerOsHook(routerOs, say);
   const fleet = await startAdoptedFleet({
-    routers: enrolled.map((r) => ({ router_id: r.router_id, adoption_command: r.adoption_command ?? "" })),
+    routers: enrolled.map((r) => ({
+      router_id: r.router_id,
+      adoption_command: r.adoption_command ?? "",
+      ...(r.tunnel_ip ? { tunnel_ip: r.tunnel_ip } : {}),
+    })),
     bindTunnelIp: args.bindTunnelIp,
     onRouter: (router) => hook(router),
     onError: (router, error) => say(`router ${router.tunnelIp}: adoption failed: ${error.message}`),

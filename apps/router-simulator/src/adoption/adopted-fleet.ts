@@ -3,7 +3,7 @@ import { AdoptedRouter } from "./adopted-router.ts";
 
 export interface AdoptedFleetOptions {
   /** Enrolled routers with the adoption command of their enroll answer. */
-  routers: ReadonlyArray<{ router_id: string; adoption_command: string }>;
+  routers: ReadonlyArray<{ router_id: string; adoption_command: string; tunnel_ip?: string }>;
   bindTunnelIp?: boolean;
   /** `/system resource get version` of every router (default a 7.16 release). */
   version?: string;
@@ -37,7 +37,9 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       index,
       routerId: enrolled.router_id,
       adoptionCommand: enrolled.adoption_command,
-      tunnelIp: tunnelIpFor(index),
+      // The address the system assigned when the enroll answer named one (it must be local, as
+      // development's loopback TUNNEL_NETWORK is); else one per index.
+      tunnelIp: enrolled.tunnel_ip?.startsWith("127.") ? enrolled.tunnel_ip : tunnelIpFor(index),
       bindTunnelIp: o.bindTunnelIp ?? true,
       ...(o.version ? { version: o.version } : {}),
       ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),

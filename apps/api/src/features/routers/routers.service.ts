@@ -48,7 +48,7 @@ export interface RouterStore extends TunnelAddressStore {
   deleteInTeam(
     teamId: string,
     routerId: string,
-    removal: { origin: AuditOrigin; at: Date },
+    removal: { origin: AuditOrigin; at: Date; offboard?: { quarantineUntil: Date } },
   ): Promise<{ id: string; organizationId: string } | null>;
   updateUserMetadata(
     teamId: string,
@@ -79,6 +79,8 @@ export interface RouterServiceDeps {
   adoption: AdoptionService;
   /** TUNNEL_NETWORK: enrollment assigns each router a unique address inside it. */
   tunnelNetwork: TunnelNetwork;
+  /** TUNNEL_ADDRESS_QUARANTINE_DAYS: a removed router's address is not reassigned for this long (default 30). */
+  quarantineDays?: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -126,7 +128,9 @@ export class RouterService {
       );
     }
     const requested =
-      input.tunnel_ip === undefined ? undefined : await checkRequestedTunnelIp(routers, tunnelNetwork, input.tunnel_ip);
+      input.tunnel_ip === undefined
+        ? undefined
+        : await checkRequestedTunnelIp(routers, tunnelNetwork, input.tunnel_ip, this.#deps.clock.now());
     await this.#deps.clearance.ensureClearance(auth.organizationId);
     // The heartbeat token is derived from the adoption URL's token (docs/routeros.md "Adoption").
     const minted = this.#deps.adoption.mint();
@@ -142,7 +146,7 @@ export class RouterService {
       });
     const router =
       requested === undefined
-        ? await insertWithAllocatedTunnelIp(routers, tunnelNetwork, insert)
+        ? await insertWithAllocatedTunnelIp(routers, tunnelNetwork, insert, this.#deps.clock.now())
         : await insert(requested).catch((error: unknown) => {
             throw error instanceof TunnelIpTakenError ? tunnelIpTaken(requested) : error;
           });
@@ -165,9 +169,18 @@ export class RouterService {
     };
   }
 
-  /** Deletes the router and revokes its token: daemons drop its sockets when they hear of it. */
+  /**
+   * Deletes the router and revokes its token: daemons drop its sockets when they hear of it. Its
+   * tunnel address is quarantined and the offboarding job queued (docs/routeros.md "Offboarding").
+   */
   async remove(teamId: string, routerId: string, origin: AuditOrigin): Promise<void> {
-    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId, { origin, at: this.#deps.clock.now() });
+    const at = this.#deps.clock.now();
+    const quarantineUntil = new Date(at.getTime() + (this.#deps.quarantineDays ?? 30) * 86_400_000);
+    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId, {
+      origin,
+      at,
+      offboard: { quarantineUntil },
+    });
     if (!removed) throw notFound();
     await this.#deps.feed
       .publish([{ type: "removed", router_id: removed.id, team_id: teamId }])
