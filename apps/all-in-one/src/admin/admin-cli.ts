@@ -5,6 +5,7 @@ import { loadAllInOneConfig } from "../config.ts";
 import {
   type AdminContext,
   AdminError,
+  clearTunnelPinCommand,
   type AdminOutput,
   createApiKeyCommand,
   createOrganizationCommand,
@@ -24,6 +25,8 @@ const USAGE = `usage: npm run admin -- <command> [--json]
   apikey create --org <id> [--name N] [--scopes S,...]
                                            an API key for an organization (default: every tenant
                                            scope; tunnel:assign only here)
+  tunnel clear-pin <address>               forget the host key pinned at a tunnel address (after
+                                           checking the device there)
 (docs/operations.md "Commands")`;
 
 const { values, positionals } = parseArgs({
@@ -53,6 +56,7 @@ const run = async (context: AdminContext, args: string[]): Promise<AdminOutput> 
     if (!values.org) throw new AdminError("apikey create needs --org <organization id>");
     return createApiKeyCommand(context, values.org, values.name, parseKeyScopes(values.scopes));
   }
+  if (command === "tunnel" && sub === "clear-pin" && arg) return clearTunnelPinCommand(context, arg);
   throw new AdminError(USAGE);
 };
 

@@ -10,6 +10,7 @@ import {
   ROUTER_JOBS_DEAD_LETTER,
   type RouterJobData,
   SYSTEM_ORIGIN,
+  TunnelAddressesRepository,
 } from "@fleet/db";
 import { ALL_SCOPES, breaksTextRule, isUuid, PLATFORM_SCOPES } from "@fleet/shared";
 
@@ -256,3 +257,23 @@ export const createApiKeyCommand = async (
 
 /** A usage error: printed as one line, exit code 2, nothing changed. */
 export class AdminError extends Error {}
+
+/**
+ * `tunnel clear-pin <address>` (docs/api.md "Routers and heartbeats"): forgets the SSH host key
+ * last pinned at a tunnel address, after an operator checked the device there. Until then the
+ * agent refuses a new router at an address whose last pinned key belonged to a removed router of
+ * another organization. The address's quarantine is not changed.
+ */
+export const clearTunnelPinCommand = async ({ db }: AdminContext, tunnelIp: string): Promise<AdminOutput> => {
+  if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(tunnelIp)) throw new AdminError(`"${tunnelIp}" is not an IPv4 tunnel address`);
+  const addresses = new TunnelAddressesRepository(db);
+  const before = await addresses.find(tunnelIp);
+  if (!before?.fingerprint) throw new AdminError(`no host key is pinned at ${tunnelIp}; nothing was changed`);
+  await addresses.clearPin(tunnelIp);
+  return {
+    text: [
+      `cleared the host key ${before.fingerprint} pinned at ${tunnelIp} (last router ${before.routerId} of organization ${before.organizationId})`,
+    ],
+    json: { tunnelIp, cleared: before.fingerprint, routerId: before.routerId, organizationId: before.organizationId },
+  };
+};
