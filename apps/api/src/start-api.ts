@@ -11,6 +11,7 @@ import {
   ForwardsRepository,
   IdentityRepository,
   type RegisteredTask,
+  RateLimitCountersRepository,
   RoutersRepository,
   registerScheduledTask,
   routerJobsQueue,
@@ -18,7 +19,7 @@ import {
   SubscriptionsRepository,
   WebhooksRepository,
 } from "@fleet/db";
-import { type Clock, closeHttpServer, listen, serverUrl } from "@fleet/shared";
+import { type Clock, clientAddress, closeHttpServer, listen, serverUrl } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
@@ -59,6 +60,7 @@ import { createWebhookVerifier, resolveEmulatorWebhookSecret } from "./integrati
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 import { DEV_LOGIN_PER_MINUTE, RateLimiter } from "./trpc/rate-limit.ts";
+import { SharedRateLimiter } from "./trpc/shared-rate-limit.ts";
 
 export interface StartApiOptions {
   config: ApiConfig;
@@ -259,6 +261,7 @@ export const startApi = async ({
     tunnelNetwork: adoptionConfig.tunnelNetwork,
   });
   const teamResolver = new TeamResolver(identity);
+  const rateLimitCounters = new RateLimitCountersRepository(db);
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -301,9 +304,24 @@ export const startApi = async ({
       tunnelNetwork: config.tunnelNetwork,
     }),
     rateLimits: {
-      api: new RateLimiter({ limit: config.rateLimitPerMinute, subject: "credential" }),
+      api: new SharedRateLimiter({
+        limit: config.rateLimitPerMinute,
+        subject: "credential",
+        store: rateLimitCounters,
+        ...(now ? { now } : {}),
+        onError: (error) => logger.warn({ err: error }, "rate limit counts not shared; counting locally"),
+      }),
+      unauthenticated: new SharedRateLimiter({
+        limit: config.trust.rateLimitUnauthenticatedPerMinute,
+        subject: "address without a valid credential",
+        store: rateLimitCounters,
+        ...(now ? { now } : {}),
+        onError: (error) => logger.warn({ err: error }, "rate limit counts not shared; counting locally"),
+      }),
       devLogin: new RateLimiter({ limit: devLoginPerMinute, subject: "address on dev-login" }),
     },
+    clientAddress: (req) =>
+      clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.trust.trustProxy),
     adoption,
     apiKeys: new ApiKeysService({
       keys: apiKeyStore,
@@ -407,7 +425,8 @@ export const startApi = async ({
       await runtime.close();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
-      services.rateLimits.api.close();
+      await services.rateLimits.api.close();
+      await services.rateLimits.unauthenticated.close();
       services.rateLimits.devLogin.close();
       await closeHttpServer(server);
       await apiKeys.flush();

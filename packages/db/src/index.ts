@@ -9,6 +9,7 @@ export { loadOemSnapshot, oemMatchKeys, snapshotSource } from "./oem/oem-snapsho
 export * from "./repositories/forwards.repository.ts";
 export * from "./repositories/ssh-host-keys.repository.ts";
 export * from "./repositories/tunnel-addresses.repository.ts";
+export * from "./repositories/rate-limit-counters.repository.ts";
 export * from "./repositories/routers.repository.ts";
 export * from "./repositories/adoptions.repository.ts";
 export * from "./repositories/heartbeats.repository.ts";

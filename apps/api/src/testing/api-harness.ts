@@ -60,6 +60,9 @@ export const startApiHarness = async (
     AUTH_DEV_LOGIN: "true",
     LOG_LEVEL: "silent",
     JWT_SECRET: `test-secret-${crypto.randomUUID()}`,
+    // Every test calls from 127.0.0.1, many of them without a valid token on purpose; the limit
+    // itself is tested with its own value (http/unauthenticated-rate-limit.test.ts).
+    RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "1000000",
     ...env,
   });
   const clock = { offsetMs: 0 };

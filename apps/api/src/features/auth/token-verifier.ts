@@ -21,11 +21,20 @@ export interface AuthClaims {
   credentialId?: string;
 }
 
+/** How one verification may spend work. */
+export interface VerifyOptions {
+  /**
+   * Asked before a database lookup of an unknown API key: an error to throw instead (the source
+   * address is over its limit of unauthenticated requests), or undefined to look it up.
+   */
+  refuseLookup?: () => Error | undefined;
+}
+
 /** Verifies API keys (docs/api.md "Authentication"); see ApiKeyVerifier. */
 export interface ApiKeyCheck {
   /** True when the bearer value has the shape of an API key rather than a JWT. */
   owns(bearer: string): boolean;
-  verify(key: string): Promise<AuthClaims>;
+  verify(key: string, options?: VerifyOptions): Promise<AuthClaims>;
 }
 
 export interface TokenVerifierOptions {
@@ -66,9 +75,9 @@ export class TokenVerifier {
     }
   }
 
-  async verify(authorization: string | undefined): Promise<AuthClaims> {
+  async verify(authorization: string | undefined, options: VerifyOptions = {}): Promise<AuthClaims> {
     const token = bearer(authorization);
-    if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token);
+    if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token, options);
     const cached = this.#cache.get(token);
     if (cached) {
       if (cached.exp * 1000 > this.#now()) return cached;
