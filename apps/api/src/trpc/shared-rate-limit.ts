@@ -32,18 +32,22 @@ interface Bucket {
 
 /** Buckets kept at most; a flood of distinct keys cannot grow memory without bound. */
 const BUCKET_LIMIT = 100_000;
-/** The last tenth of a limit is counted in the store before each request is admitted. */
+/** The last tenth of a limit (at least the last eight) is counted in the store before each request is admitted. */
 const NEAR_FRACTION = 0.1;
+/** Unshared counts of a bucket stay below (what is left of its limit) / this. */
+const UNSHARED_FRACTION = 8;
 
 /**
  * A fixed one-minute window per bucket (a credential or a source address), counted across all API
  * processes (docs/api.md "Rate limits"). A request costs a map update: each process counts locally
  * and adds its counts to the shared store every `flushMs` (one statement for all buckets), reading
  * back the totals of every process. Far from the limit a process decides on its own count plus the
- * others' as last read; in the last tenth of the limit each request is added to the store first
- * and decided on the fresh total, and once the known total reaches the limit requests are refused
- * without asking the store. So N processes admit at most the limit, plus what the other processes
- * admitted within one flush period while all of them were still below 90% of it.
+ * others' as last read, and it never holds more unshared counts of a bucket than an eighth of what
+ * is left of its limit (more waits for a flush); in the last tenth of the limit each request is
+ * added to the store first and decided on the fresh total; once the known total reaches the limit
+ * requests are refused without asking the store. So N processes admit at most the limit plus the
+ * unshared counts of the others, under (N - 1) / 8 of the limit; a credential far below its limit
+ * costs a map update per request and one shared statement per flush period.
  */
 export class SharedRateLimiter {
   readonly #o: Required<Omit<SharedRateLimiterOptions, "onError">> & Pick<SharedRateLimiterOptions, "onError">;
@@ -63,14 +67,22 @@ export class SharedRateLimiter {
     const bucket = this.#bucket(key, now);
     const { limit } = this.#o;
     if (bucket.local + bucket.remote >= limit) throw this.#refusal(bucket, now);
-    bucket.local++;
-    bucket.unflushed++;
-    if (bucket.local + bucket.remote > limit * (1 - NEAR_FRACTION)) {
-      // Near the limit: decide on the total of every process, this request included.
+    const left = limit - bucket.local - bucket.remote;
+    if (left <= Math.max(limit * NEAR_FRACTION, UNSHARED_FRACTION)) {
+      // Near the limit: the request is counted in the store first and decided on the total of
+      // every process, this one included.
+      bucket.local++;
+      bucket.unflushed++;
       await this.flush();
       if (bucket.local + bucket.remote > limit) throw this.#refusal(bucket, now);
       return;
     }
+    // Counts not yet in the store are what other processes cannot see: at most an eighth of what
+    // is left of the limit may wait for the timer, so N processes overshoot by less than N/8 of it.
+    if (bucket.unflushed >= Math.floor(left / UNSHARED_FRACTION)) await this.flush();
+    if (bucket.local + bucket.remote >= limit) throw this.#refusal(bucket, now);
+    bucket.local++;
+    bucket.unflushed++;
     this.#schedule();
   }
 
