@@ -224,5 +224,5 @@ export const offboardingCommands = (sshUser: string): string[] => {
 
 /** Comment prefixes of what offboarding removes by pattern: forwards' dst-nat rules, the tunnel's filter rules. */
 export const OFFBOARD_TAG_PATTERN = { nat: "fleet-fwd:", filter: "fleet" } as const;
-/** The management tunnel's interface on the router (docs/routeros.md "WireGuard"). */
+/** The management tunnel's interface on the router (CONTRACT section 13), removed by offboarding too. */
 export const OFFBOARD_WIREGUARD_INTERFACE = "fleet-wg";
