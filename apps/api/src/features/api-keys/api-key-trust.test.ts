@@ -1,5 +1,6 @@
 import { createSecretKey } from "node:crypto";
 import { makeAccount } from "@fleet/db/testing";
+import { eventually } from "@fleet/shared/testing";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
@@ -55,6 +56,14 @@ describe("a key made with a team-scoped token (finding 5)", () => {
     for (const path of [`/api/routers/${defaultRouter}/metadata`, `/api/routers/${defaultRouter}/metrics`]) {
       expect((await h.request("GET", path, { token: key })).status, path).toBe(404);
     }
+    // The key's first use writes its last_used_at off the request path: let it land before the
+    // refused request is measured.
+    await eventually(
+      async () =>
+        (await h.db.query("select 1 from api_keys where id = $1 and last_used_at is not null", [created.body.id]))
+          .length === 1,
+      "the key's first use recorded",
+    );
     expect(
       (await h.refused("DELETE", `/api/routers/${defaultRouter}`, { token: key })).status,
       "removing another team's router",
