@@ -1,4 +1,5 @@
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { createApiKeyCommand } from "@fleet/all-in-one/admin/admin-commands";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import { type RunningAdoptedFleet, startAdoptedFleet } from "@fleet/router-simulator/adoption/adopted-fleet";
@@ -81,6 +82,16 @@ beforeAll(async () => {
   const api = new FleetApi(system.api.url);
   await api.login(email);
   await api.ensureAccount(email);
+  // Choosing tunnel_ip takes the platform scope tunnel:assign (docs/api.md "Authentication"): an
+  // operator's key made the way `npm run admin -- apikey create --scopes ...` makes it.
+  const login = await call("POST", "/v1/auth/dev-login", undefined, { email });
+  const operator = await createApiKeyCommand(
+    { db, heartbeatIntervalMs: INTERVAL_MS },
+    login.body.organization_id,
+    "operator",
+    ["tunnel:assign", "routers:read", "routers:write"],
+  );
+  api.useToken((operator.json as { key: string }).key);
   for (const [i, tunnelIp] of TUNNELS.entries()) {
     const router = await api.enroll(`Adopted ${i}`, tunnelIp);
     enrolled.push({

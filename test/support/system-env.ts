@@ -10,5 +10,7 @@ export const testSystemEnv = (overrides: Record<string, string> = {}): Record<st
   LOG_LEVEL: "silent",
   AUTH_DEV_LOGIN: "true",
   JWT_SECRET: `e2e-secret-${crypto.randomUUID()}`,
+  // Every test calls from loopback; the per-address limit has tests of its own.
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "1000000",
   ...overrides,
 });

@@ -76,6 +76,14 @@ describe("API configuration", () => {
     [{ FORWARDS_PER_ORG: "many" }, "FORWARDS_PER_ORG"],
     [{ ENTRY_POINT_TUNNEL_SOURCE: "10.255.0.0/24" }, null],
     [{ ENTRY_POINT_TUNNEL_SOURCE: "10.255.0.0/24;" }, "ENTRY_POINT_TUNNEL_SOURCE"],
+    [{ TRIAL_FORWARDS: "0" }, null],
+    [{ TRIAL_FORWARDS: "-1" }, "TRIAL_FORWARDS"],
+    [{ TUNNEL_ADDRESS_QUARANTINE_DAYS: "0" }, null],
+    [{ TUNNEL_ADDRESS_QUARANTINE_DAYS: "30d" }, "TUNNEL_ADDRESS_QUARANTINE_DAYS"],
+    [{ RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "0" }, "RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE"],
+    [{ TRUST_PROXY: "10.0.0.0/8, 192.0.2.7,::1" }, null],
+    [{ TRUST_PROXY: "10.0.0.0/33" }, "TRUST_PROXY"],
+    [{ TRUST_PROXY: "proxy.internal" }, "TRUST_PROXY"],
   ])("%o -> %s", (env, failing) => {
     if (failing === null) {
       expect(() => loadApiConfig(env)).not.toThrow();

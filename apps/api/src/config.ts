@@ -16,6 +16,7 @@ import {
   type TunnelNetwork,
 } from "@fleet/shared";
 import path from "node:path";
+import { envTrustProxy, type TrustedProxies } from "@fleet/shared";
 import cron from "node-cron";
 
 /** Everything the API reads from its environment, parsed once (docs/operations.md "Configuration"). */
@@ -69,6 +70,17 @@ export interface ApiConfig {
   development: boolean;
   /** `FORWARDS_PER_ORG`: active forwards one organization may hold (docs/api.md "Tunnel agent and entry point"). */
   forwardsPerOrg: number;
+  /** Limits between tenants and against anonymous clients (docs/api.md "Authentication", "Rate limits"). */
+  trust: {
+    /** `TRIAL_FORWARDS`: active forwards of a billing root with no payment method on file. */
+    trialForwards: number;
+    /** `TUNNEL_ADDRESS_QUARANTINE_DAYS`: days a removed router's tunnel address is not reassigned. */
+    tunnelAddressQuarantineDays: number;
+    /** `RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE`: requests without a valid credential per source address. */
+    rateLimitUnauthenticatedPerMinute: number;
+    /** `TRUST_PROXY`: proxies whose `X-Forwarded-For` names the client. */
+    trustProxy: TrustedProxies;
+  };
   oem: {
     /** `OEM_CATALOG_URL`: where the manufacturer catalogue is refreshed from; unset = no refresh. */
     catalogUrl: URL | undefined;
@@ -176,6 +188,12 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
     tunnelNetwork: envTunnelNetwork(env),
     development: !production,
     forwardsPerOrg: envInt(env, "FORWARDS_PER_ORG", 50, 1, 1_000_000),
+    trust: {
+      trialForwards: envInt(env, "TRIAL_FORWARDS", 5, 0, 1_000_000),
+      tunnelAddressQuarantineDays: envInt(env, "TUNNEL_ADDRESS_QUARANTINE_DAYS", 30, 0, 3650),
+      rateLimitUnauthenticatedPerMinute: envInt(env, "RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE", 120, 1, 1_000_000),
+      trustProxy: envTrustProxy(env),
+    },
     oem: {
       catalogUrl: envUrl(env, "OEM_CATALOG_URL", ["http:", "https:"]),
       refreshCron: envCron(env, "OEM_REFRESH_CRON", "17 3 * * *"),

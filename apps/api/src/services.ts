@@ -1,3 +1,4 @@
+import type { Request } from "express";
 import type { AccountService } from "./features/account/account.service.ts";
 import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import type { AuditLogService } from "./features/audit-log/audit-log.service.ts";
@@ -13,6 +14,7 @@ import type { RouterService } from "./features/routers/routers.service.ts";
 import type { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 import type { RateLimiter } from "./trpc/rate-limit.ts";
+import type { SharedRateLimiter } from "./trpc/shared-rate-limit.ts";
 import type { WebhooksService } from "./features/webhooks/webhooks.service.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
@@ -29,8 +31,13 @@ export interface Services {
   routers: RouterService;
   adoption: AdoptionService;
   stripeWebhooks: StripeWebhookService;
-  /** docs/api.md "Authentication": per credential (`api`) and dev-login per source address. */
-  rateLimits: { api: RateLimiter; devLogin: RateLimiter };
+  /**
+   * docs/api.md "Rate limits": per credential (`api`) and per source address without a valid
+   * credential (`unauthenticated`), both counted across API processes; dev-login per source address.
+   */
+  rateLimits: { api: SharedRateLimiter; unauthenticated: SharedRateLimiter; devLogin: RateLimiter };
+  /** The client's address of a request: the socket's peer, or what a TRUST_PROXY proxy says it is. */
+  clientAddress(req: Request): string | undefined;
   apiKeys: ApiKeysService;
   auditLog: AuditLogService;
   webhooks: WebhooksService;

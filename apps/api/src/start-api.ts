@@ -11,6 +11,7 @@ import {
   ForwardsRepository,
   IdentityRepository,
   type RegisteredTask,
+  RateLimitCountersRepository,
   RoutersRepository,
   registerScheduledTask,
   routerJobsQueue,
@@ -18,7 +19,7 @@ import {
   SubscriptionsRepository,
   WebhooksRepository,
 } from "@fleet/db";
-import { type Clock, closeHttpServer, listen, serverUrl } from "@fleet/shared";
+import { type Clock, clientAddress, closeHttpServer, listen, serverUrl } from "@fleet/shared";
 import { loadOemSnapshot, OemRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
@@ -59,6 +60,7 @@ import { createWebhookVerifier, resolveEmulatorWebhookSecret } from "./integrati
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 import { DEV_LOGIN_PER_MINUTE, RateLimiter } from "./trpc/rate-limit.ts";
+import { SharedRateLimiter } from "./trpc/shared-rate-limit.ts";
 
 export interface StartApiOptions {
   config: ApiConfig;
@@ -259,6 +261,8 @@ export const startApi = async ({
     sshUser: adoptionConfig.sshUser,
     tunnelNetwork: adoptionConfig.tunnelNetwork,
   });
+  const teamResolver = new TeamResolver(identity);
+  const rateLimitCounters = new RateLimitCountersRepository(db);
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -278,18 +282,20 @@ export const startApi = async ({
       mirror: mirrorRepository,
       now: wallClock,
     }),
-    teams: new TeamResolver(identity),
+    teams: teamResolver,
     forwards: new ForwardsService({
       forwards: new ForwardsRepository(db, jobs),
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
       maxActivePerOrg: config.forwardsPerOrg,
+      trialForwards: config.trust.trialForwards,
       tunnelNetwork: config.tunnelNetwork,
       loopbackSources: config.development,
     }),
     oem: new OemService({ catalog: oemCatalog }),
     routers: new RouterService({
-      routers: new RoutersRepository(db),
+      routers: new RoutersRepository(db, jobs),
+      quarantineDays: config.trust.tunnelAddressQuarantineDays,
       // Enrolling is creating a service: subscription check before, quantity sync after.
       clearance: subscriptionService,
       feed: statusFeed.feed,
@@ -300,12 +306,28 @@ export const startApi = async ({
       tunnelNetwork: config.tunnelNetwork,
     }),
     rateLimits: {
-      api: new RateLimiter({ limit: config.rateLimitPerMinute, subject: "credential" }),
+      api: new SharedRateLimiter({
+        limit: config.rateLimitPerMinute,
+        subject: "credential",
+        store: rateLimitCounters,
+        ...(now ? { now } : {}),
+        onError: (error) => logger.warn({ err: error }, "rate limit counts not shared; counting locally"),
+      }),
+      unauthenticated: new SharedRateLimiter({
+        limit: config.trust.rateLimitUnauthenticatedPerMinute,
+        subject: "address without a valid credential",
+        store: rateLimitCounters,
+        ...(now ? { now } : {}),
+        onError: (error) => logger.warn({ err: error }, "rate limit counts not shared; counting locally"),
+      }),
       devLogin: new RateLimiter({ limit: devLoginPerMinute, subject: "address on dev-login" }),
     },
+    clientAddress: (req) =>
+      clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.trust.trustProxy),
     adoption,
     apiKeys: new ApiKeysService({
       keys: apiKeyStore,
+      teams: teamResolver,
       clock: { now: () => new Date(now ? now() : Date.now()) },
       forget: (hash) => apiKeys.forget(hash),
     }),
@@ -410,7 +432,8 @@ export const startApi = async ({
       await runtime.close();
       // Open SSE subscriptions end first, so closing the server does not wait on them.
       services.routers.close();
-      services.rateLimits.api.close();
+      await services.rateLimits.api.close();
+      await services.rateLimits.unauthenticated.close();
       services.rateLimits.devLogin.close();
       await closeHttpServer(server);
       await apiKeys.flush();

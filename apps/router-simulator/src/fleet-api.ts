@@ -49,6 +49,14 @@ export class FleetApi {
     this.#token = res.body.access_token;
   }
 
+  /**
+   * Uses a bearer credential made elsewhere instead of dev-login: an operator's API key, which
+   * may carry `tunnel:assign` (`npm run admin -- apikey create --scopes tunnel:assign,...`).
+   */
+  useToken(token: string): void {
+    this.#token = token;
+  }
+
   /** Enrolling needs a billing account: the simulated fleet owner gets one when missing. */
   async ensureAccount(email: string): Promise<void> {
     const current = await this.#call("GET", "/v1/account");

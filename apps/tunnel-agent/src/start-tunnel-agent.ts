@@ -6,7 +6,9 @@ import {
   type JobEngine,
   routerJobsQueue,
   AuditLogRepository,
+  ROUTER_OFFBOARD_JOB,
   SshHostKeysRepository,
+  TunnelAddressesRepository,
 } from "@fleet/db";
 import { type Clock, FORWARD_JOB_KINDS, loopbackAgentAddress, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
@@ -17,6 +19,7 @@ import { RelaySync } from "./entry-point/relay-sync.ts";
 import { ExpirySweeper } from "./expiry/expiry-sweeper.ts";
 import { applyForwardHandler, type ForwardJobDeps } from "./jobs/apply-forward.ts";
 import { type ReconcileReport, reconcileRouterHandler, scheduleReconciliation } from "./jobs/reconcile-router.ts";
+import { offboardRouterHandler } from "./jobs/offboard-router.ts";
 import { removeForwardHandler } from "./jobs/remove-forward.ts";
 import { RouterJobWorker } from "./jobs/router-job-worker.ts";
 import { resolveAgentKey } from "./routeros/agent-key.ts";
@@ -162,6 +165,15 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       [FORWARD_JOB_KINDS.apply]: applyForwardHandler(deps),
       [FORWARD_JOB_KINDS.remove]: removeForwardHandler(deps),
       [FORWARD_JOB_KINDS.reconcile]: reconcileRouterHandler(deps, options.onReconciled),
+      [ROUTER_OFFBOARD_JOB]: offboardRouterHandler({
+        addresses: new TunnelAddressesRepository(db),
+        connector,
+        clock,
+        logger: logger.child({ part: "offboarding" }),
+        sshPort: config.ssh.port,
+        sshUser: config.ssh.user,
+        tunnelNetwork: config.tunnelNetwork,
+      }),
     },
     logger: logger.child({ part: "jobs" }),
     concurrency: config.jobs.concurrency,

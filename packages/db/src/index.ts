@@ -8,6 +8,8 @@ export * from "./repositories/oem.repository.ts";
 export { loadOemSnapshot, oemMatchKeys, snapshotSource } from "./oem/oem-snapshot.ts";
 export * from "./repositories/forwards.repository.ts";
 export * from "./repositories/ssh-host-keys.repository.ts";
+export * from "./repositories/tunnel-addresses.repository.ts";
+export * from "./repositories/rate-limit-counters.repository.ts";
 export * from "./repositories/routers.repository.ts";
 export * from "./repositories/adoptions.repository.ts";
 export * from "./repositories/heartbeats.repository.ts";

@@ -35,3 +35,5 @@ export * from "./env/tunnel-network-env.ts";
 export * from "./runtime/request-context.ts";
 export * from "./schemas/events.schema.ts";
 export * from "./rules/public-address.ts";
+export * from "./rules/trusted-proxies.ts";
+export * from "./env/trust-env.ts";

@@ -5,11 +5,13 @@ import { loadAllInOneConfig } from "../config.ts";
 import {
   type AdminContext,
   AdminError,
+  clearTunnelPinCommand,
   type AdminOutput,
   createApiKeyCommand,
   createOrganizationCommand,
   failedJobsCommand,
   migrateCommand,
+  parseKeyScopes,
   retryJobCommand,
   statusCommand,
 } from "./admin-commands.ts";
@@ -20,7 +22,11 @@ const USAGE = `usage: npm run admin -- <command> [--json]
   jobs failed [--queue Q]                  jobs that failed for good, with their last error
   jobs retry <id>                          retry one failed or dead-lettered job
   org create --name N [--owner-email E]    create an organization (and its owner) without dev-login
-  apikey create --org <id> [--name N]      a first API key for an organization
+  apikey create --org <id> [--name N] [--scopes S,...]
+                                           an API key for an organization (default: every tenant
+                                           scope; tunnel:assign only here)
+  tunnel clear-pin <address>               forget the host key pinned at a tunnel address (after
+                                           checking the device there)
 (docs/operations.md "Commands")`;
 
 const { values, positionals } = parseArgs({
@@ -31,6 +37,7 @@ const { values, positionals } = parseArgs({
     name: { type: "string" },
     "owner-email": { type: "string" },
     org: { type: "string" },
+    scopes: { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -47,8 +54,9 @@ const run = async (context: AdminContext, args: string[]): Promise<AdminOutput> 
   }
   if (command === "apikey" && sub === "create") {
     if (!values.org) throw new AdminError("apikey create needs --org <organization id>");
-    return createApiKeyCommand(context, values.org, values.name);
+    return createApiKeyCommand(context, values.org, values.name, parseKeyScopes(values.scopes));
   }
+  if (command === "tunnel" && sub === "clear-pin" && arg) return clearTunnelPinCommand(context, arg);
   throw new AdminError(USAGE);
 };
 

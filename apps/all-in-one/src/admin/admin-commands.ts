@@ -1,6 +1,7 @@
 import { mintApiKey } from "@fleet/api";
 import {
   acquireJobEngine,
+  API_KEYS_PER_ORGANIZATION,
   ApiKeysRepository,
   type Database,
   IdentityRepository,
@@ -9,8 +10,9 @@ import {
   ROUTER_JOBS_DEAD_LETTER,
   type RouterJobData,
   SYSTEM_ORIGIN,
+  TunnelAddressesRepository,
 } from "@fleet/db";
-import { ALL_SCOPES, breaksTextRule, isUuid } from "@fleet/shared";
+import { ALL_SCOPES, breaksTextRule, isUuid, PLATFORM_SCOPES } from "@fleet/shared";
 
 /** What a command prints: lines for people, or one JSON document with `--json`. */
 export type AdminOutput = { text: string[]; json: unknown };
@@ -196,13 +198,30 @@ export const createOrganizationCommand = async (
 };
 
 /**
- * The first API key of an organization, for a production install without dev-login: every scope,
- * no expiry, created by "admin-cli" and audited as a system action. The key is printed once.
+ * `--scopes a,b,...`: tenant scopes and the platform scopes (`tunnel:assign`) that only this CLI
+ * can put on a key (docs/api.md "Authentication"). Absent: every tenant scope.
+ */
+export const parseKeyScopes = (text: string | undefined): string[] => {
+  if (text === undefined) return [...ALL_SCOPES];
+  const known: readonly string[] = [...ALL_SCOPES, ...PLATFORM_SCOPES];
+  const scopes = [...new Set(text.split(",").map((s) => s.trim()))];
+  const unknown = scopes.filter((s) => !known.includes(s));
+  if (scopes.length === 0 || unknown.length > 0) {
+    throw new AdminError(`--scopes takes a comma-separated list of ${known.join(", ")}`);
+  }
+  return scopes;
+};
+
+/**
+ * An API key of an organization, for a production install without dev-login (the first key) and
+ * for the deployment's operators (`--scopes tunnel:assign,...`): no expiry, created by
+ * "admin-cli" and audited as a system action. The key is printed once.
  */
 export const createApiKeyCommand = async (
   { db }: AdminContext,
   organizationId: string,
   name = "bootstrap",
+  scopes: readonly string[] = ALL_SCOPES,
 ): Promise<AdminOutput> => {
   if (!isUuid(organizationId)) throw new AdminError("--org must be an organization id (a UUID)");
   if (name.length === 0 || name.length > 100 || breaksTextRule(name)) {
@@ -219,12 +238,17 @@ export const createApiKeyCommand = async (
       name,
       prefix,
       keyHash,
-      scopes: [...ALL_SCOPES],
+      scopes: [...scopes],
       createdAt: new Date(),
       expiresAt: null,
     },
     SYSTEM_ORIGIN,
   );
+  if (!record) {
+    throw new AdminError(
+      `organization ${organizationId} already holds ${API_KEYS_PER_ORGANIZATION} live API keys; revoke one first`,
+    );
+  }
   return {
     text: [`api key ${record.id} (${prefix}...) for organization ${organizationId}:`, key],
     json: { id: record.id, organizationId, name, prefix, scopes: record.scopes, key },
@@ -233,3 +257,23 @@ export const createApiKeyCommand = async (
 
 /** A usage error: printed as one line, exit code 2, nothing changed. */
 export class AdminError extends Error {}
+
+/**
+ * `tunnel clear-pin <address>` (docs/api.md "Routers and heartbeats"): forgets the SSH host key
+ * last pinned at a tunnel address, after an operator checked the device there. Until then the
+ * agent refuses a new router at an address whose last pinned key belonged to a removed router of
+ * another organization. The address's quarantine is not changed.
+ */
+export const clearTunnelPinCommand = async ({ db }: AdminContext, tunnelIp: string): Promise<AdminOutput> => {
+  if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(tunnelIp)) throw new AdminError(`"${tunnelIp}" is not an IPv4 tunnel address`);
+  const addresses = new TunnelAddressesRepository(db);
+  const before = await addresses.find(tunnelIp);
+  if (!before?.fingerprint) throw new AdminError(`no host key is pinned at ${tunnelIp}; nothing was changed`);
+  await addresses.clearPin(tunnelIp);
+  return {
+    text: [
+      `cleared the host key ${before.fingerprint} pinned at ${tunnelIp} (last router ${before.routerId} of organization ${before.organizationId})`,
+    ],
+    json: { tunnelIp, cleared: before.fingerprint, routerId: before.routerId, organizationId: before.organizationId },
+  };
+};

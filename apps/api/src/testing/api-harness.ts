@@ -1,4 +1,6 @@
+import { ApiKeysRepository, SYSTEM_ORIGIN } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
+import { mintApiKey } from "../features/api-keys/api-keys.service.ts";
 import pino, { type Logger } from "pino";
 import type { Clock } from "@fleet/shared";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
@@ -60,6 +62,9 @@ export const startApiHarness = async (
     JWT_SECRET: `test-secret-${crypto.randomUUID()}`,
     // The production network, which the factories' routers sit in (development defaults to 127.64.0.0/10).
     TUNNEL_NETWORK: "100.64.0.0/10",
+    // Every test calls from 127.0.0.1, many of them without a valid token on purpose; the limit
+    // itself is tested with its own value (http/unauthenticated-rate-limit.test.ts).
+    RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "1000000",
     ...env,
   });
   const clock = { offsetMs: 0 };
@@ -139,4 +144,31 @@ export const startApiHarness = async (
       await db.close();
     },
   };
+};
+
+/**
+ * An API key made the way `npm run admin -- apikey create --org <id> --scopes ...` makes it (the
+ * only way to a key with a platform scope such as `tunnel:assign`), for tests of the API alone.
+ */
+export const adminApiKey = async (
+  db: TestDatabase,
+  organizationId: string,
+  scopes: readonly string[] = ["tunnel:assign", "routers:read", "routers:write", "account:read", "account:write"],
+): Promise<string> => {
+  const { key, prefix, keyHash } = mintApiKey();
+  const record = await new ApiKeysRepository(db).create(
+    {
+      organizationId,
+      createdBy: "admin-cli",
+      name: "operator",
+      prefix,
+      keyHash,
+      scopes,
+      createdAt: new Date(),
+      expiresAt: null,
+    },
+    SYSTEM_ORIGIN,
+  );
+  if (!record) throw new Error("the organization holds too many API keys");
+  return key;
 };

@@ -5,7 +5,7 @@ import type { Services } from "../services.ts";
 export interface RequestContext {
   transport: "trpc" | "rest";
   authorization: string | undefined;
-  /** Client address as the socket saw it. */
+  /** Client address: the socket's peer, or the client a TRUST_PROXY proxy names (docs/api.md "Rate limits"). */
   ip: string | undefined;
   services: Services;
   req: Request;
@@ -35,7 +35,7 @@ export const contextFactory =
   }): RequestContext => ({
     transport,
     authorization: req.headers.authorization ?? fromConnectionParams(info?.connectionParams),
-    ip: req.socket.remoteAddress,
+    ip: services.clientAddress(req),
     services,
     req,
     res,

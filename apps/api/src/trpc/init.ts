@@ -6,6 +6,7 @@ import type { AuthClaims } from "../features/auth/token-verifier.ts";
 import { describeError } from "../http/error-shapes.ts";
 import type { RequestContext } from "./context.ts";
 import { trpcCodeForStatus } from "./error-codes.ts";
+import { addressKey } from "./rate-limit.ts";
 
 /** How often an idle SSE subscription gets a ping event. */
 export const SSE_PING_INTERVAL_MS = 10_000;
@@ -88,9 +89,22 @@ export const publicProcedure = t.procedure.use(async ({ next }) => {
 /** A procedure that needs a verified access token carrying `scope`. */
 export const authedProcedure = (scope: TScope) =>
   publicProcedure.use(async ({ ctx, next }) => {
-    const claims: AuthClaims = await ctx.services.tokens.verify(ctx.authorization);
+    const limits = ctx.services.rateLimits;
+    // Requests without a valid credential are counted per source address (docs/api.md "Rate
+    // limits"); an address over its limit gets 429 and no database lookup of unknown API keys.
+    const address = `ip:${addressKey(ctx.ip)}`;
+    let claims: AuthClaims;
+    try {
+      claims = await ctx.services.tokens.verify(ctx.authorization, {
+        refuseLookup: () =>
+          limits.unauthenticated.isOver(address) ? limits.unauthenticated.refusal(address) : undefined,
+      });
+    } catch (error) {
+      if (error instanceof AppError && error.code === "unauthenticated") await limits.unauthenticated.hit(address);
+      throw error;
+    }
     // Counted per verified credential, so a forged token can never spend someone else's quota.
-    await ctx.services.rateLimits.api.hit(ctx.req, ctx.res, claims.credentialId ?? `sub:${claims.userId}`);
+    await limits.api.hit(claims.credentialId ?? `sub:${claims.userId}`);
     if (!claims.scopes.has(scope)) {
       throw new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
     }

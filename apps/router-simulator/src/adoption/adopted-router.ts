@@ -96,6 +96,12 @@ export class AdoptedRouter {
   readonly authorize = (username: string, publicKey: Buffer, address: string): boolean =>
     this.device.authorizes(username, publicKey, address);
 
+  /** docs/routeros.md "Offboarding": the agent's removals over SSH reach this router's own tables. */
+  readonly configuration = {
+    remove: (menu: string, target: Parameters<RouterOsDevice["removeWhere"]>[1]): string =>
+      this.device.removeWhere(menu, target),
+  };
+
   async #send(request: HttpRequest): Promise<HttpResponse> {
     const url = new URL(request.url);
     const loopback = url.hostname === "localhost" || url.hostname.startsWith("127.");

@@ -1,3 +1,4 @@
+import { offboardingCommands } from "@fleet/shared";
 import { describe, expect, it } from "vitest";
 import { parseRouterOsCommand } from "./routeros-cli-parser.ts";
 
@@ -77,5 +78,46 @@ describe("parseRouterOsCommand", () => {
     "/ip firewall nat print ]",
   ])("refuses scripting %j with a syntax error", (line) => {
     expect(err(line)).toMatch(/^syntax error \(line 1 column \d+\)$/);
+  });
+});
+
+describe('offboarding commands (docs/routeros.md "Offboarding")', () => {
+  it("parses every command offboarding sends, and still refuses anything else in those menus", () => {
+    const commands = offboardingCommands("fleet-agent");
+    expect(commands.map((line) => parseRouterOsCommand(line))).toEqual([
+      {
+        ok: true,
+        command: { kind: "nat-remove", target: { find: [{ key: "comment", op: "~", value: "^fleet-fwd:" }] } },
+      },
+      ...[
+        ["system scheduler", "name", "fleet-heartbeat"],
+        ["system script", "name", "fleet-heartbeat"],
+        ["user ssh-keys", "user", "fleet-agent"],
+        ["user", "name", "fleet-agent"],
+        ["user group", "name", "fleet-mgmt"],
+      ].map(([menu, key, value]) => ({
+        ok: true,
+        command: { kind: "config-remove", menu, target: { find: [{ key, op: "=", value }] } },
+      })),
+      {
+        ok: true,
+        command: {
+          kind: "config-remove",
+          menu: "ip firewall filter",
+          target: { find: [{ key: "comment", op: "~", value: "^fleet" }] },
+        },
+      },
+      {
+        ok: true,
+        command: {
+          kind: "config-remove",
+          menu: "interface wireguard",
+          target: { find: [{ key: "name", op: "=", value: "fleet-wg" }] },
+        },
+      },
+    ]);
+    for (const line of ['/user add name="x" group=full', "/system scheduler print", "/user set admin password=x"]) {
+      expect(parseRouterOsCommand(line).ok, line).toBe(false);
+    }
   });
 });

@@ -9,7 +9,22 @@ export type ParsedCommand =
   | { kind: "nat-remove"; target: Target }
   /** `json`: `:put [:serialize to=json [/ip firewall nat print as-value ...]]` (RouterOS 7.13+). */
   | { kind: "nat-print"; terse: boolean; json: boolean; where: Condition[] }
-  | { kind: "connection-remove"; target: Target };
+  | { kind: "connection-remove"; target: Target }
+  /** Offboarding (docs/routeros.md "Offboarding"): `/<menu> remove [find where ...]` of what adoption installed. */
+  | { kind: "config-remove"; menu: ConfigMenu; target: Target };
+
+/** Menus whose `remove` offboarding sends, beside NAT (docs/routeros.md "Offboarding"). */
+export const CONFIG_MENUS = [
+  "system scheduler",
+  "system script",
+  "user ssh-keys",
+  "user",
+  "user group",
+  "ip firewall filter",
+  "interface wireguard",
+] as const;
+export type ConfigMenu = (typeof CONFIG_MENUS)[number];
+const isConfigMenu = (menu: string): menu is ConfigMenu => (CONFIG_MENUS as readonly string[]).includes(menu);
 
 /** `[find ...]` or explicit `.id`s like `*1,*2`. */
 export type Target = { find: Condition[] } | { ids: string[] };
@@ -133,6 +148,7 @@ function parseTarget(tokens: Token[]): Target {
 const MENUS: Record<string, readonly string[]> = {
   "ip firewall nat": ["add", "remove", "print"],
   "ip firewall connection": ["remove"],
+  ...Object.fromEntries(CONFIG_MENUS.map((menu) => [menu, ["remove"]])),
 };
 
 // RouterOS rejects unknown argument names at parse time.
@@ -223,6 +239,9 @@ export function parseRouterOsCommand(line: string): ParseResult {
         args.push([t.key, t.value]);
       }
       return { ok: true, command: { kind: "nat-add", args } };
+    }
+    if (command === "remove" && isConfigMenu(menu)) {
+      return { ok: true, command: { kind: "config-remove", menu, target: parseTarget(rest) } };
     }
     if (command === "remove") {
       const target = parseTarget(rest);

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import type { ConfigurationTables } from "./routeros-ssh-server.ts";
 import { loadOrCreateHostKey, startSimulatedRouterOs } from "./simulated-routeros.ts";
 
 /**
@@ -101,6 +102,8 @@ export const routerOsHook = (options: RouterOsHookOptions, say: (line: string) =
     tunnelIp: string;
     /** An adopted router decides logins from its own users and keys (docs/routeros.md "Simulator"). */
     authorize?: (username: string, publicKey: Buffer, address: string) => boolean;
+    /** Its configuration tables, which offboarding empties (docs/routeros.md "Offboarding"). */
+    configuration?: ConfigurationTables;
   }): Promise<undefined | (() => Promise<void>)> => {
     if (!options.enabled) return undefined;
     try {
@@ -111,6 +114,7 @@ export const routerOsHook = (options: RouterOsHookOptions, say: (line: string) =
         ...(options.sshUser ? { sshUser: options.sshUser } : {}),
         ...(authorizedKeys ? { authorizedKeys } : {}),
         ...(router.authorize ? { authorize: router.authorize } : {}),
+        ...(router.configuration ? { configuration: router.configuration } : {}),
       });
       return () => running.close();
     } catch (error) {

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Connection, ParsedKey, ServerChannel } from "ssh2";
 import ssh2 from "ssh2";
-import { parseRouterOsCommand } from "./routeros-cli-parser.ts";
+import { type ConfigMenu, parseRouterOsCommand, type Target } from "./routeros-cli-parser.ts";
 import { type LanResolver, type NatRule, RouterOsNatTable } from "./routeros-nat-table.ts";
 import { generateEd25519KeyPair } from "@fleet/shared";
 
@@ -29,6 +29,11 @@ export interface RouterOsSshServerOptions {
   authorize?: (username: string, publicKey: Buffer, address: string) => boolean;
   /** Maps a simulated LAN address to a real loopback endpoint. */
   lan: LanResolver;
+  /**
+   * The device's configuration tables (an adopted router's users, keys, scripts, scheduler), for
+   * the removals offboarding sends; without it those tables are empty and a removal finds nothing.
+   */
+  configuration?: ConfigurationTables;
   /** Delay before each command is answered, to simulate a slow router. */
   commandDelayMs?: number;
   /**
@@ -59,6 +64,11 @@ export interface RouterOsSshServer {
 }
 
 const PROMPT = "[admin@Sim] > ";
+
+/** What offboarding removes from a simulated device; answers the command's output ("" or an error line). */
+export interface ConfigurationTables {
+  remove(menu: ConfigMenu, target: Target): string;
+}
 
 function parseKeyOrThrow(key: string | Buffer, what: string): ParsedKey {
   const parsed = utils.parseKey(key);
@@ -93,6 +103,8 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
         return cmd.json ? nat.printJson(cmd.where) : nat.print(cmd.terse, cmd.where);
       case "connection-remove":
         return nat.dropConnections(cmd.target);
+      case "config-remove":
+        return opts.configuration ? opts.configuration.remove(cmd.menu, cmd.target) : "";
     }
   }
 

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
-import { type RouterOsSshServer, startRouterOsSshServer } from "./routeros-ssh-server.ts";
+import { type ConfigurationTables, type RouterOsSshServer, startRouterOsSshServer } from "./routeros-ssh-server.ts";
 import { generateEd25519KeyPair } from "@fleet/shared";
 
 /**
@@ -23,6 +23,8 @@ export interface SimulatedRouterOsOptions {
   authorizedKeys?: string[];
   /** Decides logins from the router's own users and keys (an adopted router); overrides the two above. */
   authorize?: (username: string, publicKey: Buffer, address: string) => boolean;
+  /** An adopted router's configuration tables, which offboarding empties of what adoption installed. */
+  configuration?: ConfigurationTables;
   /** Host key; generated when absent. Use {@link loadOrCreateHostKey} to keep it across runs. */
   hostKey?: string;
   /** Delay before each command is answered (a slow router). */
@@ -98,6 +100,7 @@ export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions):
       ...(options.authorizedKeys ? { authorizedKeys: options.authorizedKeys } : {}),
       ...(options.sshUser ? { username: options.sshUser } : {}),
       ...(options.authorize ? { authorize: options.authorize } : {}),
+      ...(options.configuration ? { configuration: options.configuration } : {}),
       ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
       ...(options.wanAddress ? { wanAddress: options.wanAddress } : {}),
     });

@@ -1,4 +1,5 @@
-import type { RouterOsClient, RouterOsConnector } from "../routeros/routeros-client.ts";
+import type { RouterOsClient, RouterOsConnector, RouterOsTarget } from "../routeros/routeros-client.ts";
+import { AddressPinRefusedError, RouterRemovedError } from "../routeros/host-key-store.ts";
 import { HostKeyMismatchError } from "../routeros/ssh-routeros-client.ts";
 import { PermanentJobError } from "./job-errors.ts";
 
@@ -8,13 +9,17 @@ import { PermanentJobError } from "./job-errors.ts";
  */
 export const withRouterSession = async <T>(
   connector: RouterOsConnector,
-  target: { routerId: string; host: string; port: number },
+  target: RouterOsTarget,
   work: (router: RouterOsClient) => Promise<T>,
 ): Promise<T> => {
   let client: RouterOsClient;
   try {
     client = await connector.connect(target);
   } catch (error) {
+    // Never retried into success: an operator must act (or the router is gone for good).
+    if (error instanceof RouterRemovedError || error instanceof AddressPinRefusedError) {
+      throw new PermanentJobError(error.message, { cause: error });
+    }
     if (error instanceof HostKeyMismatchError) {
       throw new PermanentJobError(
         `refusing router ${target.routerId}: its SSH ${error.message}. If the router was re-keyed on purpose, delete its row from ssh_host_keys (router_id = '${target.routerId}').`,

@@ -1,8 +1,11 @@
 import type { SshHostKeysRepository } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
-import type { HostKeyStore } from "./host-key-store.ts";
+import { AddressPinRefusedError, type HostKeyStore, RouterRemovedError } from "./host-key-store.ts";
 
-/** Host key pins kept in the database per router id, so every agent instance trusts the same keys. */
+/**
+ * Host key pins kept in the database per router id and per tunnel address, so every agent instance
+ * trusts the same keys (docs/api.md "Routers and heartbeats").
+ */
 export class DbHostKeyStore implements HostKeyStore {
   readonly #keys: SshHostKeysRepository;
   readonly #clock: Clock;
@@ -12,15 +15,19 @@ export class DbHostKeyStore implements HostKeyStore {
     this.#clock = clock;
   }
 
-  get(routerId: string): Promise<string | undefined> {
-    return this.#keys.get(routerId);
+  async get(routerId: string): Promise<string | undefined> {
+    const { exists, fingerprint } = await this.#keys.lookup(routerId);
+    if (!exists) throw new RouterRemovedError(routerId);
+    return fingerprint;
   }
 
   async set(routerId: string, fingerprint: string): Promise<void> {
-    const pinned = await this.#keys.pin(routerId, fingerprint, this.#clock.now());
-    if (pinned === undefined) throw new Error(`router ${routerId} no longer exists; nothing to pin`);
+    const result = await this.#keys.pin(routerId, fingerprint, this.#clock.now());
+    if ("removed" in result) throw new RouterRemovedError(routerId);
+    if ("refused" in result)
+      throw new AddressPinRefusedError(routerId, result.refused.tunnelIp, result.refused.routerId);
     // Another agent pinned a different key for this router in the same instant: one of us is
     // talking to an impostor, so refuse rather than trust on first use twice.
-    if (pinned !== fingerprint) throw new Error(`router ${routerId} was pinned to another host key meanwhile`);
+    if (result.pinned !== fingerprint) throw new Error(`router ${routerId} was pinned to another host key meanwhile`);
   }
 }

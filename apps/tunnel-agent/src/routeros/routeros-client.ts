@@ -1,3 +1,5 @@
+import type { HostKeyStore } from "./host-key-store.ts";
+
 /** One session on a router. `exec` resolves with the command's output, or rejects when RouterOS reports an error. */
 export interface RouterOsClient {
   exec(command: string): Promise<string>;
@@ -12,6 +14,8 @@ export interface RouterOsTarget {
   routerId: string;
   host: string;
   port: number;
+  /** Pins to use instead of the connector's own (the offboarding job of a removed router). */
+  hostKeys?: HostKeyStore;
 }
 
 export interface RouterOsConnector {

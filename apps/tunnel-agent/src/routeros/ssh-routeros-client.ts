@@ -83,10 +83,11 @@ export class SshRouterOsConnector implements RouterOsConnector {
 
   async connect(target: RouterOsTarget): Promise<RouterOsClient> {
     const { routerId, host, port } = target;
-    const { hostKeys } = this.#options;
+    // The offboarding job brings the removed router's own pins (docs/routeros.md "Offboarding").
+    const hostKeys = target.hostKeys ?? this.#options.hostKeys;
     const pinned = await hostKeys.get(routerId);
     const conn = new Client();
-    let mismatch: HostKeyMismatchError | undefined;
+    let mismatch: Error | undefined;
 
     await new Promise<void>((resolve, reject) => {
       // Stays attached after a failed connect: ssh2 may emit further errors (e.g. "Connection lost
@@ -114,7 +115,11 @@ export class SshRouterOsConnector implements RouterOsConnector {
             // Trust on first use: the pin must be durable before we talk to the router.
             hostKeys.set(routerId, presented).then(
               () => verify(true),
-              () => verify(false),
+              (error: unknown) => {
+                // The reason (a removed router, an address pinned by another tenant) is the job's error.
+                mismatch = error instanceof Error ? error : new Error(String(error));
+                verify(false);
+              },
             );
           } else if (pinned === presented) {
             verify(true);

@@ -1,5 +1,6 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Organization } from "./organization.entity.ts";
+import { Team } from "./team.entity.ts";
 
 /**
  * An API key for scripts and integrations (docs/api.md "Authentication"). Only the SHA-256 of the
@@ -14,6 +15,8 @@ export const ApiKey = defineEntity({
   properties: {
     id: p.uuid().primary(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade"),
+    /** Set when the creating token named a team: the key reaches nothing outside it. */
+    team: () => p.manyToOne(Team).deleteRule("cascade").nullable().index(),
     createdBy: p.string().length(255),
     name: p.string().length(100),
     prefix: p.string().length(16),

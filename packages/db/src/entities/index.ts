@@ -23,6 +23,8 @@ import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
 import { WebhookDelivery } from "./webhook-delivery.entity.ts";
 import { Webhook } from "./webhook.entity.ts";
+import { TunnelAddress } from "./tunnel-address.entity.ts";
+import { RateLimitCounter } from "./rate-limit-counter.entity.ts";
 
 /** Every entity, listed explicitly (no folder discovery): add new ones here. */
 export const ENTITIES = [
@@ -49,6 +51,8 @@ export const ENTITIES = [
   AuditLogEntry,
   Webhook,
   WebhookDelivery,
+  TunnelAddress,
+  RateLimitCounter,
 ];
 
 export {
@@ -75,4 +79,6 @@ export {
   User,
   Webhook,
   WebhookDelivery,
+  TunnelAddress,
+  RateLimitCounter,
 };

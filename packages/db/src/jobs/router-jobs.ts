@@ -14,6 +14,12 @@ import type { JobEngine, JobQueueDefinition } from "./job-engine.ts";
 export const ROUTER_JOBS_QUEUE = "router.jobs";
 export const ROUTER_JOBS_DEAD_LETTER = "router.jobs.dead";
 
+/**
+ * `router.offboard`: the removed router's device loses what adoption installed (docs/routeros.md
+ * "Offboarding"). Queued by the removal, in its transaction; payload `{ router_id }` of the removed router.
+ */
+export const ROUTER_OFFBOARD_JOB = "router.offboard";
+
 /** Attempts of a router job before it is dead-lettered (the first one included). */
 export const ROUTER_JOB_ATTEMPTS = 10;
 

@@ -7,6 +7,8 @@ import { toNumber } from "./sql-values.ts";
 export interface ApiKeyRecord {
   id: string;
   organizationId: string;
+  /** The team the key is bound to (its creator's token named it); null: the default team. */
+  teamId: string | null;
   createdBy: string;
   name: string;
   prefix: string;
@@ -18,6 +20,7 @@ export interface ApiKeyRecord {
 
 export interface NewApiKey {
   organizationId: string;
+  teamId?: string | null;
   createdBy: string;
   name: string;
   prefix: string;
@@ -32,7 +35,10 @@ type Row = Record<string, unknown>;
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
-const COLUMNS = `k.id, k.organization_id, k.created_by, k.name, k.prefix, k.scopes, ${ms("k.created_at", "created_ms")},
+/** Live keys (not expired) one organization may hold (docs/api.md "Authentication"). */
+export const API_KEYS_PER_ORGANIZATION = 100;
+
+const COLUMNS = `k.id, k.organization_id, k.team_id, k.created_by, k.name, k.prefix, k.scopes, ${ms("k.created_at", "created_ms")},
   ${ms("k.expires_at", "expires_ms")}, ${ms("k.last_used_at", "last_used_ms")}`;
 
 const dateOrNull = (value: unknown): Date | null =>
@@ -41,6 +47,7 @@ const dateOrNull = (value: unknown): Date | null =>
 const keyFromRow = (row: Row): ApiKeyRecord => ({
   id: String(row.id),
   organizationId: String(row.organization_id),
+  teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
   createdBy: String(row.created_by),
   name: String(row.name),
   prefix: String(row.prefix),
@@ -57,12 +64,24 @@ export class ApiKeysRepository {
     this.#db = db;
   }
 
-  async create(input: NewApiKey, origin: AuditOrigin): Promise<ApiKeyRecord> {
+  /**
+   * Stores the key and audits it, unless the organization already holds `limit` live keys (then
+   * null, nothing written). The organization's row is locked first, so parallel creates cannot
+   * all see room for one more.
+   */
+  async create(input: NewApiKey, origin: AuditOrigin, limit = API_KEYS_PER_ORGANIZATION): Promise<ApiKeyRecord | null> {
     return this.#db.transaction(async (query) => {
+      await query("select id from organizations where id = $1 for update", [input.organizationId]);
+      const [live] = await query<{ n: number | string }>(
+        `select count(*)::int as n from api_keys
+         where organization_id = $1 and (expires_at is null or expires_at > to_timestamp($2::float8 / 1000.0))`,
+        [input.organizationId, input.createdAt.getTime()],
+      );
+      if (toNumber(live?.n ?? 0) >= limit) return null;
       const rows = await query<Row>(
-        `insert into api_keys as k (id, organization_id, created_by, name, prefix, key_hash, scopes, created_at, expires_at)
+        `insert into api_keys as k (id, organization_id, created_by, name, prefix, key_hash, scopes, created_at, expires_at, team_id)
          values (gen_random_uuid(), $1, $2, $3, $4, $5, $6, to_timestamp($7::float8 / 1000.0),
-           to_timestamp($8::float8 / 1000.0))
+           to_timestamp($8::float8 / 1000.0), $9)
          returning ${COLUMNS}`,
         [
           input.organizationId,
@@ -73,6 +92,7 @@ export class ApiKeysRepository {
           input.scopes.join(" "),
           input.createdAt.getTime(),
           input.expiresAt?.getTime() ?? null,
+          input.teamId ?? null,
         ],
       );
       const row = rows[0];
@@ -89,6 +109,7 @@ export class ApiKeysRepository {
           name: key.name,
           prefix: key.prefix,
           scopes: key.scopes,
+          ...(key.teamId ? { team_id: key.teamId } : {}),
           expires_at: key.expiresAt ? formatIsoUtc(key.expiresAt) : null,
         },
       });

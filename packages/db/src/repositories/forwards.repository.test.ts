@@ -120,7 +120,7 @@ describe("ForwardsRepository", () => {
     });
   });
 
-  it("caps active forwards per organization across its routers, and only that organization", async () => {
+  it("caps active forwards per billing root across its routers, and only that organization", async () => {
     const o = await owner();
     const [a, b] = [await makeRouter(db, o), await makeRouter(db, o)];
     const entryPoint = unique("ep");
@@ -133,6 +133,8 @@ describe("ForwardsRepository", () => {
         ok: false,
         reason: "org_cap",
         freesAt: at(120_000),
+        limit: 3,
+        trial: false,
       });
     }
     const other = await owner();

@@ -1,6 +1,8 @@
 import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
-import type { Database } from "../database.ts";
+import type { Database, Query } from "../database.ts";
+import type { JobEngine } from "../jobs/job-engine.ts";
+import { queueRouterJob, ROUTER_OFFBOARD_JOB } from "../jobs/router-jobs.ts";
 import { type AuditOrigin, auditFromCte } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -124,11 +126,18 @@ export const coverageFromRow = (row: Row): CoverageRecord => ({
 export const COVERAGE_COLUMNS = `${ms("covered_since", "covered_since_ms")}, ${ms("alive_at", "alive_ms")},
   ${ms("outage_started_at", "outage_ms")}, interval_ms`;
 
+/** A tunnel address is free of quarantine when no removed router holds it past `$now` (docs/api.md "Routers and heartbeats"). */
+const QUARANTINED = (address: string, now: string) => `exists (select 1 from tunnel_addresses q
+  where q.tunnel_ip = ${address} and q.removed_at is not null and q.offboarded_at is null and q.quarantined_until > ${now})`;
+
 /** The router inventory as the API sees it: always scoped to a team. */
 export class RoutersRepository {
   readonly #db: Database;
-  constructor(db: Database) {
+  readonly #jobs: JobEngine | undefined;
+  /** `jobs`: removal queues the offboarding job in its own transaction. */
+  constructor(db: Database, jobs?: JobEngine) {
     this.#db = db;
+    this.#jobs = jobs;
   }
 
   async listByTeam(teamId: string): Promise<RouterRecord[]> {
@@ -154,7 +163,8 @@ export class RoutersRepository {
     const rows = await this.#db.query<Row>(
       `with inserted as (
          insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at, tunnel_ip)
-         values ($1, $2, $3, $4, $5, to_timestamp($6::float8 / 1000.0), $7)
+         select $1::uuid, $2::uuid, $3::uuid, $4::text, $5::text, to_timestamp($6::float8 / 1000.0), $7::text
+         where not ${QUARANTINED("$7::text", "to_timestamp($6::float8 / 1000.0)")}
          on conflict (tunnel_ip) do nothing
          returning r.*
        ), audited as (${auditFromCte({
@@ -189,28 +199,76 @@ export class RoutersRepository {
     return routerFromRow(row);
   }
 
-  /** True when some router (of any organization) holds the tunnel address. */
-  async tunnelIpHeld(tunnelIp: string): Promise<boolean> {
-    const rows = await this.#db.query("select 1 from routers where tunnel_ip = $1", [tunnelIp]);
+  /** True when some router (of any organization) holds the tunnel address, or it is quarantined at `now`. */
+  async tunnelIpHeld(tunnelIp: string, now: Date): Promise<boolean> {
+    const rows = await this.#db.query(
+      `select 1 where exists (select 1 from routers where tunnel_ip = $1)
+         or ${QUARANTINED("$1", "to_timestamp($2::float8 / 1000.0)")}`,
+      [tunnelIp, now.getTime()],
+    );
     return rows.length > 0;
   }
 
-  /** Every tunnel address in use (the allocator's fallback when random picks keep colliding). */
-  async tunnelIpsInUse(): Promise<Set<string>> {
+  /** Every tunnel address in use or quarantined at `now` (the allocator's fallback when random picks keep colliding). */
+  async tunnelIpsInUse(now: Date): Promise<Set<string>> {
     const rows = await this.#db.query<{ tunnel_ip: string }>(
-      "select tunnel_ip from routers where tunnel_ip is not null",
+      `select tunnel_ip from routers where tunnel_ip is not null
+       union select tunnel_ip from tunnel_addresses
+       where removed_at is not null and offboarded_at is null and quarantined_until > to_timestamp($1::float8 / 1000.0)`,
+      [now.getTime()],
     );
     return new Set(rows.map((row) => row.tunnel_ip));
   }
 
-  /** Deletes the router (its faults and downtime go with it); null when it is not in the team. */
+  /**
+   * Deletes the router (its faults and downtime go with it); null when it is not in the team.
+   * With `offboard` (a removal, not the rollback of a failed first charge), in the same
+   * transaction: its tunnel address is quarantined until `offboard.quarantineUntil` with the host
+   * key last pinned for it, and the offboarding job is queued (docs/routeros.md "Offboarding").
+   */
   async deleteInTeam(
     teamId: string,
     routerId: string,
-    removal: { origin: AuditOrigin; at: Date },
+    removal: { origin: AuditOrigin; at: Date; offboard?: { quarantineUntil: Date } },
   ): Promise<{ id: string; organizationId: string } | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#db.query<{ id: string; organization_id: string }>(
+    const { offboard } = removal;
+    const shaped = (row: { id: string; organization_id: string } | null) =>
+      row ? { id: row.id, organizationId: row.organization_id } : null;
+    if (!offboard)
+      return shaped(await this.#delete((sql, params) => this.#db.query(sql, params), teamId, routerId, removal));
+    const engine = this.#jobs;
+    if (!engine) throw new Error("RoutersRepository needs the job engine to offboard removed routers");
+    return this.#db.transaction(async (query) => {
+      await query(
+        `insert into tunnel_addresses as t (tunnel_ip, router_id, organization_id, host_key_fingerprint, pinned_at,
+           removed_at, quarantined_until, offboarded_at)
+         select r.tunnel_ip, r.id, r.organization_id, k.fingerprint, k.created_at,
+           to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), null
+         from routers r left join ssh_host_keys k on k.router_id = r.id
+         where r.id = $1 and r.team_id = $2 and r.tunnel_ip is not null
+         on conflict (tunnel_ip) do update set router_id = excluded.router_id,
+           organization_id = excluded.organization_id,
+           host_key_fingerprint = coalesce(excluded.host_key_fingerprint, case
+             when t.router_id = excluded.router_id or t.organization_id = excluded.organization_id
+             then t.host_key_fingerprint end),
+           pinned_at = coalesce(excluded.pinned_at, t.pinned_at),
+           removed_at = excluded.removed_at, quarantined_until = excluded.quarantined_until, offboarded_at = null`,
+        [routerId, teamId, removal.at.getTime(), offboard.quarantineUntil.getTime()],
+      );
+      const removed = shaped(await this.#delete(query, teamId, routerId, removal));
+      if (removed) await queueRouterJob(engine, { kind: ROUTER_OFFBOARD_JOB, router_id: removed.id }, query);
+      return removed;
+    });
+  }
+
+  async #delete(
+    query: Query,
+    teamId: string,
+    routerId: string,
+    removal: { origin: AuditOrigin; at: Date },
+  ): Promise<{ id: string; organization_id: string } | null> {
+    const rows = await query<{ id: string; organization_id: string }>(
       `with deleted as (
          delete from routers where id = $1 and team_id = $2 returning id, organization_id, name
        ), audited as (${auditFromCte({
@@ -236,8 +294,7 @@ export class RoutersRepository {
         removal.origin.sourceIp,
       ],
     );
-    const row = rows[0];
-    return row ? { id: row.id, organizationId: row.organization_id } : null;
+    return rows[0] ?? null;
   }
 
   /**

@@ -197,3 +197,32 @@ export const adoptionCommand = (url: string): string => {
     `/file remove ${file}`,
   ].join("; ");
 };
+
+/**
+ * What the offboarding job sends to a removed router's device, one command per line, in this
+ * order (docs/routeros.md "Offboarding"): everything adoption and the agent installed, i.e. the
+ * tagged dst-nat rules of forwards, the heartbeat scheduler entry and script, the agent's key, its
+ * user and group, then the tagged filter rules and the WireGuard interface of the management
+ * tunnel, last because removing them may end the session itself. Each `remove [find ...]` of
+ * nothing is not an error on RouterOS, so a second run (a retried job) passes.
+ */
+export const offboardingCommands = (sshUser: string): string[] => {
+  checked(ROUTEROS_USER_NAME.test(sshUser), "TUNNEL_SSH_USER is not a RouterOS user name");
+  const o = ADOPTION_OBJECTS;
+  const line = (statement: RosStatement) => renderRouterOsScript([statement]).trim();
+  return [
+    `/ip firewall nat remove [find where comment~"^${OFFBOARD_TAG_PATTERN.nat}"]`,
+    line(command("system scheduler", "remove", {}, [findWhere({ name: str(o.scheduler) })])),
+    line(command("system script", "remove", {}, [findWhere({ name: str(o.script) })])),
+    line(command("user ssh-keys", "remove", {}, [findWhere({ user: str(sshUser) })])),
+    line(command("user", "remove", {}, [findWhere({ name: str(sshUser) })])),
+    line(command("user group", "remove", {}, [findWhere({ name: str(o.group) })])),
+    `/ip firewall filter remove [find where comment~"^${OFFBOARD_TAG_PATTERN.filter}"]`,
+    line(command("interface wireguard", "remove", {}, [findWhere({ name: str(OFFBOARD_WIREGUARD_INTERFACE) })])),
+  ];
+};
+
+/** Comment prefixes of what offboarding removes by pattern: forwards' dst-nat rules, the tunnel's filter rules. */
+export const OFFBOARD_TAG_PATTERN = { nat: "fleet-fwd:", filter: "fleet" } as const;
+/** The management tunnel's interface on the router (CONTRACT section 13), removed by offboarding too. */
+export const OFFBOARD_WIREGUARD_INTERFACE = "fleet-wg";

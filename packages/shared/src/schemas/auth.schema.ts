@@ -8,6 +8,13 @@ export type TScope = (typeof ALL_SCOPES)[number];
 // Every field names its problem in the words of docs/api.md "Errors", never the validator's own text.
 const bounded = (max: number) =>
   textRule(z.string({ error: stringError }).max(max, { error: `must be at most ${max} characters` }));
+/**
+ * Scopes of the deployment's operators, never of a tenant (docs/api.md "Authentication"):
+ * `tunnel:assign` sets a router's `tunnel_ip` at enrollment. dev-login never grants them, and an
+ * API key carries them only when the admin CLI made it.
+ */
+export const PLATFORM_SCOPES = ["tunnel:assign"] as const;
+export type TPlatformScope = (typeof PLATFORM_SCOPES)[number];
 
 export const ZDevLoginInput = z.object({
   email: bounded(250)

@@ -19,6 +19,7 @@ export const EVENT_LIMITS = {
 export const AUDIT_ACTIONS = [
   "router.enrolled",
   "router.removed",
+  "router.offboarded",
   "router.offline",
   "router.online",
   "forward.created",

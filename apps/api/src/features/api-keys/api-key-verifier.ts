@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { ApiKeyRecord } from "@fleet/db";
 import { AppError } from "@fleet/shared";
 import type { Logger } from "pino";
-import type { ApiKeyCheck, AuthClaims } from "../auth/token-verifier.ts";
+import type { ApiKeyCheck, AuthClaims, VerifyOptions } from "../auth/token-verifier.ts";
 
 /** Every API key starts with this, so a bearer value is told from a JWT (`eyJ...`) without work. */
 export const API_KEY_PREFIX = "fk_";
@@ -61,11 +61,15 @@ export class ApiKeyVerifier implements ApiKeyCheck {
     return bearer.startsWith(API_KEY_PREFIX);
   }
 
-  async verify(key: string): Promise<AuthClaims> {
+  async verify(key: string, options: VerifyOptions = {}): Promise<AuthClaims> {
     const hash = hashApiKey(key);
     const now = this.#now();
     let entry = this.#cache.get(hash);
     if (!entry || now - entry.checkedAtMs >= this.#o.cacheTtlMs) {
+      // An address over its limit of unauthenticated requests gets no database lookup for a key
+      // this process does not know (docs/api.md "Rate limits"): random keys cost a hash, no more.
+      const refusal = options.refuseLookup?.();
+      if (refusal) throw refusal;
       const record = await this.#o.keys.findByHash(hash);
       entry = record
         ? { claims: claimsOf(record), expiresAtMs: record.expiresAt?.getTime() ?? null, checkedAtMs: now }
@@ -113,8 +117,9 @@ export class ApiKeyVerifier implements ApiKeyCheck {
 const claimsOf = (record: ApiKeyRecord): AuthClaims => ({
   userId: record.createdBy,
   organizationId: record.organizationId,
-  // API keys act for the organization's default team (docs/api.md "Authentication").
-  teamId: undefined,
+  // API keys act for their team when their creator's token named one, else the organization's
+  // default team (docs/api.md "Authentication").
+  teamId: record.teamId ?? undefined,
   scopes: new Set(record.scopes),
   timezone: undefined,
   exp: record.expiresAt ? Math.floor(record.expiresAt.getTime() / 1000) : Number.MAX_SAFE_INTEGER,

@@ -1,5 +1,5 @@
 import { createSecretKey, type KeyObject } from "node:crypto";
-import { AppError, isKnownTimeZone } from "@fleet/shared";
+import { AppError, breaksTextRule, isKnownTimeZone } from "@fleet/shared";
 import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
 
 /** What a verified access token grants (docs/api.md "Authentication"). */
@@ -21,11 +21,20 @@ export interface AuthClaims {
   credentialId?: string;
 }
 
+/** How one verification may spend work. */
+export interface VerifyOptions {
+  /**
+   * Asked before a database lookup of an unknown API key: an error to throw instead (the source
+   * address is over its limit of unauthenticated requests), or undefined to look it up.
+   */
+  refuseLookup?: () => Error | undefined;
+}
+
 /** Verifies API keys (docs/api.md "Authentication"); see ApiKeyVerifier. */
 export interface ApiKeyCheck {
   /** True when the bearer value has the shape of an API key rather than a JWT. */
   owns(bearer: string): boolean;
-  verify(key: string): Promise<AuthClaims>;
+  verify(key: string, options?: VerifyOptions): Promise<AuthClaims>;
 }
 
 export interface TokenVerifierOptions {
@@ -66,9 +75,9 @@ export class TokenVerifier {
     }
   }
 
-  async verify(authorization: string | undefined): Promise<AuthClaims> {
+  async verify(authorization: string | undefined, options: VerifyOptions = {}): Promise<AuthClaims> {
     const token = bearer(authorization);
-    if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token);
+    if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token, options);
     const cached = this.#cache.get(token);
     if (cached) {
       if (cached.exp * 1000 > this.#now()) return cached;
@@ -105,15 +114,31 @@ const bearer = (authorization: string | undefined): string => {
 
 const unauthenticated = (message: string) => new AppError("unauthenticated", message);
 
+/** Claims that name ids are at most this long (docs/api.md "Authentication"). */
+export const MAX_ID_CLAIM_LENGTH = 255;
+
+/**
+ * Claims are data from outside (docs/api.md "Authentication"): an id claim with a control
+ * character, a lone surrogate or more than 255 characters is not an id. Refused here, before it can
+ * reach a query (PostgreSQL refuses NUL with an error) or be stored as a name.
+ */
+const wellFormedId = (value: string): boolean =>
+  value.length > 0 && value.length <= MAX_ID_CLAIM_LENGTH && value.trim() === value && !breaksTextRule(value);
+
 const toClaims = (payload: JWTPayload): AuthClaims => {
   const { sub, exp } = payload;
   const id = payload.id;
   if (typeof sub !== "string" || sub === "") throw unauthenticated("The access token has no 'sub' claim.");
   if (typeof id !== "string" || id === "") throw unauthenticated("The access token has no 'id' (organization) claim.");
   if (typeof exp !== "number") throw unauthenticated("The access token has no 'exp' claim.");
+  if (!wellFormedId(sub)) throw unauthenticated("The access token's 'sub' claim is not a well-formed id.");
+  if (!wellFormedId(id)) throw unauthenticated("The access token's 'id' claim is not a well-formed id.");
+  if (payload.team !== undefined && (typeof payload.team !== "string" || !wellFormedId(payload.team))) {
+    throw unauthenticated("The access token's 'team' claim is not a well-formed id.");
+  }
   const scope = typeof payload.scope === "string" ? payload.scope : "";
   const tz = typeof payload.timezone === "string" && isKnownTimeZone(payload.timezone) ? payload.timezone : undefined;
-  const team = typeof payload.team === "string" && payload.team !== "" ? payload.team : undefined;
+  const team = typeof payload.team === "string" ? payload.team : undefined;
   return {
     userId: sub,
     organizationId: id,

@@ -12,6 +12,8 @@ beforeAll(async () => {
   h = await startApiHarness({
     ENTRY_POINT_HOST: "limits.fleet.test",
     ENTRY_POINT_PORTS: `${FIRST_PORT}-${FIRST_PORT + PORTS - 1}`,
+    // The per-router and port-range limits, not the trial quota (forwards-trial-quota.test.ts).
+    TRIAL_FORWARDS: "1000",
   });
 });
 afterAll(async () => {

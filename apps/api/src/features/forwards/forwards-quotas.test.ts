@@ -11,7 +11,13 @@ const clock = new ManualClock(new Date("2026-11-23T10:00:00Z"));
 let h: ApiHarness;
 beforeAll(async () => {
   h = await startApiHarness(
-    { ENTRY_POINT_HOST: "quotas.fleet.test", ENTRY_POINT_PORTS: "46100-46199", FORWARDS_PER_ORG: String(PER_ORG) },
+    {
+      ENTRY_POINT_HOST: "quotas.fleet.test",
+      ENTRY_POINT_PORTS: "46100-46199",
+      FORWARDS_PER_ORG: String(PER_ORG),
+      // The trial quota has its own harness below.
+      TRIAL_FORWARDS: "1000",
+    },
     { clock },
   );
 });
@@ -53,7 +59,7 @@ describe("forward quotas", () => {
       expect(refused.body).toMatchObject({
         status: "fail",
         code: "rate_limited",
-        message: expect.stringMatching(/organization already has 3 active transient forwards/),
+        message: expect.stringMatching(/billing account already hold 3 active transient forwards/),
         // 600 s of life minus the 61.5 s that passed, rounded up to whole seconds.
         retry_after_seconds: 539,
         limit: PER_ORG,

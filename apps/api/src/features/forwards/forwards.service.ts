@@ -18,8 +18,10 @@ export interface ForwardsServiceDeps {
   entryPoint: { host: string; ports: readonly [number, number] };
   /** Active forwards one router may have; defaults to {@link FORWARD_LIMITS.activePerRouter}. */
   maxActivePerRouter?: number;
-  /** FORWARDS_PER_ORG: active forwards one organization may hold (docs/operations.md "Configuration"). */
+  /** FORWARDS_PER_ORG: active forwards one billing root may hold (docs/operations.md "Configuration"). */
   maxActivePerOrg: number;
+  /** TRIAL_FORWARDS: the same while the billing root has no payment method on file (default 5). */
+  trialForwards?: number;
   /**
    * TUNNEL_NETWORK: a router whose address lies outside it (the network was changed) is as
    * unreachable as one without an address: the agent never connects there, so 409.
@@ -104,6 +106,7 @@ export class ForwardsService {
         expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
         maxActivePerRouter: max,
         maxActivePerOrg: this.#deps.maxActivePerOrg,
+        ...(this.#deps.trialForwards === undefined ? {} : { trialForwards: this.#deps.trialForwards }),
         origin,
       },
       now,
@@ -123,13 +126,15 @@ export class ForwardsService {
         );
       }
       case "org_cap": {
-        const orgMax = this.#deps.maxActivePerOrg;
+        const { limit, trial } = result;
         const retryAfter = retryAfterSeconds(result.freesAt, now);
-        throw new AppError(
-          "rate_limited",
-          `This organization already has ${orgMax} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
-          { extra: { limit: orgMax, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
-        );
+        const message = trial
+          ? `Without a payment method on file, the organizations of one billing account may hold ${limit} active transient forwards (and router access sessions) at once, and they do. Save a card with POST /v1/account/payment-methods, delete one, or wait for one to expire.`
+          : `The organizations of this billing account already hold ${limit} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`;
+        throw new AppError("rate_limited", message, {
+          extra: { limit, trial, retry_after_seconds: retryAfter },
+          retryAfterSeconds: retryAfter,
+        });
       }
       case "ports_exhausted": {
         const [from, to] = this.#deps.entryPoint.ports;

@@ -17,6 +17,7 @@ import {
   ROUTER_LIMITS,
   type StatusFeed,
   type TEnrolledRouter,
+  type TPlatformScope,
   type TEnrollRouterInput,
   type TFault,
   type TMetric,
@@ -47,7 +48,7 @@ export interface RouterStore extends TunnelAddressStore {
   deleteInTeam(
     teamId: string,
     routerId: string,
-    removal: { origin: AuditOrigin; at: Date },
+    removal: { origin: AuditOrigin; at: Date; offboard?: { quarantineUntil: Date } },
   ): Promise<{ id: string; organizationId: string } | null>;
   updateUserMetadata(
     teamId: string,
@@ -78,9 +79,13 @@ export interface RouterServiceDeps {
   adoption: AdoptionService;
   /** TUNNEL_NETWORK: enrollment assigns each router a unique address inside it. */
   tunnelNetwork: TunnelNetwork;
+  /** TUNNEL_ADDRESS_QUARANTINE_DAYS: a removed router's address is not reassigned for this long (default 30). */
+  quarantineDays?: number;
 }
 
 const HOUR_MS = 3_600_000;
+/** The platform scope that may choose `tunnel_ip` at enrollment (docs/api.md "Authentication"). */
+const TUNNEL_ASSIGN_SCOPE: TPlatformScope = "tunnel:assign";
 /** Events a slow subscriber may fall behind by before the oldest are dropped. */
 const MAX_QUEUED_EVENTS = 1_000;
 
@@ -116,8 +121,16 @@ export class RouterService {
     origin: AuditOrigin,
   ): Promise<TEnrolledRouter> {
     const { routers, tunnelNetwork } = this.#deps;
+    if (input.tunnel_ip !== undefined && !auth.scopes.has(TUNNEL_ASSIGN_SCOPE)) {
+      throw new AppError(
+        "forbidden",
+        `Only the deployment's operators (scope '${TUNNEL_ASSIGN_SCOPE}') may choose a router's tunnel_ip; leave it out and the system assigns one.`,
+      );
+    }
     const requested =
-      input.tunnel_ip === undefined ? undefined : await checkRequestedTunnelIp(routers, tunnelNetwork, input.tunnel_ip);
+      input.tunnel_ip === undefined
+        ? undefined
+        : await checkRequestedTunnelIp(routers, tunnelNetwork, input.tunnel_ip, this.#deps.clock.now());
     await this.#deps.clearance.ensureClearance(auth.organizationId);
     // The heartbeat token is derived from the adoption URL's token (docs/routeros.md "Adoption").
     const minted = this.#deps.adoption.mint();
@@ -133,7 +146,7 @@ export class RouterService {
       });
     const router =
       requested === undefined
-        ? await insertWithAllocatedTunnelIp(routers, tunnelNetwork, insert)
+        ? await insertWithAllocatedTunnelIp(routers, tunnelNetwork, insert, this.#deps.clock.now())
         : await insert(requested).catch((error: unknown) => {
             throw error instanceof TunnelIpTakenError ? tunnelIpTaken(requested) : error;
           });
@@ -156,9 +169,18 @@ export class RouterService {
     };
   }
 
-  /** Deletes the router and revokes its token: daemons drop its sockets when they hear of it. */
+  /**
+   * Deletes the router and revokes its token: daemons drop its sockets when they hear of it. Its
+   * tunnel address is quarantined and the offboarding job queued (docs/routeros.md "Offboarding").
+   */
   async remove(teamId: string, routerId: string, origin: AuditOrigin): Promise<void> {
-    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId, { origin, at: this.#deps.clock.now() });
+    const at = this.#deps.clock.now();
+    const quarantineUntil = new Date(at.getTime() + (this.#deps.quarantineDays ?? 30) * 86_400_000);
+    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId, {
+      origin,
+      at,
+      offboard: { quarantineUntil },
+    });
     if (!removed) throw notFound();
     await this.#deps.feed
       .publish([{ type: "removed", router_id: removed.id, team_id: teamId }])

@@ -4,8 +4,9 @@ import { AppError, isTunnelHostAddress, type TunnelNetwork, tunnelHostAt, tunnel
 
 /** What assignment needs from the router store. */
 export interface TunnelAddressStore {
-  tunnelIpHeld(tunnelIp: string): Promise<boolean>;
-  tunnelIpsInUse(): Promise<Set<string>>;
+  /** Held by a router, or quarantined at `now` after its router was removed. */
+  tunnelIpHeld(tunnelIp: string, now: Date): Promise<boolean>;
+  tunnelIpsInUse(now: Date): Promise<Set<string>>;
 }
 
 /** Random picks before the allocator lists the used addresses (a nearly full or tiny network). */
@@ -20,38 +21,45 @@ export const checkRequestedTunnelIp = async (
   store: TunnelAddressStore,
   network: TunnelNetwork,
   tunnelIp: string,
+  now: Date,
 ): Promise<string> => {
   if (!isTunnelHostAddress(network, tunnelIp)) {
     throw new AppError("validation_failed", "tunnel_ip must lie inside the management tunnel network.", {
       fields: { tunnel_ip: [`must be a host address inside TUNNEL_NETWORK ${network.cidr}`] },
     });
   }
-  if (await store.tunnelIpHeld(tunnelIp)) throw tunnelIpTaken(tunnelIp);
+  if (await store.tunnelIpHeld(tunnelIp, now)) throw tunnelIpTaken(tunnelIp);
   return tunnelIp;
 };
 
 export const tunnelIpTaken = (tunnelIp: string) =>
-  new AppError("conflict", `The tunnel address ${tunnelIp} is already assigned to another router.`, {
-    extra: { field: "tunnel_ip" },
-  });
+  new AppError(
+    "conflict",
+    `The tunnel address ${tunnelIp} is already assigned to another router, or quarantined after its router was removed (TUNNEL_ADDRESS_QUARANTINE_DAYS).`,
+    {
+      extra: { field: "tunnel_ip" },
+    },
+  );
 
 /**
  * Assigns a free address of the network to a new router (docs/api.md "Routers and heartbeats"):
  * random host addresses (network and broadcast skipped) until `insert` takes one; the unique index
  * on routers.tunnel_ip makes concurrent enrollments safe, a collision just picks again. When random
- * picks keep colliding, the free addresses are listed and tried in order; none left: 503.
+ * picks keep colliding, the free addresses are listed and tried in order; none left: 503. A
+ * quarantined address (its router was removed) makes the insert refuse it like a held one.
  */
 export const insertWithAllocatedTunnelIp = async <T>(
   store: TunnelAddressStore,
   network: TunnelNetwork,
   insert: (tunnelIp: string) => Promise<T>,
+  now: Date,
 ): Promise<T> => {
   const hosts = tunnelHostCount(network);
   for (let attempt = 0; attempt < RANDOM_PICKS; attempt++) {
     const result = await tryInsert(insert, tunnelHostAt(network, randomInt(hosts)));
     if (result.ok) return result.value;
   }
-  const used = await store.tunnelIpsInUse();
+  const used = await store.tunnelIpsInUse(now);
   for (let index = 0; index < hosts; index++) {
     const candidate = tunnelHostAt(network, index);
     if (used.has(candidate)) continue;

@@ -226,6 +226,35 @@ export class RouterOsDevice {
       });
   }
 
+  /**
+   * `/<menu> remove [find where k=v ...]` or `remove *1,*2` as the agent sends it over SSH
+   * (offboarding, docs/routeros.md "Offboarding"): the output RouterOS would print, "" on success.
+   * Menus the device has no table for (filter rules, WireGuard) hold nothing here.
+   */
+  removeWhere(
+    menu: string,
+    target: { find: Array<{ key: string; op: "=" | "~"; value: string }> } | { ids: string[] },
+  ): string {
+    if (!isTable(menu)) return "";
+    const table = this.tables[menu];
+    const ids =
+      "ids" in target
+        ? target.ids
+        : table
+            .filter((item) =>
+              target.find.every((c) =>
+                c.op === "=" ? item.props[c.key] === c.value : new RegExp(c.value).test(item.props[c.key] ?? ""),
+              ),
+            )
+            .map((item) => item.id);
+    try {
+      this.#remove(menu, table, { ids });
+      return "";
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
   #id(): string {
     return `*${(this.#nextId++).toString(16).toUpperCase()}`;
   }
