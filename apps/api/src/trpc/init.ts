@@ -87,6 +87,20 @@ export const publicProcedure = t.procedure.use(async ({ next }) => {
   return result;
 });
 
+/**
+ * A subscription's events: an AppError thrown while the stream runs (after the middleware above
+ * has returned) becomes the tRPC code of its status too, e.g. UNAUTHORIZED when the credential
+ * stops being valid (docs/api.md "Authentication").
+ */
+export async function* trpcStream<T>(events: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* events;
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    throw new TRPCError({ code: trpcCodeForStatus(error.status), message: error.message, cause: error });
+  }
+}
+
 /** A procedure that needs a verified access token carrying `scope`. */
 export const authedProcedure = (scope: TScope) =>
   publicProcedure.use(async ({ ctx, next }) => {

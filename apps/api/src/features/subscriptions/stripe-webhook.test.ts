@@ -158,7 +158,10 @@ describe("POST /v1/stripe/webhook", () => {
       withObject({ ...card, type: "x".repeat(40) }),
       withObject({ id: "pm_1", customer: { id: 5 } }, "payment_method.detached"),
       withObject({ id: customerId, invoice_settings: "pm_1" }, "customer.updated"),
-      withObject({ id: "sub_1", customer: customerId, status: "active", currency: "eur" }, "customer.subscription.updated"),
+      withObject(
+        { id: "sub_1", customer: customerId, status: "active", currency: "eur" },
+        "customer.subscription.updated",
+      ),
       withObject(
         { id: "sub_1", customer: customerId, status: "active", currency: "eur", items: { data: [{ id: 3 }] } },
         "customer.subscription.updated",

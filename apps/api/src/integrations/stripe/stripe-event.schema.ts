@@ -64,9 +64,7 @@ const ZInvoice = z.looseObject({
   attempt_count: ZInt32,
   created: ZUnix,
   subscription: ZRef.nullish(),
-  parent: z
-    .looseObject({ subscription_details: z.looseObject({ subscription: ZRef.nullish() }).nullish() })
-    .nullish(),
+  parent: z.looseObject({ subscription_details: z.looseObject({ subscription: ZRef.nullish() }).nullish() }).nullish(),
 });
 
 const ZSubscription = z.looseObject({
@@ -110,9 +108,7 @@ const objectSchemaFor = (type: string): z.ZodType | undefined => {
   }
 };
 
-export type TStripeEventCheck =
-  | { ok: true; event: Stripe.Event; handled: boolean }
-  | { ok: false; problem: string };
+export type TStripeEventCheck = { ok: true; event: Stripe.Event; handled: boolean } | { ok: false; problem: string };
 
 /**
  * Checks a verified event: the envelope always, the object for the types the system acts on
