@@ -198,6 +198,13 @@ describe("POST /v1/stripe/webhook", () => {
     // The well-formed event still goes through.
     const body = JSON.stringify(good);
     expect((await deliver(body, sign(body))).body.outcome).toBe("applied");
+    // Real Stripe's `invoice.upcoming` carries an invoice without an id: well-formed, acknowledged.
+    const { id: _none, ...upcoming } = invoice;
+    const preview = JSON.stringify({
+      ...withObject(upcoming, "invoice.upcoming"),
+      id: `evt_${crypto.randomUUID().slice(0, 8)}`,
+    });
+    expect((await deliver(preview, sign(preview))).status).toBe(200);
   });
 
   it("processes an event id once: a replay is acknowledged and changes nothing", async () => {

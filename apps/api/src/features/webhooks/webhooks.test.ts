@@ -499,7 +499,8 @@ describe("one organization's webhooks against another's", () => {
       // every request A's receivers hold is still open, and A never holds more than its share.
       const b = await h.login();
       await createWebhook(b, { url: `${receiver.url}/alive`, events: ["*"] });
-      await eventually(() => bodiesOf("/alive").length > 0, "B's delivery", 9_000);
+      // The causal check is `deadEnded` below: B must not need any of A's attempts to end first.
+      await eventually(() => bodiesOf("/alive").length > 0, "B's delivery", 30_000);
       expect(deadEnded).toBe(0);
       expect(receiver.held.length).toBeLessThanOrEqual(WEBHOOK_CONCURRENCY_PER_ORGANIZATION);
       expect(receiver.received.filter((r) => r.path.startsWith("/dead/")).length).toBeLessThan(210);

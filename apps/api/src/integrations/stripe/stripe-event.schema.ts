@@ -40,7 +40,8 @@ const ZCustomer = z.looseObject({
 });
 
 const ZInvoice = z.looseObject({
-  id: ZId,
+  // `invoice.upcoming` describes an invoice that does not exist yet: no id (acknowledged, ignored).
+  id: ZId.nullish(),
   customer: ZRef,
   number: text({ max: 255 }).nullish(),
   description: text({ multiline: true, max: 10_000 }).nullish(),
