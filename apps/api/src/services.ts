@@ -5,6 +5,7 @@ import type { AuditLogService } from "./features/audit-log/audit-log.service.ts"
 import type { AuthService } from "./features/auth/auth.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
+import type { CredentialWatch } from "./features/auth/credential-watch.ts";
 import type { TokenVerifier } from "./features/auth/token-verifier.ts";
 import type { OemService } from "./features/oem/oem.service.ts";
 import type { InvoicesService } from "./features/invoices/invoices.service.ts";
@@ -41,4 +42,6 @@ export interface Services {
   apiKeys: ApiKeysService;
   auditLog: AuditLogService;
   webhooks: WebhooksService;
+  /** Open streams end with their credential (docs/api.md "Authentication"). */
+  streams: CredentialWatch;
 }

@@ -36,12 +36,13 @@ import { PaymentMethodsService } from "./features/payment-methods/payment-method
 import { resolveDevJwtSecret } from "./features/auth/dev-secret.ts";
 import { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "./features/auth/token-verifier.ts";
+import { CredentialWatch } from "./features/auth/credential-watch.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh, unscheduleOemRefresh } from "./features/oem/oem-refresh.job.ts";
 import { OemService } from "./features/oem/oem.service.ts";
 import { agentPublicKeySource } from "./features/routers/adoption/agent-public-key.ts";
 import { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
-import { BillingMirrorService } from "./features/subscriptions/billing-mirror.service.ts";
+import { BillingMirrorService, LIVE_BILLING_READS } from "./features/subscriptions/billing-mirror.service.ts";
 import type { ReconcileResult } from "./features/subscriptions/reconcile-billing.ts";
 import { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import { SubscriptionService } from "./features/subscriptions/subscription.service.ts";
@@ -191,6 +192,7 @@ export const startApi = async ({
   const billingMirror = new BillingMirrorService({
     repository: mirrorRepository,
     reconcile: { mirror: mirrorRepository, payments, subscriptions: subscriptionGateway, now: wallClock },
+    live: createPaymentsGateway(stripeClient, LIVE_BILLING_READS),
     now: wallClock,
     onError: (error, context) => billingLogger.warn({ err: error }, context),
   });
@@ -338,6 +340,11 @@ export const startApi = async ({
       clock: eventClock,
       allowPrivate: config.events.webhookAllowPrivate,
       onChange: () => dispatcher.wake(),
+    }),
+    streams: new CredentialWatch({
+      apiKeys: apiKeyStore,
+      organizations: identity,
+      now: now ?? Date.now,
     }),
   };
   const clock = { now: () => new Date(now ? now() : Date.now()) };

@@ -4,9 +4,28 @@ import type { Services } from "../services.ts";
 /** Where adoption scripts are served; the token after it is a credential (docs/routeros.md "Adoption"). */
 export const ADOPTION_SCRIPT_PATH = "/api/adoption";
 
-/** Request logs show the path without the token. */
-export const redactAdoptionPath = (path: string): string =>
-  path.startsWith(`${ADOPTION_SCRIPT_PATH}/`) ? `${ADOPTION_SCRIPT_PATH}/[redacted]` : path;
+/** The script path however it is typed: Express matches paths case-insensitively, and tolerates more slashes. */
+const ADOPTION_PATH_ANY_CASE = /^\/+api\/+adoption\/+[^/]/i;
+/** Anything shaped like an adoption token (`ad_`, the underscore perhaps percent-encoded), anywhere. */
+const TOKEN_SHAPE = /ad(?:_|%5f)[A-Za-z0-9_%-]{8,}/gi;
+
+/**
+ * Request logs show the path without the token (docs/routeros.md "Adoption"), whatever its case,
+ * its slashes or its percent-encoding: the script path becomes `/api/adoption/[redacted]`, and a
+ * token-shaped segment of any other path is masked too.
+ */
+export const redactAdoptionPath = (path: string): string => {
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // A malformed escape: judge the raw path.
+  }
+  if (ADOPTION_PATH_ANY_CASE.test(path) || ADOPTION_PATH_ANY_CASE.test(decoded)) {
+    return `${ADOPTION_SCRIPT_PATH}/[redacted]`;
+  }
+  return path.replace(TOKEN_SHAPE, "ad_[redacted]");
+};
 
 /**
  * `GET /api/adoption/<token>`: the RouterOS script as `text/plain`, with no bearer header (the URL is

@@ -39,6 +39,17 @@ const validationMessage = (fields: TFieldErrors): string => {
   return first ? `The given data was invalid: ${first[0]} ${first[1][0]}.` : "The given data was invalid.";
 };
 
+/**
+ * tRPC's input-parser refusal (BAD_REQUEST carrying the schema's issues) as the one validation
+ * error of every transport (422 with field paths), or undefined for any other error.
+ */
+export const validationError = (error: TRPCError): AppError | undefined => {
+  const issues = (error.cause as { issues?: unknown } | undefined)?.issues;
+  if (error.code !== "BAD_REQUEST" || !isIssueList(issues)) return undefined;
+  const fields = fieldErrors(issues);
+  return new AppError("validation_failed", validationMessage(fields), { fields, cause: error.cause });
+};
+
 /** Body-parser errors carry `type` and `status`. */
 interface HttpLikeError {
   type?: string;

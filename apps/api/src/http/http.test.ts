@@ -104,7 +104,7 @@ describe("tRPC", () => {
     const updated = await plain.account.update.mutate({ address: { city: "Utrecht" } });
     expect(updated.address.city).toBe("Utrecht");
     await expect(plain.account.update.mutate({ name: "x".repeat(101) })).rejects.toMatchObject({
-      data: { httpStatus: 400, fields: { name: [expect.any(String)] } },
+      data: { code: "UNPROCESSABLE_CONTENT", httpStatus: 422, errors: { name: [expect.any(String)] } },
     });
   });
 

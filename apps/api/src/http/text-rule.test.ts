@@ -233,10 +233,11 @@ describe("the text rule on every body field", () => {
       headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" },
       body: JSON.stringify({ name: "Evil\u0000" }),
     });
-    // tRPC answers validation failures with its own BAD_REQUEST (400), fields as for REST.
-    expect(res.status).toBe(400);
-    const body = (await res.json()) as { error: { data: { fields: Record<string, string[]> } } };
-    expect(Object.keys(body.error.data.fields)).toEqual(["name"]);
+    // docs/api.md "Errors": the same 422 as REST, tRPC code UNPROCESSABLE_CONTENT, field paths in data.errors.
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { error: { data: { code: string; errors: Record<string, string[]> } } };
+    expect(body.error.data.code).toBe("UNPROCESSABLE_CONTENT");
+    expect(Object.keys(body.error.data.errors)).toEqual(["name"]);
   });
 });
 
@@ -278,9 +279,9 @@ describe("the text rule on path parameters", () => {
               headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" },
               body: input,
             });
-      const body = (await res.json()) as { error: { data: { httpStatus: number; fields: Record<string, string[]> } } };
-      expect(body.error.data.httpStatus).toBe(400);
-      expect(Object.keys(body.error.data.fields)).toContain(c.field);
+      const body = (await res.json()) as { error: { data: { httpStatus: number; errors: Record<string, string[]> } } };
+      expect([res.status, body.error.data.httpStatus]).toEqual([422, 422]);
+      expect(Object.keys(body.error.data.errors)).toContain(c.field);
       expect(await databaseFingerprint(h.db)).toEqual(counts);
     });
   }

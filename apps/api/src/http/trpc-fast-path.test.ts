@@ -109,7 +109,10 @@ describe("the tRPC fast path answers like tRPC's own adapter", () => {
       headers: json,
       body: JSON.stringify({ name: 5, email: "not-an-email" }),
     });
-    expect(single.status).toBe(400);
+    expect(single.status).toBe(422);
+    expect(single.body).toMatchObject({
+      error: { data: { code: "UNPROCESSABLE_CONTENT", httpStatus: 422, errors: { name: [expect.any(String)] } } },
+    });
     const batch = await same({
       method: "POST",
       path: "/account.update,account.update?batch=1",

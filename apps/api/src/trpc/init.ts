@@ -3,7 +3,7 @@ import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { AuthClaims } from "../features/auth/token-verifier.ts";
-import { describeError } from "../http/error-shapes.ts";
+import { describeError, validationError } from "../http/error-shapes.ts";
 import type { RequestContext } from "./context.ts";
 import { trpcCodeForStatus } from "./error-codes.ts";
 import { addressKey } from "./rate-limit.ts";
@@ -64,7 +64,8 @@ const t = initTRPC
           httpStatus: shape.data.httpStatus,
           path: shape.data.path,
           appCode: described.code,
-          ...(described.fields ? { fields: described.fields } : {}),
+          // docs/api.md "Errors": the field paths as `errors` (as on /v1); `fields` is the older name.
+          ...(described.fields ? { errors: described.fields, fields: described.fields } : {}),
           ...described.extra,
         },
       };
@@ -79,12 +80,27 @@ export const router = t.router;
  */
 export const publicProcedure = t.procedure.use(async ({ next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof AppError) {
-    const cause = result.error.cause;
-    throw new TRPCError({ code: trpcCodeForStatus(cause.status), message: cause.message, cause });
-  }
+  if (result.ok) return result;
+  // The input parser refuses with tRPC's BAD_REQUEST (400); the contract wants the 422 of REST
+  // (docs/api.md "Errors"), so a schema refusal becomes the same validation error REST renders.
+  const cause = result.error.cause instanceof AppError ? result.error.cause : validationError(result.error);
+  if (cause) throw new TRPCError({ code: trpcCodeForStatus(cause.status), message: cause.message, cause });
   return result;
 });
+
+/**
+ * A subscription's events: an AppError thrown while the stream runs (after the middleware above
+ * has returned) becomes the tRPC code of its status too, e.g. UNAUTHORIZED when the credential
+ * stops being valid (docs/api.md "Authentication").
+ */
+export async function* trpcStream<T>(events: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* events;
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    throw new TRPCError({ code: trpcCodeForStatus(error.status), message: error.message, cause: error });
+  }
+}
 
 /** A procedure that needs a verified access token carrying `scope`. */
 export const authedProcedure = (scope: TScope) =>

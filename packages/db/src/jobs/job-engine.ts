@@ -75,6 +75,11 @@ export interface JobWorkOptions {
   groupConcurrency?: number;
   /** Handlers of this queue running at once in this process. */
   localConcurrency?: number;
+  /**
+   * Jobs of one group running at once in this process, counted in memory and exactly (a job
+   * fetched past it is put back at once); cannot be combined with `groupConcurrency`.
+   */
+  localGroupConcurrency?: number;
   /** Poll period when no notification wakes the worker (pg-boss minimum 0.5). */
   pollingIntervalSeconds?: number;
   /** Errors that retrying cannot fix: the job goes straight to the dead-letter queue. */
@@ -298,6 +303,9 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
           // so the backstop poll must stay as short as the plain one.
           notifyPollingIntervalSeconds: workOptions.pollingIntervalSeconds ?? 2,
           ...(workOptions.groupConcurrency === undefined ? {} : { groupConcurrency: workOptions.groupConcurrency }),
+          ...(workOptions.localGroupConcurrency === undefined
+            ? {}
+            : { localGroupConcurrency: workOptions.localGroupConcurrency }),
           includeMetadata: true,
           perJobResults: true,
         },

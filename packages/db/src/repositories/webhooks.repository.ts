@@ -126,7 +126,13 @@ const messageIdOf = (deliveryId: string) => `msg_${deliveryId.replaceAll("-", ""
 const queueDeliveries = async (
   engine: DeliveryEnqueuer,
   query: Query,
-  rows: ReadonlyArray<{ webhookId: string; auditId: string | null; eventType: string; body: string }>,
+  rows: ReadonlyArray<{
+    webhookId: string;
+    organizationId: string;
+    auditId: string | null;
+    eventType: string;
+    body: string;
+  }>,
   now: Date,
 ): Promise<string[]> => {
   if (rows.length === 0) return [];
@@ -151,10 +157,20 @@ const queueDeliveries = async (
       now.getTime(),
     ],
   );
-  const queued = inserted.map((r) => String(r.id));
+  const queued = new Set(inserted.map((r) => String(r.id)));
   // The job commits with the delivery row (same transaction), so neither exists without the other.
-  for (const id of queued) await engine.send(WEBHOOK_DELIVERY_QUEUE, { delivery_id: id }, { executor: query });
-  return queued;
+  // Its group is the organization: the worker runs only a few of one organization's deliveries at
+  // once, so its slow or dead receivers cannot hold every slot (docs/api.md "Audit log and webhooks").
+  for (const [i, id] of ids.entries()) {
+    if (!queued.has(id)) continue;
+    const group = rows[i]?.organizationId;
+    await engine.send(
+      WEBHOOK_DELIVERY_QUEUE,
+      { delivery_id: id },
+      { executor: query, ...(group === undefined ? {} : { group }) },
+    );
+  }
+  return [...queued];
 };
 
 /**
@@ -170,8 +186,17 @@ export class WebhooksRepository {
     this.#engine = engine;
   }
 
-  async create(input: NewWebhook, origin: AuditOrigin): Promise<WebhookRecord> {
+  /**
+   * Stores a webhook unless its organization already holds `maxPerOrganization` (then null). The
+   * organization row is locked first, so parallel creates cannot pass the cap together.
+   */
+  async create(input: NewWebhook, origin: AuditOrigin, maxPerOrganization: number): Promise<WebhookRecord | null> {
     return this.#db.transaction(async (query) => {
+      await query("select id from organizations where id = $1 for update", [input.organizationId]);
+      const [held] = await query<Row>("select count(*)::int as n from webhooks where organization_id = $1", [
+        input.organizationId,
+      ]);
+      if (toNumber(held?.n ?? 0) >= maxPerOrganization) return null;
       const rows = await query<Row>(
         `insert into webhooks as w (id, organization_id, url, events, description, format, secret_ciphertext, created_at)
          values (gen_random_uuid(), $1, $2, $3::jsonb, $4, $5, $6, to_timestamp($7::float8 / 1000.0))
@@ -249,9 +274,12 @@ export class WebhooksRepository {
   /** A delivery outside the audit log (`webhook.test`), queued at once. */
   async queueTest(webhookId: string, eventType: string, body: string, now: Date): Promise<DeliveryRecord> {
     await this.#engine.ready?.();
-    const [id] = await this.#db.transaction((query) =>
-      queueDeliveries(this.#engine, query, [{ webhookId, auditId: null, eventType, body }], now),
-    );
+    const [id] = await this.#db.transaction(async (query) => {
+      const [hook] = await query<Row>("select organization_id from webhooks where id = $1", [webhookId]);
+      if (!hook) return [];
+      const organizationId = String(hook.organization_id);
+      return queueDeliveries(this.#engine, query, [{ webhookId, organizationId, auditId: null, eventType, body }], now);
+    });
     const delivery = id ? await this.delivery(id) : null;
     if (!delivery) throw new Error("test delivery was not stored");
     return delivery.delivery;
@@ -289,13 +317,20 @@ export class WebhooksRepository {
           [organizations],
         )
       ).map(webhookFromRow);
-      const rows: Array<{ webhookId: string; auditId: string; eventType: string; body: string }> = [];
+      const rows: Array<{
+        webhookId: string;
+        organizationId: string;
+        auditId: string;
+        eventType: string;
+        body: string;
+      }> = [];
       for (const entry of entries) {
         for (const hook of hooks) {
           if (hook.organizationId !== entry.organizationId) continue;
           if (!hook.events.includes("*") && !hook.events.includes(entry.action)) continue;
           rows.push({
             webhookId: hook.id,
+            organizationId: hook.organizationId,
             auditId: entry.id,
             eventType: entry.action,
             body: render(entry, hook.format),

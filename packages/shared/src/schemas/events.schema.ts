@@ -10,6 +10,8 @@ export const EVENT_LIMITS = {
   webhookUrl: 2048,
   webhookDescription: 500,
   webhookEvents: 50,
+  /** Webhooks one organization may hold, disabled ones included (the next: 429). */
+  webhooksPerOrganization: 20,
   /** Bytes of a webhook target's answer kept in the delivery log. */
   responseBodyBytes: 1024,
   deliveryPage: 100,

@@ -1,18 +1,33 @@
 import type { BillingMirrorRepository, MirrorAccount, MirrorCard, MirrorInvoice } from "@fleet/db";
-import type { InvoiceSnapshot } from "../../integrations/stripe/payments-gateway.ts";
+import type { InvoiceSnapshot, PaymentsGateway } from "../../integrations/stripe/payments-gateway.ts";
 import type { SubscriptionSnapshot } from "../../integrations/stripe/subscription-gateway.ts";
 import { type ReconcileBillingDeps, type ReconcileResult, reconcileBilling } from "./reconcile-billing.ts";
 
 export interface BillingMirrorServiceDeps {
   repository: BillingMirrorRepository;
   reconcile: ReconcileBillingDeps;
+  /**
+   * The processor, read by the lists first (a short timeout, no retries): while it answers, the
+   * lists show its current state; only when it does not do they answer from the mirror.
+   */
+  live?: Pick<PaymentsGateway, "listCards" | "listInvoices">;
   now: () => Date;
   /** Called with failures that must not fail the request (a reconciliation while the processor is down). */
   onError: (error: unknown, context: string) => void;
 }
 
+/** Ids in byte order (the mirror's `collate "C"`): the processor's ids grow with time in that order. */
+const byteOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /** Events carry whole seconds: a write of ours in the same second must not outrank the event that follows it. */
 const wholeSecond = (date: Date): Date => new Date(Math.floor(date.getTime() / 1000) * 1000);
+
+/**
+ * How the lists read the processor (docs/billing.md "Billing mirror"): one try of at most 8 s,
+ * then the mirror answers. An unreachable processor (refused, reset) fails at once; the SDK's usual
+ * retries and 10 s timeout would hold a list for half a minute while it hangs.
+ */
+export const LIVE_BILLING_READS = { timeout: 8_000, maxNetworkRetries: 0 } as const;
 
 /** Key of the PostgreSQL advisory lock that makes the periodic reconciliation one-at-a-time in a cluster. */
 export const RECONCILE_LOCK_KEY = 7_010_001;
@@ -36,14 +51,38 @@ export class BillingMirrorService {
     );
   }
 
-  async cards(account: MirrorAccount): Promise<Array<MirrorCard & { isDefault: boolean }>> {
+  /**
+   * The account's cards, oldest first: the processor's current list while it answers (a card saved
+   * or removed a moment ago, whose event has not arrived yet, is listed as it now is); the mirror's
+   * when it does not (docs/billing.md "Billing mirror").
+   */
+  async cards(account: MirrorAccount): Promise<MirrorCard[]> {
     await this.#ensureSynced(account);
-    return this.#deps.repository.listCards(account.id);
+    const live = await this.#live("cards", (gateway) => gateway.listCards(account.stripeCustomerId));
+    if (!live) return this.#deps.repository.listCards(account.id);
+    return live
+      .filter((card) => card.type === "card")
+      .sort((a, b) => a.created.getTime() - b.created.getTime() || byteOrder(a.id, b.id));
   }
 
+  /** The account's invoices, newest first, at most `limit`: the processor's, else the mirror's (as `cards`). */
   async invoices(account: MirrorAccount, limit: number): Promise<MirrorInvoice[]> {
     await this.#ensureSynced(account);
-    return this.#deps.repository.listInvoices(account.id, limit);
+    const live = await this.#live("invoices", (gateway) => gateway.listInvoices(account.stripeCustomerId, limit));
+    if (!live) return this.#deps.repository.listInvoices(account.id, limit);
+    return live.sort((a, b) => b.created.getTime() - a.created.getTime() || byteOrder(b.id, a.id)).slice(0, limit);
+  }
+
+  /** A read of the processor, or undefined when there is no live gateway or it did not answer. */
+  async #live<T>(what: string, read: (gateway: NonNullable<BillingMirrorServiceDeps["live"]>) => Promise<T>) {
+    const gateway = this.#deps.live;
+    if (!gateway) return undefined;
+    try {
+      return await read(gateway);
+    } catch (error) {
+      this.#deps.onError(error, `the payment processor did not answer; listing ${what} from the billing mirror`);
+      return undefined;
+    }
   }
 
   async cardSaved(accountId: string, card: MirrorCard, isDefault: boolean): Promise<void> {

@@ -10,7 +10,7 @@ export const createWebhook = authedProcedure("routers:write")
       tags: ["webhooks"],
       summary: "Create an outbound webhook",
       description:
-        'Audit actions (or "*") are POSTed to `url`, signed per Standard Webhooks with `secret` (shown only here). `url` must be https to a publicly routed address. `"format": "slack"` sends `{"text"}` for Slack incoming webhooks.',
+        'Audit actions (or "*") are POSTed to `url`, signed per Standard Webhooks with `secret` (shown only here). `url` must be https to a publicly routed address. `"format": "slack"` sends `{"text"}` for Slack incoming webhooks. At most 20 per organization (the 21st: 429 with `Retry-After`).',
       successDescription: "Created",
     },
     successStatus: 201,

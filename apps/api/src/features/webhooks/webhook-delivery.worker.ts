@@ -14,6 +14,16 @@ export const WEBHOOK_DISABLE_AFTER_MS = 3 * DAY_MS;
  * capped at 6 h, they span more than three days, so the three-day rule decides, not the count.
  */
 export const WEBHOOK_RETRY_LIMIT = 40;
+/** Deliveries in flight at once per API process (docs/api.md "Audit log and webhooks"). */
+export const WEBHOOK_CONCURRENCY = 16;
+/**
+ * Of those, at most this many of one organization (each delivery's job group is its
+ * organization): one organization's dead receivers hold at most these slots for a timeout each,
+ * and the rest serve everyone else. Counted per process and exactly (pg-boss's in-memory group
+ * count; a job fetched past it goes straight back to the queue), not cluster-wide, where two
+ * fetches racing could both pass a database count.
+ */
+export const WEBHOOK_CONCURRENCY_PER_ORGANIZATION = 4;
 
 type WorkerEngine = Pick<JobEngine, "defineQueue" | "work" | "offWork">;
 
@@ -30,6 +40,11 @@ export interface WebhookWorkerDeps {
   pollingIntervalSeconds?: number;
   /** Deliveries in flight at once in this process: a slow target holds one slot, never the API. */
   concurrency?: number;
+  /**
+   * Deliveries of one organization in flight at once in this process: however many slow or dead
+   * receivers an organization has, the other slots stay free for the others.
+   */
+  perOrganization?: number;
   timeoutMs?: number;
 }
 
@@ -50,7 +65,8 @@ export class WebhookDeliveryWorker {
       send: sendWebhook,
       retryDelaySeconds: 5,
       pollingIntervalSeconds: 2,
-      concurrency: 8,
+      concurrency: WEBHOOK_CONCURRENCY,
+      perOrganization: WEBHOOK_CONCURRENCY_PER_ORGANIZATION,
       timeoutMs: 10_000,
       ...deps,
     };
@@ -71,7 +87,11 @@ export class WebhookDeliveryWorker {
     });
     await engine.work<{ delivery_id?: string }>(
       WEBHOOK_DELIVERY_QUEUE,
-      { localConcurrency: this.#d.concurrency, pollingIntervalSeconds: this.#d.pollingIntervalSeconds },
+      {
+        localConcurrency: this.#d.concurrency,
+        localGroupConcurrency: Math.min(this.#d.perOrganization, this.#d.concurrency),
+        pollingIntervalSeconds: this.#d.pollingIntervalSeconds,
+      },
       (job) => this.#attempt(job),
     );
   }

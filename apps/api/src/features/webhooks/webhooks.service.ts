@@ -24,6 +24,9 @@ export interface WebhooksServiceDeps {
 
 const notFound = () => new AppError("not_found", "Webhook not found.");
 
+/** A cap that frees only when the organization deletes a webhook: a retry in a minute is a guess. */
+const WEBHOOK_CAP_RETRY_AFTER_SECONDS = 60;
+
 /** Outbound webhooks of an organization (docs/api.md "Audit log and webhooks"). */
 export class WebhooksService {
   readonly #d: WebhooksServiceDeps;
@@ -54,7 +57,19 @@ export class WebhooksService {
         createdAt: this.#d.clock.now(),
       },
       origin,
+      EVENT_LIMITS.webhooksPerOrganization,
     );
+    if (!webhook) {
+      const max = EVENT_LIMITS.webhooksPerOrganization;
+      throw new AppError(
+        "rate_limited",
+        `This organization already has ${max} webhooks, the most allowed. Delete one to create another.`,
+        {
+          extra: { limit: max, retry_after_seconds: WEBHOOK_CAP_RETRY_AFTER_SECONDS },
+          retryAfterSeconds: WEBHOOK_CAP_RETRY_AFTER_SECONDS,
+        },
+      );
+    }
     this.#d.onChange();
     return { ...toWebhookResponse(webhook), secret };
   }

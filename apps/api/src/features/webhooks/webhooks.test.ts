@@ -4,10 +4,12 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { AuditLogRepository, ForwardsRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
 import { databaseFingerprint, makeAccount, makeRouter } from "@fleet/db/testing";
-import { ManualClock } from "@fleet/shared";
+import { EVENT_LIMITS, ManualClock } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../client.ts";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+import { WEBHOOK_CONCURRENCY_PER_ORGANIZATION } from "./webhook-delivery.worker.ts";
 import { checkWebhookUrl, sendWebhook } from "./webhook-target.ts";
 
 interface Received {
@@ -438,6 +440,86 @@ describe("delivery", () => {
   });
 });
 
+describe("one organization's webhooks against another's", () => {
+  it("at most 20 webhooks per organization, also under parallel creates: the 21st is 429 with Retry-After and changes nothing", async () => {
+    const max = EVENT_LIMITS.webhooksPerOrganization;
+    expect(max).toBe(20);
+    const user = await h.login();
+    const other = await h.login();
+    const body = (i: number) => ({ url: `http://127.0.0.1:9/cap/${i}`, events: ["router.offline"] });
+    for (let i = 0; i < max - 5; i++) await createWebhook(user, body(i));
+    // Ten at once for the last five places: exactly five pass.
+    const parallel = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        h.request("POST", "/api/webhooks", { token: user.token, body: body(100 + i) }),
+      ),
+    );
+    expect(parallel.map((r) => r.status).sort()).toEqual([...Array(5).fill(201), ...Array(5).fill(429)]);
+    for (const refusedOne of parallel.filter((r) => r.status === 429)) {
+      expect(Number(refusedOne.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(refusedOne.body).toMatchObject({ status: "fail", code: "rate_limited" });
+    }
+    const listed = (await h.request("GET", "/api/webhooks", { token: user.token })).body.data;
+    expect(listed).toHaveLength(max);
+    // Nothing of the organization changed (other tests' deliveries may be retrying meanwhile, so
+    // the whole database is not compared).
+    const state = async () =>
+      JSON.stringify([
+        await h.db.query("select id, url from webhooks where organization_id = $1 order by id", [user.organizationId]),
+        await h.db.query("select count(*)::int as n from audit_log where organization_id = $1", [user.organizationId]),
+      ]);
+    const before = await state();
+    const over = await h.request("POST", "/api/webhooks", { token: user.token, body: body(999) });
+    expect(await state()).toBe(before);
+    expect(over.status).toBe(429);
+    expect(over.body.message).toMatch(/20 webhooks/);
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Another organization is not counted against this one.
+    await createWebhook(other, body(0));
+    // Deleting one frees a place.
+    expect((await h.request("DELETE", `/api/webhooks/${listed[0].id}`, { token: user.token })).status).toBe(204);
+    await createWebhook(user, body(1000));
+    expect((await h.request("POST", "/api/webhooks", { token: user.token, body: body(1001) })).status).toBe(429);
+  });
+
+  it("one organization's receivers that never answer do not delay another organization's delivery", async () => {
+    receiver = await startReceiver();
+    let deadEnded = 0;
+    receiver.setRespond((req, res) => {
+      if (!req.path.startsWith("/dead/")) return void res.writeHead(204).end();
+      receiver.held.push(res);
+      res.on("close", () => {
+        deadEnded += 1;
+      });
+    });
+    // Tenant A: 20 webhooks at a receiver that never answers, each subscribed to everything, so
+    // creating them alone queues 210 deliveries (each creation is an event for those before it).
+    const a = await h.login();
+    const dead: string[] = [];
+    for (let i = 0; i < EVENT_LIMITS.webhooksPerOrganization; i++) {
+      dead.push((await createWebhook(a, { url: `${receiver.url}/dead/${i}`, events: ["*"] })).id);
+    }
+    try {
+      await eventually(
+        () => receiver.held.length >= WEBHOOK_CONCURRENCY_PER_ORGANIZATION,
+        "A's receivers hold requests",
+      );
+      // Tenant B's delivery must not wait for A's attempts to time out (10 s): it arrives while
+      // every request A's receivers hold is still open, and A never holds more than its share.
+      const b = await h.login();
+      await createWebhook(b, { url: `${receiver.url}/alive`, events: ["*"] });
+      // The causal check is `deadEnded` below: B must not need any of A's attempts to end first.
+      await eventually(() => bodiesOf("/alive").length > 0, "B's delivery", 30_000);
+      expect(deadEnded).toBe(0);
+      expect(receiver.held.length).toBeLessThanOrEqual(WEBHOOK_CONCURRENCY_PER_ORGANIZATION);
+      expect(receiver.received.filter((r) => r.path.startsWith("/dead/")).length).toBeLessThan(210);
+    } finally {
+      // Deleting A's webhooks drops their backlog, so nothing keeps retrying into later tests.
+      for (const id of dead) await h.request("DELETE", `/api/webhooks/${id}`, { token: a.token });
+    }
+  }, 60_000);
+});
+
 describe("SSRF rules without WEBHOOK_ALLOW_PRIVATE", () => {
   const lookup = (map: Record<string, string[]>) => async (host: string) => {
     const found = map[host];
@@ -472,6 +554,51 @@ describe("SSRF rules without WEBHOOK_ALLOW_PRIVATE", () => {
       expect((await checkWebhookUrl(url, false, resolve)).ok, url).toBe(false);
     }
     expect((await checkWebhookUrl("http://127.0.0.1:9/", true, resolve)).ok).toBe(true);
+  });
+
+  // docs/api.md "Audit log and webhooks": an IPv6 literal that embeds an IPv4 address is judged by
+  // the IPv4 address inside it, at creation (over HTTP, on an API without WEBHOOK_ALLOW_PRIVATE)
+  // and at delivery.
+  const EMBEDDED = [
+    "https://[::127.0.0.1]/",
+    "https://[::10.0.0.1]/",
+    "https://[::7f00:1]/",
+    "https://[::ffff:7f00:1]/",
+    "https://[::ffff:0:a9fe:a9fe]/",
+    "https://[64:ff9b::169.254.169.254]/",
+    "https://[64:ff9b::a00:1]/",
+    "https://[2002:7f00:1::1]/",
+    "https://[2002:c0a8:101::]/",
+  ];
+
+  it("refuses IPv6 literals that embed a non-public IPv4 address with 422, changing nothing", async () => {
+    const strict = await startApiHarness();
+    try {
+      const user = await strict.login();
+      for (const url of EMBEDDED) {
+        const res = await strict.refused("POST", "/api/webhooks", { token: user.token, body: { url, events: ["*"] } });
+        expect([url, res.status, Object.keys(res.body.data ?? {})]).toEqual([url, 422, ["url"]]);
+      }
+      // The same forms around a public IPv4 address pass (public-address.test.ts has the rest).
+      for (const url of ["https://[::ffff:808:808]/", "https://[64:ff9b::8.8.8.8]/", "https://[2002:808:808::1]/"]) {
+        expect((await checkWebhookUrl(url, false)).ok, url).toBe(true);
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it("an embedded loopback address is refused at delivery too, before any connection", async () => {
+    receiver = await startReceiver();
+    const port = new URL(receiver.url).port;
+    // ::ffff:127.0.0.1 reaches the IPv4 receiver through the dual-stack socket when not refused.
+    for (const url of [`http://[::ffff:127.0.0.1]:${port}/x`, `http://[::127.0.0.1]:${port}/x`]) {
+      const result = await sendWebhook({ url, headers: {}, body: "{}" }, { allowPrivate: false, timeoutMs: 2_000 });
+      expect([url, result.status]).toEqual([url, null]);
+      expect(result.error).toMatch(/refused/);
+    }
+    expect(receiver.received).toEqual([]);
+    for (const url of EMBEDDED) expect((await checkWebhookUrl(url, false)).ok, url).toBe(false);
   });
 
   it("checks the resolved address again at delivery: nothing reaches a loopback target", async () => {

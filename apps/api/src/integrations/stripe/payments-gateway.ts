@@ -120,8 +120,12 @@ const isMissing = (error: unknown): boolean =>
  * Every write carries an idempotency key: a fresh one per logical operation, so the SDK's own
  * network retries replay it safely while a later, deliberate repeat (make A default again after B)
  * really runs.
+ *
+ * `reads`: request options of the list calls (`listCards`, `defaultPaymentMethodId`,
+ * `listInvoices`), e.g. a short timeout and no retries for a gateway whose reads fall back to the
+ * billing mirror when the processor does not answer (docs/billing.md "Billing mirror").
  */
-export const createPaymentsGateway = (stripe: Stripe): PaymentsGateway => ({
+export const createPaymentsGateway = (stripe: Stripe, reads: Stripe.RequestOptions = {}): PaymentsGateway => ({
   createSetupIntent: (customerId) =>
     callStripe(async () => {
       const intent = await stripe.setupIntents.create(
@@ -182,14 +186,14 @@ export const createPaymentsGateway = (stripe: Stripe): PaymentsGateway => ({
   listCards: (customerId) =>
     callStripe(async () => {
       const cards = await stripe.paymentMethods
-        .list({ customer: customerId, type: "card", limit: 100 })
+        .list({ customer: customerId, type: "card", limit: 100 }, reads)
         .autoPagingToArray({ limit: MAX_CARDS });
       return cards.map(toCard);
     }),
 
   defaultPaymentMethodId: (customerId) =>
     callStripe(async () => {
-      const customer = await stripe.customers.retrieve(customerId);
+      const customer = await stripe.customers.retrieve(customerId, {}, reads);
       if (customer.deleted) return null;
       const value = customer.invoice_settings?.default_payment_method;
       return typeof value === "string" ? value : (value?.id ?? null);
@@ -206,7 +210,7 @@ export const createPaymentsGateway = (stripe: Stripe): PaymentsGateway => ({
 
   listInvoices: (customerId, limit) =>
     callStripe(async () => {
-      const page = await stripe.invoices.list({ customer: customerId, limit });
+      const page = await stripe.invoices.list({ customer: customerId, limit }, reads);
       return page.data.map(toInvoice);
     }),
   retryOpenInvoices: (customerId) =>

@@ -4,8 +4,20 @@ import path from "node:path";
 import { AppError } from "@fleet/shared";
 import Stripe from "stripe";
 
-/** Stripe's default: a signature older than five minutes is refused (replays). */
+/**
+ * Stripe's default: a signature older than five minutes is refused (replays); so is one more than
+ * five minutes in the future (a clock-skewed or forged timestamp the SDK alone would accept).
+ */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
+
+/** The `t=` of a `Stripe-Signature` header, or undefined when it has none or it is not a number. */
+const signedAt = (header: string): number | undefined => {
+  for (const part of header.split(",")) {
+    const [key, value] = part.split("=", 2);
+    if (key?.trim() === "t" && value !== undefined && /^\d{1,12}$/.test(value.trim())) return Number(value.trim());
+  }
+  return undefined;
+};
 
 /** Checks a delivery's `Stripe-Signature` over the exact bytes received and returns the event. */
 export type WebhookVerifier = (rawBody: Buffer, signature: string | undefined) => Stripe.Event;
@@ -22,8 +34,9 @@ export const createWebhookVerifier = (secret: string | undefined, now: () => num
       throw new AppError("bad_request", "Webhooks are not configured: set STRIPE_WEBHOOK_SECRET.");
     }
     if (!signature) throw new AppError("bad_request", "The Stripe-Signature header is missing.");
+    let event: Stripe.Event;
     try {
-      return webhooks.constructEvent(
+      event = webhooks.constructEvent(
         rawBody,
         signature,
         secret,
@@ -41,6 +54,12 @@ export const createWebhookVerifier = (secret: string | undefined, now: () => num
           : "The Stripe-Signature header does not match the body.",
       );
     }
+    // The SDK refuses only old timestamps; a signature dated ahead of now would stay replayable.
+    const t = signedAt(signature);
+    if (t !== undefined && t - now() / 1000 > SIGNATURE_TOLERANCE_SECONDS) {
+      throw new AppError("bad_request", "The Stripe-Signature timestamp is more than 5 minutes in the future.");
+    }
+    return event;
   };
 };
 

@@ -191,6 +191,29 @@ describe("GET <adoption url>", () => {
     expect(logs).not.toContain("BBBBBBBBBBBBBBBBBBBB");
   });
 
+  it("never writes the token into the request log whatever the case, slashes or escapes of the path", async () => {
+    const user = await billedUser();
+    const { adoption } = await enroll(user);
+    const token = adoption.url.split("/").pop() ?? "";
+    const before = logLines.length;
+    // Express matches paths case-insensitively: the script is served at these too.
+    for (const path of [`/API/ADOPTION/${token}`, `/Api/Adoption/${token}`, `/api/ADOPTION/${token}/`]) {
+      expect((await fetchScript(`${h.api.url}${path}`)).status, path).toBe(200);
+    }
+    for (const path of [
+      `//api//adoption/${token}`,
+      `/api/adoptio%6E/${token}`,
+      `/API/%61doption/${token}`,
+      `/api/elsewhere/${token}`,
+      `/api/adoption/${token.replace("ad_", "ad%5F")}`,
+    ]) {
+      await fetchScript(`${h.api.url}${path}`);
+    }
+    const logs = logLines.slice(before).join("");
+    expect(logs.match(/"msg":"request"/g)?.length).toBe(8);
+    expect(logs).not.toContain(token.slice(3));
+  });
+
   it.each([
     ['quotes "and" \\backslashes\\'],
     ["dollar $name and $(expr) and ?help"],
