@@ -164,8 +164,7 @@ describe("the operator console", () => {
         await heading("Fleet").waitFor();
 
         // Billing: no account yet (the API's 422 answer), then a field error beside its field.
-        // (The refused create answers 400 over tRPC today, where docs/api.md "Errors" says 422.)
-        expectedFailures = ["422 account.get", "422 account.create", "400 account.create"];
+        expectedFailures = ["422 account.get", "422 account.create"];
         await nav("Billing").click();
         await page.getByRole("heading", { name: "Create the billing account" }).waitFor();
         const name = page.getByRole("textbox", { name: "Company or name" });

@@ -18,10 +18,10 @@ export type Forward = Outputs["forwards"]["list"][number];
 /** Same origin: the API serves the console; the credential is read per request. */
 export const makeClient = () => createClient({ url: window.location.origin, token: () => session.token() });
 
-/** The server's field errors (`data.fields`: `{ "address.country": ["..."] }`), empty when none. */
+/** The server's field errors (`data.errors`: `{ "address.country": ["..."] }`, docs/api.md "Errors"), empty when none. */
 export const fieldErrors = (error: unknown): Record<string, string[]> =>
   error instanceof TRPCClientError
-    ? ((error.data as { fields?: Record<string, string[]> } | undefined)?.fields ?? {})
+    ? ((error.data as { errors?: Record<string, string[]> } | undefined)?.errors ?? {})
     : {};
 
 export const httpStatus = (error: unknown): number | undefined =>
