@@ -77,6 +77,8 @@ export interface ApiConfig {
   events: {
     /** `AUDIT_RETENTION_DAYS` (default 365): audit entries older than this are pruned. */
     auditRetentionDays: number;
+    /** `METRICS_RETENTION_DAYS` (default 400): hourly downtime older than this is pruned. */
+    metricsRetentionDays: number;
     /** `WEBHOOK_ALLOW_PRIVATE` (default false): webhooks may use http and loopback/private addresses. */
     webhookAllowPrivate: boolean;
     /** `WEBHOOK_ENCRYPTION_KEY` (>= 32 bytes): encrypts webhook secrets at rest; dev: generated in DATA_DIR. */
@@ -174,6 +176,7 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
     adoption: loadAdoptionConfig(env),
     events: {
       auditRetentionDays: envInt(env, "AUDIT_RETENTION_DAYS", 365, 1, 36_500),
+      metricsRetentionDays: envInt(env, "METRICS_RETENTION_DAYS", 400, 1, 36_500),
       webhookAllowPrivate: envBool(env, "WEBHOOK_ALLOW_PRIVATE", false),
       webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),
     },

@@ -7,6 +7,7 @@ import {
   BillingMirrorRepository,
   ApiKeysRepository,
   AuditLogRepository,
+  AvailabilityRepository,
   type Database,
   ForwardsRepository,
   IdentityRepository,
@@ -29,6 +30,8 @@ import { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import { AuditLogService } from "./features/audit-log/audit-log.service.ts";
 import { pruneAuditLog } from "./features/audit-log/prune-audit-log.job.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
+import { AvailabilityService } from "./features/availability/availability.service.ts";
+import { pruneDowntime } from "./features/availability/prune-downtime.job.ts";
 import { ForwardsService } from "./features/forwards/forwards.service.ts";
 import { InvoicesService } from "./features/invoices/invoices.service.ts";
 import { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
@@ -258,6 +261,7 @@ export const startApi = async ({
     sshUser: adoptionConfig.sshUser,
     tunnelNetwork: adoptionConfig.tunnelNetwork,
   });
+  const availability = new AvailabilityRepository(db);
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -308,6 +312,7 @@ export const startApi = async ({
       forget: (hash) => apiKeys.forget(hash),
     }),
     auditLog: new AuditLogService(auditLog),
+    availability: new AvailabilityService({ availability, routers: new RoutersRepository(db), clock: routersClock }),
     webhooks: new WebhooksService({
       webhooks: webhookStore,
       secrets,
@@ -371,6 +376,18 @@ export const startApi = async ({
         clock: domainClock ?? clock,
         retentionDays: config.events.auditRetentionDays,
         logger: logger.child({ job: "audit-prune" }),
+      }),
+  });
+  // docs/api.md "Availability": METRICS_RETENTION_DAYS of hourly downtime, pruned hourly.
+  scheduledTasks.push({
+    queue: "downtime.prune",
+    cron: "37 * * * *",
+    run: () =>
+      pruneDowntime({
+        downtime: availability,
+        clock: domainClock ?? clock,
+        retentionDays: config.events.metricsRetentionDays,
+        logger: logger.child({ job: "downtime-prune" }),
       }),
   });
   const registeredTasks: RegisteredTask[] = [];

@@ -35,3 +35,5 @@ export * from "./env/tunnel-network-env.ts";
 export * from "./runtime/request-context.ts";
 export * from "./schemas/events.schema.ts";
 export * from "./rules/public-address.ts";
+export * from "./rules/availability.ts";
+export * from "./schemas/availability.schema.ts";

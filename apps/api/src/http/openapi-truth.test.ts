@@ -172,6 +172,15 @@ describe("the OpenAPI document tells the truth", () => {
     await call("GET", "/api/audit-log?limit=2", { token: t });
     await call("GET", "/api/audit-log?limit=0", { token: t });
     await call("GET", "/api/audit-log");
+    await call("GET", "/api/availability?from=2026-11-01&to=2026-11-02", { token: t });
+    await call("GET", "/api/availability?format=csv", { token: t });
+    await call("GET", "/api/availability?from=2026-11-02&to=2026-11-01", { token: t });
+    await call("GET", "/api/availability", { token: reader.token, headers: { accept: "text/csv" } });
+    await call("GET", "/api/availability");
+    const watched = await makeRouter(h.db, owner);
+    await call("GET", `/api/routers/${watched.id}/availability?granularity=month`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/availability?from=nope`, { token: t });
+    await call("GET", `/api/routers/${UNKNOWN}/availability`, { token: t });
     const hook = await call("POST", "/api/webhooks", {
       token: t,
       body: { url: "https://hooks.example.com/fleet", events: ["router.offline"] },

@@ -2,6 +2,7 @@ import { accountRouter } from "../features/account/account.routes.ts";
 import { apiKeysRouter } from "../features/api-keys/api-keys.routes.ts";
 import { auditLogRouter } from "../features/audit-log/audit-log.routes.ts";
 import { authRouter } from "../features/auth/auth.routes.ts";
+import { availabilityRouter } from "../features/availability/availability.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
@@ -20,6 +21,7 @@ export const appRouter = router({
   apiKeys: apiKeysRouter,
   auditLog: auditLogRouter,
   webhooks: webhooksRouter,
+  availability: availabilityRouter,
 });
 
 export type AppRouter = typeof appRouter;

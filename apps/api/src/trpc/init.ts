@@ -38,6 +38,16 @@ export interface RestSurface {
   auth?: "token" | "none" | "login-hook";
   /** The request body's schema for /openapi.json when the input schema cannot show it (a preprocess). */
   body?: z.ZodType;
+  /**
+   * The REST answer is text, not JSON: the procedure's string output sent as this media type;
+   * tRPC still answers the string as JSON.
+   */
+  text?: "text/plain";
+  /**
+   * The REST answer may also be CSV (docs/api.md "Availability"): with `Accept: text/csv` or
+   * `?format=csv`, the rows of the JSend `data` as CSV with these columns, a header line first.
+   */
+  csv?: { columns: readonly string[] };
 }
 
 const t = initTRPC

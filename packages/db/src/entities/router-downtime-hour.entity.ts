@@ -8,6 +8,8 @@ import { Router } from "./router.entity.ts";
 export const RouterDowntimeHour = defineEntity({
   name: "RouterDowntimeHour",
   tableName: "router_downtime_hours",
+  // Retention deletes by age (docs/api.md "Availability"); reads go by the primary key.
+  indexes: [{ name: "router_downtime_hours_hour_brin", properties: ["hour"], type: "brin" }],
   properties: {
     router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
     /** Start of the UTC hour. */
