@@ -3,6 +3,7 @@ import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import type { AuditLogService } from "./features/audit-log/audit-log.service.ts";
 import type { AuthService } from "./features/auth/auth.service.ts";
 import type { AvailabilityService } from "./features/availability/availability.service.ts";
+import type { BackupsService } from "./features/backups/backups.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import type { TokenVerifier } from "./features/auth/token-verifier.ts";
@@ -36,4 +37,5 @@ export interface Services {
   auditLog: AuditLogService;
   webhooks: WebhooksService;
   availability: AvailabilityService;
+  backups: BackupsService;
 }

@@ -8,6 +8,8 @@ import {
   ApiKeysRepository,
   AuditLogRepository,
   AvailabilityRepository,
+  ConfigBackupsRepository,
+  queueBackupJob,
   type Database,
   ForwardsRepository,
   IdentityRepository,
@@ -32,6 +34,7 @@ import { pruneAuditLog } from "./features/audit-log/prune-audit-log.job.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
 import { AvailabilityService } from "./features/availability/availability.service.ts";
 import { pruneDowntime } from "./features/availability/prune-downtime.job.ts";
+import { BackupsService } from "./features/backups/backups.service.ts";
 import { ForwardsService } from "./features/forwards/forwards.service.ts";
 import { InvoicesService } from "./features/invoices/invoices.service.ts";
 import { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
@@ -313,6 +316,11 @@ export const startApi = async ({
     }),
     auditLog: new AuditLogService(auditLog),
     availability: new AvailabilityService({ availability, routers: new RoutersRepository(db), clock: routersClock }),
+    backups: new BackupsService({
+      backups: new ConfigBackupsRepository(db),
+      routers: new RoutersRepository(db),
+      queue: (routerId) => queueBackupJob(jobs, routerId),
+    }),
     webhooks: new WebhooksService({
       webhooks: webhookStore,
       secrets,

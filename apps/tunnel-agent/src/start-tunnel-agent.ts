@@ -6,6 +6,11 @@ import {
   type JobEngine,
   routerJobsQueue,
   AuditLogRepository,
+  ConfigBackupsRepository,
+  type JobRecord,
+  queueBackupJob,
+  type RegisteredTask,
+  registerScheduledTask,
   SshHostKeysRepository,
 } from "@fleet/db";
 import { type Clock, FORWARD_JOB_KINDS, systemClock } from "@fleet/shared";
@@ -16,6 +21,7 @@ import { EntryPointRelay } from "./entry-point/relay.ts";
 import { RelaySync } from "./entry-point/relay-sync.ts";
 import { ExpirySweeper } from "./expiry/expiry-sweeper.ts";
 import { applyForwardHandler, type ForwardJobDeps } from "./jobs/apply-forward.ts";
+import { backupRouterHandler } from "./jobs/backup-router.ts";
 import { type ReconcileReport, reconcileRouterHandler, scheduleReconciliation } from "./jobs/reconcile-router.ts";
 import { removeForwardHandler } from "./jobs/remove-forward.ts";
 import { RouterJobWorker } from "./jobs/router-job-worker.ts";
@@ -87,6 +93,8 @@ export interface RunningTunnelAgent {
   refresh(): Promise<void>;
   /** Writes the relay's buffered audit entries now (they are otherwise written every second). */
   flushAudit(): Promise<void>;
+  /** Queues a backup of every router not queued within BACKUP_INTERVAL_HOURS (the schedule runs it every 10 minutes). */
+  scheduleBackups(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -155,11 +163,38 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     tunnelSource: config.entryPoint.tunnelSource,
     listingFormats: new Map(),
   };
+  const backups = new ConfigBackupsRepository(db);
+  // docs/api.md "Configuration backups": a backup follows every change the agent made on a router.
+  const thenBackup =
+    (handler: (job: JobRecord) => Promise<void>) =>
+    async (job: JobRecord): Promise<void> => {
+      await handler(job);
+      const routerId = job.payload.router_id;
+      if (typeof routerId === "string") await queueBackupJob(engine, routerId);
+    };
+  const scheduleBackups = async (): Promise<number> => {
+    const now = clock.now();
+    // With the schedule off (0), a direct call still leaves a router queued within the last hour alone.
+    const hours = Math.max(1, config.backups.intervalHours);
+    const due = await backups.claimDue(new Date(now.getTime() - hours * 3_600_000), now, 10_000);
+    for (const routerId of due) await queueBackupJob(engine, routerId);
+    return due.length;
+  };
   const consumer = new RouterJobWorker({
     engine,
     handlers: {
-      [FORWARD_JOB_KINDS.apply]: applyForwardHandler(deps),
-      [FORWARD_JOB_KINDS.remove]: removeForwardHandler(deps),
+      [FORWARD_JOB_KINDS.apply]: thenBackup(applyForwardHandler(deps)),
+      [FORWARD_JOB_KINDS.remove]: thenBackup(removeForwardHandler(deps)),
+      [FORWARD_JOB_KINDS.backup]: backupRouterHandler({
+        backups,
+        forwards,
+        connector,
+        clock,
+        logger: logger.child({ part: "backups" }),
+        sshPort: config.ssh.port,
+        tunnelNetwork: config.tunnelNetwork,
+        retention: config.backups.retention,
+      }),
       [FORWARD_JOB_KINDS.reconcile]: reconcileRouterHandler(deps, options.onReconciled),
     },
     logger: logger.child({ part: "jobs" }),
@@ -185,10 +220,19 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   await sweeper.start();
   await reconcile();
   relaySync.start();
+  let backupSchedule: RegisteredTask | undefined;
   if (!options.manualJobs) {
     await consumer.start();
     await engine.work(EXPIRY_SWEEP_QUEUE, { pollingIntervalSeconds: 5 }, () => sweeper.sweep());
     await engine.schedule(EXPIRY_SWEEP_QUEUE, "* * * * *");
+    // Cluster-wide: one run per slot whatever the agent count; each run queues the routers due.
+    if (config.backups.intervalHours > 0) {
+      backupSchedule = await registerScheduledTask(engine, {
+        queue: "backup.schedule",
+        cron: "*/10 * * * *",
+        run: scheduleBackups,
+      });
+    }
   }
   const reconcileTimer = setInterval(() => {
     reconcile().catch((error: unknown) => logger.error({ err: error }, "scheduling reconciliation failed"));
@@ -221,9 +265,11 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     reconcile,
     refresh: () => relaySync.refresh(),
     flushAudit: () => connectionLog.flush(),
+    scheduleBackups,
     close: () => {
       closing ??= (async () => {
         clearInterval(reconcileTimer);
+        await backupSchedule?.stop();
         await sweeper.close();
         await consumer.close();
         await engine.stop();

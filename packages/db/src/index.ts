@@ -21,3 +21,4 @@ export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
 export * from "./repositories/availability.repository.ts";
+export * from "./repositories/config-backups.repository.ts";

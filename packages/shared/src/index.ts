@@ -37,3 +37,4 @@ export * from "./schemas/events.schema.ts";
 export * from "./rules/public-address.ts";
 export * from "./rules/availability.ts";
 export * from "./schemas/availability.schema.ts";
+export * from "./routeros/config-export.ts";

@@ -181,6 +181,24 @@ describe("the OpenAPI document tells the truth", () => {
     await call("GET", `/api/routers/${watched.id}/availability?granularity=month`, { token: t });
     await call("GET", `/api/routers/${watched.id}/availability?from=nope`, { token: t });
     await call("GET", `/api/routers/${UNKNOWN}/availability`, { token: t });
+    const backed = await makeRouter(h.db, owner);
+    const backups = `/api/routers/${backed.id}/backups`;
+    await call("POST", backups, { token: t });
+    await call("POST", backups, { token: reader.token });
+    await call("POST", `/api/routers/${UNKNOWN}/backups`, { token: t });
+    await call("POST", `/api/routers/${(await makeRouter(h.db, owner, { tunnelIp: null })).id}/backups`, { token: t });
+    const [version] = await h.db.query<{ id: string }>(
+      `insert into router_config_backups (id, router_id, created_at, checked_at, sha256, bytes, lines, content)
+       values (gen_random_uuid(), $1, now(), now(), repeat('a', 64), 14, 1, '/system identity') returning id`,
+      [backed.id],
+    );
+    await call("GET", backups, { token: t });
+    await call("GET", `${backups}?limit=0`, { token: t });
+    await call("GET", `/api/routers/${UNKNOWN}/backups`, { token: t });
+    await call("GET", `${backups}/${version?.id}`, { token: t });
+    await call("GET", `${backups}/${UNKNOWN}`, { token: t });
+    await call("GET", `${backups}/${version?.id}/diff`, { token: t });
+    await call("GET", `${backups}/${version?.id}/diff?against=${UNKNOWN}`, { token: t });
     const hook = await call("POST", "/api/webhooks", {
       token: t,
       body: { url: "https://hooks.example.com/fleet", events: ["router.offline"] },

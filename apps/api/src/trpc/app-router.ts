@@ -3,6 +3,7 @@ import { apiKeysRouter } from "../features/api-keys/api-keys.routes.ts";
 import { auditLogRouter } from "../features/audit-log/audit-log.routes.ts";
 import { authRouter } from "../features/auth/auth.routes.ts";
 import { availabilityRouter } from "../features/availability/availability.routes.ts";
+import { backupsRouter } from "../features/backups/backups.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
@@ -22,6 +23,7 @@ export const appRouter = router({
   auditLog: auditLogRouter,
   webhooks: webhooksRouter,
   availability: availabilityRouter,
+  backups: backupsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -12,7 +12,7 @@ export const SSE_PING_INTERVAL_MS = 10_000;
 
 /** Procedure meta: the REST face (trpc-to-openapi) plus the success status of that face. */
 export type ProcedureMeta = OpenApiMeta & {
-  successStatus?: 200 | 201 | 204;
+  successStatus?: 200 | 201 | 202 | 204;
   /**
    * The answer carries a secret (a token, a client secret, a key): every transport sends
    * `Cache-Control: no-store` (docs/api.md "Authentication").

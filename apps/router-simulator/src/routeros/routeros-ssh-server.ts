@@ -81,6 +81,7 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
   async function execute(line: string): Promise<string> {
     received.push(line);
     if (opts.commandDelayMs) await sleep(opts.commandDelayMs);
+    if (line.trim() === "/export terse") return exportTerse();
     const parsed = parseRouterOsCommand(line);
     if (!parsed.ok) return parsed.error;
     const cmd = parsed.command;
@@ -94,6 +95,22 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
       case "connection-remove":
         return nat.dropConnections(cmd.target);
     }
+  }
+
+  /**
+   * `/export terse` as RouterOS writes it: a dated first comment line (different on every read),
+   * then one section per configured menu. Sensitive values are never part of it.
+   */
+  function exportTerse(): string {
+    const stamp = new Date().toISOString().slice(0, 19).replace("T", " ");
+    return [
+      `# ${stamp} by RouterOS 7.16.2`,
+      "# software id = SIM0-0000",
+      "#",
+      ...nat.exportLines(),
+      "/system identity",
+      "set name=Sim",
+    ].join("\r\n");
   }
 
   function run(line: string): Promise<string> {

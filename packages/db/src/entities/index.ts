@@ -15,6 +15,7 @@ import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
 import { Organization } from "./organization.entity.ts";
 import { RouterAdoption } from "./router-adoption.entity.ts";
+import { RouterBackupState, RouterConfigBackup } from "./router-config-backup.entity.ts";
 import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
 import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
@@ -49,6 +50,8 @@ export const ENTITIES = [
   AuditLogEntry,
   Webhook,
   WebhookDelivery,
+  RouterConfigBackup,
+  RouterBackupState,
 ];
 
 export {
@@ -69,6 +72,8 @@ export {
   OrganizationMember,
   Router,
   RouterAdoption,
+  RouterBackupState,
+  RouterConfigBackup,
   RouterDowntimeHour,
   RouterFault,
   Team,

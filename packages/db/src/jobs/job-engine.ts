@@ -46,6 +46,8 @@ export interface JobSendOptions {
   group?: string;
   /** Run no earlier than this. */
   startAfter?: Date;
+  /** Retries of this job, instead of its queue's (a configuration backup gives up sooner than a forward). */
+  retryLimit?: number;
   /** The ordering key of a `key_strict_fifo` queue (required there), else the singleton key. */
   singletonKey?: string;
   /**
@@ -281,6 +283,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
       boss.send(queue, data, {
         ...(sendOptions.group === undefined ? {} : { group: { id: sendOptions.group } }),
         ...(sendOptions.startAfter === undefined ? {} : { startAfter: sendOptions.startAfter }),
+        ...(sendOptions.retryLimit === undefined ? {} : { retryLimit: sendOptions.retryLimit }),
         ...(sendOptions.singletonKey === undefined ? {} : { singletonKey: sendOptions.singletonKey }),
         ...(sendOptions.executor === undefined ? {} : { db: executorDb(sendOptions.executor) }),
       }),

@@ -53,8 +53,26 @@ export const routerJobsQueue = (leaseSeconds = 60): JobQueueDefinition => ({
 });
 
 /** Queues a router job; with `executor` it commits or rolls back with the caller's transaction. */
-export const queueRouterJob = (engine: JobEngine, data: RouterJobData, executor?: Query) =>
-  engine.send(ROUTER_JOBS_QUEUE, data, { singletonKey: data.router_id, ...(executor ? { executor } : {}) });
+export const queueRouterJob = (
+  engine: JobEngine,
+  data: RouterJobData,
+  executor?: Query,
+  options: { retryLimit?: number } = {},
+) =>
+  engine.send(ROUTER_JOBS_QUEUE, data, {
+    singletonKey: data.router_id,
+    ...(executor ? { executor } : {}),
+    ...(options.retryLimit === undefined ? {} : { retryLimit: options.retryLimit }),
+  });
+
+/** Attempts of a configuration backup job (the first included): an unreachable router is reported sooner than a forward retries. */
+export const BACKUP_JOB_ATTEMPTS = 3;
+
+/** Queues a backup of one router (docs/api.md "Configuration backups") behind its other router jobs. */
+export const queueBackupJob = (engine: JobEngine, routerId: string) =>
+  queueRouterJob(engine, { kind: "router.backup", router_id: routerId }, undefined, {
+    retryLimit: BACKUP_JOB_ATTEMPTS - 1,
+  });
 
 /** pg-boss's job states, as the admin CLI and tests read them. */
 export type TRouterJobState = "created" | "retry" | "active" | "completed" | "cancelled" | "failed";

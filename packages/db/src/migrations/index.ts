@@ -12,6 +12,7 @@ import { BillingMirrorMigration } from "./20261123-010-billing-mirror.migration.
 import { DropJobsMigration } from "./20261123-012-drop-jobs.migration.ts";
 import { EventsMigration } from "./20261123-011-events.migration.ts";
 import { AvailabilityMigration } from "./20261125-020-availability.migration.ts";
+import { ConfigBackupsMigration } from "./20261125-019-config-backups.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -31,4 +32,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261123-012-drop-jobs", class: DropJobsMigration },
   { name: "20261123-011-events", class: EventsMigration },
   { name: "20261125-020-availability", class: AvailabilityMigration },
+  { name: "20261125-019-config-backups", class: ConfigBackupsMigration },
 ];

@@ -94,6 +94,8 @@ export const FORWARD_JOB_KINDS = {
   remove: "forward.remove",
   /** Compare a router's tagged rules with the active forwards and repair both ways. */
   reconcile: "router.reconcile",
+  /** Read the router's configuration (`/export terse`) and store it as a new version if it changed. */
+  backup: "router.backup",
 } as const;
 export type TForwardJobKind = (typeof FORWARD_JOB_KINDS)[keyof typeof FORWARD_JOB_KINDS];
 
