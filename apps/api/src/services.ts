@@ -2,6 +2,7 @@ import type { AccountService } from "./features/account/account.service.ts";
 import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import type { AuditLogService } from "./features/audit-log/audit-log.service.ts";
 import type { AuthService } from "./features/auth/auth.service.ts";
+import type { AccessService } from "./features/access/access.service.ts";
 import type { AvailabilityService } from "./features/availability/availability.service.ts";
 import type { BackupsService } from "./features/backups/backups.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
@@ -38,4 +39,5 @@ export interface Services {
   webhooks: WebhooksService;
   availability: AvailabilityService;
   backups: BackupsService;
+  access: AccessService;
 }

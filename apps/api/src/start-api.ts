@@ -7,6 +7,7 @@ import {
   BillingMirrorRepository,
   ApiKeysRepository,
   AuditLogRepository,
+  AccessRepository,
   AvailabilityRepository,
   ConfigBackupsRepository,
   queueBackupJob,
@@ -32,6 +33,7 @@ import { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import { AuditLogService } from "./features/audit-log/audit-log.service.ts";
 import { pruneAuditLog } from "./features/audit-log/prune-audit-log.job.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
+import { AccessService } from "./features/access/access.service.ts";
 import { AvailabilityService } from "./features/availability/availability.service.ts";
 import { pruneDowntime } from "./features/availability/prune-downtime.job.ts";
 import { BackupsService } from "./features/backups/backups.service.ts";
@@ -90,6 +92,8 @@ export interface StartApiOptions {
    * raises it, as every test logs in from 127.0.0.1; the rate-limit tests keep the real one.
    */
   devLoginPerMinute?: number;
+  /** ACCESS_PASSWORD_KEY when the composition root shares one with the tunnel agent (DATA_DIR=memory). */
+  accessPasswordKey?: string;
   /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
   webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
 }
@@ -122,6 +126,7 @@ export const startApi = async ({
   devLoginPerMinute = DEV_LOGIN_PER_MINUTE,
   adoption: adoptionSources,
   webhookTiming = {},
+  accessPasswordKey,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -316,6 +321,18 @@ export const startApi = async ({
     }),
     auditLog: new AuditLogService(auditLog),
     availability: new AvailabilityService({ availability, routers: new RoutersRepository(db), clock: routersClock }),
+    access: new AccessService({
+      access: new AccessRepository(db, jobs),
+      routers: new RoutersRepository(db),
+      clock: routersClock,
+      entryPoint: config.entryPoint,
+      maxActivePerOrg: config.forwardsPerOrg,
+      tunnelNetwork: config.tunnelNetwork,
+      passwordKey:
+        config.events.accessPasswordKey ??
+        accessPasswordKey ??
+        resolveDevJwtSecret(config.dataDir, "access-password-key"),
+    }),
     backups: new BackupsService({
       backups: new ConfigBackupsRepository(db),
       routers: new RoutersRepository(db),

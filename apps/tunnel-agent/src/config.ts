@@ -4,6 +4,7 @@ import {
   envLogLevel,
   envOptional,
   envPort,
+  envSecret,
   envString,
   envTunnelNetwork,
   envUrl,
@@ -64,6 +65,8 @@ export interface TunnelAgentConfig {
     /** `BACKUP_RETENTION` (default 100): versions kept per router. */
     retention: number;
   };
+  /** `ACCESS_PASSWORD_KEY` (>= 32 bytes, shared with the API); dev: the file `access-password-key` in DATA_DIR. */
+  accessPasswordKey: string | undefined;
 }
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
@@ -98,5 +101,6 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
       intervalHours: envInt(env, "BACKUP_INTERVAL_HOURS", 24, 0, 8_760),
       retention: envInt(env, "BACKUP_RETENTION", 100, 1, 10_000),
     },
+    accessPasswordKey: envSecret(env, "ACCESS_PASSWORD_KEY", 32),
   };
 };

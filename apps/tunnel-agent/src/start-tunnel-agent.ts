@@ -5,6 +5,7 @@ import {
   ForwardsRepository,
   type JobEngine,
   routerJobsQueue,
+  AccessRepository,
   AuditLogRepository,
   ConfigBackupsRepository,
   type JobRecord,
@@ -22,6 +23,7 @@ import { RelaySync } from "./entry-point/relay-sync.ts";
 import { ExpirySweeper } from "./expiry/expiry-sweeper.ts";
 import { applyForwardHandler, type ForwardJobDeps } from "./jobs/apply-forward.ts";
 import { backupRouterHandler } from "./jobs/backup-router.ts";
+import { applyAccessHandler, removeAccessHandler, resolveAccessPasswordKey } from "./jobs/router-access.ts";
 import { type ReconcileReport, reconcileRouterHandler, scheduleReconciliation } from "./jobs/reconcile-router.ts";
 import { removeForwardHandler } from "./jobs/remove-forward.ts";
 import { RouterJobWorker } from "./jobs/router-job-worker.ts";
@@ -65,6 +67,8 @@ export interface StartTunnelAgentOptions {
   manualJobs?: boolean;
   /** Called after each reconciliation of a router (tests, metrics). */
   onReconciled?: (routerId: string, report: ReconcileReport) => void;
+  /** ACCESS_PASSWORD_KEY when the composition root shares one with the API (DATA_DIR=memory). */
+  accessPasswordKey?: string;
 }
 
 export interface RunningTunnelAgent {
@@ -95,6 +99,8 @@ export interface RunningTunnelAgent {
   flushAudit(): Promise<void>;
   /** Queues a backup of every router not queued within BACKUP_INTERVAL_HOURS (the schedule runs it every 10 minutes). */
   scheduleBackups(): Promise<number>;
+  /** Closes temporary router access whose time has come and queues its removal (also every 5 s). */
+  sweepAccess(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -143,7 +149,11 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     logger: logger.child({ part: "relay" }),
     events: connectionLog,
   });
+  const access = new AccessRepository(db, engine);
+  // docs/api.md "Temporary router access": the router's own service ports (SSH is the port the agent uses).
+  const servicePorts = { winbox: 8291, ssh: config.ssh.port, webfig: 80 } as const;
   const relaySync = new RelaySync({
+    moreTargets: (entryPoint, now) => access.relayTargets(entryPoint, now, servicePorts),
     relay,
     forwards,
     entryPoint: config.entryPoint.host,
@@ -185,6 +195,24 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     handlers: {
       [FORWARD_JOB_KINDS.apply]: thenBackup(applyForwardHandler(deps)),
       [FORWARD_JOB_KINDS.remove]: thenBackup(removeForwardHandler(deps)),
+      ...(() => {
+        const accessDeps = {
+          access,
+          forwards,
+          connector,
+          clock,
+          logger: logger.child({ part: "access" }),
+          sshPort: config.ssh.port,
+          tunnelNetwork: config.tunnelNetwork,
+          tunnelSource: config.entryPoint.tunnelSource,
+          passwordKey:
+            config.accessPasswordKey ?? options.accessPasswordKey ?? resolveAccessPasswordKey(config.dataDir),
+        };
+        return {
+          [FORWARD_JOB_KINDS.accessApply]: thenBackup(applyAccessHandler(accessDeps)),
+          [FORWARD_JOB_KINDS.accessRemove]: thenBackup(removeAccessHandler(accessDeps)),
+        };
+      })(),
       [FORWARD_JOB_KINDS.backup]: backupRouterHandler({
         backups,
         forwards,
@@ -234,6 +262,15 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       });
     }
   }
+  const sweepAccess = async (): Promise<number> => {
+    const closed = await access.expireDue(clock.now());
+    if (closed.length > 0) void relaySync.refresh();
+    return closed.length;
+  };
+  const accessTimer = setInterval(() => {
+    sweepAccess().catch((error: unknown) => logger.error({ err: error }, "router access expiry sweep failed"));
+  }, 5_000);
+  accessTimer.unref();
   const reconcileTimer = setInterval(() => {
     reconcile().catch((error: unknown) => logger.error({ err: error }, "scheduling reconciliation failed"));
   }, config.reconcileIntervalMs);
@@ -266,9 +303,11 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     refresh: () => relaySync.refresh(),
     flushAudit: () => connectionLog.flush(),
     scheduleBackups,
+    sweepAccess,
     close: () => {
       closing ??= (async () => {
         clearInterval(reconcileTimer);
+        clearInterval(accessTimer);
         await backupSchedule?.stop();
         await sweeper.close();
         await consumer.close();

@@ -22,3 +22,4 @@ export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
 export * from "./repositories/availability.repository.ts";
 export * from "./repositories/config-backups.repository.ts";
+export * from "./repositories/access.repository.ts";

@@ -38,3 +38,5 @@ export * from "./rules/public-address.ts";
 export * from "./rules/availability.ts";
 export * from "./schemas/availability.schema.ts";
 export * from "./routeros/config-export.ts";
+export * from "./schemas/access.schema.ts";
+export * from "./crypto/access-password.ts";

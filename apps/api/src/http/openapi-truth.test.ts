@@ -199,6 +199,18 @@ describe("the OpenAPI document tells the truth", () => {
     await call("GET", `${backups}/${UNKNOWN}`, { token: t });
     await call("GET", `${backups}/${version?.id}/diff`, { token: t });
     await call("GET", `${backups}/${version?.id}/diff?against=${UNKNOWN}`, { token: t });
+    const accessBase = `/api/routers/${backed.id}/access`;
+    const accessBody = { service: "ssh", level: "read", expire_after_minutes: 15, allow_from: "8.8.8.8" };
+    const opened = await call("POST", accessBase, { token: t, body: accessBody });
+    await call("POST", accessBase, { token: t, body: { ...accessBody, level: "root" } });
+    await call("POST", accessBase, { token: reader.token, body: accessBody });
+    await call("POST", `/api/routers/${UNKNOWN}/access`, { token: t, body: accessBody });
+    await call("GET", accessBase, { token: t });
+    await call("GET", `/api/routers/${UNKNOWN}/access`, { token: t });
+    await call("GET", `${accessBase}/${opened.body.data?.id ?? UNKNOWN}`, { token: t });
+    await call("GET", `${accessBase}/${UNKNOWN}`, { token: t });
+    await call("DELETE", `${accessBase}/${UNKNOWN}`, { token: t });
+    await call("DELETE", `${accessBase}/${opened.body.data?.id ?? UNKNOWN}`, { token: t });
     const hook = await call("POST", "/api/webhooks", {
       token: t,
       body: { url: "https://hooks.example.com/fleet", events: ["router.offline"] },

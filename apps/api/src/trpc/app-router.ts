@@ -2,6 +2,7 @@ import { accountRouter } from "../features/account/account.routes.ts";
 import { apiKeysRouter } from "../features/api-keys/api-keys.routes.ts";
 import { auditLogRouter } from "../features/audit-log/audit-log.routes.ts";
 import { authRouter } from "../features/auth/auth.routes.ts";
+import { accessRouter } from "../features/access/access.routes.ts";
 import { availabilityRouter } from "../features/availability/availability.routes.ts";
 import { backupsRouter } from "../features/backups/backups.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
@@ -24,6 +25,7 @@ export const appRouter = router({
   webhooks: webhooksRouter,
   availability: availabilityRouter,
   backups: backupsRouter,
+  access: accessRouter,
 });
 
 export type AppRouter = typeof appRouter;

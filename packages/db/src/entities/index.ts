@@ -14,6 +14,7 @@ import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
 import { Organization } from "./organization.entity.ts";
+import { RouterAccess } from "./router-access.entity.ts";
 import { RouterAdoption } from "./router-adoption.entity.ts";
 import { RouterBackupState, RouterConfigBackup } from "./router-config-backup.entity.ts";
 import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
@@ -52,6 +53,7 @@ export const ENTITIES = [
   WebhookDelivery,
   RouterConfigBackup,
   RouterBackupState,
+  RouterAccess,
 ];
 
 export {
@@ -71,6 +73,7 @@ export {
   OrganizationExternalId,
   OrganizationMember,
   Router,
+  RouterAccess,
   RouterAdoption,
   RouterBackupState,
   RouterConfigBackup,

@@ -32,6 +32,8 @@ export interface RouterJobData {
   kind: string;
   router_id: string;
   forward_id?: string;
+  /** Temporary router access jobs (`access.apply`, `access.remove`). */
+  access_id?: string;
 }
 
 /**

@@ -55,6 +55,8 @@ export type CreateForwardResult =
 export interface RelayTarget {
   id: string;
   port: number;
+  /** The port on the router to pipe to, when not `port` (temporary access: the router's own service port). */
+  targetPort?: number;
   allowOnlyCidr: string;
   tunnelIp: string;
   expiresAt: Date;
@@ -207,6 +209,7 @@ export class ForwardsRepository {
         const [free] = await query<Row>(
           `select p::int as port from generate_series($1::int, $2::int) as p
            where not exists (select 1 from forwards f where f.entry_point = $3 and f.port = p and f.status = 'active')
+             and not exists (select 1 from router_access a where a.entry_point = $3 and a.port = p and a.status = 'active')
            order by random() limit 1`,
           [input.ports[0], input.ports[1], input.entryPoint],
         );

@@ -32,6 +32,11 @@ export const AUDIT_ACTIONS = [
   "webhook.deleted",
   "webhook.disabled",
   "router.config.changed",
+  "router.access.created",
+  "router.access.revoked",
+  "router.access.expired",
+  "router.access.connection.accepted",
+  "router.access.connection.denied",
 ] as const;
 export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
 
