@@ -190,10 +190,25 @@ describe("temporary SSH access to a simulated router through the entry point", (
       JSON.stringify(await db.query("select data from pgboss.job"));
     expect(dump).not.toContain(access.password);
 
+    await system.tunnelAgent.flushAudit();
     const audit = await api("GET", `/api/audit-log?router_id=${routerId}`, user.token);
     const actions = audit.body.data.map((e: { action: string }) => e.action);
     expect(actions).toContain("router.access.created");
     expect(actions).toContain("router.access.revoked");
+    // Connection entries as for forwards: the engineer's session, and the outsider turned away.
+    const connections = audit.body.data.filter((e: { action: string }) =>
+      e.action.startsWith("router.access.connection."),
+    );
+    expect(connections).toContainEqual(
+      expect.objectContaining({
+        action: "router.access.connection.accepted",
+        target: { type: "router_access", id: access.id },
+        source_ip: ENGINEER,
+      }),
+    );
+    expect(connections).toContainEqual(
+      expect.objectContaining({ action: "router.access.connection.denied", source_ip: "9.9.9.9" }),
+    );
   });
 
   it("expiry closes the session at its time, audited as router.access.expired, and queues the user's removal", async () => {
