@@ -273,5 +273,23 @@ describe("temporary SSH access to a simulated router through the entry point", (
     expect((await client.access.list.query({ router_id: routerId })).data).toHaveLength(4);
     await client.access.revoke.mutate({ router_id: routerId, id: viaTrpc.data.id });
     expect((await client.access.get.query({ router_id: routerId, id: viaTrpc.data.id })).data.revoked_early).toBe(true);
+
+    // 3 access sessions are active: 17 forwards make 20 on the router, and both kinds then answer 429.
+    const forward = {
+      expire_after_minutes: 60,
+      dst_port: 22,
+      dst_address: "192.168.88.10",
+      allow_from: "8.8.8.0/24",
+    };
+    for (let i = 0; i < 17; i++) {
+      expect((await api("POST", `/api/routers/${routerId}/transient-forwarding`, owner.token, forward)).status).toBe(
+        201,
+      );
+    }
+    const fullForward = await api("POST", `/api/routers/${routerId}/transient-forwarding`, owner.token, forward);
+    expect(fullForward.status).toBe(429);
+    const fullAccess = await api("POST", base, owner.token, body());
+    expect(fullAccess.status).toBe(429);
+    expect(fullAccess.headers.get("retry-after")).toMatch(/^\d+$/);
   });
 });

@@ -184,9 +184,12 @@ export class ForwardsRepository {
       if (router.tunnel_ip === null || router.tunnel_ip === undefined || router.tunnel_ip === "") {
         return { ok: false, reason: "no_tunnel_ip" };
       }
+      // Temporary router access sessions count with forwards (docs/api.md "Temporary router access").
       const [count] = await query<Row>(
-        `select count(*)::int as n, min(expires_at) as frees_at from forwards
-         where router_id = $1 and status = 'active' and expires_at > $2`,
+        `select count(*)::int as n, min(expires_at) as frees_at from (
+           select expires_at from forwards where router_id = $1 and status = 'active' and expires_at > $2
+           union all
+           select expires_at from router_access where router_id = $1 and status = 'active' and expires_at > $2) x`,
         [input.routerId, now],
       );
       if (toNumber(count?.n ?? 0) >= input.maxActivePerRouter) {
