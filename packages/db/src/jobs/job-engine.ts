@@ -134,7 +134,10 @@ export interface JobEngine {
   /** Cluster-wide cron: one job per slot however many processes schedule it. */
   schedule(queue: string, cron: string, data?: object, options?: JobScheduleOptions): Promise<void>;
   /** Jobs of a queue by id or data containment; `queued: true` only those not started yet. */
-  findJobs<T>(queue: string, options?: { id?: string; data?: object; queued?: boolean }): Promise<JobWithMetadata<T>[]>;
+  findJobs<T>(
+    queue: string,
+    options?: { id?: string; key?: string; data?: object; queued?: boolean },
+  ): Promise<JobWithMetadata<T>[]>;
   /** Drops this holder's reference; the last one stops pg-boss (running handlers finish first). */
   stop(): Promise<void>;
 }
@@ -317,7 +320,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
         ...(scheduleOptions.tz === undefined ? {} : { tz: scheduleOptions.tz }),
         ...(scheduleOptions.key === undefined ? {} : { key: scheduleOptions.key }),
       }),
-    findJobs: <T>(queue: string, findOptions: { id?: string; data?: object; queued?: boolean } = {}) =>
+    findJobs: <T>(queue: string, findOptions: { id?: string; key?: string; data?: object; queued?: boolean } = {}) =>
       boss.findJobs<T>(queue, { queued: false, ...findOptions }),
     stop: async () => {
       if (stopped) return;
