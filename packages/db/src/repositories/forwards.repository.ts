@@ -199,8 +199,12 @@ export class ForwardsRepository {
       // concurrency (routers are always locked before their organization: no lock cycle).
       await query(`select id from organizations where id = $1 for update`, [router.organization_id]);
       const [orgCount] = await query<Row>(
-        `select count(*)::int as n, min(f.expires_at) as frees_at from forwards f join routers r on r.id = f.router_id
-         where r.organization_id = $1 and f.status = 'active' and f.expires_at > $2`,
+        `select count(*)::int as n, min(x.expires_at) as frees_at from (
+           select f.expires_at from forwards f join routers r on r.id = f.router_id
+           where r.organization_id = $1 and f.status = 'active' and f.expires_at > $2
+           union all
+           select a.expires_at from router_access a join routers r on r.id = a.router_id
+           where r.organization_id = $1 and a.status = 'active' and a.expires_at > $2) x`,
         [router.organization_id, now],
       );
       if (toNumber(orgCount?.n ?? 0) >= input.maxActivePerOrg) {
