@@ -70,6 +70,7 @@ beforeAll(async () => {
     TUNNEL_SSH_USER: "fleet",
     // Nothing periodic may talk to the routers behind the tests' backs.
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
+    BACKUP_INTERVAL_HOURS: "0",
     // Tests may only use loopback: the simulated routers' tunnel addresses are 127.0.0.x.
     TUNNEL_NETWORK: "127.0.0.0/8",
     // The relay reaches the routers from 127.0.0.1: every rule also matches that source only.
@@ -233,12 +234,14 @@ describe("transient forwarding through the entry point and a simulated router", 
     await eventually(() => !ruleOf(routerA, forward.id), "the rule to go");
     await open.received;
     await eventually(async () => (await connectOutcome(forward.port)) === "ECONNREFUSED", "the port to close");
-    // The entry point closes its port on its own; the router's last command may still be on its way.
-    await eventually(
-      () => routerA.ssh.commands().at(-1)?.startsWith("/ip firewall connection remove"),
-      "the router's connections to be dropped",
-    );
-    const tail = routerA.ssh.commands().slice(-2);
+    // The entry point closes its port on its own; the router's last command may still be on its way
+    // (and the configuration backup that follows every change may come right after it).
+    const drop = `/ip firewall connection remove [find where dst-address="${TUNNEL_A}:${forward.port}"]`;
+    const dropAt = await eventually(() => {
+      const at = routerA.ssh.commands().lastIndexOf(drop);
+      return at >= 1 ? at : undefined;
+    }, "the router's connections to be dropped");
+    const tail = routerA.ssh.commands().slice(dropAt - 1, dropAt + 1);
     expect(tail).toEqual([
       `/ip firewall nat remove [find where comment="fleet-fwd:${forward.id}"]`,
       `/ip firewall connection remove [find where dst-address="${TUNNEL_A}:${forward.port}"]`,

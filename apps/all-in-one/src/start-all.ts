@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { type RunningApi, startApi } from "@fleet/api";
 import { type Database, openDatabase } from "@fleet/db";
 import { type RunningHeartbeat, startHeartbeat } from "@fleet/heartbeat-daemon";
@@ -45,12 +46,16 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
   // those are running (docs/routeros.md "Adoption").
   let heartbeatUrl: string | undefined;
   let agentPublicKey: string | undefined;
+  // Temporary router users' passwords: the API shows what the agent sets; with DATA_DIR=memory no
+  // file can carry the key between them, so it is made here once (docs/operations.md "Configuration").
+  const accessPasswordKey = config.api.dataDir === "memory" ? randomBytes(48).toString("base64url") : undefined;
   try {
     const api = await startApi({
       config: config.api,
       db,
       logger: logger.child({ app: "api" }),
       ...(clock ? { clock } : {}),
+      ...(accessPasswordKey ? { accessPasswordKey } : {}),
       adoption: {
         heartbeatPublicUrl: () => heartbeatUrl ?? `http://${config.heartbeat.host}:${config.heartbeat.port}`,
         agentPublicKey: () => agentPublicKey,
@@ -70,6 +75,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
       db,
       logger: logger.child({ app: "tunnel-agent" }),
       ...(clock ? { clock } : {}),
+      ...(accessPasswordKey ? { accessPasswordKey } : {}),
     });
     stops.push(tunnelAgent.close);
     agentPublicKey = tunnelAgent.publicKey;

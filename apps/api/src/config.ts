@@ -97,6 +97,10 @@ export interface ApiConfig {
   events: {
     /** `AUDIT_RETENTION_DAYS` (default 365): audit entries older than this are pruned. */
     auditRetentionDays: number;
+    /** `METRICS_RETENTION_DAYS` (default 400): hourly downtime older than this is pruned. */
+    metricsRetentionDays: number;
+    /** `ACCESS_PASSWORD_KEY` (>= 32 bytes): temporary router users' passwords derive from it; dev: generated in DATA_DIR. */
+    accessPasswordKey: string | undefined;
     /** `WEBHOOK_ALLOW_PRIVATE` (default false): webhooks may use http and loopback/private addresses. */
     webhookAllowPrivate: boolean;
     /** `WEBHOOK_ENCRYPTION_KEY` (>= 32 bytes): encrypts webhook secrets at rest; dev: generated in DATA_DIR. */
@@ -202,6 +206,8 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
     consoleDir: path.resolve(envString(env, "CONSOLE_DIR", path.join(import.meta.dirname, "../../console/dist"))),
     events: {
       auditRetentionDays: envInt(env, "AUDIT_RETENTION_DAYS", 365, 1, 36_500),
+      metricsRetentionDays: envInt(env, "METRICS_RETENTION_DAYS", 400, 1, 36_500),
+      accessPasswordKey: envSecret(env, "ACCESS_PASSWORD_KEY", 32),
       webhookAllowPrivate: envBool(env, "WEBHOOK_ALLOW_PRIVATE", false),
       webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),
     },

@@ -3,6 +3,9 @@ import type { AccountService } from "./features/account/account.service.ts";
 import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import type { AuditLogService } from "./features/audit-log/audit-log.service.ts";
 import type { AuthService } from "./features/auth/auth.service.ts";
+import type { AccessService } from "./features/access/access.service.ts";
+import type { AvailabilityService } from "./features/availability/availability.service.ts";
+import type { BackupsService } from "./features/backups/backups.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import type { CredentialWatch } from "./features/auth/credential-watch.ts";
@@ -44,4 +47,7 @@ export interface Services {
   webhooks: WebhooksService;
   /** Open streams end with their credential (docs/api.md "Authentication"). */
   streams: CredentialWatch;
+  availability: AvailabilityService;
+  backups: BackupsService;
+  access: AccessService;
 }

@@ -7,6 +7,10 @@ import {
   BillingMirrorRepository,
   ApiKeysRepository,
   AuditLogRepository,
+  AccessRepository,
+  AvailabilityRepository,
+  ConfigBackupsRepository,
+  queueBackupJob,
   type Database,
   ForwardsRepository,
   IdentityRepository,
@@ -30,6 +34,10 @@ import { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import { AuditLogService } from "./features/audit-log/audit-log.service.ts";
 import { pruneAuditLog } from "./features/audit-log/prune-audit-log.job.ts";
 import { AuthService } from "./features/auth/auth.service.ts";
+import { AccessService } from "./features/access/access.service.ts";
+import { AvailabilityService } from "./features/availability/availability.service.ts";
+import { pruneDowntime } from "./features/availability/prune-downtime.job.ts";
+import { BackupsService } from "./features/backups/backups.service.ts";
 import { ForwardsService } from "./features/forwards/forwards.service.ts";
 import { InvoicesService } from "./features/invoices/invoices.service.ts";
 import { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
@@ -87,6 +95,8 @@ export interface StartApiOptions {
    * raises it, as every test logs in from 127.0.0.1; the rate-limit tests keep the real one.
    */
   devLoginPerMinute?: number;
+  /** ACCESS_PASSWORD_KEY when the composition root shares one with the tunnel agent (DATA_DIR=memory). */
+  accessPasswordKey?: string;
   /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
   webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
 }
@@ -119,6 +129,7 @@ export const startApi = async ({
   devLoginPerMinute = DEV_LOGIN_PER_MINUTE,
   adoption: adoptionSources,
   webhookTiming = {},
+  accessPasswordKey,
 }: StartApiOptions): Promise<RunningApi> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
@@ -265,6 +276,7 @@ export const startApi = async ({
   });
   const teamResolver = new TeamResolver(identity);
   const rateLimitCounters = new RateLimitCountersRepository(db);
+  const availability = new AvailabilityRepository(db);
   const services: Services = {
     tokens,
     organizations: new OrganizationResolver(identity),
@@ -334,6 +346,25 @@ export const startApi = async ({
       forget: (hash) => apiKeys.forget(hash),
     }),
     auditLog: new AuditLogService(auditLog),
+    availability: new AvailabilityService({ availability, routers: new RoutersRepository(db), clock: routersClock }),
+    access: new AccessService({
+      access: new AccessRepository(db, jobs),
+      routers: new RoutersRepository(db),
+      clock: routersClock,
+      entryPoint: config.entryPoint,
+      maxActivePerOrg: config.forwardsPerOrg,
+      trialForwards: config.trust.trialForwards,
+      tunnelNetwork: config.tunnelNetwork,
+      passwordKey:
+        config.events.accessPasswordKey ??
+        accessPasswordKey ??
+        resolveDevJwtSecret(config.dataDir, "access-password-key"),
+    }),
+    backups: new BackupsService({
+      backups: new ConfigBackupsRepository(db),
+      routers: new RoutersRepository(db),
+      queue: (routerId) => queueBackupJob(jobs, routerId),
+    }),
     webhooks: new WebhooksService({
       webhooks: webhookStore,
       secrets,
@@ -407,6 +438,18 @@ export const startApi = async ({
         clock: domainClock ?? clock,
         retentionDays: config.events.auditRetentionDays,
         logger: logger.child({ job: "audit-prune" }),
+      }),
+  });
+  // docs/api.md "Availability": METRICS_RETENTION_DAYS of hourly downtime, pruned hourly.
+  scheduledTasks.push({
+    queue: "downtime.prune",
+    cron: "37 * * * *",
+    run: () =>
+      pruneDowntime({
+        downtime: availability,
+        clock: domainClock ?? clock,
+        retentionDays: config.events.metricsRetentionDays,
+        logger: logger.child({ job: "downtime-prune" }),
       }),
   });
   const registeredTasks: RegisteredTask[] = [];

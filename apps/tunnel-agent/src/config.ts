@@ -4,6 +4,7 @@ import {
   envLogLevel,
   envOptional,
   envPort,
+  envSecret,
   envString,
   envTunnelNetwork,
   envTunnelSshPort,
@@ -58,6 +59,15 @@ export interface TunnelAgentConfig {
   expirySweepIntervalMs: number;
   /** How often the relay re-reads the active forwards (API and agent may be separate processes). */
   relayPollMs: number;
+  /** Configuration backups (docs/api.md "Configuration backups"). */
+  backups: {
+    /** `BACKUP_INTERVAL_HOURS` (default 24): each router's configuration is read this often; 0 = no schedule. */
+    intervalHours: number;
+    /** `BACKUP_RETENTION` (default 100): versions kept per router. */
+    retention: number;
+  };
+  /** `ACCESS_PASSWORD_KEY` (>= 32 bytes, shared with the API); dev: the file `access-password-key` in DATA_DIR. */
+  accessPasswordKey: string | undefined;
 }
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
@@ -88,5 +98,10 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     reconcileIntervalMs: envInt(env, "TUNNEL_RECONCILE_INTERVAL_MS", 60_000, 1_000, 86_400_000),
     expirySweepIntervalMs: 30_000,
     relayPollMs: 500,
+    backups: {
+      intervalHours: envInt(env, "BACKUP_INTERVAL_HOURS", 24, 0, 8_760),
+      retention: envInt(env, "BACKUP_RETENTION", 100, 1, 10_000),
+    },
+    accessPasswordKey: envSecret(env, "ACCESS_PASSWORD_KEY", 32),
   };
 };

@@ -5,8 +5,14 @@ import {
   ForwardsRepository,
   type JobEngine,
   routerJobsQueue,
+  AccessRepository,
   AuditLogRepository,
   ROUTER_OFFBOARD_JOB,
+  ConfigBackupsRepository,
+  type JobRecord,
+  queueBackupJob,
+  type RegisteredTask,
+  registerScheduledTask,
   SshHostKeysRepository,
   TunnelAddressesRepository,
 } from "@fleet/db";
@@ -18,6 +24,8 @@ import { EntryPointRelay } from "./entry-point/relay.ts";
 import { RelaySync } from "./entry-point/relay-sync.ts";
 import { ExpirySweeper } from "./expiry/expiry-sweeper.ts";
 import { applyForwardHandler, type ForwardJobDeps } from "./jobs/apply-forward.ts";
+import { backupRouterHandler } from "./jobs/backup-router.ts";
+import { applyAccessHandler, removeAccessHandler, resolveAccessPasswordKey } from "./jobs/router-access.ts";
 import { type ReconcileReport, reconcileRouterHandler, scheduleReconciliation } from "./jobs/reconcile-router.ts";
 import { offboardRouterHandler } from "./jobs/offboard-router.ts";
 import { removeForwardHandler } from "./jobs/remove-forward.ts";
@@ -62,6 +70,8 @@ export interface StartTunnelAgentOptions {
   manualJobs?: boolean;
   /** Called after each reconciliation of a router (tests, metrics). */
   onReconciled?: (routerId: string, report: ReconcileReport) => void;
+  /** ACCESS_PASSWORD_KEY when the composition root shares one with the API (DATA_DIR=memory). */
+  accessPasswordKey?: string;
 }
 
 export interface RunningTunnelAgent {
@@ -90,6 +100,10 @@ export interface RunningTunnelAgent {
   refresh(): Promise<void>;
   /** Writes the relay's buffered audit entries now (they are otherwise written every second). */
   flushAudit(): Promise<void>;
+  /** Queues a backup of every router not queued within BACKUP_INTERVAL_HOURS (the schedule runs it every 10 minutes). */
+  scheduleBackups(): Promise<number>;
+  /** Closes temporary router access whose time has come and queues its removal (also every 5 s). */
+  sweepAccess(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -139,7 +153,11 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     logger: logger.child({ part: "relay" }),
     events: connectionLog,
   });
+  const access = new AccessRepository(db, engine);
+  // docs/api.md "Temporary router access": the router's own service ports (SSH is the port the agent uses).
+  const servicePorts = { winbox: 8291, ssh: config.ssh.port, webfig: 80 } as const;
   const relaySync = new RelaySync({
+    moreTargets: (entryPoint, now) => access.relayTargets(entryPoint, now, servicePorts),
     relay,
     forwards,
     entryPoint: config.entryPoint.host,
@@ -159,11 +177,56 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     tunnelSource: config.entryPoint.tunnelSource,
     listingFormats: new Map(),
   };
+  const backups = new ConfigBackupsRepository(db);
+  // docs/api.md "Configuration backups": a backup follows every change the agent made on a router.
+  const thenBackup =
+    (handler: (job: JobRecord) => Promise<void>) =>
+    async (job: JobRecord): Promise<void> => {
+      await handler(job);
+      const routerId = job.payload.router_id;
+      if (typeof routerId === "string") await queueBackupJob(engine, routerId);
+    };
+  const scheduleBackups = async (): Promise<number> => {
+    const now = clock.now();
+    // With the schedule off (0), a direct call still leaves a router queued within the last hour alone.
+    const hours = Math.max(1, config.backups.intervalHours);
+    const due = await backups.claimDue(new Date(now.getTime() - hours * 3_600_000), now, 10_000);
+    for (const routerId of due) await queueBackupJob(engine, routerId);
+    return due.length;
+  };
   const consumer = new RouterJobWorker({
     engine,
     handlers: {
-      [FORWARD_JOB_KINDS.apply]: applyForwardHandler(deps),
-      [FORWARD_JOB_KINDS.remove]: removeForwardHandler(deps),
+      [FORWARD_JOB_KINDS.apply]: thenBackup(applyForwardHandler(deps)),
+      [FORWARD_JOB_KINDS.remove]: thenBackup(removeForwardHandler(deps)),
+      ...(() => {
+        const accessDeps = {
+          access,
+          forwards,
+          connector,
+          clock,
+          logger: logger.child({ part: "access" }),
+          sshPort: config.ssh.port,
+          tunnelNetwork: config.tunnelNetwork,
+          tunnelSource: config.entryPoint.tunnelSource,
+          passwordKey:
+            config.accessPasswordKey ?? options.accessPasswordKey ?? resolveAccessPasswordKey(config.dataDir),
+        };
+        return {
+          [FORWARD_JOB_KINDS.accessApply]: thenBackup(applyAccessHandler(accessDeps)),
+          [FORWARD_JOB_KINDS.accessRemove]: thenBackup(removeAccessHandler(accessDeps)),
+        };
+      })(),
+      [FORWARD_JOB_KINDS.backup]: backupRouterHandler({
+        backups,
+        forwards,
+        connector,
+        clock,
+        logger: logger.child({ part: "backups" }),
+        sshPort: config.ssh.port,
+        tunnelNetwork: config.tunnelNetwork,
+        retention: config.backups.retention,
+      }),
       [FORWARD_JOB_KINDS.reconcile]: reconcileRouterHandler(deps, options.onReconciled),
       [ROUTER_OFFBOARD_JOB]: offboardRouterHandler({
         addresses: new TunnelAddressesRepository(db),
@@ -198,11 +261,29 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   await sweeper.start();
   await reconcile();
   relaySync.start();
+  let backupSchedule: RegisteredTask | undefined;
   if (!options.manualJobs) {
     await consumer.start();
     await engine.work(EXPIRY_SWEEP_QUEUE, { pollingIntervalSeconds: 5 }, () => sweeper.sweep());
     await engine.schedule(EXPIRY_SWEEP_QUEUE, "* * * * *");
+    // Cluster-wide: one run per slot whatever the agent count; each run queues the routers due.
+    if (config.backups.intervalHours > 0) {
+      backupSchedule = await registerScheduledTask(engine, {
+        queue: "backup.schedule",
+        cron: "*/10 * * * *",
+        run: scheduleBackups,
+      });
+    }
   }
+  const sweepAccess = async (): Promise<number> => {
+    const closed = await access.expireDue(clock.now());
+    if (closed.length > 0) void relaySync.refresh();
+    return closed.length;
+  };
+  const accessTimer = setInterval(() => {
+    sweepAccess().catch((error: unknown) => logger.error({ err: error }, "router access expiry sweep failed"));
+  }, 5_000);
+  accessTimer.unref();
   const reconcileTimer = setInterval(() => {
     reconcile().catch((error: unknown) => logger.error({ err: error }, "scheduling reconciliation failed"));
   }, config.reconcileIntervalMs);
@@ -234,9 +315,13 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     reconcile,
     refresh: () => relaySync.refresh(),
     flushAudit: () => connectionLog.flush(),
+    scheduleBackups,
+    sweepAccess,
     close: () => {
       closing ??= (async () => {
         clearInterval(reconcileTimer);
+        clearInterval(accessTimer);
+        await backupSchedule?.stop();
         await sweeper.close();
         await consumer.close();
         await engine.stop();

@@ -23,3 +23,6 @@ export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
 export { DataDirLockedError } from "./data-dir-lock.ts";
+export * from "./repositories/availability.repository.ts";
+export * from "./repositories/config-backups.repository.ts";
+export * from "./repositories/access.repository.ts";

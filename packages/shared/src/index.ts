@@ -37,3 +37,8 @@ export * from "./schemas/events.schema.ts";
 export * from "./rules/public-address.ts";
 export * from "./rules/trusted-proxies.ts";
 export * from "./env/trust-env.ts";
+export * from "./rules/availability.ts";
+export * from "./schemas/availability.schema.ts";
+export * from "./routeros/config-export.ts";
+export * from "./schemas/access.schema.ts";
+export * from "./crypto/access-password.ts";

@@ -172,6 +172,45 @@ describe("the OpenAPI document tells the truth", () => {
     await call("GET", "/api/audit-log?limit=2", { token: t });
     await call("GET", "/api/audit-log?limit=0", { token: t });
     await call("GET", "/api/audit-log");
+    await call("GET", "/api/availability?from=2026-11-01&to=2026-11-02", { token: t });
+    await call("GET", "/api/availability?format=csv", { token: t });
+    await call("GET", "/api/availability?from=2026-11-02&to=2026-11-01", { token: t });
+    await call("GET", "/api/availability", { token: reader.token, headers: { accept: "text/csv" } });
+    await call("GET", "/api/availability");
+    const watched = await makeRouter(h.db, owner);
+    await call("GET", `/api/routers/${watched.id}/availability?granularity=month`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/availability?from=nope`, { token: t });
+    await call("GET", `/api/routers/${UNKNOWN}/availability`, { token: t });
+    const backed = await makeRouter(h.db, owner);
+    const backups = `/api/routers/${backed.id}/backups`;
+    await call("POST", backups, { token: t });
+    await call("POST", backups, { token: reader.token });
+    await call("POST", `/api/routers/${UNKNOWN}/backups`, { token: t });
+    await call("POST", `/api/routers/${(await makeRouter(h.db, owner, { tunnelIp: null })).id}/backups`, { token: t });
+    const [version] = await h.db.query<{ id: string }>(
+      `insert into router_config_backups (id, router_id, created_at, checked_at, sha256, bytes, lines, content)
+       values (gen_random_uuid(), $1, now(), now(), repeat('a', 64), 14, 1, '/system identity') returning id`,
+      [backed.id],
+    );
+    await call("GET", backups, { token: t });
+    await call("GET", `${backups}?limit=0`, { token: t });
+    await call("GET", `/api/routers/${UNKNOWN}/backups`, { token: t });
+    await call("GET", `${backups}/${version?.id}`, { token: t });
+    await call("GET", `${backups}/${UNKNOWN}`, { token: t });
+    await call("GET", `${backups}/${version?.id}/diff`, { token: t });
+    await call("GET", `${backups}/${version?.id}/diff?against=${UNKNOWN}`, { token: t });
+    const accessBase = `/api/routers/${backed.id}/access`;
+    const accessBody = { service: "ssh", level: "read", expire_after_minutes: 15, allow_from: "8.8.8.8" };
+    const opened = await call("POST", accessBase, { token: t, body: accessBody });
+    await call("POST", accessBase, { token: t, body: { ...accessBody, level: "root" } });
+    await call("POST", accessBase, { token: reader.token, body: accessBody });
+    await call("POST", `/api/routers/${UNKNOWN}/access`, { token: t, body: accessBody });
+    await call("GET", accessBase, { token: t });
+    await call("GET", `/api/routers/${UNKNOWN}/access`, { token: t });
+    await call("GET", `${accessBase}/${opened.body.data?.id ?? UNKNOWN}`, { token: t });
+    await call("GET", `${accessBase}/${UNKNOWN}`, { token: t });
+    await call("DELETE", `${accessBase}/${UNKNOWN}`, { token: t });
+    await call("DELETE", `${accessBase}/${opened.body.data?.id ?? UNKNOWN}`, { token: t });
     const hook = await call("POST", "/api/webhooks", {
       token: t,
       body: { url: "https://hooks.example.com/fleet", events: ["router.offline"] },

@@ -128,6 +128,10 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
                 }
               : {}),
           };
+    // Answers that are text (rest.text) or may also be CSV (rest.csv) say so (docs/api.md "Errors").
+    const okContent = (ok as { content?: Record<string, unknown> }).content;
+    if (meta.rest?.text) (ok as { content?: unknown }).content = { [meta.rest.text]: { schema: { type: "string" } } };
+    else if (meta.rest?.csv && okContent) okContent["text/csv"] = { schema: { type: "string" } };
     op.responses = {
       [String(status)]: ok,
       ...Object.fromEntries(

@@ -3,11 +3,54 @@ import { createOpenApiExpressMiddleware } from "trpc-to-openapi";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
+import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { describeError, errorBodyForPath } from "./error-shapes.ts";
 import { RestSurface } from "./rest-surface.ts";
 
 const BODY_METHODS = new Set(["POST", "PATCH", "PUT"]);
+
+/** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; a leading =+-@ is defused. */
+const csvField = (value: unknown): string => {
+  let text = value === null || value === undefined ? "" : String(value);
+  // Spreadsheets run a cell that starts with one of these as a formula (CSV injection).
+  if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+};
+
+/** The rows of a JSend answer's `data` as CSV (header line first, CRLF line ends). */
+export const toCsv = (columns: readonly string[], rows: readonly Record<string, unknown>[]): string =>
+  [columns.join(","), ...rows.map((row) => columns.map((column) => csvField(row[column])).join(","))]
+    .map((line) => `${line}\r\n`)
+    .join("");
+
+/**
+ * How a successful answer of this operation is sent when it is not JSON (a procedure's
+ * `rest.text` or `rest.csv` meta): undefined = as the library wrote it.
+ */
+const textRendering = (
+  metas: ReadonlyMap<string, ProcedureMeta>,
+  surface: RestSurface,
+  req: Request,
+  search: string,
+): ((json: string) => { contentType: string; body: string }) | undefined => {
+  const operation = surface.operationAt(req.method, req.path);
+  const rest = operation ? metas.get(operation.procedurePath)?.rest : undefined;
+  if (rest?.text) {
+    const contentType = `${rest.text}; charset=utf-8`;
+    return (json) => ({ contentType, body: String(JSON.parse(json)) });
+  }
+  const csv = rest?.csv;
+  if (!csv) return undefined;
+  const wantsCsv =
+    new URLSearchParams(search).get("format") === "csv" || req.accepts(["application/json", "text/csv"]) === "text/csv";
+  if (!wantsCsv) return undefined;
+  return (json) => {
+    const parsed = JSON.parse(json) as { data?: unknown };
+    const rows = Array.isArray(parsed.data) ? (parsed.data as Record<string, unknown>[]) : [];
+    return { contentType: "text/csv; charset=utf-8", body: toCsv(csv.columns, rows) };
+  };
+};
 
 /** Success status per procedure path, from each procedure's meta (201 creates, 204 deletes). */
 const successStatuses = (router: AppRouter): Map<string, number> => {
@@ -80,6 +123,7 @@ export const restAdapter = (
       );
       return;
     }
+    const rendering = textRendering(metas, surface, req, q === -1 ? "" : req.url.slice(q));
     // Swap the library's error body for the contract's; the status comes from responseMeta.
     const end = res.end.bind(res) as (...args: unknown[]) => Response;
     res.end = ((...args: unknown[]) => {
@@ -88,6 +132,12 @@ export const restAdapter = (
         const body = JSON.stringify(errorBodyForPath(req.path, described));
         res.setHeader("content-type", "application/json; charset=utf-8");
         return end(body);
+      }
+      if (rendering && res.statusCode === 200 && typeof args[0] === "string") {
+        const rendered = rendering(args[0]);
+        res.setHeader("content-type", rendered.contentType);
+        res.removeHeader("content-length");
+        return end(rendered.body);
       }
       return end(...args);
     }) as Response["end"];

@@ -86,6 +86,11 @@ export class RestSurface {
     return message ? { kind: "refused", message, allow } : { kind: "unlisted", allow };
   }
 
+  /** The operation a request reaches as itself (after alias rewriting), if any. */
+  operationAt(method: string, path: string): RestOperation | undefined {
+    return this.#paths.find((candidate) => candidate.pattern.test(path))?.operations.get(method);
+  }
+
   #entry(template: string): PathEntry {
     let entry = this.#paths.find((candidate) => candidate.template === template);
     if (!entry) {

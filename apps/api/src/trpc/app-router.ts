@@ -2,6 +2,9 @@ import { accountRouter } from "../features/account/account.routes.ts";
 import { apiKeysRouter } from "../features/api-keys/api-keys.routes.ts";
 import { auditLogRouter } from "../features/audit-log/audit-log.routes.ts";
 import { authRouter } from "../features/auth/auth.routes.ts";
+import { accessRouter } from "../features/access/access.routes.ts";
+import { availabilityRouter } from "../features/availability/availability.routes.ts";
+import { backupsRouter } from "../features/backups/backups.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
@@ -20,6 +23,9 @@ export const appRouter = router({
   apiKeys: apiKeysRouter,
   auditLog: auditLogRouter,
   webhooks: webhooksRouter,
+  availability: availabilityRouter,
+  backups: backupsRouter,
+  access: accessRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -13,7 +13,7 @@ export const SSE_PING_INTERVAL_MS = 10_000;
 
 /** Procedure meta: the REST face (trpc-to-openapi) plus the success status of that face. */
 export type ProcedureMeta = OpenApiMeta & {
-  successStatus?: 200 | 201 | 204;
+  successStatus?: 200 | 201 | 202 | 204;
   /**
    * The answer carries a secret (a token, a client secret, a key): every transport sends
    * `Cache-Control: no-store` (docs/api.md "Authentication").
@@ -39,6 +39,16 @@ export interface RestSurface {
   auth?: "token" | "none" | "login-hook";
   /** The request body's schema for /openapi.json when the input schema cannot show it (a preprocess). */
   body?: z.ZodType;
+  /**
+   * The REST answer is text, not JSON: the procedure's string output sent as this media type;
+   * tRPC still answers the string as JSON.
+   */
+  text?: "text/plain";
+  /**
+   * The REST answer may also be CSV (docs/api.md "Availability"): with `Accept: text/csv` or
+   * `?format=csv`, the rows of the JSend `data` as CSV with these columns, a header line first.
+   */
+  csv?: { columns: readonly string[] };
 }
 
 const t = initTRPC

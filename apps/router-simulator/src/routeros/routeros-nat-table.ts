@@ -213,6 +213,20 @@ export class RouterOsNatTable {
     return lines.join("\r\n");
   }
 
+  /** The table's part of `/export terse`: one `add` line per rule, in order, defaults left out. */
+  exportLines(): string[] {
+    if (this.#rules.length === 0) return [];
+    const lines = ["/ip firewall nat"];
+    for (const rule of this.#rules) {
+      const fields = Object.keys(rule.props)
+        .filter((k) => k !== "disabled")
+        .sort()
+        .map((k) => `${k}=${quote(rule.props[k] ?? "")}`);
+      lines.push(`add ${fields.join(" ")}${rule.disabled ? " disabled=yes" : ""}`);
+    }
+    return lines;
+  }
+
   /** `:serialize to=json` of `print as-value where ...`, as RouterOS 7.13+ writes it. */
   printJson(where: Condition[]): string {
     const out: Array<Record<string, unknown>> = [];

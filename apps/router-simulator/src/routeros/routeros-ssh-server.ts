@@ -5,6 +5,7 @@ import type { Connection, ParsedKey, ServerChannel } from "ssh2";
 import ssh2 from "ssh2";
 import { type ConfigMenu, parseRouterOsCommand, type Target } from "./routeros-cli-parser.ts";
 import { type LanResolver, type NatRule, RouterOsNatTable } from "./routeros-nat-table.ts";
+import { RouterOsUsers, type SimUser } from "./routeros-users.ts";
 import { generateEd25519KeyPair } from "@fleet/shared";
 
 const { Server, utils } = ssh2;
@@ -60,6 +61,12 @@ export interface RouterOsSshServer {
   commands(): string[];
   /** Successful SSH logins so far, to check that clients reuse their session. */
   logins(): number;
+  /** The router's local users (temporary access users among them), passwords included. */
+  users(): SimUser[];
+  /** Names of the scheduler entries. */
+  schedulerEntries(): string[];
+  /** Runs every scheduler entry's script now, as the router's clock would when they come due. */
+  fireSchedulers(): void;
   close(): Promise<void>;
 }
 
@@ -83,17 +90,34 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
   const nat = new RouterOsNatTable(opts.host, opts.lan, opts.conntrackOutlivesRules ?? false, opts.wanAddress);
   const received: string[] = [];
   const sessions = new Set<Connection>();
+  /** Sessions of users who logged in with a password (temporary access), by user name. */
+  const passwordSessions = new Map<Connection, string>();
+  const users = new RouterOsUsers((username) => {
+    let n = 0;
+    for (const [client, name] of passwordSessions) {
+      if (name !== username) continue;
+      client.end();
+      n++;
+    }
+    return n;
+  });
   let logins = 0;
   // RouterOS applies configuration changes one at a time; this also keeps concurrent adds
   // for the same port from racing to bind it.
   let queue: Promise<unknown> = Promise.resolve();
 
-  async function execute(line: string): Promise<string> {
+  /** `user`: the password user of the session (temporary access); undefined for the agent's key login. */
+  async function execute(line: string, user?: string): Promise<string> {
     received.push(line);
     if (opts.commandDelayMs) await sleep(opts.commandDelayMs);
+    if (line.trim() === "/export terse") return exportTerse();
+    if (RouterOsUsers.handles(line)) return users.execute(line, user);
     const parsed = parseRouterOsCommand(line);
     if (!parsed.ok) return parsed.error;
     const cmd = parsed.command;
+    if (user !== undefined && cmd.kind !== "nat-print" && !users.policyOf(user).includes("write")) {
+      return "failure: not enough permissions (9)";
+    }
     switch (cmd.kind) {
       case "nat-add":
         return nat.add(cmd.args);
@@ -108,8 +132,25 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     }
   }
 
-  function run(line: string): Promise<string> {
-    const result = queue.then(() => execute(line)).catch((err: unknown) => `failure: simulator error: ${err}`);
+  /**
+   * `/export terse` as RouterOS writes it: a dated first comment line (different on every read),
+   * then one section per configured menu. Sensitive values are never part of it.
+   */
+  function exportTerse(): string {
+    const stamp = new Date().toISOString().slice(0, 19).replace("T", " ");
+    return [
+      `# ${stamp} by RouterOS 7.16.2`,
+      "# software id = SIM0-0000",
+      "#",
+      ...nat.exportLines(),
+      ...users.exportLines(),
+      "/system identity",
+      "set name=Sim",
+    ].join("\r\n");
+  }
+
+  function run(line: string, user?: string): Promise<string> {
+    const result = queue.then(() => execute(line, user)).catch((err: unknown) => `failure: simulator error: ${err}`);
     queue = result;
     return result;
   }
@@ -131,7 +172,7 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     return parsed instanceof Error ? undefined : parsed;
   };
 
-  function serveShell(stream: ServerChannel): void {
+  function serveShell(stream: ServerChannel, user: string | undefined): void {
     let buffer = "";
     stream.on("error", () => undefined);
     stream.write(`\r\n${PROMPT}`);
@@ -147,7 +188,7 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
             return;
           }
           stream.write("\r\n");
-          void (line === "" ? Promise.resolve("") : run(line)).then((out) => {
+          void (line === "" ? Promise.resolve("") : run(line, user)).then((out) => {
             stream.write(out ? `${out}\r\n${PROMPT}` : PROMPT);
           });
         } else if (ch === "\x7f" || ch === "\b") {
@@ -167,10 +208,19 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     sessions.add(client);
     // Exists at runtime (ssh2 server.js) but is missing from @types/ssh2; without it every reply waits on delayed ACK.
     (client as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
-    client.on("close", () => sessions.delete(client));
+    client.on("close", () => {
+      sessions.delete(client);
+      passwordSessions.delete(client);
+    });
     client.on("error", () => client.end());
     client.on("authentication", (ctx) => {
-      if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
+      if (ctx.method === "password") {
+        // A local user with a password (temporary access), from an address its `address` allows.
+        if (!users.passwordLogin(ctx.username, ctx.password, info.ip)) return ctx.reject(["publickey", "password"]);
+        passwordSessions.set(client, ctx.username);
+        return ctx.accept();
+      }
+      if (ctx.method !== "publickey") return ctx.reject(["publickey", "password"]);
       if (opts.authorize) {
         if (!opts.authorize(ctx.username, ctx.key.data, info.ip)) return ctx.reject(["publickey"]);
       } else if (opts.username !== undefined && ctx.username !== opts.username) {
@@ -192,14 +242,14 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
         session.on("exec", (accept, _reject, info) => {
           const stream = accept();
           stream.on("error", () => undefined);
-          void run(info.command).then((out) => {
+          void run(info.command, passwordSessions.get(client)).then((out) => {
             if (out) stream.write(`${out}\r\n`);
             // RouterOS signals command errors only in-band, so the exit status is always 0.
             stream.exit(0);
             stream.end();
           });
         });
-        session.on("shell", (accept) => serveShell(accept()));
+        session.on("shell", (accept) => serveShell(accept(), passwordSessions.get(client)));
       });
     });
   });
@@ -219,7 +269,11 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     connections: () => nat.connections(),
     commands: () => [...received],
     logins: () => logins,
+    users: () => users.users(),
+    schedulerEntries: () => users.schedulerEntries(),
+    fireSchedulers: () => users.fireAll(),
     async close() {
+      users.close();
       for (const client of sessions) client.end();
       await Promise.all([nat.close(), new Promise((resolve) => server.close(resolve))]);
     },

@@ -1,4 +1,4 @@
-import type { ForwardsRepository } from "@fleet/db";
+import type { ForwardsRepository, RelayTarget } from "@fleet/db";
 import { type Clock, coalescingRunner, isTunnelHostAddress, type TunnelNetwork } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { EntryPointRelay } from "./relay.ts";
@@ -13,6 +13,8 @@ export interface RelaySyncOptions {
   pollMs: number;
   /** TUNNEL_NETWORK: the relay pipes only to assigned addresses inside it. */
   tunnelNetwork: TunnelNetwork;
+  /** More targets served beside the forwards (temporary router access). */
+  moreTargets?: (entryPoint: string, now: Date) => Promise<RelayTarget[]>;
 }
 
 /**
@@ -26,7 +28,11 @@ export class RelaySync {
   readonly #syncer = coalescingRunner(
     async () => {
       try {
-        const targets = await this.#o.forwards.relayTargets(this.#o.entryPoint, this.#o.clock.now());
+        const now = this.#o.clock.now();
+        const targets = [
+          ...(await this.#o.forwards.relayTargets(this.#o.entryPoint, now)),
+          ...((await this.#o.moreTargets?.(this.#o.entryPoint, now)) ?? []),
+        ];
         if (this.#stopped) return;
         // Forget warnings of forwards no longer active, so the set stays as small as the active set.
         const ids = new Set(targets.map((target) => target.id));

@@ -262,8 +262,8 @@ export class EntryPointRelay {
     listener.stats.accepted++;
     countRelayConnection(true);
     pair.admitted = { source, startedAt: performance.now(), headerBytes };
-    const { tunnelIp, port } = listener.target;
-    const upstream = net.connect({ host: tunnelIp, port, allowHalfOpen: true });
+    const { tunnelIp, port, targetPort } = listener.target;
+    const upstream = net.connect({ host: tunnelIp, port: targetPort ?? port, allowHalfOpen: true });
     pair.upstream = upstream;
     upstream.setTimeout(this.#o.connectTimeoutMs, () => this.#endPair(listener, pair));
     upstream.on("error", () => this.#endPair(listener, pair));

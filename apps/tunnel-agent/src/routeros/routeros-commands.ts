@@ -109,6 +109,15 @@ export function listForwardRulesJson(): string {
   return `:put [:serialize to=json [/ip firewall nat print as-value where comment~"^${FORWARD_TAG_PREFIX}"]]`;
 }
 
+/**
+ * The router's configuration as text (docs/api.md "Configuration backups"). `terse` puts each
+ * item on one line, so a change is one changed line; RouterOS leaves sensitive values (passwords,
+ * private keys) out unless asked with `show-sensitive`, which the agent never sends.
+ */
+export function exportConfiguration(): string {
+  return "/export terse";
+}
+
 /** An exact match: a `~` pattern would be an unanchored regex (port 4000 would also hit :40001). */
 export function dropConnections(tunnelIp: string, port: number): string {
   const ip = checkIpv4(tunnelIp, "tunnelIp");

@@ -14,7 +14,9 @@ import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
 import { Organization } from "./organization.entity.ts";
+import { RouterAccess } from "./router-access.entity.ts";
 import { RouterAdoption } from "./router-adoption.entity.ts";
+import { RouterBackupState, RouterConfigBackup } from "./router-config-backup.entity.ts";
 import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
 import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
@@ -53,6 +55,9 @@ export const ENTITIES = [
   WebhookDelivery,
   TunnelAddress,
   RateLimitCounter,
+  RouterConfigBackup,
+  RouterBackupState,
+  RouterAccess,
 ];
 
 export {
@@ -72,7 +77,10 @@ export {
   OrganizationExternalId,
   OrganizationMember,
   Router,
+  RouterAccess,
   RouterAdoption,
+  RouterBackupState,
+  RouterConfigBackup,
   RouterDowntimeHour,
   RouterFault,
   Team,

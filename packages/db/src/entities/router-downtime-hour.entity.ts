@@ -8,6 +8,16 @@ import { Router } from "./router.entity.ts";
 export const RouterDowntimeHour = defineEntity({
   name: "RouterDowntimeHour",
   tableName: "router_downtime_hours",
+  // Retention deletes by age (docs/api.md "Availability"); reads go by the primary key.
+  indexes: [
+    { name: "router_downtime_hours_hour_brin", properties: ["hour"], type: "brin" },
+    // Reports sum a router's range from the index alone (index-only scan), never visiting the table.
+    {
+      name: "router_downtime_hours_router_hour_covering",
+      properties: ["router", "hour"],
+      include: ["secondsDown"],
+    },
+  ],
   properties: {
     router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
     /** Start of the UTC hour. */

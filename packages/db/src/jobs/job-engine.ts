@@ -46,6 +46,8 @@ export interface JobSendOptions {
   group?: string;
   /** Run no earlier than this. */
   startAfter?: Date;
+  /** Retries of this job, instead of its queue's (a configuration backup gives up sooner than a forward). */
+  retryLimit?: number;
   /** The ordering key of a `key_strict_fifo` queue (required there), else the singleton key. */
   singletonKey?: string;
   /**
@@ -137,7 +139,10 @@ export interface JobEngine {
   /** Cluster-wide cron: one job per slot however many processes schedule it. */
   schedule(queue: string, cron: string, data?: object, options?: JobScheduleOptions): Promise<void>;
   /** Jobs of a queue by id or data containment; `queued: true` only those not started yet. */
-  findJobs<T>(queue: string, options?: { id?: string; data?: object; queued?: boolean }): Promise<JobWithMetadata<T>[]>;
+  findJobs<T>(
+    queue: string,
+    options?: { id?: string; key?: string; data?: object; queued?: boolean },
+  ): Promise<JobWithMetadata<T>[]>;
   /** Drops this holder's reference; the last one stops pg-boss (running handlers finish first). */
   stop(): Promise<void>;
 }
@@ -286,6 +291,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
       boss.send(queue, data, {
         ...(sendOptions.group === undefined ? {} : { group: { id: sendOptions.group } }),
         ...(sendOptions.startAfter === undefined ? {} : { startAfter: sendOptions.startAfter }),
+        ...(sendOptions.retryLimit === undefined ? {} : { retryLimit: sendOptions.retryLimit }),
         ...(sendOptions.singletonKey === undefined ? {} : { singletonKey: sendOptions.singletonKey }),
         ...(sendOptions.executor === undefined ? {} : { db: executorDb(sendOptions.executor) }),
       }),
@@ -322,7 +328,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
         ...(scheduleOptions.tz === undefined ? {} : { tz: scheduleOptions.tz }),
         ...(scheduleOptions.key === undefined ? {} : { key: scheduleOptions.key }),
       }),
-    findJobs: <T>(queue: string, findOptions: { id?: string; data?: object; queued?: boolean } = {}) =>
+    findJobs: <T>(queue: string, findOptions: { id?: string; key?: string; data?: object; queued?: boolean } = {}) =>
       boss.findJobs<T>(queue, { queued: false, ...findOptions }),
     stop: async () => {
       if (stopped) return;

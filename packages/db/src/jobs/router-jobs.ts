@@ -38,6 +38,8 @@ export interface RouterJobData {
   kind: string;
   router_id: string;
   forward_id?: string;
+  /** Temporary router access jobs (`access.apply`, `access.remove`). */
+  access_id?: string;
 }
 
 /**
@@ -59,8 +61,37 @@ export const routerJobsQueue = (leaseSeconds = 60): JobQueueDefinition => ({
 });
 
 /** Queues a router job; with `executor` it commits or rolls back with the caller's transaction. */
-export const queueRouterJob = (engine: JobEngine, data: RouterJobData, executor?: Query) =>
-  engine.send(ROUTER_JOBS_QUEUE, data, { singletonKey: data.router_id, ...(executor ? { executor } : {}) });
+export const queueRouterJob = (
+  engine: JobEngine,
+  data: RouterJobData,
+  executor?: Query,
+  options: { retryLimit?: number } = {},
+) =>
+  engine.send(ROUTER_JOBS_QUEUE, data, {
+    singletonKey: data.router_id,
+    ...(executor ? { executor } : {}),
+    ...(options.retryLimit === undefined ? {} : { retryLimit: options.retryLimit }),
+  });
+
+/** Attempts of a configuration backup job (the first included): an unreachable router is reported sooner than a forward retries. */
+export const BACKUP_JOB_ATTEMPTS = 3;
+
+/**
+ * Queues a backup of one router (docs/api.md "Configuration backups") behind its other router jobs;
+ * a backup of the router still waiting in the queue is the one answered instead: it runs after
+ * every change queued before now, so a burst of changes costs one read of the router.
+ */
+export const queueBackupJob = async (engine: JobEngine, routerId: string): Promise<string | null> => {
+  const [waiting] = await engine.findJobs(ROUTER_JOBS_QUEUE, {
+    key: routerId,
+    data: { kind: "router.backup" },
+    queued: true,
+  });
+  if (waiting) return waiting.id;
+  return queueRouterJob(engine, { kind: "router.backup", router_id: routerId }, undefined, {
+    retryLimit: BACKUP_JOB_ATTEMPTS - 1,
+  });
+};
 
 /** pg-boss's job states, as the admin CLI and tests read them. */
 export type TRouterJobState = "created" | "retry" | "active" | "completed" | "cancelled" | "failed";

@@ -84,6 +84,18 @@ const INSERT_FORWARD_EVENTS_SQL = `insert into audit_log (id, organization_id, o
   join forwards f on f.id = v.forward_id
   join routers r on r.id = f.router_id`;
 
+// The same batch for temporary router access (the relay serves both): `forward.connection.*` is
+// recorded as `router.access.connection.*` against the access session.
+const INSERT_ACCESS_EVENTS_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
+  target_type, target_id, router_id, source_ip, details, dispatched_at)
+  select gen_random_uuid(), r.organization_id, to_timestamp(v.occurred_ms / 1000.0),
+    replace(v.action, 'forward.connection.', 'router.access.connection.'), 'system', null,
+    'router_access', a.id::text, a.router_id, v.source_ip, v.details,
+    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}
+  from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::jsonb[]) as v(forward_id, occurred_ms, action, source_ip, details)
+  join router_access a on a.id = v.forward_id
+  join routers r on r.id = a.router_id`;
+
 /** Parameters of one audit insert, in the order of {@link INSERT_SQL}. */
 const insertParams = (entry: NewAuditEntry): unknown[] => [
   entry.organizationId,
@@ -165,13 +177,15 @@ export class AuditLogRepository {
   /** The relay's batch: one statement for many connections. */
   async recordForwardEvents(events: readonly ForwardConnectionEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await this.#db.query(INSERT_FORWARD_EVENTS_SQL, [
+    const params = [
       events.map((e) => e.forwardId),
       events.map((e) => e.occurredAt.getTime()),
       events.map((e) => e.action),
       events.map((e) => e.sourceIp),
       events.map((e) => JSON.stringify(e.details)),
-    ]);
+    ];
+    await this.#db.query(INSERT_FORWARD_EVENTS_SQL, params);
+    await this.#db.query(INSERT_ACCESS_EVENTS_SQL, params);
   }
 
   /**

@@ -4,6 +4,7 @@ import type { JobEngine } from "../jobs/job-engine.ts";
 import { queueRouterJob } from "../jobs/router-jobs.ts";
 import type { Query } from "../database.ts";
 import { type AuditOrigin, insertAuditEntry, SYSTEM_ORIGIN } from "./audit-log.repository.ts";
+import { checkSessionQuotas, type QuotaRefusal } from "./session-quotas.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
 export type TForwardStatus = "active" | "expired" | "revoked" | "failed";
@@ -55,15 +56,14 @@ export interface NewForward {
 export type CreateForwardResult =
   | { ok: true; forward: ForwardRecord }
   | { ok: false; reason: "router_not_found" | "no_tunnel_ip" | "ports_exhausted" }
-  /** A quota is full; `freesAt` is when the earliest of the forwards counted against it expires. */
-  | { ok: false; reason: "router_cap"; freesAt: Date | null }
-  /** The billing root's quota; `trial`: the smaller one of a root without a payment method. */
-  | { ok: false; reason: "org_cap"; freesAt: Date | null; limit: number; trial: boolean };
+  | QuotaRefusal;
 
 /** What the relay needs to serve one forward. */
 export interface RelayTarget {
   id: string;
   port: number;
+  /** The port on the router to pipe to, when not `port` (temporary access: the router's own service port). */
+  targetPort?: number;
   allowOnlyCidr: string;
   tunnelIp: string;
   expiresAt: Date;
@@ -80,29 +80,6 @@ const COLUMNS = `f.id, f.router_id, f.entry_point, f.port, f.dst_address, f.dst_
 const RETURNING = COLUMNS.replaceAll("f.", "");
 
 type Row = Record<string, unknown>;
-
-// The organization that pays for `$1`: the top of its tree (a depth cap guards against a cycle).
-const BILLING_ROOT_SQL = `
-with recursive chain (id, parent_id, depth) as (
-  select id, parent_id, 0 from organizations where id = $1
-  union all
-  select o.id, o.parent_id, c.depth + 1 from organizations o join chain c on o.id = c.parent_id where c.depth < 32
-)
-select id as root_id from chain where parent_id is null limit 1`;
-
-// Active forwards of every organization under (and including) billing root `$1`, and whether the
-// root has a payment method on file.
-const TREE_FORWARDS_SQL = `
-with recursive tree (id, depth) as (
-  select id, 0 from organizations where id = $1
-  union all
-  select o.id, t.depth + 1 from organizations o join tree t on o.parent_id = t.id where t.depth < 32
-)
-select count(f.id)::int as n, min(f.expires_at) as frees_at,
-  exists (select 1 from billing_accounts a join billing_payment_methods pm on pm.account_id = a.id
-          where a.organization_id = $1) as has_card
-from forwards f join routers r on r.id = f.router_id
-where r.organization_id in (select id from tree) and f.status = 'active' and f.expires_at > $2`;
 
 const forwardFromRow = (row: Row): ForwardRecord => ({
   id: String(row.id),
@@ -218,35 +195,20 @@ export class ForwardsRepository {
       if (router.tunnel_ip === null || router.tunnel_ip === undefined || router.tunnel_ip === "") {
         return { ok: false, reason: "no_tunnel_ip" };
       }
-      const [count] = await query<Row>(
-        `select count(*)::int as n, min(expires_at) as frees_at from forwards
-         where router_id = $1 and status = 'active' and expires_at > $2`,
-        [input.routerId, now],
+      const refusal = await checkSessionQuotas(
+        query,
+        { id: input.routerId, organizationId: String(router.organization_id) },
+        input,
+        now,
       );
-      if (toNumber(count?.n ?? 0) >= input.maxActivePerRouter) {
-        return { ok: false, reason: "router_cap", freesAt: count?.frees_at ? toDate(count.frees_at) : null };
-      }
-      // The quota is the billing root's, over its whole tree (docs/api.md "Tunnel agent and entry
-      // point"): small organizations under one root cannot each take a full share. The root's row
-      // serializes creates across the tree, so the quota holds under concurrency (routers are
-      // always locked before their billing root: no lock cycle).
-      const [root] = await query<Row>(BILLING_ROOT_SQL, [router.organization_id]);
-      const rootId = String(root?.root_id ?? router.organization_id);
-      await query(`select id from organizations where id = $1 for update`, [rootId]);
-      const [orgCount] = await query<Row>(TREE_FORWARDS_SQL, [rootId, now]);
-      const trial =
-        orgCount?.has_card !== true && input.trialForwards !== undefined && input.trialForwards < input.maxActivePerOrg;
-      const limit = trial ? (input.trialForwards ?? 0) : input.maxActivePerOrg;
-      if (toNumber(orgCount?.n ?? 0) >= limit) {
-        const freesAt = orgCount?.frees_at ? toDate(orgCount.frees_at) : null;
-        return { ok: false, reason: "org_cap", freesAt, limit, trial };
-      }
+      if (refusal) return refusal;
 
       let freedStale = false;
       for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
         const [free] = await query<Row>(
           `select p::int as port from generate_series($1::int, $2::int) as p
            where not exists (select 1 from forwards f where f.entry_point = $3 and f.port = p and f.status = 'active')
+             and not exists (select 1 from router_access a where a.entry_point = $3 and a.port = p and a.status = 'active')
            order by random() limit 1`,
           [input.ports[0], input.ports[1], input.entryPoint],
         );

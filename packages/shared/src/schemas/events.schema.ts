@@ -35,6 +35,12 @@ export const AUDIT_ACTIONS = [
   "webhook.created",
   "webhook.deleted",
   "webhook.disabled",
+  "router.config.changed",
+  "router.access.created",
+  "router.access.revoked",
+  "router.access.expired",
+  "router.access.connection.accepted",
+  "router.access.connection.denied",
 ] as const;
 export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -168,3 +174,66 @@ export const ZWebhookDelivery = z
   })
   .meta({ id: "WebhookDelivery" });
 export type TWebhookDelivery = z.infer<typeof ZWebhookDelivery>;
+
+// ---- Configuration backups ----------------------------------------------------------------------
+
+/** docs/api.md "Configuration backups": limits tests probe at the edges. */
+export const BACKUP_LIMITS = { page: { min: 1, max: 200, default: 50 } } as const;
+
+const pageLimit = z.coerce
+  .number({ error: "must be an integer between 1 and 200" })
+  .int({ error: "must be an integer between 1 and 200" })
+  .min(BACKUP_LIMITS.page.min, { error: "must be an integer between 1 and 200" })
+  .max(BACKUP_LIMITS.page.max, { error: "must be an integer between 1 and 200" });
+
+const routerIdField = pathId;
+
+export const ZTakeBackupInput = z.object({ router_id: routerIdField });
+export type TTakeBackupInput = z.infer<typeof ZTakeBackupInput>;
+
+export const ZBackupJob = z
+  .object({ status: z.literal("success"), data: z.object({ job_id: z.string() }) })
+  .meta({ id: "BackupJob" });
+export type TBackupJob = z.infer<typeof ZBackupJob>;
+
+export const ZListBackupsInput = z.object({
+  router_id: routerIdField,
+  limit: pageLimit.optional(),
+  cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
+});
+export type TListBackupsInput = z.infer<typeof ZListBackupsInput>;
+
+export const ZBackup = z
+  .object({
+    id: z.string(),
+    created_at: z.string().meta({ description: "When this configuration was first read, ISO 8601 +00:00." }),
+    checked_at: z.string().meta({ description: "When it was last read unchanged." }),
+    sha256: z.string().meta({ description: "Of the export without its dated first comment line." }),
+    bytes: z.number().int(),
+    lines: z.number().int(),
+  })
+  .meta({ id: "Backup" });
+export type TBackup = z.infer<typeof ZBackup>;
+
+export const ZBackupsPage = z
+  .object({
+    status: z.literal("success"),
+    data: z.array(ZBackup),
+    next_cursor: z.string().nullable().meta({ description: "Pass as ?cursor= for the next (older) page." }),
+    last_failure: z
+      .object({ failed_at: z.string(), reason: z.string() })
+      .nullable()
+      .meta({ description: "The last backup that failed for good since the last success; null when none." }),
+  })
+  .meta({ id: "BackupsPage" });
+export type TBackupsPage = z.infer<typeof ZBackupsPage>;
+
+export const ZGetBackupInput = z.object({ router_id: routerIdField, id: pathId });
+export type TGetBackupInput = z.infer<typeof ZGetBackupInput>;
+
+export const ZDiffBackupInput = z.object({
+  router_id: routerIdField,
+  id: pathId,
+  against: pathId.optional(),
+});
+export type TDiffBackupInput = z.infer<typeof ZDiffBackupInput>;

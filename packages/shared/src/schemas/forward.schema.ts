@@ -108,6 +108,12 @@ export const FORWARD_JOB_KINDS = {
   remove: "forward.remove",
   /** Compare a router's tagged rules with the active forwards and repair both ways. */
   reconcile: "router.reconcile",
+  /** Read the router's configuration (`/export terse`) and store it as a new version if it changed. */
+  backup: "router.backup",
+  /** Create the temporary user, its group and its self-removing scheduler entry (docs/routeros.md "Temporary access"). */
+  accessApply: "access.apply",
+  /** Log the temporary user out and remove it and its scheduler entry. */
+  accessRemove: "access.remove",
 } as const;
 export type TForwardJobKind = (typeof FORWARD_JOB_KINDS)[keyof typeof FORWARD_JOB_KINDS];
 

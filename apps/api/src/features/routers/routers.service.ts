@@ -9,11 +9,10 @@ import {
 import {
   AppError,
   type Clock,
-  downtimeBetween,
-  effectiveLastSeen,
   hourlyMetrics,
   isAppError,
   metadataBytes,
+  ongoingDowntime,
   ROUTER_LIMITS,
   type StatusFeed,
   type TEnrolledRouter,
@@ -238,13 +237,7 @@ export class RouterService {
       this.#deps.routers.downtimeHours(router.id, windowStart, windowEnd),
       this.#deps.routers.coverage(),
     ]);
-    let ongoing = null;
-    if (router.lastSeenAt && coverage) {
-      const watchedUntil =
-        now.getTime() - coverage.aliveAt.getTime() > Math.max(coverage.intervalMs, 5_000) ? coverage.aliveAt : now;
-      const from = effectiveLastSeen(router.lastSeenAt, coverage, coverage.intervalMs);
-      ongoing = downtimeBetween(from, watchedUntil, coverage.intervalMs);
-    }
+    const ongoing = ongoingDowntime(router.lastSeenAt, coverage, now);
     return hourlyMetrics({ now, createdAt: router.createdAt, stored, ongoing, hours: ROUTER_LIMITS.metricHours }).map(
       toMetricResponse,
     );

@@ -1,0 +1,63 @@
+import { z } from "zod";
+import { textRule } from "../rules/text-rules.ts";
+
+const bound = textRule(z.string({ error: "must be a date (YYYY-MM-DD)" }).max(64, { error: "is not a date" }));
+
+/** GET /api/routers/{router_id}/availability. `router_id` may also come as `id`, as on every router path. */
+export const ZRouterAvailabilityQuery = z.object({
+  router_id: textRule(z.string({ error: "must be a string" })),
+  from: bound.optional(),
+  to: bound.optional(),
+  granularity: z.enum(["day", "month"], { error: "must be day or month" }).optional(),
+});
+export type TRouterAvailabilityQuery = z.infer<typeof ZRouterAvailabilityQuery>;
+
+export const ZAvailabilityPeriod = z
+  .object({
+    period_start: z.string().meta({ description: "Start of the UTC day or month, ISO 8601 +00:00." }),
+    minutes_down: z.number(),
+    availability_percent: z.number().meta({ description: "0..100, 2 decimals." }),
+  })
+  .meta({ id: "AvailabilityPeriod" });
+export type TAvailabilityPeriod = z.infer<typeof ZAvailabilityPeriod>;
+
+export const ZRouterAvailability = z
+  .object({ status: z.literal("success"), data: z.array(ZAvailabilityPeriod) })
+  .meta({ id: "RouterAvailability" });
+export type TRouterAvailability = z.infer<typeof ZRouterAvailability>;
+
+/** GET /api/availability. `format=csv` (or `Accept: text/csv`) answers CSV. */
+export const ZFleetAvailabilityQuery = z.object({
+  from: bound.optional(),
+  to: bound.optional(),
+  format: z.enum(["json", "csv"], { error: "must be json or csv" }).optional(),
+});
+export type TFleetAvailabilityQuery = z.infer<typeof ZFleetAvailabilityQuery>;
+
+export const ZFleetAvailabilityRow = z
+  .object({
+    router_id: z.string(),
+    name: z.string(),
+    minutes_down: z.number(),
+    availability_percent: z.number(),
+    faults: z.number().int().meta({ description: "Faults opened inside the range." }),
+  })
+  .meta({ id: "FleetAvailabilityRow" });
+export type TFleetAvailabilityRow = z.infer<typeof ZFleetAvailabilityRow>;
+
+export const ZFleetAvailability = z
+  .object({
+    status: z.literal("success"),
+    data: z.array(ZFleetAvailabilityRow).meta({ description: "Worst first." }),
+  })
+  .meta({ id: "FleetAvailability" });
+export type TFleetAvailability = z.infer<typeof ZFleetAvailability>;
+
+/** Columns of the fleet report's CSV, in order. */
+export const FLEET_AVAILABILITY_CSV_COLUMNS = [
+  "router_id",
+  "name",
+  "minutes_down",
+  "availability_percent",
+  "faults",
+] as const;
