@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import {
   ConfigError,
   envBool,
@@ -14,6 +15,9 @@ import {
   ROUTEROS_USER_NAME,
   type TEnv,
   type TunnelNetwork,
+  requireInProduction,
+  requireStripeInProduction,
+  withSecretFiles,
 } from "@fleet/shared";
 import cron from "node-cron";
 
@@ -105,7 +109,9 @@ export interface AdoptionConfig {
 }
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
-export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
+export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
+  // `<NAME>_FILE` of every secret (docs/operations.md "Configuration").
+  const env = withSecretFiles(given, (file) => readFileSync(file, "utf8"));
   const jwksUrl = envUrl(env, "JWT_JWKS_URL", ["http:", "https:"]);
   const jwtSecret = envSecret(env, "JWT_SECRET", 32);
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
@@ -133,6 +139,15 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
     devLogin && !devLoginDefault
       ? `AUTH_DEV_LOGIN=true although ${production ? "NODE_ENV=production" : "JWT_SECRET is set"}: POST /v1/auth/dev-login gives anyone who reaches the API a token for any email`
       : undefined;
+  // docs/operations.md "Production": what production needs, or start-up stops naming it.
+  requireInProduction(env, ["JWT_SECRET", "JWT_JWKS_URL"], "tokens must verify in every replica and after a restart");
+  requireStripeInProduction(env);
+  requireInProduction(
+    env,
+    ["WEBHOOK_ENCRYPTION_KEY"],
+    "webhook secrets sealed by one replica must open in every other",
+  );
+  requireInProduction(env, ["TUNNEL_SSH_KEY", "TUNNEL_SSH_PUBLIC_KEY"], "adoption installs the agent's public key");
   return {
     host: envString(env, "HOST", "127.0.0.1"),
     port: envPort(env, "PORT", 3000),

@@ -1,4 +1,15 @@
-import { ConfigError, envInt, envLogLevel, envOptional, envPort, envString, envUrl, type TEnv } from "@fleet/shared";
+import { readFileSync } from "node:fs";
+import {
+  withSecretFiles,
+  ConfigError,
+  envInt,
+  envLogLevel,
+  envOptional,
+  envPort,
+  envString,
+  envUrl,
+  type TEnv,
+} from "@fleet/shared";
 
 /** Everything the heartbeat daemon reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface HeartbeatConfig {
@@ -71,7 +82,9 @@ export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
 });
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
-export const loadHeartbeatConfig = (env: TEnv = process.env): HeartbeatConfig => {
+export const loadHeartbeatConfig = (given: TEnv = process.env): HeartbeatConfig => {
+  // `<NAME>_FILE` of every secret (docs/operations.md "Configuration").
+  const env = withSecretFiles(given, (file) => readFileSync(file, "utf8"));
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
   const workers = envInt(env, "HEARTBEAT_WORKERS", 1, 1, 64);
   if (workers > 1 && !databaseUrl) {

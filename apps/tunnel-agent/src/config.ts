@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import {
   type EntryPointEnv,
   envInt,
@@ -10,6 +11,8 @@ import {
   loadEntryPointEnv,
   type TEnv,
   type TunnelNetwork,
+  requireInProduction,
+  withSecretFiles,
 } from "@fleet/shared";
 
 /** Everything the tunnel agent reads from its environment, parsed once (docs/operations.md "Configuration"). */
@@ -60,7 +63,11 @@ export interface TunnelAgentConfig {
 }
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
-export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfig => {
+export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentConfig => {
+  // `<NAME>_FILE` of every secret (docs/operations.md "Configuration").
+  const env = withSecretFiles(given, (file) => readFileSync(file, "utf8"));
+  // docs/operations.md "Production": a generated key in a container's DATA_DIR dies with it.
+  requireInProduction(env, ["TUNNEL_SSH_KEY"], "routers authorize one key pair; a generated one is lost on restart");
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
   return {
     databaseUrl: databaseUrl?.toString(),
