@@ -1,4 +1,10 @@
-import { acquireStatusFeed, type Database, HeartbeatsRepository, type StatusFeedHandle } from "@fleet/db";
+import {
+  acquireStatusFeed,
+  type Database,
+  HeartbeatsRepository,
+  holdClusterLease,
+  type StatusFeedHandle,
+} from "@fleet/db";
 import type { Logger } from "pino";
 import type { HeartbeatConfig } from "./config.ts";
 import { nextSweepInMs, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
@@ -115,7 +121,9 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     },
   });
   closeRouter = server.closeRouter;
-  const unwatchFaults = watchOpenFaults(() => store.countOpenFaults());
+  const unwatchFaults = watchOpenFaults(async () =>
+    (await holdClusterLease(db, "metrics.open-faults")) ? store.countOpenFaults() : undefined,
+  );
 
   const sweep = () =>
     sweepFaults({

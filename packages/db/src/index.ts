@@ -17,6 +17,7 @@ export * from "./jobs/job-engine.ts";
 export * from "./jobs/router-jobs.ts";
 export * from "./jobs/scheduled-task.ts";
 export { type MetricsAnswer, renderMetrics } from "./metrics/metrics-endpoint.ts";
+export { clusterGauge, holdClusterLease, LEASE_SECONDS } from "./metrics/cluster-metrics.ts";
 export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";

@@ -40,6 +40,9 @@ export const MAX_BODY_BYTES = 100 * 1024;
 /** A tRPC batch may hold at most this many calls. */
 export const MAX_BATCH_CALLS = 10;
 
+/** Paths of probes and scrapes, logged at debug level (docs/operations.md "Probes"). */
+const PROBES = new Set(["/livez", "/readyz", "/healthz", "/metrics"]);
+
 export const createApp = (options: AppOptions): Express => {
   const { router, services, logger } = options;
   const app = express();
@@ -48,13 +51,11 @@ export const createApp = (options: AppOptions): Express => {
   app.set("query parser", "simple");
 
   const openapi = buildOpenApiDocument(router, options.publicUrl);
-  const routes = new RouteTemplates(Object.keys(openapi.paths ?? {}), [
-    "/livez",
-    "/readyz",
-    "/healthz",
-    "/metrics",
-    "/openapi.json",
-  ]);
+  const routes = new RouteTemplates(
+    Object.keys(openapi.paths ?? {}),
+    ["/livez", "/readyz", "/healthz", "/metrics", "/openapi.json"],
+    Object.keys(router._def.procedures),
+  );
 
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
@@ -65,9 +66,12 @@ export const createApp = (options: AppOptions): Express => {
     res.setHeader("X-Content-Type-Options", "nosniff");
     res.on("finish", () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      observeRequest(routes.match(req.path), req.method, res.statusCode, ms / 1000);
-      if (!logger.isLevelEnabled("info")) return;
-      logger.info(
+      const pathname = req.originalUrl.split("?", 1)[0] ?? "/";
+      observeRequest(routes.matchAll(pathname), req.method, res.statusCode, ms / 1000);
+      // Probes come every few seconds from every prober: debug, so they do not drown the log.
+      const level = PROBES.has(pathname) ? "debug" : "info";
+      if (!logger.isLevelEnabled(level)) return;
+      logger[level](
         {
           request_id: requestId,
           method: req.method,

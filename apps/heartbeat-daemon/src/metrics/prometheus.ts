@@ -1,11 +1,12 @@
 import { Counter, Gauge, Histogram } from "prom-client";
+import { clusterGauge } from "@fleet/db";
 
 /**
  * The heartbeat daemon's metrics (docs/operations.md "Metrics and probes"). The hot path only
  * increments unlabelled or fixed-label counters; gauges are read when Prometheus scrapes.
  */
 const connectionSources = new Set<() => number>();
-const faultSources = new Set<() => Promise<number>>();
+const faultSources = new Set<() => Promise<number | undefined>>();
 
 new Gauge({
   name: "fleet_heartbeat_connected_routers",
@@ -17,17 +18,17 @@ new Gauge({
   },
 });
 
-new Gauge({
+// Cluster-wide: one process of the cluster exports it (the holder of its lease, @fleet/db).
+clusterGauge({
   name: "fleet_open_faults",
-  help: "Router faults currently open (read from the database at scrape).",
-  async collect() {
+  help: "Router faults currently open (read from the database at scrape); exported by one process of the cluster.",
+  labelNames: [],
+  async sample(set) {
     const [source] = faultSources;
-    if (!source) return;
-    try {
-      this.set(await source());
-    } catch {
-      // The database is briefly away: keep the last value.
-    }
+    const open = source ? await source() : undefined;
+    if (open === undefined) return false;
+    set({}, open);
+    return true;
   },
 });
 
@@ -93,8 +94,11 @@ export const watchConnections = (count: () => number): (() => void) => {
   return () => connectionSources.delete(count);
 };
 
-/** Where open faults are counted (one database per process); returns the unwatch. */
-export const watchOpenFaults = (count: () => Promise<number>): (() => void) => {
+/**
+ * Where open faults are counted (one database per process): undefined while another process
+ * holds the figure's lease. Returns the unwatch.
+ */
+export const watchOpenFaults = (count: () => Promise<number | undefined>): (() => void) => {
   faultSources.add(count);
   return () => faultSources.delete(count);
 };

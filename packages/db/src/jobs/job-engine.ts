@@ -229,7 +229,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
       const boss = await createBoss(db, options);
       boss.on("error", (error) => options.onError?.(error));
       await boss.start();
-      watchEngine(boss);
+      watchEngine(boss, db);
       return { boss, refs: 0, handlers: new Set<string>() };
     })();
     registry.set(db, shared);
