@@ -1,3 +1,4 @@
+import { startMetricsServer } from "@fleet/db";
 import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadAllInOneConfig } from "./config.ts";
@@ -35,4 +36,22 @@ const lines = [
 ];
 process.stderr.write(`${lines.join("\n")}\n`);
 
-closeOnSignals(system.close, (signal) => logger.info({ signal }, "shutting down"));
+// METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
+const metrics =
+  config.api.metricsPort === undefined
+    ? undefined
+    : await startMetricsServer({
+        host: config.api.host,
+        port: config.api.metricsPort,
+        token: config.api.metricsToken,
+        isReady: () => system.db.isReady(),
+      });
+if (metrics) logger.info({ port: metrics.port }, "metrics listening");
+
+closeOnSignals(
+  async () => {
+    await metrics?.close();
+    await system.close();
+  },
+  (signal) => logger.info({ signal }, "shutting down"),
+);

@@ -6,6 +6,7 @@ import {
   envLogLevel,
   envOptional,
   envPort,
+  envPortOptional,
   envSecret,
   envString,
   envUrl,
@@ -28,6 +29,8 @@ export interface ApiConfig {
   databaseUrl: string | undefined;
   /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
+  /** `METRICS_PORT`: when set, `/metrics` and the probes on a port of their own (public ports answer 404 for `/metrics`). */
+  metricsPort: number | undefined;
   /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
   databasePoolMax: number;
   dataDir: string;
@@ -153,6 +156,7 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
     port: envPort(env, "PORT", 3000),
     databaseUrl: databaseUrl?.toString(),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
+    metricsPort: envPortOptional(env, "METRICS_PORT"),
     databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),

@@ -1,4 +1,4 @@
-import { openDatabase } from "@fleet/db";
+import { openDatabase, startMetricsServer } from "@fleet/db";
 import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadApiConfig } from "./config.ts";
@@ -15,9 +15,21 @@ const db = await openDatabase({
 await db.migrate();
 const api = await startApi({ config, db, logger });
 logger.info({ url: api.url, devLogin: api.devLogin }, "api listening");
+// METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
+const metrics =
+  config.metricsPort === undefined
+    ? undefined
+    : await startMetricsServer({
+        host: config.host,
+        port: config.metricsPort,
+        token: config.metricsToken,
+        isReady: () => db.isReady(),
+      });
+if (metrics) logger.info({ port: metrics.port }, "metrics listening");
 
 closeOnSignals(
   async () => {
+    await metrics?.close();
     await api.close();
     await db.close();
   },

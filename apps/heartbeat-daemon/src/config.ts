@@ -6,6 +6,7 @@ import {
   envLogLevel,
   envOptional,
   envPort,
+  envPortOptional,
   envString,
   envUrl,
   type TEnv,
@@ -23,6 +24,8 @@ export interface HeartbeatConfig {
   databaseUrl: string | undefined;
   /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
+  /** `METRICS_PORT`: when set, `/metrics` and the probes on a port of their own (public ports answer 404 for `/metrics`). */
+  metricsPort: number | undefined;
   /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
   databasePoolMax: number;
   dataDir: string;
@@ -98,6 +101,7 @@ export const loadHeartbeatConfig = (given: TEnv = process.env): HeartbeatConfig 
     missedHeartbeats: envInt(env, "MISSED_HEARTBEATS", 10, 1, 10_000),
     databaseUrl: databaseUrl?.toString(),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
+    metricsPort: envPortOptional(env, "METRICS_PORT"),
     databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),

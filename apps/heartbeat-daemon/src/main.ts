@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import { openDatabase } from "@fleet/db";
+import { openDatabase, startMetricsServer } from "@fleet/db";
 import { ConfigError, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
@@ -58,12 +58,25 @@ if (config.workers > 1 && cluster.isPrimary) {
   if (!worker) await db.migrate();
   const daemon = await startHeartbeat({ config, db, logger, reusePort: worker });
   logger.info({ url: daemon.url, ws: daemon.wsUrl, pid: process.pid }, "heartbeat daemon listening");
+  // METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : await startMetricsServer({
+          host: config.host,
+          port: config.metricsPort,
+          token: config.metricsToken,
+          isReady: () => db.isReady(),
+          reusePort: worker,
+        });
+  if (metrics) logger.info({ port: metrics.port }, "metrics listening");
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
+    await metrics?.close();
     await daemon.close();
     await db.close();
     process.exit(0);

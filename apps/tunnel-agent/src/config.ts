@@ -5,6 +5,7 @@ import {
   envLogLevel,
   envOptional,
   envPort,
+  envPortOptional,
   envString,
   envTunnelNetwork,
   envUrl,
@@ -28,6 +29,8 @@ export interface TunnelAgentConfig {
   healthPort: number;
   /** `METRICS_TOKEN`: when set, /metrics needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
+  /** `METRICS_PORT`: when set, `/metrics` and the probes on a port of their own (public ports answer 404 for `/metrics`). */
+  metricsPort: number | undefined;
   /** ENTRY_POINT_*: which forwards this agent's relay serves and where it listens. */
   entryPoint: EntryPointEnv;
   /** `TUNNEL_NETWORK`: the agent and the relay connect only to assigned addresses inside it. */
@@ -77,6 +80,7 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
     host: envString(env, "HOST", "127.0.0.1"),
     healthPort: envPort(env, "AGENT_HEALTH_PORT", 3002),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
+    metricsPort: envPortOptional(env, "METRICS_PORT"),
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
     ssh: {

@@ -1,4 +1,4 @@
-import { openDatabase } from "@fleet/db";
+import { openDatabase, startMetricsServer } from "@fleet/db";
 import { closeOnSignals, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { loadTunnelAgentConfig } from "./config.ts";
@@ -22,12 +22,24 @@ const health = await startHealthServer({
   metricsToken: config.metricsToken,
 });
 logger.info({ port: health.port }, "health port listening");
+// METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
+const metrics =
+  config.metricsPort === undefined
+    ? undefined
+    : await startMetricsServer({
+        host: config.host,
+        port: config.metricsPort,
+        token: config.metricsToken,
+        isReady: () => db.isReady(),
+      });
+if (metrics) logger.info({ port: metrics.port }, "metrics listening");
 process.stderr.write(
   `Tunnel agent ${agent.workerId} running; relay on ${agent.relay.bind}, routers must authorize:\n  ${agent.publicKey}\n`,
 );
 
 closeOnSignals(
   async () => {
+    await metrics?.close();
     await health.close();
     await agent.close();
     await db.close();

@@ -18,6 +18,7 @@ export * from "./jobs/router-jobs.ts";
 export * from "./jobs/scheduled-task.ts";
 export { type MetricsAnswer, renderMetrics } from "./metrics/metrics-endpoint.ts";
 export { clusterGauge, holdClusterLease, LEASE_SECONDS } from "./metrics/cluster-metrics.ts";
+export { type RunningMetricsServer, startMetricsServer } from "./metrics/metrics-server.ts";
 export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
