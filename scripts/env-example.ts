@@ -74,7 +74,7 @@ export const renderEnvExample = (markdown: string, secrets: readonly string[]): 
 
 const main = async () => {
   const { SECRET_VARIABLES } = await import("../packages/shared/src/env/production-env.ts");
-  const markdown = readFileSync(path.join(root, "docs/operations.md"), "utf8");
+  const markdown = readFileSync(path.join(root, "docs", "operations.md"), "utf8");
   const text = renderEnvExample(markdown, SECRET_VARIABLES);
   if (process.argv.includes("--check")) {
     if (readFileSync(ENV_EXAMPLE, "utf8") !== text) {

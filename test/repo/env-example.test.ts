@@ -6,7 +6,7 @@ import { configurationTable, ENV_EXAMPLE, renderEnvExample } from "../../scripts
 
 /** docs/operations.md "Configuration": `.env.example` is generated from the one configuration table. */
 const root = path.resolve(import.meta.dirname, "../..");
-const docs = readFileSync(path.join(root, "docs/operations.md"), "utf8");
+const docs = readFileSync(path.join(root, "docs", "operations.md"), "utf8");
 
 describe(".env.example", () => {
   it("is what `npm run env:example` generates from the configuration table now", () => {
