@@ -52,9 +52,13 @@ if (config.workers > 1 && cluster.isPrimary) {
   process.once("SIGTERM", () => stop("SIGTERM"));
 } else {
   const worker = config.workers > 1;
-  // A daemon needs few connections (one flush and one sweep at a time, token lookups, the feed);
-  // several workers must stay well inside PostgreSQL's max_connections.
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 });
+  // DATABASE_POOL_MAX per worker: a daemon needs few (one flush and one sweep at a time, token
+  // lookups, the feed), and several workers must stay inside PostgreSQL's max_connections.
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolMax,
+  });
   if (!worker) await db.migrate();
   const daemon = await startHeartbeat({ config, db, logger, reusePort: worker });
   logger.info({ url: daemon.url, ws: daemon.wsUrl, pid: process.pid }, "heartbeat daemon listening");
