@@ -13,7 +13,7 @@ import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.
 import { type Clock, systemClock } from "@fleet/shared";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
-import { watchOpenFaults } from "./metrics/prometheus.ts";
+import { watchOpenFaults, watchRouters, watchWriter } from "./metrics/prometheus.ts";
 
 export interface StartHeartbeatOptions {
   config: HeartbeatConfig;
@@ -124,6 +124,10 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   const unwatchFaults = watchOpenFaults(async () =>
     (await holdClusterLease(db, "metrics.open-faults")) ? store.countOpenFaults() : undefined,
   );
+  const unwatchRouters = watchRouters(async () =>
+    (await holdClusterLease(db, "metrics.routers")) ? store.countRoutersByPulse() : undefined,
+  );
+  const unwatchWriter = watchWriter(() => writer.stats);
 
   const sweep = () =>
     sweepFaults({
@@ -190,6 +194,8 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       sweepsStopped = true;
       clearTimeout(sweepTimer);
       unwatchFaults();
+      unwatchRouters();
+      unwatchWriter();
       await sweeping;
       // A last sweep marks the daemons alive up to this moment: the restart rule then knows exactly
       // when coverage ended, although idle sweeps (and so the marks) are up to a second apart.

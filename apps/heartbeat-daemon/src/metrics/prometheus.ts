@@ -7,6 +7,8 @@ import { clusterGauge } from "@fleet/db";
  */
 const connectionSources = new Set<() => number>();
 const faultSources = new Set<() => Promise<number | undefined>>();
+const routerSources = new Set<() => Promise<{ online: number; offline: number } | undefined>>();
+const writerSources = new Set<() => { failures: number; dropped: number }>();
 
 new Gauge({
   name: "fleet_heartbeat_connected_routers",
@@ -101,4 +103,49 @@ export const watchConnections = (count: () => number): (() => void) => {
 export const watchOpenFaults = (count: () => Promise<number | undefined>): (() => void) => {
   faultSources.add(count);
   return () => faultSources.delete(count);
+};
+
+// Cluster-wide: the fleet's routers by pulse, so an alert can compare the offline share.
+clusterGauge({
+  name: "fleet_routers",
+  help: "Routers of the whole fleet by state: online (has a pulse) or offline; exported by one process of the cluster.",
+  labelNames: ["state"] as const,
+  async sample(set) {
+    const [source] = routerSources;
+    const counts = source ? await source() : undefined;
+    if (counts === undefined) return false;
+    set({ state: "online" }, counts.online);
+    set({ state: "offline" }, counts.offline);
+    return true;
+  },
+});
+
+new Counter({
+  name: "fleet_heartbeat_flush_failures_total",
+  help: "Flushes of acknowledged heartbeats that failed (the rows stay pending and are retried).",
+  collect() {
+    this.reset();
+    for (const read of writerSources) this.inc(read().failures);
+  },
+});
+
+new Counter({
+  name: "fleet_heartbeat_rows_dropped_total",
+  help: "Heartbeat rows the database refused and the writer dropped.",
+  collect() {
+    this.reset();
+    for (const read of writerSources) this.inc(read().dropped);
+  },
+});
+
+/** Where the fleet's routers are counted; undefined while another process holds the lease. */
+export const watchRouters = (count: () => Promise<{ online: number; offline: number } | undefined>): (() => void) => {
+  routerSources.add(count);
+  return () => routerSources.delete(count);
+};
+
+/** A writer's flush counters, read at scrape. */
+export const watchWriter = (read: () => { failures: number; dropped: number }): (() => void) => {
+  writerSources.add(read);
+  return () => writerSources.delete(read);
 };
