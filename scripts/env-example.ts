@@ -1,9 +1,10 @@
 /**
  * `.env.example` is generated from the one configuration table, docs/operations.md
  * "Configuration", so the two never disagree: `npm run env:example` rewrites it,
- * `npm run env:example -- --check` fails when it is stale (test/repo/env-example.test.ts does
- * the same). Every variable is listed commented out, with its default and meaning; secrets
- * (docs/operations.md "Production") are marked, with their `<NAME>_FILE` form.
+ * `npm run env:example -- --check` fails when it is stale, `-- --print` writes it to stdout
+ * (test/repo/env-example.test.ts compares that with the file). Every variable is listed
+ * commented out, with its default and meaning; secrets (docs/operations.md "Production") are
+ * marked, with their `<NAME>_FILE` form.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -76,6 +77,10 @@ const main = async () => {
   const { SECRET_VARIABLES } = await import("../packages/shared/src/env/production-env.ts");
   const markdown = readFileSync(path.join(root, "docs", "operations.md"), "utf8");
   const text = renderEnvExample(markdown, SECRET_VARIABLES);
+  if (process.argv.includes("--print")) {
+    process.stdout.write(text);
+    return;
+  }
   if (process.argv.includes("--check")) {
     if (readFileSync(ENV_EXAMPLE, "utf8") !== text) {
       process.stderr.write(".env.example is stale: run `npm run env:example`\n");

@@ -1,4 +1,4 @@
-import { startMetricsServer } from "@fleet/db";
+import { startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadAllInOneConfig } from "./config.ts";
@@ -7,7 +7,12 @@ import { startAll } from "./start-all.ts";
 // `npm start`: the whole system in one process on the embedded defaults.
 const config = loadConfigOrExit(() => loadAllInOneConfig());
 
-const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
+const tracing = startTracing({ endpoint: config.api.otlpEndpoint, serviceName: "fleet" });
+const logger = pino({
+  level: config.api.logLevel,
+  redact: REDACT_PATHS,
+  mixin: () => ({ ...requestLogMixin(), ...traceLogMixin() }),
+});
 const system = await startAll({ config, logger });
 const { api } = system;
 const { entryPoint } = config.tunnelAgent;
@@ -52,6 +57,7 @@ closeOnSignals(
   async () => {
     await metrics?.close();
     await system.close();
+    await tracing.shutdown();
   },
   (signal) => logger.info({ signal }, "shutting down"),
 );

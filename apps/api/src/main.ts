@@ -1,4 +1,4 @@
-import { openDatabase, startMetricsServer } from "@fleet/db";
+import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadApiConfig } from "./config.ts";
@@ -6,7 +6,12 @@ import { startApi } from "./start-api.ts";
 
 // The API alone (scale-out): `npm run start:api`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadApiConfig());
-const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
+const tracing = startTracing({ endpoint: config.otlpEndpoint, serviceName: "fleet-api" });
+const logger = pino({
+  level: config.logLevel,
+  redact: REDACT_PATHS,
+  mixin: () => ({ ...requestLogMixin(), ...traceLogMixin() }),
+});
 const db = await openDatabase({
   databaseUrl: config.databaseUrl,
   dataDir: config.dataDir,
@@ -32,6 +37,7 @@ closeOnSignals(
     await metrics?.close();
     await api.close();
     await db.close();
+    await tracing.shutdown();
   },
   (signal) => logger.info({ signal }, "shutting down"),
 );

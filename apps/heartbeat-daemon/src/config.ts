@@ -26,6 +26,8 @@ export interface HeartbeatConfig {
   metricsToken: string | undefined;
   /** `METRICS_PORT`: when set, `/metrics` and the probes on a port of their own (public ports answer 404 for `/metrics`). */
   metricsPort: number | undefined;
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT`: OTLP/HTTP base URL; traces are sent only when set (docs/operations.md "Tracing"). */
+  otlpEndpoint: string | undefined;
   /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
   databasePoolMax: number;
   dataDir: string;
@@ -102,6 +104,7 @@ export const loadHeartbeatConfig = (given: TEnv = process.env): HeartbeatConfig 
     databaseUrl: databaseUrl?.toString(),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
     metricsPort: envPortOptional(env, "METRICS_PORT"),
+    otlpEndpoint: envUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http:", "https:"])?.toString(),
     databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),

@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import { openDatabase, startMetricsServer } from "@fleet/db";
+import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { ConfigError, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
@@ -18,7 +18,8 @@ try {
   }
   throw error;
 }
-const logger = pino({ level: config.logLevel, redact: REDACT_PATHS });
+const tracing = startTracing({ endpoint: config.otlpEndpoint, serviceName: "fleet-heartbeat" });
+const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: traceLogMixin });
 
 if (config.workers > 1 && cluster.isPrimary) {
   // Migrate once here, so workers never race on it (they would serialize anyway).
@@ -83,6 +84,7 @@ if (config.workers > 1 && cluster.isPrimary) {
     await metrics?.close();
     await daemon.close();
     await db.close();
+    await tracing.shutdown();
     process.exit(0);
   };
   process.once("SIGINT", () => void stop("SIGINT"));

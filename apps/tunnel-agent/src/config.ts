@@ -31,6 +31,8 @@ export interface TunnelAgentConfig {
   metricsToken: string | undefined;
   /** `METRICS_PORT`: when set, `/metrics` and the probes on a port of their own (public ports answer 404 for `/metrics`). */
   metricsPort: number | undefined;
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT`: OTLP/HTTP base URL; traces are sent only when set (docs/operations.md "Tracing"). */
+  otlpEndpoint: string | undefined;
   /** ENTRY_POINT_*: which forwards this agent's relay serves and where it listens. */
   entryPoint: EntryPointEnv;
   /** `TUNNEL_NETWORK`: the agent and the relay connect only to assigned addresses inside it. */
@@ -81,6 +83,7 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
     healthPort: envPort(env, "AGENT_HEALTH_PORT", 3002),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
     metricsPort: envPortOptional(env, "METRICS_PORT"),
+    otlpEndpoint: envUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http:", "https:"])?.toString(),
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
     ssh: {

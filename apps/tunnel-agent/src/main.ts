@@ -1,4 +1,4 @@
-import { openDatabase, startMetricsServer } from "@fleet/db";
+import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { closeOnSignals, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { loadTunnelAgentConfig } from "./config.ts";
@@ -7,7 +7,8 @@ import { startTunnelAgent } from "./start-tunnel-agent.ts";
 
 // The tunnel agent alone (scale-out): `npm run start:tunnel-agent`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadTunnelAgentConfig());
-const logger = pino({ level: config.logLevel, redact: REDACT_PATHS });
+const tracing = startTracing({ endpoint: config.otlpEndpoint, serviceName: "fleet-tunnel-agent" });
+const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: traceLogMixin });
 const db = await openDatabase({
   databaseUrl: config.databaseUrl,
   dataDir: config.dataDir,
@@ -43,6 +44,7 @@ closeOnSignals(
     await health.close();
     await agent.close();
     await db.close();
+    await tracing.shutdown();
   },
   (signal) => logger.info({ signal }, "shutting down"),
 );

@@ -7,6 +7,7 @@ import pg from "pg";
 import { ENTITIES } from "./entities/index.ts";
 import { MIGRATIONS } from "./migrations/index.ts";
 import { PROCESS_HOLDER, watchPool } from "./metrics/cluster-metrics.ts";
+import { inSpan, SpanKind } from "./telemetry/tracing.ts";
 
 /** How to reach the database (docs/operations.md "Configuration": DATABASE_URL, DATA_DIR). */
 export interface DatabaseConfig {
@@ -212,13 +213,19 @@ const wrap = (
     driver,
     orm,
     em,
+    // docs/operations.md "Tracing": a span per statement, with its text (never its values).
     query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
       if (closed) throw new Error("database is closed");
-      return (await raw(sql, [...params], options)) as T[];
+      return inSpan(
+        options?.prepare ?? "db.query",
+        { "db.system.name": driver, "db.query.text": sql.length > 2000 ? sql.slice(0, 2000) : sql },
+        async () => (await raw(sql, [...params], options)) as T[],
+        SpanKind.CLIENT,
+      );
     },
     transaction: (work) => {
       if (closed) return Promise.reject(new Error("database is closed"));
-      return transaction(work);
+      return inSpan("db.transaction", { "db.system.name": driver }, () => transaction(work), SpanKind.CLIENT);
     },
     migrate,
     ping: async () => {

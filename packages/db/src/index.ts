@@ -22,3 +22,4 @@ export { type RunningMetricsServer, startMetricsServer } from "./metrics/metrics
 export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
+export * from "./telemetry/tracing.ts";

@@ -6,6 +6,7 @@ import type { AuthClaims } from "../features/auth/token-verifier.ts";
 import { describeError } from "../http/error-shapes.ts";
 import type { RequestContext } from "./context.ts";
 import { trpcCodeForStatus } from "./error-codes.ts";
+import { inSpan, SpanStatusCode } from "@fleet/db";
 
 /** How often an idle SSE subscription gets a ping event. */
 export const SSE_PING_INTERVAL_MS = 10_000;
@@ -76,8 +77,13 @@ export const router = t.router;
  * Every procedure starts here: domain code throws AppError, and this turns it into the tRPC code
  * of the same HTTP status so both transports agree.
  */
-export const publicProcedure = t.procedure.use(async ({ next }) => {
-  const result = await next();
+export const publicProcedure = t.procedure.use(async ({ next, path }) => {
+  // docs/operations.md "Tracing": a span per procedure, inside the request's span.
+  const result = await inSpan(`trpc ${path}`, { "rpc.system": "trpc", "rpc.method": path }, async (span) => {
+    const outcome = await next();
+    if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.message });
+    return outcome;
+  });
   if (!result.ok && result.error.cause instanceof AppError) {
     const cause = result.error.cause;
     throw new TRPCError({ code: trpcCodeForStatus(cause.status), message: cause.message, cause });
