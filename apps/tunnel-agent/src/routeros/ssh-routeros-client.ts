@@ -156,8 +156,10 @@ class SshRouterOsClient implements RouterOsClient {
   }
 
   exec(command: string): Promise<string> {
-    // Only the command's menu path: its arguments may carry comments or addresses worth keeping private.
-    const path = command.trim().split(/\s/, 1)[0] ?? "";
+    // Only the command's menu path and verb (the words before the first `name=value`): its
+    // arguments may carry comments or addresses worth keeping private.
+    const words = command.trim().split(/\s+/);
+    const path = words.slice(0, Math.min(6, words.findIndex((w) => w.includes("=")) >>> 0)).join(" ");
     return inSpan(
       "ssh exec",
       { "rpc.system": "ssh", "routeros.command": path },
