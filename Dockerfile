@@ -1,9 +1,20 @@
-# One image for every app; the command chooses it (docs/operations.md "Deployment"):
-#   docker run IMAGE start:api | start:heartbeat | start:tunnel-agent | admin -- migrate | start
+# One image, one target per app (docs/operations.md "Deployment"):
+#   --target api | heartbeat | tunnel-agent | migrate | all-in-one (the default, last stage)
 # Node 24 runs the TypeScript sources directly (type stripping), so the only build step is the
 # console's static bundle.
+#
+# ENTRYPOINT is node itself: no npm and no shell between the supervisor and the process, so
+# SIGTERM reaches the app, which logs "shutting down", finishes in-flight work and exits 0
+# (npm -> sh -> node lost the signal at sh and left node to be killed). Node as PID 1 handles the
+# signals it registers (the apps register SIGTERM and SIGINT) and waits for the few children it
+# spawns itself; compose adds `init: true` anyway.
+#
+# BASE is any Debian bookworm/trixie image with Node 24 on PATH as `node`. The default is the
+# official one; deploy/image/build-image.sh builds a base from debootstrap and the pinned node
+# from npm instead, for machines without a registry.
+ARG BASE=node:24-bookworm-slim
 
-FROM node:24-bookworm-slim AS deps
+FROM ${BASE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/shared/package.json packages/shared/
@@ -21,7 +32,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 # The operator console's static bundle (docs/console.md "Build"): built here with the dev
 # dependencies, so the runtime image carries the files and no build tools.
-FROM node:24-bookworm-slim AS console
+FROM ${BASE} AS console
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages ./packages
@@ -30,7 +41,7 @@ COPY test/package.json test/
 # The image's own Node runs the build (with install scripts off, the pinned `node` package has no binary).
 RUN npm ci --ignore-scripts --no-audit --no-fund && node apps/console/build/build-console.ts
 
-FROM node:24-bookworm-slim AS runtime
+FROM ${BASE} AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     DATA_DIR=/data \
@@ -42,10 +53,24 @@ COPY packages ./packages
 COPY apps ./apps
 COPY --from=console /app/apps/console/dist ./apps/console/dist
 COPY scripts ./scripts
-RUN mkdir -p /data && chown node:node /data
-USER node
+# A numeric user, so Kubernetes' runAsNonRoot can check it without reading /etc/passwd. /data is
+# the only place an app writes (and only without DATABASE_URL or for dev secrets).
+RUN mkdir -p /data && chown 10001:10001 /data
+USER 10001:10001
 EXPOSE 3000 3001 3002
-# npm forwards SIGTERM to the app, which shuts down gracefully; run with an init (`--init`,
-# compose `init: true`) so zombie processes are reaped.
-ENTRYPOINT ["npm", "run", "--silent"]
-CMD ["start"]
+ENTRYPOINT ["node"]
+
+FROM runtime AS api
+CMD ["apps/api/src/main.ts"]
+
+FROM runtime AS heartbeat
+CMD ["apps/heartbeat-daemon/src/main.ts"]
+
+FROM runtime AS tunnel-agent
+CMD ["apps/tunnel-agent/src/main.ts"]
+
+FROM runtime AS migrate
+CMD ["apps/all-in-one/src/admin/admin-cli.ts", "migrate"]
+
+FROM runtime AS all-in-one
+CMD ["apps/all-in-one/src/main.ts"]

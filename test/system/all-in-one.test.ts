@@ -92,4 +92,25 @@ describe("configuration errors", () => {
       proc.cleanup();
     }
   });
+
+  it("NODE_ENV=production without what production needs stops start-up with one line naming it", async () => {
+    const proc = spawnSystem("apps/all-in-one/src/main.ts", {
+      PORT: "0",
+      STRIPE_EMULATOR_PORT: "0",
+      HEARTBEAT_PORT: "0",
+      NODE_ENV: "production",
+      JWT_SECRET: "j".repeat(32),
+      WEBHOOK_ENCRYPTION_KEY: "w".repeat(32),
+      TUNNEL_SSH_KEY: "/nonexistent/key",
+    });
+    try {
+      expect(await proc.exited).toBe(1);
+      const lines = proc.stderr().trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^Invalid configuration: STRIPE_SECRET_KEY must be set with NODE_ENV=production/);
+      expect(proc.stderr()).not.toContain("j".repeat(32));
+    } finally {
+      proc.cleanup();
+    }
+  });
 });

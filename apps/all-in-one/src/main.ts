@@ -1,4 +1,5 @@
 import { consoleDistDir, ensureConsoleBuilt } from "@fleet/console/build";
+import { startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadAllInOneConfig } from "./config.ts";
@@ -7,7 +8,12 @@ import { startAll } from "./start-all.ts";
 // `npm start`: the whole system in one process on the embedded defaults.
 const config = loadConfigOrExit(() => loadAllInOneConfig());
 
-const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
+const tracing = startTracing({ endpoint: config.api.otlpEndpoint, serviceName: "fleet" });
+const logger = pino({
+  level: config.api.logLevel,
+  redact: REDACT_PATHS,
+  mixin: () => ({ ...requestLogMixin(), ...traceLogMixin() }),
+});
 // docs/console.md "Build": the first `npm start` (or one after the console's sources changed) builds
 // the operator console the API serves at /console; a production image carries it built.
 if (config.api.consoleDir === consoleDistDir) await ensureConsoleBuilt(logger.child({ app: "console" }));
@@ -48,4 +54,23 @@ const lines = [
 ];
 process.stderr.write(`${lines.join("\n")}\n`);
 
-closeOnSignals(system.close, (signal) => logger.info({ signal }, "shutting down"));
+// METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
+const metrics =
+  config.api.metricsPort === undefined
+    ? undefined
+    : await startMetricsServer({
+        host: config.api.host,
+        port: config.api.metricsPort,
+        token: config.api.metricsToken,
+        isReady: () => system.db.isReady(),
+      });
+if (metrics) logger.info({ port: metrics.port }, "metrics listening");
+
+closeOnSignals(
+  async () => {
+    await metrics?.close();
+    await system.close();
+    await tracing.shutdown();
+  },
+  (signal) => logger.info({ signal }, "shutting down"),
+);

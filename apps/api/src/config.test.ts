@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { ConfigError } from "@fleet/shared";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { loadApiConfig } from "./config.ts";
 
 describe("API configuration", () => {
@@ -28,24 +31,30 @@ describe("API configuration", () => {
 
   const SECRET = "s".repeat(32);
   const JWKS = "https://idp.example/jwks";
+  const PRODUCTION = {
+    STRIPE_EMULATOR: "true",
+    WEBHOOK_ENCRYPTION_KEY: SECRET,
+    TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+  };
   // docs/operations.md "Configuration": on by default only with no JWT_SECRET, no JWT_JWKS_URL and
   // NODE_ENV other than production; an explicit true turns it on anyway, with a warning.
   it.each([
     [{}, true, false],
     [{ NODE_ENV: "development" }, true, false],
     [{ NODE_ENV: "test" }, true, false],
-    [{ NODE_ENV: "production" }, false, false],
+    [{ NODE_ENV: "production", JWT_JWKS_URL: JWKS }, false, false],
     [{ JWT_SECRET: SECRET }, false, false],
     [{ JWT_JWKS_URL: JWKS }, false, false],
     [{ JWT_SECRET: SECRET, NODE_ENV: "production" }, false, false],
     [{ AUTH_DEV_LOGIN: "false" }, false, false],
     [{ AUTH_DEV_LOGIN: "true" }, true, false],
-    [{ AUTH_DEV_LOGIN: "true", NODE_ENV: "production" }, true, true],
     [{ AUTH_DEV_LOGIN: "true", JWT_SECRET: SECRET }, true, true],
     [{ AUTH_DEV_LOGIN: "true", JWT_SECRET: SECRET, NODE_ENV: "production" }, true, true],
     [{ AUTH_DEV_LOGIN: "false", JWT_SECRET: SECRET }, false, false],
   ])("AUTH_DEV_LOGIN with %o: on=%s, warning=%s", (env, on, warned) => {
-    const auth = loadApiConfig(env).auth;
+    // Production rows carry the rest of what production needs (docs/operations.md "Production").
+    const production = "NODE_ENV" in env && env.NODE_ENV === "production" ? PRODUCTION : {};
+    const auth = loadApiConfig({ ...production, ...env }).auth;
     expect(auth.devLogin).toBe(on);
     expect(auth.devLoginWarning !== undefined).toBe(warned);
     if (warned) expect(auth.devLoginWarning).toMatch(/AUTH_DEV_LOGIN=true/);
@@ -118,5 +127,112 @@ describe("API configuration", () => {
     for (const bad of ["0", "1001", "ten", "2.5"]) {
       expect(() => loadApiConfig({ DATABASE_POOL_MAX: bad }), bad).toThrow(/DATABASE_POOL_MAX/);
     }
+  });
+
+  describe('NODE_ENV=production refuses a half configuration (docs/operations.md "Production")', () => {
+    const complete = {
+      NODE_ENV: "production",
+      JWT_SECRET: SECRET,
+      STRIPE_SECRET_KEY: "sk_live_abc",
+      STRIPE_PUBLISHABLE_KEY: "pk_live_abc",
+      WEBHOOK_ENCRYPTION_KEY: SECRET,
+      TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+    };
+    const refusal = (env: Record<string, string | undefined>): string | null => {
+      try {
+        loadApiConfig(env);
+        return null;
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        expect(error.message).not.toContain("\n");
+        return error.variable;
+      }
+    };
+
+    it("starts with everything production needs, and with each alternative", () => {
+      expect(refusal(complete)).toBeNull();
+      expect(refusal({ ...complete, JWT_SECRET: undefined, JWT_JWKS_URL: JWKS })).toBeNull();
+      expect(refusal({ ...complete, TUNNEL_SSH_PUBLIC_KEY: undefined, TUNNEL_SSH_KEY: "/run/secrets/key" })).toBeNull();
+      const emulator = { ...complete, STRIPE_SECRET_KEY: undefined, STRIPE_PUBLISHABLE_KEY: undefined };
+      expect(refusal({ ...emulator, STRIPE_EMULATOR: "true" })).toBeNull();
+    });
+
+    it.each([
+      ["JWT_SECRET", { JWT_SECRET: undefined }],
+      ["STRIPE_SECRET_KEY", { STRIPE_SECRET_KEY: undefined, STRIPE_PUBLISHABLE_KEY: undefined }],
+      [
+        "STRIPE_SECRET_KEY",
+        { STRIPE_SECRET_KEY: undefined, STRIPE_PUBLISHABLE_KEY: undefined, STRIPE_EMULATOR: "false" },
+      ],
+      ["WEBHOOK_ENCRYPTION_KEY", { WEBHOOK_ENCRYPTION_KEY: undefined }],
+      ["TUNNEL_SSH_KEY", { TUNNEL_SSH_PUBLIC_KEY: undefined }],
+    ])("without %s it stops naming it", (variable, without) => {
+      expect(refusal({ ...complete, ...without })).toBe(variable);
+    });
+
+    it("checks nothing of the kind outside production (development generates keys)", () => {
+      expect(
+        refusal({ ...complete, NODE_ENV: "development", JWT_SECRET: undefined, WEBHOOK_ENCRYPTION_KEY: undefined }),
+      ).toBeNull();
+      expect(refusal({})).toBeNull();
+    });
+  });
+
+  describe("<NAME>_FILE reads a secret from a file", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "fleet-secret-"));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const file = (name: string, text: string) => {
+      const at = path.join(dir, name);
+      writeFileSync(at, text);
+      return at;
+    };
+
+    it("takes the file's text without its trailing newline, for every secret", () => {
+      const config = loadApiConfig({
+        JWT_SECRET_FILE: file("jwt", `${SECRET}\n`),
+        WEBHOOK_ENCRYPTION_KEY_FILE: file("webhook", SECRET.toUpperCase()),
+        METRICS_TOKEN_FILE: file("metrics", "scrape-me\n"),
+        DATABASE_URL_FILE: file("db", "postgres://u:p@h:5432/db\n"),
+        AUTH_LOGIN_HOOK_SECRET_FILE: file("hook", SECRET),
+        STRIPE_SECRET_KEY_FILE: file("sk", "sk_test_abc\n"),
+        STRIPE_PUBLISHABLE_KEY: "pk_test_abc",
+        STRIPE_WEBHOOK_SECRET_FILE: file("whsec", "whsec_0123456789abcdef\n"),
+      });
+      expect(config.auth.jwtSecret).toBe(SECRET);
+      expect(config.events.webhookEncryptionKey).toBe(SECRET.toUpperCase());
+      expect(config.metricsToken).toBe("scrape-me");
+      expect(config.databaseUrl).toBe("postgres://u:p@h:5432/db");
+      expect(config.auth.loginHookSecret).toBe(SECRET);
+      expect(config.stripe.secretKey).toBe("sk_test_abc");
+      expect(config.stripe.webhookSecret).toBe("whsec_0123456789abcdef");
+    });
+
+    it("validates the file's value like the variable's, and refuses a missing file or both forms", () => {
+      expect(refusalOf({ JWT_SECRET_FILE: file("short", "short\n") })).toBe("JWT_SECRET");
+      expect(refusalOf({ JWT_SECRET_FILE: path.join(dir, "missing") })).toBe("JWT_SECRET_FILE");
+      expect(refusalOf({ JWT_SECRET: SECRET, JWT_SECRET_FILE: file("both", SECRET) })).toBe("JWT_SECRET_FILE");
+    });
+
+    it("satisfies production like the variable itself", () => {
+      expect(
+        refusalOf({
+          NODE_ENV: "production",
+          JWT_SECRET_FILE: file("jwt-prod", SECRET),
+          STRIPE_EMULATOR: "true",
+          WEBHOOK_ENCRYPTION_KEY_FILE: file("webhook-prod", SECRET),
+          TUNNEL_SSH_KEY: "/run/secrets/key",
+        }),
+      ).toBeNull();
+    });
+
+    const refusalOf = (env: Record<string, string>): string | null => {
+      try {
+        loadApiConfig(env);
+        return null;
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        return error.variable;
+      }
+    };
   });
 });

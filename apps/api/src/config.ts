@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import {
   ConfigError,
   envBool,
@@ -5,6 +6,7 @@ import {
   envLogLevel,
   envOptional,
   envPort,
+  envPortOptional,
   envSecret,
   envString,
   envUrl,
@@ -14,6 +16,9 @@ import {
   ROUTEROS_USER_NAME,
   type TEnv,
   type TunnelNetwork,
+  requireInProduction,
+  requireStripeInProduction,
+  withSecretFiles,
 } from "@fleet/shared";
 import path from "node:path";
 import { envTrustProxy, type TrustedProxies } from "@fleet/shared";
@@ -26,6 +31,10 @@ export interface ApiConfig {
   databaseUrl: string | undefined;
   /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
+  /** `METRICS_PORT`: when set, `/metrics` and the probes on a port of their own (public ports answer 404 for `/metrics`). */
+  metricsPort: number | undefined;
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT`: OTLP/HTTP base URL; traces are sent only when set (docs/operations.md "Tracing"). */
+  otlpEndpoint: string | undefined;
   /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
   databasePoolMax: number;
   dataDir: string;
@@ -129,7 +138,9 @@ export interface AdoptionConfig {
 }
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
-export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
+export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
+  // `<NAME>_FILE` of every secret (docs/operations.md "Configuration").
+  const env = withSecretFiles(given, (file) => readFileSync(file, "utf8"));
   const jwksUrl = envUrl(env, "JWT_JWKS_URL", ["http:", "https:"]);
   const jwtSecret = envSecret(env, "JWT_SECRET", 32);
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
@@ -157,11 +168,22 @@ export const loadApiConfig = (env: TEnv = process.env): ApiConfig => {
     devLogin && !devLoginDefault
       ? `AUTH_DEV_LOGIN=true although ${production ? "NODE_ENV=production" : "JWT_SECRET is set"}: POST /v1/auth/dev-login gives anyone who reaches the API a token for any email`
       : undefined;
+  // docs/operations.md "Production": what production needs, or start-up stops naming it.
+  requireInProduction(env, ["JWT_SECRET", "JWT_JWKS_URL"], "tokens must verify in every replica and after a restart");
+  requireStripeInProduction(env);
+  requireInProduction(
+    env,
+    ["WEBHOOK_ENCRYPTION_KEY"],
+    "webhook secrets sealed by one replica must open in every other",
+  );
+  requireInProduction(env, ["TUNNEL_SSH_KEY", "TUNNEL_SSH_PUBLIC_KEY"], "adoption installs the agent's public key");
   return {
     host: envString(env, "HOST", "127.0.0.1"),
     port: envPort(env, "PORT", 3000),
     databaseUrl: databaseUrl?.toString(),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
+    metricsPort: envPortOptional(env, "METRICS_PORT"),
+    otlpEndpoint: envUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http:", "https:"])?.toString(),
     databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),

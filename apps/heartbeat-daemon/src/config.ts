@@ -1,4 +1,16 @@
-import { ConfigError, envInt, envLogLevel, envOptional, envPort, envString, envUrl, type TEnv } from "@fleet/shared";
+import { readFileSync } from "node:fs";
+import {
+  withSecretFiles,
+  ConfigError,
+  envInt,
+  envLogLevel,
+  envOptional,
+  envPort,
+  envPortOptional,
+  envString,
+  envUrl,
+  type TEnv,
+} from "@fleet/shared";
 
 /** Everything the heartbeat daemon reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface HeartbeatConfig {
@@ -12,6 +24,10 @@ export interface HeartbeatConfig {
   databaseUrl: string | undefined;
   /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
+  /** `METRICS_PORT`: when set, `/metrics` and the probes on a port of their own (public ports answer 404 for `/metrics`). */
+  metricsPort: number | undefined;
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT`: OTLP/HTTP base URL; traces are sent only when set (docs/operations.md "Tracing"). */
+  otlpEndpoint: string | undefined;
   /** `DATABASE_POOL_MAX`: connections of the process's pool on PostgreSQL (docs/operations.md "Configuration"). */
   databasePoolMax: number;
   dataDir: string;
@@ -71,7 +87,9 @@ export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
 });
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
-export const loadHeartbeatConfig = (env: TEnv = process.env): HeartbeatConfig => {
+export const loadHeartbeatConfig = (given: TEnv = process.env): HeartbeatConfig => {
+  // `<NAME>_FILE` of every secret (docs/operations.md "Configuration").
+  const env = withSecretFiles(given, (file) => readFileSync(file, "utf8"));
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
   const workers = envInt(env, "HEARTBEAT_WORKERS", 1, 1, 64);
   if (workers > 1 && !databaseUrl) {
@@ -85,6 +103,8 @@ export const loadHeartbeatConfig = (env: TEnv = process.env): HeartbeatConfig =>
     missedHeartbeats: envInt(env, "MISSED_HEARTBEATS", 10, 1, 10_000),
     databaseUrl: databaseUrl?.toString(),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
+    metricsPort: envPortOptional(env, "METRICS_PORT"),
+    otlpEndpoint: envUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http:", "https:"])?.toString(),
     databasePoolMax: envInt(env, "DATABASE_POOL_MAX", 10, 1, 1000),
     dataDir: envString(env, "DATA_DIR", "./.data"),
     logLevel: envLogLevel(env, "LOG_LEVEL"),

@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import { openDatabase } from "@fleet/db";
+import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { ConfigError, exitOnStartupError, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
@@ -18,7 +18,8 @@ try {
   }
   throw error;
 }
-const logger = pino({ level: config.logLevel, redact: REDACT_PATHS });
+const tracing = startTracing({ endpoint: config.otlpEndpoint, serviceName: "fleet-heartbeat" });
+const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: traceLogMixin });
 
 if (config.workers > 1 && cluster.isPrimary) {
   // Migrate once here, so workers never race on it (they would serialize anyway).
@@ -52,24 +53,40 @@ if (config.workers > 1 && cluster.isPrimary) {
   process.once("SIGTERM", () => stop("SIGTERM"));
 } else {
   const worker = config.workers > 1;
-  // A daemon needs few connections (one flush and one sweep at a time, token lookups, the feed);
-  // several workers must stay well inside PostgreSQL's max_connections.
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 5 }).catch(
-    (error: unknown) => exitOnStartupError(error),
-  );
+  // DATABASE_POOL_MAX per worker: a daemon needs few (one flush and one sweep at a time, token
+  // lookups, the feed), and several workers must stay inside PostgreSQL's max_connections.
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolMax,
+  }).catch((error: unknown) => exitOnStartupError(error));
   if (!worker) await db.migrate();
   const daemon = await startHeartbeat({ config, db, logger, reusePort: worker }).catch((error: unknown) =>
     exitOnStartupError(error, { HEARTBEAT_PORT: config.port }),
   );
   logger.info({ url: daemon.url, ws: daemon.wsUrl, pid: process.pid }, "heartbeat daemon listening");
+  // METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : await startMetricsServer({
+          host: config.host,
+          port: config.metricsPort,
+          token: config.metricsToken,
+          isReady: () => db.isReady(),
+          reusePort: worker,
+        });
+  if (metrics) logger.info({ port: metrics.port }, "metrics listening");
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
+    await metrics?.close();
     await daemon.close();
     await db.close();
+    await tracing.shutdown();
     process.exit(0);
   };
   process.once("SIGINT", () => void stop("SIGINT"));

@@ -1,4 +1,10 @@
-import { acquireStatusFeed, type Database, HeartbeatsRepository, type StatusFeedHandle } from "@fleet/db";
+import {
+  acquireStatusFeed,
+  type Database,
+  HeartbeatsRepository,
+  holdClusterLease,
+  type StatusFeedHandle,
+} from "@fleet/db";
 import type { Logger } from "pino";
 import type { HeartbeatConfig } from "./config.ts";
 import { nextSweepInMs, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
@@ -7,7 +13,7 @@ import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.
 import { type Clock, systemClock } from "@fleet/shared";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
-import { watchOpenFaults } from "./metrics/prometheus.ts";
+import { watchOpenFaults, watchRouters, watchWriter } from "./metrics/prometheus.ts";
 
 export interface StartHeartbeatOptions {
   config: HeartbeatConfig;
@@ -115,7 +121,13 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     },
   });
   closeRouter = server.closeRouter;
-  const unwatchFaults = watchOpenFaults(() => store.countOpenFaults());
+  const unwatchFaults = watchOpenFaults(async () =>
+    (await holdClusterLease(db, "metrics.open-faults")) ? store.countOpenFaults() : undefined,
+  );
+  const unwatchRouters = watchRouters(async () =>
+    (await holdClusterLease(db, "metrics.routers")) ? store.countRoutersByPulse() : undefined,
+  );
+  const unwatchWriter = watchWriter(() => writer.stats);
 
   const sweep = () =>
     sweepFaults({
@@ -182,6 +194,8 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       sweepsStopped = true;
       clearTimeout(sweepTimer);
       unwatchFaults();
+      unwatchRouters();
+      unwatchWriter();
       await sweeping;
       // A last sweep marks the daemons alive up to this moment: the restart rule then knows exactly
       // when coverage ended, although idle sweeps (and so the marks) are up to a second apart.

@@ -118,3 +118,18 @@ describe("resolveAgentKey", () => {
     expect(() => resolveAgentKey(keyFile, "memory")).toThrow(/TUNNEL_SSH_KEY/);
   });
 });
+
+describe('loadTunnelAgentConfig in production (docs/operations.md "Production")', () => {
+  it("needs TUNNEL_SSH_KEY: a key generated in a container's DATA_DIR is lost with it", () => {
+    expect(() => loadTunnelAgentConfig({ NODE_ENV: "production" })).toThrow(/^Invalid configuration: TUNNEL_SSH_KEY /);
+    expect(loadTunnelAgentConfig({ NODE_ENV: "production", TUNNEL_SSH_KEY: "/run/secrets/key" }).ssh.keyFile).toBe(
+      "/run/secrets/key",
+    );
+  });
+
+  it("reads METRICS_TOKEN and DATABASE_URL from <NAME>_FILE", () => {
+    const token = path.join(dir, "metrics-token");
+    writeFileSync(token, "scrape-me\n");
+    expect(loadTunnelAgentConfig({ METRICS_TOKEN_FILE: token }).metricsToken).toBe("scrape-me");
+  });
+});

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import {
   type EntryPointEnv,
   envInt,
@@ -5,6 +6,7 @@ import {
   envOptional,
   envPort,
   envSecret,
+  envPortOptional,
   envString,
   envTunnelNetwork,
   envTunnelSshPort,
@@ -12,6 +14,8 @@ import {
   loadEntryPointEnv,
   type TEnv,
   type TunnelNetwork,
+  requireInProduction,
+  withSecretFiles,
 } from "@fleet/shared";
 
 /** Everything the tunnel agent reads from its environment, parsed once (docs/operations.md "Configuration"). */
@@ -27,6 +31,10 @@ export interface TunnelAgentConfig {
   healthPort: number;
   /** `METRICS_TOKEN`: when set, /metrics needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
+  /** `METRICS_PORT`: when set, `/metrics` and the probes on a port of their own (public ports answer 404 for `/metrics`). */
+  metricsPort: number | undefined;
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT`: OTLP/HTTP base URL; traces are sent only when set (docs/operations.md "Tracing"). */
+  otlpEndpoint: string | undefined;
   /** ENTRY_POINT_*: which forwards this agent's relay serves and where it listens. */
   entryPoint: EntryPointEnv;
   /** `TUNNEL_NETWORK`: the agent and the relay connect only to assigned addresses inside it. */
@@ -71,7 +79,11 @@ export interface TunnelAgentConfig {
 }
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
-export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfig => {
+export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentConfig => {
+  // `<NAME>_FILE` of every secret (docs/operations.md "Configuration").
+  const env = withSecretFiles(given, (file) => readFileSync(file, "utf8"));
+  // docs/operations.md "Production": a generated key in a container's DATA_DIR dies with it.
+  requireInProduction(env, ["TUNNEL_SSH_KEY"], "routers authorize one key pair; a generated one is lost on restart");
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
   return {
     databaseUrl: databaseUrl?.toString(),
@@ -81,6 +93,8 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     host: envString(env, "HOST", "127.0.0.1"),
     healthPort: envPort(env, "AGENT_HEALTH_PORT", 3002),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
+    metricsPort: envPortOptional(env, "METRICS_PORT"),
+    otlpEndpoint: envUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http:", "https:"])?.toString(),
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
     ssh: {

@@ -1,4 +1,4 @@
-import { openDatabase } from "@fleet/db";
+import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { loadTunnelAgentConfig } from "./config.ts";
@@ -7,7 +7,8 @@ import { startTunnelAgent } from "./start-tunnel-agent.ts";
 
 // The tunnel agent alone (scale-out): `npm run start:tunnel-agent`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadTunnelAgentConfig());
-const logger = pino({ level: config.logLevel, redact: REDACT_PATHS });
+const tracing = startTracing({ endpoint: config.otlpEndpoint, serviceName: "fleet-tunnel-agent" });
+const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: traceLogMixin });
 const db = await openDatabase({
   databaseUrl: config.databaseUrl,
   dataDir: config.dataDir,
@@ -22,15 +23,28 @@ const health = await startHealthServer({
   metricsToken: config.metricsToken,
 }).catch((error: unknown) => exitOnStartupError(error, { AGENT_HEALTH_PORT: config.healthPort }));
 logger.info({ port: health.port }, "health port listening");
+// METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
+const metrics =
+  config.metricsPort === undefined
+    ? undefined
+    : await startMetricsServer({
+        host: config.host,
+        port: config.metricsPort,
+        token: config.metricsToken,
+        isReady: () => db.isReady(),
+      });
+if (metrics) logger.info({ port: metrics.port }, "metrics listening");
 process.stderr.write(
   `Tunnel agent ${agent.workerId} running; relay on ${agent.relay.bind}, routers must authorize:\n  ${agent.publicKey}\n`,
 );
 
 closeOnSignals(
   async () => {
+    await metrics?.close();
     await health.close();
     await agent.close();
     await db.close();
+    await tracing.shutdown();
   },
   (signal) => logger.info({ signal }, "shutting down"),
 );

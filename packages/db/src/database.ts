@@ -7,6 +7,8 @@ import type { SqlEntityManager } from "@mikro-orm/sql";
 import pg from "pg";
 import { ENTITIES } from "./entities/index.ts";
 import { MIGRATIONS } from "./migrations/index.ts";
+import { PROCESS_HOLDER, watchPool } from "./metrics/cluster-metrics.ts";
+import { inSpan, SpanKind } from "./telemetry/tracing.ts";
 
 /** How to reach the database (docs/operations.md "Configuration": DATABASE_URL, DATA_DIR). */
 export interface DatabaseConfig {
@@ -147,6 +149,12 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
   // Hot-path reads skip the ORM but not its pool: one pool per process (docs/operations.md
   // "Configuration": DATABASE_POOL_MAX), the driver's own `pg.Pool` under MikroORM.
   const pool = await nativePool(orm);
+  const unwatchPool = watchPool(() => ({
+    total: pool.totalCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+    max: config.poolSize ?? 10,
+  }));
   const raw: RawQuery = async (sql, params, options) =>
     (
       await pool.query(
@@ -188,7 +196,7 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
     }
   };
   // The pool is MikroORM's own: closing the ORM ends it.
-  return wrap("postgresql", orm, raw, transaction, migrateWithLock);
+  return wrap("postgresql", orm, raw, transaction, migrateWithLock, async () => unwatchPool());
 };
 
 interface PgClientLike {
@@ -197,6 +205,9 @@ interface PgClientLike {
 }
 
 interface NativePgPool {
+  readonly totalCount: number;
+  readonly idleCount: number;
+  readonly waitingCount: number;
   query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
   connect(): Promise<PgClientLike>;
 }
@@ -222,13 +233,19 @@ const wrap = (
     driver,
     orm,
     em,
+    // docs/operations.md "Tracing": a span per statement, with its text (never its values).
     query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
       if (closed) throw new Error("database is closed");
-      return (await raw(sql, [...params], options)) as T[];
+      return inSpan(
+        options?.prepare ?? "db.query",
+        { "db.system.name": driver, "db.query.text": sql.length > 2000 ? sql.slice(0, 2000) : sql },
+        async () => (await raw(sql, [...params], options)) as T[],
+        SpanKind.CLIENT,
+      );
     },
     transaction: (work) => {
       if (closed) return Promise.reject(new Error("database is closed"));
-      return transaction(work);
+      return inSpan("db.transaction", { "db.system.name": driver }, () => transaction(work), SpanKind.CLIENT);
     },
     migrate,
     ping: async () => {
@@ -246,6 +263,8 @@ const wrap = (
     },
     close: async () => {
       if (closed) return;
+      // Hand cluster-wide duties (metrics leases) over at once rather than when they expire.
+      await raw("delete from cluster_leases where holder = $1", [PROCESS_HOLDER]).catch(() => {});
       closed = true;
       await closeRaw();
       await orm.close(true);

@@ -3,6 +3,7 @@ export * from "./rules/countries.ts";
 export * from "./rules/date-format.ts";
 export * from "./contracts/clock.ts";
 export * from "./env/env-parsers.ts";
+export * from "./env/production-env.ts";
 export * from "./schemas/common.schema.ts";
 export * from "./schemas/account.schema.ts";
 export * from "./schemas/auth.schema.ts";

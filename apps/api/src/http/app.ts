@@ -1,6 +1,6 @@
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
-import { renderMetrics } from "@fleet/db";
+import { renderMetrics, SpanStatusCode, serverSpan } from "@fleet/db";
 import { requestIdFrom, runWithRequestId } from "@fleet/shared";
 import type { Logger } from "pino";
 import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";
@@ -43,6 +43,9 @@ export const MAX_BODY_BYTES = 100 * 1024;
 /** A tRPC batch may hold at most this many calls. */
 export const MAX_BATCH_CALLS = 10;
 
+/** Paths of probes and scrapes, logged at debug level (docs/operations.md "Probes"). */
+const PROBES = new Set(["/livez", "/readyz", "/healthz", "/metrics"]);
+
 export const createApp = (options: AppOptions): Express => {
   const { router, services, logger } = options;
   const app = express();
@@ -51,38 +54,49 @@ export const createApp = (options: AppOptions): Express => {
   app.set("query parser", "simple");
 
   const openapi = buildOpenApiDocument(router, options.publicUrl);
-  const routes = new RouteTemplates(Object.keys(openapi.paths ?? {}), [
-    "/livez",
-    "/readyz",
-    "/healthz",
-    "/metrics",
-    "/openapi.json",
-  ]);
+  const routes = new RouteTemplates(
+    Object.keys(openapi.paths ?? {}),
+    ["/livez", "/readyz", "/healthz", "/metrics", "/openapi.json"],
+    Object.keys(router._def.procedures),
+  );
 
-  app.use((req, res, next) => {
-    const started = process.hrtime.bigint();
-    // docs/operations.md "Metrics and probes": every answer names its request; a valid incoming id
-    // is kept so a caller's trace continues. Everything the request runs sees it (logs, errors).
-    const requestId = requestIdFrom(req.headers["x-request-id"]);
-    res.setHeader("X-Request-Id", requestId);
-    res.setHeader("X-Content-Type-Options", "nosniff");
-    res.on("finish", () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      observeRequest(routes.match(req.path), req.method, res.statusCode, ms / 1000);
-      if (!logger.isLevelEnabled("info")) return;
-      logger.info(
-        {
-          request_id: requestId,
-          method: req.method,
-          path: redactAdoptionPath(req.path),
-          status: res.statusCode,
-          ms: Math.round(ms * 10) / 10,
-        },
-        "request",
-      );
-    });
-    runWithRequestId(requestId, next);
-  });
+  app.use((req, res, next) =>
+    // docs/operations.md "Tracing": one server span per request (a no-op without a tracer).
+    serverSpan(req.method, req.headers, (span) => {
+      const started = process.hrtime.bigint();
+      // docs/operations.md "Metrics and probes": every answer names its request; a valid incoming id
+      // is kept so a caller's trace continues. Everything the request runs sees it (logs, errors).
+      const requestId = requestIdFrom(req.headers["x-request-id"]);
+      res.setHeader("X-Request-Id", requestId);
+      res.setHeader("X-Content-Type-Options", "nosniff");
+      res.on("finish", () => {
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        const pathname = req.originalUrl.split("?", 1)[0] ?? "/";
+        const matched = routes.matchAll(pathname);
+        observeRequest(matched, req.method, res.statusCode, ms / 1000);
+        span.updateName(`${req.method} ${matched.join(",")}`);
+        span.setAttributes({ "http.route": matched.join(","), "http.response.status_code": res.statusCode });
+        if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+        const traceId = span.spanContext().traceFlags === 0 ? undefined : span.spanContext().traceId;
+        // Probes come every few seconds from every prober: debug, so they do not drown the log.
+        const level = PROBES.has(pathname) ? "debug" : "info";
+        if (!logger.isLevelEnabled(level)) return;
+        logger[level](
+          {
+            request_id: requestId,
+            ...(traceId ? { trace_id: traceId } : {}),
+            method: req.method,
+            path: redactAdoptionPath(pathname),
+            status: res.statusCode,
+            ms: Math.round(ms * 10) / 10,
+          },
+          "request",
+        );
+      });
+      runWithRequestId(requestId, next);
+    }),
+  );
 
   // docs/operations.md "Metrics and probes": liveness never touches the database (a slow database
   // must not get healthy processes restarted); readiness (and /healthz) needs it reachable and migrated.

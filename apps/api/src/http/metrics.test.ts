@@ -70,4 +70,23 @@ describe("GET /metrics on the API port", () => {
     expect(text).toMatch(/^process_cpu_user_seconds_total /m);
     expect(text).toContain("# TYPE fleet_webhook_deliveries_total counter");
   });
+
+  it("counts tRPC calls under their procedure, each call of a batch, and unknown procedures as unmatched", async () => {
+    const { token } = await h.login();
+    const auth = { authorization: `Bearer ${token}` };
+    const before = await scrape();
+    const count = (text: string, route: string) =>
+      sample(text, "fleet_http_requests_total", { route, method: "GET" }) ?? 0;
+    expect((await fetch(`${h.api.url}/trpc/account.get`, { headers: auth })).status).toBeGreaterThan(0);
+    const batch = await fetch(`${h.api.url}/trpc/account.get,account.get?batch=1&input=${encodeURIComponent("{}")}`, {
+      headers: auth,
+    });
+    expect(batch.status).toBeGreaterThan(0);
+    await fetch(`${h.api.url}/trpc/no.such.procedure${crypto.randomUUID()}`, { headers: auth });
+    const after = await scrape();
+    expect(count(after, "/trpc/account.get") - count(before, "/trpc/account.get")).toBe(3);
+    expect(after).not.toMatch(/route="\/trpc\/no\.such/);
+    expect(after).not.toMatch(/route="\/trpc"/);
+    expect(count(after, "unmatched")).toBeGreaterThan(count(before, "unmatched"));
+  });
 });

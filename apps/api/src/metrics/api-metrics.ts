@@ -31,11 +31,16 @@ const webhookDeliveries = new Counter({
 
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
 
-/** One answered request; `route` comes from {@link RouteTemplates}. */
-export const observeRequest = (route: string, method: string, status: number, seconds: number): void => {
-  const labels = { route, method: METHODS.has(method) ? method : "OTHER", status: String(status) };
-  httpRequests.inc(labels);
-  httpDuration.observe(labels, seconds);
+/**
+ * One answered request; `routes` comes from {@link RouteTemplates.matchAll}: one route, or one per
+ * call of a tRPC batch (each call counted under its procedure, with the batch's status and time).
+ */
+export const observeRequest = (routes: readonly string[], method: string, status: number, seconds: number): void => {
+  for (const route of routes) {
+    const labels = { route, method: METHODS.has(method) ? method : "OTHER", status: String(status) };
+    httpRequests.inc(labels);
+    httpDuration.observe(labels, seconds);
+  }
 };
 
 /** A Stripe call ended (`ok` or `error`). */
@@ -53,7 +58,11 @@ export class RouteTemplates {
   readonly #exact = new Map<string, string>();
   readonly #patterns: Array<{ regex: RegExp; template: string }> = [];
 
-  constructor(openApiPaths: readonly string[], fixed: readonly string[]) {
+  /** Known tRPC procedure paths (`account.get`): anything else under /trpc is `unmatched`. */
+  readonly #procedures: ReadonlySet<string>;
+
+  constructor(openApiPaths: readonly string[], fixed: readonly string[], procedures: Iterable<string> = []) {
+    this.#procedures = new Set(procedures);
     for (const path of fixed) this.#exact.set(path, path);
     for (const template of openApiPaths) {
       if (!template.includes("{")) {
@@ -68,13 +77,37 @@ export class RouteTemplates {
     }
   }
 
+  /**
+   * Route labels of a request path as the client sent it (`req.originalUrl`'s path: Express strips
+   * the mount point from `req.path` inside `app.use("/trpc", ...)`): `/trpc/<procedure>` for each
+   * call of a tRPC request (`/trpc/a,b` is a batch of two), else one template.
+   */
+  matchAll(path: string): string[] {
+    if (path.startsWith("/trpc/")) {
+      const calls = path.slice("/trpc/".length).replace(/\/$/, "").split(",");
+      return calls.map((call) => {
+        const procedure = safeDecode(call);
+        return procedure !== undefined && this.#procedures.has(procedure) ? `/trpc/${procedure}` : "unmatched";
+      });
+    }
+    return [this.match(path)];
+  }
+
   match(path: string): string {
     const trimmed = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
     const exact = this.#exact.get(trimmed);
     if (exact) return exact;
-    if (trimmed.startsWith("/trpc/") || trimmed === "/trpc") return "/trpc";
+    if (trimmed.startsWith("/trpc/") || trimmed === "/trpc") return "unmatched";
     if (trimmed.startsWith("/docs")) return "/docs";
     for (const { regex, template } of this.#patterns) if (regex.test(trimmed)) return template;
     return "unmatched";
   }
 }
+
+const safeDecode = (text: string): string | undefined => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+};

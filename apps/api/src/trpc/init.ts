@@ -7,6 +7,7 @@ import { describeError, validationError } from "../http/error-shapes.ts";
 import type { RequestContext } from "./context.ts";
 import { trpcCodeForStatus } from "./error-codes.ts";
 import { addressKey } from "./rate-limit.ts";
+import { inSpan, SpanStatusCode } from "@fleet/db";
 
 /** How often an idle SSE subscription gets a ping event. */
 export const SSE_PING_INTERVAL_MS = 10_000;
@@ -88,8 +89,13 @@ export const router = t.router;
  * Every procedure starts here: domain code throws AppError, and this turns it into the tRPC code
  * of the same HTTP status so both transports agree.
  */
-export const publicProcedure = t.procedure.use(async ({ next }) => {
-  const result = await next();
+export const publicProcedure = t.procedure.use(async ({ next, path }) => {
+  // docs/operations.md "Tracing": a span per procedure, inside the request's span.
+  const result = await inSpan(`trpc ${path}`, { "rpc.system": "trpc", "rpc.method": path }, async (span) => {
+    const outcome = await next();
+    if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.message });
+    return outcome;
+  });
   if (result.ok) return result;
   // The input parser refuses with tRPC's BAD_REQUEST (400); the contract wants the 422 of REST
   // (docs/api.md "Errors"), so a schema refusal becomes the same validation error REST renders.

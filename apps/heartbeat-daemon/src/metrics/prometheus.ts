@@ -1,11 +1,14 @@
 import { Counter, Gauge, Histogram } from "prom-client";
+import { clusterGauge } from "@fleet/db";
 
 /**
  * The heartbeat daemon's metrics (docs/operations.md "Metrics and probes"). The hot path only
  * increments unlabelled or fixed-label counters; gauges are read when Prometheus scrapes.
  */
 const connectionSources = new Set<() => number>();
-const faultSources = new Set<() => Promise<number>>();
+const faultSources = new Set<() => Promise<number | undefined>>();
+const routerSources = new Set<() => Promise<{ online: number; offline: number } | undefined>>();
+const writerSources = new Set<() => { failures: number; dropped: number }>();
 
 new Gauge({
   name: "fleet_heartbeat_connected_routers",
@@ -17,17 +20,17 @@ new Gauge({
   },
 });
 
-new Gauge({
+// Cluster-wide: one process of the cluster exports it (the holder of its lease, @fleet/db).
+clusterGauge({
   name: "fleet_open_faults",
-  help: "Router faults currently open (read from the database at scrape).",
-  async collect() {
+  help: "Router faults currently open (read from the database at scrape); exported by one process of the cluster.",
+  labelNames: [],
+  async sample(set) {
     const [source] = faultSources;
-    if (!source) return;
-    try {
-      this.set(await source());
-    } catch {
-      // The database is briefly away: keep the last value.
-    }
+    const open = source ? await source() : undefined;
+    if (open === undefined) return false;
+    set({}, open);
+    return true;
   },
 });
 
@@ -93,8 +96,56 @@ export const watchConnections = (count: () => number): (() => void) => {
   return () => connectionSources.delete(count);
 };
 
-/** Where open faults are counted (one database per process); returns the unwatch. */
-export const watchOpenFaults = (count: () => Promise<number>): (() => void) => {
+/**
+ * Where open faults are counted (one database per process): undefined while another process
+ * holds the figure's lease. Returns the unwatch.
+ */
+export const watchOpenFaults = (count: () => Promise<number | undefined>): (() => void) => {
   faultSources.add(count);
   return () => faultSources.delete(count);
+};
+
+// Cluster-wide: the fleet's routers by pulse, so an alert can compare the offline share.
+clusterGauge({
+  name: "fleet_routers",
+  help: "Routers of the whole fleet by state: online (has a pulse) or offline; exported by one process of the cluster.",
+  labelNames: ["state"] as const,
+  async sample(set) {
+    const [source] = routerSources;
+    const counts = source ? await source() : undefined;
+    if (counts === undefined) return false;
+    set({ state: "online" }, counts.online);
+    set({ state: "offline" }, counts.offline);
+    return true;
+  },
+});
+
+new Counter({
+  name: "fleet_heartbeat_flush_failures_total",
+  help: "Flushes of acknowledged heartbeats that failed (the rows stay pending and are retried).",
+  collect() {
+    this.reset();
+    for (const read of writerSources) this.inc(read().failures);
+  },
+});
+
+new Counter({
+  name: "fleet_heartbeat_rows_dropped_total",
+  help: "Heartbeat rows the database refused and the writer dropped.",
+  collect() {
+    this.reset();
+    for (const read of writerSources) this.inc(read().dropped);
+  },
+});
+
+/** Where the fleet's routers are counted; undefined while another process holds the lease. */
+export const watchRouters = (count: () => Promise<{ online: number; offline: number } | undefined>): (() => void) => {
+  routerSources.add(count);
+  return () => routerSources.delete(count);
+};
+
+/** A writer's flush counters, read at scrape. */
+export const watchWriter = (read: () => { failures: number; dropped: number }): (() => void) => {
+  writerSources.add(read);
+  return () => writerSources.delete(read);
 };

@@ -3,6 +3,7 @@ import type { ClientChannel, Client as Ssh2Client } from "ssh2";
 import ssh2 from "ssh2";
 import type { HostKeyStore } from "./host-key-store.ts";
 import type { RouterOsClient, RouterOsConnector, RouterOsTarget } from "./routeros-client.ts";
+import { inSpan, SpanKind } from "@fleet/db";
 
 const { Client } = ssh2;
 
@@ -81,7 +82,17 @@ export class SshRouterOsConnector implements RouterOsConnector {
     this.#options = options;
   }
 
-  async connect(target: RouterOsTarget): Promise<RouterOsClient> {
+  // docs/operations.md "Tracing": a span per SSH session set-up and per command.
+  connect(target: RouterOsTarget): Promise<RouterOsClient> {
+    return inSpan(
+      "ssh connect",
+      { "network.peer.address": target.host, "network.peer.port": target.port, "fleet.router_id": target.routerId },
+      () => this.#connect(target),
+      SpanKind.CLIENT,
+    );
+  }
+
+  async #connect(target: RouterOsTarget): Promise<RouterOsClient> {
     const { routerId, host, port } = target;
     // The offboarding job brings the removed router's own pins (docs/routeros.md "Offboarding").
     const hostKeys = target.hostKeys ?? this.#options.hostKeys;
@@ -156,6 +167,19 @@ class SshRouterOsClient implements RouterOsClient {
   }
 
   exec(command: string): Promise<string> {
+    // Only the command's menu path and verb (the words before the first `name=value`): its
+    // arguments may carry comments or addresses worth keeping private.
+    const words = command.trim().split(/\s+/);
+    const path = words.slice(0, Math.min(6, words.findIndex((w) => w.includes("=")) >>> 0)).join(" ");
+    return inSpan(
+      "ssh exec",
+      { "rpc.system": "ssh", "routeros.command": path },
+      () => this.#exec(command),
+      SpanKind.CLIENT,
+    );
+  }
+
+  #exec(command: string): Promise<string> {
     if (this.#closed) return Promise.reject(this.#closed);
     return new Promise<string>((resolve, reject) => {
       let channel: ClientChannel | undefined;

@@ -8,6 +8,7 @@ import {
   StripeWebhookEvent,
 } from "./billing-mirror.entity.ts";
 import { BillingSubscription } from "./billing-subscription.entity.ts";
+import { ClusterLease } from "./cluster-lease.entity.ts";
 import { Forward } from "./forward.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
@@ -46,6 +47,7 @@ export const ENTITIES = [
   RouterFault,
   RouterDowntimeHour,
   HeartbeatCoverage,
+  ClusterLease,
   OemProduct,
   Forward,
   SshHostKey,
@@ -71,6 +73,7 @@ export {
   StripeWebhookEvent,
   Forward,
   HeartbeatCoverage,
+  ClusterLease,
   SshHostKey,
   OemProduct,
   Organization,

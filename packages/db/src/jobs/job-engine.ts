@@ -2,6 +2,7 @@ import { type Db, fromPglite, type Job, type JobResult, type JobWithMetadata, Pg
 import type { Database } from "../database.ts";
 import { recordJob, unwatchEngine, watchEngine } from "../metrics/job-metrics.ts";
 import type { Query } from "../database.ts";
+import { inSpan, SpanKind } from "../telemetry/tracing.ts";
 
 /**
  * The job engine: pg-boss 12 on the process's own database (docs/operations.md "Metrics and probes"
@@ -212,7 +213,13 @@ export const runJob = async <T>(
   const started = performance.now();
   let result: JobResult;
   try {
-    const output = await handler(view);
+    // docs/operations.md "Tracing": one span per job attempt.
+    const output = await inSpan(
+      `job ${job.name}`,
+      { "messaging.system": "pg-boss", "messaging.destination.name": job.name, "messaging.message.id": job.id },
+      () => Promise.resolve(handler(view)),
+      SpanKind.CONSUMER,
+    );
     // A plain object a handler returns is kept on the job (pg-boss `output`).
     result =
       output !== null && typeof output === "object" && !Array.isArray(output)
@@ -239,7 +246,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
       const boss = await createBoss(db, options);
       boss.on("error", (error) => options.onError?.(error));
       await boss.start();
-      watchEngine(boss);
+      watchEngine(boss, db);
       return { boss, refs: 0, handlers: new Set<string>() };
     })();
     registry.set(db, shared);

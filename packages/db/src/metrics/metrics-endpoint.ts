@@ -1,5 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { collectDefaultMetrics, register } from "prom-client";
+// Build info and pool gauges exist in every process that serves /metrics.
+import "./cluster-metrics.ts";
 
 /**
  * `GET /metrics` of every port (docs/operations.md "Metrics and probes"): the process's one
@@ -10,7 +12,7 @@ import { collectDefaultMetrics, register } from "prom-client";
 let defaultsOn = false;
 
 export interface MetricsAnswer {
-  status: 200 | 401;
+  status: 200 | 401 | 404;
   headers: Record<string, string>;
   body: string;
 }
@@ -23,7 +25,31 @@ const bearerMatches = (authorization: string | undefined, token: string): boolea
   return given.length === wanted.length && timingSafeEqual(given, wanted);
 };
 
+/** Set while a METRICS_PORT server runs: the public ports then answer 404 for `/metrics`. */
+let ownPorts = 0;
+export const moveMetricsToOwnPort = (): (() => void) => {
+  ownPorts += 1;
+  let restored = false;
+  return () => {
+    if (!restored) ownPorts -= 1;
+    restored = true;
+  };
+};
+
+/** `GET /metrics` on a public port (API, heartbeat, agent health port). */
 export const renderMetrics = async (
+  authorization: string | undefined,
+  token: string | undefined,
+): Promise<MetricsAnswer> => {
+  if (ownPorts > 0) {
+    const body = JSON.stringify({ message: "Metrics are served on METRICS_PORT." });
+    return { status: 404, headers: { "content-type": "application/json; charset=utf-8" }, body };
+  }
+  return metricsAnswer(authorization, token);
+};
+
+/** The answer itself, wherever `/metrics` is served. */
+export const metricsAnswer = async (
   authorization: string | undefined,
   token: string | undefined,
 ): Promise<MetricsAnswer> => {

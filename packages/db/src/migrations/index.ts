@@ -16,6 +16,7 @@ import { TrustMigration } from "./20261125-013-trust.migration.ts";
 import { AvailabilityMigration } from "./20261125-020-availability.migration.ts";
 import { ConfigBackupsMigration } from "./20261125-019-config-backups.migration.ts";
 import { RouterAccessMigration } from "./20261125-018-router-access.migration.ts";
+import { ObservabilityMigration } from "./20261125-017-observability.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -34,9 +35,10 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261123-010-billing-mirror", class: BillingMirrorMigration },
   { name: "20261123-012-drop-jobs", class: DropJobsMigration },
   { name: "20261123-011-events", class: EventsMigration },
-  { name: "20261125-015-forward-state", class: ForwardStateMigration },
   { name: "20261125-013-trust", class: TrustMigration },
-  { name: "20261125-020-availability", class: AvailabilityMigration },
-  { name: "20261125-019-config-backups", class: ConfigBackupsMigration },
+  { name: "20261125-015-forward-state", class: ForwardStateMigration },
+  { name: "20261125-017-observability", class: ObservabilityMigration },
   { name: "20261125-018-router-access", class: RouterAccessMigration },
+  { name: "20261125-019-config-backups", class: ConfigBackupsMigration },
+  { name: "20261125-020-availability", class: AvailabilityMigration },
 ];

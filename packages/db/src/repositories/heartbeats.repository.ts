@@ -479,6 +479,17 @@ export class HeartbeatsRepository {
   }
 
   /** Faults still ongoing across all routers: the open-faults gauge (docs/operations.md "Metrics and probes"). */
+  /** Routers with and without a pulse (the fleet's offline share, docs/operations.md "Metrics"). */
+  async countRoutersByPulse(): Promise<{ online: number; offline: number }> {
+    const rows = await this.#db.query<{ has_pulse: boolean; n: number }>(
+      "select has_pulse, count(*)::int as n from routers group by has_pulse",
+    );
+    return {
+      online: rows.find((row) => row.has_pulse)?.n ?? 0,
+      offline: rows.find((row) => !row.has_pulse)?.n ?? 0,
+    };
+  }
+
   async countOpenFaults(): Promise<number> {
     const [row] = await this.#db.query<{ n: number }>(
       "select count(*)::int as n from router_faults where status = 'ongoing'",

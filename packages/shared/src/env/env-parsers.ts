@@ -33,6 +33,10 @@ export const envPort = (env: TEnv, name: string, fallback: number, allowZero = t
   return port;
 };
 
+/** A port that may be left unset (then undefined): e.g. METRICS_PORT. */
+export const envPortOptional = (env: TEnv, name: string): number | undefined =>
+  present(env, name) === undefined ? undefined : envPort(env, name, 0);
+
 export const envInt = (env: TEnv, name: string, fallback: number, min: number, max: number): number => {
   const raw = present(env, name);
   if (raw === undefined) return fallback;

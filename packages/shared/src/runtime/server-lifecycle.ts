@@ -59,8 +59,13 @@ export const closeHttpServer = (server: HttpServer, options: CloseServerOptions 
       server.closeAllConnections();
     }, options.graceMs ?? 10_000);
     force.unref();
+    // A keep-alive connection whose request finishes after close() began turns idle only then;
+    // without a sweep it would hold the close for the whole keep-alive timeout (5 s).
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    sweep.unref();
     server.close(() => {
       clearTimeout(force);
+      clearInterval(sweep);
       resolve();
     });
     server.closeIdleConnections();

