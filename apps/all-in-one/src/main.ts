@@ -1,4 +1,4 @@
-import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
+import { closeOnSignals, loadConfigOrExit, REDACT_PATHS, requestLogMixin, startOrExit } from "@fleet/shared";
 import pino from "pino";
 import { loadAllInOneConfig } from "./config.ts";
 import { startAll } from "./start-all.ts";
@@ -7,7 +7,7 @@ import { startAll } from "./start-all.ts";
 const config = loadConfigOrExit(() => loadAllInOneConfig());
 
 const logger = pino({ level: config.api.logLevel, redact: REDACT_PATHS, mixin: requestLogMixin });
-const system = await startAll({ config, logger });
+const system = await startOrExit(() => startAll({ config, logger }));
 const { api } = system;
 const { entryPoint } = config.tunnelAgent;
 

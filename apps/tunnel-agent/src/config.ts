@@ -8,7 +8,9 @@ import {
   envTunnelNetwork,
   envUrl,
   loadEntryPointEnv,
+  loadTunnelModeEnv,
   type TEnv,
+  type TunnelModeEnv,
   type TunnelNetwork,
 } from "@fleet/shared";
 
@@ -29,6 +31,12 @@ export interface TunnelAgentConfig {
   entryPoint: EntryPointEnv;
   /** `TUNNEL_NETWORK`: the agent and the relay connect only to assigned addresses inside it. */
   tunnelNetwork: TunnelNetwork;
+  /** `TUNNEL_MODE` and, in `wireguard` mode, the hub this agent runs (docs/operations.md "The management tunnel"). */
+  tunnel: TunnelModeEnv;
+  /** `TUNNEL_WG_RECONCILE_CRON`: when the hub re-reads every binding (node-cron, with seconds). */
+  wireguardReconcileCron: string;
+  /** How often the hub reads its peers' last handshakes for `tunnel_status`. */
+  wireguardStatusPollMs: number;
   ssh: {
     /** `TUNNEL_SSH_PORT`: SSH port on each router's tunnel_ip. */
     port: number;
@@ -72,6 +80,9 @@ export const loadTunnelAgentConfig = (env: TEnv = process.env): TunnelAgentConfi
     metricsToken: envOptional(env, "METRICS_TOKEN"),
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
+    tunnel: loadTunnelModeEnv(env, envTunnelNetwork(env)),
+    wireguardReconcileCron: "*/30 * * * * *",
+    wireguardStatusPollMs: envInt(env, "TUNNEL_WG_STATUS_POLL_MS", 10_000, 100, 600_000),
     ssh: {
       port: envPort(env, "TUNNEL_SSH_PORT", 22, false),
       user: envString(env, "TUNNEL_SSH_USER", "mgmt"),

@@ -20,3 +20,4 @@ export { type MetricsAnswer, renderMetrics } from "./metrics/metrics-endpoint.ts
 export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
+export * from "./repositories/wireguard-peers.repository.ts";

@@ -35,3 +35,6 @@ export * from "./env/tunnel-network-env.ts";
 export * from "./runtime/request-context.ts";
 export * from "./schemas/events.schema.ts";
 export * from "./rules/public-address.ts";
+export * from "./crypto/wireguard-keys.ts";
+export * from "./env/tunnel-mode-env.ts";
+export * from "./routeros/wireguard-script.ts";

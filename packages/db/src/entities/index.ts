@@ -19,6 +19,7 @@ import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
 import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
+import { RouterWireguardPeer } from "./router-wireguard-peer.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
 import { WebhookDelivery } from "./webhook-delivery.entity.ts";
@@ -45,6 +46,7 @@ export const ENTITIES = [
   OemProduct,
   Forward,
   SshHostKey,
+  RouterWireguardPeer,
   ApiKey,
   AuditLogEntry,
   Webhook,
@@ -71,6 +73,7 @@ export {
   RouterAdoption,
   RouterDowntimeHour,
   RouterFault,
+  RouterWireguardPeer,
   Team,
   User,
   Webhook,

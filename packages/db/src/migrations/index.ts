@@ -11,6 +11,7 @@ import { RouterAdoptionsMigration } from "./20261123-009-router-adoptions.migrat
 import { BillingMirrorMigration } from "./20261123-010-billing-mirror.migration.ts";
 import { DropJobsMigration } from "./20261123-012-drop-jobs.migration.ts";
 import { EventsMigration } from "./20261123-011-events.migration.ts";
+import { WireguardMigration } from "./20261125-016-wireguard.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -29,4 +30,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261123-010-billing-mirror", class: BillingMirrorMigration },
   { name: "20261123-012-drop-jobs", class: DropJobsMigration },
   { name: "20261123-011-events", class: EventsMigration },
+  { name: "20261125-016-wireguard", class: WireguardMigration },
 ];

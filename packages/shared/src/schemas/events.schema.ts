@@ -21,6 +21,8 @@ export const AUDIT_ACTIONS = [
   "router.removed",
   "router.offline",
   "router.online",
+  "router.tunnel.up",
+  "router.tunnel.down",
   "forward.created",
   "forward.revoked",
   "forward.expired",

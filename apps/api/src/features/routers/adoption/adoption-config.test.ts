@@ -62,6 +62,8 @@ describe("adoption configuration", () => {
       sshKeyFile: undefined,
       sshPublicKey: undefined,
       tunnelNetwork: "100.64.0.0/10",
+      tunnel: { mode: "external" },
+      sshPort: 22,
     });
   });
 
