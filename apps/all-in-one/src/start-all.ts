@@ -45,6 +45,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
   // those are running (docs/routeros.md "Adoption").
   let heartbeatUrl: string | undefined;
   let agentPublicKey: string | undefined;
+  let hubPublicKey: string | undefined;
   try {
     const api = await startApi({
       config: config.api,
@@ -54,6 +55,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
       adoption: {
         heartbeatPublicUrl: () => heartbeatUrl ?? `http://${config.heartbeat.host}:${config.heartbeat.port}`,
         agentPublicKey: () => agentPublicKey,
+        hubPublicKey: () => hubPublicKey,
       },
     });
     stops.push(api.close);
@@ -73,6 +75,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
     });
     stops.push(tunnelAgent.close);
     agentPublicKey = tunnelAgent.publicKey;
+    hubPublicKey = tunnelAgent.hub?.publicKey;
     return {
       db,
       api,
