@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { AdoptionsRepository, acquireStatusFeed, type StatusFeedHandle, WireguardPeersRepository } from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
-import { generateWireguardKeyPair, ManualClock } from "@fleet/shared";
+import { ConfigError, generateWireguardKeyPair, ManualClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { register } from "prom-client";
@@ -11,6 +11,7 @@ import type { WireguardDevice } from "./wireguard-device.ts";
 import { realTunnelUnavailable } from "./wireguard-environment.ts";
 import { WireguardHub } from "./wireguard-hub.ts";
 import { createWireguardDevice } from "./wireguard-interface.ts";
+import { startWireguardHub } from "./start-hub.ts";
 
 const unavailable = realTunnelUnavailable();
 if (unavailable) {
@@ -213,6 +214,7 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
     expect(await hub.pollHandshakes()).toEqual([]);
     clock.advance(1);
     expect(await hub.pollHandshakes()).toEqual([{ routerId: router.id, teamId: owner.teamId, up: false }]);
+    clock.advance(1);
     handshake = clock.now();
     expect(await hub.pollHandshakes()).toEqual([{ routerId: router.id, teamId: owner.teamId, up: true }]);
     expect(await audit()).toEqual(["router.tunnel.up", "router.tunnel.down", "router.tunnel.up"]);
@@ -222,6 +224,35 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
     );
     expect(Number(stored[0]?.ms)).toBe(handshake.getTime());
     hub.close();
+  });
+
+  it("an interface that cannot be created stops start-up with one line naming TUNNEL_MODE, and touches no other link", async () => {
+    const error = await startWireguardHub({
+      tunnel: {
+        mode: "wireguard",
+        endpoint: { host: "127.0.0.1", port: 51_999 },
+        listenPort: 51_999,
+        interfaceName: "lo",
+        implementation: "userspace",
+        privateKey: generateWireguardKeyPair().privateKey,
+        publicKey: undefined,
+        hubAddress: "100.126.251.1",
+      },
+      networkPrefix: 30,
+      dataDir: "memory",
+      db,
+      feed: feed.feed,
+      clock,
+      logger,
+      reconcileCron: "*/30 * * * * *",
+      statusPollMs: 10_000,
+      schedules: false,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe("TUNNEL_MODE");
+    expect((error as Error).message).toMatch(/^Invalid configuration: TUNNEL_MODE .*lo.*not a WireGuard interface/);
+    expect((error as Error).message).not.toContain("\n");
+    expect(execFileSync("ip", ["link", "show", "dev", "lo"]).toString()).toContain("UP");
   });
 
   it("keeps the UAPI socket beside the interface's name", () => {

@@ -95,6 +95,13 @@ const startUserspace = async (o: CreateWireguardOptions): Promise<{ child: Child
  */
 export const createWireguardDevice = async (o: CreateWireguardOptions): Promise<WireguardDevice> => {
   if (await linkExists(o.namespace, o.name)) {
+    // Only ever a WireGuard interface of that name (a hub that died): never an operator's other link.
+    const details = await exec(o.namespace, "ip", ["-details", "link", "show", "dev", o.name]);
+    if (!/\bwireguard\b/.test(details) && !existsSync(uapiSocketPath(o.name))) {
+      throw new Error(
+        `an interface named ${o.name} exists and is not a WireGuard interface; choose another TUNNEL_WG_INTERFACE`,
+      );
+    }
     o.logger.warn({ interface: o.name }, "deleting a stale WireGuard interface of the hub's name");
     await exec(o.namespace, "ip", ["link", "del", "dev", o.name]);
     await waitFor(() => !existsSync(uapiSocketPath(o.name)), "the stale interface's socket to go");
