@@ -6,24 +6,29 @@ import { type EnrolledRouter, FleetApi } from "./fleet-api.ts";
 import { startSimulator } from "./simulator.ts";
 import { readTokenFile, writeTokenFile } from "./token-file.ts";
 import { runAdoptedSimulator } from "./adoption/adopt-command.ts";
+import { NETNS_USAGE, runNetnsSimulator, takeNetnsArgs } from "./netns/netns-command.ts";
 
 // `npm run simulate -- --routers N`: enrolls (or reuses) N routers and keeps them beating.
 let args: ReturnType<typeof parseArgs>;
 let routerOs: ReturnType<typeof takeRouterOsArgs>["options"];
 try {
   const defaults = loadSimulatorDefaults();
-  const taken = takeRouterOsArgs(process.argv.slice(2), { sshPort: defaults.sshPort, sshUser: defaults.sshUser });
+  const taken = takeRouterOsArgs(takeNetnsArgs(process.argv.slice(2)).rest, {
+    sshPort: defaults.sshPort,
+    sshUser: defaults.sshUser,
+  });
   routerOs = taken.options;
   args = parseArgs(taken.rest, defaults);
 } catch (error) {
   if (error instanceof ArgsError || error instanceof RouterOsArgsError || error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n\n${USAGE}\n${ROUTEROS_USAGE}\n`);
+    process.stderr.write(`${error.message}\n\n${USAGE}\n${ROUTEROS_USAGE}\n${NETNS_USAGE}\n`);
     process.exit(2);
   }
   throw error;
 }
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
+if (args.adopt && takeNetnsArgs(process.argv.slice(2)).netns) await runNetnsSimulator(args, routerOs, say);
 if (args.adopt) await runAdoptedSimulator(args, routerOs, say);
 
 const routers: EnrolledRouter[] = args.tokenFile ? readTokenFile(args.tokenFile).slice(0, args.routers) : [];

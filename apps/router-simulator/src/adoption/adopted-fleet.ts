@@ -1,4 +1,5 @@
 import { tunnelIpFor } from "../tunnel-ips.ts";
+import type { RouterOsDevice } from "../routeros/script/routeros-device.ts";
 import { AdoptedRouter } from "./adopted-router.ts";
 
 export interface AdoptedFleetOptions {
@@ -14,6 +15,8 @@ export interface AdoptedFleetOptions {
    * logins from the users and keys the script creates). A returned function runs at shutdown.
    */
   onRouter?: (router: AdoptedRouter) => Promise<void | (() => Promise<void>)>;
+  /** `--netns`: the router at `index` applies its WireGuard tables to a real interface. */
+  onTunnelChange?: (index: number, device: RouterOsDevice) => Promise<void>;
   /** Told about a router whose adoption failed (it keeps its state; nothing is retried). */
   onError?: (router: AdoptedRouter, error: Error) => void;
 }
@@ -41,6 +44,9 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       bindTunnelIp: o.bindTunnelIp ?? true,
       ...(o.version ? { version: o.version } : {}),
       ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),
+      ...(o.onTunnelChange
+        ? { onTunnelChange: (device: RouterOsDevice) => o.onTunnelChange?.(index, device) ?? Promise.resolve() }
+        : {}),
     });
     routers.push(router);
     const cleanup = await o.onRouter?.(router);

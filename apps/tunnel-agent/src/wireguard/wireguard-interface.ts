@@ -1,5 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { promisify } from "node:util";
 import type { Logger } from "pino";
 import { uapiGet, uapiSet, uapiSetRequest, uapiSocketPath } from "./uapi-client.ts";
