@@ -6,6 +6,7 @@ import { netnsHostAddress } from "@fleet/router-simulator/netns/netns-network";
 import { type RunningNetnsFleet, startNetnsFleet } from "@fleet/router-simulator/netns/netns-fleet";
 import { generateWireguardKeyPair } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
+import { proxyV1Header } from "@fleet/tunnel-agent";
 import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/wireguard-environment";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,6 +34,7 @@ const HUB = `100.127.${rand}.1`;
 const HUB_KEY = generateWireguardKeyPair().privateKey;
 const IFNAME = `h23e${process.pid.toString(36).slice(-5)}`;
 const SSH_PORT = 2222;
+const ALLOWED = "8.8.8.8";
 
 let db: TestDatabase;
 let system: RunningSystem | undefined;
@@ -41,9 +43,11 @@ let api: FleetApi;
 let token: string;
 const routers: Array<{ id: string; tunnelIp: string }> = [];
 
+// One environment for both starts (the restart keeps the JWT secret, so tokens stay valid).
+const BASE_ENV = testSystemEnv();
 const config = () =>
   loadAllInOneConfig({
-    ...testSystemEnv(),
+    ...BASE_ENV,
     HEARTBEAT_INTERVAL_MS: "1000",
     TUNNEL_MODE: "wireguard",
     TUNNEL_WG_ENDPOINT: `${netnsHostAddress(BLOCK)}:${UDP_PORT}`,
@@ -56,6 +60,8 @@ const config = () =>
     TUNNEL_SSH_PORT: String(SSH_PORT),
     TUNNEL_SSH_USER: "mgmt",
     ENTRY_POINT_BIND: "127.0.0.1",
+    // Tests connect from loopback; allow_from must be public: the source comes in a PROXY header.
+    ENTRY_POINT_PROXY_PROTOCOL: "true",
     ENTRY_POINT_PORTS: "62500-62599",
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
   });
@@ -78,7 +84,7 @@ const hubPeers = async () => {
 };
 
 /** An HTTP GET through the entry point (or straight at an address); the answer's body or the error code. */
-const httpGet = (host: string, port: number, timeoutMs = 3_000): Promise<string> =>
+const httpGet = (host: string, port: number, timeoutMs = 3_000, viaEntryPoint = false): Promise<string> =>
   new Promise((resolve) => {
     const socket = net.connect({ host, port });
     let got = "";
@@ -88,7 +94,13 @@ const httpGet = (host: string, port: number, timeoutMs = 3_000): Promise<string>
       resolve(value);
     };
     const timer = setTimeout(() => done(got || "timeout"), timeoutMs);
-    socket.on("connect", () => socket.write(`GET / HTTP/1.1\r\nHost: lan\r\nConnection: close\r\n\r\n`));
+    socket.on("connect", () => {
+      const request = Buffer.from("GET / HTTP/1.1\r\nHost: lan\r\nConnection: close\r\n\r\n");
+      const header = viaEntryPoint
+        ? proxyV1Header({ address: ALLOWED, port: 40_123 }, { address: host, port })
+        : Buffer.alloc(0);
+      socket.write(Buffer.concat([header, request]));
+    });
     socket.on("data", (chunk: Buffer) => {
       got += chunk.toString();
     });
@@ -104,22 +116,29 @@ const forwardTo = async (routerId: string) => {
     dst_address: "192.168.88.10",
     dst_port: 80,
     expire_after_minutes: 30,
-    allow_from: "127.0.0.1",
+    allow_from: ALLOWED,
   });
-  expect(created.status).toBe(201);
-  const forward = created.body.data as { id: string; port: number };
-  await eventually(
-    async () =>
-      (await call("GET", `/api/routers/${routerId}/transient-forwarding/${forward.id}`)).body?.data?.state === "active",
-    "the forward's rule on the router",
-  );
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const forward = created.body as { id: string; port: number };
+  // Applied: the agent added the rule over SSH through the tunnel.
+  await eventually(async () => {
+    const [row] = await db.query<{ applied_at: unknown }>("select applied_at from forwards where id = $1", [
+      forward.id,
+    ]);
+    return row?.applied_at;
+  }, "the forward's rule on the router");
+  await eventually(() => system?.tunnelAgent.relay.listening().some((l) => l.id === forward.id), "the relay listener");
   return forward;
 };
 
 describe.skipIf(unavailable !== undefined)("the management tunnel over real WireGuard, routers behind NAT", () => {
   beforeAll(async () => {
     db = await createTestDatabase();
-    system = await startAll({ config: config(), logger: pino({ level: "silent" }), db });
+    system = await startAll({
+      config: config(),
+      logger: pino({ level: process.env.H23_DEBUG ? "debug" : "silent" }),
+      db,
+    });
     api = new FleetApi(system.api.url);
     const email = `tunnel-${crypto.randomUUID()}@example.com`;
     await api.login(email);
@@ -176,7 +195,9 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
     const [router] = routers;
     if (!router) throw new Error("no router");
     const forward = await forwardTo(router.id);
-    expect(await httpGet("127.0.0.1", forward.port)).toContain(`simulated LAN device behind ${router.tunnelIp}`);
+    expect(await httpGet("127.0.0.1", forward.port, 3_000, true)).toContain(
+      `simulated LAN device behind ${router.tunnelIp}`,
+    );
     // The router's WAN address (behind the NAT) is unreachable from the hub's machine.
     const wan = fleet?.network.routers[0]?.wanAddress ?? "";
     expect(await httpGet(wan, SSH_PORT, 1_000)).not.toContain("SSH");
@@ -222,9 +243,11 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
     system = await startAll({ config: config(), logger: pino({ level: "silent" }), db });
     expect(await hubPeers()).toEqual(before);
     const forwards = await call("GET", `/api/routers/${router.id}/transient-forwarding`);
-    const port = forwards.body.data[0].port as number;
+    const list = (Array.isArray(forwards.body) ? forwards.body : forwards.body.data) as Array<{ port: number }>;
+    const port = list[0]?.port ?? 0;
     await eventually(
-      async () => (await httpGet("127.0.0.1", port, 1_000)).includes(`simulated LAN device behind ${router.tunnelIp}`),
+      async () =>
+        (await httpGet("127.0.0.1", port, 1_000, true)).includes(`simulated LAN device behind ${router.tunnelIp}`),
       "the forward through the restarted hub",
       30_000,
     );
