@@ -136,7 +136,7 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
     db = await createTestDatabase();
     system = await startAll({
       config: config(),
-      logger: pino({ level: process.env.H23_DEBUG ? "debug" : "silent" }),
+      logger: pino({ level: "silent" }),
       db,
     });
     api = new FleetApi(system.api.url);
@@ -144,13 +144,13 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
     await api.login(email);
     await api.ensureAccount(email);
     token = (
-      await (
+      (await (
         await fetch(`${system.api.url}/v1/auth/dev-login`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ email }),
         })
-      ).json()
+      ).json()) as { access_token: string }
     ).access_token;
     const enrolled: Array<{ router_id: string; adoption_command: string }> = [];
     for (let i = 0; i < 3; i++) {
