@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testSystemEnv } from "../support/system-env.ts";
 
 /**
- * The management tunnel end to end over REAL WireGuard (docs/routeros.md "Management tunnel"): the
+ * The management tunnel end to end over REAL WireGuard (docs/routeros.md "The management tunnel"): the
  * all-in-one system in TUNNEL_MODE=wireguard runs its hub as a wireguard-go interface on this
  * machine; three simulated routers, each in its own network namespace behind a NAT namespace
  * (no route from here to them but the tunnel), adopt with their one-line command, whose WireGuard

@@ -446,7 +446,7 @@ const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Log
 /** For the admin CLI's bootstrap key (docs/operations.md "Commands"). */
 export { mintApiKey } from "./features/api-keys/api-keys.service.ts";
 
-/** TUNNEL_MODE=wireguard: the adoption script's tunnel part (docs/routeros.md "Management tunnel"). */
+/** TUNNEL_MODE=wireguard: the adoption script's tunnel part (docs/routeros.md "The management tunnel"). */
 const wireguardAdoption = (
   config: ApiConfig,
   hubPublicKey: (() => string | undefined) | undefined,

@@ -10,7 +10,7 @@ export interface HeartbeatIntakeOptions {
   writer: HeartbeatWriter;
   clock: Clock;
   logger: Logger;
-  /** Binds a reported WireGuard key off the heartbeat's path (docs/routeros.md "Management tunnel"). */
+  /** Binds a reported WireGuard key off the heartbeat's path (docs/routeros.md "The management tunnel"). */
   binder?: WireguardBinder;
 }
 

@@ -48,7 +48,7 @@ afterAll(async () => {
   await db?.close();
 });
 
-describe('binding a router\'s WireGuard key (docs/routeros.md "Management tunnel")', () => {
+describe('binding a router\'s WireGuard key (docs/routeros.md "The management tunnel")', () => {
   it("the first heartbeat with a key binds it and announces it; repeating it changes nothing", async () => {
     const router = await makeRouter(db, owner);
     const key = newKey();

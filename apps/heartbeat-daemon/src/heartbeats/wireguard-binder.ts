@@ -14,7 +14,7 @@ const RETRY_MS = 5_000;
 const MAX_ENTRIES = 10_000;
 
 /**
- * Binds a router's WireGuard key (docs/routeros.md "Management tunnel") off the heartbeat's path:
+ * Binds a router's WireGuard key (docs/routeros.md "The management tunnel") off the heartbeat's path:
  * the heartbeat is acked at once, the bind runs here, one at a time. The first key after adoption
  * binds; a heartbeat repeating it costs a string compare (the key is cached with the token). A
  * different key, or a key another router holds, changes nothing and is a security event, logged

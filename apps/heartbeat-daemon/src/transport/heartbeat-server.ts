@@ -45,7 +45,7 @@ export interface HeartbeatServerOptions {
   tuning: HeartbeatTuning;
   auth: TokenAuthenticator;
   writer: HeartbeatWriter;
-  /** Binds WireGuard keys reported by heartbeats (docs/routeros.md "Management tunnel"). */
+  /** Binds WireGuard keys reported by heartbeats (docs/routeros.md "The management tunnel"). */
   binder?: WireguardBinder;
   clock: Clock;
   logger: Logger;

@@ -3,7 +3,7 @@ import { Router } from "./router.entity.ts";
 
 /**
  * A router's WireGuard key, bound by its first heartbeat after adoption (docs/routeros.md
- * "Management tunnel"). One key per router and one router per key; re-adoption deletes the row,
+ * "The management tunnel"). One key per router and one router per key; re-adoption deletes the row,
  * removal deletes it with the router. The hub's peer set is exactly these rows.
  */
 export const RouterWireguardPeer = defineEntity({

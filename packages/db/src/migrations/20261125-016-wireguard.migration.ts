@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * The management tunnel's bindings (docs/routeros.md "Management tunnel"): a router's WireGuard
+ * The management tunnel's bindings (docs/routeros.md "The management tunnel"): a router's WireGuard
  * public key, bound by its first heartbeat after adoption. The unique key makes one device key
  * belong to one router; the row goes with its router.
  */

@@ -65,7 +65,7 @@ export class AdoptionsRepository {
         [routerId, teamId, heartbeatTokenHash],
       );
       if (updated.length === 0) return false;
-      // Re-adoption clears the tunnel binding (docs/routeros.md "Management tunnel"): the next
+      // Re-adoption clears the tunnel binding (docs/routeros.md "The management tunnel"): the next
       // heartbeat with the new token binds whatever key the device then has.
       await query("delete from router_wireguard_peers where router_id = $1", [routerId]);
       await query(

@@ -22,7 +22,7 @@ export interface TokenOwner {
    */
   tunnelIp: string | null;
   /**
-   * The WireGuard key bound to the router (docs/routeros.md "Management tunnel"; null: none yet),
+   * The WireGuard key bound to the router (docs/routeros.md "The management tunnel"; null: none yet),
    * cached with the token so a heartbeat repeating it costs a string compare. The daemon sets it
    * once its own binding succeeded.
    */

@@ -22,7 +22,7 @@ export interface RouterRecord {
   lastSeenAt: Date | null;
   lastSeenFrom: string | null;
   tunnelIp: string | null;
-  /** A WireGuard key is bound (docs/routeros.md "Management tunnel"); false: `tunnel_status` pending. */
+  /** A WireGuard key is bound (docs/routeros.md "The management tunnel"); false: `tunnel_status` pending. */
   tunnelBound?: boolean;
   /** The hub's latest handshake with the router. */
   tunnelHandshakeAt?: Date | null;

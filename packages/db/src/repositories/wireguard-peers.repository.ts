@@ -11,7 +11,7 @@ export interface WireguardBinding {
 }
 
 /**
- * What a heartbeat's `wireguard_public_key` did (docs/routeros.md "Management tunnel"):
+ * What a heartbeat's `wireguard_public_key` did (docs/routeros.md "The management tunnel"):
  * `bound` the router had no key and now has this one; `unchanged` it already had this one;
  * `changed` it has another key (nothing changed: a security event); `taken` another router holds
  * this key, or the router is gone (nothing changed).
@@ -81,7 +81,7 @@ with v as (
 select f.router_id, r.team_id, f.up from flipped f join routers r on r.id = f.router_id`;
 
 /**
- * The management tunnel's bindings (docs/routeros.md "Management tunnel"): the heartbeat daemon
+ * The management tunnel's bindings (docs/routeros.md "The management tunnel"): the heartbeat daemon
  * binds keys, the hub reads the bindings it keeps its peers equal to and records handshakes.
  */
 export class WireguardPeersRepository {

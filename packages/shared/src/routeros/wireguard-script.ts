@@ -17,7 +17,7 @@ import {
 } from "./routeros-script.ts";
 
 /**
- * The router's end of the management tunnel (docs/routeros.md "Management tunnel"): what the
+ * The router's end of the management tunnel (docs/routeros.md "The management tunnel"): what the
  * adoption script adds in `TUNNEL_MODE=wireguard`, and the typed commands that take it off again.
  * RouterOS 7 WireGuard: https://help.mikrotik.com/docs/display/ROS/WireGuard.
  */
@@ -103,7 +103,7 @@ export const wireguardAdoptionStatements = (w: AdoptionWireguard): RosStatement[
   const toTop = (chain: string) =>
     command("ip firewall filter", "move", { destination: num(0) }, [findWhere({ ...tagged, chain: word(chain) })]);
   return [
-    comment('management tunnel (docs/routeros.md "Management tunnel")'),
+    comment('management tunnel (docs/routeros.md "The management tunnel")'),
     ...removeWireguardStatements(false),
     ifThen(equal(sub(globalCommand("len", {}, [sub(existing)])), num(0)), [
       command("interface wireguard", "add", { name, comment: str(o.comment) }),

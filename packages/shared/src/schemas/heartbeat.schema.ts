@@ -72,7 +72,7 @@ export const ZHeartbeatFrame = z.object({
     .refine((value) => ipaddr.isValid(value), { error: "must be an IPv4 or IPv6 address" })
     .transform((value) => ipaddr.process(value).toString())
     .nullish(),
-  // docs/routeros.md "Management tunnel": the router's WireGuard public key; the first one after
+  // docs/routeros.md "The management tunnel": the router's WireGuard public key; the first one after
   // adoption binds it. Only the canonical base64 of 32 bytes is accepted.
   wireguard_public_key: z
     .string({ error: "must be a string" })

@@ -317,7 +317,7 @@ export const ZRouterStatusEvent = z
     z.object({ type: z.literal("fault"), router_id: z.string(), team_id: z.string(), fault: ZFault }),
     z.object({ type: z.literal("removed"), router_id: z.string(), team_id: z.string() }),
     // Internal (never pushed to subscribers): a router's WireGuard binding was made or cleared;
-    // the hub re-reads the bindings (docs/routeros.md "Management tunnel").
+    // the hub re-reads the bindings (docs/routeros.md "The management tunnel").
     z.object({ type: z.literal("tunnel_binding"), router_id: z.string(), team_id: z.string() }),
   ])
   .meta({ id: "RouterStatusEvent" });

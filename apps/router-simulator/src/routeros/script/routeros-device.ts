@@ -134,7 +134,7 @@ const NAMED_TABLES: ReadonlySet<TableName> = new Set([
   "file",
   "interface wireguard",
 ]);
-/** The management tunnel's tables (docs/routeros.md "Management tunnel"): changes reach `onTunnelChange`. */
+/** The management tunnel's tables (docs/routeros.md "The management tunnel"): changes reach `onTunnelChange`. */
 const TUNNEL_TABLES: ReadonlySet<TableName> = new Set([
   "interface wireguard",
   "interface wireguard peers",

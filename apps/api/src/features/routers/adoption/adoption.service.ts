@@ -15,7 +15,7 @@ import { heartbeatTokenFor, isAdoptionToken, newAdoptionToken, tokenHash } from 
 /** The persistence adoption needs (AdoptionsRepository in production). */
 export interface AdoptionStore {
   insert(routerId: string, adoption: NewAdoption): Promise<void>;
-  /** Also clears the router's WireGuard binding (docs/routeros.md "Management tunnel"). */
+  /** Also clears the router's WireGuard binding (docs/routeros.md "The management tunnel"). */
   reissue(teamId: string, routerId: string, heartbeatTokenHash: string, adoption: NewAdoption): Promise<boolean>;
   find(tokenHash: string): Promise<AdoptionLookup | null>;
 }

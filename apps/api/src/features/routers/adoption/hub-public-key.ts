@@ -6,7 +6,7 @@ import { isWireguardKey, type TunnelModeEnv, wireguardPublicKey } from "@fleet/s
 export const HUB_KEY_FILE = path.join("tunnel-agent", "wireguard-hub.key");
 
 /**
- * The hub's public key for adoption scripts (docs/routeros.md "Management tunnel"):
+ * The hub's public key for adoption scripts (docs/routeros.md "The management tunnel"):
  * `TUNNEL_WG_PUBLIC_KEY`, else derived from `TUNNEL_WG_PRIVATE_KEY`, else from the dev key the
  * agent generates in DATA_DIR. Returns a function: the dev key may appear after the API started.
  */
