@@ -161,18 +161,16 @@ const kernelDevice = (o: CreateWireguardOptions): ConfigurableDevice => ({
   name: o.name,
   implementation: "kernel",
   configure: async () => {
-    const [file, argv] = inNamespace(o.namespace, "wg", [
-      "set",
-      o.name,
-      "listen-port",
-      String(o.listenPort),
-      "private-key",
-      "/dev/stdin",
-    ]);
-    await new Promise<void>((resolve, reject) => {
-      const child = execFile(file, argv, (error) => (error ? reject(error) : resolve()));
-      child.stdin?.end(`${o.privateKey}\n`);
-    });
+    // `wg` reads a private key only from a file (a pipe from node is a socket it cannot open):
+    // a private temporary one, removed at once.
+    const dir = mkdtempSync(path.join(tmpdir(), "fleet-wg-"));
+    const file = path.join(dir, "key");
+    try {
+      writeFileSync(file, `${o.privateKey}\n`, { mode: 0o600 });
+      await exec(o.namespace, "wg", ["set", o.name, "listen-port", String(o.listenPort), "private-key", file]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   },
   state: async () => parseWgDump(await exec(o.namespace, "wg", ["show", o.name, "dump"])),
   apply: async (batch: WireguardPeerBatch) => {
