@@ -1,6 +1,13 @@
 import { consoleDistDir, ensureConsoleBuilt } from "@fleet/console/build";
 import { startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
-import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
+import {
+  closeOnSignals,
+  exitOnStartupError,
+  loadConfigOrExit,
+  REDACT_PATHS,
+  requestLogMixin,
+  startOrExit,
+} from "@fleet/shared";
 import pino from "pino";
 import { loadAllInOneConfig } from "./config.ts";
 import { startAll } from "./start-all.ts";
@@ -17,13 +24,15 @@ const logger = pino({
 // docs/console.md "Build": the first `npm start` (or one after the console's sources changed) builds
 // the operator console the API serves at /console; a production image carries it built.
 if (config.api.consoleDir === consoleDistDir) await ensureConsoleBuilt(logger.child({ app: "console" }));
-const system = await startAll({ config, logger }).catch((error: unknown) =>
-  // A port in use or the embedded database open elsewhere: one line naming what to change.
-  exitOnStartupError(error, {
-    PORT: config.api.port,
-    HEARTBEAT_PORT: config.heartbeat.port,
-    STRIPE_EMULATOR_PORT: config.api.stripe.emulatorPort,
-  }),
+const system = await startOrExit(() =>
+  startAll({ config, logger }).catch((error: unknown) =>
+    // A port in use or the embedded database open elsewhere: one line naming what to change.
+    exitOnStartupError(error, {
+      PORT: config.api.port,
+      HEARTBEAT_PORT: config.heartbeat.port,
+      STRIPE_EMULATOR_PORT: config.api.stripe.emulatorPort,
+    }),
+  ),
 );
 const { api } = system;
 const { entryPoint } = config.tunnelAgent;

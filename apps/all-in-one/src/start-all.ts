@@ -49,6 +49,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
   // Temporary router users' passwords: the API shows what the agent sets; with DATA_DIR=memory no
   // file can carry the key between them, so it is made here once (docs/operations.md "Configuration").
   const accessPasswordKey = config.api.dataDir === "memory" ? randomBytes(48).toString("base64url") : undefined;
+  let hubPublicKey: string | undefined;
   try {
     const api = await startApi({
       config: config.api,
@@ -59,6 +60,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
       adoption: {
         heartbeatPublicUrl: () => heartbeatUrl ?? `http://${config.heartbeat.host}:${config.heartbeat.port}`,
         agentPublicKey: () => agentPublicKey,
+        hubPublicKey: () => hubPublicKey,
       },
     });
     stops.push(api.close);
@@ -79,6 +81,7 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
     });
     stops.push(tunnelAgent.close);
     agentPublicKey = tunnelAgent.publicKey;
+    hubPublicKey = tunnelAgent.hub?.publicKey;
     return {
       db,
       api,

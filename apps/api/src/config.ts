@@ -13,8 +13,10 @@ import {
   type EntryPointEnv,
   envTunnelNetwork,
   loadEntryPointEnv,
+  loadTunnelModeEnv,
   ROUTEROS_USER_NAME,
   type TEnv,
+  type TunnelModeEnv,
   type TunnelNetwork,
   requireInProduction,
   requireStripeInProduction,
@@ -135,6 +137,10 @@ export interface AdoptionConfig {
   sshPublicKey: string | undefined;
   /** `TUNNEL_NETWORK`: where the user may log in from. */
   tunnelNetwork: string;
+  /** `TUNNEL_MODE`: in `wireguard` mode the script also builds the router's end of the tunnel. */
+  tunnel: TunnelModeEnv;
+  /** `TUNNEL_SSH_PORT`: what the router's tunnel filter rule lets the agent reach. */
+  sshPort: number;
 }
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
@@ -266,6 +272,8 @@ const loadAdoptionConfig = (env: TEnv): AdoptionConfig => {
     sshPublicKey: sshPublicKey?.split(" ").slice(0, 2).join(" "),
     // The one parse of TUNNEL_NETWORK (the same value enrollment allocates from), as its CIDR text.
     tunnelNetwork: envTunnelNetwork(env).cidr,
+    tunnel: loadTunnelModeEnv(env, envTunnelNetwork(env)),
+    sshPort: envPort(env, "TUNNEL_SSH_PORT", 22, false),
   };
 };
 

@@ -49,6 +49,7 @@ import { type OemRefreshSchedule, scheduleOemRefresh, unscheduleOemRefresh } fro
 import { OemService } from "./features/oem/oem.service.ts";
 import { agentPublicKeySource } from "./features/routers/adoption/agent-public-key.ts";
 import { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
+import { hubPublicKeySource } from "./features/routers/adoption/hub-public-key.ts";
 import { RouterService } from "./features/routers/routers.service.ts";
 import { BillingMirrorService, LIVE_BILLING_READS } from "./features/subscriptions/billing-mirror.service.ts";
 import type { ReconcileResult } from "./features/subscriptions/reconcile-billing.ts";
@@ -89,6 +90,8 @@ export interface StartApiOptions {
   adoption?: {
     heartbeatPublicUrl?: () => string;
     agentPublicKey?: () => string | undefined;
+    /** The WireGuard hub's public key (TUNNEL_MODE=wireguard), from the tunnel agent in the same process. */
+    hubPublicKey?: () => string | undefined;
   };
   /**
    * dev-login requests per minute per address (docs/api.md "Authentication": 10). The test harness
@@ -273,6 +276,8 @@ export const startApi = async ({
     intervalMs: adoptionConfig.intervalMs,
     sshUser: adoptionConfig.sshUser,
     tunnelNetwork: adoptionConfig.tunnelNetwork,
+    ...wireguardAdoption(config, adoptionSources?.hubPublicKey),
+    feed: statusFeed.feed,
   });
   const teamResolver = new TeamResolver(identity);
   const rateLimitCounters = new RateLimitCountersRepository(db);
@@ -318,6 +323,7 @@ export const startApi = async ({
       oem: oemCatalog,
       adoption,
       tunnelNetwork: config.tunnelNetwork,
+      tunnelMode: config.adoption.tunnel.mode,
     }),
     rateLimits: {
       api: new SharedRateLimiter({
@@ -519,3 +525,22 @@ const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Log
 
 /** For the admin CLI's bootstrap key (docs/operations.md "Commands"). */
 export { mintApiKey } from "./features/api-keys/api-keys.service.ts";
+
+/** TUNNEL_MODE=wireguard: the adoption script's tunnel part (docs/routeros.md "The management tunnel"). */
+const wireguardAdoption = (
+  config: ApiConfig,
+  hubPublicKey: (() => string | undefined) | undefined,
+): { wireguard?: ConstructorParameters<typeof AdoptionService>[0]["wireguard"] } => {
+  const tunnel = config.adoption.tunnel;
+  if (tunnel.mode !== "wireguard") return {};
+  return {
+    wireguard: {
+      hubPublicKey: hubPublicKey ?? hubPublicKeySource(tunnel, config.dataDir),
+      endpointHost: tunnel.endpoint.host,
+      endpointPort: tunnel.endpoint.port,
+      hubAddress: tunnel.hubAddress,
+      // What the agent (SSH) and temporary access (WinBox 8291, WebFig 80) reach on the router itself.
+      servicePorts: [...new Set([config.adoption.sshPort, 8291, 80])],
+    },
+  };
+};

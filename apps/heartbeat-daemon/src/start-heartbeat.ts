@@ -4,12 +4,14 @@ import {
   HeartbeatsRepository,
   holdClusterLease,
   type StatusFeedHandle,
+  WireguardPeersRepository,
 } from "@fleet/db";
 import type { Logger } from "pino";
 import type { HeartbeatConfig } from "./config.ts";
 import { nextSweepInMs, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
 import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
+import { WireguardBinder } from "./heartbeats/wireguard-binder.ts";
 import { type Clock, systemClock } from "@fleet/shared";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
@@ -101,8 +103,15 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     if (event.type === "removed") revoke(event.router_id);
   });
 
+  const binder = new WireguardBinder({
+    store: new WireguardPeersRepository(db),
+    feed,
+    clock,
+    logger: logger.child({ part: "wireguard-keys" }),
+  });
   let migrated = false;
   const server = await startHeartbeatServer({
+    binder,
     host: config.host,
     port: config.port,
     reusePort: options.reusePort ?? false,
@@ -202,6 +211,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       if (options.timers !== false) await sweep().catch((error) => logger.warn({ err: error }, "final sweep failed"));
       await server.close();
       await writer.close();
+      await binder.settled();
       unsubscribe();
       await feedHandle.release();
     },

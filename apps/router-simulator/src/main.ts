@@ -7,13 +7,14 @@ import { startSimulator } from "./simulator.ts";
 import { readTokenFile, writeTokenFile } from "./token-file.ts";
 import { runAdoptedSimulator } from "./adoption/adopt-command.ts";
 import { identityFor } from "./adoption/adopted-state.ts";
+import { NETNS_USAGE, runNetnsSimulator, takeNetnsArgs } from "./netns/netns-command.ts";
 
 // `npm run simulate -- --routers N`: enrolls (or reuses) N routers and keeps them beating.
 let args: ReturnType<typeof parseArgs>;
 let routerOs: ReturnType<typeof takeRouterOsArgs>["options"];
 try {
   const defaults = loadSimulatorDefaults();
-  const taken = takeRouterOsArgs(process.argv.slice(2), {
+  const taken = takeRouterOsArgs(takeNetnsArgs(process.argv.slice(2)).rest, {
     sshPort: defaults.sshPort,
     sshUser: defaults.sshUser,
     dataDir: defaults.dataDir,
@@ -22,17 +23,18 @@ try {
   args = parseArgs(taken.rest, defaults);
 } catch (error) {
   if (error instanceof ArgsError || error instanceof RouterOsArgsError || error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n\n${USAGE}\n${ROUTEROS_USAGE}\n`);
+    process.stderr.write(`${error.message}\n\n${USAGE}\n${ROUTEROS_USAGE}\n${NETNS_USAGE}\n`);
     process.exit(2);
   }
   throw error;
 }
 if (args.help) {
-  process.stdout.write(`${USAGE}\n${ROUTEROS_USAGE}\n`);
+  process.stdout.write(`${USAGE}\n${ROUTEROS_USAGE}\n${NETNS_USAGE}\n`);
   process.exit(0);
 }
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
+if (args.adopt && takeNetnsArgs(process.argv.slice(2)).netns) await runNetnsSimulator(args, routerOs, say);
 if (args.adopt) await runAdoptedSimulator(args, routerOs, say);
 
 const routers: EnrolledRouter[] = args.tokenFile ? readTokenFile(args.tokenFile).slice(0, args.routers) : [];

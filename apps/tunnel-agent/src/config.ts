@@ -12,7 +12,9 @@ import {
   envTunnelSshPort,
   envUrl,
   loadEntryPointEnv,
+  loadTunnelModeEnv,
   type TEnv,
+  type TunnelModeEnv,
   type TunnelNetwork,
   requireInProduction,
   withSecretFiles,
@@ -39,6 +41,12 @@ export interface TunnelAgentConfig {
   entryPoint: EntryPointEnv;
   /** `TUNNEL_NETWORK`: the agent and the relay connect only to assigned addresses inside it. */
   tunnelNetwork: TunnelNetwork;
+  /** `TUNNEL_MODE` and, in `wireguard` mode, the hub this agent runs (docs/operations.md "The management tunnel"). */
+  tunnel: TunnelModeEnv;
+  /** `TUNNEL_WG_RECONCILE_CRON`: when the hub re-reads every binding (node-cron, with seconds). */
+  wireguardReconcileCron: string;
+  /** How often the hub reads its peers' last handshakes for `tunnel_status`. */
+  wireguardStatusPollMs: number;
   ssh: {
     /** `TUNNEL_SSH_PORT`: SSH port on each router's tunnel_ip. */
     port: number;
@@ -97,6 +105,9 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
     otlpEndpoint: envUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http:", "https:"])?.toString(),
     entryPoint: loadEntryPointEnv(env),
     tunnelNetwork: envTunnelNetwork(env),
+    tunnel: loadTunnelModeEnv(env, envTunnelNetwork(env)),
+    wireguardReconcileCron: "*/30 * * * * *",
+    wireguardStatusPollMs: envInt(env, "TUNNEL_WG_STATUS_POLL_MS", 10_000, 100, 600_000),
     ssh: {
       port: envTunnelSshPort(env),
       user: envString(env, "TUNNEL_SSH_USER", "mgmt"),

@@ -1,5 +1,5 @@
 import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
-import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS } from "@fleet/shared";
+import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, startOrExit } from "@fleet/shared";
 import pino from "pino";
 import { loadTunnelAgentConfig } from "./config.ts";
 import { startHealthServer } from "./health/health-server.ts";
@@ -15,7 +15,11 @@ const db = await openDatabase({
   poolSize: config.databasePoolMax,
 }).catch((error: unknown) => exitOnStartupError(error));
 await db.migrate();
-const agent = await startTunnelAgent({ config, db, logger });
+// A WireGuard hub that cannot be created stops start-up with one line naming TUNNEL_MODE.
+const agent = await startOrExit(() => startTunnelAgent({ config, db, logger })).catch(async (error: unknown) => {
+  await db.close();
+  throw error;
+});
 const health = await startHealthServer({
   host: config.host,
   port: config.healthPort,

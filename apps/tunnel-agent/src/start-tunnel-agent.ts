@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import {
+  acquireStatusFeed,
   acquireJobEngine,
   type Database,
   ForwardsRepository,
@@ -34,6 +35,8 @@ import { resolveAgentKey } from "./routeros/agent-key.ts";
 import { DbHostKeyStore } from "./routeros/db-host-key-store.ts";
 import type { RouterOsConnector } from "./routeros/routeros-client.ts";
 import { SshRouterOsConnector } from "./routeros/ssh-routeros-client.ts";
+import { type RunningHub, startWireguardHub } from "./wireguard/start-hub.ts";
+import type { WireguardDevice } from "./wireguard/wireguard-device.ts";
 
 export { loadTunnelAgentConfig, type TunnelAgentConfig } from "./config.ts";
 
@@ -72,6 +75,8 @@ export interface StartTunnelAgentOptions {
   onReconciled?: (routerId: string, report: ReconcileReport) => void;
   /** ACCESS_PASSWORD_KEY when the composition root shares one with the API (DATA_DIR=memory). */
   accessPasswordKey?: string;
+  /** TUNNEL_MODE=wireguard, tests: a hub device instead of a real interface, and no hub schedules. */
+  hubDevice?: WireguardDevice;
 }
 
 export interface RunningTunnelAgent {
@@ -81,6 +86,8 @@ export interface RunningTunnelAgent {
   jobs: JobEngine;
   /** The public key routers must authorize for `TUNNEL_SSH_USER` (`ssh-ed25519 AAAA...`). */
   publicKey: string;
+  /** TUNNEL_MODE=wireguard: the management tunnel's hub this agent runs (docs/architecture.md). */
+  hub: RunningHub | undefined;
   relay: {
     bind: string;
     /** Forwards with a bound listener. */
@@ -130,6 +137,33 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   await engine.defineQueue(routerJobsQueue(leaseSeconds));
   await engine.defineQueue({ name: EXPIRY_SWEEP_QUEUE, retryLimit: 0, deleteAfterSeconds: 3600 });
   const forwards = new ForwardsRepository(db, engine);
+  // The hub first: the agent's SSH sessions and the relay reach routers through its interface.
+  let hub: RunningHub | undefined;
+  let releaseFeed: (() => Promise<void>) | undefined;
+  if (config.tunnel.mode === "wireguard") {
+    const feedHandle = await acquireStatusFeed(db, (error) =>
+      logger.warn({ err: error }, "status feed connection lost"),
+    );
+    releaseFeed = feedHandle.release;
+    try {
+      hub = await startWireguardHub({
+        tunnel: config.tunnel,
+        networkPrefix: config.tunnelNetwork.prefix,
+        dataDir: config.dataDir,
+        db,
+        feed: feedHandle.feed,
+        clock,
+        logger: logger.child({ part: "wireguard-hub" }),
+        reconcileCron: config.wireguardReconcileCron,
+        statusPollMs: config.wireguardStatusPollMs,
+        ...(options.hubDevice ? { device: options.hubDevice, schedules: false } : {}),
+      });
+    } catch (error) {
+      await feedHandle.release();
+      await engine.stop().catch(() => {});
+      throw error;
+    }
+  }
   const key = resolveAgentKey(config.ssh.keyFile, config.dataDir);
   const connector =
     options.connector ??
@@ -303,6 +337,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     workerId,
     jobs: engine,
     publicKey: key.publicKey,
+    hub,
     relay: {
       bind: config.entryPoint.bind,
       listening: () => relay.listening(),
@@ -328,6 +363,8 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
         await relaySync.close();
         await relay.close();
         await connectionLog.close();
+        await hub?.close();
+        await releaseFeed?.();
       })();
       return closing;
     },

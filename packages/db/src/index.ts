@@ -29,3 +29,4 @@ export * from "./repositories/availability.repository.ts";
 export * from "./repositories/config-backups.repository.ts";
 export * from "./repositories/access.repository.ts";
 export * from "./telemetry/tracing.ts";
+export * from "./repositories/wireguard-peers.repository.ts";

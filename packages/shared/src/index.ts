@@ -43,3 +43,6 @@ export * from "./schemas/availability.schema.ts";
 export * from "./routeros/config-export.ts";
 export * from "./schemas/access.schema.ts";
 export * from "./crypto/access-password.ts";
+export * from "./crypto/wireguard-keys.ts";
+export * from "./env/tunnel-mode-env.ts";
+export * from "./routeros/wireguard-script.ts";

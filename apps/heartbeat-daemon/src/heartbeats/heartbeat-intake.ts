@@ -4,11 +4,14 @@ import type { Logger } from "pino";
 import { type FrameRefusal, parseHeartbeat, toWrite } from "./heartbeat-frame.ts";
 import type { HeartbeatWriter } from "./heartbeat-writer.ts";
 import { TunnelClaims } from "./tunnel-claims.ts";
+import type { WireguardBinder } from "./wireguard-binder.ts";
 
 export interface HeartbeatIntakeOptions {
   writer: HeartbeatWriter;
   clock: Clock;
   logger: Logger;
+  /** Binds a reported WireGuard key off the heartbeat's path (docs/routeros.md "The management tunnel"). */
+  binder?: WireguardBinder;
 }
 
 /**
@@ -31,6 +34,7 @@ export class HeartbeatIntake {
     const parsed = parseHeartbeat(text);
     if (!parsed.ok) return parsed;
     this.#tunnelClaims.check(owner, parsed.frame.tunnel_ip);
+    this.#o.binder?.check(owner, parsed.frame.wireguard_public_key);
     this.#o.writer.enqueue(toWrite(owner.routerId, parsed.frame, this.#o.clock.now(), peer));
     return null;
   }

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { HeartbeatTuning } from "../config.ts";
 import { HeartbeatIntake } from "../heartbeats/heartbeat-intake.ts";
 import type { HeartbeatWriter } from "../heartbeats/heartbeat-writer.ts";
+import type { WireguardBinder } from "../heartbeats/wireguard-binder.ts";
 import { heartbeatRoutes } from "./heartbeat-routes.ts";
 import { HttpHeartbeats } from "./http-heartbeats.ts";
 import type { TokenAuthenticator } from "./token-auth.ts";
@@ -44,6 +45,8 @@ export interface HeartbeatServerOptions {
   tuning: HeartbeatTuning;
   auth: TokenAuthenticator;
   writer: HeartbeatWriter;
+  /** Binds WireGuard keys reported by heartbeats (docs/routeros.md "The management tunnel"). */
+  binder?: WireguardBinder;
   clock: Clock;
   logger: Logger;
   isReady: () => Promise<boolean>;
@@ -70,7 +73,12 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
   const ack = JSON.stringify({ type: "ack", interval_ms: o.intervalMs });
   let closing = false;
   const isClosing = () => closing;
-  const intake = new HeartbeatIntake({ writer: o.writer, clock: o.clock, logger: o.logger });
+  const intake = new HeartbeatIntake({
+    writer: o.writer,
+    clock: o.clock,
+    logger: o.logger,
+    ...(o.binder ? { binder: o.binder } : {}),
+  });
   const ws = new WsHeartbeats({
     tuning: o.tuning,
     auth: o.auth,

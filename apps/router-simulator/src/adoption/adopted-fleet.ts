@@ -1,5 +1,6 @@
 import type { DeviceSnapshot } from "../routeros/script/routeros-device.ts";
 import { tunnelIpFor } from "../tunnel-ips.ts";
+import type { RouterOsDevice } from "../routeros/script/routeros-device.ts";
 import { AdoptedRouter } from "./adopted-router.ts";
 
 /** A router to run: freshly enrolled (with its adoption command) or saved by an earlier run (with its device). */
@@ -28,6 +29,8 @@ export interface AdoptedFleetOptions {
    * logins from the users and keys the script creates). A returned function runs at shutdown.
    */
   onRouter?: (router: AdoptedRouter) => Promise<void | (() => Promise<void>)>;
+  /** `--netns`: the router at `index` applies its WireGuard tables to a real interface. */
+  onTunnelChange?: (index: number, device: RouterOsDevice) => Promise<void>;
   /** Told about a router whose adoption failed (it keeps its state; nothing is retried). */
   onError?: (router: AdoptedRouter, error: Error) => void;
   /**
@@ -74,6 +77,9 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       ...(entry.identity ? { identity: entry.identity } : {}),
       ...(o.version ? { version: o.version } : {}),
       ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),
+      ...(o.onTunnelChange
+        ? { onTunnelChange: (device: RouterOsDevice) => o.onTunnelChange?.(index, device) ?? Promise.resolve() }
+        : {}),
     });
     const cleanup = await o.onRouter?.(router);
     if (cleanup) cleanups.set(router, cleanup);

@@ -29,6 +29,8 @@ export interface AdoptedRouterOptions {
   version?: string;
   /** Home mode: forbid fetch or scheduler, as some units ship. */
   deviceMode?: { fetch: boolean; scheduler: boolean };
+  /** `--netns`: applies the router's WireGuard tables to a real interface (RouterOsDeviceOptions.onTunnelChange). */
+  onTunnelChange?: (device: RouterOsDevice) => Promise<void>;
 }
 
 export interface RecordedRequest extends HttpRequest {
@@ -67,6 +69,7 @@ export class AdoptedRouter {
       licenseId: `${serial.slice(0, 4)}-${serial.slice(4, 8)}`,
       bootedAt: Date.now() - (options.index % 7) * 86_400_000 - 3_723_000,
       ...(options.deviceMode ? { deviceMode: options.deviceMode } : {}),
+      ...(options.onTunnelChange ? { onTunnelChange: options.onTunnelChange } : {}),
       http: (request) => this.#send(request),
     });
   }

@@ -22,6 +22,7 @@ import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
 import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
+import { RouterWireguardPeer } from "./router-wireguard-peer.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
 import { WebhookDelivery } from "./webhook-delivery.entity.ts";
@@ -51,6 +52,7 @@ export const ENTITIES = [
   OemProduct,
   Forward,
   SshHostKey,
+  RouterWireguardPeer,
   ApiKey,
   AuditLogEntry,
   Webhook,
@@ -86,6 +88,7 @@ export {
   RouterConfigBackup,
   RouterDowntimeHour,
   RouterFault,
+  RouterWireguardPeer,
   Team,
   User,
   Webhook,

@@ -17,6 +17,7 @@ import { AvailabilityMigration } from "./20261125-020-availability.migration.ts"
 import { ConfigBackupsMigration } from "./20261125-019-config-backups.migration.ts";
 import { RouterAccessMigration } from "./20261125-018-router-access.migration.ts";
 import { ObservabilityMigration } from "./20261125-017-observability.migration.ts";
+import { WireguardMigration } from "./20261125-016-wireguard.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -37,6 +38,7 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261123-011-events", class: EventsMigration },
   { name: "20261125-013-trust", class: TrustMigration },
   { name: "20261125-015-forward-state", class: ForwardStateMigration },
+  { name: "20261125-016-wireguard", class: WireguardMigration },
   { name: "20261125-017-observability", class: ObservabilityMigration },
   { name: "20261125-018-router-access", class: RouterAccessMigration },
   { name: "20261125-019-config-backups", class: ConfigBackupsMigration },

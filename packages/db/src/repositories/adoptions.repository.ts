@@ -21,6 +21,8 @@ export interface AdoptionLookup {
   countsFrom: Date;
   /** The router's current heartbeat token hash: another adoption may have replaced the token. */
   heartbeatTokenHash: string;
+  /** The router's assigned tunnel address (the WireGuard part of the script puts it on the router). */
+  tunnelIp: string | null;
   lastSeenAt: Date | null;
 }
 
@@ -63,6 +65,9 @@ export class AdoptionsRepository {
         [routerId, teamId, heartbeatTokenHash],
       );
       if (updated.length === 0) return false;
+      // Re-adoption clears the tunnel binding (docs/routeros.md "The management tunnel"): the next
+      // heartbeat with the new token binds whatever key the device then has.
+      await query("delete from router_wireguard_peers where router_id = $1", [routerId]);
       await query(
         "delete from router_adoptions where router_id = $1 and expires_at < to_timestamp($2::float8 / 1000.0)",
         [routerId, adoption.createdAt.getTime()],
@@ -85,7 +90,7 @@ export class AdoptionsRepository {
   /** The adoption URL with this token hash and its router's state; null when unknown. */
   async find(tokenHash: string): Promise<AdoptionLookup | null> {
     const rows = await this.#db.query<Row>(
-      `select a.router_id, r.name, r.heartbeat_token_hash, ${ms("a.created_at", "created_ms")},
+      `select a.router_id, r.name, r.heartbeat_token_hash, r.tunnel_ip, ${ms("a.created_at", "created_ms")},
          ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("r.last_seen_at", "last_seen_ms")}
        from router_adoptions a join routers r on r.id = a.router_id where a.token_hash = $1`,
       [tokenHash],
@@ -96,6 +101,7 @@ export class AdoptionsRepository {
       routerId: String(row.router_id),
       routerName: String(row.name),
       heartbeatTokenHash: String(row.heartbeat_token_hash),
+      tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
       createdAt: new Date(toNumber(row.created_ms)),
       expiresAt: new Date(toNumber(row.expires_ms)),
       countsFrom: new Date(toNumber(row.counts_ms)),

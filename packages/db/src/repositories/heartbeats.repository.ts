@@ -21,6 +21,12 @@ export interface TokenOwner {
    * the daemon compares a reported `tunnel_ip` with it at no cost (docs/api.md "Routers and heartbeats").
    */
   tunnelIp: string | null;
+  /**
+   * The WireGuard key bound to the router (docs/routeros.md "The management tunnel"; null: none yet),
+   * cached with the token so a heartbeat repeating it costs a string compare. The daemon sets it
+   * once its own binding succeeded.
+   */
+  wireguardKey?: string | null;
 }
 
 /** One router's latest heartbeat of a flush window (docs/api.md "Routers and heartbeats"). Undefined/null: not reported. */
@@ -274,14 +280,27 @@ export class HeartbeatsRepository {
 
   /** Owners of the given token hashes; unknown hashes are absent from the map. */
   async lookupTokens(hashes: readonly string[]): Promise<Map<string, TokenOwner>> {
-    const rows = await this.#db.query<{ hash: string; id: string; team_id: string; tunnel_ip: string | null }>(
-      "select heartbeat_token_hash as hash, id, team_id, tunnel_ip from routers where heartbeat_token_hash = any($1::text[])",
+    const rows = await this.#db.query<{
+      hash: string;
+      id: string;
+      team_id: string;
+      tunnel_ip: string | null;
+      wireguard_key: string | null;
+    }>(
+      `select r.heartbeat_token_hash as hash, r.id, r.team_id, r.tunnel_ip, w.public_key as wireguard_key
+       from routers r left join router_wireguard_peers w on w.router_id = r.id
+       where r.heartbeat_token_hash = any($1::text[])`,
       [hashes],
     );
     return new Map(
       rows.map((r) => [
         r.hash,
-        { routerId: r.id, teamId: r.team_id, tunnelIp: r.tunnel_ip === null ? null : String(r.tunnel_ip) },
+        {
+          routerId: r.id,
+          teamId: r.team_id,
+          tunnelIp: r.tunnel_ip === null ? null : String(r.tunnel_ip),
+          wireguardKey: r.wireguard_key ?? null,
+        },
       ]),
     );
   }

@@ -24,6 +24,10 @@ export interface RouterRecord {
   lastSeenAt: Date | null;
   lastSeenFrom: string | null;
   tunnelIp: string | null;
+  /** A WireGuard key is bound (docs/routeros.md "The management tunnel"); false: `tunnel_status` pending. */
+  tunnelBound?: boolean;
+  /** The hub's latest handshake with the router. */
+  tunnelHandshakeAt?: Date | null;
   reportedMetadata: Record<string, unknown>;
   userMetadata: Record<string, unknown>;
   createdAt: Date;
@@ -65,7 +69,9 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
   r.software_id, r.model, r.board_name, r.hardwareboard, r.uptime_seconds::float8 as uptime_seconds, r.has_pulse,
   ${ms("r.last_seen_at", "last_seen_ms")}, r.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
-  ${ms("r.created_at", "created_ms")}`;
+  ${ms("r.created_at", "created_ms")},
+  exists (select 1 from router_wireguard_peers w where w.router_id = r.id) as tunnel_bound,
+  ${ms("(select w.handshake_at from router_wireguard_peers w where w.router_id = r.id)", "tunnel_handshake_ms")}`;
 
 const FAULT_COLUMNS = `f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
   ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds`;
@@ -97,6 +103,8 @@ export const routerFromRow = (row: Row): RouterRecord => ({
   lastSeenAt: dateOrNull(row.last_seen_ms),
   lastSeenFrom: row.last_seen_from === null || row.last_seen_from === undefined ? null : String(row.last_seen_from),
   tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
+  tunnelBound: row.tunnel_bound === true,
+  tunnelHandshakeAt: dateOrNull(row.tunnel_handshake_ms),
   reportedMetadata: json(row.reported_metadata),
   userMetadata: json(row.user_metadata),
   createdAt: new Date(toNumber(row.created_ms)),

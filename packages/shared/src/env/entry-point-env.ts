@@ -1,5 +1,7 @@
 import ipaddr from "ipaddr.js";
 import { ConfigError, envBool, envOptional, envPortRange, envString, type TEnv } from "./env-parsers.ts";
+import { envTunnelNetwork } from "./tunnel-network-env.ts";
+import { envTunnelModeName } from "./tunnel-mode-env.ts";
 
 /**
  * The entry point of docs/operations.md "Configuration", read by the API (host and port range for new forwards)
@@ -56,6 +58,9 @@ export const loadEntryPointEnv = (env: TEnv): EntryPointEnv => {
     bind,
     ports: envPortRange(env, "ENTRY_POINT_PORTS", DEFAULT_ENTRY_POINT_PORTS),
     proxyProtocol: envBool(env, "ENTRY_POINT_PROXY_PROTOCOL", false),
-    tunnelSource: parseTunnelSource(envOptional(env, "ENTRY_POINT_TUNNEL_SOURCE")),
+    // docs/operations.md "The management tunnel": with the system's hub, connections come from its address.
+    tunnelSource:
+      parseTunnelSource(envOptional(env, "ENTRY_POINT_TUNNEL_SOURCE")) ??
+      (envTunnelModeName(env) === "wireguard" ? envTunnelNetwork(env).reserved?.[0] : undefined),
   };
 };

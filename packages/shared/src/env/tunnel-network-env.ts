@@ -1,7 +1,11 @@
 import { parseTunnelNetwork, type TunnelNetwork, tunnelHostAt } from "../rules/tunnel-network.ts";
 import { ConfigError, envOptional, envPort, envString, type TEnv } from "./env-parsers.ts";
+import { envTunnelModeName } from "./tunnel-mode-env.ts";
 
-/** `TUNNEL_NETWORK` (docs/operations.md "Configuration"), read by the API (assigns addresses) and the tunnel agent. */
+/**
+ * `TUNNEL_NETWORK` (docs/operations.md "Configuration"), read by the API (assigns addresses) and the
+ * tunnel agent. `TUNNEL_MODE=wireguard` keeps this default in development too.
+ */
 export const DEFAULT_TUNNEL_NETWORK = "100.64.0.0/10";
 
 /**
@@ -18,9 +22,16 @@ export const DEVELOPMENT_TUNNEL_SSH_PORT = 2222;
 export const isDevelopmentEnv = (env: TEnv): boolean => envOptional(env, "NODE_ENV") !== "production";
 
 export const envTunnelNetwork = (env: TEnv): TunnelNetwork => {
-  const fallback = isDevelopmentEnv(env) ? DEVELOPMENT_TUNNEL_NETWORK : DEFAULT_TUNNEL_NETWORK;
+  // With the system's own WireGuard hub the tunnel is real, so development keeps the production
+  // network too (docs/operations.md "Configuration"); else development uses a loopback network.
+  const wireguard = envTunnelModeName(env) === "wireguard";
+  const fallback = isDevelopmentEnv(env) && !wireguard ? DEVELOPMENT_TUNNEL_NETWORK : DEFAULT_TUNNEL_NETWORK;
   const parsed = parseTunnelNetwork(envString(env, "TUNNEL_NETWORK", fallback));
   if (typeof parsed === "string") throw new ConfigError("TUNNEL_NETWORK", parsed);
+  // With the system's own hub, its address is never assigned to a router (validated by loadTunnelModeEnv).
+  if (wireguard) {
+    return { ...parsed, reserved: [envString(env, "TUNNEL_HUB_ADDRESS", tunnelHostAt(parsed, 0))] };
+  }
   return parsed;
 };
 

@@ -22,6 +22,11 @@ import {
   variable,
   word,
 } from "./routeros-script.ts";
+import {
+  type AdoptionWireguard,
+  wireguardAdoptionStatements,
+  wireguardKeyHeartbeatStatements,
+} from "./wireguard-script.ts";
 
 /**
  * What the adoption script of one router is made of (docs/routeros.md "Adoption"). Everything here
@@ -43,6 +48,8 @@ export interface AdoptionScriptInput {
   tunnelNetwork: string;
   /** The tunnel agent's OpenSSH public key (`ssh-ed25519 AAAA...`). */
   agentPublicKey: string;
+  /** `TUNNEL_MODE=wireguard`: the script also builds the router's end of the tunnel. */
+  wireguard?: AdoptionWireguard | undefined;
 }
 
 /** Names of what the script installs; running it again removes these first. */
@@ -97,7 +104,7 @@ export const deviceModeMessage = (feature: "fetch" | "scheduler"): string =>
  * and no software-id: its license's system-id stands in for both.
  */
 export const heartbeatScript = (
-  input: Pick<AdoptionScriptInput, "heartbeatUrl" | "heartbeatToken">,
+  input: Pick<AdoptionScriptInput, "heartbeatUrl" | "heartbeatToken" | "wireguard">,
 ): RosStatement[] => [
   comment('fleet heartbeat (docs/routeros.md "Adoption")'),
   local("hb", emptyArray()),
@@ -122,6 +129,7 @@ export const heartbeatScript = (
       set("hb", key("hb", "software_id"), "serial_number"),
     ],
   ),
+  ...(input.wireguard ? wireguardKeyHeartbeatStatements() : []),
   tryDo(
     [
       command("tool", "fetch", {
@@ -183,6 +191,7 @@ export const adoptionScript = (input: AdoptionScriptInput): string => {
       "on-event": str(`/system script run ${o.script}`),
       comment: str(o.comment),
     }),
+    ...(input.wireguard ? wireguardAdoptionStatements(input.wireguard) : []),
     command("system script", "run", {}, [str(o.script)]),
     globalCommand("log", {}, [word("info"), str("fleet adoption complete; heartbeats follow")]),
   ]);

@@ -12,6 +12,11 @@ export interface TunnelNetwork {
   /** First address of the network as an unsigned 32-bit number. */
   base: number;
   prefix: number;
+  /**
+   * Host addresses never given to a router: in `TUNNEL_MODE=wireguard`, the hub's own address
+   * (`TUNNEL_HUB_ADDRESS`, docs/operations.md "The management tunnel").
+   */
+  reserved?: readonly string[];
 }
 
 /** Prefixes longer than /30 leave no usable host address besides network and broadcast. */

@@ -17,6 +17,23 @@ export const loadConfigOrExit = <T>(load: () => T): T => {
 };
 
 /**
+ * Start-up that can still meet a configuration problem only the running system finds (a WireGuard
+ * hub interface that cannot be created, docs/operations.md "The management tunnel"): a ConfigError
+ * stops the process with its one line, naming the variable; any other error propagates.
+ */
+export const startOrExit = async <T>(start: () => Promise<T>): Promise<T> => {
+  try {
+    return await start();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+};
+
+/**
  * Graceful shutdown (docs/operations.md "Commands"): on the first SIGINT or SIGTERM, run `close` once (stop
  * accepting, finish in-flight work, close the database), then exit 0; exit 1 if closing failed.
  */

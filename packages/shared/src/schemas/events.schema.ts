@@ -24,6 +24,8 @@ export const AUDIT_ACTIONS = [
   "router.offboarded",
   "router.offline",
   "router.online",
+  "router.tunnel.up",
+  "router.tunnel.down",
   "forward.created",
   "forward.revoked",
   "forward.expired",

@@ -1,5 +1,6 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { isWireguardKey } from "../crypto/wireguard-keys.ts";
 import { parseRouterOsBoolean, parseUptimeSeconds } from "../rules/routeros-duration.ts";
 import { breaksTextRule, findTextRuleViolation, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
 
@@ -71,6 +72,12 @@ export const ZHeartbeatFrame = z.object({
     .refine((value) => ipaddr.isValid(value), { error: "must be an IPv4 or IPv6 address" })
     .transform((value) => ipaddr.process(value).toString())
     .nullish(),
+  // docs/routeros.md "The management tunnel": the router's WireGuard public key; the first one after
+  // adoption binds it. Only the canonical base64 of 32 bytes is accepted.
+  wireguard_public_key: z
+    .string({ error: "must be a string" })
+    .refine(isWireguardKey, { error: "must be a WireGuard public key (base64 of 32 bytes)" })
+    .nullish(),
   metadata: z
     .record(z.string().max(64), z.unknown(), { error: "must be an object" })
     .superRefine((value, ctx) => {
@@ -126,6 +133,12 @@ export const readPlainHeartbeat = (json: Record<string, unknown>): THeartbeatFra
   else if (tunnelIp !== undefined) {
     if (typeof tunnelIp !== "string" || tunnelIp.length > 45 || !ipaddr.isValid(tunnelIp)) return undefined;
     frame.tunnel_ip = ipaddr.process(tunnelIp).toString();
+  }
+  const wireguardKey = json.wireguard_public_key;
+  if (wireguardKey === null) frame.wireguard_public_key = null;
+  else if (wireguardKey !== undefined) {
+    if (!isWireguardKey(wireguardKey)) return undefined;
+    frame.wireguard_public_key = wireguardKey;
   }
   const metadata = json.metadata;
   if (metadata === null) frame.metadata = null;

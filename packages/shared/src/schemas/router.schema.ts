@@ -47,6 +47,15 @@ export const ZRouterMetadata = z
     lat: z.number().optional(),
     lng: z.number().optional(),
     tunnel_ip: z.string().optional(),
+    tunnel_status: z.enum(["pending", "up", "down"]).optional().meta({
+      description:
+        "TUNNEL_MODE=wireguard: up while the hub's last handshake with the router is under 3 minutes old, pending before its key is bound.",
+    }),
+    tunnel_handshake_at: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: "TUNNEL_MODE=wireguard: the hub's last handshake, ISO 8601 +00:00; null before one." }),
   })
   .catchall(z.unknown())
   .meta({ id: "RouterMetadata" });
@@ -170,7 +179,15 @@ export const READ_ONLY_METADATA_KEYS: ReadonlySet<string> = new Set([
   "slug",
   "last_seen_from",
   "tunnel_ip",
+  "tunnel_status",
+  "tunnel_handshake_at",
 ]);
+
+/** docs/api.md "Router Metadata": the management tunnel's state from the binding and the hub's last handshake. */
+export const tunnelStatus = (bound: boolean, handshakeAt: Date | null, now: Date): "pending" | "up" | "down" => {
+  if (!bound) return "pending";
+  return handshakeAt !== null && now.getTime() - handshakeAt.getTime() < 180_000 ? "up" : "down";
+};
 
 const METADATA_KEY = /^[A-Za-z0-9_.:-]+$/;
 
@@ -301,6 +318,9 @@ export const ZRouterStatusEvent = z
     }),
     z.object({ type: z.literal("fault"), router_id: z.string(), team_id: z.string(), fault: ZFault }),
     z.object({ type: z.literal("removed"), router_id: z.string(), team_id: z.string() }),
+    // Internal (never pushed to subscribers): a router's WireGuard binding was made or cleared;
+    // the hub re-reads the bindings (docs/routeros.md "The management tunnel").
+    z.object({ type: z.literal("tunnel_binding"), router_id: z.string(), team_id: z.string() }),
   ])
   .meta({ id: "RouterStatusEvent" });
 export type TRouterStatusEvent = z.infer<typeof ZRouterStatusEvent>;

@@ -10,6 +10,7 @@ import {
   type TRouter,
   type TRouterMetadata,
   toFaultResponse,
+  tunnelStatus,
   ZRouterMetadata,
 } from "@fleet/shared";
 
@@ -52,6 +53,8 @@ const KNOWN_KEYS = new Set(Object.keys(ZRouterMetadata.shape));
 export const toMetadataResponse = (
   router: RouterRecord,
   product: { slug: string; banner: string | null; thumbnail: string | null } | null = null,
+  /** Set in TUNNEL_MODE=wireguard: the time `tunnel_status` is judged at. */
+  tunnelNow?: Date,
 ): TRouterMetadata => {
   const reported = Object.fromEntries(Object.entries(router.reportedMetadata).filter(([key]) => !KNOWN_KEYS.has(key)));
   // Catalogue values are defaults: images a user set on the router win.
@@ -71,6 +74,13 @@ export const toMetadataResponse = (
     hardwareboard: router.hardwareboard,
     ...(router.lastSeenFrom ? { last_seen_from: router.lastSeenFrom } : {}),
     ...(router.tunnelIp ? { tunnel_ip: router.tunnelIp } : {}),
+    // TUNNEL_MODE=wireguard only: in external mode the system knows nothing of the tunnel's state.
+    ...(tunnelNow
+      ? {
+          tunnel_status: tunnelStatus(router.tunnelBound === true, router.tunnelHandshakeAt ?? null, tunnelNow),
+          tunnel_handshake_at: router.tunnelHandshakeAt ? formatIsoUtc(router.tunnelHandshakeAt) : null,
+        }
+      : {}),
   };
 };
 

@@ -80,6 +80,8 @@ export interface RouterServiceDeps {
   tunnelNetwork: TunnelNetwork;
   /** TUNNEL_ADDRESS_QUARANTINE_DAYS: a removed router's address is not reassigned for this long (default 30). */
   quarantineDays?: number;
+  /** `TUNNEL_MODE`: in `wireguard` mode the metadata carries `tunnel_status` and `tunnel_handshake_at`. */
+  tunnelMode?: "external" | "wireguard";
 }
 
 const HOUR_MS = 3_600_000;
@@ -256,7 +258,7 @@ export class RouterService {
     const queue: TRouterStatusEvent[] = [];
     let wake: (() => void) | undefined;
     const unsubscribe = this.#deps.feed.subscribe((event) => {
-      if (event.team_id !== teamId) return;
+      if (event.team_id !== teamId || event.type === "tunnel_binding") return;
       if (queue.length >= MAX_QUEUED_EVENTS) queue.shift();
       queue.push(event);
       wake?.();
@@ -291,7 +293,8 @@ export class RouterService {
   /** docs/api.md "Router Metadata": `slug`, `banner_img` and `thumbnail_img` come from the OEM catalogue. */
   async #metadataOf(router: RouterRecord): Promise<TRouterMetadata> {
     const product = await this.#deps.oem?.findForRouter(router.model, router.boardName).catch(() => null);
-    return toMetadataResponse(router, product ?? null);
+    const tunnelNow = this.#deps.tunnelMode === "wireguard" ? this.#deps.clock.now() : undefined;
+    return toMetadataResponse(router, product ?? null, tunnelNow);
   }
 
   async #find(teamId: string, routerId: string): Promise<RouterRecord> {

@@ -28,6 +28,11 @@ export const checkRequestedTunnelIp = async (
       fields: { tunnel_ip: [`must be a host address inside TUNNEL_NETWORK ${network.cidr}`] },
     });
   }
+  if (network.reserved?.includes(tunnelIp)) {
+    throw new AppError("validation_failed", "tunnel_ip is the management tunnel hub's own address.", {
+      fields: { tunnel_ip: ["must not be TUNNEL_HUB_ADDRESS, the hub's own address"] },
+    });
+  }
   if (await store.tunnelIpHeld(tunnelIp, now)) throw tunnelIpTaken(tunnelIp);
   return tunnelIp;
 };
@@ -56,13 +61,15 @@ export const insertWithAllocatedTunnelIp = async <T>(
 ): Promise<T> => {
   const hosts = tunnelHostCount(network);
   for (let attempt = 0; attempt < RANDOM_PICKS; attempt++) {
-    const result = await tryInsert(insert, tunnelHostAt(network, randomInt(hosts)));
+    const candidate = tunnelHostAt(network, randomInt(hosts));
+    if (network.reserved?.includes(candidate)) continue;
+    const result = await tryInsert(insert, candidate);
     if (result.ok) return result.value;
   }
   const used = await store.tunnelIpsInUse(now);
   for (let index = 0; index < hosts; index++) {
     const candidate = tunnelHostAt(network, index);
-    if (used.has(candidate)) continue;
+    if (used.has(candidate) || network.reserved?.includes(candidate)) continue;
     const result = await tryInsert(insert, candidate);
     if (result.ok) return result.value;
   }

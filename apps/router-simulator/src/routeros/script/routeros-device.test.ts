@@ -178,7 +178,7 @@ describe("the RouterOS script parser", () => {
     ["/system reset-configuration", /bad command name reset-configuration/],
     [":execute {/system reboot}", /bad command name execute/],
     ['/user add name="x" group=full bogus=1', /expected end of command/],
-    ["/ip service disable ssh", /bad command name ip/],
+    ["/ip service disable ssh", /bad command name service/],
   ])("fails loudly on %j", async (script, message) => {
     const { d } = device();
     await expect(d.run(script)).rejects.toThrow(message);

@@ -1,3 +1,4 @@
+import { generateWireguardKeyPair, isWireguardKey } from "@fleet/shared";
 import ssh2 from "ssh2";
 import { type Arg, type Expr, parseRouterOsScript, type Statement } from "./routeros-script-parser.ts";
 
@@ -61,6 +62,12 @@ export interface RouterOsDeviceOptions {
   /** What `/tool fetch` sends requests through. */
   http: (request: HttpRequest) => Promise<HttpResponse>;
   now?: () => number;
+  /**
+   * Called after a command changed a table of the management tunnel (`interface wireguard`, its
+   * peers, `ip address`, `ip route`, `ip firewall filter`): `--netns` applies them to a real
+   * wireguard-go interface (docs/routeros.md "Simulator"). A failure fails the command.
+   */
+  onTunnelChange?: (device: RouterOsDevice) => Promise<void>;
 }
 
 interface Item {
@@ -74,7 +81,18 @@ export interface DeviceSnapshot {
   tables: Record<string, Item[]>;
 }
 
-type TableName = "user group" | "user" | "user ssh-keys" | "system script" | "system scheduler" | "file";
+export type TableName =
+  | "user group"
+  | "user"
+  | "user ssh-keys"
+  | "system script"
+  | "system scheduler"
+  | "file"
+  | "interface wireguard"
+  | "interface wireguard peers"
+  | "ip address"
+  | "ip route"
+  | "ip firewall filter";
 const isTable = (menu: string): menu is TableName => menu in TABLE_ARGS;
 
 const TABLE_ARGS: Record<TableName, readonly string[]> = {
@@ -84,7 +102,52 @@ const TABLE_ARGS: Record<TableName, readonly string[]> = {
   "system script": ["name", "source", "policy", "comment", "owner", "dont-require-permissions"],
   "system scheduler": ["name", "start-time", "start-date", "interval", "on-event", "policy", "comment", "disabled"],
   file: ["name", "contents"],
+  "interface wireguard": ["name", "listen-port", "mtu", "private-key", "comment", "disabled"],
+  "interface wireguard peers": [
+    "interface",
+    "public-key",
+    "endpoint-address",
+    "endpoint-port",
+    "allowed-address",
+    "persistent-keepalive",
+    "preshared-key",
+    "comment",
+    "disabled",
+  ],
+  "ip address": ["address", "interface", "network", "comment", "disabled"],
+  "ip route": ["dst-address", "gateway", "distance", "comment", "disabled"],
+  "ip firewall filter": [
+    "chain",
+    "action",
+    "in-interface",
+    "src-address",
+    "dst-address",
+    "protocol",
+    "dst-port",
+    "connection-state",
+    "connection-nat-state",
+    "comment",
+    "disabled",
+  ],
 };
+
+/** Tables whose items need a unique `name`. */
+const NAMED_TABLES: ReadonlySet<TableName> = new Set([
+  "user group",
+  "user",
+  "system script",
+  "system scheduler",
+  "file",
+  "interface wireguard",
+]);
+/** The management tunnel's tables (docs/routeros.md "The management tunnel"): changes reach `onTunnelChange`. */
+const TUNNEL_TABLES: ReadonlySet<TableName> = new Set([
+  "interface wireguard",
+  "interface wireguard peers",
+  "ip address",
+  "ip route",
+  "ip firewall filter",
+]);
 
 /** User policies RouterOS 7 knows (https://help.mikrotik.com/docs/display/ROS/User). */
 const POLICIES = new Set([
@@ -176,6 +239,11 @@ export class RouterOsDevice {
     "system script": [],
     "system scheduler": [],
     file: [],
+    "interface wireguard": [],
+    "interface wireguard peers": [],
+    "ip address": [],
+    "ip route": [],
+    "ip firewall filter": [],
   };
   #nextId = 1;
   #timers = new Map<string, NodeJS.Timeout>();
@@ -292,6 +360,8 @@ export class RouterOsDevice {
       case "word":
         if (e.value === "true" || e.value === "yes") return true;
         if (e.value === "false" || e.value === "no") return false;
+        // A bare integer is a number to RouterOS (`:if ([:len $x] = 0)`).
+        if (/^\d{1,15}$/.test(e.value)) return Number(e.value);
         return e.value;
       case "var": {
         const holder = scope.find(e.name);
@@ -496,10 +566,40 @@ export class RouterOsDevice {
         for (const c of conditions) wanted.push([c.name ?? "", str(await this.#eval(c.value, scope, menu))]);
         return { ids: table.filter((item) => wanted.every(([k, v]) => item.props[k] === v)).map((item) => item.id) };
       }
-      case "remove":
-        return this.#remove(menu, table, await this.#eval(positional[0], scope, menu));
-      case "add":
-        return this.#add(menu, table, s.args, scope);
+      case "remove": {
+        const result = this.#remove(menu, table, await this.#eval(positional[0], scope, menu));
+        await this.#tunnelChanged(menu);
+        return result;
+      }
+      case "add": {
+        const result = await this.#add(menu, table, s.args, scope);
+        await this.#tunnelChanged(menu);
+        return result;
+      }
+      case "get": {
+        const target = await this.#eval(positional[0], scope, menu);
+        const ids = target && typeof target === "object" && "ids" in target ? target.ids : [str(target)];
+        const item = table.find((i) => i.id === ids[0] || i.props.name === ids[0]);
+        if (!item || ids.length !== 1) throw new RouterOsRuntimeError("no such item");
+        const name = str(await this.#eval(positional[1], scope, menu));
+        if (!(name in item.props))
+          throw new RouterOsRuntimeError(`input does not match any value of value-name: ${name}`);
+        return item.props[name];
+      }
+      case "move": {
+        // `move numbers destination=N`: the items keep their order and go before position N.
+        const named = this.#named(s.args, ["destination", "numbers"], `/${menu} move`);
+        const target = await this.#eval(named.get("numbers") ?? positional[0], scope, menu);
+        const ids = target && typeof target === "object" && "ids" in target ? target.ids : [str(target)];
+        const moving = table.filter((i) => ids.includes(i.id));
+        if (moving.length !== ids.length) throw new RouterOsRuntimeError("no such item");
+        const destination = Number(str(await this.#eval(named.get("destination"), scope, menu)));
+        if (!Number.isInteger(destination) || destination < 0) throw new RouterOsRuntimeError("bad destination");
+        const rest = table.filter((i) => !ids.includes(i.id));
+        table.splice(0, table.length, ...rest.slice(0, destination), ...moving, ...rest.slice(destination));
+        await this.#tunnelChanged(menu);
+        return undefined;
+      }
       default:
         throw new RouterOsRuntimeError(`/${menu} ${s.verb} is not simulated`);
     }
@@ -545,7 +645,7 @@ export class RouterOsDevice {
     const fail = (message: string): never => {
       throw new RouterOsRuntimeError(`failure: ${message}`);
     };
-    if (menu !== "user ssh-keys" && !props.name) fail("name must be set");
+    if (NAMED_TABLES.has(menu) && !props.name) fail("name must be set");
     if (props.name && table.some((i) => i.props.name === props.name))
       fail(`an item named ${props.name} already exists`);
     const policies = (props.policy ?? "").split(",").filter((p) => p !== "");
@@ -560,6 +660,22 @@ export class RouterOsDevice {
       if (!this.tables.user.some((u) => u.props.name === props.user)) fail("no such user");
       const parsed = ssh2.utils.parseKey(props.key ?? "");
       if (parsed instanceof Error || !["ssh-ed25519", "ssh-rsa"].includes(parsed.type)) fail("unable to load key");
+    }
+    if (menu === "interface wireguard") {
+      // The router makes its own key pair; the private key never leaves it.
+      const pair = generateWireguardKeyPair();
+      props["private-key"] = props["private-key"] ?? pair.privateKey;
+      props["public-key"] = pair.privateKey === props["private-key"] ? pair.publicKey : "";
+      if (!props["public-key"]) fail("private-key is set by the router in this simulator");
+      props["listen-port"] = props["listen-port"] ?? String(13231);
+    }
+    if (menu === "interface wireguard peers") {
+      if (!this.tables["interface wireguard"].some((i) => i.props.name === props.interface)) fail("no such interface");
+      if (!isWireguardKey(props["public-key"])) fail("invalid public-key");
+    }
+    if (menu === "ip address" || menu === "ip route") {
+      const cidr = props.address ?? props["dst-address"] ?? "";
+      if (!/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/.test(cidr)) fail(`bad address ${cidr}`);
     }
     if (menu === "system scheduler") {
       if (!this.deviceMode.scheduler) fail("not allowed by device-mode");
@@ -606,6 +722,20 @@ export class RouterOsDevice {
     for (const item of entries) {
       if (item.props["start-time"] === "startup" && item.props.disabled !== "yes") await this.#runScheduled(item);
     }
+  }
+
+  async #tunnelChanged(menu: TableName): Promise<void> {
+    if (!TUNNEL_TABLES.has(menu) || !this.options.onTunnelChange) return;
+    try {
+      await this.options.onTunnelChange(this);
+    } catch (error) {
+      throw new RouterOsRuntimeError(`failure: ${(error as Error).message}`);
+    }
+  }
+
+  /** Items of a table (the `--netns` tunnel reads the WireGuard ones). */
+  items(menu: TableName): ReadonlyArray<{ id: string; props: Readonly<Record<string, string>> }> {
+    return this.tables[menu];
   }
 
   async #fetch(args: readonly Arg[], scope: Scope, menu: string): Promise<RosVal> {

@@ -45,6 +45,14 @@ export const MENUS: Record<string, readonly string[]> = {
   "user ssh-keys": ["add", "remove", "print"],
   tool: ["fetch"],
   file: ["remove", "print"],
+  interface: [],
+  "interface wireguard": ["add", "remove", "find", "get", "print"],
+  "interface wireguard peers": ["add", "remove", "find", "print"],
+  ip: [],
+  "ip address": ["add", "remove", "find", "print"],
+  "ip route": ["add", "remove", "find", "print"],
+  "ip firewall": [],
+  "ip firewall filter": ["add", "remove", "find", "move", "print"],
 };
 
 const GLOBALS = new Set([

@@ -63,6 +63,8 @@ describe("adoption configuration", () => {
       sshPublicKey: undefined,
       // Development's loopback network; production's is 100.64.0.0/10.
       tunnelNetwork: "127.64.0.0/10",
+      tunnel: { mode: "external" },
+      sshPort: 2222,
     });
     expect(loadApiConfig({ NODE_ENV: "production" }).adoption.tunnelNetwork).toBe("100.64.0.0/10");
   });

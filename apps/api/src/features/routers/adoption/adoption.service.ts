@@ -1,11 +1,21 @@
 import type { AdoptionLookup, NewAdoption } from "@fleet/db";
-import { AppError, adoptionCommand, adoptionScript, type Clock, formatIsoUtc, type TAdoption } from "@fleet/shared";
+import {
+  type AdoptionWireguard,
+  AppError,
+  adoptionCommand,
+  adoptionScript,
+  type Clock,
+  formatIsoUtc,
+  type StatusFeed,
+  type TAdoption,
+} from "@fleet/shared";
 import type { Logger } from "pino";
 import { heartbeatTokenFor, isAdoptionToken, newAdoptionToken, tokenHash } from "./adoption-tokens.ts";
 
 /** The persistence adoption needs (AdoptionsRepository in production). */
 export interface AdoptionStore {
   insert(routerId: string, adoption: NewAdoption): Promise<void>;
+  /** Also clears the router's WireGuard binding (docs/routeros.md "The management tunnel"). */
   reissue(teamId: string, routerId: string, heartbeatTokenHash: string, adoption: NewAdoption): Promise<boolean>;
   find(tokenHash: string): Promise<AdoptionLookup | null>;
 }
@@ -23,6 +33,13 @@ export interface AdoptionServiceDeps {
   intervalMs: number;
   sshUser: string;
   tunnelNetwork: string;
+  /**
+   * `TUNNEL_MODE=wireguard`: what the script's tunnel part is built from (the router's own address
+   * comes from its row); `hubPublicKey` is undefined while the hub's key is not known.
+   */
+  wireguard?: Omit<AdoptionWireguard, "tunnelIp" | "hubPublicKey"> & { hubPublicKey: () => string | undefined };
+  /** Where a cleared binding is announced, so every hub drops the router's peer within a second. */
+  feed?: StatusFeed;
 }
 
 /** docs/routeros.md "Adoption": a script URL works for one hour. */
@@ -94,6 +111,10 @@ export class AdoptionService {
       this.#row(minted, REPLACED_TOKEN_GRACE_MS),
     );
     if (!found) throw new AppError("not_found", "Router not found.");
+    // The binding is gone with the old token; hubs drop the peer when they hear of it (and at their next reconciliation otherwise).
+    await this.#deps.feed
+      ?.publish([{ type: "tunnel_binding", router_id: routerId, team_id: teamId }])
+      .catch((error: unknown) => this.#deps.logger.warn({ err: error }, "cleared tunnel binding not announced"));
     return this.answer(minted);
   }
 
@@ -123,7 +144,9 @@ export class AdoptionService {
       );
       throw new AppError("unavailable", "Adoption scripts are not available yet; try again later.");
     }
+    const wireguard = this.#wireguard(found.tunnelIp);
     return adoptionScript({
+      ...(wireguard ? { wireguard } : {}),
       routerId: found.routerId,
       routerName: found.routerName,
       heartbeatUrl: `${this.#deps.heartbeatPublicUrl()}/v1/heartbeat`,
@@ -133,6 +156,20 @@ export class AdoptionService {
       tunnelNetwork: this.#deps.tunnelNetwork,
       agentPublicKey,
     });
+  }
+
+  #wireguard(tunnelIp: string | null): AdoptionWireguard | undefined {
+    const w = this.#deps.wireguard;
+    if (!w) return undefined;
+    const hubPublicKey = w.hubPublicKey();
+    if (!hubPublicKey || !tunnelIp) {
+      this.#deps.logger.error(
+        { hubKeyKnown: hubPublicKey !== undefined, tunnelIp },
+        "adoption script asked for, but the WireGuard hub's public key or the router's tunnel address is unknown: set TUNNEL_WG_PUBLIC_KEY or start the tunnel agent",
+      );
+      throw new AppError("unavailable", "Adoption scripts are not available yet; try again later.");
+    }
+    return { ...w, hubPublicKey, tunnelIp };
   }
 
   #row(minted: MintedAdoption, graceMs: number): NewAdoption {

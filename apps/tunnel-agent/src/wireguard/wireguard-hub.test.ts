@@ -1,0 +1,261 @@
+import { execFileSync } from "node:child_process";
+import { AdoptionsRepository, acquireStatusFeed, type StatusFeedHandle, WireguardPeersRepository } from "@fleet/db";
+import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { ConfigError, generateWireguardKeyPair, ManualClock } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
+import pino from "pino";
+import { register } from "prom-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { uapiSocketPath } from "./uapi-client.ts";
+import type { WireguardDevice } from "./wireguard-device.ts";
+import { realTunnelUnavailable } from "./wireguard-environment.ts";
+import { WireguardHub } from "./wireguard-hub.ts";
+import { createWireguardDevice } from "./wireguard-interface.ts";
+import { startWireguardHub } from "./start-hub.ts";
+
+const unavailable = realTunnelUnavailable();
+if (unavailable) {
+  process.stderr.write(`wireguard-hub.test.ts: the WireGuard hub tests did not run: ${unavailable}\n`);
+}
+
+// Unique per run: wireguard-go's sockets live in one directory for every namespace.
+const IFNAME = `h23h${process.pid.toString(36).slice(-4)}${Math.floor(Math.random() * 36 ** 2).toString(36)}`;
+const logger = pino({ level: "silent" });
+const clock = new ManualClock();
+
+let db: TestDatabase;
+let feed: StatusFeedHandle;
+let device: WireguardDevice;
+let owner: { organizationId: string; teamId: string };
+
+const peersOf = async (d: WireguardDevice) =>
+  new Map((await d.state()).peers.map((p) => [p.publicKey, p.allowedIps.join(",")]));
+const bind = async (routerId: string) => {
+  const key = generateWireguardKeyPair().publicKey;
+  expect(await new WireguardPeersRepository(db).bind(routerId, key, clock.now())).toBe("bound");
+  return key;
+};
+const metric = async (result: string) =>
+  (await register.getSingleMetric("fleet_wireguard_peer_applies_total")?.get())?.values.find(
+    (v) => v.labels.result === result,
+  )?.value ?? 0;
+
+describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguard-go interface", () => {
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    owner = await makeUser(db);
+    feed = await acquireStatusFeed(db);
+    device = await createWireguardDevice({
+      name: IFNAME,
+      implementation: "userspace",
+      privateKey: generateWireguardKeyPair().privateKey,
+      listenPort: 0,
+      address: "100.126.250.1/30",
+      logger,
+    });
+  });
+
+  afterAll(async () => {
+    await device?.close();
+    await feed?.release();
+    await db?.close();
+    // Nothing may be left behind, also when a test failed.
+    expect(() => execFileSync("ip", ["link", "show", "dev", IFNAME], { stdio: "ignore" })).toThrow();
+  });
+
+  it("at start replaces whatever the interface held with exactly the bindings, each allowed its tunnel_ip/32", async () => {
+    const a = await makeRouter(db, owner);
+    const b = await makeRouter(db, owner);
+    const unbound = await makeRouter(db, owner);
+    const keyA = await bind(a.id);
+    const keyB = await bind(b.id);
+    const stray = generateWireguardKeyPair().publicKey;
+    await device.apply({ put: [{ publicKey: stray, allowedIps: ["10.9.9.9/32"] }], remove: [] });
+    const hub = new WireguardHub({ device, store: new WireguardPeersRepository(db), feed: feed.feed, clock, logger });
+    try {
+      const report = await hub.start();
+      const peers = await peersOf(device);
+      expect(peers.has(stray)).toBe(false);
+      const tunnelIp = async (id: string) =>
+        (await db.query<{ tunnel_ip: string }>("select tunnel_ip from routers where id = $1", [id]))[0]?.tunnel_ip;
+      expect(peers.get(keyA)).toBe(`${await tunnelIp(a.id)}/32`);
+      expect(peers.get(keyB)).toBe(`${await tunnelIp(b.id)}/32`);
+      expect(report.peers).toBe(peers.size);
+      expect([...peers.keys()]).not.toContain(unbound.id);
+    } finally {
+      hub.close();
+    }
+  });
+
+  it("adds a binding and drops a removed or re-adopted router's peer within a second of the status event", async () => {
+    const hub = new WireguardHub({ device, store: new WireguardPeersRepository(db), feed: feed.feed, clock, logger });
+    await hub.start();
+    try {
+      const router = await makeRouter(db, owner);
+      const key = await bind(router.id);
+      await feed.feed.publish([{ type: "tunnel_binding", router_id: router.id, team_id: owner.teamId }]);
+      await eventually(async () => (await peersOf(device)).has(key), "the new peer", 1_000);
+
+      // Re-adoption clears the binding: the peer goes.
+      await new AdoptionsRepository(db).reissue(owner.teamId, router.id, "b".repeat(64), {
+        tokenHash: "c".repeat(64),
+        createdAt: new Date(),
+        expiresAt: new Date(Date.now() + 3_600_000),
+        countsFrom: new Date(),
+      });
+      await feed.feed.publish([{ type: "tunnel_binding", router_id: router.id, team_id: owner.teamId }]);
+      await eventually(async () => !(await peersOf(device)).has(key), "the re-adopted router's peer to go", 1_000);
+
+      // Removal: the row goes (and its binding with it).
+      const other = await makeRouter(db, owner);
+      const otherKey = await bind(other.id);
+      await feed.feed.publish([{ type: "tunnel_binding", router_id: other.id, team_id: owner.teamId }]);
+      await eventually(async () => (await peersOf(device)).has(otherKey), "the other peer", 1_000);
+      await db.query("delete from routers where id = $1", [other.id]);
+      await feed.feed.publish([{ type: "removed", router_id: other.id, team_id: owner.teamId }]);
+      await eventually(async () => !(await peersOf(device)).has(otherKey), "the removed router's peer to go", 1_000);
+    } finally {
+      hub.close();
+    }
+  });
+
+  it("the periodic reconciliation repairs drift nobody announced: a missed event, a peer added by hand", async () => {
+    const hub = new WireguardHub({ device, store: new WireguardPeersRepository(db), feed: feed.feed, clock, logger });
+    await hub.start();
+    try {
+      const router = await makeRouter(db, owner);
+      const key = await bind(router.id);
+      const intruder = generateWireguardKeyPair().publicKey;
+      await device.apply({ put: [{ publicKey: intruder, allowedIps: ["100.126.250.2/32"] }], remove: [] });
+      const report = await hub.reconcile();
+      expect(report).toMatchObject({ added: 1, removed: 1 });
+      const peers = await peersOf(device);
+      expect(peers.has(key)).toBe(true);
+      expect(peers.has(intruder)).toBe(false);
+      // Nothing to do: nothing sent.
+      expect(await hub.reconcile()).toMatchObject({ added: 0, removed: 0 });
+    } finally {
+      hub.close();
+    }
+  });
+
+  it("a peer set the interface refuses is counted, logged and retried until it applies", async () => {
+    let refuse = 2;
+    const flaky: WireguardDevice = {
+      ...device,
+      name: device.name,
+      implementation: device.implementation,
+      state: () => device.state(),
+      close: () => device.close(),
+      apply: async (batch) => {
+        if (refuse > 0) {
+          refuse -= 1;
+          throw new Error("simulated: the interface refused the batch");
+        }
+        return device.apply(batch);
+      },
+    };
+    const failedBefore = await metric("failed");
+    const hub = new WireguardHub({
+      device: flaky,
+      store: new WireguardPeersRepository(db),
+      feed: feed.feed,
+      clock,
+      logger,
+      retryMs: 10,
+    });
+    try {
+      await expect(hub.start()).rejects.toThrow(/refused/);
+      const router = await makeRouter(db, owner);
+      const key = await bind(router.id);
+      await eventually(async () => (await peersOf(device)).has(key), "the retried batch to apply");
+      expect((await metric("failed")) - failedBefore).toBe(2);
+      expect(hub.failures).toBe(0);
+    } finally {
+      hub.close();
+    }
+  });
+
+  it("records handshakes: up under 3 minutes, down after, each flip audited once", async () => {
+    const router = await makeRouter(db, owner);
+    const key = await bind(router.id);
+    let handshake: Date | null = null;
+    const reading: WireguardDevice = {
+      ...device,
+      name: device.name,
+      implementation: device.implementation,
+      apply: (batch) => device.apply(batch),
+      close: () => device.close(),
+      state: async () => ({
+        publicKey: null,
+        listenPort: 0,
+        peers: [{ publicKey: key, allowedIps: [], lastHandshakeAt: handshake, endpoint: null }],
+      }),
+    };
+    const hub = new WireguardHub({
+      device: reading,
+      store: new WireguardPeersRepository(db),
+      feed: feed.feed,
+      clock,
+      logger,
+    });
+    const audit = async () =>
+      (
+        await db.query<{ action: string }>(
+          "select action from audit_log where router_id = $1 and action like 'router.tunnel.%' order by occurred_at, id",
+          [router.id],
+        )
+      ).map((r) => r.action);
+    expect(await hub.pollHandshakes()).toEqual([]);
+    handshake = clock.now();
+    expect(await hub.pollHandshakes()).toEqual([{ routerId: router.id, teamId: owner.teamId, up: true }]);
+    expect(await hub.pollHandshakes()).toEqual([]);
+    clock.advance(179_999);
+    expect(await hub.pollHandshakes()).toEqual([]);
+    clock.advance(1);
+    expect(await hub.pollHandshakes()).toEqual([{ routerId: router.id, teamId: owner.teamId, up: false }]);
+    clock.advance(1);
+    handshake = clock.now();
+    expect(await hub.pollHandshakes()).toEqual([{ routerId: router.id, teamId: owner.teamId, up: true }]);
+    expect(await audit()).toEqual(["router.tunnel.up", "router.tunnel.down", "router.tunnel.up"]);
+    const stored = await db.query<{ ms: number }>(
+      "select (extract(epoch from handshake_at) * 1000)::float8 as ms from router_wireguard_peers where router_id = $1",
+      [router.id],
+    );
+    expect(Number(stored[0]?.ms)).toBe(handshake.getTime());
+    hub.close();
+  });
+
+  it("an interface that cannot be created stops start-up with one line naming TUNNEL_MODE, and touches no other link", async () => {
+    const error = await startWireguardHub({
+      tunnel: {
+        mode: "wireguard",
+        endpoint: { host: "127.0.0.1", port: 51_999 },
+        listenPort: 51_999,
+        interfaceName: "lo",
+        implementation: "userspace",
+        privateKey: generateWireguardKeyPair().privateKey,
+        publicKey: undefined,
+        hubAddress: "100.126.251.1",
+      },
+      networkPrefix: 30,
+      dataDir: "memory",
+      db,
+      feed: feed.feed,
+      clock,
+      logger,
+      reconcileCron: "*/30 * * * * *",
+      statusPollMs: 10_000,
+      schedules: false,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe("TUNNEL_MODE");
+    expect((error as Error).message).toMatch(/^Invalid configuration: TUNNEL_MODE .*lo.*not a WireGuard interface/);
+    expect((error as Error).message).not.toContain("\n");
+    expect(execFileSync("ip", ["link", "show", "dev", "lo"]).toString()).toContain("UP");
+  });
+
+  it("keeps the UAPI socket beside the interface's name", () => {
+    expect(uapiSocketPath(IFNAME)).toBe(`/var/run/wireguard/${IFNAME}.sock`);
+  });
+});

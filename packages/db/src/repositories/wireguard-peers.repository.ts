@@ -1,0 +1,140 @@
+import type { Database } from "../database.ts";
+import { auditFromCte } from "./audit-log.repository.ts";
+import { plainArray, textArray } from "./pg-arrays.ts";
+import { toNumber } from "./sql-values.ts";
+
+/** One bound router as the hub needs it: its key and the one address its peer may use. */
+export interface WireguardBinding {
+  routerId: string;
+  publicKey: string;
+  tunnelIp: string;
+}
+
+/**
+ * What a heartbeat's `wireguard_public_key` did (docs/routeros.md "The management tunnel"):
+ * `bound` the router had no key and now has this one; `unchanged` it already had this one;
+ * `changed` it has another key (nothing changed: a security event); `taken` another router holds
+ * this key, or the router is gone (nothing changed).
+ */
+export type WireguardBindOutcome = "bound" | "unchanged" | "changed" | "taken";
+
+/** A peer's latest handshake as the hub read it (null: never). */
+export interface HandshakeReading {
+  publicKey: string;
+  handshakeAt: Date | null;
+}
+
+/** A router whose `tunnel_status` flipped (audited in the same statement). */
+export interface TunnelTransition {
+  routerId: string;
+  teamId: string;
+  up: boolean;
+}
+
+/** `tunnel_status` is `up` while the last handshake is younger than this (docs/api.md "Router Metadata"). */
+export const TUNNEL_UP_WINDOW_MS = 180_000;
+
+const BIND_SQL = `
+with existing as (select public_key from router_wireguard_peers where router_id = $1),
+inserted as (
+  insert into router_wireguard_peers (router_id, public_key, bound_at)
+  select $1::uuid, $2, to_timestamp($3::float8 / 1000.0)
+  where not exists (select 1 from existing) and exists (select 1 from routers where id = $1::uuid)
+  on conflict do nothing
+  returning router_id
+)
+select (select count(*) from inserted)::int as inserted, (select public_key from existing) as existing_key`;
+
+// The previous `up` comes from a self-join (the statement's snapshot), so a flip is known and
+// audited in the same statement. Only rows whose handshake moved or whose status flips are written.
+const HANDSHAKES_SQL = `
+with v as (
+  select * from unnest($1::text[], $2::float8[]) as v(public_key, handshake_ms)
+), next as (
+  select o.router_id, o.up as was_up,
+    greatest(v.handshake_ms, extract(epoch from o.handshake_at) * 1000) as latest_ms
+  from v join router_wireguard_peers o on o.public_key = v.public_key
+), changed as (
+  update router_wireguard_peers w set
+    handshake_at = to_timestamp(n.latest_ms / 1000.0),
+    up = coalesce(n.latest_ms > $3::float8 - $4::float8, false)
+  from next n
+  where w.router_id = n.router_id
+    and (n.latest_ms is distinct from extract(epoch from w.handshake_at) * 1000
+      or w.up <> coalesce(n.latest_ms > $3::float8 - $4::float8, false))
+  returning w.router_id, w.up, n.was_up
+), flipped as (
+  select c.router_id, c.up from changed c where c.up <> c.was_up
+), audited as (${auditFromCte({
+  from: "flipped f join routers ar on ar.id = f.router_id",
+  organizationId: "ar.organization_id",
+  occurredAt: "to_timestamp($3::float8 / 1000.0)",
+  action: "case when f.up then 'router.tunnel.up' else 'router.tunnel.down' end",
+  actorType: "'system'",
+  actorId: "null",
+  targetType: "'router'",
+  targetId: "f.router_id::text",
+  routerId: "f.router_id",
+  sourceIp: "null",
+  details: "jsonb_build_object('tunnel_ip', ar.tunnel_ip)",
+})} returning 1)
+select f.router_id, r.team_id, f.up from flipped f join routers r on r.id = f.router_id`;
+
+/**
+ * The management tunnel's bindings (docs/routeros.md "The management tunnel"): the heartbeat daemon
+ * binds keys, the hub reads the bindings it keeps its peers equal to and records handshakes.
+ */
+export class WireguardPeersRepository {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  /** Binds `publicKey` to the router unless it has a key or another router holds this one. */
+  async bind(routerId: string, publicKey: string, at: Date): Promise<WireguardBindOutcome> {
+    const rows = await this.#db.query<{ inserted: number; existing_key: string | null }>(BIND_SQL, [
+      routerId,
+      publicKey,
+      at.getTime(),
+    ]);
+    const row = rows[0];
+    if (row && toNumber(row.inserted) > 0) return "bound";
+    if (row?.existing_key === publicKey) return "unchanged";
+    if (row?.existing_key) return "changed";
+    return "taken";
+  }
+
+  /** Every binding of a router that has a tunnel address: the hub's peer set. */
+  async bindings(): Promise<WireguardBinding[]> {
+    const rows = await this.#db.query<{ router_id: string; public_key: string; tunnel_ip: string }>(
+      `select w.router_id, w.public_key, r.tunnel_ip from router_wireguard_peers w
+       join routers r on r.id = w.router_id where r.tunnel_ip is not null`,
+    );
+    return rows.map((r) => ({ routerId: String(r.router_id), publicKey: r.public_key, tunnelIp: r.tunnel_ip }));
+  }
+
+  /** The router's bound key, or null (pending). */
+  async keyOf(routerId: string): Promise<string | null> {
+    const rows = await this.#db.query<{ public_key: string }>(
+      "select public_key from router_wireguard_peers where router_id = $1::uuid",
+      [routerId],
+    );
+    return rows[0]?.public_key ?? null;
+  }
+
+  /**
+   * Stores the hub's handshake readings and flips `up` where the last handshake crossed the
+   * 3-minute window, auditing `router.tunnel.up`/`router.tunnel.down` for each flip.
+   */
+  async recordHandshakes(readings: readonly HandshakeReading[], now: Date): Promise<TunnelTransition[]> {
+    if (readings.length === 0) return [];
+    const rows = await this.#db.query<{ router_id: string; team_id: string; up: boolean }>(HANDSHAKES_SQL, [
+      textArray(readings.map((r) => r.publicKey)),
+      plainArray(readings.map((r) => (r.handshakeAt ? r.handshakeAt.getTime() : null))),
+      now.getTime(),
+      TUNNEL_UP_WINDOW_MS,
+    ]);
+    return rows.map((r) => ({ routerId: String(r.router_id), teamId: String(r.team_id), up: r.up === true }));
+  }
+}
