@@ -6,6 +6,14 @@ import { afterAll, describe, expect, it } from "vitest";
 import { loadApiConfig } from "./config.ts";
 
 describe("API configuration", () => {
+  const SECRET = "s".repeat(32);
+  const JWKS = "https://idp.example/jwks";
+  const PRODUCTION = {
+    STRIPE_EMULATOR: "true",
+    WEBHOOK_ENCRYPTION_KEY: SECRET,
+    TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+  };
+
   it("has the contract's defaults", () => {
     const config = loadApiConfig({});
     expect(config).toMatchObject({
@@ -23,19 +31,12 @@ describe("API configuration", () => {
       forwardsPerOrg: 50,
       entryPoint: { ports: [61000, 61999], tunnelSource: undefined },
     });
-    expect(loadApiConfig({ NODE_ENV: "production", JWT_SECRET: "s".repeat(32) })).toMatchObject({
+    expect(loadApiConfig({ NODE_ENV: "production", JWT_SECRET: "s".repeat(32), ...PRODUCTION })).toMatchObject({
       tunnelNetwork: { cidr: "100.64.0.0/10", prefix: 10 },
       development: false,
     });
   });
 
-  const SECRET = "s".repeat(32);
-  const JWKS = "https://idp.example/jwks";
-  const PRODUCTION = {
-    STRIPE_EMULATOR: "true",
-    WEBHOOK_ENCRYPTION_KEY: SECRET,
-    TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
-  };
   // docs/operations.md "Configuration": on by default only with no JWT_SECRET, no JWT_JWKS_URL and
   // NODE_ENV other than production; an explicit true turns it on anyway, with a warning.
   it.each([
