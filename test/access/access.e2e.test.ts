@@ -40,6 +40,8 @@ beforeAll(async () => {
     TUNNEL_NETWORK: "127.0.0.0/8",
     ENTRY_POINT_TUNNEL_SOURCE: "127.0.0.1",
     BACKUP_INTERVAL_HOURS: "0",
+    // The per-router cap of 20 is under test here; the billing root's trial quota has its own tests.
+    TRIAL_FORWARDS: "50",
   });
   system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
   router = await startSimulatedRouterOs({
