@@ -23,7 +23,7 @@ import {
   withSecretFiles,
 } from "@fleet/shared";
 import path from "node:path";
-import { envTrustProxy, type TrustedProxies } from "@fleet/shared";
+import { envTrustProxy, envTunnelSshPort, type TrustedProxies } from "@fleet/shared";
 import cron from "node-cron";
 
 /** Everything the API reads from its environment, parsed once (docs/operations.md "Configuration"). */
@@ -273,7 +273,7 @@ const loadAdoptionConfig = (env: TEnv): AdoptionConfig => {
     // The one parse of TUNNEL_NETWORK (the same value enrollment allocates from), as its CIDR text.
     tunnelNetwork: envTunnelNetwork(env).cidr,
     tunnel: loadTunnelModeEnv(env, envTunnelNetwork(env)),
-    sshPort: envPort(env, "TUNNEL_SSH_PORT", 22, false),
+    sshPort: envTunnelSshPort(env),
   };
 };
 

@@ -25,7 +25,7 @@ describe("loadTunnelAgentConfig", () => {
     expect(config.tunnelNetwork).toEqual({ cidr: "127.64.0.0/10", base: 0x7f400000, prefix: 10 });
     expect(config.ssh).toMatchObject({ port: 2222, user: "mgmt", keyFile: undefined });
     expect(config).toMatchObject({ databaseUrl: undefined, dataDir: "./.data", logLevel: "info" });
-    const production = loadTunnelAgentConfig({ NODE_ENV: "production" });
+    const production = loadTunnelAgentConfig({ NODE_ENV: "production", TUNNEL_SSH_KEY: "/etc/fleet/key" });
     expect(production.tunnelNetwork).toEqual({ cidr: "100.64.0.0/10", base: 0x64400000, prefix: 10 });
     expect(production.ssh.port).toBe(22);
   });

@@ -66,7 +66,16 @@ describe("adoption configuration", () => {
       tunnel: { mode: "external" },
       sshPort: 2222,
     });
-    expect(loadApiConfig({ NODE_ENV: "production" }).adoption.tunnelNetwork).toBe("100.64.0.0/10");
+    // Production, with what production requires (docs/operations.md "Production").
+    const production = loadApiConfig({
+      NODE_ENV: "production",
+      JWT_SECRET: "s".repeat(32),
+      STRIPE_EMULATOR: "true",
+      WEBHOOK_ENCRYPTION_KEY: "s".repeat(32),
+      TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+    }).adoption;
+    expect(production.tunnelNetwork).toBe("100.64.0.0/10");
+    expect(production.sshPort).toBe(22);
   });
 
   it.each([
