@@ -250,6 +250,7 @@ export const startApi = async ({
     store: new AdoptionsRepository(db),
     clock: routersClock,
     logger: logger.child({ feature: "adoption" }),
+    feed: statusFeed.feed,
     apiPublicUrl: () => adoptionConfig.apiPublicUrl ?? boundUrl,
     heartbeatPublicUrl: () =>
       adoptionConfig.heartbeatPublicUrl ?? adoptionSources?.heartbeatPublicUrl?.() ?? defaultHeartbeatUrl,

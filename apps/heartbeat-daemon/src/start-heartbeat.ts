@@ -68,7 +68,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     staleMs: Math.max(600_000, 3 * config.intervalMs),
   });
   // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
-  let closeRouter: (routerId: string, reason: string) => void = () => {};
+  let closeRouter: (routerId: string, reason: string, tokenHash?: string) => void = () => {};
   const writer = new HeartbeatWriter({
     store,
     feed,
@@ -84,6 +84,12 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
         closeRouter(id, "router removed; heartbeat token revoked");
       }
     },
+    onReplaced: (replaced) => {
+      for (const { routerId, tokenHash } of replaced) {
+        auth.revokeToken(routerId, tokenHash);
+        closeRouter(routerId, "heartbeat token replaced", tokenHash);
+      }
+    },
   });
 
   const revoke = (routerId: string) => {
@@ -93,6 +99,14 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   };
   const unsubscribe = feed.subscribe((event) => {
     if (event.type === "removed") revoke(event.router_id);
+  });
+  // Re-adoption (docs/routeros.md "Adoption"): the old token stops working in every process at
+  // once. The router's cached token is dropped (its next heartbeat is checked against the
+  // database) and its sockets closed; a router with the new token simply reconnects. A pending
+  // heartbeat stays: the flush writes it only if its token is still the router's.
+  const unsubscribeTokens = feed.onTokenReplaced((routerId) => {
+    auth.forgetRouter(routerId);
+    closeRouter(routerId, "heartbeat token replaced");
   });
 
   let migrated = false;
@@ -189,6 +203,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       await server.close();
       await writer.close();
       unsubscribe();
+      unsubscribeTokens();
       await feedHandle.release();
     },
   };

@@ -31,7 +31,7 @@ export class HeartbeatIntake {
     const parsed = parseHeartbeat(text);
     if (!parsed.ok) return parsed;
     this.#tunnelClaims.check(owner, parsed.frame.tunnel_ip);
-    this.#o.writer.enqueue(toWrite(owner.routerId, parsed.frame, this.#o.clock.now(), peer));
+    this.#o.writer.enqueue(toWrite(owner, parsed.frame, this.#o.clock.now(), peer));
     return null;
   }
 }

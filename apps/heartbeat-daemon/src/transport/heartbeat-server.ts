@@ -55,8 +55,8 @@ export interface HeartbeatServer {
   url: string;
   port: number;
   connections(): number;
-  /** Closes every socket of a router (it was deleted): its heartbeats are refused from now on. */
-  closeRouter(routerId: string, reason: string): void;
+  /** Closes a router's sockets (it was deleted, or its token replaced; with `tokenHash` only those opened with it). */
+  closeRouter(routerId: string, reason: string, tokenHash?: string): void;
   close(): Promise<void>;
 }
 
@@ -121,7 +121,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     url: serverUrl(o.host, port),
     port,
     connections: () => ws.count,
-    closeRouter: (routerId, reason) => ws.closeRouter(routerId, reason),
+    closeRouter: (routerId, reason, tokenHash) => ws.closeRouter(routerId, reason, tokenHash),
     close: async () => {
       closing = true;
       unwatch();

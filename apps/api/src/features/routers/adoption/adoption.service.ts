@@ -1,5 +1,13 @@
 import type { AdoptionLookup, NewAdoption } from "@fleet/db";
-import { AppError, adoptionCommand, adoptionScript, type Clock, formatIsoUtc, type TAdoption } from "@fleet/shared";
+import {
+  AppError,
+  adoptionCommand,
+  adoptionScript,
+  type Clock,
+  formatIsoUtc,
+  type StatusFeed,
+  type TAdoption,
+} from "@fleet/shared";
 import type { Logger } from "pino";
 import { heartbeatTokenFor, isAdoptionToken, newAdoptionToken, tokenHash } from "./adoption-tokens.ts";
 
@@ -14,6 +22,8 @@ export interface AdoptionServiceDeps {
   store: AdoptionStore;
   clock: Clock;
   logger: Logger;
+  /** Tells every heartbeat daemon process that a router's old token stopped working. */
+  feed: Pick<StatusFeed, "publishTokenReplaced">;
   /** `API_PUBLIC_URL`, or where the API listens (known once it is bound). */
   apiPublicUrl: () => string;
   /** `HEARTBEAT_PUBLIC_URL`, or where the heartbeat daemon listens. */
@@ -28,8 +38,10 @@ export interface AdoptionServiceDeps {
 /** docs/routeros.md "Adoption": a script URL works for one hour. */
 export const ADOPTION_TTL_MS = 3_600_000;
 /**
- * After a re-adoption, heartbeat daemons may accept the replaced token for as long as they cache
- * it (5 s, docs/api.md "Routers and heartbeats"); heartbeats in this window do not use the new URL up.
+ * Heartbeats stamped this soon after a re-adoption do not use the new URL up. Daemons refuse the
+ * replaced token as soon as they hear of it and never write a heartbeat whose token is no longer the
+ * router's (docs/routeros.md "Adoption"), so this only covers clocks of the API and daemon hosts
+ * that disagree by a few seconds.
  */
 export const REPLACED_TOKEN_GRACE_MS = 10_000;
 
@@ -94,6 +106,16 @@ export class AdoptionService {
       this.#row(minted, REPLACED_TOKEN_GRACE_MS),
     );
     if (!found) throw new AppError("not_found", "Router not found.");
+    // The row already refuses the old token (daemons write only heartbeats made with the router's
+    // current token); the notice makes every daemon refuse it at the door and close its sockets.
+    await this.#deps.feed
+      .publishTokenReplaced([routerId])
+      .catch((error) =>
+        this.#deps.logger.warn(
+          { err: error },
+          "token replacement not announced; daemons refuse the old token at their next flush",
+        ),
+      );
     return this.answer(minted);
   }
 
