@@ -5,6 +5,7 @@ import { nextSweepInMs, type SweepResult, sweepFaults } from "./faults/fault-swe
 import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
 import { type Clock, systemClock } from "@fleet/shared";
+import type { ConnectionGuardStats } from "./transport/connection-guard.ts";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
 import { watchOpenFaults } from "./metrics/prometheus.ts";
@@ -31,7 +32,13 @@ export interface RunningHeartbeat {
   /** One sweep for faults at the clock's current time. */
   sweep(): Promise<SweepResult>;
   connections(): number;
-  stats(): FlushStats & { pending: number; connections: number; tokenLookups: number };
+  stats(): FlushStats & {
+    pending: number;
+    connections: number;
+    tokenLookups: number;
+    /** Connections open and waiting for a request, and those the guard closed (transport/connection-guard.ts). */
+    guard: ConnectionGuardStats;
+  };
   /** Stops accepting, closes sockets (1001), writes what was acknowledged, releases the feed. */
   close(): Promise<void>;
 }
@@ -189,6 +196,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       pending: writer.pending,
       connections: server.connections(),
       tokenLookups: auth.lookups,
+      guard: server.guard(),
     }),
     close: async () => {
       if (closed) return;

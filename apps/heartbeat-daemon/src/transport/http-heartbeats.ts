@@ -52,32 +52,44 @@ export class HttpHeartbeats {
     this.#tooMany = errorFrame(`Too many heartbeats: at most ${options.tuning.floodPerSecond} per second.`);
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Answers the request; resolves true when it proved a valid token (its connection is a router's). */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const owner = await this.#o.auth.authenticate(bearerToken(req.headers.authorization), true);
     if (!owner) {
       req.resume();
-      return sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });
+      sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });
+      return false;
     }
     if (!isJsonContentType(req.headers["content-type"])) {
       req.resume();
-      return sendJson(res, 415, this.#notJson);
+      sendJson(res, 415, this.#notJson);
+      return true;
     }
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > HEARTBEAT_MAX_FRAME_BYTES) {
       req.resume();
-      return sendJson(res, 413, this.#tooBig, { connection: "close" });
+      sendJson(res, 413, this.#tooBig, { connection: "close" });
+      return true;
     }
     const body = await readBody(req);
-    if (body === null) return sendJson(res, 413, this.#tooBig, { connection: "close" });
+    if (body === null) {
+      sendJson(res, 413, this.#tooBig, { connection: "close" });
+      return true;
+    }
     const guard = this.#guard(owner.routerId);
     if (!guard.take()) {
-      return sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
+      sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
+      return true;
     }
     const refused = this.#o.intake.accept(owner, body, peerAddress(req.socket.remoteAddress));
-    if (refused) return sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
+    if (refused) {
+      sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
+      return true;
+    }
     countHeartbeat("http");
     res.writeHead(200, this.#ackHeaders);
     res.end(this.#o.ack);
+    return true;
   }
 
   #guard(routerId: string): FloodGuard {
