@@ -398,6 +398,10 @@ describe("durable jobs", () => {
 
   it("two agents on one database never run jobs of one router at the same time, and apply each forward once", async () => {
     const devices = await Promise.all(TUNNELS.slice(1).map((ip) => startRouter(ip, 15)));
+    // The jobs carry the lease the agents below declare (a job takes the queue's lease when it is
+    // sent; earlier tests left the queue at LEASE_MS). An attempt that outlives its lease is the
+    // next test's subject.
+    await engine.defineQueue(routerJobsQueue(60));
     // One router row per device, four forwards each: the router's jobs must run one at a time.
     const owners = await Promise.all(devices.map((d) => newRouter(d.tunnelIp)));
     const forwards: Array<{ forward: Awaited<ReturnType<typeof newForward>>; device: SimulatedRouterOs }> = [];
@@ -478,5 +482,82 @@ describe("durable jobs", () => {
       const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
       expect(job.attempts).toBe(1);
     }
+  });
+
+  it("an attempt that outlives its lease never runs beside its retry: the router's lock holds the retry back", async () => {
+    // A router that answers its first add only once the job was failed over and taken again: the
+    // first attempt outlives its 2 s lease by construction and is still talking to the router
+    // while its retry starts.
+    await engine.defineQueue(routerJobsQueue(LEASE_MS / 1000));
+    const device = await startRouter("127.0.0.36");
+    const forward = await newForward(device.tunnelIp);
+    const handles: Database[] = [db];
+    if (db.url) handles.push(await openDatabase({ databaseUrl: db.url, dataDir: "memory", poolSize: 3 }));
+    let busy = 0;
+    let overlaps = 0;
+    let slowAdd = true;
+    let sessions = 0;
+    const watched = (inner: RouterOsConnector): RouterOsConnector => ({
+      connect: async (target) => {
+        const client = await inner.connect(target);
+        sessions += 1;
+        return {
+          exec: async (command) => {
+            busy += 1;
+            if (busy > 1) overlaps++;
+            try {
+              // The slow router is outside the system: its delay is faked here, at the protocol edge.
+              if (slowAdd && command.startsWith("/ip firewall nat add")) {
+                slowAdd = false;
+                await eventually(
+                  async () => {
+                    const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+                    return job.attempts > 1 && job.state === "active";
+                  },
+                  "the lease to run out and the retry to be taken",
+                  30_000,
+                );
+                // ... and then until the retry reaches the router too. With the lock it never does
+                // while this attempt runs, so the router answers after a bounded while anyway.
+                const retryTakenAt = performance.now();
+                await eventually(() => sessions > 1 || performance.now() - retryTakenAt > 3_000, "a while", 10_000);
+              }
+              return await client.exec(command);
+            } finally {
+              busy -= 1;
+            }
+          },
+          close: () => client.close(),
+        };
+      },
+    });
+    const agents: RunningTunnelAgent[] = [];
+    try {
+      for (const [i, handle] of [handles[0], handles[1] ?? handles[0]].entries()) {
+        agents.push(
+          await startTunnelAgent({
+            config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory", ENTRY_POINT_HOST: `lease-${i}.fleet.test` })),
+            db: handle as Database,
+            logger: pino({ level: "silent" }),
+            connector: watched(deadAgentConnector()),
+          }),
+        );
+      }
+      const done = await eventually(
+        async () => {
+          const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+          return job.state === "completed" ? job : null;
+        },
+        "the apply job to finish",
+        60_000,
+      );
+      // The lease did run out (the job was attempted again), and no two attempts ever overlapped.
+      expect(done.attempts).toBeGreaterThan(1);
+    } finally {
+      for (const agent of agents) await agent.close();
+      for (const handle of handles.slice(1)) await handle.close();
+    }
+    expect(overlaps).toBe(0);
+    expect(tagged(device, forward.id)).toHaveLength(1);
   });
 });

@@ -4,6 +4,7 @@ import {
   type Database,
   ForwardsRepository,
   type JobEngine,
+  openRouterJobLocks,
   routerJobsQueue,
   AuditLogRepository,
   SshHostKeysRepository,
@@ -155,8 +156,10 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     tunnelSource: config.entryPoint.tunnelSource,
     listingFormats: new Map(),
   };
+  const locks = openRouterJobLocks(db, (error) => logger.warn({ err: error }, "router job lock connection failed"));
   const consumer = new RouterJobWorker({
     engine,
+    locks,
     handlers: {
       [FORWARD_JOB_KINDS.apply]: applyForwardHandler(deps),
       [FORWARD_JOB_KINDS.remove]: removeForwardHandler(deps),
@@ -226,6 +229,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
         clearInterval(reconcileTimer);
         await sweeper.close();
         await consumer.close();
+        await locks.close();
         await engine.stop();
         await relaySync.close();
         await relay.close();
