@@ -486,9 +486,11 @@ describe("durable jobs", () => {
 
   it("an attempt that outlives its lease never runs beside its retry: the router's lock holds the retry back", async () => {
     // A router that answers its first add only once the job was failed over and taken again: the
-    // first attempt outlives its 2 s lease by construction and is still talking to the router
-    // while its retry starts.
-    await engine.defineQueue(routerJobsQueue(LEASE_MS / 1000));
+    // first attempt outlives its lease by construction and is still talking to the router while
+    // its retry starts. The lease is long enough for the retry to wait out that attempt and finish
+    // within its own lease (a shorter one only adds retries).
+    const leaseMs = 10_000;
+    await engine.defineQueue(routerJobsQueue(leaseMs / 1000));
     const device = await startRouter("127.0.0.36");
     const forward = await newForward(device.tunnelIp);
     const handles: Database[] = [db];
@@ -520,7 +522,7 @@ describe("durable jobs", () => {
                 // ... and then until the retry reaches the router too. With the lock it never does
                 // while this attempt runs, so the router answers after a bounded while anyway.
                 const retryTakenAt = performance.now();
-                await eventually(() => sessions > 1 || performance.now() - retryTakenAt > 3_000, "a while", 10_000);
+                await eventually(() => sessions > 1 || performance.now() - retryTakenAt > 2_000, "a while", 10_000);
               }
               return await client.exec(command);
             } finally {
@@ -536,7 +538,13 @@ describe("durable jobs", () => {
       for (const [i, handle] of [handles[0], handles[1] ?? handles[0]].entries()) {
         agents.push(
           await startTunnelAgent({
-            config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory", ENTRY_POINT_HOST: `lease-${i}.fleet.test` })),
+            config: loadTunnelAgentConfig(
+              agentEnv({
+                DATA_DIR: "memory",
+                ENTRY_POINT_HOST: `lease-${i}.fleet.test`,
+                TUNNEL_JOB_LEASE_MS: String(leaseMs),
+              }),
+            ),
             db: handle as Database,
             logger: pino({ level: "silent" }),
             connector: watched(deadAgentConnector()),
@@ -549,7 +557,7 @@ describe("durable jobs", () => {
           return job.state === "completed" ? job : null;
         },
         "the apply job to finish",
-        60_000,
+        100_000,
       );
       // The lease did run out (the job was attempted again), and no two attempts ever overlapped.
       expect(done.attempts).toBeGreaterThan(1);
@@ -559,5 +567,6 @@ describe("durable jobs", () => {
     }
     expect(overlaps).toBe(0);
     expect(tagged(device, forward.id)).toHaveLength(1);
-  });
+    // It waits out a lease by design: longer than the default test timeout on a loaded machine.
+  }, 120_000);
 });

@@ -102,7 +102,8 @@ export class ConnectionGuard {
       return false;
     }
     this.#open += 1;
-    socket.once("close", this.#onClose);
+    // `on`, not `once`: 'close' comes once anyway, and `once` would wrap the listener per socket.
+    socket.on("close", this.#onClose);
     const now = this.#o.now();
     this.#wait(socket, now, now + this.#o.requestTimeoutMs);
     return true;

@@ -30,57 +30,45 @@ const LIVE = JSON.stringify({ status: "ok" });
  * briefly (docs/api.md "Routers and heartbeats": probes never hold a connection for long).
  */
 export const heartbeatRoutes = (o: HeartbeatRoutesOptions) => {
-  /** Resolves true when the request proved a heartbeat token. */
-  const handle = async (req: IncomingMessage, res: ServerResponse, path: string | undefined): Promise<boolean> => {
-    if (path === HEARTBEAT_PATH) {
-      if (req.method !== "POST") {
-        req.resume();
-        sendJson(res, 405, METHOD_NOT_ALLOWED, { allow: "POST" });
-        return false;
-      }
-      if (o.isClosing()) {
-        req.resume();
-        sendJson(res, 503, SHUTTING_DOWN);
-        return false;
-      }
-      return o.http.handle(req, res);
-    }
+  /** Answers everything but a heartbeat: the connection proved no token. */
+  const answerOther = async (req: IncomingMessage, res: ServerResponse, path: string | undefined) => {
     req.resume();
+    if (path === HEARTBEAT_PATH) {
+      if (req.method !== "POST") return sendJson(res, 405, METHOD_NOT_ALLOWED, { allow: "POST" });
+      return sendJson(res, 503, SHUTTING_DOWN);
+    }
     const read = req.method === "GET" || req.method === "HEAD";
     // docs/operations.md "Metrics and probes": liveness without the database, readiness with it.
-    if (path === "/livez" && read) {
-      sendJson(res, 200, LIVE);
-      return false;
-    }
+    if (path === "/livez" && read) return sendJson(res, 200, LIVE);
     if (path === "/metrics" && read) {
       const answer = await renderMetrics(req.headers.authorization, o.metricsToken);
       res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) });
-      res.end(answer.body);
-      return false;
+      return res.end(answer.body);
     }
     if ((path === "/healthz" || path === "/readyz") && read) {
       const ready = !o.isClosing() && (await o.isReady().catch(() => false));
-      sendJson(res, ready ? 200 : 503, JSON.stringify({ status: ready ? "ok" : "unavailable" }));
-      return false;
+      return sendJson(res, ready ? 200 : 503, JSON.stringify({ status: ready ? "ok" : "unavailable" }));
     }
-    sendJson(res, 404, errorFrame(`No route for ${req.method} ${path}.`));
-    return false;
+    return sendJson(res, 404, errorFrame(`No route for ${req.method} ${path}.`));
+  };
+  const fail = (res: ServerResponse, error: unknown) => {
+    o.logger.error({ err: error }, "heartbeat request failed");
+    if (!res.headersSent) sendJson(res, 500, INTERNAL);
+    else res.destroy();
   };
   return (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? "";
     const query = url.indexOf("?");
+    const path = query < 0 ? url : url.slice(0, query);
     const socket = req.socket;
     o.connections.requested(socket);
-    handle(req, res, query < 0 ? url : url.slice(0, query)).then(
-      (router) => {
-        if (!router) o.connections.answeredWithoutToken(socket);
-      },
-      (error) => {
-        o.logger.error({ err: error }, "heartbeat request failed");
-        if (!res.headersSent) sendJson(res, 500, INTERNAL);
-        else res.destroy();
-        o.connections.answeredWithoutToken(socket);
-      },
-    );
+    if (path === HEARTBEAT_PATH && req.method === "POST" && !o.isClosing()) {
+      // The hot path: the heartbeat tells the guard itself when its token is refused.
+      o.http.handle(req, res).catch((error) => fail(res, error));
+      return;
+    }
+    answerOther(req, res, path)
+      .catch((error) => fail(res, error))
+      .finally(() => o.connections.answeredWithoutToken(socket));
   };
 };

@@ -82,7 +82,6 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     logger: o.logger,
     isClosing,
   });
-  const http = new HttpHeartbeats({ tuning: o.tuning, auth: o.auth, intake, ack });
   let dropLoggedAt = Number.NEGATIVE_INFINITY;
   const guard = new ConnectionGuard({
     maxConnections: o.tuning.maxConnections,
@@ -100,6 +99,8 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
       );
     },
   });
+
+  const http = new HttpHeartbeats({ tuning: o.tuning, auth: o.auth, intake, ack, connections: guard });
 
   const server: Server = createServer(
     {

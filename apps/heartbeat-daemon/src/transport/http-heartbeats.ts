@@ -3,6 +3,7 @@ import { HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
 import type { HeartbeatTuning } from "../config.ts";
 import { peerAddress } from "../heartbeats/heartbeat-frame.ts";
 import type { HeartbeatIntake } from "../heartbeats/heartbeat-intake.ts";
+import type { ConnectionGuard } from "./connection-guard.ts";
 import { errorFrame } from "./error-frame.ts";
 import { FloodGuard } from "./flood-guard.ts";
 import { sendJson } from "./http-reply.ts";
@@ -19,6 +20,8 @@ export interface HttpHeartbeatsOptions {
   intake: HeartbeatIntake;
   /** The ack body, encoded once. */
   ack: string;
+  /** Told when a request proved no token (transport/connection-guard.ts). */
+  connections: Pick<ConnectionGuard, "answeredWithoutToken">;
 }
 
 /** JSON, or no content type at all (a bare `/tool fetch`); anything else is 415 (docs/api.md "Errors"). */
@@ -52,44 +55,35 @@ export class HttpHeartbeats {
     this.#tooMany = errorFrame(`Too many heartbeats: at most ${options.tuning.floodPerSecond} per second.`);
   }
 
-  /** Answers the request; resolves true when it proved a valid token (its connection is a router's). */
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const owner = await this.#o.auth.authenticate(bearerToken(req.headers.authorization), true);
     if (!owner) {
       req.resume();
       sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });
-      return false;
+      // No token proved: the connection may idle only briefly (docs/api.md "Routers and heartbeats").
+      this.#o.connections.answeredWithoutToken(req.socket);
+      return;
     }
     if (!isJsonContentType(req.headers["content-type"])) {
       req.resume();
-      sendJson(res, 415, this.#notJson);
-      return true;
+      return sendJson(res, 415, this.#notJson);
     }
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > HEARTBEAT_MAX_FRAME_BYTES) {
       req.resume();
-      sendJson(res, 413, this.#tooBig, { connection: "close" });
-      return true;
+      return sendJson(res, 413, this.#tooBig, { connection: "close" });
     }
     const body = await readBody(req);
-    if (body === null) {
-      sendJson(res, 413, this.#tooBig, { connection: "close" });
-      return true;
-    }
+    if (body === null) return sendJson(res, 413, this.#tooBig, { connection: "close" });
     const guard = this.#guard(owner.routerId);
     if (!guard.take()) {
-      sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
-      return true;
+      return sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
     }
     const refused = this.#o.intake.accept(owner, body, peerAddress(req.socket.remoteAddress));
-    if (refused) {
-      sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
-      return true;
-    }
+    if (refused) return sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
     countHeartbeat("http");
     res.writeHead(200, this.#ackHeaders);
     res.end(this.#o.ack);
-    return true;
   }
 
   #guard(routerId: string): FloodGuard {
