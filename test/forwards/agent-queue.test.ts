@@ -487,9 +487,9 @@ describe("durable jobs", () => {
   it("an attempt that outlives its lease never runs beside its retry: the router's lock holds the retry back", async () => {
     // A router that answers its first add only once the job was failed over and taken again: the
     // first attempt outlives its lease by construction and is still talking to the router while
-    // its retry starts. The lease is long enough for the retry to wait out that attempt and finish
-    // within its own lease (a shorter one only adds retries).
-    const leaseMs = 10_000;
+    // its retry starts. The retry waits out that attempt (held at most 2 s more) and finishes
+    // within its own 4 s lease (a shorter one only adds retries).
+    const leaseMs = 4_000;
     await engine.defineQueue(routerJobsQueue(leaseMs / 1000));
     const device = await startRouter("127.0.0.36");
     const forward = await newForward(device.tunnelIp);
@@ -502,6 +502,8 @@ describe("durable jobs", () => {
     const watched = (inner: RouterOsConnector): RouterOsConnector => ({
       connect: async (target) => {
         const client = await inner.connect(target);
+        // Other tests' routers are reconciled by these agents too: only this router is watched.
+        if (target.host !== device.tunnelIp) return client;
         sessions += 1;
         return {
           exec: async (command) => {
@@ -517,7 +519,7 @@ describe("durable jobs", () => {
                     return job.attempts > 1 && job.state === "active";
                   },
                   "the lease to run out and the retry to be taken",
-                  30_000,
+                  60_000,
                 );
                 // ... and then until the retry reaches the router too. With the lock it never does
                 // while this attempt runs, so the router answers after a bounded while anyway.
