@@ -30,7 +30,7 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { HeartbeatsRepository, openDatabase, RoutersRepository } from "@fleet/db";
-import { downtimeBetween, effectiveLastSeen, splitByUtcHour } from "@fleet/shared";
+import { downtimeBetween, effectiveLastSeen, hashHeartbeatToken, splitByUtcHour } from "@fleet/shared";
 import pg from "pg";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -576,6 +576,7 @@ const flushComparison = async () => {
   await client.connect();
   const rows = Array.from({ length: FLUSH_ROWS }, (_, i) => ({
     routerId: routerId(i),
+    tokenHash: hashHeartbeatToken(`hb_bench_${RUN}_${i}`),
     seenAt: new Date(),
     peer: "127.3.0.1",
     identity: `bench-${i}`,

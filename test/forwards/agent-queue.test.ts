@@ -398,6 +398,10 @@ describe("durable jobs", () => {
 
   it("two agents on one database never run jobs of one router at the same time, and apply each forward once", async () => {
     const devices = await Promise.all(TUNNELS.slice(1).map((ip) => startRouter(ip, 15)));
+    // The jobs carry the lease the agents below declare (a job takes the queue's lease when it is
+    // sent; earlier tests left the queue at LEASE_MS). An attempt that outlives its lease is the
+    // next test's subject.
+    await engine.defineQueue(routerJobsQueue(60));
     // One router row per device, four forwards each: the router's jobs must run one at a time.
     const owners = await Promise.all(devices.map((d) => newRouter(d.tunnelIp)));
     const forwards: Array<{ forward: Awaited<ReturnType<typeof newForward>>; device: SimulatedRouterOs }> = [];

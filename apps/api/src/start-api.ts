@@ -269,6 +269,7 @@ export const startApi = async ({
     store: new AdoptionsRepository(db),
     clock: routersClock,
     logger: logger.child({ feature: "adoption" }),
+    feed: statusFeed.feed,
     apiPublicUrl: () => adoptionConfig.apiPublicUrl ?? boundUrl,
     heartbeatPublicUrl: () =>
       adoptionConfig.heartbeatPublicUrl ?? adoptionSources?.heartbeatPublicUrl?.() ?? defaultHeartbeatUrl,
@@ -277,7 +278,6 @@ export const startApi = async ({
     sshUser: adoptionConfig.sshUser,
     tunnelNetwork: adoptionConfig.tunnelNetwork,
     ...wireguardAdoption(config, adoptionSources?.hubPublicKey),
-    feed: statusFeed.feed,
   });
   const teamResolver = new TeamResolver(identity);
   const rateLimitCounters = new RateLimitCountersRepository(db);

@@ -69,6 +69,20 @@ export interface HeartbeatTuning {
    * take (a flush failed with EMFILE once, at 100,000 routers on 8 processes).
    */
   maxConnections: number;
+  /**
+   * A connection must complete a request within this long of its accept (and any request within
+   * this long of its first byte), else it is closed (docs/api.md "Routers and heartbeats": 10 s).
+   */
+  requestTimeoutMs: number;
+  /** A keep-alive connection whose last request proved no token (a probe, a refused token) may idle this long (5 s). */
+  unauthenticatedIdleMs: number;
+  /**
+   * Connections waiting for a request (see transport/connection-guard.ts) that one source address
+   * may keep once they have waited `evictWaitingAfterMs`; its oldest beyond this are closed.
+   */
+  waitingPerAddress: number;
+  /** A connection waiting this long may be closed to make room for a newer one (at the per-address or process limit). */
+  evictWaitingAfterMs: number;
 }
 
 export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
@@ -84,6 +98,10 @@ export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
   floodPerSecond: 50,
   coverageGapMs: 5_000,
   maxConnections: 19_000,
+  requestTimeoutMs: 10_000,
+  unauthenticatedIdleMs: 5_000,
+  waitingPerAddress: 64,
+  evictWaitingAfterMs: 2_000,
 });
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */

@@ -13,6 +13,7 @@ import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
 import { WireguardBinder } from "./heartbeats/wireguard-binder.ts";
 import { type Clock, systemClock } from "@fleet/shared";
+import type { ConnectionGuardStats } from "./transport/connection-guard.ts";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
 import { watchOpenFaults, watchRouters, watchWriter } from "./metrics/prometheus.ts";
@@ -39,7 +40,13 @@ export interface RunningHeartbeat {
   /** One sweep for faults at the clock's current time. */
   sweep(): Promise<SweepResult>;
   connections(): number;
-  stats(): FlushStats & { pending: number; connections: number; tokenLookups: number };
+  stats(): FlushStats & {
+    pending: number;
+    connections: number;
+    tokenLookups: number;
+    /** Connections open and waiting for a request, and those the guard closed (transport/connection-guard.ts). */
+    guard: ConnectionGuardStats;
+  };
   /** Stops accepting, closes sockets (1001), writes what was acknowledged, releases the feed. */
   close(): Promise<void>;
 }
@@ -76,7 +83,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     staleMs: Math.max(600_000, 3 * config.intervalMs),
   });
   // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
-  let closeRouter: (routerId: string, reason: string) => void = () => {};
+  let closeRouter: (routerId: string, reason: string, tokenHash?: string) => void = () => {};
   const writer = new HeartbeatWriter({
     store,
     feed,
@@ -92,6 +99,12 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
         closeRouter(id, "router removed; heartbeat token revoked");
       }
     },
+    onReplaced: (replaced) => {
+      for (const { routerId, tokenHash } of replaced) {
+        auth.revokeToken(routerId, tokenHash);
+        closeRouter(routerId, "heartbeat token replaced", tokenHash);
+      }
+    },
   });
 
   const revoke = (routerId: string) => {
@@ -101,6 +114,14 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   };
   const unsubscribe = feed.subscribe((event) => {
     if (event.type === "removed") revoke(event.router_id);
+  });
+  // Re-adoption (docs/routeros.md "Adoption"): the old token stops working in every process at
+  // once. The router's cached token is dropped (its next heartbeat is checked against the
+  // database) and its sockets closed; a router with the new token simply reconnects. A pending
+  // heartbeat stays: the flush writes it only if its token is still the router's.
+  const unsubscribeTokens = feed.onTokenReplaced((routerId) => {
+    auth.forgetRouter(routerId);
+    closeRouter(routerId, "heartbeat token replaced");
   });
 
   const binder = new WireguardBinder({
@@ -196,6 +217,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       pending: writer.pending,
       connections: server.connections(),
       tokenLookups: auth.lookups,
+      guard: server.guard(),
     }),
     close: async () => {
       if (closed) return;
@@ -213,6 +235,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       await writer.close();
       await binder.settled();
       unsubscribe();
+      unsubscribeTokens();
       await feedHandle.release();
     },
   };

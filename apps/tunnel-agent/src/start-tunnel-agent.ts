@@ -5,6 +5,7 @@ import {
   type Database,
   ForwardsRepository,
   type JobEngine,
+  openRouterJobLocks,
   routerJobsQueue,
   AccessRepository,
   AuditLogRepository,
@@ -228,8 +229,10 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     for (const routerId of due) await queueBackupJob(engine, routerId);
     return due.length;
   };
+  const locks = openRouterJobLocks(db, (error) => logger.warn({ err: error }, "router job lock connection failed"));
   const consumer = new RouterJobWorker({
     engine,
+    locks,
     handlers: {
       [FORWARD_JOB_KINDS.apply]: thenBackup(applyForwardHandler(deps)),
       [FORWARD_JOB_KINDS.remove]: thenBackup(removeForwardHandler(deps)),
@@ -359,6 +362,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
         await backupSchedule?.stop();
         await sweeper.close();
         await consumer.close();
+        await locks.close();
         await engine.stop();
         await relaySync.close();
         await relay.close();

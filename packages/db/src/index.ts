@@ -17,6 +17,7 @@ export { acquireStatusFeed, packEvents, STATUS_CHANNEL, type StatusFeedHandle } 
 export { isUniqueViolation } from "./repositories/sql-values.ts";
 export * from "./jobs/job-engine.ts";
 export * from "./jobs/router-jobs.ts";
+export * from "./jobs/router-job-locks.ts";
 export * from "./jobs/scheduled-task.ts";
 export { type MetricsAnswer, renderMetrics } from "./metrics/metrics-endpoint.ts";
 export { clusterGauge, holdClusterLease, LEASE_SECONDS } from "./metrics/cluster-metrics.ts";

@@ -4,6 +4,8 @@ import type { Database } from "./database.ts";
 
 /** The PostgreSQL channel status events travel on between processes. */
 export const STATUS_CHANNEL = "fleet_router_status";
+/** The channel that tells every heartbeat daemon a router's token was replaced (payload: JSON array of router ids). */
+export const TOKEN_CHANNEL = "fleet_router_tokens";
 // NOTIFY payloads must stay under 8000 bytes; events are packed into arrays below this.
 const MAX_PAYLOAD_BYTES = 7_500;
 const RECONNECT_MS = 1_000;
@@ -100,11 +102,12 @@ class PostgresStatusFeed implements StatusFeed {
     });
     client.on("end", () => this.#reconnect(client));
     client.on("notification", (message) => {
-      if (message.channel !== STATUS_CHANNEL || !message.payload) return;
-      this.#local.deliver(parsePayload(message.payload));
+      if (!message.payload) return;
+      if (message.channel === STATUS_CHANNEL) this.#local.deliver(parsePayload(message.payload));
+      else if (message.channel === TOKEN_CHANNEL) this.#local.deliverTokenReplaced(parseRouterIds(message.payload));
     });
     await client.connect();
-    await client.query(`listen ${STATUS_CHANNEL}`);
+    await client.query(`listen ${STATUS_CHANNEL}; listen ${TOKEN_CHANNEL}`);
     this.#client = client;
   }
 
@@ -140,7 +143,28 @@ class PostgresStatusFeed implements StatusFeed {
   subscribe(listener: (event: TRouterStatusEvent) => void): () => void {
     return this.#local.subscribe(listener);
   }
+
+  async publishTokenReplaced(routerIds: readonly string[]): Promise<void> {
+    if (routerIds.length === 0) return;
+    // Router ids are uuids: a few hundred fit one NOTIFY payload.
+    const payloads: string[] = [];
+    for (let i = 0; i < routerIds.length; i += 150) payloads.push(JSON.stringify(routerIds.slice(i, i + 150)));
+    await this.#db.query("select pg_notify($1, p) from unnest($2::text[]) as p", [TOKEN_CHANNEL, payloads]);
+  }
+
+  onTokenReplaced(listener: (routerId: string) => void): () => void {
+    return this.#local.onTokenReplaced(listener);
+  }
 }
+
+const parseRouterIds = (payload: string): string[] => {
+  try {
+    const parsed: unknown = JSON.parse(payload);
+    return Array.isArray(parsed) ? parsed.filter((id): id is string => typeof id === "string") : [];
+  } catch {
+    return [];
+  }
+};
 
 const parsePayload = (payload: string): TRouterStatusEvent[] => {
   let parsed: unknown;

@@ -1,4 +1,4 @@
-import type { HeartbeatWrite } from "@fleet/db";
+import type { HeartbeatWrite, TokenOwner } from "@fleet/db";
 import { firstFrameIssue, readPlainHeartbeat, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
 
 /**
@@ -41,12 +41,13 @@ export const parseHeartbeat = (text: string): FrameResult => {
 
 /** A validated frame as the write the batcher stores. */
 export const toWrite = (
-  routerId: string,
+  owner: TokenOwner,
   frame: THeartbeatFrame,
   seenAt: Date,
   peer: string | null,
 ): HeartbeatWrite => ({
-  routerId,
+  routerId: owner.routerId,
+  tokenHash: owner.tokenHash,
   seenAt,
   peer,
   identity: frame.identity,

@@ -35,7 +35,7 @@ export class HeartbeatIntake {
     if (!parsed.ok) return parsed;
     this.#tunnelClaims.check(owner, parsed.frame.tunnel_ip);
     this.#o.binder?.check(owner, parsed.frame.wireguard_public_key);
-    this.#o.writer.enqueue(toWrite(owner.routerId, parsed.frame, this.#o.clock.now(), peer));
+    this.#o.writer.enqueue(toWrite(owner, parsed.frame, this.#o.clock.now(), peer));
     return null;
   }
 }

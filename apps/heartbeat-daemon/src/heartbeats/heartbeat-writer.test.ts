@@ -1,5 +1,6 @@
 import { acquireStatusFeed, HeartbeatsRepository, type HeartbeatWrite, type StatusFeedHandle } from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { hashHeartbeatToken } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capturingLogger } from "../testing/daemon-harness.ts";
@@ -17,8 +18,13 @@ const row = async (id: string) =>
     )
   )[0];
 
-const write = (routerId: string, fields: Partial<HeartbeatWrite> = {}): HeartbeatWrite => ({
-  routerId,
+/** A heartbeat of a router made with its token (a bare id: a router that has no row). */
+const write = (
+  router: string | { id: string; heartbeatToken: string },
+  fields: Partial<HeartbeatWrite> = {},
+): HeartbeatWrite => ({
+  routerId: typeof router === "string" ? router : router.id,
+  tokenHash: typeof router === "string" ? "0".repeat(64) : hashHeartbeatToken(router.heartbeatToken),
   seenAt: new Date(),
   peer: "127.0.0.1",
   ...fields,
@@ -48,6 +54,7 @@ const startWriter = async () => {
     maxBatchRows: 10_000,
     logger,
     onGone: () => {},
+    onReplaced: () => {},
   });
   return { writer, lines };
 };
@@ -80,6 +87,7 @@ const writerWithOutage = async (flushIntervalMs: number) => {
     maxBatchRows: 10_000,
     logger,
     onGone: () => {},
+    onReplaced: () => {},
   });
   return { writer, lines, state };
 };
@@ -92,10 +100,10 @@ describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers 
     );
     const poison = await makeRouter(db, owner, { identity: "before", hasPulse: false });
     // Passes the writer (the parser would refuse it), refused by PostgreSQL: jsonb holds no \u0000.
-    const poisonWrite = () => write(poison.id, { identity: "poisoned", metadata: { note: "bad\u0000" } });
+    const poisonWrite = () => write(poison, { identity: "poisoned", metadata: { note: "bad\u0000" } });
     for (const [i, router] of healthy.entries()) {
       if (i === 3) writer.enqueue(poisonWrite());
-      writer.enqueue(write(router.id, { identity: `healthy-${i}` }));
+      writer.enqueue(write(router, { identity: `healthy-${i}` }));
     }
     await writer.flush();
     for (const [i, router] of healthy.entries()) {
@@ -109,7 +117,7 @@ describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers 
     const [first] = healthy;
     for (let n = 0; n < 3; n++) {
       writer.enqueue(poisonWrite());
-      if (first) writer.enqueue(write(first.id, { identity: `again-${n}` }));
+      if (first) writer.enqueue(write(first, { identity: `again-${n}` }));
       await writer.flush();
     }
     if (first) expect(await row(first.id)).toMatchObject({ identity: "again-2" });
@@ -125,7 +133,7 @@ describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers 
   it("keeps every row for a retry when the database is unavailable, logging once", async () => {
     const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
     const { writer, lines, state } = await writerWithOutage(250);
-    writer.enqueue(write(router.id, { identity: "kept" }));
+    writer.enqueue(write(router, { identity: "kept" }));
     for (let n = 0; n < 5; n++) await writer.flush();
     expect(writer.pending).toBe(1);
     expect(writer.stats.dropped).toBe(0);
@@ -144,7 +152,7 @@ describe("HeartbeatWriter's own schedule", () => {
     const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
     const { writer, state } = await writerWithOutage(20);
     writer.start();
-    writer.enqueue(write(router.id, { identity: "retried" }));
+    writer.enqueue(write(router, { identity: "retried" }));
     // No flush() from here: the enqueue's own flush fails, and the writer tries again by itself.
     await eventually(() => state.attempts >= 3, "three attempts");
     state.down = false;
@@ -162,9 +170,9 @@ describe("HeartbeatWriter: two heartbeats of one router before a flush", () => {
   it("writes the newer reported fields over the older, keeps what the newer did not report and merges metadata", async () => {
     const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
     const { writer } = await startWriter();
-    const first = write(router.id, { identity: "old-name", model: "RB5009", metadata: { site: "a", rack: "1" } });
+    const first = write(router, { identity: "old-name", model: "RB5009", metadata: { site: "a", rack: "1" } });
     writer.enqueue(first);
-    writer.enqueue(write(router.id, { identity: "new-name", model: null, metadata: { rack: "2" } }));
+    writer.enqueue(write(router, { identity: "new-name", model: null, metadata: { rack: "2" } }));
     expect(writer.pending).toBe(1);
     await writer.flush();
     const stored = (
@@ -191,7 +199,7 @@ describe("HeartbeatsRepository.applyHeartbeats: what a flush reads back", () => 
     const quiet = 45_000;
     const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
     const t0 = Date.parse("2026-11-23T10:00:00Z");
-    const at = (ms: number) => write(router.id, { seenAt: new Date(ms) });
+    const at = (ms: number) => write(router, { seenAt: new Date(ms) });
     const seen = async () =>
       (
         await db.query<{ ms: number }>(
@@ -204,9 +212,10 @@ describe("HeartbeatsRepository.applyHeartbeats: what a flush reads back", () => 
     expect(await store.applyHeartbeats([at(t0)], quiet)).toEqual({
       notable: [{ routerId: router.id, teamId: owner.teamId, previousHasPulse: false, previousSeenAt: null }],
       gone: [],
+      replaced: [],
     });
     // On time (a gap 1 ms under the quiet gap): written, not reported.
-    expect(await store.applyHeartbeats([at(t0 + quiet - 1)], quiet)).toEqual({ notable: [], gone: [] });
+    expect(await store.applyHeartbeats([at(t0 + quiet - 1)], quiet)).toEqual({ notable: [], gone: [], replaced: [] });
     expect(Number(await seen())).toBe(t0 + quiet - 1);
     // A gap of exactly the quiet gap: reported.
     const edge = await store.applyHeartbeats([at(t0 + 2 * quiet - 1)], quiet);
@@ -222,6 +231,7 @@ describe("HeartbeatsRepository.applyHeartbeats: what a flush reads back", () => 
     expect(await store.applyHeartbeats([at(t0 + 2 * quiet + 1), write(missing)], quiet)).toEqual({
       notable: [],
       gone: [missing],
+      replaced: [],
     });
     expect(Number(await seen())).toBe(t0 + 2 * quiet + 1);
   });

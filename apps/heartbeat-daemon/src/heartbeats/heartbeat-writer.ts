@@ -5,6 +5,7 @@ import type {
   FaultRecord,
   HeartbeatsApplied,
   HeartbeatWrite,
+  ReplacedToken,
 } from "@fleet/db";
 import {
   coalescingRunner,
@@ -43,6 +44,8 @@ export interface HeartbeatWriterOptions {
   logger: Logger;
   /** Routers whose row is gone: their tokens are revoked and their sockets closed. */
   onGone: (routerIds: string[]) => void;
+  /** Heartbeats made with a token the router no longer has (nothing was written): that token is revoked. */
+  onReplaced: (replaced: ReplacedToken[]) => void;
 }
 
 export interface FlushStats {
@@ -64,6 +67,7 @@ const MAX_POISON_LOG_ENTRIES = 10_000;
 interface FlushOutcome {
   notable: AppliedHeartbeat[];
   gone: string[];
+  replaced: ReplacedToken[];
   written: HeartbeatWrite[];
   retry: HeartbeatWrite[];
   unavailable: unknown;
@@ -118,7 +122,8 @@ export class HeartbeatWriter {
 
   enqueue(write: HeartbeatWrite): void {
     const earlier = this.#pending.get(write.routerId);
-    if (earlier) mergeInto(earlier, write);
+    // Heartbeats made with two tokens (one replaced) never merge: the newer stands alone.
+    if (earlier && earlier.tokenHash === write.tokenHash) mergeInto(earlier, write);
     else this.#pending.set(write.routerId, write);
     if (this.#pending.size >= this.#o.maxBatchRows) void this.flush();
     else this.#flushSoon();
@@ -168,7 +173,14 @@ export class HeartbeatWriter {
     this.#pending = new Map();
     this.#lastFlushAt = performance.now();
     const started = performance.now();
-    const outcome: FlushOutcome = { notable: [], gone: [], written: [], retry: [], unavailable: undefined };
+    const outcome: FlushOutcome = {
+      notable: [],
+      gone: [],
+      replaced: [],
+      written: [],
+      retry: [],
+      unavailable: undefined,
+    };
     const size = Math.max(1, this.#o.store.chunkSize);
     for (let i = 0; i < batch.length; i += size) {
       // PGlite runs on this thread: let acks through between statements.
@@ -180,7 +192,8 @@ export class HeartbeatWriter {
       this.#noteUnavailable(outcome.unavailable, outcome.retry.length);
       for (const write of outcome.retry) {
         const newer = this.#pending.get(write.routerId);
-        this.#pending.set(write.routerId, newer ? mergeWrites(write, newer) : write);
+        if (!newer) this.#pending.set(write.routerId, write);
+        else if (newer.tokenHash === write.tokenHash) this.#pending.set(write.routerId, mergeWrites(write, newer));
       }
       if (this.#started) this.#flushSoon();
     } else if (this.#failingSince !== null) {
@@ -196,7 +209,7 @@ export class HeartbeatWriter {
     this.stats.lastFlushMs = performance.now() - started;
     observeFlush(batch.length, this.stats.lastFlushMs);
     try {
-      await this.#afterApply(outcome.written, outcome.notable, outcome.gone);
+      await this.#afterApply(outcome);
     } catch (error) {
       this.#o.logger.error({ ...errorSummary(error) }, "recording downtime or completing faults failed");
     }
@@ -214,9 +227,10 @@ export class HeartbeatWriter {
       return;
     }
     try {
-      const { notable, gone } = await this.#o.store.applyHeartbeats(rows, this.#quietGapMs);
+      const { notable, gone, replaced } = await this.#o.store.applyHeartbeats(rows, this.#quietGapMs);
       for (const row of notable) outcome.notable.push(row);
       for (const id of gone) outcome.gone.push(id);
+      for (const row of replaced) outcome.replaced.push(row);
       for (const row of rows) outcome.written.push(row);
     } catch (error) {
       if (!isRowRefusal(error)) {
@@ -263,8 +277,9 @@ export class HeartbeatWriter {
   }
 
   /** Rare work: downtime, fault completion, status events, revocations. Steady state: nothing. */
-  async #afterApply(batch: HeartbeatWrite[], notable: AppliedHeartbeat[], gone: string[]): Promise<void> {
+  async #afterApply({ written: batch, notable, gone, replaced }: FlushOutcome): Promise<void> {
     if (gone.length > 0) this.#o.onGone(gone);
+    if (replaced.length > 0) this.#o.onReplaced(replaced);
     if (notable.length === 0) return;
     const byRouter = new Map<string, HeartbeatWrite>();
     for (const w of batch) byRouter.set(w.routerId, w);

@@ -9,6 +9,7 @@ import type { WireguardBinder } from "../heartbeats/wireguard-binder.ts";
 import { heartbeatRoutes } from "./heartbeat-routes.ts";
 import { HttpHeartbeats } from "./http-heartbeats.ts";
 import type { TokenAuthenticator } from "./token-auth.ts";
+import { ConnectionGuard, type ConnectionGuardStats } from "./connection-guard.ts";
 import { WsHeartbeats } from "./ws-heartbeats.ts";
 import { watchConnections } from "../metrics/prometheus.ts";
 
@@ -18,14 +19,14 @@ export { CLOSE_REVOKED, HEARTBEAT_PATH } from "./ws-heartbeats.ts";
 const SHUTDOWN_GRACE_MS = 2_000;
 /**
  * HTTP keep-alive for routers posting through a load balancer's connection pool: an idle pooled
- * connection is kept longer than the balancers' usual 60 s idle timeout, so the balancer (never the
- * daemon) closes it and no request races a close. Headers and a whole heartbeat (16 KiB at most)
- * must arrive within seconds, which bounds slow clients; both timers count per request, not from
- * when a kept-alive connection was opened.
+ * connection that proved a token is kept longer than the balancers' usual 60 s idle timeout, so the
+ * balancer (never the daemon) closes it and no request races a close. Connections that proved no
+ * token get far less (ConnectionGuard). Headers and a whole heartbeat (16 KiB at most) must arrive
+ * within `tuning.requestTimeoutMs` of a request's first byte, which bounds slow clients; Node checks
+ * that once per CHECK_INTERVAL_MS (its default, 30 s, would let a slow request live 40 s).
  */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
-const HEADERS_TIMEOUT_MS = 10_000;
-const REQUEST_TIMEOUT_MS = 15_000;
+const MAX_CHECK_INTERVAL_MS = 1_000;
 /**
  * After a restart every router of a process reconnects within a second or two. Node's default
  * accept queue (511) overflows then, and the kernel drops the SYNs it cannot queue: those routers
@@ -58,8 +59,10 @@ export interface HeartbeatServer {
   url: string;
   port: number;
   connections(): number;
-  /** Closes every socket of a router (it was deleted): its heartbeats are refused from now on. */
-  closeRouter(routerId: string, reason: string): void;
+  /** Connections open and waiting for a request, and how many the guard closed (transport/connection-guard.ts). */
+  guard(): ConnectionGuardStats;
+  /** Closes a router's sockets (it was deleted, or its token replaced; with `tokenHash` only those opened with it). */
+  closeRouter(routerId: string, reason: string, tokenHash?: string): void;
   close(): Promise<void>;
 }
 
@@ -87,36 +90,54 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     logger: o.logger,
     isClosing,
   });
-  const http = new HttpHeartbeats({ tuning: o.tuning, auth: o.auth, intake, ack });
+  let dropLoggedAt = Number.NEGATIVE_INFINITY;
+  const guard = new ConnectionGuard({
+    maxConnections: o.tuning.maxConnections,
+    requestTimeoutMs: o.tuning.requestTimeoutMs,
+    idleTimeoutMs: o.tuning.unauthenticatedIdleMs,
+    perAddress: o.tuning.waitingPerAddress,
+    evictAfterMs: o.tuning.evictWaitingAfterMs,
+    onFull: () => {
+      const now = performance.now();
+      if (now - dropLoggedAt < DROP_LOG_PERIOD_MS) return;
+      dropLoggedAt = now;
+      o.logger.warn(
+        { maxConnections: o.tuning.maxConnections },
+        "connection limit of this process reached: new connections are closed (routers retry); add daemon processes",
+      );
+    },
+  });
+
+  const http = new HttpHeartbeats({ tuning: o.tuning, auth: o.auth, intake, ack, connections: guard });
 
   const server: Server = createServer(
     {
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      headersTimeout: HEADERS_TIMEOUT_MS,
-      requestTimeout: REQUEST_TIMEOUT_MS,
+      headersTimeout: o.tuning.requestTimeoutMs,
+      requestTimeout: o.tuning.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(MAX_CHECK_INTERVAL_MS, Math.max(10, o.tuning.requestTimeoutMs / 5)),
       // Routers send tiny bodies and a handful of headers; Nagle would only add latency to acks.
       noDelay: true,
     },
-    heartbeatRoutes({ http, logger: o.logger, isReady: o.isReady, isClosing, metricsToken: o.metricsToken }),
+    heartbeatRoutes({
+      http,
+      logger: o.logger,
+      isReady: o.isReady,
+      isClosing,
+      metricsToken: o.metricsToken,
+      connections: guard,
+    }),
   );
+  // Connections that proved no token are bounded by the guard (docs/api.md "Routers and heartbeats").
+  server.on("connection", (socket: Socket) => guard.accept(socket));
   server.on("upgrade", (req, socket, head) => {
+    guard.requested(socket as Socket);
     ws.upgrade(req, socket as Socket, head).catch((error) => {
       o.logger.error({ err: error }, "heartbeat upgrade failed");
       socket.destroy();
     });
   });
   server.on("clientError", (_error, socket) => socket.destroy());
-  server.maxConnections = o.tuning.maxConnections;
-  let dropLoggedAt = Number.NEGATIVE_INFINITY;
-  server.on("drop", () => {
-    const now = performance.now();
-    if (now - dropLoggedAt < DROP_LOG_PERIOD_MS) return;
-    dropLoggedAt = now;
-    o.logger.warn(
-      { maxConnections: o.tuning.maxConnections },
-      "connection limit of this process reached: new connections are closed (routers retry); add daemon processes",
-    );
-  });
 
   const port = await listen(server, {
     host: o.host,
@@ -129,10 +150,12 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     url: serverUrl(o.host, port),
     port,
     connections: () => ws.count,
-    closeRouter: (routerId, reason) => ws.closeRouter(routerId, reason),
+    guard: () => guard.snapshot(),
+    closeRouter: (routerId, reason, tokenHash) => ws.closeRouter(routerId, reason, tokenHash),
     close: async () => {
       closing = true;
       unwatch();
+      guard.close();
       const stopped = closeHttpServer(server, { graceMs: SHUTDOWN_GRACE_MS, onForce: () => ws.terminateAll() });
       ws.closeAll();
       await stopped;

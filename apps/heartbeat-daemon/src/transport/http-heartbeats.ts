@@ -3,6 +3,7 @@ import { HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
 import type { HeartbeatTuning } from "../config.ts";
 import { peerAddress } from "../heartbeats/heartbeat-frame.ts";
 import type { HeartbeatIntake } from "../heartbeats/heartbeat-intake.ts";
+import type { ConnectionGuard } from "./connection-guard.ts";
 import { errorFrame } from "./error-frame.ts";
 import { FloodGuard } from "./flood-guard.ts";
 import { sendJson } from "./http-reply.ts";
@@ -19,6 +20,8 @@ export interface HttpHeartbeatsOptions {
   intake: HeartbeatIntake;
   /** The ack body, encoded once. */
   ack: string;
+  /** Told when a request proved no token (transport/connection-guard.ts). */
+  connections: Pick<ConnectionGuard, "answeredWithoutToken">;
 }
 
 /** JSON, or no content type at all (a bare `/tool fetch`); anything else is 415 (docs/api.md "Errors"). */
@@ -56,7 +59,10 @@ export class HttpHeartbeats {
     const owner = await this.#o.auth.authenticate(bearerToken(req.headers.authorization), true);
     if (!owner) {
       req.resume();
-      return sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });
+      sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });
+      // No token proved: the connection may idle only briefly (docs/api.md "Routers and heartbeats").
+      this.#o.connections.answeredWithoutToken(req.socket);
+      return;
     }
     if (!isJsonContentType(req.headers["content-type"])) {
       req.resume();

@@ -18,12 +18,17 @@ const store = (owners: Map<string, TokenOwner>) => {
 };
 
 const token = (n: number) => `hb_token_number_${String(n).padStart(6, "0")}`;
+/** Router r<n>, found by the hash of token(n). */
+const ownerOf = (n: number): TokenOwner => ({
+  routerId: `r${n}`,
+  teamId: "t",
+  tunnelIp: null,
+  tokenHash: hashToken(token(n)),
+});
 
 /** Routers r<n> for `numbers`, and an authenticator that answers their stale owners (HTTP), on a settable clock. */
 const staleAuthenticator = (numbers: readonly number[]) => {
-  const owners = new Map(
-    numbers.map((n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const),
-  );
+  const owners = new Map(numbers.map((n) => [hashToken(token(n)), ownerOf(n)] as const));
   const s = store(owners);
   const clock = { now: 0 };
   const auth = new TokenAuthenticator({
@@ -38,7 +43,7 @@ const staleAuthenticator = (numbers: readonly number[]) => {
 
 describe("TokenAuthenticator", () => {
   it("merges concurrent lookups into one query and caches the answer", async () => {
-    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
+    const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
     const s = store(owners);
     const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => 0 });
     const results = await Promise.all([
@@ -46,11 +51,7 @@ describe("TokenAuthenticator", () => {
       auth.authenticate(token(1)),
       auth.authenticate(token(2)),
     ]);
-    expect(results).toEqual([
-      { routerId: "r1", teamId: "t", tunnelIp: null },
-      { routerId: "r1", teamId: "t", tunnelIp: null },
-      null,
-    ]);
+    expect(results).toEqual([ownerOf(1), ownerOf(1), null]);
     expect(s.calls).toHaveLength(1);
     expect(s.calls[0]?.sort()).toEqual([hashToken(token(1)), hashToken(token(2))].sort());
     await auth.authenticate(token(1));
@@ -59,7 +60,7 @@ describe("TokenAuthenticator", () => {
   });
 
   it("re-checks after the TTL, so a router deleted elsewhere is refused", async () => {
-    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
+    const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
     const s = store(owners);
     let now = 0;
     const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => now });
@@ -78,8 +79,8 @@ describe("TokenAuthenticator", () => {
     owners.delete(hashToken(token(2)));
     clock.now = 5_000;
     // Past the TTL: the cached owners answer at once, without a query of their own...
-    expect(await auth.authenticate(token(1), true)).toEqual({ routerId: "r1", teamId: "t", tunnelIp: null });
-    expect(await auth.authenticate(token(2), true)).toEqual({ routerId: "r2", teamId: "t", tunnelIp: null });
+    expect(await auth.authenticate(token(1), true)).toEqual(ownerOf(1));
+    expect(await auth.authenticate(token(2), true)).toEqual(ownerOf(2));
     expect(await auth.authenticate(token(3), true)).not.toBeNull();
     expect(s.calls).toHaveLength(1);
     // ...and one query re-checks all three; the deleted router is refused from then on.
@@ -111,12 +112,7 @@ describe("TokenAuthenticator", () => {
   });
 
   it("keeps at most two lookups in flight; tokens arriving meanwhile gather into the next batch", async () => {
-    const owners = new Map(
-      Array.from(
-        { length: 50 },
-        (_, n) => [hashToken(token(n)), { routerId: `r${n}`, teamId: "t", tunnelIp: null }] as const,
-      ),
-    );
+    const owners = new Map(Array.from({ length: 50 }, (_, n) => [hashToken(token(n)), ownerOf(n)] as const));
     const calls: number[] = [];
     const release: Array<() => void> = [];
     const lookup = {
@@ -145,11 +141,58 @@ describe("TokenAuthenticator", () => {
   });
 
   it("forgets a revoked router at once", async () => {
-    const owners = new Map([[hashToken(token(1)), { routerId: "r1", teamId: "t", tunnelIp: null }]]);
+    const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
     const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, now: () => 0 });
     expect(await auth.authenticate(token(1))).not.toBeNull();
     auth.revokeRouter("r1");
     expect(await auth.authenticate(token(1))).toBeNull();
+  });
+
+  it("a replaced token is checked again at once; a lookup already running when it was replaced is not believed", async () => {
+    const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
+    let release: () => void = () => {};
+    let gate: Promise<void> | undefined;
+    const lookup = {
+      lookupTokens: async (hashes: readonly string[]) => {
+        // Reads the database "before" the change, then waits: the replacement lands meanwhile.
+        const found = new Map(
+          hashes.flatMap((h) => (owners.has(h) ? [[h, owners.get(h) as TokenOwner] as const] : [])),
+        );
+        if (gate) await gate;
+        return found;
+      },
+    };
+    const auth = new TokenAuthenticator({ lookup, ttlMs: 60_000, staleMs: 600_000, now: () => 0 });
+    expect(await auth.authenticate(token(1), true)).not.toBeNull();
+    // Cached: a replacement drops it, and the next check asks the database (which no longer knows it).
+    owners.delete(hashToken(token(1)));
+    auth.forgetRouter("r1");
+    expect(await auth.authenticate(token(1), true)).toBeNull();
+    // A lookup in flight when the token is replaced read the old row: it is asked again.
+    owners.set(hashToken(token(2)), { ...ownerOf(2), routerId: "r1" });
+    gate = new Promise((resolve) => {
+      release = resolve;
+    });
+    const answer = auth.authenticate(token(2));
+    await new Promise((resolve) => setImmediate(resolve));
+    owners.delete(hashToken(token(2)));
+    auth.forgetRouter("r1");
+    gate = undefined;
+    release();
+    expect(await answer).toBeNull();
+  });
+
+  it("revokes one replaced token of a router, not the router's current one", async () => {
+    const owners = new Map([
+      [hashToken(token(1)), ownerOf(1)],
+      [hashToken(token(2)), { ...ownerOf(2), routerId: "r1" }],
+    ]);
+    const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, now: () => 0 });
+    expect(await auth.authenticate(token(1))).not.toBeNull();
+    expect(await auth.authenticate(token(2))).not.toBeNull();
+    auth.revokeToken("r1", hashToken(token(1)));
+    expect(await auth.authenticate(token(1))).toBeNull();
+    expect(await auth.authenticate(token(2))).toMatchObject({ routerId: "r1" });
   });
 
   it("refuses implausible tokens without a query and bounds remembered unknown ones", async () => {

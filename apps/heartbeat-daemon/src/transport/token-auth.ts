@@ -92,6 +92,14 @@ export class TokenAuthenticator {
   readonly #refreshEveryMs: number;
   #refresh = new Set<string>();
   #refreshTimer: NodeJS.Timeout | undefined;
+  #refreshing = 0;
+  /**
+   * Revocations are numbered. A lookup that was already running when a router's token was revoked
+   * may have read the row before the change: its answer for that router is asked again instead of
+   * being believed (and cached). Only kept while some lookup runs.
+   */
+  #revocation = 0;
+  readonly #revokedAt = new Map<string, number>();
 
   constructor(options: TokenAuthOptions) {
     this.#lookup = options.lookup;
@@ -142,13 +150,49 @@ export class TokenAuthenticator {
     });
   }
 
-  /** Forget a router's token now (it was deleted). */
+  /** Forget a router's token now (it was deleted): it is refused from now on. */
   revokeRouter(routerId: string): void {
+    this.#noteRevocation(routerId);
     const hash = this.#hashByRouter.get(routerId);
     if (hash === undefined) return;
     this.#hashByRouter.delete(routerId);
     this.#cache.delete(hash);
     this.#rememberUnknown(hash, this.#now());
+  }
+
+  /**
+   * A router's token was replaced (re-adoption): whatever is cached for it is dropped, so its next
+   * heartbeat is checked against the database, which knows only the new token.
+   */
+  forgetRouter(routerId: string): void {
+    this.#noteRevocation(routerId);
+    const hash = this.#hashByRouter.get(routerId);
+    if (hash === undefined) return;
+    this.#hashByRouter.delete(routerId);
+    this.#cache.delete(hash);
+  }
+
+  /** This token is no longer its router's (a flush found it replaced): refused from now on. */
+  revokeToken(routerId: string, hash: string): void {
+    this.#noteRevocation(routerId);
+    if (this.#hashByRouter.get(routerId) === hash) this.#hashByRouter.delete(routerId);
+    this.#cache.delete(hash);
+    this.#rememberUnknown(hash, this.#now());
+  }
+
+  #noteRevocation(routerId: string): void {
+    if (this.#inFlight === 0 && this.#refreshing === 0) return;
+    this.#revocation += 1;
+    this.#revokedAt.set(routerId, this.#revocation);
+  }
+
+  /** True when the router's token was revoked after a lookup that started at `since` began. */
+  #revokedSince(routerId: string, since: number): boolean {
+    return (this.#revokedAt.get(routerId) ?? 0) > since;
+  }
+
+  #lookupsSettled(): void {
+    if (this.#inFlight === 0 && this.#refreshing === 0) this.#revokedAt.clear();
   }
 
   get size(): number {
@@ -174,11 +218,22 @@ export class TokenAuthenticator {
   }
 
   async #runRefresh(): Promise<void> {
+    this.#refreshing += 1;
+    try {
+      await this.#refreshAll();
+    } finally {
+      this.#refreshing -= 1;
+      this.#lookupsSettled();
+    }
+  }
+
+  async #refreshAll(): Promise<void> {
     const hashes = [...this.#refresh];
     this.#refresh = new Set();
     for (let i = 0; i < hashes.length; i += REFRESH_BATCH) {
       const part = hashes.slice(i, i + REFRESH_BATCH);
       let owners: Map<string, TokenOwner>;
+      const since = this.#revocation;
       try {
         this.lookups += 1;
         owners = await this.#lookup.lookupTokens(part);
@@ -188,6 +243,8 @@ export class TokenAuthenticator {
       const checkedAt = this.#now();
       for (const hash of part) {
         const owner = owners.get(hash) ?? null;
+        // Revoked meanwhile: the answer may predate it; the revocation already dropped the entry.
+        if (owner && this.#revokedSince(owner.routerId, since)) continue;
         if (!owner) {
           const gone = this.#cache.get(hash)?.owner.routerId;
           if (gone !== undefined && this.#hashByRouter.get(gone) === hash) this.#hashByRouter.delete(gone);
@@ -206,6 +263,7 @@ export class TokenAuthenticator {
       await this.#lookupBatch(batch);
     } finally {
       this.#inFlight -= 1;
+      this.#lookupsSettled();
       if (this.#pending.size > 0) this.#schedule();
     }
   }
@@ -215,6 +273,7 @@ export class TokenAuthenticator {
     for (let i = 0; i < hashes.length; i += LOOKUP_BATCH) {
       const part = hashes.slice(i, i + LOOKUP_BATCH);
       let owners: Map<string, TokenOwner>;
+      const since = this.#revocation;
       try {
         this.lookups += 1;
         owners = await this.#lookup.lookupTokens(part);
@@ -226,6 +285,14 @@ export class TokenAuthenticator {
       const checkedAt = this.#now();
       for (const hash of part) {
         const owner = owners.get(hash) ?? null;
+        if (owner && this.#revokedSince(owner.routerId, since)) {
+          // Read before the router's token was revoked or replaced, maybe: ask again.
+          const waiters = batch.get(hash) ?? [];
+          const queued = this.#pending.get(hash);
+          if (queued) queued.push(...waiters);
+          else this.#pending.set(hash, waiters);
+          continue;
+        }
         this.#remember(hash, owner, checkedAt);
         for (const resolve of batch.get(hash) ?? []) resolve(owner);
       }
@@ -256,6 +323,8 @@ export class TokenAuthenticator {
         if (evicted?.owner) this.#hashByRouter.delete(evicted.owner.routerId);
       }
     }
+    // The owner keeps the cache key's string, not a second copy of it from the database row.
+    if (owner.tokenHash === hash) owner.tokenHash = hash;
     this.#cache.delete(hash);
     this.#cache.set(hash, { owner, checkedAt });
     this.#hashByRouter.set(owner.routerId, hash);

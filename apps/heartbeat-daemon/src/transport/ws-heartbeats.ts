@@ -155,9 +155,15 @@ export class WsHeartbeats {
     this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, owner, address, socket));
   }
 
-  /** Closes every socket of a router (it was deleted): its heartbeats are refused from now on. */
-  closeRouter(routerId: string, reason: string): void {
-    for (const ws of this.#registry.sockets(routerId)) ws.close(CLOSE_REVOKED, reason);
+  /**
+   * Closes the sockets of a router (it was deleted, or its token replaced): its heartbeats are
+   * refused from now on. With `tokenHash`, only the sockets opened with that token.
+   */
+  closeRouter(routerId: string, reason: string, tokenHash?: string): void {
+    for (const ws of this.#registry.sockets(routerId)) {
+      if (tokenHash === undefined || this.#peers.get(ws)?.owner.tokenHash === tokenHash)
+        ws.close(CLOSE_REVOKED, reason);
+    }
   }
 
   /** Shutdown, first step: the close handshake (1001) with every peer. */

@@ -5,6 +5,7 @@ import {
   ROUTER_JOBS_DEAD_LETTER,
   ROUTER_JOBS_QUEUE,
   type RouterJobData,
+  type RouterJobLocks,
   runJob,
   type TJobOutcome,
 } from "@fleet/db";
@@ -17,6 +18,8 @@ export interface RouterJobWorkerOptions {
   engine: JobEngine;
   /** Handlers by job kind (FORWARD_JOB_KINDS). */
   handlers: Readonly<Record<string, JobHandler>>;
+  /** Every attempt runs holding its router's lock (an attempt past its lease may still run beside its retry). */
+  locks: RouterJobLocks;
   logger: Logger;
   /** Jobs this agent runs at once (of different routers: one router's jobs never overlap). */
   concurrency: number;
@@ -38,7 +41,8 @@ const toRecord = (job: EngineJob<RouterJobData>): JobRecord => ({
  * handler's error fails the attempt (retried with backoff, then dead-lettered), a permanent one
  * dead-letters at once. At-least-once: an agent that dies mid-job leaves the attempt active until
  * the queue's lease (`expireInSeconds`) passes, then another agent runs it again, so handlers are
- * idempotent.
+ * idempotent. An attempt that outlives its lease while its agent is alive (a slow router, a loaded
+ * machine) is retried too: the router's lock keeps the retry waiting until the stale attempt ends.
  */
 export class RouterJobWorker {
   readonly #o: RouterJobWorkerOptions;
@@ -53,7 +57,7 @@ export class RouterJobWorker {
     const log = this.#o.logger.child({ jobId: job.id, kind: job.data.kind, attempt: job.retryCount + 1 });
     if (!handler) throw new Error(`no handler for job kind ${job.data.kind}`);
     try {
-      await handler(toRecord(job));
+      await this.#o.locks.run(job.data.router_id, () => handler(toRecord(job)));
     } catch (error) {
       log.warn({ err: error }, "job attempt failed");
       throw error;

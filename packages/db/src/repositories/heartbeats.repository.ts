@@ -27,11 +27,18 @@ export interface TokenOwner {
    * once its own binding succeeded.
    */
   wireguardKey?: string | null;
+  /**
+   * The hash the router was found by. A heartbeat is written only while it is still the router's
+   * (a re-adoption replaces it), and sockets opened with a replaced token are told apart by it.
+   */
+  tokenHash: string;
 }
 
 /** One router's latest heartbeat of a flush window (docs/api.md "Routers and heartbeats"). Undefined/null: not reported. */
 export interface HeartbeatWrite {
   routerId: string;
+  /** The hash of the token the heartbeat was made with: written only while it is the router's. */
+  tokenHash: string;
   seenAt: Date;
   peer: string | null;
   identity?: string | null | undefined;
@@ -53,15 +60,23 @@ export interface AppliedHeartbeat {
   previousSeenAt: Date | null;
 }
 
+/** A heartbeat made with a token that is no longer its router's (re-adoption replaced it). */
+export interface ReplacedToken {
+  routerId: string;
+  tokenHash: string;
+}
+
 /**
  * What one flush's statement reports. `notable`: the routers whose heartbeat may flip their pulse,
  * close downtime or end a fault (no pulse before, never seen, or a gap of at least the quiet gap),
  * with their state before it. `gone`: routers whose row no longer exists (nothing was written).
- * A router beating on time is in neither: at the steady cadence a flush reads back nothing.
+ * `replaced`: heartbeats made with a token the router no longer has (nothing was written).
+ * A router beating on time is in none: at the steady cadence a flush reads back nothing.
  */
 export interface HeartbeatsApplied {
   notable: AppliedHeartbeat[];
   gone: string[];
+  replaced: ReplacedToken[];
 }
 
 export interface DowntimeWrite {
@@ -128,15 +143,18 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 // locks beyond the update's own, so the flush costs what a plain UNNEST update costs. A fault the
 // sweeper opens concurrently may be missed by `o`; the writer therefore also completes faults for
 // every router whose silence was long enough to have one (see HeartbeatWriter).
+// A heartbeat is written only while the token it was made with ($14) is still the router's: a
+// re-adoption replaces the token, and a heartbeat with the old one must neither write nor use up the
+// new adoption URL, whatever a daemon still has cached (docs/routeros.md "Adoption").
 // Only the rows the daemon has work for come back: a router that had no pulse or had never been
-// seen, a gap of at least $13 ms (the writer's "quiet gap"), or a router whose row is gone (`u` has
-// no row for it). At the steady cadence a flush returns nothing.
+// seen, a gap of at least $13 ms (the writer's "quiet gap"), or a row not written (`u` has none:
+// the router is gone or its token was replaced). At the steady cadence a flush returns nothing.
 const APPLY_SQL = `
 with v as (
   select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[])
+    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[], $14::text[])
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
-      hardwareboard, uptime, metadata)
+      hardwareboard, uptime, metadata, token_hash)
 ), u as (
   update routers r set
     has_pulse = true,
@@ -155,10 +173,12 @@ with v as (
       when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
       else r.reported_metadata || v.metadata end
   from v, routers o
-  where r.id = v.id and o.id = v.id
+  where r.id = v.id and o.id = v.id and r.heartbeat_token_hash = v.token_hash
   returning r.id, r.team_id, o.has_pulse as previous_has_pulse, o.last_seen_at as previous_seen_at
 )
-select v.id, u.id is null as gone, u.team_id, u.previous_has_pulse, ${ms("u.previous_seen_at", "previous_seen_ms")}
+select v.id, v.token_hash, u.id is null as refused,
+  u.id is null and not exists (select 1 from routers x where x.id = v.id) as gone,
+  u.team_id, u.previous_has_pulse, ${ms("u.previous_seen_at", "previous_seen_ms")}
 from v left join u on u.id = v.id
 where u.id is null or not u.previous_has_pulse or u.previous_seen_at is null
   or v.seen_ms - extract(epoch from u.previous_seen_at) * 1000 >= $13`;
@@ -300,6 +320,7 @@ export class HeartbeatsRepository {
           teamId: r.team_id,
           tunnelIp: r.tunnel_ip === null ? null : String(r.tunnel_ip),
           wireguardKey: r.wireguard_key ?? null,
+          tokenHash: r.hash,
         },
       ]),
     );
@@ -311,12 +332,14 @@ export class HeartbeatsRepository {
    * less than `quietGapMs` before this heartbeat is written and not reported.
    */
   async applyHeartbeats(writes: readonly HeartbeatWrite[], quietGapMs: number): Promise<HeartbeatsApplied> {
-    const result: HeartbeatsApplied = { notable: [], gone: [] };
+    const result: HeartbeatsApplied = { notable: [], gone: [], replaced: [] };
     const parts = chunks(writes, this.chunkSize);
     for (const [index, part] of parts.entries()) {
       if (index > 0 && this.#db.driver === "pglite") await yieldToEventLoop();
       const rows = await this.#db.query<{
         id: string;
+        token_hash: string;
+        refused: boolean;
         gone: boolean;
         team_id: string | null;
         previous_has_pulse: boolean | null;
@@ -341,12 +364,17 @@ export class HeartbeatsRepository {
           ),
           textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
           quietGapMs,
+          textArray(part.map((w) => w.tokenHash)),
         ],
         { prepare: "heartbeats_apply" },
       );
       for (const row of rows) {
-        if (row.gone || row.team_id === null) {
+        if (row.gone) {
           result.gone.push(row.id);
+          continue;
+        }
+        if (row.refused || row.team_id === null) {
+          result.replaced.push({ routerId: row.id, tokenHash: row.token_hash });
           continue;
         }
         result.notable.push({

@@ -10,11 +10,20 @@ export interface StatusFeed {
   publish(events: readonly TRouterStatusEvent[]): Promise<void>;
   /** Returns the unsubscribe function. */
   subscribe(listener: (event: TRouterStatusEvent) => void): () => void;
+  /**
+   * Routers whose heartbeat token was replaced (re-adoption, docs/routeros.md "Adoption"): every
+   * heartbeat daemon process forgets the old token and closes the sockets opened with it. Kept
+   * apart from the status events: it is not a change `routers.onStatus` subscribers are told of.
+   */
+  publishTokenReplaced(routerIds: readonly string[]): Promise<void>;
+  /** Returns the unsubscribe function. */
+  onTokenReplaced(listener: (routerId: string) => void): () => void;
 }
 
 /** The in-process feed: PGlite and the all-in-one process, where everything shares one process. */
 export class MemoryStatusFeed implements StatusFeed {
   readonly #listeners = new Set<(event: TRouterStatusEvent) => void>();
+  readonly #tokenListeners = new Set<(routerId: string) => void>();
 
   async publish(events: readonly TRouterStatusEvent[]): Promise<void> {
     this.deliver(events);
@@ -37,6 +46,30 @@ export class MemoryStatusFeed implements StatusFeed {
     this.#listeners.add(listener);
     return () => {
       this.#listeners.delete(listener);
+    };
+  }
+
+  async publishTokenReplaced(routerIds: readonly string[]): Promise<void> {
+    this.deliverTokenReplaced(routerIds);
+  }
+
+  /** Hands replaced-token notices to local listeners; a throwing listener does not stop the others. */
+  deliverTokenReplaced(routerIds: readonly string[]): void {
+    for (const routerId of routerIds) {
+      for (const listener of this.#tokenListeners) {
+        try {
+          listener(routerId);
+        } catch {
+          // A listener's failure is its own problem.
+        }
+      }
+    }
+  }
+
+  onTokenReplaced(listener: (routerId: string) => void): () => void {
+    this.#tokenListeners.add(listener);
+    return () => {
+      this.#tokenListeners.delete(listener);
     };
   }
 

@@ -24,6 +24,11 @@ export interface AdoptionServiceDeps {
   store: AdoptionStore;
   clock: Clock;
   logger: Logger;
+  /**
+   * Tells every heartbeat daemon process that a router's old token stopped working, and every hub
+   * that its tunnel binding is gone (so each drops the router's peer within a second).
+   */
+  feed: Pick<StatusFeed, "publishTokenReplaced" | "publish">;
   /** `API_PUBLIC_URL`, or where the API listens (known once it is bound). */
   apiPublicUrl: () => string;
   /** `HEARTBEAT_PUBLIC_URL`, or where the heartbeat daemon listens. */
@@ -38,15 +43,15 @@ export interface AdoptionServiceDeps {
    * comes from its row); `hubPublicKey` is undefined while the hub's key is not known.
    */
   wireguard?: Omit<AdoptionWireguard, "tunnelIp" | "hubPublicKey"> & { hubPublicKey: () => string | undefined };
-  /** Where a cleared binding is announced, so every hub drops the router's peer within a second. */
-  feed?: StatusFeed;
 }
 
 /** docs/routeros.md "Adoption": a script URL works for one hour. */
 export const ADOPTION_TTL_MS = 3_600_000;
 /**
- * After a re-adoption, heartbeat daemons may accept the replaced token for as long as they cache
- * it (5 s, docs/api.md "Routers and heartbeats"); heartbeats in this window do not use the new URL up.
+ * Heartbeats stamped this soon after a re-adoption do not use the new URL up. Daemons refuse the
+ * replaced token as soon as they hear of it and never write a heartbeat whose token is no longer the
+ * router's (docs/routeros.md "Adoption"), so this only covers clocks of the API and daemon hosts
+ * that disagree by a few seconds.
  */
 export const REPLACED_TOKEN_GRACE_MS = 10_000;
 
@@ -113,8 +118,18 @@ export class AdoptionService {
     if (!found) throw new AppError("not_found", "Router not found.");
     // The binding is gone with the old token; hubs drop the peer when they hear of it (and at their next reconciliation otherwise).
     await this.#deps.feed
-      ?.publish([{ type: "tunnel_binding", router_id: routerId, team_id: teamId }])
+      .publish([{ type: "tunnel_binding", router_id: routerId, team_id: teamId }])
       .catch((error: unknown) => this.#deps.logger.warn({ err: error }, "cleared tunnel binding not announced"));
+    // The row already refuses the old token (daemons write only heartbeats made with the router's
+    // current token); the notice makes every daemon refuse it at the door and close its sockets.
+    await this.#deps.feed
+      .publishTokenReplaced([routerId])
+      .catch((error) =>
+        this.#deps.logger.warn(
+          { err: error },
+          "token replacement not announced; daemons refuse the old token at their next flush",
+        ),
+      );
     return this.answer(minted);
   }
 

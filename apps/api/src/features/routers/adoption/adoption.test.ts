@@ -51,9 +51,12 @@ const fetchScript = async (url: string) => {
   };
 };
 
-const beat = async (routerId: string, at: Date) => {
-  await new HeartbeatsRepository(h.db).applyHeartbeats([{ routerId, seenAt: at, peer: "127.0.0.1" }], 0);
-};
+/** A heartbeat made with `token`, written as the daemon's flush writes it. */
+const beat = async (routerId: string, token: string, at: Date) =>
+  new HeartbeatsRepository(h.db).applyHeartbeats(
+    [{ routerId, tokenHash: sha256(token), seenAt: at, peer: "127.0.0.1" }],
+    0,
+  );
 
 beforeAll(async () => {
   const logger = pino(
@@ -139,9 +142,9 @@ describe("GET <adoption url>", () => {
 
   it("answers 410 once a heartbeat was made with the token it carries, saying nothing about the router", async () => {
     const user = await billedUser();
-    const { router, adoption } = await enroll(user, "Secret Site");
+    const { router, adoption, heartbeat_token } = await enroll(user, "Secret Site");
     expect((await fetchScript(adoption.url)).status).toBe(200);
-    await beat(router.id, clock.now());
+    await beat(router.id, heartbeat_token, clock.now());
     const gone = await fetchScript(adoption.url);
     expect(gone.status).toBe(410);
     expect(gone.cache).toBe("no-store");
@@ -236,7 +239,7 @@ describe("POST /api/routers/{id}/adoption", () => {
   it("mints a new heartbeat token and URL; the old token and URL stop working", async () => {
     const user = await billedUser();
     const first = await enroll(user);
-    await beat(first.router.id, clock.now());
+    await beat(first.router.id, first.heartbeat_token, clock.now());
     clock.advance(60_000);
     const res = await h.request("POST", `/api/routers/${first.router.id}/adoption`, { token: user.token });
     expect(res.status).toBe(201);
@@ -260,14 +263,33 @@ describe("POST /api/routers/{id}/adoption", () => {
     expect((await fetchScript(first.adoption.url)).status).toBe(410);
   });
 
-  it("does not count heartbeats the replaced token may still make while daemons cache it (10 s)", async () => {
+  it("never writes a heartbeat made with the replaced token: the new URL stays usable", async () => {
+    const user = await billedUser();
+    const { router, heartbeat_token: oldToken } = await enroll(user);
+    const res = await h.request("POST", `/api/routers/${router.id}/adoption`, { token: user.token });
+    const before = await databaseFingerprint(h.db);
+    // A stale or stolen device beating with the old token, long after the re-adoption.
+    const applied = await beat(router.id, oldToken, new Date(clock.now().getTime() + 60_000));
+    expect(applied).toEqual({
+      notable: [],
+      gone: [],
+      replaced: [{ routerId: router.id, tokenHash: sha256(oldToken) }],
+    });
+    expect(await databaseFingerprint(h.db)).toBe(before);
+    expect((await fetchScript(res.body.data.url)).status).toBe(200);
+  });
+
+  it("does not count heartbeats stamped within 10 s of the re-adoption (host clocks may disagree)", async () => {
     const user = await billedUser();
     const { router } = await enroll(user);
     const res = await h.request("POST", `/api/routers/${router.id}/adoption`, { token: user.token });
     const issuedAt = clock.now().getTime();
-    await beat(router.id, new Date(issuedAt + 9_999));
+    const script = await fetchScript(res.body.data.url);
+    const source = readRouterOsString(script.text, script.text.indexOf('source="') + "source=".length).value;
+    const newToken = /Bearer (hb_[A-Za-z0-9_-]+),/.exec(source)?.[1] ?? "";
+    await beat(router.id, newToken, new Date(issuedAt + 9_999));
     expect((await fetchScript(res.body.data.url)).status).toBe(200);
-    await beat(router.id, new Date(issuedAt + 10_000));
+    await beat(router.id, newToken, new Date(issuedAt + 10_000));
     expect((await fetchScript(res.body.data.url)).status).toBe(410);
   });
 
