@@ -18,6 +18,7 @@ import {
   type RouterOsSshServerOptions,
   startRouterOsSshServer,
 } from "@fleet/router-simulator/routeros/routeros-ssh-server";
+import { RouterOsDevice } from "@fleet/router-simulator/routeros/script/routeros-device";
 import { generateEd25519KeyPair } from "@fleet/shared";
 
 const HOST = "127.0.0.1";
@@ -319,6 +320,55 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
     expect(() => dropConnections("127.0.0.1;", 1)).toThrow();
     await router.exec(listForwardRules());
     expect(sim.commands()).toEqual([listForwardRules()]);
+  });
+
+  it("removes users, groups and scheduler entries from an adopted device's tables and the temporary ones alike", async () => {
+    const device = new RouterOsDevice({
+      identity: "edge-1",
+      version: "7.16.2 (stable)",
+      boardName: "RB5009UG+S+",
+      model: "RB5009UG+S+",
+      routerboard: true,
+      serialNumber: "HE708ABCDEF",
+      licenseId: "AB12-CD34",
+      bootedAt: Date.now(),
+      http: async () => ({ status: 500, body: "" }),
+    });
+    cleanups.push(() => device.stop());
+    // What adoption installs, in the device's own tables.
+    await device.run(
+      [
+        "/user group add name=fleet-mgmt policy=ssh,read,write",
+        "/user add name=fleet-agent group=fleet-mgmt",
+        `/user ssh-keys add user=fleet-agent key="${clientKey.public.trim()}"`,
+        '/system scheduler add name=fleet-heartbeat interval=1d on-event="/log info hi"',
+      ].join("\n"),
+    );
+    const { sim, router } = await setup({
+      configuration: { remove: (menu, target) => device.removeWhere(menu, target) },
+    });
+    // Temporary access beside it, in the SSH server's local users.
+    await router.exec('/user group add name=fleet-read policy="read,ssh"');
+    await router.exec('/user add name=fleet-tmp-1 group=fleet-read password="s3cret"');
+    const names = () => device.tables.user.map((u) => u.props.name);
+
+    await router.exec('/user remove [find where name="fleet-agent"]');
+    expect(names()).toEqual(["admin"]);
+    expect(sim.users().map((u) => u.name)).toEqual(["fleet-tmp-1"]);
+    await router.exec('/user ssh-keys remove [find where user="fleet-agent"]');
+    expect(device.tables["user ssh-keys"]).toEqual([]);
+    await router.exec('/user group remove [find where name="fleet-mgmt"]');
+    await router.exec('/system scheduler remove [find where name="fleet-heartbeat"]');
+    expect(device.tables["user group"].map((g) => g.props.name)).toEqual(["read", "write", "full"]);
+    expect(device.tables["system scheduler"]).toEqual([]);
+    // A group in use is not removed; the temporary user's removal reaches the local table.
+    await expect(router.exec('/user group remove [find where name="fleet-read"]')).rejects.toThrow(/in use/);
+    await router.exec('/user remove [find where name="fleet-tmp-1"]');
+    expect(sim.users()).toEqual([]);
+    await router.exec('/user group remove [find where name="fleet-read"]');
+    // Unknown commands in these menus still fail loudly.
+    await expect(router.exec("/user frobnicate")).rejects.toThrow(RouterOsCommandError);
+    await expect(router.exec('/user ssh-keys frobnicate [find where user="x"]')).rejects.toThrow(/bad command name/);
   });
 
   it("offers an interactive shell with a RouterOS prompt", async () => {

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectAs, freePortOn } from "../forwards/forward-fixtures.ts";
+import { connectOutcome, freePortOn } from "../forwards/forward-fixtures.ts";
 import { testSystemEnv } from "../support/system-env.ts";
 
 /**
@@ -173,19 +173,29 @@ describe("a removed router's address and device (finding 2)", () => {
     // B's forward: the agent refuses the device at X (its last pinned key was A's removed router's).
     const forward = await call("POST", `/api/routers/${bRouter}/transient-forwarding`, b.token, forwardBody);
     expect(forward.status).toBe(201);
-    await eventually(
-      async () => (await listRouterJobs(db, { routerId: bRouter, deadLettered: true }))[0]?.lastError != null,
-      "B's apply job refused for good",
-    );
+    // Pending, the forward has no listener: nothing is relayed to X before the agent has checked
+    // the device there (a stale rule of A's on it would otherwise take B's connections to A's LAN).
+    let listened = false;
+    await eventually(async () => {
+      if (system.tunnelAgent.relay.listening().some((l) => l.id === forward.body.id)) listened = true;
+      return (await listRouterJobs(db, { routerId: bRouter, deadLettered: true }))[0]?.lastError != null;
+    }, "B's apply job refused for good");
+    expect(listened).toBe(false);
     const [refused] = await listRouterJobs(db, { routerId: bRouter, deadLettered: true });
     expect(refused?.lastError).toMatch(/removed router .* of another organization.*tunnel clear-pin/);
     expect(victim.ros().ssh.logins()).toBe(loginsBefore);
     expect(victim.ros().ssh.rules()).toEqual([]);
-    // B's relay connection reaches nothing behind A's device.
-    await eventually(() => system.tunnelAgent.relay.listening().some((l) => l.id === forward.body.id), "B's listener");
-    const client = await connectAs(forward.body.port, "8.8.8.8", { payload: "GET / HTTP/1.0\r\n\r\n" });
-    const received = await client.received;
-    expect(received.toString()).not.toMatch(/simulated LAN device/);
+    // The agent gave up: B's forward is `failed` with the reason (docs/api.md "Transient Port
+    // Forward"), its listener is closed, and B's connection to its port reaches nothing behind A's device.
+    const failed = await eventually(async () => {
+      const got = await call("GET", `/api/routers/${bRouter}/transient-forwarding/${forward.body.id}`, b.token);
+      return got.body.state === "failed" ? got.body : undefined;
+    }, "B's forward failed");
+    expect(failed.failure_reason).toMatch(/removed router .* of another organization/);
+    await system.tunnelAgent.refresh();
+    expect(system.tunnelAgent.relay.listening().some((l) => l.id === forward.body.id)).toBe(false);
+    expect(await connectOutcome(forward.body.port)).toBe("ECONNREFUSED");
+    expect(victim.ros().ssh.logins()).toBe(loginsBefore);
     expect(victim.ros().lan.connections()).toBe(lanBefore);
 
     // The operator's way out, after checking the device: clear the pin (here only to show it exists).

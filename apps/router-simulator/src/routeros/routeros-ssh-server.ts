@@ -111,7 +111,17 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     received.push(line);
     if (opts.commandDelayMs) await sleep(opts.commandDelayMs);
     if (line.trim() === "/export terse") return exportTerse();
-    if (RouterOsUsers.handles(line)) return users.execute(line, user);
+    if (RouterOsUsers.handles(line)) {
+      const out = users.execute(line, user);
+      if (out !== "" || !opts.configuration) return out;
+      // An adopted device's own users, groups and scheduler entries (what its adoption script
+      // created) live in its configuration tables: a removal reaches them as well as the
+      // temporary ones above, as on a router that has one table per menu (offboarding).
+      const parsed = parseRouterOsCommand(line);
+      return parsed.ok && parsed.command.kind === "config-remove"
+        ? opts.configuration.remove(parsed.command.menu, parsed.command.target)
+        : out;
+    }
     const parsed = parseRouterOsCommand(line);
     if (!parsed.ok) return parsed.error;
     const cmd = parsed.command;

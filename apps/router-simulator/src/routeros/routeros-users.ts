@@ -36,6 +36,9 @@ type Args = { positional: string[]; named: Map<string, string>; find: Map<string
 const MENUS = [["user", "active"], ["user", "group"], ["system", "scheduler"], ["ip", "address"], ["user"]] as const;
 
 const WRITE_VERBS = new Set(["add", "remove", "set", "request-logout"]);
+const VERBS = new Set([...WRITE_VERBS, "print"]);
+
+const BUILTIN_GROUPS = new Set(["full", "read", "write"]);
 
 class UsersError extends Error {}
 
@@ -105,10 +108,15 @@ export class RouterOsUsers {
     this.#logout = logout;
   }
 
-  /** The command's menu when this module handles it, else undefined. */
+  /**
+   * Whether this module answers the command: one of its menus followed by one of its verbs. Other
+   * words after a menu (`/user ssh-keys ...`, a typo) are not its: the caller's parser answers them.
+   */
   static handles(line: string): boolean {
+    if (!line.trim().startsWith("/")) return false;
     const words = line.trim().replace(/^\//, "").split(/\s+/);
-    return MENUS.some((menu) => menu.every((w, i) => words[i] === w)) && line.trim().startsWith("/");
+    const menu = MENUS.find((m) => m.every((w, i) => words[i] === w));
+    return menu !== undefined && VERBS.has(words[menu.length] ?? "");
   }
 
   users(): SimUser[] {
@@ -164,7 +172,7 @@ export class RouterOsUsers {
   execute(line: string, user?: string): string {
     const trimmed = line.trim().replace(/^\//, "");
     const menu = MENUS.find((m) => m.every((w, i) => trimmed.split(/\s+/)[i] === w));
-    if (!menu) return "bad command name";
+    if (!menu) return `bad command name ${trimmed.split(/\s+/)[0] ?? ""} (line 1 column 2)`;
     const rest = trimmed.split(/\s+/).slice(menu.length).join(" ");
     const verb = rest.split(/\s+/)[0] ?? "";
     let args: Args;
@@ -193,6 +201,14 @@ export class RouterOsUsers {
           if (matches({ name: group.name }, args.find) && args.named.has("policy")) {
             group.policy = (args.named.get("policy") ?? "").split(",").filter(Boolean);
           }
+        }
+        return "";
+      }
+      case "user group|remove": {
+        for (const group of [...this.#groups.values()]) {
+          if (BUILTIN_GROUPS.has(group.name) || !matches({ name: group.name }, args.find)) continue;
+          if ([...this.#users.values()].some((u) => u.group === group.name)) return "failure: group is in use";
+          this.#groups.delete(group.name);
         }
         return "";
       }
@@ -252,7 +268,7 @@ export class RouterOsUsers {
           .map((a, n) => `${String(n).padStart(2)}   address=${a.address} interface=${a.interface}`)
           .join("\r\n");
       default:
-        return "bad command name";
+        return `bad command name ${verb} (line 1 column ${line.indexOf(verb, line.indexOf(menu.at(-1) ?? "") + 1) + 1})`;
     }
   }
 

@@ -253,6 +253,9 @@ describe("ForwardsRepository", () => {
     expect((await forwards.expireDue(at(10 * 60_000))).filter((f) => f.routerId === router.id)).toEqual([]);
     expect(await jobs.list({ forwardId: soon.id, kind: "forward.remove" })).toHaveLength(1);
     expect((await forwards.listActive(router.id, at(10 * 60_000))).map((f) => f.id)).toEqual([later.id]);
+    // The relay serves a forward only once its rule is on the router (state `active`), never while pending.
+    expect(await forwards.relayTargets(entryPoint, at(10 * 60_000))).toEqual([]);
+    await forwards.markApplied(later.id, at(60_000));
     expect((await forwards.relayTargets(entryPoint, at(10 * 60_000))).map((t) => t.id)).toEqual([later.id]);
     expect(await forwards.routersToReconcile(T0)).toContain(router.id);
   });

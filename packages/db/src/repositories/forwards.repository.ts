@@ -450,12 +450,18 @@ export class ForwardsRepository {
     return rows.map(forwardFromRow);
   }
 
-  /** Every forward the relay at `entryPoint` should serve now. */
+  /**
+   * Every forward the relay at `entryPoint` should serve now: active and applied (state `active`).
+   * A pending forward gets no listener: until the agent has put its rule on the router (after
+   * checking the device's host key), a connection to `tunnel_ip:port` could reach a stale rule of
+   * another device at that address (docs/routeros.md "Offboarding").
+   */
   async relayTargets(entryPoint: string, now: Date): Promise<RelayTarget[]> {
     const rows = await this.#db.query<Row>(
       `select f.id, f.port, f.allow_only_cidr, f.expires_at, r.tunnel_ip
        from forwards f join routers r on r.id = f.router_id
-       where f.entry_point = $1 and f.status = 'active' and f.expires_at > $2 and r.tunnel_ip is not null`,
+       where f.entry_point = $1 and f.status = 'active' and f.applied_at is not null and f.expires_at > $2
+         and r.tunnel_ip is not null`,
       [entryPoint, now],
     );
     return rows.map((row) => ({
