@@ -332,6 +332,7 @@ describe("the operator console", () => {
         await access.getByRole("button", { name: /^Revoke SSH access fleet-tmp-/ }).click();
         await sessions.waitFor({ state: "detached" });
         await access.getByText("No active access.").waitFor();
+        await password.waitFor({ state: "detached" });
 
         // A configuration backup on demand: listed, its text, and its changes against nothing before it.
         const backups = page.getByRole("region", { name: "Configuration backups" });

@@ -35,8 +35,8 @@ export const connectLine = (access: Pick<Access, "service" | "username" | "entry
 
 /**
  * docs/console.md "Router": temporary WinBox, SSH or WebFig access to the router itself. The
- * password is in the create answer only: it is shown once, until the form is used again or the page
- * is left, and nothing keeps it.
+ * password is in the create answer only: it is shown once, until the form is used again, that
+ * session is revoked or the page is left, and nothing keeps it.
  */
 export const AccessSection = ({ routerId }: { routerId: string }) => {
   const trpc = useTRPC();
@@ -44,8 +44,16 @@ export const AccessSection = ({ routerId }: { routerId: string }) => {
   const now = useNow();
   const sessions = useQuery(trpc.access.list.queryOptions({ router_id: routerId }));
   const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.access.list.queryKey({ router_id: routerId }) });
-  const revoke = useMutation(trpc.access.revoke.mutationOptions({ onSuccess: refresh }));
   const create = useMutation(trpc.access.create.mutationOptions({ onSuccess: refresh }));
+  const revoke = useMutation(
+    trpc.access.revoke.mutationOptions({
+      onSuccess: (_, { id }) => {
+        // A revoked session's password is of no use any more: stop showing it.
+        if (create.data?.data.id === id) create.reset();
+        return refresh();
+      },
+    }),
+  );
   const [form, setForm] = useState<{
     service: Service;
     level: Level;
