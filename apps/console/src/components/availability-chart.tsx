@@ -18,7 +18,7 @@ export const AvailabilityChart = ({
   );
   const label =
     `Availability per day over the last ${days.length} days: ${percent.toFixed(2)} % up, ` +
-    `${Math.round(down * 10) / 10} minutes down in total`;
+    `${Math.round(down * 100) / 100} minutes down in total`;
   const description = worst
     ? `Worst day ${worst.period_start.slice(0, 10)}: ${worst.availability_percent} % up, ${worst.minutes_down} minutes down.`
     : "No downtime on any day.";

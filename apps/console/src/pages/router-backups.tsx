@@ -69,7 +69,7 @@ export const BackupsSection = ({ routerId }: { routerId: string }) => {
         <table aria-label="Configuration versions">
           <thead>
             <tr>
-              <th scope="col">Version of</th>
+              <th scope="col">First read</th>
               <th scope="col">Last checked</th>
               <th scope="col">Lines</th>
               <th scope="col">Size</th>
@@ -95,7 +95,12 @@ export const BackupsSection = ({ routerId }: { routerId: string }) => {
         </table>
       ) : null}
       {shown && list.some((b) => b.id === shown.id) ? (
-        <BackupViewer routerId={routerId} shown={shown} backup={list.find((b) => b.id === shown.id) as Backup} />
+        <BackupViewer
+          routerId={routerId}
+          shown={shown}
+          backup={list.find((b) => b.id === shown.id) as Backup}
+          first={list.at(-1)?.id === shown.id && backups.data?.next_cursor === null}
+        />
       ) : null}
     </>
   );
@@ -151,7 +156,17 @@ const BackupRow = ({
 };
 
 /** A version's text, or the unified diff against the version before it, lines marked by kind. */
-const BackupViewer = ({ routerId, shown, backup }: { routerId: string; shown: Shown; backup: Backup }) => {
+const BackupViewer = ({
+  routerId,
+  shown,
+  backup,
+  first,
+}: {
+  routerId: string;
+  shown: Shown;
+  backup: Backup;
+  first: boolean;
+}) => {
   const trpc = useTRPC();
   const input = { router_id: routerId, id: shown.id };
   const text = useQuery({ ...trpc.backups.get.queryOptions(input), enabled: shown.view === "text" });
@@ -159,7 +174,9 @@ const BackupViewer = ({ routerId, shown, backup }: { routerId: string; shown: Sh
   const query = shown.view === "text" ? text : diff;
   const of = when(backup.created_at);
   const title =
-    shown.view === "text" ? `Configuration of ${of}` : `Changes in configuration of ${of} against the version before`;
+    shown.view === "text"
+      ? `Configuration of ${of}`
+      : `Changes in configuration of ${of} ${first ? "(the first version: against nothing)" : "against the version before"}`;
   return (
     <section aria-labelledby="backup-viewer-title" className="viewer">
       <h3 id="backup-viewer-title">{title}</h3>
