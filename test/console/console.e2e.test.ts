@@ -353,6 +353,18 @@ describe("the operator console", () => {
         const changes = backups.getByRole("region", { name: /^Changes in configuration of / });
         await changes.getByText("+set name=Sim").waitFor();
         await shot("15-router-backup-diff");
+        // The agent read the router after the forward opened and after it closed: two versions at least.
+        await eventually(async () => (await versions.getByRole("row").count()) >= 3, "a second version", 30_000);
+        await versions
+          .getByRole("button", { name: /^Changes in configuration of / })
+          .first()
+          .click();
+        const latest = backups.getByRole("region", { name: /against the version before$/ });
+        await latest.getByText(/^@@ /).first().waitFor();
+        const patch = (await latest.textContent()) ?? "";
+        expect(patch).toMatch(/--- backup-[0-9a-f-]{36}/);
+        expect(patch).not.toContain("/dev/null");
+        await shot("16-router-backup-diff-previous");
 
         // An API key, shown once.
         await nav("API keys").click();
