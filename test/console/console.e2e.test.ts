@@ -6,11 +6,13 @@ import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-
 import { ensureConsoleBuilt } from "@fleet/console/build";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
+import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { eventually } from "@fleet/shared/testing";
 import { SignJWT } from "jose";
 import pino from "pino";
 import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePortOn } from "../forwards/forward-fixtures.ts";
 import { testSystemEnv } from "../support/system-env.ts";
 
 /**
@@ -43,6 +45,10 @@ let context: BrowserContext;
 let page: Page;
 let profile: string;
 const routers: AdoptedRouter[] = [];
+/** Each adopted router's SSH side on its tunnel address, where the agent reads its configuration. */
+const routerOs: SimulatedRouterOs[] = [];
+/** TUNNEL_SSH_PORT: free on the development tunnel network's first address (the agent's own). */
+let sshPort: number;
 const timers: NodeJS.Timeout[] = [];
 
 /** Failed answers any step may see: a model without manufacturer data answers 404 (shown as such). */
@@ -58,6 +64,7 @@ beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const built = await ensureConsoleBuilt({ info: () => undefined, warn: (m) => problems.push(m) });
   expect(built).not.toBe("failed");
+  sshPort = await freePortOn(["127.64.0.1"]);
   const config = loadAllInOneConfig(
     testSystemEnv({
       JWT_SECRET,
@@ -65,6 +72,9 @@ beforeAll(async () => {
       MISSED_HEARTBEATS: String(MISSED),
       ENTRY_POINT_PORTS: "47530-47539",
       WEBHOOK_ALLOW_PRIVATE: "true",
+      TUNNEL_SSH_PORT: String(sshPort),
+      // Backups are taken on demand below; the schedule must not race them.
+      BACKUP_INTERVAL_HOURS: "0",
     }),
   );
   // PGlite, or PostgreSQL with DATABASE_URL (the status stream then rides LISTEN/NOTIFY).
@@ -111,6 +121,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const timer of timers) clearInterval(timer);
   for (const router of routers) router.stop();
+  for (const ros of routerOs) await ros.close().catch(() => undefined);
   await context?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
   await system?.close();
@@ -209,15 +220,27 @@ describe("the operator console", () => {
           if (index === 0) await shot("04-enroll");
           const href = await page.getByRole("link", { name: "Open the router" }).getAttribute("href");
           const routerId = href?.split("/").at(-1) ?? "";
+          // The address enrollment assigned in the (loopback) development tunnel network.
+          const [row] = await db.query<{ tunnel_ip: string }>("select tunnel_ip from routers where id = $1", [
+            routerId,
+          ]);
           const router = new AdoptedRouter({
             index,
             routerId,
             adoptionCommand: command,
-            tunnelIp: `127.64.0.${index + 10}`,
+            tunnelIp: row?.tunnel_ip ?? "",
             bindTunnelIp: false,
             identity: `edge-${index === 0 ? "a" : "b"}`,
           });
           routers.push(router);
+          routerOs.push(
+            await startSimulatedRouterOs({
+              tunnelIp: router.tunnelIp,
+              sshPort,
+              authorize: router.authorize,
+              configuration: router.configuration,
+            }),
+          );
           await router.adopt();
         }
 
@@ -256,6 +279,9 @@ describe("the operator console", () => {
         await page.getByRole("link", { name: "edge-b" }).click();
         await heading("edge-b").waitFor();
         await page.getByRole("img", { name: /Downtime per hour over the last 24 hours/ }).waitFor();
+        const availability = page.getByRole("img", { name: /Availability per day over the last 30 days/ });
+        await availability.waitFor();
+        expect(await description(availability)).toMatch(/Worst day \d{4}-\d\d-\d\d: [\d.]+ % up/);
         await page
           .getByRole("table", { name: "Faults" })
           .getByText(/Site Offline/)
@@ -277,6 +303,68 @@ describe("the operator console", () => {
         await page.getByRole("button", { name: "Revoke forward to 192.168.88.10:80" }).click();
         await forwards.waitFor({ state: "detached" });
         await page.getByRole("region", { name: "Port forwards" }).getByText("No open forwards.").waitFor();
+
+        // Temporary SSH access: a field error beside its field, then the password shown once, then revoked.
+        const access = page.getByRole("region", { name: "Temporary access" });
+        await access.getByText("No active access.").waitFor();
+        await access.getByRole("combobox", { name: "Service" }).selectOption({ label: "SSH" });
+        await access.getByRole("combobox", { name: "Level" }).selectOption({ label: "Read only" });
+        await access.getByRole("textbox", { name: "Access from" }).fill("1.2.3.4");
+        const minutes = access.getByRole("textbox", { name: "Minutes of access" });
+        await minutes.fill("14");
+        expectedFailures = ["422 access.create"];
+        await access.getByRole("button", { name: "Open access" }).click();
+        await eventually(async () => (await minutes.getAttribute("aria-invalid")) === "true", "the minutes error");
+        expect(await description(minutes)).toMatch(/between 15 and 1440/);
+        expectedFailures = [];
+        await minutes.fill("15");
+        await access.getByRole("button", { name: "Open access" }).click();
+        const password = access.getByRole("textbox", { name: "Temporary password" });
+        await password.waitFor();
+        expect((await password.inputValue()).length).toBeGreaterThanOrEqual(16);
+        expect(await minutes.getAttribute("aria-invalid")).toBeNull();
+        // Once in the notice (with a copy button), once in the table.
+        expect(await access.getByText(/^ssh -p 475[3]\d fleet-tmp-[0-9a-f]{8}@localhost$/).count()).toBe(2);
+        await access.getByRole("button", { name: /^Copy connect line for fleet-tmp-/ }).click();
+        const sessions = access.getByRole("table", { name: "Active access" });
+        expect(await sessions.getByRole("cell", { name: /^1[45]:\d\d$/ }).textContent()).toMatch(/^(15:00|14:\d\d)$/);
+        await shot("13-router-access");
+        await access.getByRole("button", { name: /^Revoke SSH access fleet-tmp-/ }).click();
+        await sessions.waitFor({ state: "detached" });
+        await access.getByText("No active access.").waitFor();
+        await password.waitFor({ state: "detached" });
+
+        // A configuration backup on demand: listed, its text, and its changes against nothing before it.
+        const backups = page.getByRole("region", { name: "Configuration backups" });
+        await backups.getByRole("button", { name: "Take a backup now" }).click();
+        const versions = backups.getByRole("table", { name: "Configuration versions" });
+        await versions.waitFor({ timeout: 30_000 });
+        await versions
+          .getByRole("button", { name: /^View configuration of / })
+          .first()
+          .click();
+        const text = backups.getByRole("region", { name: /^Configuration of / });
+        await text.getByText(/\/system identity/).waitFor();
+        await shot("14-router-backup-text");
+        await versions
+          .getByRole("button", { name: /^Changes in configuration of / })
+          .last()
+          .click();
+        const changes = backups.getByRole("region", { name: /^Changes in configuration of / });
+        await changes.getByText("+set name=Sim").waitFor();
+        await shot("15-router-backup-diff");
+        // The agent read the router after the forward opened and after it closed: two versions at least.
+        await eventually(async () => (await versions.getByRole("row").count()) >= 3, "a second version", 30_000);
+        await versions
+          .getByRole("button", { name: /^Changes in configuration of / })
+          .first()
+          .click();
+        const latest = backups.getByRole("region", { name: /against the version before$/ });
+        await latest.getByText(/^@@ /).first().waitFor();
+        const patch = (await latest.textContent()) ?? "";
+        expect(patch).toMatch(/--- backup-[0-9a-f-]{36}/);
+        expect(patch).not.toContain("/dev/null");
+        await shot("16-router-backup-diff-previous");
 
         // An API key, shown once.
         await nav("API keys").click();

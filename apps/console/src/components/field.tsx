@@ -1,4 +1,4 @@
-import { type InputHTMLAttributes, type ReactNode, useId } from "react";
+import { type InputHTMLAttributes, type ReactNode, type SelectHTMLAttributes, useId } from "react";
 
 /**
  * A labelled control with the server's errors for it right beside it (docs/console.md "Forms"):
@@ -24,6 +24,39 @@ export const Field = ({
           {hint}
         </span>
       ) : null}
+      {invalid ? (
+        <span id={errorId} className="error">
+          {errors.join(" ")}
+        </span>
+      ) : null}
+    </div>
+  );
+};
+
+/** A labelled choice with the server's errors beside it, as {@link Field}. */
+export const SelectField = ({
+  label,
+  errors,
+  options,
+  ...select
+}: SelectHTMLAttributes<HTMLSelectElement> & {
+  label: string;
+  errors?: string[] | undefined;
+  options: ReadonlyArray<{ value: string; label: string }>;
+}) => {
+  const id = useId();
+  const errorId = `${id}-error`;
+  const invalid = errors !== undefined && errors.length > 0;
+  return (
+    <div className={invalid ? "field invalid" : "field"}>
+      <label htmlFor={id}>{label}</label>
+      <select id={id} aria-invalid={invalid || undefined} aria-describedby={invalid ? errorId : undefined} {...select}>
+        {options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
       {invalid ? (
         <span id={errorId} className="error">
           {errors.join(" ")}

@@ -9,7 +9,7 @@ import { type Forward, fieldErrors, messageOf, useTRPC } from "../trpc.ts";
 const FIELDS = ["dst_address", "dst_port", "allow_from", "expire_after_minutes"] as const;
 
 /** A number field's text as the server should judge it: a number when it is one, else the text. */
-const numberOrText = (text: string): number =>
+export const numberOrText = (text: string): number =>
   text.trim() !== "" && Number.isFinite(Number(text)) ? Number(text) : (text as unknown as number);
 
 /** docs/console.md "Router": open forwards with a live countdown and a connect line; open and revoke. */

@@ -1,24 +1,29 @@
 import { useQuery } from "@tanstack/react-query";
 import type { ReactNode } from "react";
+import { AvailabilityChart } from "../components/availability-chart.tsx";
 import { DowntimeChart } from "../components/downtime-chart.tsx";
 import { usePageTitle } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
 import { Link } from "../navigation.tsx";
 import { httpStatus, useTRPC } from "../trpc.ts";
 import { routerLabel, StatusBadge } from "./fleet-page.tsx";
+import { AccessSection } from "./router-access.tsx";
+import { BackupsSection } from "./router-backups.tsx";
 import { ForwardsSection } from "./router-forwards.tsx";
 
 /**
- * The router page is a list of sections, each its own component with its own queries. Temporary
- * access, configuration backups and the 30-day availability chart (docs/console.md "Router") are
- * added as further entries here once their procedures exist; nothing else on the page changes.
+ * The router page is a list of sections, each its own component with its own queries
+ * (docs/console.md "Router"); a new one is a further entry here, nothing else on the page changes.
  */
 const SECTIONS: ReadonlyArray<{ id: string; title: string; render: (routerId: string) => ReactNode }> = [
   { id: "metadata", title: "Metadata", render: (id) => <MetadataSection routerId={id} /> },
   { id: "oem", title: "Hardware", render: (id) => <OemSection routerId={id} /> },
   { id: "downtime", title: "Downtime, last 24 hours", render: (id) => <MetricsSection routerId={id} /> },
+  { id: "availability", title: "Availability, last 30 days", render: (id) => <AvailabilitySection routerId={id} /> },
   { id: "faults", title: "Faults", render: (id) => <FaultsSection routerId={id} /> },
   { id: "forwards", title: "Port forwards", render: (id) => <ForwardsSection routerId={id} /> },
+  { id: "access", title: "Temporary access", render: (id) => <AccessSection routerId={id} /> },
+  { id: "backups", title: "Configuration backups", render: (id) => <BackupsSection routerId={id} /> },
 ];
 
 export const RouterPage = ({ routerId }: { routerId: string }) => {
@@ -143,6 +148,18 @@ const MetricsSection = ({ routerId }: { routerId: string }) => {
     <>
       <QueryState isPending={metrics.isPending} error={metrics.error} what="downtime" />
       {metrics.data ? <DowntimeChart hours={metrics.data.data} /> : null}
+    </>
+  );
+};
+
+const AvailabilitySection = ({ routerId }: { routerId: string }) => {
+  const trpc = useTRPC();
+  // The server's default range: the last 30 UTC days, one row a day.
+  const availability = useQuery(trpc.availability.router.queryOptions({ router_id: routerId }));
+  return (
+    <>
+      <QueryState isPending={availability.isPending} error={availability.error} what="availability" />
+      {availability.data ? <AvailabilityChart days={availability.data.data} /> : null}
     </>
   );
 };
