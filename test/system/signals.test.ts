@@ -150,11 +150,25 @@ const printed = (proc: Running, pattern: RegExp) =>
  * A request held in flight: headers and half of a JSON body sent, the rest sent on `finish()`,
  * which resolves with the status the server then answers.
  */
+/**
+ * A request the server is surely working on: its headers carry `Expect: 100-continue`, so the
+ * server answers "100 Continue" only once it has parsed them (the request is then in progress and
+ * no longer an idle connection a shutdown may close). `started` resolves then; `finish` sends the
+ * body and resolves with the final status.
+ */
 const inFlight = (url: string, pathname: string, body: string) => {
   const target = new URL(pathname, url);
   const req = request(target, {
     method: "POST",
-    headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+    headers: {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      expect: "100-continue",
+    },
+  });
+  const started = new Promise<void>((resolve, reject) => {
+    req.on("continue", () => resolve());
+    req.on("error", reject);
   });
   const answered = new Promise<number>((resolve, reject) => {
     req.on("response", (res) => {
@@ -163,11 +177,11 @@ const inFlight = (url: string, pathname: string, body: string) => {
     });
     req.on("error", reject);
   });
-  const half = Math.floor(body.length / 2);
-  req.write(body.slice(0, half));
+  req.flushHeaders();
   return {
+    started,
     finish: () => {
-      req.end(body.slice(half));
+      req.end(body);
       return answered;
     },
   };
@@ -252,6 +266,7 @@ describe.each<Launch>(["image", "npm"])("SIGTERM to the process started as %s do
       const heartbeat = await printed(proc, /POST (http:\/\/\S+)\/v1\/heartbeat/);
       const api = await printed(proc, /API\s+(http:\/\/\S+)/);
       const pending = inFlight(api, "/v1/auth/dev-login", JSON.stringify({ email: "inflight@example.com" }));
+      await pending.started;
       // The heartbeat is acknowledged (so it must be written), then the stop begins at once.
       const identity = `sig-${launch}`;
       const beat = await fetch(`${heartbeat}/v1/heartbeat`, {
@@ -275,6 +290,7 @@ describe.each<Launch>(["image", "npm"])("SIGTERM to the process started as %s do
     try {
       const api = String((await logged(proc, "api listening")).url);
       const pending = inFlight(api, "/v1/auth/dev-login", JSON.stringify({ email: "inflight@example.com" }));
+      await pending.started;
       const stopped = stopGracefully(proc);
       await logged(proc, "shutting down").catch(() => undefined);
       expect(await pending.finish()).toBe(200);
