@@ -1,6 +1,6 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { metricsAnswer, moveMetricsToOwnPort } from "./metrics-endpoint.ts";
+import { metricsAnswer, moveMetricsToOwnPort, renderMetrics } from "./metrics-endpoint.ts";
 
 export interface MetricsServerOptions {
   /** HOST. */
@@ -13,6 +13,12 @@ export interface MetricsServerOptions {
   isReady: () => Promise<boolean>;
   /** Several processes on one port (heartbeat workers). */
   reusePort?: boolean;
+  /**
+   * `metrics` (default): this is METRICS_PORT, the one port that serves `/metrics` (the public
+   * ports then answer 404 for it). `probes`: a public probe port (the tunnel agent's health port),
+   * whose `/metrics` moves to METRICS_PORT like every other public port's.
+   */
+  role?: "metrics" | "probes";
 }
 
 export interface RunningMetricsServer {
@@ -35,6 +41,7 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
  * `/metrics`, so a public load balancer in front of them cannot hand the figures out.
  */
 export const startMetricsServer = async (options: MetricsServerOptions): Promise<RunningMetricsServer> => {
+  const ownsMetrics = (options.role ?? "metrics") === "metrics";
   let closing = false;
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? "").split("?")[0];
@@ -47,7 +54,7 @@ export const startMetricsServer = async (options: MetricsServerOptions): Promise
         return json(res, ready ? 200 : 503, { status: ready ? "ok" : "unavailable" });
       }
       if (path === "/metrics") {
-        const answer = await metricsAnswer(req.headers.authorization, options.token);
+        const answer = await (ownsMetrics ? metricsAnswer : renderMetrics)(req.headers.authorization, options.token);
         res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) });
         return res.end(answer.body);
       }
@@ -68,7 +75,7 @@ export const startMetricsServer = async (options: MetricsServerOptions): Promise
       },
     );
   });
-  const restore = moveMetricsToOwnPort();
+  const restore = ownsMetrics ? moveMetricsToOwnPort() : () => {};
   return {
     port: (server.address() as AddressInfo).port,
     close: async () => {
