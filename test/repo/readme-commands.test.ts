@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSy
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { createEmptyPostgresDatabase } from "@fleet/db/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 /**
@@ -76,6 +77,8 @@ interface Terminal {
 }
 
 const terminals: Terminal[] = [];
+/** On PostgreSQL a fresh database of this run: the README is a first install, not the shared `test` one. */
+let database: Awaited<ReturnType<typeof createEmptyPostgresDatabase>>;
 
 /** Exited by itself or by a signal. */
 const ended = (child: ChildProcess): boolean => child.exitCode !== null || child.signalCode !== null;
@@ -148,6 +151,7 @@ afterAll(async () => {
     }
   }
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  await database?.drop();
 });
 
 describe("the README's and the docs' commands, as written", () => {
@@ -181,6 +185,8 @@ describe("the README's and the docs' commands, as written", () => {
       HEARTBEAT_INTERVAL_MS: "2000",
       LOG_LEVEL: "warn",
     };
+    database = await createEmptyPostgresDatabase();
+    if (database) env.DATABASE_URL = database.url;
     delete env.NODE_ENV; // development, as on a reader's machine (vitest sets "test")
     delete env.VITEST;
     const session = new Session(env);

@@ -12,43 +12,54 @@ export interface TestDatabase extends Database {
  * PGlite. Test files run in parallel, so nothing is ever shared between them.
  */
 export const createTestDatabase = async (options: { migrateTo?: string } = {}): Promise<TestDatabase> => {
-  const baseUrl = process.env.DATABASE_URL;
   // `migrateTo`: stop after that migration, so a test can seed old data and then run the rest.
   const migrate = (db: Database) =>
     options.migrateTo === undefined
       ? db.migrate()
       : db.orm.migrator.up({ to: options.migrateTo }).then(() => undefined);
-  if (!baseUrl) {
+  const empty = await createEmptyPostgresDatabase();
+  if (!empty) {
     const db = await openDatabase({ dataDir: "memory" });
     await migrate(db);
     return Object.assign(db, { url: undefined });
   }
-  const name = `t_${Date.now().toString(36)}_${crypto.randomUUID().slice(0, 8)}`;
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  try {
-    await admin.query(`create database "${name}"`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  const db = await openDatabase({ databaseUrl: url.toString(), dataDir: "memory", poolSize: 5 });
+  const db = await openDatabase({ databaseUrl: empty.url, dataDir: "memory", poolSize: 5 });
   await migrate(db);
   const close = db.close;
   return Object.assign(db, {
-    url: url.toString(),
+    url: empty.url,
     close: async () => {
       await close();
-      const dropper = new pg.Client({ connectionString: baseUrl });
-      await dropper.connect();
-      try {
-        await dropper.query(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await dropper.end();
-      }
+      await empty.drop();
     },
   });
+};
+
+/**
+ * An empty, unmigrated PostgreSQL database private to the caller, for a test that starts the
+ * system as a process (which migrates by itself): its URL and a `drop`. Undefined without
+ * `DATABASE_URL` (the process then uses its embedded PGlite). CI's PostgreSQL server outlives
+ * runs, so a test that needs a fresh install must never use the shared database itself.
+ */
+export const createEmptyPostgresDatabase = async (): Promise<
+  { url: string; drop: () => Promise<void> } | undefined
+> => {
+  const baseUrl = process.env.DATABASE_URL;
+  if (!baseUrl) return undefined;
+  const name = `t_${Date.now().toString(36)}_${crypto.randomUUID().slice(0, 8)}`;
+  const run = async (sql: string) => {
+    const client = new pg.Client({ connectionString: baseUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`create database "${name}"`);
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`drop database if exists "${name}" with (force)`) };
 };
 
 /** A digest of every application row: proves "nothing changed", not just "same count". */
