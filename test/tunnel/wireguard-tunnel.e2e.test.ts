@@ -1,4 +1,7 @@
+import { execFileSync } from "node:child_process";
 import net from "node:net";
+import { createApiKeyCommand } from "@fleet/all-in-one/admin/admin-commands";
+import { listRouterJobs } from "@fleet/db";
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
@@ -22,7 +25,7 @@ import { testSystemEnv } from "../support/system-env.ts";
 const unavailable = realTunnelUnavailable();
 if (unavailable) {
   process.stderr.write(
-    `wireguard-tunnel.e2e.test.ts: the real-tunnel tests (three routers behind NAT come up; a forward reaches the LAN only through the tunnel; removal and re-adoption cut the device off within 1 s; a hub restart restores every peer) did not run: ${unavailable}\n`,
+    `wireguard-tunnel.e2e.test.ts: the real-tunnel tests (three routers behind NAT come up; a forward and an SSH rule reach the LAN only through the tunnel; removal and re-adoption cut the device off within 1 s; the address-takeover replay reaches nothing; a hub restart restores every peer and traffic) did not run: ${unavailable}\n`,
   );
 }
 
@@ -42,6 +45,8 @@ let fleet: RunningNetnsFleet | undefined;
 let api: FleetApi;
 let token: string;
 const routers: Array<{ id: string; tunnelIp: string }> = [];
+/** The forward to router 0's LAN web device, used again after the hub restart. */
+let webForward: { id: string; port: number } | undefined;
 
 // One environment for both starts (the restart keeps the JWT secret, so tokens stay valid).
 const BASE_ENV = testSystemEnv();
@@ -64,6 +69,9 @@ const config = () =>
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     ENTRY_POINT_PORTS: "62500-62599",
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
+    // No quarantine: the address-takeover replay gives a removed router's address to another
+    // tenant at once; in this mode the address belongs to a device key, not to whoever holds it.
+    TUNNEL_ADDRESS_QUARANTINE_DAYS: "0",
   });
 
 const call = async (method: string, path: string, body?: unknown) => {
@@ -111,13 +119,56 @@ const httpGet = (host: string, port: number, timeoutMs = 3_000, viaEntryPoint = 
 const tunnelStatus = async (routerId: string) =>
   (await call("GET", `/api/routers/${routerId}/metadata`)).body?.data?.tunnel_status as string | undefined;
 
-const forwardTo = async (routerId: string) => {
-  const created = await call("POST", `/api/routers/${routerId}/transient-forwarding`, {
-    dst_address: "192.168.88.10",
-    dst_port: 80,
-    expire_after_minutes: 30,
-    allow_from: ALLOWED,
+/** An echo over a connection through the entry point (the PROXY header first), or the error code. */
+const echoVia = (port: number, payload: string, timeoutMs = 3_000): Promise<string> =>
+  new Promise((resolve) => {
+    const socket = net.connect({ host: "127.0.0.1", port });
+    let got = "";
+    const done = (value: string) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(value);
+    };
+    const timer = setTimeout(() => done(got || "timeout"), timeoutMs);
+    socket.on("connect", () => {
+      socket.write(
+        Buffer.concat([
+          proxyV1Header({ address: ALLOWED, port: 40_124 }, { address: "127.0.0.1", port }),
+          Buffer.from(payload),
+        ]),
+      );
+    });
+    socket.on("data", (chunk: Buffer) => {
+      got += chunk.toString();
+      if (got.length >= payload.length) done(got);
+    });
+    socket.on("error", (error: NodeJS.ErrnoException) => done(got || (error.code ?? "error")));
   });
+
+/** `ip ...` on this machine (the hub's namespace), or in a router's namespace. */
+const ip = (args: string[], namespace?: string): string =>
+  execFileSync("ip", namespace ? ["netns", "exec", namespace, "ip", ...args] : args).toString();
+
+/** Bytes the router's own WireGuard received from the hub (`wg show <link> transfer`, in its namespace). */
+const receivedFromHub = (index: number): number => {
+  const router = fleet?.routers[index];
+  if (!router) throw new Error(`no router ${index}`);
+  const out = execFileSync("ip", ["netns", "exec", router.namespace, "wg", "show", router.linkName, "transfer"]);
+  return Number(out.toString().trim().split("\t")[1] ?? Number.NaN);
+};
+
+const forwardTo = async (routerId: string, dstPort = 80, authorization = token) => {
+  const res = await fetch(`${system?.api.url}/api/routers/${routerId}/transient-forwarding`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${authorization}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      dst_address: "192.168.88.10",
+      dst_port: dstPort,
+      expire_after_minutes: 30,
+      allow_from: ALLOWED,
+    }),
+  });
+  const created = { status: res.status, body: await res.json() };
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   const forward = created.body as { id: string; port: number };
   // Applied: the agent added the rule over SSH through the tunnel.
@@ -191,16 +242,27 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
     );
   }, 60_000);
 
-  it("a forward reaches the LAN device only through the tunnel: the router's own network is not routed from here", async () => {
+  it("a forward and an SSH rule reach a LAN device only through the tunnel: the router's own network is not routed from here", async () => {
     const [router] = routers;
     if (!router) throw new Error("no router");
-    const forward = await forwardTo(router.id);
-    expect(await httpGet("127.0.0.1", forward.port, 3_000, true)).toContain(
+    // From the hub's namespace the only way to a router's address is the hub's WireGuard interface.
+    expect(ip(["route", "get", router.tunnelIp])).toContain(`dev ${IFNAME}`);
+    // The rules were put on the router by the agent's SSH session, which therefore ran through the
+    // tunnel: the router's SSH server listens only inside its namespace, on its tunnel address.
+    webForward = await forwardTo(router.id);
+    expect(await httpGet("127.0.0.1", webForward.port, 3_000, true)).toContain(
       `simulated LAN device behind ${router.tunnelIp}`,
     );
-    // The router's WAN address (behind the NAT) is unreachable from the hub's machine.
+    // An SSH rule: a forward to port 22 of a LAN device (the simulated LAN's other device answers
+    // every non-web port by echoing), e.g. a switch or server behind the router.
+    const ssh = await forwardTo(router.id, 22);
+    expect(await echoVia(ssh.port, "SSH-2.0-engineer\r\n")).toBe("SSH-2.0-engineer\r\n");
+    // The router's WAN address (behind the NAT) is unreachable from the hub's machine, and the
+    // router's namespace has no route to this machine's tunnel addresses but through its own tunnel.
     const wan = fleet?.network.routers[0]?.wanAddress ?? "";
     expect(await httpGet(wan, SSH_PORT, 1_000)).not.toContain("SSH");
+    const ns = fleet?.routers[0];
+    expect(ip(["route", "get", HUB], ns?.namespace)).toContain(`dev ${ns?.linkName}`);
   }, 60_000);
 
   it("removing a router makes its device unreachable within 1 s: the hub's peer is gone", async () => {
@@ -235,16 +297,111 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
     expect(await tunnelStatus(router.id)).toBe("pending");
   }, 30_000);
 
-  it("a hub restart restores every bound peer", async () => {
+  it("the address-takeover replay: another tenant given a removed router's address reaches nothing of its device", async () => {
+    // Router 2 (tenant A's) was removed above; its device still runs, with its address X and its
+    // tunnel to the hub configured, and keeps dialling the hub.
+    const victim = routers[2];
+    if (!victim) throw new Error("no router");
+    const email = `tunnel-b-${crypto.randomUUID()}@example.com`;
+    const b = new FleetApi(system?.api.url ?? "");
+    await b.login(email);
+    await b.ensureAccount(email);
+    const login = (await (
+      await fetch(`${system?.api.url}/v1/auth/dev-login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email }),
+      })
+    ).json()) as { organization_id: string; access_token: string };
+    const operator = await createApiKeyCommand({ db, heartbeatIntervalMs: 1_000 }, login.organization_id, "operator", [
+      "tunnel:assign",
+      "routers:read",
+      "routers:write",
+    ]);
+    const claim = await fetch(`${system?.api.url}/api/routers`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${(operator.json as { key: string }).key}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ name: "at X", tunnel_ip: victim.tunnelIp }),
+    });
+    const claimed = (await claim.json()) as { data: { router: { id: string } } };
+    expect(claim.status, JSON.stringify(claimed)).toBe(201);
+    const bRouter = claimed.data.router.id as string;
+
+    // X now belongs to B's router, which has no device key bound: the hub holds no peer for X,
+    // and none for A's key any more.
+    const peers = await hubPeers();
+    expect(peers.has(`${victim.tunnelIp}/32`)).toBe(false);
+    const received = receivedFromHub(2);
+    const res = await fetch(`${system?.api.url}/api/routers/${bRouter}/transient-forwarding`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${login.access_token}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        dst_address: "192.168.88.10",
+        dst_port: 80,
+        expire_after_minutes: 30,
+        allow_from: ALLOWED,
+      }),
+    });
+    const forward = (await res.json()) as { id: string; port: number };
+    expect(res.status, JSON.stringify(forward)).toBe(201);
+    // The agent's attempt to put B's rule at X goes nowhere: no peer carries X (the SSH connection
+    // times out, the job fails and is retried), and the relay never listens for B's forward.
+    await eventually(
+      async () => (await listRouterJobs(db, { routerId: bRouter })).some((j) => j.lastError !== null),
+      "B's apply job failing to reach X",
+      30_000,
+    );
+    expect(system?.tunnelAgent.relay.listening().some((l) => l.id === forward.id)).toBe(false);
+    expect(await httpGet("127.0.0.1", forward.port, 1_000, true)).not.toContain("simulated LAN device");
+    // A's device got not one byte from the hub meanwhile, though it is up and dialling.
+    expect(receivedFromHub(2)).toBe(received);
+    expect((await hubPeers()).has(`${victim.tunnelIp}/32`)).toBe(false);
+  }, 60_000);
+
+  it("a hub restart restores every bound peer, and traffic resumes without waiting for the router's rekey", async () => {
     const before = await hubPeers();
     expect(before.size).toBeGreaterThan(0);
+    const [router] = routers;
+    if (!router || !webForward) throw new Error("no forward from the earlier test");
+    // The hub stored where each router's tunnel comes from (its NAT's mapping) while it ran.
+    const natSide = `${fleet?.network.hostAddress.split(".").slice(0, 3).join(".")}.`;
+    const endpoint = await eventually(async () => {
+      const [row] = await db.query<{ endpoint: string | null }>(
+        "select endpoint from router_wireguard_peers where router_id = $1",
+        [router.id],
+      );
+      return row?.endpoint?.startsWith(natSide) ? row.endpoint : undefined;
+    }, "router 0's endpoint stored");
     await system?.close();
     system = undefined;
-    // The new hub deletes the interface the old one left and builds its peers from the database.
+    // The new hub deletes the interface the old one left and builds its peers from the database,
+    // each primed with its router's last endpoint.
     system = await startAll({ config: config(), logger: pino({ level: "silent" }), db });
-    // CONTRACT 13: at start the hub's peers are made equal to the database's bindings. Traffic
-    // resumes only once each router starts a new session (docs/operations.md "The management
-    // tunnel": the new hub knows no router's address behind its NAT), which is not awaited here.
     expect(await hubPeers()).toEqual(before);
-  }, 60_000);
+    // Before any traffic, the new hub already knows where router 0 is.
+    const primed = (await system.tunnelAgent.hub?.hub.device.state())?.peers.find((p) =>
+      p.allowedIps.includes(`${router.tunnelIp}/32`),
+    );
+    expect(primed?.endpoint).toBe(endpoint);
+    // The router still holds its old session, which the new hub cannot read; without the primed
+    // endpoint only the router's rekey (up to 2 minutes) would start a new one. With it, the relay's
+    // first connection makes the hub start the handshake itself (WireGuard retries every 5 s).
+    const forward = webForward;
+    await eventually(
+      () => system?.tunnelAgent.relay.listening().some((l) => l.id === forward.id),
+      "the relay listener",
+    );
+    await eventually(
+      async () =>
+        (await httpGet("127.0.0.1", forward.port, 3_000, true)).includes(
+          `simulated LAN device behind ${router.tunnelIp}`,
+        ),
+      // Bounded by WireGuard's handshake retry (5 s), far below the router's 2-minute rekey.
+      "traffic through the forward after the hub restart",
+      30_000,
+    );
+  }, 90_000);
 });

@@ -25,6 +25,9 @@ export interface NetnsRouterOptions {
 }
 
 export interface NetnsRouter {
+  /** The router's namespace and the Linux name of its `fleet-wg` (for `wg show` in tests). */
+  namespace: string;
+  linkName: string;
   /** The RouterOS device's `onTunnelChange`: applies its WireGuard tables to the namespace. */
   apply(device: RouterOsDevice): Promise<void>;
   /** The tunnel address the services listen on (once the script put one on `fleet-wg`). */
@@ -186,6 +189,8 @@ export const attachNetnsRouter = (o: NetnsRouterOptions): NetnsRouter => {
   };
 
   return {
+    namespace: ns,
+    linkName: o.linkName,
     // RouterOS applies changes one at a time; so does this.
     apply: (device) => {
       const next = queue.then(() => applyNow(device));

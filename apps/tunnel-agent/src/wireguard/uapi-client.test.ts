@@ -1,7 +1,7 @@
 import { generateWireguardKeyPair, wireguardKeyHex } from "@fleet/shared";
 import { describe, expect, it } from "vitest";
-import { parseUapiGet, UapiError, uapiSetRequest } from "./uapi-client.ts";
-import { parseWgDump } from "./wireguard-interface.ts";
+import { checkedEndpoint, parseUapiGet, UapiError, uapiSetRequest } from "./uapi-client.ts";
+import { parseWgDump, wgSetArgs } from "./wireguard-interface.ts";
 
 const a = generateWireguardKeyPair().publicKey;
 const b = generateWireguardKeyPair().publicKey;
@@ -69,5 +69,67 @@ describe("the WireGuard control protocols", () => {
         },
       ],
     });
+  });
+
+  it("primes a peer's endpoint in both protocols, and refuses anything but ip:port (no injected lines)", () => {
+    const request = uapiSetRequest({
+      put: [{ publicKey: a, allowedIps: ["100.64.0.7/32"], endpoint: "10.0.0.2:4000" }],
+      remove: [],
+    });
+    expect(request).toBe(
+      [
+        "set=1",
+        `public_key=${wireguardKeyHex(a)}`,
+        "endpoint=10.0.0.2:4000",
+        "replace_allowed_ips=true",
+        "allowed_ip=100.64.0.7/32",
+        "",
+        "",
+      ].join("\n"),
+    );
+    expect(checkedEndpoint("[2001:db8::1]:51820")).toBe("[2001:db8::1]:51820");
+    for (const bad of ["10.0.0.2", "10.0.0.2:4000\nremove=true", "host.example:51820", "10.0.0.2:4000 "]) {
+      expect(() => uapiSetRequest({ put: [{ publicKey: a, allowedIps: [], endpoint: bad }], remove: [] })).toThrow(
+        RangeError,
+      );
+    }
+  });
+
+  it("builds Linux WireGuard's one `wg set` per batch (the kernel path, untested against a kernel here)", () => {
+    const stray = generateWireguardKeyPair().publicKey;
+    expect(
+      wgSetArgs(
+        "fleet-wg",
+        {
+          put: [{ publicKey: a, allowedIps: ["100.64.0.7/32"], endpoint: "10.0.0.2:4000" }],
+          remove: [b],
+          replace: true,
+        },
+        [{ publicKey: a }, { publicKey: stray }],
+      ),
+    ).toEqual([
+      "set",
+      "fleet-wg",
+      "peer",
+      stray,
+      "remove",
+      "peer",
+      b,
+      "remove",
+      "peer",
+      a,
+      "endpoint",
+      "10.0.0.2:4000",
+      "allowed-ips",
+      "100.64.0.7/32",
+    ]);
+    expect(wgSetArgs("fleet-wg", { put: [], remove: [] }, [{ publicKey: a }])).toBeUndefined();
+    expect(wgSetArgs("fleet-wg", { put: [], remove: [], replace: true }, [{ publicKey: a }])).toEqual([
+      "set",
+      "fleet-wg",
+      "peer",
+      a,
+      "remove",
+    ]);
   });
 });

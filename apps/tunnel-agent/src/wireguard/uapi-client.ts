@@ -110,6 +110,14 @@ export const parseUapiGet = (answer: string): WireguardDeviceState => {
   return state;
 };
 
+const ENDPOINT = /^(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]):\d{1,5}$/;
+
+/** `ip:port` or `[ipv6]:port`, nothing else: a stored endpoint never becomes another UAPI line. */
+export const checkedEndpoint = (endpoint: string): string => {
+  if (!ENDPOINT.test(endpoint)) throw new RangeError(`not a WireGuard endpoint: ${JSON.stringify(endpoint)}`);
+  return endpoint;
+};
+
 /** The `set=1` request of a batch: removals, then puts with their allowed IPs replaced. */
 export const uapiSetRequest = (
   batch: WireguardPeerBatch,
@@ -122,7 +130,9 @@ export const uapiSetRequest = (
   if (batch.replace) lines.push("replace_peers=true");
   for (const key of batch.remove) lines.push(`public_key=${wireguardKeyHex(key)}`, "remove=true");
   for (const peer of batch.put) {
-    lines.push(`public_key=${wireguardKeyHex(peer.publicKey)}`, "replace_allowed_ips=true");
+    lines.push(`public_key=${wireguardKeyHex(peer.publicKey)}`);
+    if (peer.endpoint) lines.push(`endpoint=${checkedEndpoint(peer.endpoint)}`);
+    lines.push("replace_allowed_ips=true");
     for (const ip of peer.allowedIps) lines.push(`allowed_ip=${ip}`);
   }
   return `${lines.join("\n")}\n\n`;

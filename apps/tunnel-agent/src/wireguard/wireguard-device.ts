@@ -18,9 +18,12 @@ export interface WireguardDeviceState {
   peers: WireguardPeerState[];
 }
 
-/** A batch: peers to put (created or updated, allowed IPs replaced) and peers to remove. */
+/**
+ * A batch: peers to put (created or updated, allowed IPs replaced; `endpoint`, when given, primes
+ * where the peer is: the hub can then start a handshake itself) and peers to remove.
+ */
 export interface WireguardPeerBatch {
-  put: ReadonlyArray<{ publicKey: string; allowedIps: readonly string[] }>;
+  put: ReadonlyArray<{ publicKey: string; allowedIps: readonly string[]; endpoint?: string }>;
   remove: readonly string[];
   /** Drops every peer not in `put` first (the start-up sync). */
   replace?: boolean;

@@ -226,6 +226,46 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
     hub.close();
   });
 
+  it("stores each peer's endpoint when it changes, and a restarted hub primes its peers with them", async () => {
+    const router = await makeRouter(db, owner);
+    const key = await bind(router.id);
+    const repo = new WireguardPeersRepository(db);
+    const stored = async () =>
+      (
+        await db.query<{ endpoint: string | null }>(
+          "select endpoint from router_wireguard_peers where router_id = $1",
+          [router.id],
+        )
+      )[0]?.endpoint;
+    await repo.recordHandshakes([{ publicKey: key, handshakeAt: null, endpoint: "10.201.7.2:40001" }], clock.now());
+    expect(await stored()).toBe("10.201.7.2:40001");
+    // A reading without an endpoint keeps the stored one; a new mapping replaces it.
+    await repo.recordHandshakes([{ publicKey: key, handshakeAt: null, endpoint: null }], clock.now());
+    expect(await stored()).toBe("10.201.7.2:40001");
+    await repo.recordHandshakes([{ publicKey: key, handshakeAt: null, endpoint: "10.201.7.2:40002" }], clock.now());
+    expect(await stored()).toBe("10.201.7.2:40002");
+
+    // A new hub (a restart): the interface starts with no peers, and each comes back with its endpoint.
+    await device.apply({ put: [], remove: [], replace: true });
+    const hub = new WireguardHub({ device, store: repo, feed: feed.feed, clock, logger });
+    try {
+      await hub.start();
+      const peer = (await device.state()).peers.find((p) => p.publicKey === key);
+      expect(peer?.endpoint).toBe("10.201.7.2:40002");
+      // The hub reads the endpoint back: unchanged, so nothing is written.
+      await hub.pollHandshakes();
+      expect(await stored()).toBe("10.201.7.2:40002");
+      // A stored endpoint never overrides where the interface sees the peer now (a roaming router).
+      await db.query("update router_wireguard_peers set endpoint = '10.201.7.2:40003' where router_id = $1", [
+        router.id,
+      ]);
+      await hub.reconcile();
+      expect((await device.state()).peers.find((p) => p.publicKey === key)?.endpoint).toBe("10.201.7.2:40002");
+    } finally {
+      hub.close();
+    }
+  });
+
   it("an interface that cannot be created stops start-up with one line naming TUNNEL_MODE, and touches no other link", async () => {
     const error = await startWireguardHub({
       tunnel: {

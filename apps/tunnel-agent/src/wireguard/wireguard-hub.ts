@@ -2,6 +2,7 @@ import type { HandshakeReading, TunnelTransition, WireguardBinding } from "@flee
 import type { Clock, StatusFeed } from "@fleet/shared";
 import type { Logger } from "pino";
 import { countHubApply, setHubPeers } from "./hub-metrics.ts";
+import { checkedEndpoint } from "./uapi-client.ts";
 import type { WireguardDevice, WireguardPeerBatch } from "./wireguard-device.ts";
 
 /** The bindings and handshakes the hub reads and writes (WireguardPeersRepository in production). */
@@ -20,6 +21,15 @@ export interface WireguardHubOptions {
   retryMs?: number;
   maxRetryMs?: number;
 }
+
+const validEndpoint = (endpoint: string): boolean => {
+  try {
+    checkedEndpoint(endpoint);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** What one reconciliation did. */
 export interface HubSyncReport {
@@ -92,7 +102,11 @@ export class WireguardHub {
   /** Reads every peer's last handshake and records it (`tunnel_status`, audit on a flip). */
   async pollHandshakes(): Promise<TunnelTransition[]> {
     const state = await this.#o.device.state();
-    const readings = state.peers.map((p) => ({ publicKey: p.publicKey, handshakeAt: p.lastHandshakeAt }));
+    const readings = state.peers.map((p) => ({
+      publicKey: p.publicKey,
+      handshakeAt: p.lastHandshakeAt,
+      endpoint: p.endpoint,
+    }));
     const transitions = await this.#o.store.recordHandshakes(readings, this.#o.clock.now());
     for (const t of transitions) {
       this.#o.logger.info({ routerId: t.routerId, tunnelStatus: t.up ? "up" : "down" }, "router tunnel status changed");
@@ -115,15 +129,23 @@ export class WireguardHub {
 
   async #syncOnce(): Promise<HubSyncReport> {
     const [bindings, state] = await Promise.all([this.#o.store.bindings(), this.#o.device.state()]);
-    const wanted = new Map(bindings.map((b) => [b.publicKey, `${b.tunnelIp}/32`]));
-    const current = new Map(state.peers.map((p) => [p.publicKey, p.allowedIps]));
+    const wanted = new Map(bindings.map((b) => [b.publicKey, b]));
+    const current = new Map(state.peers.map((p) => [p.publicKey, p]));
     const batch: WireguardPeerBatch = { put: [], remove: [], replace: !this.#synced };
-    const put = batch.put as Array<{ publicKey: string; allowedIps: string[] }>;
+    const put = batch.put as Array<{ publicKey: string; allowedIps: string[]; endpoint?: string }>;
     const remove = batch.remove as string[];
-    for (const [publicKey, allowed] of wanted) {
-      const ips = current.get(publicKey);
-      if (!this.#synced || !ips || ips.length !== 1 || ips[0] !== allowed)
-        put.push({ publicKey, allowedIps: [allowed] });
+    for (const [publicKey, binding] of wanted) {
+      const allowed = `${binding.tunnelIp}/32`;
+      const peer = this.#synced ? current.get(publicKey) : undefined;
+      const ips = peer?.allowedIps;
+      if (!peer || !ips || ips.length !== 1 || ips[0] !== allowed) {
+        // A peer the interface does not know where to find (a restarted hub) is primed with the
+        // router's last endpoint, so traffic to it starts a handshake at once rather than waiting
+        // for the router's next rekey (up to 2 minutes). A live endpoint is never overwritten.
+        const endpoint =
+          !peer?.endpoint && binding.endpoint && validEndpoint(binding.endpoint) ? binding.endpoint : undefined;
+        put.push({ publicKey, allowedIps: [allowed], ...(endpoint ? { endpoint } : {}) });
+      }
     }
     for (const publicKey of current.keys()) if (!wanted.has(publicKey)) remove.push(publicKey);
     if (put.length > 0 || remove.length > 0 || batch.replace) {

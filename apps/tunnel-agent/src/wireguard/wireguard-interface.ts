@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import type { Logger } from "pino";
-import { uapiGet, uapiSet, uapiSetRequest, uapiSocketPath } from "./uapi-client.ts";
+import { checkedEndpoint, uapiGet, uapiSet, uapiSetRequest, uapiSocketPath } from "./uapi-client.ts";
 import type { WireguardDevice, WireguardDeviceState, WireguardPeerBatch } from "./wireguard-device.ts";
 
 const run = promisify(execFile);
@@ -174,18 +174,37 @@ const kernelDevice = (o: CreateWireguardOptions): ConfigurableDevice => ({
   },
   state: async () => parseWgDump(await exec(o.namespace, "wg", ["show", o.name, "dump"])),
   apply: async (batch: WireguardPeerBatch) => {
-    const args = ["set", o.name];
-    if (batch.replace) {
-      const keep = new Set(batch.put.map((p) => p.publicKey));
-      const current = parseWgDump(await exec(o.namespace, "wg", ["show", o.name, "dump"]));
-      for (const peer of current.peers) if (!keep.has(peer.publicKey)) args.push("peer", peer.publicKey, "remove");
-    }
-    for (const key of batch.remove) args.push("peer", key, "remove");
-    for (const peer of batch.put) args.push("peer", peer.publicKey, "allowed-ips", peer.allowedIps.join(","));
-    if (args.length > 2) await exec(o.namespace, "wg", args);
+    const current = batch.replace ? parseWgDump(await exec(o.namespace, "wg", ["show", o.name, "dump"])).peers : [];
+    const args = wgSetArgs(o.name, batch, current);
+    if (args) await exec(o.namespace, "wg", args);
   },
   close: () => deleteLink(o, undefined),
 });
+
+/**
+ * The one `wg set` of a batch on Linux WireGuard (never one process per peer), or undefined when
+ * there is nothing to do. `wg` has no "replace peers": a replacing batch removes, by name, each
+ * current peer it does not put. Untested against a kernel (docs/operations.md "The management
+ * tunnel"): the machines this was built on have none; only these arguments are unit-tested.
+ */
+export const wgSetArgs = (
+  name: string,
+  batch: WireguardPeerBatch,
+  current: ReadonlyArray<{ publicKey: string }>,
+): string[] | undefined => {
+  const args = ["set", name];
+  if (batch.replace) {
+    const keep = new Set(batch.put.map((p) => p.publicKey));
+    for (const peer of current) if (!keep.has(peer.publicKey)) args.push("peer", peer.publicKey, "remove");
+  }
+  for (const key of batch.remove) args.push("peer", key, "remove");
+  for (const peer of batch.put) {
+    args.push("peer", peer.publicKey);
+    if (peer.endpoint) args.push("endpoint", checkedEndpoint(peer.endpoint));
+    args.push("allowed-ips", peer.allowedIps.join(","));
+  }
+  return args.length > 2 ? args : undefined;
+};
 
 /** `wg show <if> dump`: the interface line, then one tab-separated line per peer. */
 export const parseWgDump = (text: string): WireguardDeviceState => {

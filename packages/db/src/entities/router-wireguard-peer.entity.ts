@@ -18,6 +18,8 @@ export const RouterWireguardPeer = defineEntity({
     handshakeAt: p.datetime().nullable(),
     /** The last `tunnel_status` audited (`router.tunnel.up`/`down`): up = a handshake under 3 minutes old. */
     up: p.boolean().default(false),
+    /** `ip:port` the hub last saw the router's tunnel from (its NAT's mapping); primes a restarted hub. */
+    endpoint: p.string().length(64).nullable(),
   },
 });
 export type TRouterWireguardPeer = InferEntity<typeof RouterWireguardPeer>;

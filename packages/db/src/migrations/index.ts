@@ -18,6 +18,7 @@ import { ConfigBackupsMigration } from "./20261125-019-config-backups.migration.
 import { RouterAccessMigration } from "./20261125-018-router-access.migration.ts";
 import { ObservabilityMigration } from "./20261125-017-observability.migration.ts";
 import { WireguardMigration } from "./20261125-016-wireguard.migration.ts";
+import { WireguardEndpointsMigration } from "./20261125-031-wireguard-endpoints.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -43,4 +44,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261125-018-router-access", class: RouterAccessMigration },
   { name: "20261125-019-config-backups", class: ConfigBackupsMigration },
   { name: "20261125-020-availability", class: AvailabilityMigration },
+  { name: "20261125-031-wireguard-endpoints", class: WireguardEndpointsMigration },
 ];

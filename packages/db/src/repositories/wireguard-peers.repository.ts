@@ -8,6 +8,8 @@ export interface WireguardBinding {
   routerId: string;
   publicKey: string;
   tunnelIp: string;
+  /** `ip:port` the hub last saw the router from (null: never), to prime a restarted hub's peer. */
+  endpoint: string | null;
 }
 
 /**
@@ -22,6 +24,8 @@ export type WireguardBindOutcome = "bound" | "unchanged" | "changed" | "taken";
 export interface HandshakeReading {
   publicKey: string;
   handshakeAt: Date | null;
+  /** `ip:port` the peer was last seen from (null: not known; a stored endpoint is then kept). */
+  endpoint?: string | null;
 }
 
 /** A router whose `tunnel_status` flipped (audited in the same statement). */
@@ -46,22 +50,26 @@ inserted as (
 select (select count(*) from inserted)::int as inserted, (select public_key from existing) as existing_key`;
 
 // The previous `up` comes from a self-join (the statement's snapshot), so a flip is known and
-// audited in the same statement. Only rows whose handshake moved or whose status flips are written.
+// audited in the same statement. Only rows whose handshake moved, whose status flips or whose
+// endpoint changed are written (a roaming router, or a new NAT mapping, is rare).
 const HANDSHAKES_SQL = `
 with v as (
-  select * from unnest($1::text[], $2::float8[]) as v(public_key, handshake_ms)
+  select * from unnest($1::text[], $2::float8[], $5::text[]) as v(public_key, handshake_ms, endpoint)
 ), next as (
   select o.router_id, o.up as was_up,
-    greatest(v.handshake_ms, extract(epoch from o.handshake_at) * 1000) as latest_ms
+    greatest(v.handshake_ms, extract(epoch from o.handshake_at) * 1000) as latest_ms,
+    coalesce(v.endpoint, o.endpoint) as endpoint
   from v join router_wireguard_peers o on o.public_key = v.public_key
 ), changed as (
   update router_wireguard_peers w set
     handshake_at = to_timestamp(n.latest_ms / 1000.0),
-    up = coalesce(n.latest_ms > $3::float8 - $4::float8, false)
+    up = coalesce(n.latest_ms > $3::float8 - $4::float8, false),
+    endpoint = n.endpoint
   from next n
   where w.router_id = n.router_id
     and (n.latest_ms is distinct from extract(epoch from w.handshake_at) * 1000
-      or w.up <> coalesce(n.latest_ms > $3::float8 - $4::float8, false))
+      or w.up <> coalesce(n.latest_ms > $3::float8 - $4::float8, false)
+      or n.endpoint is distinct from w.endpoint)
   returning w.router_id, w.up, n.was_up
 ), flipped as (
   select c.router_id, c.up from changed c where c.up <> c.was_up
@@ -107,11 +115,21 @@ export class WireguardPeersRepository {
 
   /** Every binding of a router that has a tunnel address: the hub's peer set. */
   async bindings(): Promise<WireguardBinding[]> {
-    const rows = await this.#db.query<{ router_id: string; public_key: string; tunnel_ip: string }>(
-      `select w.router_id, w.public_key, r.tunnel_ip from router_wireguard_peers w
+    const rows = await this.#db.query<{
+      router_id: string;
+      public_key: string;
+      tunnel_ip: string;
+      endpoint: string | null;
+    }>(
+      `select w.router_id, w.public_key, r.tunnel_ip, w.endpoint from router_wireguard_peers w
        join routers r on r.id = w.router_id where r.tunnel_ip is not null`,
     );
-    return rows.map((r) => ({ routerId: String(r.router_id), publicKey: r.public_key, tunnelIp: r.tunnel_ip }));
+    return rows.map((r) => ({
+      routerId: String(r.router_id),
+      publicKey: r.public_key,
+      tunnelIp: r.tunnel_ip,
+      endpoint: r.endpoint ?? null,
+    }));
   }
 
   /** The router's bound key, or null (pending). */
@@ -124,8 +142,9 @@ export class WireguardPeersRepository {
   }
 
   /**
-   * Stores the hub's handshake readings and flips `up` where the last handshake crossed the
-   * 3-minute window, auditing `router.tunnel.up`/`router.tunnel.down` for each flip.
+   * Stores the hub's handshake readings (and each peer's endpoint when it changed) and flips `up`
+   * where the last handshake crossed the 3-minute window, auditing `router.tunnel.up`/
+   * `router.tunnel.down` for each flip.
    */
   async recordHandshakes(readings: readonly HandshakeReading[], now: Date): Promise<TunnelTransition[]> {
     if (readings.length === 0) return [];
@@ -134,6 +153,7 @@ export class WireguardPeersRepository {
       plainArray(readings.map((r) => (r.handshakeAt ? r.handshakeAt.getTime() : null))),
       now.getTime(),
       TUNNEL_UP_WINDOW_MS,
+      textArray(readings.map((r) => r.endpoint ?? null)),
     ]);
     return rows.map((r) => ({ routerId: String(r.router_id), teamId: String(r.team_id), up: r.up === true }));
   }
