@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
-import { generateEd25519KeyPair } from "@fleet/shared";
+import { generateEd25519KeyPair, offboardingCommands } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -235,6 +235,9 @@ describe("a removed router's address and device (finding 2)", () => {
     expect(tables["system scheduler"]).toEqual([]);
     const offboarding = await listRouterJobs(db, { routerId: device.routerId, kind: "router.offboard" });
     expect(offboarding.map((j) => j.state)).toEqual(["completed"]);
+    // Each of offboarding's commands reached the device and was accepted (the tunnel's route,
+    // address, peer and interface too, though this router has none in external mode).
+    expect(device.ros().ssh.commands()).toEqual(expect.arrayContaining(offboardingCommands(SSH_USER)));
     // Another organization never sees it.
     expect((await call("GET", "/api/audit-log?action=router.offboarded", b.token)).body.data).toEqual([]);
 

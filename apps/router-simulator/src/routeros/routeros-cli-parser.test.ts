@@ -1,4 +1,4 @@
-import { offboardingCommands } from "@fleet/shared";
+import { offboardingCommands, WIREGUARD_OBJECTS } from "@fleet/shared";
 import { describe, expect, it } from "vitest";
 import { parseRouterOsCommand } from "./routeros-cli-parser.ts";
 
@@ -107,16 +107,26 @@ describe('offboarding commands (docs/routeros.md "Offboarding")', () => {
           target: { find: [{ key: "comment", op: "~", value: "^fleet" }] },
         },
       },
-      {
+      ...[
+        ["ip route", "comment", WIREGUARD_OBJECTS.comment],
+        ["ip address", "comment", WIREGUARD_OBJECTS.comment],
+        ["interface wireguard peers", "interface", "fleet-wg"],
+        ["interface wireguard", "name", "fleet-wg"],
+      ].map(([menu, key, value]) => ({
         ok: true,
-        command: {
-          kind: "config-remove",
-          menu: "interface wireguard",
-          target: { find: [{ key: "name", op: "=", value: "fleet-wg" }] },
-        },
-      },
+        command: { kind: "config-remove", menu, target: { find: [{ key, op: "=", value }] } },
+      })),
     ]);
-    for (const line of ['/user add name="x" group=full', "/system scheduler print", "/user set admin password=x"]) {
+    for (const line of [
+      '/user add name="x" group=full',
+      "/system scheduler print",
+      "/user set admin password=x",
+      "/ip address add address=100.64.0.9/32 interface=fleet-wg",
+      "/ip route print",
+      "/interface wireguard peers add interface=fleet-wg",
+      "/interface wireguard set fleet-wg private-key=x",
+      "/ip firewall filter add chain=input action=accept",
+    ]) {
       expect(parseRouterOsCommand(line).ok, line).toBe(false);
     }
   });

@@ -21,6 +21,9 @@ export const CONFIG_MENUS = [
   "user",
   "user group",
   "ip firewall filter",
+  "ip route",
+  "ip address",
+  "interface wireguard peers",
   "interface wireguard",
 ] as const;
 export type ConfigMenu = (typeof CONFIG_MENUS)[number];

@@ -263,6 +263,15 @@ export class RouterOsUsers {
         this.#addresses.push({ address, interface: args.named.get("interface") ?? "bridge" });
         return "";
       }
+      case "ip address|remove": {
+        // Offboarding takes the management tunnel's tagged address off (docs/routeros.md
+        // "Offboarding"); the router's own addresses carry no such comment and stay.
+        if (args.find === undefined) return "no such item";
+        for (const a of [...this.#addresses]) {
+          if (matches({ ...a }, args.find)) this.#addresses.splice(this.#addresses.indexOf(a), 1);
+        }
+        return "";
+      }
       case "ip address|print":
         return this.#addresses
           .map((a, n) => `${String(n).padStart(2)}   address=${a.address} interface=${a.interface}`)

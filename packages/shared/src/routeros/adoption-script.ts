@@ -24,6 +24,7 @@ import {
 } from "./routeros-script.ts";
 import {
   type AdoptionWireguard,
+  removeWireguardStatements,
   wireguardAdoptionStatements,
   wireguardKeyHeartbeatStatements,
 } from "./wireguard-script.ts";
@@ -211,8 +212,8 @@ export const adoptionCommand = (url: string): string => {
  * What the offboarding job sends to a removed router's device, one command per line, in this
  * order (docs/routeros.md "Offboarding"): everything adoption and the agent installed, i.e. the
  * tagged dst-nat rules of forwards, the heartbeat scheduler entry and script, the agent's key, its
- * user and group, then the tagged filter rules and the WireGuard interface of the management
- * tunnel, last because removing them may end the session itself. Each `remove [find ...]` of
+ * user and group, then the tagged filter rules, the management tunnel's tagged route and address,
+ * its hub peer and its WireGuard interface, last because removing them may end the session itself. Each `remove [find ...]` of
  * nothing is not an error on RouterOS, so a second run (a retried job) passes.
  */
 export const offboardingCommands = (sshUser: string): string[] => {
@@ -227,9 +228,17 @@ export const offboardingCommands = (sshUser: string): string[] => {
     line(command("user", "remove", {}, [findWhere({ name: str(sshUser) })])),
     line(command("user group", "remove", {}, [findWhere({ name: str(o.group) })])),
     `/ip firewall filter remove [find where comment~"^${OFFBOARD_TAG_PATTERN.filter}"]`,
-    line(command("interface wireguard", "remove", {}, [findWhere({ name: str(OFFBOARD_WIREGUARD_INTERFACE) })])),
+    // The management tunnel's own route, address and hub peer (tagged as the adoption script
+    // tags them), then its interface with the router's WireGuard key.
+    ...removeWireguardStatements(true)
+      .filter((statement) => !isFilterRemoval(statement))
+      .map(line),
   ];
 };
+
+/** The tunnel's tagged filter rules: offboarding removes them (and older tags) by pattern instead. */
+const isFilterRemoval = (statement: RosStatement): boolean =>
+  statement.kind === "command" && statement.path.join(" ") === "ip firewall filter";
 
 /** Comment prefixes of what offboarding removes by pattern: forwards' dst-nat rules, the tunnel's filter rules. */
 export const OFFBOARD_TAG_PATTERN = { nat: "fleet-fwd:", filter: "fleet" } as const;

@@ -4,11 +4,13 @@ import {
   generateEd25519KeyPair,
   generateWireguardKeyPair,
   isWireguardKey,
+  offboardingCommands,
   removeWireguardStatements,
   renderRouterOsScript,
   WIREGUARD_OBJECTS,
 } from "@fleet/shared";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { parseRouterOsCommand } from "../routeros-cli-parser.ts";
 import { type HttpRequest, RouterOsDevice } from "./routeros-device.ts";
 
 const hub = generateWireguardKeyPair();
@@ -133,6 +135,37 @@ describe("the adoption script's management tunnel (TUNNEL_MODE=wireguard)", () =
     }
     // Running it again on a clean router is no error.
     await d.run(renderRouterOsScript(removeWireguardStatements(true)));
+    d.stop();
+  });
+
+  it("offboarding's commands, as the SSH server parses them, take off the whole tunnel and nothing of the operator's", async () => {
+    let changes = 0;
+    const { d } = device(async () => {
+      changes++;
+    });
+    await d.run('/ip firewall filter add chain=input action=drop comment="defconf: drop all not coming from LAN"');
+    await d.run("/ip address add address=192.168.88.1/24 interface=bridge comment=defconf");
+    await d.run("/ip route add dst-address=0.0.0.0/0 gateway=192.168.1.1");
+    await d.run(adoptionScript(INPUT));
+    const before = changes;
+    for (const line of offboardingCommands("mgmt")) {
+      const parsed = parseRouterOsCommand(line);
+      expect(parsed.ok, line).toBe(true);
+      if (parsed.ok && parsed.command.kind === "config-remove") {
+        expect(d.removeWhere(parsed.command.menu, parsed.command.target), line).toBe("");
+      }
+    }
+    expect(props(d, "interface wireguard")).toEqual([]);
+    expect(props(d, "interface wireguard peers")).toEqual([]);
+    expect(props(d, "ip address")).toEqual([
+      expect.objectContaining({ address: "192.168.88.1/24", comment: "defconf" }),
+    ]);
+    expect(props(d, "ip route")).toEqual([expect.objectContaining({ "dst-address": "0.0.0.0/0" })]);
+    expect(props(d, "ip firewall filter")).toEqual([
+      expect.objectContaining({ comment: "defconf: drop all not coming from LAN" }),
+    ]);
+    // The real end of the tunnel (`--netns`) hears of the removals, as of the script's changes.
+    await vi.waitFor(() => expect(changes).toBeGreaterThan(before));
     d.stop();
   });
 

@@ -297,7 +297,7 @@ export class RouterOsDevice {
   /**
    * `/<menu> remove [find where k=v ...]` or `remove *1,*2` as the agent sends it over SSH
    * (offboarding, docs/routeros.md "Offboarding"): the output RouterOS would print, "" on success.
-   * Menus the device has no table for (filter rules, WireGuard) hold nothing here.
+   * Menus the device has no table for hold nothing here.
    */
   removeWhere(
     menu: string,
@@ -317,6 +317,9 @@ export class RouterOsDevice {
             .map((item) => item.id);
     try {
       this.#remove(menu, table, { ids });
+      // The tunnel's real end (`--netns`) follows, as after the script's own changes; the SSH
+      // answer does not wait for it (removing the tunnel may end the session that asked).
+      if (ids.length > 0) void this.#tunnelChanged(menu).catch(() => {});
       return "";
     } catch (error) {
       return error instanceof Error ? error.message : String(error);
