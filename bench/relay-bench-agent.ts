@@ -1,6 +1,7 @@
 /**
  * Child process of `npm run bench:relay`: the tunnel agent with its entry-point relay over an
- * in-memory database holding one router (at the simulated router's tunnel_ip) and two forwards:
+ * in-memory database holding one router (at the simulated router's tunnel_ip, inside
+ * `TUNNEL_NETWORK`, default all of loopback) and two forwards:
  * to the LAN sink (dst port 9) and to the LAN echo (dst port 7). Applies both through the real job
  * queue and SSH, then prints `{"sink": port, "echo": port}` on stdout.
  */
@@ -9,9 +10,9 @@ import { makeRouter, makeUser } from "@fleet/db/testing";
 import { loadTunnelAgentConfig, startTunnelAgent } from "@fleet/tunnel-agent";
 import pino from "pino";
 
-const [tunnelIp = "", sshPort = "0"] = process.argv.slice(2);
+const [tunnelIp = "", sshPort = "0", network = "127.0.0.0/8", portRange = "49500-49599"] = process.argv.slice(2);
 const ENTRY = "bench.fleet.test";
-const PORTS: [number, number] = [49500, 49599];
+const PORTS = portRange.split("-").map(Number) as [number, number];
 
 const db = await openDatabase({ dataDir: "memory" });
 await db.migrate();
@@ -50,8 +51,9 @@ const agent = await startTunnelAgent({
     ENTRY_POINT_PORTS: PORTS.join("-"),
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     TUNNEL_SSH_PORT: sshPort,
-    // The simulated router sits on a loopback address (the bench may only use 127.0.0.0/8).
-    TUNNEL_NETWORK: "127.0.0.0/8",
+    // A loopback address (the plain bench), or the tunnel's network (`--tunnel`: routed to the
+    // bench's WireGuard hub interface, as TUNNEL_MODE=wireguard routes it).
+    TUNNEL_NETWORK: network,
   }),
   db,
   logger: pino({ level: "warn" }),

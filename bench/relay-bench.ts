@@ -5,8 +5,11 @@
  * the client and the LAN devices are this process in both cases, so only the path differs.
  * Measures: a single 100 MB transfer (throughput), connection set-up latency (connect + PROXY
  * header + first echoed byte), and 200 concurrent forwarded connections. Prints ratios.
+ * With `--tunnel` (root and wireguard-go), in the same run: the same relay (a second agent process)
+ * forwarding to a router reached through a real WireGuard tunnel (bench/relay-bench-tunnel.ts),
+ * against the forward to the router over loopback; min/median/max over the rounds.
  * Options: --mb N (default 100), --rounds N (default 3), --latency-samples N (default 200),
- * --concurrent N (default 200).
+ * --concurrent N (default 200), --tunnel.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -15,6 +18,8 @@ import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { proxyV1Header } from "@fleet/tunnel-agent";
+import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/wireguard-environment";
+import { type BenchTunnel, startBenchTunnel } from "./relay-bench-tunnel.ts";
 
 const { values } = parseArgs({
   options: {
@@ -22,8 +27,16 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "3" },
     "latency-samples": { type: "string", default: "200" },
     concurrent: { type: "string", default: "200" },
+    tunnel: { type: "boolean", default: false },
   },
 });
+if (values.tunnel) {
+  const unavailable = realTunnelUnavailable();
+  if (unavailable) {
+    process.stderr.write(`bench:relay --tunnel needs root and wireguard-go: ${unavailable}\n`);
+    process.exit(1);
+  }
+}
 const BYTES = Number(values.mb) * 1024 * 1024;
 const ROUNDS = Number(values.rounds);
 const SAMPLES = Number(values["latency-samples"]);
@@ -57,8 +70,11 @@ const sshPort = await listen(probe, TUNNEL_IP);
 await new Promise((resolve) => probe.close(resolve));
 
 const children: ChildProcess[] = [];
-const child = async (script: string, args: string[]): Promise<string> => {
-  const proc = spawn(process.execPath, [path.join(here, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
+const child = async (script: string, args: string[], namespace?: string): Promise<string> => {
+  const argv = [path.join(here, script), ...args];
+  const proc = namespace
+    ? spawn("ip", ["netns", "exec", namespace, process.execPath, ...argv], { stdio: ["ignore", "pipe", "inherit"] })
+    : spawn(process.execPath, argv, { stdio: ["ignore", "pipe", "inherit"] });
   children.push(proc);
   let out = "";
   proc.stdout?.on("data", (chunk: Buffer) => {
@@ -83,6 +99,28 @@ const ports = JSON.parse(await child("relay-bench-agent.ts", [TUNNEL_IP, String(
   echo: number;
 };
 const pipePort = Number(await child("relay-bench-pipe.ts", [String(sinkPort)]));
+
+// --tunnel: the same relay code in a second agent, whose router sits behind a real WireGuard tunnel.
+let tunnel: BenchTunnel | undefined;
+let tunnelled: { sink: number; echo: number } | undefined;
+if (values.tunnel) {
+  tunnel = await startBenchTunnel();
+  const opened = tunnel;
+  process.once("exit", () => {
+    // Synchronous last resort (a crash); the normal end awaits close() below.
+    void opened.close();
+  });
+  try {
+    await child("relay-bench-router.ts", [tunnel.routerIp, "22", "0", "0"], tunnel.namespace);
+    tunnelled = JSON.parse(
+      await child("relay-bench-agent.ts", [tunnel.routerIp, "22", tunnel.network, "49600-49699"]),
+    ) as { sink: number; echo: number };
+  } catch (error) {
+    stopChildren();
+    await tunnel.close();
+    throw error;
+  }
+}
 
 const header = (port: number) => proxyV1Header({ address: "8.8.8.8", port: 50_000 }, { address: "127.0.0.1", port });
 
@@ -199,10 +237,53 @@ line(
     `ratio p50 ${fmt(median(relayedSetup) / median(directSetup), 2)}`,
 );
 
+if (tunnelled) {
+  const via = tunnelled;
+  const mmm = (v: number[], digits = 1) => {
+    const sorted = [...v].sort((a, b) => a - b);
+    return `min ${fmt(sorted[0] ?? Number.NaN, digits)} / median ${fmt(median(v), digits)} / max ${fmt(sorted.at(-1) ?? Number.NaN, digits)}`;
+  };
+  const loop: number[] = [];
+  const wg: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    loop.push(await transfer(ports.sink, true));
+    wg.push(await transfer(via.sink, true));
+  }
+  const loopSetup: number[] = [];
+  const wgSetup: number[] = [];
+  const roundLoop: number[] = [];
+  const roundWg: number[] = [];
+  const perRound = Math.max(1, Math.floor(SAMPLES / ROUNDS));
+  for (let round = 0; round < ROUNDS; round++) {
+    const a: number[] = [];
+    const b: number[] = [];
+    for (let i = 0; i < perRound; i++) {
+      a.push(await setup(ports.echo, true));
+      b.push(await setup(via.echo, true));
+    }
+    loopSetup.push(...a);
+    wgSetup.push(...b);
+    roundLoop.push(median(a));
+    roundWg.push(median(b));
+  }
+  line("tunnel      the same relay forwarding to a router behind a real WireGuard tunnel (wireguard-go at both ends,");
+  line(
+    "            router in its own network namespace, its LAN devices in its own process) against the forward over loopback",
+  );
+  line(`  throughput over loopback MB/s ${mmm(loop)}   through the tunnel MB/s ${mmm(wg)}`);
+  line(`             ratio tunnel/loopback (medians) ${fmt(median(wg) / median(loop), 2)}`);
+  line(
+    `  set-up p50 per round, ms: over loopback ${mmm(roundLoop, 3)}   through the tunnel ${mmm(roundWg, 3)}   ` +
+      `(all ${loopSetup.length} samples: p95 ${fmt(percentile(loopSetup, 95), 3)} vs ${fmt(percentile(wgSetup, 95), 3)} ms)`,
+  );
+  line(`             ratio tunnel/loopback (median of p50s) ${fmt(median(roundWg) / median(roundLoop), 2)}`);
+}
+
 const load = await concurrent(CONCURRENT);
 line(`concurrent  ${CONCURRENT} forwarded connections echoing 16 KiB: ${load.errors} errors in ${fmt(load.ms)} ms`);
 
 stopChildren();
+await tunnel?.close();
 sink.close();
 echo.close();
 process.exitCode = load.errors === 0 ? 0 : 1;

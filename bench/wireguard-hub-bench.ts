@@ -5,8 +5,9 @@
  * time from a binding to a working handshake with a real router: one wireguard-go "router" in its
  * own network namespace, bound as the (N+1)-th peer, dialing the hub; the clock runs from the
  * batch that adds its peer to the first handshake the hub reports.
- * Also, in the same run: 100 MB and connection set-up through the tunnel (hub -> wireguard-go router
- * in its namespace) against the same over loopback. Options: --sizes 100,1000,10000, --mb 100.
+ * Relayed throughput and connection set-up through the tunnel are `npm run bench:relay -- --tunnel`
+ * (the relay itself over the tunnel, against the same relay over loopback).
+ * Options: --sizes 100,1000,10000.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
@@ -17,9 +18,8 @@ import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/wireguard-e
 import pino from "pino";
 
 const { values } = parseArgs({
-  options: { sizes: { type: "string", default: "100,1000,10000" }, mb: { type: "string", default: "100" } },
+  options: { sizes: { type: "string", default: "100,1000,10000" } },
 });
-const MB = Number(values.mb);
 const sizes = values.sizes.split(",").map(Number);
 const unavailable = realTunnelUnavailable();
 if (unavailable) {
@@ -42,65 +42,6 @@ const rssKb = (name: string): number => {
   }
   return 0;
 };
-
-/** A TCP sink (counts bytes, answers one byte on connect) started in `ns` or here. */
-const SINK = `const net=require("node:net");net.createServer(s=>{s.write("k");s.on("data",()=>{});s.on("end",()=>s.end());}).listen(Number(process.argv[2]),process.argv[1],()=>process.stdout.write("up\\n"));`;
-const startSink = async (host: string, port: number, ns?: string) => {
-  const { spawn } = await import("node:child_process");
-  const args = ["-e", SINK, host, String(port)];
-  const child = ns ? spawn("ip", ["netns", "exec", ns, process.execPath, ...args]) : spawn(process.execPath, args);
-  await new Promise((resolve) => child.stdout?.once("data", resolve));
-  return child;
-};
-const measure = async (host: string, port: number) => {
-  const net = await import("node:net");
-  const setups: number[] = [];
-  for (let i = 0; i < 50; i++) {
-    const t = performance.now();
-    await new Promise<void>((resolve, reject) => {
-      const s = net.connect({ host, port });
-      s.once("data", () => {
-        setups.push(performance.now() - t);
-        s.destroy();
-        resolve();
-      });
-      s.once("error", reject);
-    });
-  }
-  setups.sort((a, b) => a - b);
-  const chunk = Buffer.alloc(64 * 1024);
-  const t = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    const s = net.connect({ host, port });
-    let sent = 0;
-    const pump = () => {
-      while (sent < MB * 1024 * 1024) {
-        sent += chunk.length;
-        if (!s.write(chunk)) return void s.once("drain", pump);
-      }
-      s.end();
-    };
-    s.once("connect", pump);
-    s.on("data", () => {});
-    s.once("close", () => resolve());
-    s.once("error", reject);
-  });
-  return { mbps: MB / ((performance.now() - t) / 1000), setupP50: setups[25] ?? 0 };
-};
-/** 100 MB and 50 connection set-ups through the tunnel, against the same over loopback, in one run. */
-const throughput = async (ns: string) => {
-  const inside = await startSink("100.126.255.254", 9_000, ns);
-  const here = await startSink("127.0.0.1", 59_123);
-  try {
-    const tunnel = await measure("100.126.255.254", 9_000);
-    const loopback = await measure("127.0.0.1", 59_123);
-    return `tunnel ${tunnel.mbps.toFixed(0)} MB/s (set-up p50 ${tunnel.setupP50.toFixed(2)} ms), loopback ${loopback.mbps.toFixed(0)} MB/s (set-up p50 ${loopback.setupP50.toFixed(2)} ms): ${(tunnel.mbps / loopback.mbps).toFixed(3)} of loopback`;
-  } finally {
-    inside.kill();
-    here.kill();
-  }
-};
-let tunnelVsLoopback = "";
 
 const tag = `h23b${process.pid.toString(36).slice(-4)}`;
 const logger = pino({ level: "silent" });
@@ -182,7 +123,6 @@ for (const n of sizes) {
       }
       await new Promise((r) => setTimeout(r, 10));
     }
-    if (n === sizes[0]) tunnelVsLoopback = await throughput(ns);
     const readT = performance.now();
     await hub.state();
     const readMs = performance.now() - readT;
@@ -201,5 +141,5 @@ for (const n of sizes) {
   }
 }
 process.stdout.write(
-  `| peers | one batch | peers/s | binding -> handshake | read all handshakes | hub RSS per peer |\n| --- | --- | --- | --- | --- | --- |\n${rows.join("\n")}\n\n${tunnelVsLoopback}\n`,
+  `| peers | one batch | peers/s | binding -> handshake | read all handshakes | hub RSS per peer |\n| --- | --- | --- | --- | --- | --- |\n${rows.join("\n")}\n`,
 );
