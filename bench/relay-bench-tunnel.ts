@@ -14,7 +14,7 @@ import path from "node:path";
 import { generateWireguardKeyPair } from "@fleet/shared";
 import { uapiSocketPath } from "@fleet/tunnel-agent/wireguard/uapi-client";
 import type { WireguardDevice } from "@fleet/tunnel-agent/wireguard/wireguard-device";
-import { createWireguardDevice } from "@fleet/tunnel-agent/wireguard/wireguard-interface";
+import { createWireguardDevice, diesWithParent } from "@fleet/tunnel-agent/wireguard/wireguard-interface";
 import pino from "pino";
 
 export interface BenchTunnel {
@@ -84,9 +84,8 @@ export const startBenchTunnel = async (): Promise<BenchTunnel> => {
     sh(["ip", "-n", namespace, "link", "set", `${tag}b`, "up"]);
     sh(["ip", "-n", namespace, "link", "set", "lo", "up"]);
     const rw = `${tag}r`;
-    routerWg = spawn("ip", ["netns", "exec", namespace, "env", "WG_PROCESS_FOREGROUND=1", "wireguard-go", rw], {
-      stdio: "ignore",
-    });
+    const [file, argv] = diesWithParent("env", ["WG_PROCESS_FOREGROUND=1", "wireguard-go", rw]);
+    routerWg = spawn("ip", ["netns", "exec", namespace, file, ...argv], { stdio: "ignore" });
     const deadline = Date.now() + 10_000;
     while (!existsSync(uapiSocketPath(rw))) {
       if (Date.now() > deadline || routerWg.exitCode !== null)

@@ -9,6 +9,7 @@ import { sh } from "./netns-shell.ts";
 
 const SERVICES = fileURLToPath(new URL("./netns-services.ts", import.meta.url));
 const WG_SOCKET_DIR = "/var/run/wireguard";
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((file) => existsSync(file));
 const START_TIMEOUT_MS = 10_000;
 /** The interface name the adoption script creates (WIREGUARD_OBJECTS.interface). */
 const ROUTEROS_WG = "fleet-wg";
@@ -85,9 +86,20 @@ export const attachNetnsRouter = (o: NetnsRouterOptions): NetnsRouter => {
   let queue: Promise<unknown> = Promise.resolve();
 
   const startWireguard = async () => {
+    // setpriv: the kernel ends wireguard-go when the simulator dies, even by SIGKILL.
     const child = spawn(
       "ip",
-      ["netns", "exec", ns, "env", "WG_PROCESS_FOREGROUND=1", "LOG_LEVEL=error", "wireguard-go", o.linkName],
+      [
+        "netns",
+        "exec",
+        ns,
+        ...(SETPRIV ? [SETPRIV, "--pdeathsig", "TERM"] : []),
+        "env",
+        "WG_PROCESS_FOREGROUND=1",
+        "LOG_LEVEL=error",
+        "wireguard-go",
+        o.linkName,
+      ],
       {
         stdio: ["ignore", "ignore", "pipe"],
       },

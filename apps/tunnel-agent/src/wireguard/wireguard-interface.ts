@@ -52,16 +52,23 @@ const waitFor = async (check: () => boolean | Promise<boolean>, what: string, fa
   }
 };
 
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((file) => existsSync(file));
+
+/**
+ * `command args` under `setpriv --pdeathsig TERM` (util-linux) when it is there: the kernel ends
+ * wireguard-go when this process dies, even by SIGKILL, so no interface or socket outlives its hub.
+ */
+export const diesWithParent = (command: string, args: string[]): [string, string[]] =>
+  SETPRIV ? [SETPRIV, ["--pdeathsig", "TERM", command, ...args]] : [command, args];
+
 /** wireguard-go in the foreground, as a child of this process; its UAPI socket is the control path. */
 const startUserspace = async (o: CreateWireguardOptions): Promise<{ child: ChildProcess }> => {
   // `env` sets wireguard-go's variables on top of the inherited environment (stay in the foreground,
   // as our child, so it ends with us; log errors only).
-  const [file, argv] = inNamespace(o.namespace, "env", [
-    "WG_PROCESS_FOREGROUND=1",
-    "LOG_LEVEL=error",
-    "wireguard-go",
-    o.name,
-  ]);
+  const [file, argv] = inNamespace(
+    o.namespace,
+    ...diesWithParent("env", ["WG_PROCESS_FOREGROUND=1", "LOG_LEVEL=error", "wireguard-go", o.name]),
+  );
   const child = spawn(file, argv, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   let exited: string | undefined;
