@@ -255,6 +255,13 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
       // The hub reads the endpoint back: unchanged, so nothing is written.
       await hub.pollHandshakes();
       expect(await stored()).toBe("10.201.7.2:40002");
+      // A peer the interface holds without an endpoint (a standby hub whose peers came before the
+      // endpoints did) is primed by the next reconciliation.
+      await device.apply({ put: [{ publicKey: key, allowedIps: [peer?.allowedIps[0] ?? ""] }], remove: [key] });
+      expect((await device.state()).peers.find((p) => p.publicKey === key)?.endpoint).toBeNull();
+      expect((await hub.reconcile()).added).toBe(1);
+      expect((await device.state()).peers.find((p) => p.publicKey === key)?.endpoint).toBe("10.201.7.2:40002");
+      expect((await hub.reconcile()).added).toBe(0);
       // A stored endpoint never overrides where the interface sees the peer now (a roaming router).
       await db.query("update router_wireguard_peers set endpoint = '10.201.7.2:40003' where router_id = $1", [
         router.id,

@@ -138,12 +138,12 @@ export class WireguardHub {
       const allowed = `${binding.tunnelIp}/32`;
       const peer = this.#synced ? current.get(publicKey) : undefined;
       const ips = peer?.allowedIps;
-      if (!peer || !ips || ips.length !== 1 || ips[0] !== allowed) {
-        // A peer the interface does not know where to find (a restarted hub) is primed with the
-        // router's last endpoint, so traffic to it starts a handshake at once rather than waiting
-        // for the router's next rekey (up to 2 minutes). A live endpoint is never overwritten.
-        const endpoint =
-          !peer?.endpoint && binding.endpoint && validEndpoint(binding.endpoint) ? binding.endpoint : undefined;
+      // A peer the interface does not know where to find (a restarted hub, a standby) is primed
+      // with the router's last endpoint, so traffic to it starts a handshake at once rather than
+      // waiting for the router's next rekey (up to 2 minutes). A live endpoint is never overwritten.
+      const endpoint =
+        !peer?.endpoint && binding.endpoint && validEndpoint(binding.endpoint) ? binding.endpoint : undefined;
+      if (!peer || !ips || ips.length !== 1 || ips[0] !== allowed || endpoint) {
         put.push({ publicKey, allowedIps: [allowed], ...(endpoint ? { endpoint } : {}) });
       }
     }
