@@ -12,7 +12,6 @@ import {
   ConfigBackupsRepository,
   queueBackupJob,
   type Database,
-  ForwardsRepository,
   IdentityRepository,
   type RegisteredTask,
   RateLimitCountersRepository,
@@ -303,7 +302,8 @@ export const startApi = async ({
     }),
     teams: teamResolver,
     forwards: new ForwardsService({
-      forwards: new ForwardsRepository(db, jobs),
+      db,
+      jobs,
       clock: domainClock ?? { now: () => new Date(now ? now() : Date.now()) },
       entryPoint: config.entryPoint,
       maxActivePerOrg: config.forwardsPerOrg,

@@ -1,3 +1,4 @@
+import { FORWARD_JOB_KINDS, type TForwardJobKind } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { Query } from "../database.ts";
 import { toDate, toNumber } from "../repositories/sql-values.ts";
@@ -18,7 +19,7 @@ export const ROUTER_JOBS_DEAD_LETTER = "router.jobs.dead";
  * `router.offboard`: the removed router's device loses what adoption installed (docs/routeros.md
  * "Offboarding"). Queued by the removal, in its transaction; payload `{ router_id }` of the removed router.
  */
-export const ROUTER_OFFBOARD_JOB = "router.offboard";
+export const ROUTER_OFFBOARD_JOB = FORWARD_JOB_KINDS.offboard;
 
 /** Attempts of a router job before it is dead-lettered (the first one included). */
 export const ROUTER_JOB_ATTEMPTS = 10;
@@ -26,16 +27,15 @@ export const ROUTER_JOB_ATTEMPTS = 10;
 /** A router job as its handler sees it. */
 export interface JobRecord {
   id: string;
-  /** `forward.apply`, `forward.remove` or `router.reconcile` (FORWARD_JOB_KINDS). */
-  kind: string;
-  /** `{ forward_id?, router_id }`; handlers validate it. */
-  payload: Record<string, unknown>;
+  kind: TForwardJobKind;
+  /** What was queued; handlers still validate the ids they need (a row may predate a change of payload). */
+  payload: RouterJobData;
   /** 1 on the first attempt. */
   attempts: number;
 }
 
 export interface RouterJobData {
-  kind: string;
+  kind: TForwardJobKind;
   router_id: string;
   forward_id?: string;
   /** Temporary router access jobs (`access.apply`, `access.remove`). */
@@ -84,11 +84,11 @@ export const BACKUP_JOB_ATTEMPTS = 3;
 export const queueBackupJob = async (engine: JobEngine, routerId: string): Promise<string | null> => {
   const [waiting] = await engine.findJobs(ROUTER_JOBS_QUEUE, {
     key: routerId,
-    data: { kind: "router.backup" },
+    data: { kind: FORWARD_JOB_KINDS.backup },
     queued: true,
   });
   if (waiting) return waiting.id;
-  return queueRouterJob(engine, { kind: "router.backup", router_id: routerId }, undefined, {
+  return queueRouterJob(engine, { kind: FORWARD_JOB_KINDS.backup, router_id: routerId }, undefined, {
     retryLimit: BACKUP_JOB_ATTEMPTS - 1,
   });
 };
@@ -98,7 +98,7 @@ export type TRouterJobState = "created" | "retry" | "active" | "completed" | "ca
 
 export interface RouterJobRow {
   id: string;
-  kind: string;
+  kind: TForwardJobKind;
   routerId: string;
   forwardId: string | null;
   state: TRouterJobState;
