@@ -8,6 +8,7 @@ export * from "./repositories/oem.repository.ts";
 export { loadOemSnapshot, oemMatchKeys, snapshotSource } from "./oem/oem-snapshot.ts";
 export * from "./repositories/forwards.repository.ts";
 export * from "./repositories/forward-targets.repository.ts";
+export * from "./repositories/fleet-status.repository.ts";
 export * from "./repositories/entry-point-ports.ts";
 export {
   checkSessionQuotas,

@@ -162,3 +162,49 @@ export const countOpenRouterJobs = async (db: Database): Promise<number> => {
   );
   return toNumber(row?.n ?? 0);
 };
+
+/** A job of any queue as `jobs failed` and `jobs retry` read it from pg-boss's table. */
+export interface StoredJob {
+  id: string;
+  queue: string;
+  state: string;
+  data: unknown;
+  /** The error text of the last failed attempt, if any. */
+  error: string | null;
+}
+
+const storedJob = (row: Record<string, unknown>): StoredJob => {
+  const output = (typeof row.output === "string" ? JSON.parse(row.output) : row.output) as {
+    message?: unknown;
+  } | null;
+  return {
+    id: String(row.id),
+    queue: String(row.name),
+    state: String(row.state),
+    data: typeof row.data === "string" ? JSON.parse(row.data) : row.data,
+    error: typeof output?.message === "string" ? output.message : null,
+  };
+};
+
+/**
+ * Jobs that failed for good (state `failed`) and the contents of dead-letter queues (`*.dead`),
+ * newest first (at most 100); of one queue and its dead-letter queue when given.
+ */
+export const listFailedJobs = async (db: Database, queue?: string): Promise<StoredJob[]> => {
+  const rows = await db.query<Record<string, unknown>>(
+    `select id, name, data, output, state from pgboss.job
+     where (state = 'failed' or name like '%.dead') and ($1::text is null or name = $2 or name = $3 || '.dead')
+     order by created_on desc limit 100`,
+    [queue ?? null, queue ?? null, queue ?? null],
+  );
+  return rows.map(storedJob);
+};
+
+/** One job of any queue by id, or null. */
+export const findJob = async (db: Database, id: string): Promise<StoredJob | null> => {
+  const [row] = await db.query<Record<string, unknown>>(
+    `select id, name, data, output, state from pgboss.job where id = $1`,
+    [id],
+  );
+  return row ? storedJob(row) : null;
+};
