@@ -7,8 +7,15 @@ import {
   routerJobsQueue,
   SYSTEM_ORIGIN,
 } from "@fleet/db";
-import { createTestDatabase, makeRouter, makeUser, type TestDatabase, unique } from "@fleet/db/testing";
-import { ManualClock, parseTunnelNetwork, type TCreateForwardInput } from "@fleet/shared";
+import {
+  createTestDatabase,
+  databaseFingerprint,
+  makeRouter,
+  makeUser,
+  type TestDatabase,
+  unique,
+} from "@fleet/db/testing";
+import { FORWARD_LIMITS, ManualClock, parseTunnelNetwork, type TCreateForwardInput } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rejection } from "../../testing/rejections.ts";
 import { ForwardsService, type ForwardsServiceDeps } from "./forwards.service.ts";
@@ -192,5 +199,44 @@ describe("ForwardsService (service tier)", () => {
     clock.advance(MINUTE);
     await forwards.delete(o.teamId, router.id, forward.id, SYSTEM_ORIGIN);
     expect(await stored(router.id, forward.id)).toMatchObject({ status: "expired" });
+  });
+
+  // Moved from the HTTP tests forwards-quotas.test.ts and forwards-limits.test.ts: rules, not transport.
+  it("FORWARDS_PER_ORG: Retry-After from the earliest counted expiry; a refusal changes nothing; a delete frees a slot", async () => {
+    const { forwards, clock } = service({ maxActivePerOrg: 3 });
+    const o = await owner();
+    const [a, b] = [await makeRouter(db, o), await makeRouter(db, o)];
+    const first = await forwards.create(o.teamId, body(a.id, { expire_after_minutes: 10 }), SYSTEM_ORIGIN);
+    await forwards.create(o.teamId, body(b.id), SYSTEM_ORIGIN);
+    clock.advance(61_500);
+    await forwards.create(o.teamId, body(b.id), SYSTEM_ORIGIN);
+    for (const router of [a, b]) {
+      const before = await databaseFingerprint(db);
+      const refused = await rejection(forwards.create(o.teamId, body(router.id), SYSTEM_ORIGIN));
+      // 600 s of life minus the 61.5 s that passed, rounded up to whole seconds.
+      expect(refused).toMatchObject({ code: "rate_limited", retryAfterSeconds: 539, extra: { limit: 3 } });
+      expect(refused.message).toMatch(/billing account already hold 3 active transient forwards/);
+      expect(await databaseFingerprint(db)).toBe(before);
+    }
+    await forwards.delete(o.teamId, a.id, first.id, SYSTEM_ORIGIN);
+    await forwards.create(o.teamId, body(b.id), SYSTEM_ORIGIN);
+  });
+
+  it("caps a router at 20 by default, then runs the range dry with a message naming it", async () => {
+    const host = unique("ep");
+    const ports: [number, number] = [46000, 46000 + FORWARD_LIMITS.activePerRouter];
+    const { forwards } = service({ entryPoint: { host, ports } });
+    const o = await owner();
+    const [a, b] = [await makeRouter(db, o), await makeRouter(db, o)];
+    for (let i = 0; i < FORWARD_LIMITS.activePerRouter; i++) await forwards.create(o.teamId, body(a.id), SYSTEM_ORIGIN);
+    const capped = await rejection(forwards.create(o.teamId, body(a.id), SYSTEM_ORIGIN));
+    expect(capped.code).toBe("rate_limited");
+    expect(capped.message).toMatch(/20 active transient forwards/);
+    await forwards.create(o.teamId, body(b.id), SYSTEM_ORIGIN);
+    const full = await rejection(forwards.create(o.teamId, body(b.id), SYSTEM_ORIGIN));
+    expect(full).toMatchObject({
+      code: "capacity_exhausted",
+      message: `Every port of entry point ${host} (${ports[0]}-${ports[1]}) is in use by an active forward. Try again after one expires or is deleted.`,
+    });
   });
 });
