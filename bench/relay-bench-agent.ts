@@ -5,8 +5,8 @@
  * to the LAN sink (dst port 9) and to the LAN echo (dst port 7). Applies both through the real job
  * queue and SSH, then prints `{"sink": port, "echo": port}` on stdout.
  */
-import { acquireJobEngine, ForwardsRepository, openDatabase, routerJobsQueue } from "@fleet/db";
-import { makeRouter, makeUser } from "@fleet/db/testing";
+import { acquireJobEngine, openDatabase, routerJobsQueue } from "@fleet/db";
+import { makeForward, makeRouter, makeUser } from "@fleet/db/testing";
 import { loadTunnelAgentConfig, startTunnelAgent } from "@fleet/tunnel-agent";
 import pino from "pino";
 
@@ -21,26 +21,15 @@ const router = await makeRouter(db, user, { tunnelIp });
 // Forwards queue their router jobs through the job engine (the agent below shares this one).
 const jobs = await acquireJobEngine(db);
 await jobs.defineQueue(routerJobsQueue());
-const forwards = new ForwardsRepository(db, jobs);
-const create = async (dstPort: number) => {
-  const result = await forwards.create(
-    {
-      routerId: router.id,
-      teamId: user.teamId,
-      entryPoint: ENTRY,
-      ports: PORTS,
-      dstAddress: "192.168.88.10",
-      dstPort,
-      allowOnlyCidr: "8.8.8.0/24",
-      expiresAt: new Date(Date.now() + 3_600_000),
-      maxActivePerRouter: 20,
-      maxActivePerOrg: 50,
-    },
-    new Date(),
-  );
-  if (!result.ok) throw new Error(result.reason);
-  return result.forward;
-};
+const create = (dstPort: number) =>
+  makeForward(db, jobs, {
+    routerId: router.id,
+    entryPoint: ENTRY,
+    ports: PORTS,
+    dstAddress: "192.168.88.10",
+    dstPort,
+    expiresAt: new Date(Date.now() + 3_600_000),
+  });
 const sink = await create(9);
 const echo = await create(7);
 const agent = await startTunnelAgent({

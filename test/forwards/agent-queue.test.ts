@@ -5,14 +5,20 @@ import path from "node:path";
 import {
   acquireJobEngine,
   type Database,
-  ForwardsRepository,
   type JobEngine,
   listRouterJobs,
   openDatabase,
   ROUTER_JOBS_QUEUE,
   routerJobsQueue,
 } from "@fleet/db";
-import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import {
+  createTestDatabase,
+  makeForward,
+  makeRouter,
+  makeUser,
+  revokeForward,
+  type TestDatabase,
+} from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { type Clock, FORWARD_JOB_KINDS, generateEd25519KeyPair, ManualClock, systemClock } from "@fleet/shared";
 import {
@@ -114,24 +120,21 @@ const newForward = async (
   clock: Clock = systemClock,
   owner?: { routerId: string; teamId: string },
 ) => {
-  const { routerId, teamId } = owner ?? (await newRouter(tunnelIp));
-  const result = await new ForwardsRepository(db, engine).create(
+  const { routerId } = owner ?? (await newRouter(tunnelIp));
+  return makeForward(
+    db,
+    engine,
     {
       routerId,
-      teamId,
       entryPoint: ENTRY,
       ports: [48000, 48099],
       dstAddress: "192.168.88.20",
       dstPort: 22,
       allowOnlyCidr: "8.8.8.0/24",
       expiresAt: new Date(clock.now().getTime() + 3_600_000),
-      maxActivePerRouter: 20,
-      maxActivePerOrg: 1_000,
     },
     clock.now(),
   );
-  if (!result.ok) throw new Error(result.reason);
-  return result.forward;
 };
 
 const jobOf = async (forwardId: string, kind: string) => {
@@ -219,7 +222,7 @@ describe("durable jobs", () => {
           );
           return open.length === 0;
         }, "the router's queue to drain");
-        await new ForwardsRepository(db, engine).close(forward.routerId, forward.id, new Date());
+        await revokeForward(db, engine, forward);
         const remove = removeForwardRule(forward.id);
         await eventually(() => sent(router, remove) >= 1, "the remove command to reach the router");
         second.kill();
@@ -295,7 +298,7 @@ describe("durable jobs", () => {
       });
       expect((late as { affected?: number }).affected).toBe(0);
 
-      await new ForwardsRepository(db, engine).close(forward.routerId, forward.id, clock.now());
+      await revokeForward(db, engine, forward, clock.now());
       const [removal] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
       expect(removal?.data).toMatchObject({ forward_id: forward.id, kind: FORWARD_JOB_KINDS.remove });
       const again = await deadAgentConnector().connect({

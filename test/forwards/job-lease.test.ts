@@ -4,13 +4,12 @@ import path from "node:path";
 import {
   acquireJobEngine,
   type Database,
-  ForwardsRepository,
   type JobEngine,
   listRouterJobs,
   openDatabase,
   routerJobsQueue,
 } from "@fleet/db";
-import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { createTestDatabase, makeForward, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { FORWARD_JOB_KINDS, generateEd25519KeyPair, systemClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
@@ -76,23 +75,20 @@ const agentEnv = (extra: Record<string, string> = {}): Record<string, string> =>
 const newForward = async (tunnelIp: string) => {
   const user = await makeUser(db);
   const router = await makeRouter(db, user, { tunnelIp });
-  const result = await new ForwardsRepository(db, engine).create(
+  return makeForward(
+    db,
+    engine,
     {
       routerId: router.id,
-      teamId: user.teamId,
       entryPoint: "lease.fleet.test",
       ports: [48100, 48199],
       dstAddress: "192.168.88.20",
       dstPort: 22,
       allowOnlyCidr: "8.8.8.0/24",
       expiresAt: new Date(systemClock.now().getTime() + 3_600_000),
-      maxActivePerRouter: 20,
-      maxActivePerOrg: 1_000,
     },
     systemClock.now(),
   );
-  if (!result.ok) throw new Error(result.reason);
-  return result.forward;
 };
 
 const jobOf = async (forwardId: string, kind: string) => {

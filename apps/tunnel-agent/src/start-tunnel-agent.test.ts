@@ -1,5 +1,12 @@
-import { acquireJobEngine, ForwardsRepository, listRouterJobs, routerJobsQueue } from "@fleet/db";
-import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import {
+  acquireJobEngine,
+  ForwardsRepository,
+  ForwardTargetsRepository,
+  listRouterJobs,
+  queryOf,
+  routerJobsQueue,
+} from "@fleet/db";
+import { createTestDatabase, makeForward, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import type { RouterOsTarget } from "./routeros/routeros-client.ts";
 import { HostKeyMismatchError } from "./routeros/ssh-routeros-client.ts";
 import pino from "pino";
@@ -51,22 +58,20 @@ describe("tunnel agent start-up", () => {
     const router = await makeRouter(db, user, { tunnelIp: "127.0.0.9" });
     const engine = await acquireJobEngine(db);
     await engine.defineQueue(routerJobsQueue());
-    const created = await new ForwardsRepository(db, engine).create(
+    const forward = await makeForward(
+      db,
+      engine,
       {
         routerId: router.id,
-        teamId: user.teamId,
         entryPoint: "outside.fleet.test",
         ports: [46310, 46319],
         dstAddress: "192.168.88.10",
         dstPort: 22,
         allowOnlyCidr: "8.8.8.0/24",
         expiresAt: new Date(Date.now() + 3_600_000),
-        maxActivePerRouter: 20,
-        maxActivePerOrg: 50,
       },
       new Date(),
     );
-    if (!created.ok) throw new Error(`create failed: ${created.reason}`);
     const connects: RouterOsTarget[] = [];
     const agent = await startTunnelAgent({
       config: loadTunnelAgentConfig({
@@ -89,7 +94,7 @@ describe("tunnel agent start-up", () => {
       await agent.refresh();
       expect(agent.relay.listening()).toEqual([]);
       await agent.drain();
-      const [job] = await listRouterJobs(db, { forwardId: created.forward.id, kind: "forward.apply" });
+      const [job] = await listRouterJobs(db, { forwardId: forward.id, kind: "forward.apply" });
       expect(job?.lastError).toContain("outside TUNNEL_NETWORK 100.64.0.0/10; refusing to connect");
       expect(connects).toEqual([]);
     } finally {
@@ -103,23 +108,16 @@ describe("tunnel agent start-up", () => {
     const router = await makeRouter(db, user, { tunnelIp: "100.64.9.9" });
     const engine = await acquireJobEngine(db);
     await engine.defineQueue(routerJobsQueue());
-    const forwards = new ForwardsRepository(db, engine);
-    const created = await forwards.create(
-      {
-        routerId: router.id,
-        teamId: user.teamId,
-        entryPoint: "failing.fleet.test",
-        ports: [46320, 46329],
-        dstAddress: "192.168.88.10",
-        dstPort: 80,
-        allowOnlyCidr: "8.8.8.0/24",
-        expiresAt: new Date(Date.now() + 3_600_000),
-        maxActivePerRouter: 20,
-        maxActivePerOrg: 50,
-      },
-      new Date(),
-    );
-    if (!created.ok) throw new Error(`create failed: ${created.reason}`);
+    const forwards = new ForwardsRepository(queryOf(db));
+    const targets = new ForwardTargetsRepository(db);
+    const forward = await makeForward(db, engine, {
+      routerId: router.id,
+      entryPoint: "failing.fleet.test",
+      ports: [46320, 46329],
+      dstAddress: "192.168.88.10",
+      dstPort: 80,
+      expiresAt: new Date(Date.now() + 3_600_000),
+    });
     const agent = await startTunnelAgent({
       config: loadTunnelAgentConfig({
         DATA_DIR: "memory",
@@ -139,21 +137,21 @@ describe("tunnel agent start-up", () => {
     });
     try {
       await agent.drain();
-      const failed = await forwards.get(router.id, created.forward.id);
+      const failed = await forwards.get(router.id, forward.id);
       expect(failed).toMatchObject({ status: "failed", closedAt: expect.any(Date) });
       expect(failed?.failureReason).toContain("host key of router");
       // No longer served, and its port and quota slot are free.
-      expect(await forwards.relayTargets("failing.fleet.test", new Date())).toEqual([]);
+      expect(await targets.relayTargets("failing.fleet.test", new Date())).toEqual([]);
       const audit = await db.query<{ action: string; details: unknown }>(
         "select action, details from audit_log where target_id = $1 order by occurred_at",
-        [created.forward.id],
+        [forward.id],
       );
       const entry = audit.find((row) => row.action === "forward.failed");
       expect(entry).toBeDefined();
       const details = typeof entry?.details === "string" ? JSON.parse(entry.details) : entry?.details;
-      expect(details).toMatchObject({ port: created.forward.port, failure_reason: failed?.failureReason });
+      expect(details).toMatchObject({ port: forward.port, failure_reason: failed?.failureReason });
       // Failing again (a retry that raced the first) changes nothing and audits nothing more.
-      expect(await forwards.markFailed(created.forward.id, "again", new Date())).toBeNull();
+      expect(await forwards.markFailed(forward.id, "again", new Date())).toBeNull();
     } finally {
       await agent.close();
       await engine.stop();

@@ -3,7 +3,7 @@ import {
   acquireStatusFeed,
   acquireJobEngine,
   type Database,
-  ForwardsRepository,
+  ForwardTargetsRepository,
   type JobEngine,
   openRouterJobLocks,
   routerJobsQueue,
@@ -26,6 +26,7 @@ import { EntryPointRelay } from "./entry-point/relay.ts";
 import { RelaySync } from "./entry-point/relay-sync.ts";
 import { ExpirySweeper } from "./expiry/expiry-sweeper.ts";
 import { applyForwardHandler, type ForwardJobDeps } from "./jobs/apply-forward.ts";
+import { ForwardLifecycle } from "./jobs/forward-lifecycle.ts";
 import { backupRouterHandler } from "./jobs/backup-router.ts";
 import { applyAccessHandler, removeAccessHandler, resolveAccessPasswordKey } from "./jobs/router-access.ts";
 import { type ReconcileReport, reconcileRouterHandler, scheduleReconciliation } from "./jobs/reconcile-router.ts";
@@ -49,7 +50,11 @@ const UNREACHABLE_LISTED = 100;
  * left without an address (theirs was not unique or not inside the default network), and those
  * whose address lies outside the configured TUNNEL_NETWORK (docs/api.md "Routers and heartbeats").
  */
-const reportUnreachableRouters = async (forwards: ForwardsRepository, config: TunnelAgentConfig, logger: Logger) => {
+const reportUnreachableRouters = async (
+  forwards: ForwardTargetsRepository,
+  config: TunnelAgentConfig,
+  logger: Logger,
+) => {
   const { count, routers } = await forwards.routersWithoutReachableTunnel(
     config.tunnelNetwork.cidr,
     UNREACHABLE_LISTED,
@@ -137,7 +142,8 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   });
   await engine.defineQueue(routerJobsQueue(leaseSeconds));
   await engine.defineQueue({ name: EXPIRY_SWEEP_QUEUE, retryLimit: 0, deleteAfterSeconds: 3600 });
-  const forwards = new ForwardsRepository(db, engine);
+  const forwards = new ForwardTargetsRepository(db);
+  const lifecycle = new ForwardLifecycle({ db, jobs: engine });
   // The hub first: the agent's SSH sessions and the relay reach routers through its interface.
   let hub: RunningHub | undefined;
   let releaseFeed: (() => Promise<void>) | undefined;
@@ -204,6 +210,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
 
   const deps: ForwardJobDeps = {
     forwards,
+    lifecycle,
     connector,
     clock,
     logger: logger.child({ part: "jobs" }),
@@ -282,6 +289,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   });
   const sweeper = new ExpirySweeper({
     forwards,
+    lifecycle,
     clock,
     logger: logger.child({ part: "expiry" }),
     safetyIntervalMs: config.expirySweepIntervalMs,

@@ -62,6 +62,12 @@ export interface QueryOptions {
 /** A statement runner with `$1..$n` placeholders: `db.query`, or the one `db.transaction` hands out. */
 export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<T[]>;
 
+/** `db.query` as a {@link Query}, for a repository that runs outside a transaction. */
+export const queryOf =
+  (db: Pick<Database, "query">): Query =>
+  <T>(sql: string, params?: readonly unknown[]) =>
+    db.query<T>(sql, params);
+
 type RawQuery = (sql: string, params: unknown[], options?: QueryOptions) => Promise<unknown[]>;
 type RawTransaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 interface PgliteLike {

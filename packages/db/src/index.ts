@@ -7,6 +7,17 @@ export * from "./repositories/billing-mirror.repository.ts";
 export * from "./repositories/oem.repository.ts";
 export { loadOemSnapshot, oemMatchKeys, snapshotSource } from "./oem/oem-snapshot.ts";
 export * from "./repositories/forwards.repository.ts";
+export * from "./repositories/forward-targets.repository.ts";
+export * from "./repositories/fleet-status.repository.ts";
+export * from "./repositories/entry-point-ports.ts";
+export {
+  checkSessionQuotas,
+  findSessionRouter,
+  type QuotaRefusal,
+  type SessionQuotas,
+  type SessionRouter,
+} from "./repositories/session-quotas.ts";
+export * from "./jobs/forward-jobs.ts";
 export * from "./repositories/ssh-host-keys.repository.ts";
 export * from "./repositories/tunnel-addresses.repository.ts";
 export * from "./repositories/rate-limit-counters.repository.ts";

@@ -4,8 +4,11 @@ import {
   API_KEYS_PER_ORGANIZATION,
   ApiKeysRepository,
   type Database,
+  FleetStatusRepository,
+  findJob,
   IdentityRepository,
   type JobEngine,
+  listFailedJobs,
   queueRouterJob,
   ROUTER_JOBS_DEAD_LETTER,
   type RouterJobData,
@@ -51,21 +54,10 @@ export const statusCommand = async ({ db, heartbeatIntervalMs }: AdminContext): 
     queues: await engine.boss.getQueues(),
   }));
   const since = new Date(Date.now() - 2 * heartbeatIntervalMs);
-  const [routers] = await db.query<{ connected: number; total: number }>(
-    `select count(*) filter (where last_seen_at >= $1)::int as connected, count(*)::int as total from routers`,
-    [since],
-  );
-  const [faults] = await db.query<{ n: number }>(
-    `select count(*)::int as n from router_faults where status = 'ongoing'`,
-  );
-  const connections =
-    db.driver === "postgresql"
-      ? await db.query<{ application_name: string; n: number }>(
-          `select coalesce(nullif(application_name, ''), '(unnamed)') as application_name, count(*)::int as n
-           from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
-           group by 1 order by 1`,
-        )
-      : [];
+  const status = new FleetStatusRepository(db);
+  const routers = await status.routerCounts(since);
+  const openFaults = await status.openFaults();
+  const connections = await status.connectionsByApplication();
   const json = {
     migrations: ready ? "applied" : "pending",
     // Live processes other than this CLI (pg-boss marks a row quiet after missed heartbeats).
@@ -80,8 +72,8 @@ export const statusCommand = async ({ db, heartbeatIntervalMs }: AdminContext): 
       failed: q.failedCount,
       deferred: q.deferredCount,
     })),
-    routers: { connected: routers?.connected ?? 0, total: routers?.total ?? 0 },
-    openFaults: faults?.n ?? 0,
+    routers,
+    openFaults,
   };
   return {
     text: [
@@ -100,39 +92,12 @@ export const statusCommand = async ({ db, heartbeatIntervalMs }: AdminContext): 
   };
 };
 
-interface FailedRow {
-  id: string;
-  name: string;
-  data: unknown;
-  output: unknown;
-  state: string;
-  source_id: string | null;
-  completed_on: unknown;
-}
-
 /**
  * `jobs failed`: jobs that failed for good (state `failed`) and the contents of dead-letter
  * queues (`*.dead`), newest first, with their last error.
  */
 export const failedJobsCommand = async ({ db }: AdminContext, queue?: string): Promise<AdminOutput> => {
-  const rows = await db.query<FailedRow>(
-    `select id, name, data, output, state, source_id, completed_on from pgboss.job
-     where (state = 'failed' or name like '%.dead') and ($1::text is null or name = $2 or name = $3 || '.dead')
-     order by created_on desc limit 100`,
-    [queue ?? null, queue ?? null, queue ?? null],
-  );
-  const jobs = rows.map((row) => {
-    const output = (typeof row.output === "string" ? JSON.parse(row.output) : row.output) as {
-      message?: unknown;
-    } | null;
-    return {
-      id: row.id,
-      queue: row.name,
-      state: row.state,
-      data: row.data,
-      error: typeof output?.message === "string" ? output.message : null,
-    };
-  });
+  const jobs = await listFailedJobs(db, queue);
   return {
     text:
       jobs.length === 0
@@ -148,21 +113,18 @@ export const failedJobsCommand = async ({ db }: AdminContext, queue?: string): P
  */
 export const retryJobCommand = async ({ db }: AdminContext, id: string): Promise<AdminOutput> => {
   if (!isUuid(id)) throw new AdminError(`"${id}" is not a job id (a UUID from \`jobs failed\`)`);
-  const [row] = await db.query<FailedRow>(
-    `select id, name, data, output, state, source_id, completed_on from pgboss.job where id = $1`,
-    [id],
-  );
+  const row = await findJob(db, id);
   if (!row) throw new AdminError(`no job ${id}`);
   return withEngine(db, async (engine) => {
-    if (row.name === ROUTER_JOBS_DEAD_LETTER) {
-      const data = (typeof row.data === "string" ? JSON.parse(row.data) : row.data) as RouterJobData;
+    if (row.queue === ROUTER_JOBS_DEAD_LETTER) {
+      const data = row.data as RouterJobData;
       const newId = await queueRouterJob(engine, data);
       await engine.boss.deleteJob(ROUTER_JOBS_DEAD_LETTER, id);
       return { text: [`queued again as ${newId} on router ${data.router_id}`], json: { retried: id, newId } };
     }
     if (row.state !== "failed") throw new AdminError(`job ${id} is ${row.state}, not failed`);
-    await engine.boss.retry(row.name, id);
-    return { text: [`job ${id} of ${row.name} retried`], json: { retried: id } };
+    await engine.boss.retry(row.queue, id);
+    return { text: [`job ${id} of ${row.queue} retried`], json: { retried: id } };
   });
 };
 

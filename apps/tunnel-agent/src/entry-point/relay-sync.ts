@@ -1,11 +1,11 @@
-import type { ForwardsRepository, RelayTarget } from "@fleet/db";
-import { type Clock, coalescingRunner, isTunnelHostAddress, type TunnelNetwork } from "@fleet/shared";
+import type { ForwardTargetsRepository, RelayTarget } from "@fleet/db";
+import { type Clock, coalescingRunner, type TunnelNetwork, tunnelAddressProblem } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { EntryPointRelay } from "./relay.ts";
 
 export interface RelaySyncOptions {
   relay: EntryPointRelay;
-  forwards: ForwardsRepository;
+  forwards: ForwardTargetsRepository;
   /** ENTRY_POINT_HOST: the relay serves the forwards allocated at this entry point. */
   entryPoint: string;
   clock: Clock;
@@ -54,7 +54,7 @@ export class RelaySync {
 
   /** The address comes from the router's row; one outside TUNNEL_NETWORK is never connected to (said once). */
   #inNetwork(target: { id: string; tunnelIp: string }): boolean {
-    if (isTunnelHostAddress(this.#o.tunnelNetwork, target.tunnelIp)) return true;
+    if (tunnelAddressProblem(this.#o.tunnelNetwork, target.tunnelIp) === null) return true;
     if (!this.#refused.has(target.id)) {
       this.#refused.add(target.id);
       this.#o.logger.warn(

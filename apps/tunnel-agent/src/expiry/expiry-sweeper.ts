@@ -1,9 +1,11 @@
-import type { ForwardRecord, ForwardsRepository } from "@fleet/db";
+import type { ForwardRecord, ForwardTargetsRepository } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
 import type { Logger } from "pino";
+import type { ForwardLifecycle } from "../jobs/forward-lifecycle.ts";
 
 export interface ExpirySweeperOptions {
-  forwards: ForwardsRepository;
+  forwards: ForwardTargetsRepository;
+  lifecycle: ForwardLifecycle;
   clock: Clock;
   logger: Logger;
   /** Longest sleep between sweeps, whatever the next expiry says (forwards created elsewhere). */
@@ -33,7 +35,7 @@ export class ExpirySweeper {
   }
 
   async sweep(): Promise<ForwardRecord[]> {
-    const closed = await this.#o.forwards.expireDue(this.#o.clock.now());
+    const closed = await this.#o.lifecycle.expireDue(this.#o.clock.now());
     if (closed.length > 0) {
       this.#o.logger.info({ forwards: closed.map((f) => f.id) }, "expired forwards closed; removal queued");
       this.#o.onSwept?.(closed);

@@ -1,14 +1,17 @@
-import { type ForwardsRepository, type JobRecord, ROUTER_JOB_ATTEMPTS } from "@fleet/db";
+import { type ForwardTargetsRepository, type JobRecord, ROUTER_JOB_ATTEMPTS } from "@fleet/db";
 import { type Clock, type TunnelNetwork, ZForwardJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
 import { addCommandFor, ensureRule, type RuleListingMemo, type RulePin, readTaggedRules } from "./forward-rules.ts";
+import type { ForwardLifecycle } from "./forward-lifecycle.ts";
 import { isPermanentJobError, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface ForwardJobDeps {
-  forwards: ForwardsRepository;
+  forwards: ForwardTargetsRepository;
+  /** The agent's state changes of a forward (applied, failed). */
+  lifecycle: ForwardLifecycle;
   connector: RouterOsConnector;
   clock: Clock;
   logger: Logger;
@@ -62,22 +65,22 @@ export const applyForwardHandler =
     try {
       const target = tunnelTarget(deps, forward.routerId, tunnelIp);
       const pin = rulePin(deps, target.host);
-      addCommandFor(forward, pin);
+      const add = addCommandFor(forward, pin);
       outcome = await withRouterSession(deps.connector, target, async (router) =>
-        ensureRule(router, forward, pin, await readTaggedRules(router, listingMemo(deps, forward.routerId))),
+        ensureRule(router, forward, pin, await readTaggedRules(router, listingMemo(deps, forward.routerId)), add),
       );
     } catch (error) {
       // The last attempt, or one no retry can fix: the forward's real state becomes failed
       // (docs/api.md "Transient Port Forward" `state`), audited as forward.failed.
       if (isPermanentJobError(error) || job.attempts >= ROUTER_JOB_ATTEMPTS) {
         const reason = `the tunnel agent could not add the rule on the router (attempt ${job.attempts}): ${(error as Error).message}`;
-        if (await deps.forwards.markFailed(forward.id, reason, deps.clock.now())) {
+        if (await deps.lifecycle.markFailed(forward.id, reason, deps.clock.now())) {
           deps.logger.warn({ forwardId: forward.id, routerId: forward.routerId, reason }, "forward failed");
         }
       }
       throw error;
     }
-    await deps.forwards.markApplied(forward.id, deps.clock.now());
+    await deps.lifecycle.markApplied(forward.id, deps.clock.now());
     deps.logger.info(
       { forwardId: forward.id, routerId: forward.routerId, port: forward.port, outcome },
       "forward applied",

@@ -1,4 +1,9 @@
-import { BACKUP_JOB_ATTEMPTS, type ConfigBackupsRepository, type ForwardsRepository, type JobRecord } from "@fleet/db";
+import {
+  BACKUP_JOB_ATTEMPTS,
+  type ConfigBackupsRepository,
+  type ForwardTargetsRepository,
+  type JobRecord,
+} from "@fleet/db";
 import {
   type Clock,
   digestConfigExport,
@@ -16,7 +21,7 @@ import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface BackupJobDeps {
   backups: ConfigBackupsRepository;
-  forwards: ForwardsRepository;
+  forwards: ForwardTargetsRepository;
   connector: RouterOsConnector;
   clock: Clock;
   logger: Logger;

@@ -82,15 +82,16 @@ export const readTaggedRules = async (
 /**
  * Makes the router hold exactly one correct rule for the forward. Idempotent: a correct rule is
  * left alone (an at-least-once queue may run this twice); a wrong or duplicated one is replaced.
- * Answers whether the router had to change.
+ * Answers whether the router had to change. `add` is the command built before connecting
+ * (`addCommandFor`), so a forward no command may carry never opens a session.
  */
 export const ensureRule = async (
   router: RouterOsClient,
   forward: ForwardRecord,
   pin: RulePin,
   existing: readonly TaggedNatRule[],
+  add: string = addCommandFor(forward, pin),
 ): Promise<"present" | "added" | "replaced"> => {
-  const add = addCommandFor(forward, pin);
   const mine = existing.filter((rule) => rule.forwardId === forward.id);
   const [only] = mine;
   if (mine.length === 1 && only && ruleMatches(only, forward, pin)) return "present";

@@ -51,7 +51,7 @@ export const reconcileRouterHandler =
         if ((await ensureRule(router, forward, pin, rules)) !== "present") result.repaired.push(forward.id);
       }
     });
-    for (const forward of active) await deps.forwards.markApplied(forward.id, deps.clock.now());
+    for (const forward of active) await deps.lifecycle.markApplied(forward.id, deps.clock.now());
     if (result.removed.length > 0 || result.repaired.length > 0) {
       deps.logger.warn({ routerId, ...result }, "reconciliation repaired the router");
     }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { AccessRepository, ForwardsRepository, JobRecord } from "@fleet/db";
+import type { AccessRepository, ForwardTargetsRepository, JobRecord } from "@fleet/db";
 import { type Clock, deriveAccessPassword, type TunnelNetwork, ZAccessJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
 import {
@@ -18,7 +18,7 @@ import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface AccessJobDeps {
   access: AccessRepository;
-  forwards: ForwardsRepository;
+  forwards: ForwardTargetsRepository;
   connector: RouterOsConnector;
   clock: Clock;
   logger: Logger;

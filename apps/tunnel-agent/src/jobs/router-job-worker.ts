@@ -9,6 +9,7 @@ import {
   runJob,
   type TJobOutcome,
 } from "@fleet/db";
+import type { TForwardJobKind } from "@fleet/shared";
 import type { Logger } from "pino";
 import { describeJobError, isPermanentJobError } from "./job-errors.ts";
 
@@ -16,8 +17,8 @@ export type JobHandler = (job: JobRecord) => Promise<void>;
 
 export interface RouterJobWorkerOptions {
   engine: JobEngine;
-  /** Handlers by job kind (FORWARD_JOB_KINDS). */
-  handlers: Readonly<Record<string, JobHandler>>;
+  /** Handlers by job kind (FORWARD_JOB_KINDS); a kind without one fails its job. */
+  handlers: Readonly<Partial<Record<TForwardJobKind, JobHandler>>>;
   /** Every attempt runs holding its router's lock (an attempt past its lease may still run beside its retry). */
   locks: RouterJobLocks;
   logger: Logger;
@@ -32,7 +33,7 @@ export interface RouterJobWorkerOptions {
 const toRecord = (job: EngineJob<RouterJobData>): JobRecord => ({
   id: job.id,
   kind: job.data.kind,
-  payload: job.data as unknown as Record<string, unknown>,
+  payload: job.data,
   attempts: job.retryCount + 1,
 });
 

@@ -1,4 +1,4 @@
-import { isTunnelHostAddress, type TunnelNetwork } from "@fleet/shared";
+import { type TunnelNetwork, tunnelAddressProblem } from "@fleet/shared";
 import type { RouterOsTarget } from "../routeros/routeros-client.ts";
 
 /**
@@ -12,8 +12,9 @@ export const tunnelTarget = (
   routerId: string,
   tunnelIp: string | null,
 ): RouterOsTarget => {
-  if (!tunnelIp) throw new Error(`router ${routerId} has no assigned tunnel address; will retry`);
-  if (!isTunnelHostAddress(deps.tunnelNetwork, tunnelIp)) {
+  const problem = tunnelAddressProblem(deps.tunnelNetwork, tunnelIp);
+  if (problem === "none" || !tunnelIp) throw new Error(`router ${routerId} has no assigned tunnel address; will retry`);
+  if (problem === "outside_network") {
     throw new Error(
       `router ${routerId} has tunnel address ${tunnelIp} outside TUNNEL_NETWORK ${deps.tunnelNetwork.cidr}; refusing to connect`,
     );

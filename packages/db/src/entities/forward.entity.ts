@@ -37,4 +37,5 @@ export const Forward = defineEntity({
     createdById: p.string().length(255).nullable(),
   },
 });
-export type TForward = InferEntity<typeof Forward>;
+/** The stored row as the schema defines it (the response body is `TForward` of `@fleet/shared`; repositories return `ForwardRecord`). */
+export type TForwardEntity = InferEntity<typeof Forward>;

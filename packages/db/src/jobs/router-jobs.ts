@@ -1,3 +1,4 @@
+import { FORWARD_JOB_KINDS, type TForwardJobKind } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { Query } from "../database.ts";
 import { toDate, toNumber } from "../repositories/sql-values.ts";
@@ -18,7 +19,7 @@ export const ROUTER_JOBS_DEAD_LETTER = "router.jobs.dead";
  * `router.offboard`: the removed router's device loses what adoption installed (docs/routeros.md
  * "Offboarding"). Queued by the removal, in its transaction; payload `{ router_id }` of the removed router.
  */
-export const ROUTER_OFFBOARD_JOB = "router.offboard";
+export const ROUTER_OFFBOARD_JOB = FORWARD_JOB_KINDS.offboard;
 
 /** Attempts of a router job before it is dead-lettered (the first one included). */
 export const ROUTER_JOB_ATTEMPTS = 10;
@@ -26,16 +27,15 @@ export const ROUTER_JOB_ATTEMPTS = 10;
 /** A router job as its handler sees it. */
 export interface JobRecord {
   id: string;
-  /** `forward.apply`, `forward.remove` or `router.reconcile` (FORWARD_JOB_KINDS). */
-  kind: string;
-  /** `{ forward_id?, router_id }`; handlers validate it. */
-  payload: Record<string, unknown>;
+  kind: TForwardJobKind;
+  /** What was queued; handlers still validate the ids they need (a row may predate a change of payload). */
+  payload: RouterJobData;
   /** 1 on the first attempt. */
   attempts: number;
 }
 
 export interface RouterJobData {
-  kind: string;
+  kind: TForwardJobKind;
   router_id: string;
   forward_id?: string;
   /** Temporary router access jobs (`access.apply`, `access.remove`). */
@@ -84,11 +84,11 @@ export const BACKUP_JOB_ATTEMPTS = 3;
 export const queueBackupJob = async (engine: JobEngine, routerId: string): Promise<string | null> => {
   const [waiting] = await engine.findJobs(ROUTER_JOBS_QUEUE, {
     key: routerId,
-    data: { kind: "router.backup" },
+    data: { kind: FORWARD_JOB_KINDS.backup },
     queued: true,
   });
   if (waiting) return waiting.id;
-  return queueRouterJob(engine, { kind: "router.backup", router_id: routerId }, undefined, {
+  return queueRouterJob(engine, { kind: FORWARD_JOB_KINDS.backup, router_id: routerId }, undefined, {
     retryLimit: BACKUP_JOB_ATTEMPTS - 1,
   });
 };
@@ -98,7 +98,7 @@ export type TRouterJobState = "created" | "retry" | "active" | "completed" | "ca
 
 export interface RouterJobRow {
   id: string;
-  kind: string;
+  kind: TForwardJobKind;
   routerId: string;
   forwardId: string | null;
   state: TRouterJobState;
@@ -161,4 +161,50 @@ export const countOpenRouterJobs = async (db: Database): Promise<number> => {
     [ROUTER_JOBS_QUEUE, ROUTER_JOBS_DEAD_LETTER],
   );
   return toNumber(row?.n ?? 0);
+};
+
+/** A job of any queue as `jobs failed` and `jobs retry` read it from pg-boss's table. */
+export interface StoredJob {
+  id: string;
+  queue: string;
+  state: string;
+  data: unknown;
+  /** The error text of the last failed attempt, if any. */
+  error: string | null;
+}
+
+const storedJob = (row: Record<string, unknown>): StoredJob => {
+  const output = (typeof row.output === "string" ? JSON.parse(row.output) : row.output) as {
+    message?: unknown;
+  } | null;
+  return {
+    id: String(row.id),
+    queue: String(row.name),
+    state: String(row.state),
+    data: typeof row.data === "string" ? JSON.parse(row.data) : row.data,
+    error: typeof output?.message === "string" ? output.message : null,
+  };
+};
+
+/**
+ * Jobs that failed for good (state `failed`) and the contents of dead-letter queues (`*.dead`),
+ * newest first (at most 100); of one queue and its dead-letter queue when given.
+ */
+export const listFailedJobs = async (db: Database, queue?: string): Promise<StoredJob[]> => {
+  const rows = await db.query<Record<string, unknown>>(
+    `select id, name, data, output, state from pgboss.job
+     where (state = 'failed' or name like '%.dead') and ($1::text is null or name = $2 or name = $3 || '.dead')
+     order by created_on desc limit 100`,
+    [queue ?? null, queue ?? null, queue ?? null],
+  );
+  return rows.map(storedJob);
+};
+
+/** One job of any queue by id, or null. */
+export const findJob = async (db: Database, id: string): Promise<StoredJob | null> => {
+  const [row] = await db.query<Record<string, unknown>>(
+    `select id, name, data, output, state from pgboss.job where id = $1`,
+    [id],
+  );
+  return row ? storedJob(row) : null;
 };

@@ -1,10 +1,11 @@
-import { isUuid } from "@fleet/shared";
+import { FORWARD_JOB_KINDS, isUuid, tunnelAddressProblem } from "@fleet/shared";
 import type { Database, Query } from "../database.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
 import { queueRouterJob } from "../jobs/router-jobs.ts";
 import { type AuditOrigin, insertAuditEntry, SYSTEM_ORIGIN } from "./audit-log.repository.ts";
 import type { RelayTarget } from "./forwards.repository.ts";
-import { checkSessionQuotas, type QuotaRefusal } from "./session-quotas.ts";
+import { claimEntryPointPort } from "./entry-point-ports.ts";
+import { checkSessionQuotas, findSessionRouter, type QuotaRefusal } from "./session-quotas.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
 export type TAccessStatus = "active" | "expired" | "revoked";
@@ -71,8 +72,8 @@ const fromRow = (row: Row): AccessRecord => ({
   appliedAt: row.applied_at === null || row.applied_at === undefined ? null : toDate(row.applied_at),
 });
 
-const APPLY_JOB = "access.apply";
-const REMOVE_JOB = "access.remove";
+const APPLY_JOB = FORWARD_JOB_KINDS.accessApply;
+const REMOVE_JOB = FORWARD_JOB_KINDS.accessRemove;
 const PORT_ATTEMPTS = 5;
 
 /**
@@ -92,76 +93,62 @@ export class AccessRepository {
     if (!isUuid(input.routerId) || !isUuid(input.teamId)) return { ok: false, reason: "router_not_found" };
     const origin = input.origin ?? SYSTEM_ORIGIN;
     return this.#db.transaction(async (query): Promise<CreateAccessResult> => {
-      const [router] = await query<Row>(
-        "select id, organization_id, tunnel_ip from routers where id = $1 and team_id = $2 for update",
-        [input.routerId, input.teamId],
-      );
+      const router = await findSessionRouter(query, input.routerId, input.teamId, { forUpdate: true });
       if (!router) return { ok: false, reason: "router_not_found" };
-      if (router.tunnel_ip === null || router.tunnel_ip === undefined || router.tunnel_ip === "") {
-        return { ok: false, reason: "no_tunnel_ip" };
-      }
-      const refusal = await checkSessionQuotas(
-        query,
-        { id: input.routerId, organizationId: String(router.organization_id) },
-        input,
-        now,
-      );
+      if (tunnelAddressProblem(undefined, router.tunnelIp)) return { ok: false, reason: "no_tunnel_ip" };
+      const refusal = await checkSessionQuotas(query, router, input, now);
       if (refusal) return refusal;
-      for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
-        const [free] = await query<Row>(
-          `select p::int as port from generate_series($1::int, $2::int) as p
-           where not exists (select 1 from forwards f where f.entry_point = $3 and f.port = p and f.status = 'active')
-             and not exists (select 1 from router_access a where a.entry_point = $3 and a.port = p and a.status = 'active')
-           order by random() limit 1`,
-          [input.ports[0], input.ports[1], input.entryPoint],
-        );
-        if (!free) return { ok: false, reason: "ports_exhausted" };
-        const id = crypto.randomUUID();
-        const [inserted] = await query<Row>(
-          `insert into router_access as a (id, router_id, entry_point, port, service, level, username, allow_only_cidr, status,
-             expires_at, created_at, created_by_type, created_by_id)
-           values ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10, $11, $12)
-           on conflict (entry_point, port) where status = 'active' do nothing
-           returning ${COLUMNS}`,
-          [
-            id,
-            input.routerId,
-            input.entryPoint,
-            free.port,
-            input.service,
-            input.level,
-            input.username(id),
-            input.allowOnlyCidr,
-            input.expiresAt,
-            now,
-            origin.actor.type,
-            origin.actor.id,
-          ],
-        );
-        if (!inserted) continue;
-        const access = fromRow(inserted);
-        await queueRouterJob(this.#engine, { kind: APPLY_JOB, access_id: id, router_id: input.routerId }, query);
-        await insertAuditEntry(query, {
-          organizationId: String(router.organization_id),
-          occurredAt: now,
-          action: "router.access.created",
-          actor: origin.actor,
-          sourceIp: origin.sourceIp,
-          target: { type: "router_access", id },
-          routerId: input.routerId,
-          details: {
-            service: access.service,
-            level: access.level,
-            username: access.username,
-            entry_point: access.entryPoint,
-            port: access.port,
-            allow_from: access.allowOnlyCidr,
-            expires_at: access.expiresAt.toISOString(),
-          },
-        });
-        return { ok: true, access };
-      }
-      return { ok: false, reason: "ports_exhausted" };
+      const access = await claimEntryPointPort(query, {
+        entryPoint: input.entryPoint,
+        ports: input.ports,
+        attempts: PORT_ATTEMPTS,
+        insert: async (port) => {
+          const id = crypto.randomUUID();
+          const [inserted] = await query<Row>(
+            `insert into router_access as a (id, router_id, entry_point, port, service, level, username, allow_only_cidr, status,
+               expires_at, created_at, created_by_type, created_by_id)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10, $11, $12)
+             on conflict (entry_point, port) where status = 'active' do nothing
+             returning ${COLUMNS}`,
+            [
+              id,
+              input.routerId,
+              input.entryPoint,
+              port,
+              input.service,
+              input.level,
+              input.username(id),
+              input.allowOnlyCidr,
+              input.expiresAt,
+              now,
+              origin.actor.type,
+              origin.actor.id,
+            ],
+          );
+          return inserted ? fromRow(inserted) : null;
+        },
+      });
+      if (!access) return { ok: false, reason: "ports_exhausted" };
+      await queueRouterJob(this.#engine, { kind: APPLY_JOB, access_id: access.id, router_id: input.routerId }, query);
+      await insertAuditEntry(query, {
+        organizationId: router.organizationId,
+        occurredAt: now,
+        action: "router.access.created",
+        actor: origin.actor,
+        sourceIp: origin.sourceIp,
+        target: { type: "router_access", id: access.id },
+        routerId: input.routerId,
+        details: {
+          service: access.service,
+          level: access.level,
+          username: access.username,
+          entry_point: access.entryPoint,
+          port: access.port,
+          allow_from: access.allowOnlyCidr,
+          expires_at: access.expiresAt.toISOString(),
+        },
+      });
+      return { ok: true, access };
     });
   }
 

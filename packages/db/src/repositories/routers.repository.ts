@@ -1,8 +1,6 @@
 import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
 import type { Database, Query } from "../database.ts";
-import type { JobEngine } from "../jobs/job-engine.ts";
-import { queueRouterJob, ROUTER_OFFBOARD_JOB } from "../jobs/router-jobs.ts";
 import { type AuditOrigin, auditFromCte } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -141,11 +139,8 @@ const QUARANTINED = (address: string, now: string) => `exists (select 1 from tun
 /** The router inventory as the API sees it: always scoped to a team. */
 export class RoutersRepository {
   readonly #db: Database;
-  readonly #jobs: JobEngine | undefined;
-  /** `jobs`: removal queues the offboarding job in its own transaction. */
-  constructor(db: Database, jobs?: JobEngine) {
+  constructor(db: Database) {
     this.#db = db;
-    this.#jobs = jobs;
   }
 
   async listByTeam(teamId: string): Promise<RouterRecord[]> {
@@ -229,45 +224,49 @@ export class RoutersRepository {
   }
 
   /**
-   * Deletes the router (its faults and downtime go with it); null when it is not in the team.
-   * With `offboard` (a removal, not the rollback of a failed first charge), in the same
-   * transaction: its tunnel address is quarantined until `offboard.quarantineUntil` with the host
-   * key last pinned for it, and the offboarding job is queued (docs/routeros.md "Offboarding").
+   * Deletes the router (its faults and downtime go with it) with its `router.removed` audit entry;
+   * null when it is not in the team. On `query`, when given: the caller's transaction (the
+   * removal's quarantine and offboarding job commit with it, docs/routeros.md "Offboarding").
    */
   async deleteInTeam(
     teamId: string,
     routerId: string,
-    removal: { origin: AuditOrigin; at: Date; offboard?: { quarantineUntil: Date } },
+    removal: { origin: AuditOrigin; at: Date },
+    query: Query = (sql, params) => this.#db.query(sql, params),
   ): Promise<{ id: string; organizationId: string } | null> {
     if (!isUuid(routerId)) return null;
-    const { offboard } = removal;
-    const shaped = (row: { id: string; organization_id: string } | null) =>
-      row ? { id: row.id, organizationId: row.organization_id } : null;
-    if (!offboard)
-      return shaped(await this.#delete((sql, params) => this.#db.query(sql, params), teamId, routerId, removal));
-    const engine = this.#jobs;
-    if (!engine) throw new Error("RoutersRepository needs the job engine to offboard removed routers");
-    return this.#db.transaction(async (query) => {
-      await query(
-        `insert into tunnel_addresses as t (tunnel_ip, router_id, organization_id, host_key_fingerprint, pinned_at,
-           removed_at, quarantined_until, offboarded_at)
-         select r.tunnel_ip, r.id, r.organization_id, k.fingerprint, k.created_at,
-           to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), null
-         from routers r left join ssh_host_keys k on k.router_id = r.id
-         where r.id = $1 and r.team_id = $2 and r.tunnel_ip is not null
-         on conflict (tunnel_ip) do update set router_id = excluded.router_id,
-           organization_id = excluded.organization_id,
-           host_key_fingerprint = coalesce(excluded.host_key_fingerprint, case
-             when t.router_id = excluded.router_id or t.organization_id = excluded.organization_id
-             then t.host_key_fingerprint end),
-           pinned_at = coalesce(excluded.pinned_at, t.pinned_at),
-           removed_at = excluded.removed_at, quarantined_until = excluded.quarantined_until, offboarded_at = null`,
-        [routerId, teamId, removal.at.getTime(), offboard.quarantineUntil.getTime()],
-      );
-      const removed = shaped(await this.#delete(query, teamId, routerId, removal));
-      if (removed) await queueRouterJob(engine, { kind: ROUTER_OFFBOARD_JOB, router_id: removed.id }, query);
-      return removed;
-    });
+    const row = await this.#delete(query, teamId, routerId, removal);
+    return row ? { id: row.id, organizationId: row.organization_id } : null;
+  }
+
+  /**
+   * Quarantines the router's tunnel address until `quarantineUntil`, with the host key last pinned
+   * for it, before the router row goes (docs/routeros.md "Offboarding"); in the caller's transaction.
+   */
+  async quarantineTunnelAddress(
+    query: Query,
+    teamId: string,
+    routerId: string,
+    at: Date,
+    quarantineUntil: Date,
+  ): Promise<void> {
+    if (!isUuid(routerId)) return;
+    await query(
+      `insert into tunnel_addresses as t (tunnel_ip, router_id, organization_id, host_key_fingerprint, pinned_at,
+         removed_at, quarantined_until, offboarded_at)
+       select r.tunnel_ip, r.id, r.organization_id, k.fingerprint, k.created_at,
+         to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), null
+       from routers r left join ssh_host_keys k on k.router_id = r.id
+       where r.id = $1 and r.team_id = $2 and r.tunnel_ip is not null
+       on conflict (tunnel_ip) do update set router_id = excluded.router_id,
+         organization_id = excluded.organization_id,
+         host_key_fingerprint = coalesce(excluded.host_key_fingerprint, case
+           when t.router_id = excluded.router_id or t.organization_id = excluded.organization_id
+           then t.host_key_fingerprint end),
+         pinned_at = coalesce(excluded.pinned_at, t.pinned_at),
+         removed_at = excluded.removed_at, quarantined_until = excluded.quarantined_until, offboarded_at = null`,
+      [routerId, teamId, at.getTime(), quarantineUntil.getTime()],
+    );
   }
 
   async #delete(

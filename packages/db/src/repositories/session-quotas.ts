@@ -1,3 +1,4 @@
+import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -80,4 +81,34 @@ export const checkSessionQuotas = async (
     return { ok: false, reason: "org_cap", freesAt: tree?.frees_at ? toDate(tree.frees_at) : null, limit, trial };
   }
   return null;
+};
+
+/** The router a session (forward or access) is created on, locked for the creating transaction. */
+export interface SessionRouter {
+  id: string;
+  organizationId: string;
+  tunnelIp: string | null;
+}
+
+/**
+ * The router if it is in the team (null for unknown, foreign and malformed ids). `forUpdate` locks
+ * its row for the creating transaction, so the per-router quota holds under concurrent creates.
+ */
+export const findSessionRouter = async (
+  query: Query,
+  routerId: string,
+  teamId: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<SessionRouter | null> => {
+  if (!isUuid(routerId) || !isUuid(teamId)) return null;
+  const [router] = await query<Row>(
+    `select id, organization_id, tunnel_ip from routers where id = $1 and team_id = $2${options.forUpdate ? " for update" : ""}`,
+    [routerId, teamId],
+  );
+  if (!router) return null;
+  return {
+    id: String(router.id),
+    organizationId: String(router.organization_id),
+    tunnelIp: router.tunnel_ip === null || router.tunnel_ip === undefined ? null : String(router.tunnel_ip),
+  };
 };

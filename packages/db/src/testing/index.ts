@@ -1,2 +1,3 @@
 export * from "./factories.ts";
 export * from "./test-database.ts";
+export * from "./forward-factories.ts";

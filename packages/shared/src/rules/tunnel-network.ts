@@ -57,3 +57,21 @@ export const isTunnelHostAddress = (network: TunnelNetwork, value: string): bool
   const offset = toNumber(value) - network.base;
   return offset >= 1 && offset <= tunnelHostCount(network);
 };
+
+/**
+ * Why a router's tunnel address cannot be used, or null when it can: the one rule of tunnel
+ * reachability (docs/api.md "Routers and heartbeats"). `none`: no address assigned (adoption not
+ * finished, or migration 008 left it without one); `outside_network`: an address that is not a host
+ * address of TUNNEL_NETWORK (the network changed), which nothing ever connects to. Without a
+ * network only the first applies. The API answers 409 for either; the agent and the relay refuse
+ * to connect. `ForwardTargetsRepository.routersWithoutReachableTunnel` is its SQL twin for the
+ * start-up report.
+ */
+export const tunnelAddressProblem = (
+  network: TunnelNetwork | undefined,
+  tunnelIp: string | null | undefined,
+): "none" | "outside_network" | null => {
+  if (!tunnelIp) return "none";
+  if (network && !isTunnelHostAddress(network, tunnelIp)) return "outside_network";
+  return null;
+};

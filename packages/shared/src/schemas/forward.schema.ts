@@ -100,7 +100,10 @@ export const ZForward = z
   .meta({ id: "TransientPortForward" });
 export type TForward = z.infer<typeof ZForward>;
 
-/** Durable job kinds of the tunnel agent. */
+/**
+ * Durable job kinds of the tunnel agent (the one queue `router.jobs`): declared here once and carried
+ * typed from the enqueue (packages/db `RouterJobData`) to the agent's handler table.
+ */
 export const FORWARD_JOB_KINDS = {
   /** Add the forward's dst-nat rule on its router. */
   apply: "forward.apply",
@@ -114,6 +117,8 @@ export const FORWARD_JOB_KINDS = {
   accessApply: "access.apply",
   /** Log the temporary user out and remove it and its scheduler entry. */
   accessRemove: "access.remove",
+  /** Take off the removed router's device what adoption installed (docs/routeros.md "Offboarding"). */
+  offboard: "router.offboard",
 } as const;
 export type TForwardJobKind = (typeof FORWARD_JOB_KINDS)[keyof typeof FORWARD_JOB_KINDS];
 

@@ -6,11 +6,11 @@ import {
   deriveAccessPassword,
   FORWARD_LIMITS,
   formatIsoUtc,
-  isTunnelHostAddress,
   type TAccess,
   type TCreateAccessInput,
   type TCreatedAccess,
   type TunnelNetwork,
+  tunnelAddressProblem,
 } from "@fleet/shared";
 
 export interface AccessServiceDeps {
@@ -71,8 +71,7 @@ export class AccessService {
 
   async create(teamId: string, input: TCreateAccessInput, origin: AuditOrigin): Promise<TCreatedAccess> {
     const router = await this.#router(teamId, input.router_id);
-    const network = this.#deps.tunnelNetwork;
-    if (!router.tunnelIp || (network && !isTunnelHostAddress(network, router.tunnelIp))) throw noTunnel();
+    if (tunnelAddressProblem(this.#deps.tunnelNetwork, router.tunnelIp)) throw noTunnel();
     const now = this.#deps.clock.now();
     const max = FORWARD_LIMITS.activePerRouter;
     const result = await this.#deps.access.create(

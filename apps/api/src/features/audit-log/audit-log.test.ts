@@ -1,5 +1,5 @@
-import { AuditLogRepository, ForwardsRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
-import { databaseFingerprint, makeAccount, makeRouter } from "@fleet/db/testing";
+import { AuditLogRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
+import { databaseFingerprint, expireForwards, makeAccount, makeRouter } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -69,9 +69,7 @@ describe("every action is recorded once, with actor, target, router and source",
     // The sweep queues removal jobs: the process's job engine (shared with the API's).
     const engine = await acquireJobEngine(h.db);
     try {
-      expect(
-        await new ForwardsRepository(h.db, engine).expireDue(new Date(clock.now().getTime() + 11 * 60_000)),
-      ).toHaveLength(1);
+      expect(await expireForwards(h.db, engine, new Date(clock.now().getTime() + 11 * 60_000))).toHaveLength(1);
     } finally {
       await engine.stop();
     }

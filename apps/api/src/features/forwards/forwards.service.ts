@@ -1,18 +1,38 @@
-import type { AuditOrigin, ForwardsRepository, RouterTunnel } from "@fleet/db";
+import {
+  type AuditOrigin,
+  checkSessionQuotas,
+  claimEntryPointPort,
+  type Database,
+  type ForwardRecord,
+  ForwardsRepository,
+  insertAuditEntry,
+  type JobEngine,
+  findSessionRouter,
+  type QuotaRefusal,
+  queryOf,
+  queueForwardJob,
+  recordForwardsClosed,
+  SYSTEM_ORIGIN,
+} from "@fleet/db";
 import {
   AppError,
   type Clock,
+  FORWARD_JOB_KINDS,
   FORWARD_LIMITS,
-  isTunnelHostAddress,
+  formatIsoUtc,
   refuseLoopbackAllowFrom,
   type TCreateForwardInput,
   type TForward,
   type TunnelNetwork,
+  tunnelAddressProblem,
 } from "@fleet/shared";
 import { toForwardResponse } from "./forwards.mapper.ts";
 
 export interface ForwardsServiceDeps {
-  forwards: ForwardsRepository;
+  /** Each use case runs in one transaction of its own; repositories get its `query`. */
+  db: Pick<Database, "query" | "transaction">;
+  /** Queues the router jobs (`forward.apply`, `forward.remove`) inside that transaction. */
+  jobs: JobEngine;
   clock: Clock;
   /** ENTRY_POINT_HOST and ENTRY_POINT_PORTS (docs/operations.md "Configuration"). */
   entryPoint: { host: string; ports: readonly [number, number] };
@@ -49,6 +69,9 @@ const retryAfterSeconds = (freesAt: Date | null, now: Date): number =>
     ? QUOTA_RETRY_AFTER_MAX_SECONDS
     : Math.min(QUOTA_RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil((freesAt.getTime() - now.getTime()) / 1000)));
 
+// How often one create tries another port after losing one to a concurrent create.
+const PORT_ATTEMPTS = 25;
+
 const routerNotFound = () => new AppError("not_found", "Router not found.");
 const forwardNotFound = () => new AppError("not_found", "Transient forward not found.");
 
@@ -64,20 +87,25 @@ export class ForwardsService {
   }
 
   async list(teamId: string, routerId: string): Promise<TForward[]> {
-    await this.#router(teamId, routerId);
+    const forwards = await this.#inTeam(teamId, routerId);
     const now = this.#deps.clock.now();
-    const rows = await this.#deps.forwards.listActive(routerId, now);
+    const rows = await forwards.listActive(routerId, now);
     return rows.map((row) => toForwardResponse(row, now));
   }
 
   async get(teamId: string, routerId: string, id: string): Promise<TForward> {
-    await this.#router(teamId, routerId);
+    const forwards = await this.#inTeam(teamId, routerId);
     const now = this.#deps.clock.now();
-    const forward = await this.#deps.forwards.get(routerId, id);
+    const forward = await forwards.get(routerId, id);
     if (!forward) throw forwardNotFound();
     return toForwardResponse(forward, now);
   }
 
+  /**
+   * One transaction: the router row is locked so the per-router cap holds under concurrent creates
+   * (the billing root's row is locked by the quota check), the port is claimed from the entry point's
+   * range, and the forward, its `forward.apply` job and its `forward.created` entry commit together.
+   */
   async create(teamId: string, input: TCreateForwardInput, origin: AuditOrigin): Promise<TForward> {
     if (!this.#deps.loopbackSources) {
       const source = refuseLoopbackAllowFrom(input.allow_from);
@@ -87,76 +115,120 @@ export class ForwardsService {
         });
       }
     }
-    const network = this.#deps.tunnelNetwork;
-    if (network) {
-      const router = await this.#router(teamId, input.router_id);
-      if (router.tunnelIp !== null && !isTunnelHostAddress(network, router.tunnelIp)) throw noTunnel();
-    }
     const now = this.#deps.clock.now();
-    const max = this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter;
-    const result = await this.#deps.forwards.create(
-      {
-        routerId: input.router_id,
-        teamId,
-        entryPoint: this.#deps.entryPoint.host,
-        ports: this.#deps.entryPoint.ports,
-        dstAddress: input.dst_address,
-        dstPort: input.dst_port,
-        allowOnlyCidr: input.allow_from,
-        expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
-        maxActivePerRouter: max,
-        maxActivePerOrg: this.#deps.maxActivePerOrg,
-        ...(this.#deps.trialForwards === undefined ? {} : { trialForwards: this.#deps.trialForwards }),
-        origin,
-      },
-      now,
-    );
-    if (result.ok) return toForwardResponse(result.forward, now);
-    switch (result.reason) {
-      case "router_not_found":
-        throw routerNotFound();
-      case "no_tunnel_ip":
-        throw noTunnel();
-      case "router_cap": {
-        const retryAfter = retryAfterSeconds(result.freesAt, now);
-        throw new AppError(
-          "rate_limited",
-          `This router already has ${max} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
-          { extra: { limit: max, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
-        );
-      }
-      case "org_cap": {
-        const { limit, trial } = result;
-        const retryAfter = retryAfterSeconds(result.freesAt, now);
-        const message = trial
-          ? `Without a payment method on file, the organizations of one billing account may hold ${limit} active transient forwards (and router access sessions) at once, and they do. Save a card with POST /v1/account/payment-methods, delete one, or wait for one to expire.`
-          : `The organizations of this billing account already hold ${limit} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`;
-        throw new AppError("rate_limited", message, {
-          extra: { limit, trial, retry_after_seconds: retryAfter },
-          retryAfterSeconds: retryAfter,
-        });
-      }
-      case "ports_exhausted": {
-        const [from, to] = this.#deps.entryPoint.ports;
-        throw new AppError(
-          "capacity_exhausted",
-          `Every port of entry point ${this.#deps.entryPoint.host} (${from}-${to}) is in use by an active forward. Try again after one expires or is deleted.`,
-        );
-      }
-    }
+    const { host: entryPoint, ports } = this.#deps.entryPoint;
+    const created = await this.#deps.db.transaction(async (query): Promise<ForwardRecord | AppError> => {
+      const router = await findSessionRouter(query, input.router_id, teamId, { forUpdate: true });
+      if (!router) return routerNotFound();
+      if (tunnelAddressProblem(this.#deps.tunnelNetwork, router.tunnelIp)) return noTunnel();
+      const refusal = await checkSessionQuotas(query, router, this.#quotas(), now);
+      if (refusal) return this.#quotaError(refusal, now);
+      const forwards = new ForwardsRepository(query);
+      const forward = await claimEntryPointPort(query, {
+        entryPoint,
+        ports,
+        attempts: PORT_ATTEMPTS,
+        insert: (port) =>
+          forwards.insertActive({
+            id: crypto.randomUUID(),
+            routerId: router.id,
+            entryPoint,
+            port,
+            dstAddress: input.dst_address,
+            dstPort: input.dst_port,
+            allowOnlyCidr: input.allow_from,
+            expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
+            createdAt: now,
+            createdBy: origin.actor,
+          }),
+        // Forwards past expiry that no agent has swept yet still hold ports: close them here.
+        freeStale: async () => {
+          const stale = await forwards.expireDue(now, entryPoint);
+          await recordForwardsClosed(query, this.#deps.jobs, stale, SYSTEM_ORIGIN);
+          return stale.length > 0;
+        },
+      });
+      if (!forward) return this.#portsExhausted();
+      await queueForwardJob(this.#deps.jobs, FORWARD_JOB_KINDS.apply, forward, query);
+      await insertAuditEntry(query, {
+        organizationId: router.organizationId,
+        occurredAt: now,
+        action: "forward.created",
+        actor: origin.actor,
+        sourceIp: origin.sourceIp,
+        target: { type: "forward", id: forward.id },
+        routerId: forward.routerId,
+        details: {
+          entry_point: forward.entryPoint,
+          port: forward.port,
+          dst_address: forward.dstAddress,
+          dst_port: forward.dstPort,
+          allow_from: forward.allowOnlyCidr,
+          expires_at: formatIsoUtc(forward.expiresAt),
+        },
+      });
+      return forward;
+    });
+    if (created instanceof AppError) throw created;
+    return toForwardResponse(created, now);
   }
 
-  /** Revokes an active forward; a forward that is already closed answers the same (idempotent). */
+  /**
+   * Revokes an active forward (or marks it expired when its time passed unswept) with its removal
+   * job and audit entry; a forward that is already closed answers the same (idempotent).
+   */
   async delete(teamId: string, routerId: string, id: string, origin: AuditOrigin): Promise<void> {
-    await this.#router(teamId, routerId);
-    const closed = await this.#deps.forwards.close(routerId, id, this.#deps.clock.now(), origin);
+    const forwards = await this.#inTeam(teamId, routerId);
+    const now = this.#deps.clock.now();
+    const closed = await this.#deps.db.transaction(async (query) => {
+      const forward = await new ForwardsRepository(query).closeActive(routerId, id, now);
+      if (forward) await recordForwardsClosed(query, this.#deps.jobs, [forward], origin);
+      return forward;
+    });
     if (closed) return;
-    if (!(await this.#deps.forwards.get(routerId, id))) throw forwardNotFound();
+    if (!(await forwards.get(routerId, id))) throw forwardNotFound();
   }
 
-  async #router(teamId: string, routerId: string): Promise<RouterTunnel> {
-    const router = await this.#deps.forwards.findRouterInTeam(routerId, teamId);
-    if (!router) throw routerNotFound();
-    return router;
+  #quotas() {
+    return {
+      maxActivePerRouter: this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter,
+      maxActivePerOrg: this.#deps.maxActivePerOrg,
+      ...(this.#deps.trialForwards === undefined ? {} : { trialForwards: this.#deps.trialForwards }),
+    };
+  }
+
+  #quotaError(refusal: QuotaRefusal, now: Date): AppError {
+    const retryAfter = retryAfterSeconds(refusal.freesAt, now);
+    if (refusal.reason === "router_cap") {
+      const max = this.#quotas().maxActivePerRouter;
+      return new AppError(
+        "rate_limited",
+        `This router already has ${max} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
+        { extra: { limit: max, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
+      );
+    }
+    const { limit, trial } = refusal;
+    const message = trial
+      ? `Without a payment method on file, the organizations of one billing account may hold ${limit} active transient forwards (and router access sessions) at once, and they do. Save a card with POST /v1/account/payment-methods, delete one, or wait for one to expire.`
+      : `The organizations of this billing account already hold ${limit} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`;
+    return new AppError("rate_limited", message, {
+      extra: { limit, trial, retry_after_seconds: retryAfter },
+      retryAfterSeconds: retryAfter,
+    });
+  }
+
+  #portsExhausted(): AppError {
+    const [from, to] = this.#deps.entryPoint.ports;
+    return new AppError(
+      "capacity_exhausted",
+      `Every port of entry point ${this.#deps.entryPoint.host} (${from}-${to}) is in use by an active forward. Try again after one expires or is deleted.`,
+    );
+  }
+
+  /** The forwards of the router, once the router is known to be in the team (else 404). */
+  async #inTeam(teamId: string, routerId: string): Promise<ForwardsRepository> {
+    const query = queryOf(this.#deps.db);
+    if (!(await findSessionRouter(query, routerId, teamId))) throw routerNotFound();
+    return new ForwardsRepository(query);
   }
 }

@@ -1,14 +1,19 @@
 import {
   type AuditOrigin,
   type CoverageRecord,
+  type Database,
   type FaultRecord,
+  type JobEngine,
   type NewRouter,
+  type Query,
+  queueRouterJob,
   type RouterRecord,
   TunnelIpTakenError,
 } from "@fleet/db";
 import {
   AppError,
   type Clock,
+  FORWARD_JOB_KINDS,
   hourlyMetrics,
   isAppError,
   metadataBytes,
@@ -47,8 +52,16 @@ export interface RouterStore extends TunnelAddressStore {
   deleteInTeam(
     teamId: string,
     routerId: string,
-    removal: { origin: AuditOrigin; at: Date; offboard?: { quarantineUntil: Date } },
+    removal: { origin: AuditOrigin; at: Date },
+    query?: Query,
   ): Promise<{ id: string; organizationId: string } | null>;
+  quarantineTunnelAddress(
+    query: Query,
+    teamId: string,
+    routerId: string,
+    at: Date,
+    quarantineUntil: Date,
+  ): Promise<void>;
   updateUserMetadata(
     teamId: string,
     routerId: string,
@@ -69,6 +82,10 @@ export interface OemLookup {
 
 export interface RouterServiceDeps {
   routers: RouterStore;
+  /** A removal runs in one transaction: quarantine, delete, audit entry and offboarding job. */
+  db: Pick<Database, "transaction">;
+  /** Queues the offboarding job (`router.offboard`) inside that transaction. */
+  jobs: JobEngine;
   clearance: ServiceClearance;
   feed: StatusFeed;
   clock: Clock;
@@ -177,10 +194,14 @@ export class RouterService {
   async remove(teamId: string, routerId: string, origin: AuditOrigin): Promise<void> {
     const at = this.#deps.clock.now();
     const quarantineUntil = new Date(at.getTime() + (this.#deps.quarantineDays ?? 30) * 86_400_000);
-    const removed = await this.#deps.routers.deleteInTeam(teamId, routerId, {
-      origin,
-      at,
-      offboard: { quarantineUntil },
+    const { routers, jobs } = this.#deps;
+    const removed = await this.#deps.db.transaction(async (query) => {
+      await routers.quarantineTunnelAddress(query, teamId, routerId, at, quarantineUntil);
+      const deleted = await routers.deleteInTeam(teamId, routerId, { origin, at }, query);
+      if (deleted) {
+        await queueRouterJob(jobs, { kind: FORWARD_JOB_KINDS.offboard, router_id: deleted.id }, query);
+      }
+      return deleted;
     });
     if (!removed) throw notFound();
     await this.#deps.feed

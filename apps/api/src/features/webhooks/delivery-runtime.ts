@@ -15,10 +15,14 @@ export class DeliveryRuntime {
   #engine: Promise<JobEngine> | undefined;
   #closed = false;
 
-  constructor(db: Database, worker: WebhookDeliveryWorker, logger: Logger) {
+  /**
+   * `makeWorker` builds the worker on the runtime's own enqueuer (its repository queues retries
+   * through it), so neither has to be patched into the other after construction.
+   */
+  constructor(db: Database, makeWorker: (enqueuer: DeliveryEnqueuer) => WebhookDeliveryWorker, logger: Logger) {
     this.#db = db;
-    this.#worker = worker;
     this.#logger = logger;
+    this.#worker = makeWorker(this.enqueuer);
   }
 
   get started(): boolean {

@@ -2,8 +2,8 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { AuditLogRepository, ForwardsRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
-import { databaseFingerprint, makeAccount, makeRouter } from "@fleet/db/testing";
+import { AuditLogRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
+import { databaseFingerprint, expireForwards, makeAccount, makeRouter } from "@fleet/db/testing";
 import { EVENT_LIMITS, ManualClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -239,7 +239,7 @@ describe("delivery", () => {
     // The sweep queues removal jobs: the process's job engine (shared with the API's).
     const engine = await acquireJobEngine(h.db);
     try {
-      await new ForwardsRepository(h.db, engine).expireDue(new Date(Date.now() + 11 * 60_000));
+      await expireForwards(h.db, engine, new Date(Date.now() + 11 * 60_000));
     } finally {
       await engine.stop();
     }
