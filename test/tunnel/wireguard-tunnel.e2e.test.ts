@@ -54,8 +54,8 @@ let webForward: { id: string; port: number } | undefined;
 
 // One environment for both starts (the restart keeps the JWT secret, so tokens stay valid).
 const BASE_ENV = testSystemEnv();
-const config = () =>
-  loadAllInOneConfig({
+const config = () => {
+  const loaded = loadAllInOneConfig({
     ...BASE_ENV,
     HEARTBEAT_INTERVAL_MS: "1000",
     TUNNEL_MODE: "wireguard",
@@ -77,6 +77,11 @@ const config = () =>
     // tenant at once; in this mode the address belongs to a device key, not to whoever holds it.
     TUNNEL_ADDRESS_QUARANTINE_DAYS: "0",
   });
+  // Through the tunnel a router answers SSH in milliseconds; a removed router's jobs (offboarding,
+  // the takeover replay's forward) wait this long for nothing, and so does the agent's close.
+  loaded.tunnelAgent.ssh.connectTimeoutMs = 4_000;
+  return loaded;
+};
 
 const call = async (method: string, path: string, body?: unknown) => {
   if (!system) throw new Error("system not running");
@@ -225,11 +230,17 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
   }, 120_000);
 
   afterAll(async () => {
-    // Also when a test failed: every namespace, wireguard-go and child process goes.
-    await fleet?.close();
-    await system?.close();
-    await db?.close();
-  }, 60_000);
+    // Also when a test failed: every namespace, wireguard-go and child process goes. Each step's
+    // time is printed when it is slow, so a timeout here names its cause.
+    const step = async (name: string, close: (() => Promise<void>) | undefined) => {
+      const started = Date.now();
+      await close?.();
+      if (Date.now() - started > 5_000) process.stderr.write(`afterAll: ${name} took ${Date.now() - started} ms\n`);
+    };
+    await step("the simulated fleet", fleet && (() => fleet?.close() ?? Promise.resolve()));
+    await step("the system", system && (() => system?.close() ?? Promise.resolve()));
+    await step("the database", db && (() => db?.close() ?? Promise.resolve()));
+  }, 120_000);
 
   it("each router binds its key with its first heartbeat and its tunnel comes up; the hub holds exactly their peers", async () => {
     expect(fleet?.fleet.summary().adopted).toBe(3);
