@@ -11,7 +11,8 @@ import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { adoptionScriptRoute, redactAdoptionPath } from "./adoption-script.ts";
 import { type ConsoleOptions, consoleRouter } from "./console-page.ts";
 import { docsRouter } from "./docs-page.ts";
-import { describeError, errorBodyForPath } from "./error-shapes.ts";
+import { describeError } from "../trpc/errors.ts";
+import { sendRestError } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
 import { isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
@@ -191,24 +192,12 @@ export const createApp = (options: AppOptions): Express => {
 
   app.use(restAdapter(router, services, (error) => logger.error({ err: error }, "procedure failed")));
 
-  app.use((req: Request, res: Response) => {
-    res.status(404).json(
-      errorBodyForPath(req.path, {
-        status: 404,
-        code: "not_found",
-        message: `No route for ${req.method} ${req.path}.`,
-        fields: undefined,
-        extra: {},
-      }),
-    );
-  });
-
+  // The REST adapter answers every path that reaches it (an unknown one with 404), so what comes
+  // here is an error thrown before it: the body rules' 400/413/415.
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const described = describeError(error);
-    if (described.status >= 500) logger.error({ err: error }, "request failed");
+    if (describeError(error).status >= 500) logger.error({ err: error }, "request failed");
     if (res.headersSent) return;
-    res.set(answerHeaders(metas, undefined, [described]));
-    res.status(described.status).json(errorBodyForPath(req.path, described));
+    sendRestError(req, res, error);
   });
 
   return app;

@@ -6,7 +6,7 @@ import { isJsonMediaType } from "./media-type.ts";
 import type { RequestContext } from "../trpc/context.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders } from "./answer-headers.ts";
-import { describeError } from "./error-shapes.ts";
+import { describeError } from "../trpc/errors.ts";
 
 interface FastPathOptions {
   router: AppRouter;
