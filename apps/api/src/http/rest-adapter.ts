@@ -16,6 +16,7 @@ import {
 import type { ZodObject } from "zod";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
+import { invokeProcedure } from "../trpc/invoke.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
@@ -218,14 +219,12 @@ export const restAdapter = (
       operation.coerced = true;
     }
     const ctx = createContext({ req, res });
-    const data: unknown = await operation.procedure({
+    const data = await invokeProcedure(operation.procedure, {
       ctx,
-      getRawInput: async () => input,
       path: operation.procedurePath,
       type: operation.type,
-      signal: undefined,
-      batchIndex: 0,
-    } as unknown as Parameters<AnyTRPCProcedure>[0]);
+      input,
+    });
     const headers = answerHeaders(metas, [operation.procedurePath], []);
     const text = operation.successStatus === 200 ? textRendering(operation.rest, req) : undefined;
     res.statusCode = operation.successStatus;

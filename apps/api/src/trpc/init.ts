@@ -127,7 +127,8 @@ export const authedProcedure = (scope: TScope) =>
     }
     const organizationId = await ctx.services.organizations.resolve(claims.organizationId);
     const auth = organizationId === claims.organizationId ? claims : { ...claims, organizationId };
-    return next({ ctx: { ...ctx, auth } });
+    // tRPC merges what `next` is given into the context: only the new key is passed.
+    return next({ ctx: { auth } });
   });
 
 /**
@@ -137,5 +138,5 @@ export const authedProcedure = (scope: TScope) =>
 export const teamProcedure = (scope: TScope) =>
   authedProcedure(scope).use(async ({ ctx, next }) => {
     const teamId = await ctx.services.teams.resolve(ctx.auth);
-    return next({ ctx: { ...ctx, teamId } });
+    return next({ ctx: { teamId } });
   });
