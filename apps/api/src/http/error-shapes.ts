@@ -1,6 +1,7 @@
 import { currentRequestId } from "@fleet/shared";
 import type { Request, Response } from "express";
 import { type DescribedError, describeError } from "../trpc/errors.ts";
+import { jsendError } from "../trpc/envelopes.ts";
 import { answerHeaders } from "./answer-headers.ts";
 
 /** `/v1/...` body (docs/api.md "Errors"). */
@@ -11,15 +12,8 @@ export const v1ErrorBody = (e: DescribedError): Record<string, unknown> => ({
   ...(e.fields ? { errors: e.fields } : {}),
 });
 
-/** `/api/...` JSend body (docs/api.md "Errors"): `fail` for 4xx, `error` for 5xx. */
-export const apiErrorBody = (e: DescribedError): Record<string, unknown> => {
-  if (e.status >= 500) return { status: "error", message: e.message, code: e.code };
-  const data = e.fields ? Object.fromEntries(Object.entries(e.fields).map(([k, v]) => [k, v.join(" ")])) : undefined;
-  return { status: "fail", message: e.message, code: e.code, ...(data ? { data } : {}), ...e.extra };
-};
-
 export const errorBodyForPath = (path: string, e: DescribedError): Record<string, unknown> => {
-  const body = path.startsWith("/api/") || path === "/api" ? apiErrorBody(e) : v1ErrorBody(e);
+  const body = path.startsWith("/api/") || path === "/api" ? jsendError(e) : v1ErrorBody(e);
   // docs/api.md "Errors": the request's id, so a user can quote it (docs/operations.md "Metrics and probes").
   const requestId = currentRequestId();
   return requestId === undefined ? body : { ...body, request_id: requestId };
