@@ -1,7 +1,10 @@
 /**
  * `npm run bench`: GET /v1/account through REST and tRPC (real token verification, real
  * PostgreSQL) against a bare Express + pg baseline measured in the same run. Prints ratios.
- * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 2).
+ * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 2),
+ * --log-level L (the API's LOG_LEVEL, default info: one log line per request, as in production),
+ * --only <target> (one target, measured after a warm-up run). `BENCH_NODE_ARGS=--cpu-prof` profiles
+ * both servers (`node bench/cpuprofile-top.ts <file>` summarises a profile).
  */
 import { createSecretKey } from "node:crypto";
 import path from "node:path";
@@ -19,6 +22,8 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "32" },
     rounds: { type: "string", default: "2" },
     only: { type: "string" },
+    // The API as it runs in production writes one log line per request (docs/operations.md).
+    "log-level": { type: "string", default: "info" },
   },
 });
 const durationMs = Number(values["duration-ms"]);
@@ -56,7 +61,7 @@ const api = await startProcess(
     DATABASE_URL: dbUrl.toString(),
     PORT: String(apiPort),
     JWT_SECRET: secret,
-    LOG_LEVEL: "warn",
+    LOG_LEVEL: values["log-level"],
     STRIPE_EMULATOR_PORT: "0",
     DATA_DIR: "memory",
     // The bench is one credential at full speed: the per-credential limit would answer 429.

@@ -75,11 +75,17 @@ export const createApp = (options: AppOptions): Express => {
         const pathname = req.originalUrl.split("?", 1)[0] ?? "/";
         const matched = routes.matchAll(pathname);
         observeRequest(matched, req.method, res.statusCode, ms / 1000);
-        span.updateName(`${req.method} ${matched.join(",")}`);
-        span.setAttributes({ "http.route": matched.join(","), "http.response.status_code": res.statusCode });
-        if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        let traceId: string | undefined;
+        // Without a tracer the span records nothing: its name and attributes would be built for nobody.
+        if (span.isRecording()) {
+          const route = matched.join(",");
+          span.updateName(`${req.method} ${route}`);
+          span.setAttributes({ "http.route": route, "http.response.status_code": res.statusCode });
+          if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          const context = span.spanContext();
+          traceId = context.traceFlags === 0 ? undefined : context.traceId;
+        }
         span.end();
-        const traceId = span.spanContext().traceFlags === 0 ? undefined : span.spanContext().traceId;
         // Probes come every few seconds from every prober: debug, so they do not drown the log.
         const level = PROBES.has(pathname) ? "debug" : "info";
         if (!logger.isLevelEnabled(level)) return;
