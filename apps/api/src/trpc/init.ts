@@ -109,15 +109,18 @@ export const authedProcedure = (scope: TScope) =>
     const limits = ctx.services.rateLimits;
     // Requests without a valid credential are counted per source address (docs/api.md "Rate
     // limits"); an address over its limit gets 429 and no database lookup of unknown API keys.
-    const address = `ip:${addressKey(ctx.ip)}`;
+    // The address key only when it is needed (IPv6 clients share their /56, which costs a parse).
+    const address = () => `ip:${addressKey(ctx.ip)}`;
     let claims: AuthClaims;
     try {
       claims = await ctx.services.tokens.verify(ctx.authorization, {
-        refuseLookup: () =>
-          limits.unauthenticated.isOver(address) ? limits.unauthenticated.refusal(address) : undefined,
+        refuseLookup: () => {
+          const key = address();
+          return limits.unauthenticated.isOver(key) ? limits.unauthenticated.refusal(key) : undefined;
+        },
       });
     } catch (error) {
-      if (error instanceof AppError && error.code === "unauthenticated") await limits.unauthenticated.hit(address);
+      if (error instanceof AppError && error.code === "unauthenticated") await limits.unauthenticated.hit(address());
       throw error;
     }
     // Counted per verified credential, so a forged token can never spend someone else's quota.
