@@ -1,7 +1,10 @@
 /**
  * `npm run bench`: GET /v1/account through REST and tRPC (real token verification, real
  * PostgreSQL) against a bare Express + pg baseline measured in the same run. Prints ratios.
- * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 2).
+ * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 2),
+ * --log-level L (the API's LOG_LEVEL, default info: one log line per request, as in production),
+ * --only <target> (one target, measured after a warm-up run). `BENCH_NODE_ARGS=--cpu-prof` profiles
+ * both servers (`node bench/cpuprofile-top.ts <file>` summarises a profile).
  */
 import { createSecretKey } from "node:crypto";
 import path from "node:path";
@@ -19,6 +22,8 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "32" },
     rounds: { type: "string", default: "2" },
     only: { type: "string" },
+    // The API as it runs in production writes one log line per request (docs/operations.md).
+    "log-level": { type: "string", default: "info" },
   },
 });
 const durationMs = Number(values["duration-ms"]);
@@ -56,7 +61,7 @@ const api = await startProcess(
     DATABASE_URL: dbUrl.toString(),
     PORT: String(apiPort),
     JWT_SECRET: secret,
-    LOG_LEVEL: "warn",
+    LOG_LEVEL: values["log-level"],
     STRIPE_EMULATOR_PORT: "0",
     DATA_DIR: "memory",
     // The bench is one credential at full speed: the per-credential limit would answer 429.
@@ -89,9 +94,26 @@ const keyAuth = { authorization: `Bearer ${apiKey}` };
 /** Runs a load and adds the server's CPU time per answered request (less sensitive to a busy machine). */
 const measured = async (pid: number | undefined, run: () => Promise<LoadResult>) => {
   const before = await cpuMs(pid);
+  const ioBefore = await syscalls(pid);
   const result = await run();
-  return { ...result, cpuUsPerRequest: (((await cpuMs(pid)) - before) * 1000) / Math.max(1, result.requests) };
+  const cpuUsPerRequest = (((await cpuMs(pid)) - before) * 1000) / Math.max(1, result.requests);
+  const ioAfter = await syscalls(pid);
+  const per = (n: number) => n / Math.max(1, result.requests);
+  return {
+    ...result,
+    cpuUsPerRequest,
+    readsPerRequest: per(ioAfter.reads - ioBefore.reads),
+    writesPerRequest: per(ioAfter.writes - ioBefore.writes),
+  };
 };
+/** Read and write system calls a process has made so far (/proc/<pid>/io, Linux): socket I/O per request. */
+async function syscalls(pid: number | undefined): Promise<{ reads: number; writes: number }> {
+  if (pid === undefined) return { reads: Number.NaN, writes: Number.NaN };
+  const { readFile } = await import("node:fs/promises");
+  const text = await readFile(`/proc/${pid}/io`, "utf8").catch(() => "");
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+  return { reads: field("syscr"), writes: field("syscw") };
+}
 const targets = {
   baseline: () =>
     measured(baseline.pid, () =>
@@ -127,7 +149,10 @@ const targets = {
       }),
     ),
 };
-type Measured = LoadResult & { cpuUsPerRequest: number };
+type Measured = LoadResult & { cpuUsPerRequest: number; readsPerRequest: number; writesPerRequest: number };
+/** One result line: load figures, then the server's CPU and socket system calls per request. */
+const report = (result: Measured) =>
+  `${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request   syscalls ${result.readsPerRequest.toFixed(2)} r + ${result.writesPerRequest.toFixed(2)} w /request`;
 
 try {
   // Warm-up round: JIT, connection pools, token cache.
@@ -135,7 +160,7 @@ try {
     const run = targets[values.only as keyof typeof targets];
     await run();
     const result = await run();
-    console.log(`${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request`);
+    console.log(report(result));
     process.exitCode = 0;
   } else await runAll();
 } finally {
@@ -162,8 +187,7 @@ async function runAll() {
   const t = best.trpc as Measured;
   const k = best.apikey as Measured;
   console.log(`\nGET /v1/account, ${concurrency} connections, ${rounds} rounds of ${durationMs} ms, best round each\n`);
-  for (const result of [b, r, t, k])
-    console.log(`${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request`);
+  for (const result of [b, r, t, k]) console.log(report(result));
   const line = (name: string, x: Measured, target: number) =>
     `${name.padEnd(6)} throughput ${(x.rps / b.rps).toFixed(2)} of baseline (target >= ${target})   p99 ${(x.p99 / b.p99).toFixed(2)}x baseline (target <= 2)   CPU/request ${(x.cpuUsPerRequest / b.cpuUsPerRequest).toFixed(2)}x baseline`;
   console.log(`\n${line("REST", r, 0.65)}\n${line("tRPC", t, 0.6)}`);

@@ -148,6 +148,16 @@ for (const dir of ["apps", "packages", "test", "bench", "scripts"]) {
   }
 }
 
+// The tRPC layer is below HTTP: trpc/ never imports http/ (the error description and the JSend
+// envelopes live in trpc/, the HTTP transports render them).
+for (const file of walk(path.join(root, "apps/api/src/trpc"))) {
+  const rel = path.relative(root, file);
+  for (const match of readFileSync(file, "utf8").matchAll(IMPORT)) {
+    const spec = match[1] ?? match[2] ?? "";
+    if (/(^|\/)http\//.test(spec) && spec.startsWith(".")) problems.push(`${rel}: trpc/ imports http/: ${spec}`);
+  }
+}
+
 // Self-contained: code and docs cite docs/<file>.md, never a file beside the repository (built
 // from parts so this file does not match itself).
 const OUTSIDE = [

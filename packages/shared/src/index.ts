@@ -46,3 +46,4 @@ export * from "./crypto/access-password.ts";
 export * from "./crypto/wireguard-keys.ts";
 export * from "./env/tunnel-mode-env.ts";
 export * from "./routeros/wireguard-script.ts";
+export * from "./tokens/bearer.ts";

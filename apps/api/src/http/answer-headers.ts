@@ -1,7 +1,7 @@
 import type { AnyTRPCProcedure } from "@trpc/server";
 import type { AppRouter } from "../trpc/app-router.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
-import type { DescribedError } from "./error-shapes.ts";
+import type { DescribedError } from "../trpc/errors.ts";
 
 /** docs/api.md "Errors": a 429 without its own retry time tells the client to wait this long. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 60;

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
-import { errorBodyForPath } from "./error-shapes.ts";
+import { AppError } from "@fleet/shared";
+import { sendRestError } from "./error-shapes.ts";
 
 /**
  * docs/api.md "Errors": JSON is the only body the API reads. `application/json` with parameters
@@ -23,15 +24,14 @@ export const refuseNonJsonBodies = (req: Request, res: Response, next: NextFunct
     return;
   }
   const type = req.headers["content-type"];
-  res.status(415).json(
-    errorBodyForPath(req.path, {
-      status: 415,
-      code: "unsupported_media_type",
-      message: type
+  sendRestError(
+    req,
+    res,
+    new AppError(
+      "unsupported_media_type",
+      type
         ? `Content type "${type.slice(0, 100)}" is not accepted: send the body as application/json.`
         : "The body has no content type: send it as application/json.",
-      fields: undefined,
-      extra: {},
-    }),
+    ),
   );
 };

@@ -1,11 +1,27 @@
+import { AppError } from "@fleet/shared";
+import type { AnyTRPCProcedure } from "@trpc/server";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import { createOpenApiExpressMiddleware } from "trpc-to-openapi";
+import {
+  coerceSchema,
+  forEachOpenApiProcedure,
+  getInputOutputParsers,
+  getPathRegExp,
+  instanceofZodTypeLikeVoid,
+  instanceofZodTypeObject,
+  instanceofZodTypeOptional,
+  normalizePath,
+  unwrapZodType,
+  zodSupportsCoerce,
+} from "trpc-to-openapi";
+import type { ZodObject } from "zod";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
+import { invokeProcedure } from "../trpc/invoke.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
-import { describeError, errorBodyForPath } from "./error-shapes.ts";
+import { describeError } from "../trpc/errors.ts";
+import { sendRestError } from "./error-shapes.ts";
 import { RestSurface } from "./rest-surface.ts";
 
 const BODY_METHODS = new Set(["POST", "PATCH", "PUT"]);
@@ -26,55 +42,121 @@ export const toCsv = (columns: readonly string[], rows: readonly Record<string, 
 
 /**
  * How a successful answer of this operation is sent when it is not JSON (a procedure's
- * `rest.text` or `rest.csv` meta): undefined = as the library wrote it.
+ * `rest.text` or `rest.csv` meta): undefined = as JSON.
  */
 const textRendering = (
-  metas: ReadonlyMap<string, ProcedureMeta>,
-  surface: RestSurface,
+  rest: ProcedureMeta["rest"],
   req: Request,
-  search: string,
-): ((json: string) => { contentType: string; body: string }) | undefined => {
-  const operation = surface.operationAt(req.method, req.path);
-  const rest = operation ? metas.get(operation.procedurePath)?.rest : undefined;
+): ((data: unknown) => { contentType: string; body: string }) | undefined => {
   if (rest?.text) {
     const contentType = `${rest.text}; charset=utf-8`;
-    return (json) => ({ contentType, body: String(JSON.parse(json)) });
+    return (data) => ({ contentType, body: String(data) });
   }
   const csv = rest?.csv;
   if (!csv) return undefined;
+  const format = (req.query as Record<string, unknown>).format;
   const wantsCsv =
-    new URLSearchParams(search).get("format") === "csv" || req.accepts(["application/json", "text/csv"]) === "text/csv";
+    (Array.isArray(format) ? format[0] : format) === "csv" ||
+    req.accepts(["application/json", "text/csv"]) === "text/csv";
   if (!wantsCsv) return undefined;
-  return (json) => {
-    const parsed = JSON.parse(json) as { data?: unknown };
+  return (data) => {
+    // The rows as the JSON answer would carry them (dates as strings, and so on).
+    const parsed = JSON.parse(JSON.stringify(data)) as { data?: unknown };
     const rows = Array.isArray(parsed.data) ? (parsed.data as Record<string, unknown>[]) : [];
     return { contentType: "text/csv; charset=utf-8", body: toCsv(csv.columns, rows) };
   };
 };
 
-/** Success status per procedure path, from each procedure's meta (201 creates, 204 deletes). */
-const successStatuses = (router: AppRouter): Map<string, number> => {
-  const map = new Map<string, number>();
-  for (const [path, procedure] of Object.entries(router._def.procedures)) {
-    const meta = (procedure as unknown as { _def: { meta?: { successStatus?: number } } })._def.meta;
-    if (meta?.successStatus) map.set(path, meta.successStatus);
+/**
+ * One REST operation as trpc-to-openapi declares it (`forEachOpenApiProcedure`, its path pattern:
+ * case-insensitive, named groups), with everything the library recomputed on every request
+ * (the input parser, its unwrapped shape, which query keys are arrays) read once at start-up.
+ */
+interface Operation {
+  procedurePath: string;
+  procedure: AnyTRPCProcedure;
+  type: "query" | "mutation";
+  pattern: RegExp;
+  /** False for a `z.void()`-like input: the procedure then gets no input at all. */
+  takesInput: boolean;
+  /** The input's object schema, whose primitives are coerced from strings (query values). */
+  objectSchema: ZodObject | undefined;
+  /** Coercion is switched on the first time the operation is called, as the library did. */
+  coerced: boolean;
+  /** Query keys whose schema is an array: a single value becomes a one-element array. */
+  arrayKeys: readonly string[];
+  successStatus: number;
+  rest: ProcedureMeta["rest"];
+}
+
+const operationsOf = (router: AppRouter): Map<string, Operation[]> => {
+  const byMethod = new Map<string, Operation[]>();
+  const procedures = router._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+  forEachOpenApiProcedure(procedures as Parameters<typeof forEachOpenApiProcedure>[0], ({ path, procedure }) => {
+    const trpcProcedure = procedure as unknown as AnyTRPCProcedure;
+    const type = trpcProcedure._def.type;
+    if (type === "subscription") return;
+    const meta = trpcProcedure._def.meta as ProcedureMeta;
+    const openapi = meta.openapi;
+    if (!openapi) return;
+    const { inputParser } = getInputOutputParsers(procedure);
+    const unwrapped = unwrapZodType(inputParser as never, true);
+    const objectSchema = zodSupportsCoerce && instanceofZodTypeObject(unwrapped) ? unwrapped : undefined;
+    const arrayKeys = objectSchema
+      ? Object.entries(objectSchema.shape)
+          .filter(([, shape]) => {
+            const kind = (shape as { _zod: { def: { type: string } } })._zod.def.type;
+            if (kind === "array") return true;
+            return kind === "optional" && instanceofZodTypeOptional(shape) && shape.unwrap()._zod.def.type === "array";
+          })
+          .map(([key]) => key)
+      : [];
+    const list = byMethod.get(openapi.method) ?? [];
+    list.push({
+      procedurePath: path,
+      procedure: trpcProcedure,
+      type,
+      pattern: getPathRegExp(normalizePath(openapi.path)),
+      takesInput: !instanceofZodTypeLikeVoid(unwrapped),
+      objectSchema,
+      coerced: false,
+      arrayKeys,
+      successStatus: meta.successStatus ?? 200,
+      rest: meta.rest,
+    });
+    byMethod.set(openapi.method, list);
+  });
+  return byMethod;
+};
+
+/** Query values as trpc-to-openapi reads them: a repeated key is an array, an empty value is absent. */
+const queryInput = (req: Request): Record<string, unknown> => {
+  const query: Record<string, unknown> = {};
+  const raw = req.query as Record<string, unknown>;
+  for (const key of Object.keys(raw)) {
+    const value = raw[key];
+    if (value) query[key] = Array.isArray(value) && value.length === 1 ? value[0] : value;
   }
-  return map;
+  return query;
 };
 
 /**
- * REST at the spec paths, generated from the same procedures as tRPC. trpc-to-openapi shapes error
- * bodies itself; this adapter replaces them with the contract's shapes (`/v1` plain, `/api` JSend)
- * and sets the contract's statuses (422 for validation, 201/204 for creates/deletes).
+ * REST at the spec paths, generated from the same procedures as tRPC: trpc-to-openapi's dispatch
+ * (its path patterns, its input rules: query or body merged with path parameters, array keys,
+ * coercion of query strings) with the contract's answers: 201/204 from the meta, the JSON or text
+ * rendering of a success, and every error in the shape of its prefix (`/v1` plain, `/api` JSend).
+ * The library's own handler is not used: it turned each request into a Fetch `Request` for a signal
+ * no procedure reads, built a caller proxy per request, recomputed the input parser and wrote its
+ * own error body for this adapter to swap out. `http.test.ts` and the feature tests pin the answers.
  */
 export const restAdapter = (
   router: AppRouter,
   services: Services,
   onServerError: (error: unknown) => void,
 ): RequestHandler[] => {
-  const statuses = successStatuses(router);
   const metas = procedureMetas(router);
   const surface = new RestSurface(metas);
+  const operations = operationsOf(router);
   const createContext = contextFactory(services, "rest");
 
   const prepare = (req: Request, res: Response, next: NextFunction) => {
@@ -86,16 +168,14 @@ export const restAdapter = (
       req.method = hit.method;
       req.url = hit.url;
     } else if (hit) {
-      res.status(405).setHeader("Allow", hit.allow.join(", "));
-      res.json(
-        errorBodyForPath(req.path, {
-          status: 405,
-          code: "method_not_allowed",
-          message:
-            hit.kind === "refused" ? hit.message : `${req.method} is not offered here; use ${hit.allow.join(", ")}.`,
-          fields: undefined,
-          extra: {},
-        }),
+      res.setHeader("Allow", hit.allow.join(", "));
+      sendRestError(
+        req,
+        res,
+        new AppError(
+          "method_not_allowed",
+          hit.kind === "refused" ? hit.message : `${req.method} is not offered here; use ${hit.allow.join(", ")}.`,
+        ),
       );
       return;
     }
@@ -104,65 +184,92 @@ export const restAdapter = (
       // Endpoints without parameters may be called with no body at all.
       req.body = {};
     }
-    // Parsed as JSON already (any spelling of the type); the library below compares it literally.
-    if (BODY_METHODS.has(req.method)) req.headers["content-type"] = "application/json";
     if (
       BODY_METHODS.has(req.method) &&
       (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))
     ) {
       // Bodies are merged with path parameters: anything but an object would be spread into nonsense.
-      res.status(422);
-      res.json(
-        errorBodyForPath(req.path, {
-          status: 422,
-          code: "validation_failed",
-          message: "The request body must be a JSON object.",
+      sendRestError(
+        req,
+        res,
+        new AppError("validation_failed", "The request body must be a JSON object.", {
           fields: { body: ["must be a JSON object"] },
-          extra: {},
         }),
       );
       return;
     }
-    const rendering = textRendering(metas, surface, req, q === -1 ? "" : req.url.slice(q));
-    // Swap the library's error body for the contract's; the status comes from responseMeta.
-    const end = res.end.bind(res) as (...args: unknown[]) => Response;
-    res.end = ((...args: unknown[]) => {
-      const described = res.locals.restError as ReturnType<typeof describeError> | undefined;
-      if (described) {
-        const body = JSON.stringify(errorBodyForPath(req.path, described));
-        res.setHeader("content-type", "application/json; charset=utf-8");
-        return end(body);
-      }
-      if (rendering && res.statusCode === 200 && typeof args[0] === "string") {
-        const rendered = rendering(args[0]);
-        res.setHeader("content-type", rendered.contentType);
-        res.removeHeader("content-length");
-        return end(rendered.body);
-      }
-      return end(...args);
-    }) as Response["end"];
     next();
   };
 
-  const handler = createOpenApiExpressMiddleware({
-    router,
-    createContext,
-    maxBodySize: 100 * 1024,
-    onError: ({ error, req }) => {
-      const described = describeError(error);
-      const res = (req as Request).res;
-      if (res) res.locals.restError = described;
-      if (described.status >= 500) onServerError(error);
-    },
-    responseMeta: ({ errors, paths }) => {
-      const described = errors.map(describeError);
-      const headers = answerHeaders(metas, paths, described);
-      const first = described[0];
-      if (first) return { status: first.status, headers };
-      const path = paths?.[0];
-      return { status: (path && statuses.get(path)) ?? 200, headers };
-    },
-  } as Parameters<typeof createOpenApiExpressMiddleware>[0]) as unknown as RequestHandler;
+  const handle = async (req: Request, res: Response, operation: Operation, pathInput: Record<string, string>) => {
+    let input: unknown;
+    if (operation.takesInput) {
+      const useBody = BODY_METHODS.has(req.method);
+      const values: Record<string, unknown> = { ...(useBody ? (req.body as object) : queryInput(req)), ...pathInput };
+      if (!useBody) {
+        for (const key of operation.arrayKeys) {
+          if (values[key] !== undefined && !Array.isArray(values[key])) values[key] = [values[key]];
+        }
+      }
+      input = values;
+    }
+    if (operation.objectSchema && !operation.coerced) {
+      // The library switched coercion on in the shared schema at the first call; so does this.
+      coerceSchema(operation.objectSchema);
+      operation.coerced = true;
+    }
+    const ctx = createContext({ req, res });
+    const data = await invokeProcedure(operation.procedure, {
+      ctx,
+      path: operation.procedurePath,
+      type: operation.type,
+      input,
+    });
+    const headers = answerHeaders(metas, [operation.procedurePath], []);
+    const text = operation.successStatus === 200 ? textRendering(operation.rest, req) : undefined;
+    res.statusCode = operation.successStatus;
+    if (text) {
+      const rendered = text(data);
+      res.setHeader("content-type", rendered.contentType);
+      for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+      res.end(rendered.body);
+      return;
+    }
+    res.setHeader("Content-Type", "application/json");
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.end(JSON.stringify(data));
+  };
 
-  return [prepare, handler];
+  const dispatch = (req: Request, res: Response) => {
+    const path = normalizePath(new URL(`http://127.0.0.1${req.url}`).pathname);
+    let operation: Operation | undefined;
+    let match: RegExpExecArray | null = null;
+    for (const candidate of operations.get(req.method) ?? []) {
+      match = candidate.pattern.exec(path);
+      if (match) {
+        operation = candidate;
+        break;
+      }
+    }
+    if (!operation) {
+      // As trpc-to-openapi answered: HEAD of an unknown path is an empty 204 (a warm-up probe).
+      if (req.method === "HEAD") {
+        res.statusCode = 204;
+        res.setHeader("Content-Type", "application/json");
+        res.end();
+        return;
+      }
+      sendRestError(req, res, new AppError("not_found", "Not found"));
+      return;
+    }
+    const found = operation;
+    handle(req, res, found, { ...match?.groups }).catch((error: unknown) => {
+      const described = describeError(error);
+      if (described.status >= 500) onServerError(error);
+      // The procedure's own headers too: an answer of a no-store operation is no-store, errors included.
+      sendRestError(req, res, error, answerHeaders(metas, [found.procedurePath], [described]));
+    });
+  };
+
+  return [prepare, dispatch];
 };

@@ -4,9 +4,10 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { AppRouter } from "../trpc/app-router.ts";
 import { isJsonMediaType } from "./media-type.ts";
 import type { RequestContext } from "../trpc/context.ts";
+import { invokeProcedure } from "../trpc/invoke.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders } from "./answer-headers.ts";
-import { describeError } from "./error-shapes.ts";
+import { describeError } from "../trpc/errors.ts";
 
 interface FastPathOptions {
   router: AppRouter;
@@ -88,14 +89,7 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
     void Promise.all(
       calls.map(async (call) => {
         try {
-          const data = await call.procedure({
-            ctx,
-            getRawInput: async () => call.input,
-            path: call.path,
-            type,
-            signal: undefined,
-            batchIndex: 0,
-          } as unknown as Parameters<AnyTRPCProcedure>[0]);
+          const data = await invokeProcedure(call.procedure, { ctx, path: call.path, type, input: call.input });
           return { result: { data } };
         } catch (cause) {
           const error = getTRPCErrorFromUnknown(cause);

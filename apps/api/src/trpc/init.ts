@@ -1,11 +1,10 @@
 import { AppError, type TScope } from "@fleet/shared";
-import { initTRPC, TRPCError } from "@trpc/server";
+import { initTRPC } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { AuthClaims } from "../features/auth/token-verifier.ts";
-import { describeError, validationError } from "../http/error-shapes.ts";
 import type { RequestContext } from "./context.ts";
-import { trpcCodeForStatus } from "./error-codes.ts";
+import { formatTrpcError, toTrpcError, validationError } from "./errors.ts";
 import { addressKey } from "./rate-limit.ts";
 import { inSpan, SpanStatusCode } from "@fleet/db";
 
@@ -65,22 +64,8 @@ const t = initTRPC
       ping: { enabled: true, intervalMs: SSE_PING_INTERVAL_MS },
       client: { reconnectAfterInactivityMs: SSE_PING_INTERVAL_MS * 4 },
     },
-    errorFormatter: ({ shape, error }) => {
-      const described = describeError(error);
-      return {
-        ...shape,
-        message: described.message,
-        data: {
-          code: shape.data.code,
-          httpStatus: shape.data.httpStatus,
-          path: shape.data.path,
-          appCode: described.code,
-          // docs/api.md "Errors": the field paths as `errors` (as on /v1); `fields` is the older name.
-          ...(described.fields ? { errors: described.fields, fields: described.fields } : {}),
-          ...described.extra,
-        },
-      };
-    },
+    // docs/api.md "Errors": one formatter for every tRPC answer (trpc/errors.ts).
+    errorFormatter: ({ shape, error }) => formatTrpcError(shape, error),
   });
 
 export const router = t.router;
@@ -100,7 +85,7 @@ export const publicProcedure = t.procedure.use(async ({ next, path }) => {
   // The input parser refuses with tRPC's BAD_REQUEST (400); the contract wants the 422 of REST
   // (docs/api.md "Errors"), so a schema refusal becomes the same validation error REST renders.
   const cause = result.error.cause instanceof AppError ? result.error.cause : validationError(result.error);
-  if (cause) throw new TRPCError({ code: trpcCodeForStatus(cause.status), message: cause.message, cause });
+  if (cause) throw toTrpcError(cause);
   return result;
 });
 
@@ -114,7 +99,7 @@ export async function* trpcStream<T>(events: AsyncIterable<T>): AsyncGenerator<T
     yield* events;
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
-    throw new TRPCError({ code: trpcCodeForStatus(error.status), message: error.message, cause: error });
+    throw toTrpcError(error);
   }
 }
 
@@ -124,15 +109,18 @@ export const authedProcedure = (scope: TScope) =>
     const limits = ctx.services.rateLimits;
     // Requests without a valid credential are counted per source address (docs/api.md "Rate
     // limits"); an address over its limit gets 429 and no database lookup of unknown API keys.
-    const address = `ip:${addressKey(ctx.ip)}`;
+    // The address key only when it is needed (IPv6 clients share their /56, which costs a parse).
+    const address = () => `ip:${addressKey(ctx.ip)}`;
     let claims: AuthClaims;
     try {
       claims = await ctx.services.tokens.verify(ctx.authorization, {
-        refuseLookup: () =>
-          limits.unauthenticated.isOver(address) ? limits.unauthenticated.refusal(address) : undefined,
+        refuseLookup: () => {
+          const key = address();
+          return limits.unauthenticated.isOver(key) ? limits.unauthenticated.refusal(key) : undefined;
+        },
       });
     } catch (error) {
-      if (error instanceof AppError && error.code === "unauthenticated") await limits.unauthenticated.hit(address);
+      if (error instanceof AppError && error.code === "unauthenticated") await limits.unauthenticated.hit(address());
       throw error;
     }
     // Counted per verified credential, so a forged token can never spend someone else's quota.
@@ -142,7 +130,8 @@ export const authedProcedure = (scope: TScope) =>
     }
     const organizationId = await ctx.services.organizations.resolve(claims.organizationId);
     const auth = organizationId === claims.organizationId ? claims : { ...claims, organizationId };
-    return next({ ctx: { ...ctx, auth } });
+    // tRPC merges what `next` is given into the context: only the new key is passed.
+    return next({ ctx: { auth } });
   });
 
 /**
@@ -152,5 +141,5 @@ export const authedProcedure = (scope: TScope) =>
 export const teamProcedure = (scope: TScope) =>
   authedProcedure(scope).use(async ({ ctx, next }) => {
     const teamId = await ctx.services.teams.resolve(ctx.auth);
-    return next({ ctx: { ...ctx, teamId } });
+    return next({ ctx: { teamId } });
   });

@@ -1,4 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
+import { bearerToken } from "@fleet/shared";
 import { collectDefaultMetrics, register } from "prom-client";
 // Build info and pool gauges exist in every process that serves /metrics.
 import "./cluster-metrics.ts";
@@ -18,9 +19,9 @@ export interface MetricsAnswer {
 }
 
 const bearerMatches = (authorization: string | undefined, token: string): boolean => {
-  const match = /^Bearer (.+)$/.exec(authorization ?? "");
-  if (!match?.[1]) return false;
-  const given = Buffer.from(match[1]);
+  const presented = bearerToken(authorization);
+  if (presented === undefined) return false;
+  const given = Buffer.from(presented);
   const wanted = Buffer.from(token);
   return given.length === wanted.length && timingSafeEqual(given, wanted);
 };

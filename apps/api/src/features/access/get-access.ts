@@ -1,5 +1,6 @@
 import { ZAccessOne, ZAccessPath } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const getAccess = teamProcedure("routers:read")
   .meta({
@@ -13,7 +14,4 @@ export const getAccess = teamProcedure("routers:read")
   })
   .input(ZAccessPath)
   .output(ZAccessOne)
-  .query(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.access.get(ctx.teamId, input.router_id, input.id),
-  }));
+  .query(jsend(({ ctx, input }) => ctx.services.access.get(ctx.teamId, input.router_id, input.id)));

@@ -1,5 +1,6 @@
 import { ZAccessList, ZRouterPath } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const listAccess = teamProcedure("routers:read")
   .meta({
@@ -13,7 +14,4 @@ export const listAccess = teamProcedure("routers:read")
   })
   .input(ZRouterPath)
   .output(ZAccessList)
-  .query(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.access.list(ctx.teamId, input.router_id),
-  }));
+  .query(jsend(({ ctx, input }) => ctx.services.access.list(ctx.teamId, input.router_id)));

@@ -3,6 +3,7 @@ import type { IdentityRepository } from "@fleet/db";
 import {
   ALL_SCOPES,
   AppError,
+  bearerToken,
   isKnownTimeZone,
   type TDevLoginInput,
   type TLoginHookResult,
@@ -64,7 +65,7 @@ export class AuthService {
   assertLoginHookCaller(authorization: string | undefined): void {
     const secret = this.#deps.loginHookSecret;
     if (!secret) throw new AppError("not_found", "Not found.");
-    const presented = Buffer.from(/^Bearer\s+(.+)$/i.exec(authorization ?? "")?.[1] ?? "");
+    const presented = Buffer.from(bearerToken(authorization) ?? "");
     const expected = Buffer.from(secret);
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
       throw new AppError("unauthenticated", "The login hook secret is missing or wrong.");

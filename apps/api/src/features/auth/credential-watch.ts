@@ -1,5 +1,5 @@
 import type { ApiKeyRecord } from "@fleet/db";
-import { AppError } from "@fleet/shared";
+import { AppError, bearerToken } from "@fleet/shared";
 import { hashApiKey } from "../api-keys/api-key-verifier.ts";
 import type { AuthClaims } from "./token-verifier.ts";
 
@@ -25,9 +25,6 @@ interface Watched {
   failure: unknown;
   stop: AbortController;
 }
-
-const bearerOf = (authorization: string | undefined): string =>
-  /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1] ?? "";
 
 /**
  * Streams end with their credential (docs/api.md "Authentication"): a stream opened with an API
@@ -77,7 +74,7 @@ export class CredentialWatch {
   ): AsyncGenerator<T> {
     const watched: Watched = {
       auth,
-      keyHash: auth.credential.type === "api_key" ? hashApiKey(bearerOf(authorization)) : undefined,
+      keyHash: auth.credential.type === "api_key" ? hashApiKey(bearerToken(authorization) ?? "") : undefined,
       passedAt: Number.NEGATIVE_INFINITY,
       failure: undefined,
       stop: new AbortController(),

@@ -1,5 +1,5 @@
 import { createSecretKey, type KeyObject } from "node:crypto";
-import { AppError, breaksTextRule, isKnownTimeZone } from "@fleet/shared";
+import { AppError, bearerToken, breaksTextRule, isKnownTimeZone } from "@fleet/shared";
 import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
 
 /** What a verified access token grants (docs/api.md "Authentication"). */
@@ -105,11 +105,16 @@ export class TokenVerifier {
   }
 }
 
+/** RFC 6750's token68 characters: anything else is not a token of ours (a JWT or an API key). */
+const TOKEN68 = /^[A-Za-z0-9\-_.~+/]+=*$/;
+
 const bearer = (authorization: string | undefined): string => {
   if (!authorization) throw unauthenticated("Missing Authorization header; send 'Authorization: Bearer <token>'.");
-  const match = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(authorization);
-  if (!match?.[1]) throw unauthenticated("The Authorization header must be 'Bearer <token>'.");
-  return match[1];
+  const token = bearerToken(authorization);
+  if (token === undefined || !TOKEN68.test(token)) {
+    throw unauthenticated("The Authorization header must be 'Bearer <token>'.");
+  }
+  return token;
 };
 
 const unauthenticated = (message: string) => new AppError("unauthenticated", message);

@@ -1,6 +1,7 @@
 import { auditOrigin } from "../../trpc/audit-origin.ts";
 import { successEnvelope, ZEnrolledRouter, ZEnrollRouterInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const enrollRouter = teamProcedure("routers:write")
   .meta({
@@ -20,7 +21,4 @@ export const enrollRouter = teamProcedure("routers:write")
   })
   .input(ZEnrollRouterInput)
   .output(successEnvelope(ZEnrolledRouter))
-  .mutation(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.routers.enroll(ctx.auth, ctx.teamId, input, auditOrigin(ctx)),
-  }));
+  .mutation(jsend(({ ctx, input }) => ctx.services.routers.enroll(ctx.auth, ctx.teamId, input, auditOrigin(ctx))));

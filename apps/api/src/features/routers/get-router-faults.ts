@@ -1,6 +1,7 @@
 import { successEnvelope, ZFault, ZRouterIdInput } from "@fleet/shared";
 import { z } from "zod";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const getRouterFaults = teamProcedure("routers:read")
   .meta({
@@ -14,7 +15,4 @@ export const getRouterFaults = teamProcedure("routers:read")
   })
   .input(ZRouterIdInput)
   .output(successEnvelope(z.array(ZFault)))
-  .query(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.routers.faults(ctx.teamId, input.router_id),
-  }));
+  .query(jsend(({ ctx, input }) => ctx.services.routers.faults(ctx.teamId, input.router_id)));

@@ -1,5 +1,6 @@
 import { successEnvelope, ZRouterIdInput, ZRouterMetadata } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const getRouterMetadata = teamProcedure("routers:read")
   .meta({
@@ -13,7 +14,4 @@ export const getRouterMetadata = teamProcedure("routers:read")
   })
   .input(ZRouterIdInput)
   .output(successEnvelope(ZRouterMetadata))
-  .query(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.routers.metadata(ctx.teamId, input.router_id),
-  }));
+  .query(jsend(({ ctx, input }) => ctx.services.routers.metadata(ctx.teamId, input.router_id)));

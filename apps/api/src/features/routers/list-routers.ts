@@ -1,6 +1,7 @@
 import { successEnvelope, ZRouter } from "@fleet/shared";
 import { z } from "zod";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const listRouters = teamProcedure("routers:read")
   .meta({
@@ -14,4 +15,4 @@ export const listRouters = teamProcedure("routers:read")
   })
   .input(z.void())
   .output(successEnvelope(z.array(ZRouter)))
-  .query(async ({ ctx }) => ({ status: "success" as const, data: await ctx.services.routers.list(ctx.teamId) }));
+  .query(jsend(({ ctx }) => ctx.services.routers.list(ctx.teamId)));

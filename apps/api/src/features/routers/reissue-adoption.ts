@@ -1,5 +1,6 @@
 import { successEnvelope, ZAdoption, ZRouterIdInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 /** docs/routeros.md "Adoption": a new script URL for a router that was reset. */
 export const reissueAdoption = teamProcedure("routers:write")
@@ -19,7 +20,4 @@ export const reissueAdoption = teamProcedure("routers:write")
   })
   .input(ZRouterIdInput)
   .output(successEnvelope(ZAdoption))
-  .mutation(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.adoption.reissue(ctx.teamId, input.router_id),
-  }));
+  .mutation(jsend(({ ctx, input }) => ctx.services.adoption.reissue(ctx.teamId, input.router_id)));

@@ -1,5 +1,6 @@
 import { successEnvelope, ZRouterMetadata, ZRouterMetadataPatchBody, ZUpdateRouterMetadataInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const updateRouterMetadata = teamProcedure("routers:write")
   .meta({
@@ -16,7 +17,4 @@ export const updateRouterMetadata = teamProcedure("routers:write")
   })
   .input(ZUpdateRouterMetadataInput)
   .output(successEnvelope(ZRouterMetadata))
-  .mutation(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.routers.updateMetadata(ctx.teamId, input),
-  }));
+  .mutation(jsend(({ ctx, input }) => ctx.services.routers.updateMetadata(ctx.teamId, input)));

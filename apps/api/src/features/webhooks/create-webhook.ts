@@ -1,6 +1,7 @@
 import { successEnvelope, ZCreatedWebhook, ZCreateWebhookInput } from "@fleet/shared";
 import { auditOrigin } from "../../trpc/audit-origin.ts";
 import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const createWebhook = authedProcedure("routers:write")
   .meta({
@@ -18,7 +19,4 @@ export const createWebhook = authedProcedure("routers:write")
   })
   .input(ZCreateWebhookInput)
   .output(successEnvelope(ZCreatedWebhook))
-  .mutation(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.webhooks.create(ctx.auth.organizationId, auditOrigin(ctx), input),
-  }));
+  .mutation(jsend(({ ctx, input }) => ctx.services.webhooks.create(ctx.auth.organizationId, auditOrigin(ctx), input)));

@@ -1,6 +1,7 @@
 import { successEnvelope, ZIdPath, ZWebhookDelivery } from "@fleet/shared";
 import { z } from "zod";
 import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const listWebhookDeliveries = authedProcedure("routers:read")
   .meta({
@@ -14,7 +15,4 @@ export const listWebhookDeliveries = authedProcedure("routers:read")
   })
   .input(ZIdPath)
   .output(successEnvelope(z.array(ZWebhookDelivery)))
-  .query(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.webhooks.deliveries(ctx.auth.organizationId, input.id),
-  }));
+  .query(jsend(({ ctx, input }) => ctx.services.webhooks.deliveries(ctx.auth.organizationId, input.id)));

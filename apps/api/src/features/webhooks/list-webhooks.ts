@@ -1,6 +1,7 @@
 import { successEnvelope, ZWebhook } from "@fleet/shared";
 import { z } from "zod";
 import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const listWebhooks = authedProcedure("routers:read")
   .meta({
@@ -9,7 +10,4 @@ export const listWebhooks = authedProcedure("routers:read")
   })
   .input(z.void())
   .output(successEnvelope(z.array(ZWebhook)))
-  .query(async ({ ctx }) => ({
-    status: "success" as const,
-    data: await ctx.services.webhooks.list(ctx.auth.organizationId),
-  }));
+  .query(jsend(({ ctx }) => ctx.services.webhooks.list(ctx.auth.organizationId)));
