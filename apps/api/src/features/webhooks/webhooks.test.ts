@@ -69,6 +69,19 @@ const verifySignature = (secret: string, headers: http.IncomingHttpHeaders, body
 };
 
 let h: ApiHarness;
+
+/** Earlier tests' deliveries have all ended: nothing in the outbox, no delivery job waiting or running. */
+const quietQueue = () =>
+  eventually(async () => {
+    const engine = await h.db.query<{ t: string | null }>("select to_regclass('pgboss.job')::text as t");
+    const busy = engine[0]?.t
+      ? await h.db.query(
+          "select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') limit 1",
+        )
+      : [];
+    const outbox = await h.db.query("select 1 from audit_log where dispatched_at is null limit 1");
+    return busy.length === 0 && outbox.length === 0 ? true : undefined;
+  }, "a quiet queue");
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 type Login = Awaited<ReturnType<ApiHarness["login"]>>;
 
@@ -131,16 +144,7 @@ describe("webhook CRUD", () => {
   it("refuses bad input with 422 and writes nothing", async () => {
     const user = await h.login();
     // Earlier tests' deliveries settle first, so the fingerprint sees only this test's requests.
-    await eventually(async () => {
-      const engine = await h.db.query<{ t: string | null }>("select to_regclass('pgboss.job')::text as t");
-      const busy = engine[0]?.t
-        ? await h.db.query(
-            "select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') limit 1",
-          )
-        : [];
-      const outbox = await h.db.query("select 1 from audit_log where dispatched_at is null limit 1");
-      return busy.length === 0 && outbox.length === 0 ? true : undefined;
-    }, "a quiet queue");
+    await quietQueue();
     const before = await databaseFingerprint(h.db);
     for (const body of [
       { url: "ftp://example.com/x", events: ["*"] },
@@ -322,6 +326,8 @@ describe("delivery", () => {
       const line = text.split("\n").find((l) => l.startsWith(`fleet_webhook_deliveries_total{result="${result}"} `));
       return line === undefined ? 0 : Number(line.split(" ")[1]);
     };
+    // The counters are the process's: earlier tests' deliveries end first, so only this one's count.
+    await quietQueue();
     const before = { delivered: await deliveries("delivered"), failed: await deliveries("failed") };
     const user = await h.login();
     const hook = await createWebhook(user, { url: `${receiver.url}/retry`, events: ["api_key.created"] });
