@@ -14,7 +14,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { generateWireguardKeyPair } from "@fleet/shared";
 import { createWireguardDevice } from "@fleet/tunnel-agent/wireguard/wireguard-interface";
-import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/wireguard-environment";
+import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/testing/wireguard-environment";
 import pino from "pino";
 
 const { values } = parseArgs({

@@ -1,13 +1,17 @@
 /**
- * The dependency and naming rules of docs/contributing.md ("Dependency rules", "Naming") as a lint:
- * who may import whom, no test code in production code, `process.env` read only by configuration
- * modules, tRPC routers only in `*.routes.ts`, no `ports/` folders, nothing pointing outside the
- * repository. Run by `npm run lint` (and CI).
+ * The dependency and naming rules of docs/contributing.md ("Dependency rules", "Naming", "Tests") as
+ * a lint: who may import whom, no test code in production code and test support only in `testing/`
+ * folders, `process.env` read only by configuration modules, SQL only in the persistence package,
+ * tRPC routers only in `*.routes.ts`, no `ports/` folders, nothing pointing outside the repository,
+ * no `retry:` and no fixed sleeps in tests. Run by `npm run lint` (and CI).
+ *
+ * `node scripts/check-boundaries.ts [root]` checks another tree: `test/repo/boundaries.test.ts`
+ * plants one violation of each rule in a scratch tree and expects this script to refuse it.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
-const root = path.resolve(import.meta.dirname, "..");
+const root = path.resolve(process.argv[2] ?? path.join(import.meta.dirname, ".."));
 
 interface Area {
   dir: string;
@@ -19,7 +23,28 @@ interface Area {
 
 const AREAS: Area[] = [
   { dir: "packages/shared", allowedInternal: [], allowedExternal: ["zod", "ipaddr.js"] },
-  { dir: "packages/db", allowedInternal: ["@fleet/shared"] },
+  {
+    dir: "packages/db",
+    allowedInternal: ["@fleet/shared"],
+    // The ORM and its two drivers, the job engine, and the metrics and tracing it exposes.
+    allowedExternal: [
+      "@mikro-orm/core",
+      "@mikro-orm/migrations",
+      "@mikro-orm/sql",
+      "@mikro-orm/pglite",
+      "@mikro-orm/postgresql",
+      "@electric-sql/pglite",
+      "pg",
+      "pg-boss",
+      "prom-client",
+      "@opentelemetry/api",
+      "@opentelemetry/context-async-hooks",
+      "@opentelemetry/core",
+      "@opentelemetry/exporter-trace-otlp-http",
+      "@opentelemetry/resources",
+      "@opentelemetry/sdk-trace",
+    ],
+  },
   { dir: "packages/stripe-emulator", allowedInternal: [] },
   { dir: "apps/api", allowedInternal: ["@fleet/shared", "@fleet/db", "@fleet/stripe-emulator"] },
   { dir: "apps/heartbeat-daemon", allowedInternal: ["@fleet/shared", "@fleet/db"] },
@@ -45,6 +70,7 @@ const mayReadEnv = (file: string) =>
 
 const walk = (dir: string): string[] => {
   const out: string[] = [];
+  if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir)) {
     if (name === "node_modules" || name.startsWith(".")) continue;
     const full = path.join(dir, name);
@@ -81,10 +107,17 @@ for (const area of AREAS) {
       if (spec.startsWith("node:")) continue;
       const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);
       if (name.startsWith("@fleet/")) {
-        if (area.allowedInternal !== "any" && !area.allowedInternal.includes(name)) {
+        // Any test may wait with the one shared helper (`eventually`), even in a package that imports nothing internal.
+        const sharedTestHelper = isTestFile(file) && spec === "@fleet/shared/testing";
+        if (area.allowedInternal !== "any" && !area.allowedInternal.includes(name) && !sharedTestHelper) {
           problems.push(`${rel}: ${area.dir} may not import ${name}`);
         }
-        if (!isTestFile(file) && !rel.startsWith("test/") && !rel.startsWith("bench/") && /\/testing$/.test(spec)) {
+        if (
+          !isTestFile(file) &&
+          !rel.startsWith("test/") &&
+          !rel.startsWith("bench/") &&
+          /\/testing(\/|$)/.test(spec)
+        ) {
           problems.push(`${rel}: production code imports test code: ${spec}`);
         }
         if (area.allowedInternal !== "any" && name !== "@fleet/db" && spec !== name && !spec.startsWith(`${name}/`)) {
@@ -179,6 +212,134 @@ for (const file of walkText(root)) {
     .forEach((line, i) => {
       if (OUTSIDE.some((re) => re.test(line))) problems.push(`${rel}:${i + 1}: points outside the repository`);
     });
+}
+
+// Test support lives in `testing/` folders (docs/contributing.md "Naming"): a module of apps/ or
+// packages/ that only test code imports (test files, `testing/` folders, test/, bench/) is test
+// support in the wrong folder, or dead code. Production code never imports vitest.
+const workspaces = ["apps", "packages"].flatMap((dir) =>
+  existsSync(path.join(root, dir)) ? readdirSync(path.join(root, dir)).map((name) => path.join(root, dir, name)) : [],
+);
+const exportsOf = new Map<string, { dir: string; exports: Record<string, string> }>();
+for (const dir of workspaces) {
+  const manifest = path.join(dir, "package.json");
+  if (!existsSync(manifest)) continue;
+  const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { name?: string; exports?: Record<string, string> };
+  if (pkg.name) exportsOf.set(pkg.name, { dir, exports: pkg.exports ?? {} });
+}
+const resolveImport = (from: string, spec: string): string | undefined => {
+  if (spec.startsWith(".")) {
+    const target = path.resolve(path.dirname(from), spec);
+    return [target, `${target}.ts`, path.join(target, "index.ts")].find((f) => existsSync(f) && statSync(f).isFile());
+  }
+  const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);
+  const pkg = exportsOf.get(name);
+  if (!pkg) return undefined;
+  const sub = `.${spec.slice(name.length)}`;
+  for (const [key, value] of Object.entries(pkg.exports)) {
+    const star = key.indexOf("*");
+    if (star < 0 ? key === sub : sub.startsWith(key.slice(0, star)) && sub.endsWith(key.slice(star + 1))) {
+      const middle = star < 0 ? "" : sub.slice(star, sub.length - (key.length - star - 1));
+      return path.join(pkg.dir, value.replace("*", middle));
+    }
+  }
+  return undefined;
+};
+const isTestSide = (rel: string) =>
+  isTestFile(rel) || rel.startsWith("test/") || rel.startsWith("bench/") || rel.startsWith("scripts/");
+const importers = new Map<string, Set<string>>();
+const codeFiles = [...workspaces, path.join(root, "test"), path.join(root, "bench"), path.join(root, "scripts")]
+  .flatMap((dir) => walk(dir))
+  .map((file) => path.relative(root, file));
+for (const rel of codeFiles) {
+  const source = readFileSync(path.join(root, rel), "utf8");
+  for (const match of source.matchAll(IMPORT)) {
+    const spec = match[1] ?? match[2] ?? "";
+    if (spec === "vitest" && !isTestSide(rel) && !rel.endsWith("vitest.config.ts")) {
+      problems.push(`${rel}: production code imports vitest`);
+    }
+    const target = resolveImport(path.join(root, rel), spec);
+    if (!target) continue;
+    const targetRel = path.relative(root, target);
+    if (targetRel === rel) continue;
+    importers.set(targetRel, (importers.get(targetRel) ?? new Set()).add(rel));
+  }
+}
+for (const rel of codeFiles) {
+  if (isTestSide(rel)) continue;
+  const from = [...(importers.get(rel) ?? [])];
+  if (from.length > 0 && from.every(isTestSide)) {
+    problems.push(`${rel}: only test code imports it (${from[0]}): test support belongs in a testing/ folder`);
+  }
+}
+
+// SQL lives in the persistence package (docs/architecture.md "Layers inside the API"): a string
+// literal that is an SQL statement (it begins with select ... from, insert into, update ... set,
+// delete from, with ... as (, create/alter/drop of a schema object, or truncate) may appear in
+// production code only in packages/db's repositories/ and migrations/, and in the few modules of
+// packages/db that own what no repository does (connections, cluster leases, pg-boss's job table,
+// NOTIFY). Tests and `testing/` folders may read and plant rows with SQL. Keywords in lower or upper
+// case count ("Select one from the list" is prose).
+const SQL_HOMES = [
+  "packages/db/src/repositories/",
+  "packages/db/src/migrations/",
+  "packages/db/src/database.ts",
+  "packages/db/src/jobs/",
+  "packages/db/src/metrics/cluster-metrics.ts",
+  "packages/db/src/metrics/job-metrics.ts",
+  "packages/db/src/status-feed.ts",
+];
+/** Owned by another branch of this round: remove the entry once its SQL moved (TODO at merge). */
+const SQL_PENDING = new Set<string>(["apps/all-in-one/src/admin/admin-commands.ts"]);
+const SQL_STATEMENT =
+  /^\s*(?:select\b[\s\S]*?\bfrom\b|insert\s+into\b|update\s+[\w."]+\s+set\b|delete\s+from\b|with\s+\w+\s+as\s*\(|(?:create|alter|drop)\s+(?:or\s+replace\s+)?(?:unique\s+)?(?:table|index|trigger|function|extension|schema|type|view)\b|truncate\b)/;
+const STRING_LITERAL = /`(?:[^`\\]|\\.)*`|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'/g;
+const stripComments = (source: string) => source.replace(/^\s*\/\/.*$|\/\*[\s\S]*?\*\//gm, "");
+for (const rel of codeFiles) {
+  if (isTestSide(rel) || SQL_HOMES.some((home) => rel.startsWith(home)) || SQL_PENDING.has(rel)) continue;
+  const code = stripComments(readFileSync(path.join(root, rel), "utf8"));
+  for (const [literal] of code.matchAll(STRING_LITERAL)) {
+    // SQL is written in lower case here; upper-case keywords count too, capitalized prose does not.
+    if (SQL_STATEMENT.test(literal.slice(1, -1).replace(/\b[A-Z]+\b/g, (word) => word.toLowerCase()))) {
+      problems.push(`${rel}: SQL outside packages/db's repositories: ${literal.slice(0, 40).replace(/\s+/g, " ")}`);
+      break;
+    }
+  }
+}
+
+// Tests wait for a condition, never for a fixed time, and are never retried (docs/contributing.md
+// "Tests"): no `retry:` option, and no promise that a timer resolves (`new Promise((r) =>
+// setTimeout(r, n))`, `await setTimeout(n)` of node:timers/promises, `await sleep(n)`) outside the
+// one waiting helper, `eventually`. A timer that stands for work in a fake (a handler that takes a
+// while), not for a wait of the test, says so on its line: `// work, not a wait`.
+const WAIT_HELPERS = new Set(["packages/shared/src/testing/eventually.ts"]);
+/** Files other branches of this round own. TODO at merge: fix each sleep, then remove its entry. */
+const SLEEP_PENDING = new Set<string>([
+  // "nothing happened" waits (assert that no timer fired / no query ran): wait for the condition.
+  "apps/heartbeat-daemon/src/heartbeats/heartbeat-writer.test.ts",
+  "apps/heartbeat-daemon/src/transport/token-auth.test.ts",
+  // A timer hop inside runWithRequestId is the test's point (context across an async boundary): mark it.
+  "apps/api/src/http/request-id.test.ts",
+]);
+const SLEEP = [
+  /new\s+Promise(?:<[^>]*>)?\s*\(\s*\(?\s*(\w+)\s*\)?\s*=>\s*\{?\s*setTimeout\s*\(\s*\1\s*,/,
+  /\bawait\s+(?:setTimeout|sleep|delay)\s*\(/,
+];
+const testCode = [
+  ...codeFiles,
+  ...(existsSync(path.join(root, "vitest.config.ts")) ? ["vitest.config.ts"] : []),
+].filter((rel) => isTestFile(rel) || rel.startsWith("test/") || rel === "vitest.config.ts");
+for (const rel of testCode) {
+  const lines = readFileSync(path.join(root, rel), "utf8").split("\n");
+  lines.forEach((line, i) => {
+    if (/^\s*(?:\/\/|\*)/.test(line)) return;
+    if (/\bretry\s*:\s*\d/.test(line))
+      problems.push(`${rel}:${i + 1}: a retried test (wait for the condition instead)`);
+    const exempt = WAIT_HELPERS.has(rel) || SLEEP_PENDING.has(rel) || line.includes("// work, not a wait");
+    if (!exempt && SLEEP.some((re) => re.test(line))) {
+      problems.push(`${rel}:${i + 1}: a fixed sleep in a test (wait for a condition with eventually)`);
+    }
+  });
 }
 
 if (problems.length > 0) {

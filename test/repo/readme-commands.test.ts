@@ -5,6 +5,7 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createEmptyPostgresDatabase } from "@fleet/db/testing";
+import { eventually } from "@fleet/shared/testing";
 import { afterAll, describe, expect, it } from "vitest";
 
 /**
@@ -95,12 +96,14 @@ const openTerminal = (command: string, env: NodeJS.ProcessEnv): Terminal => {
 };
 
 const until = async (terminal: Terminal, text: string, what: string, timeoutMs: number): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!terminal.output().includes(text)) {
+  const seen = () => {
+    if (terminal.output().includes(text)) return true;
     if (ended(terminal.child)) throw new Error(`${what} exited (${terminal.child.exitCode}):\n${terminal.output()}`);
-    if (Date.now() > deadline) throw new Error(`${what}: no "${text}" within ${timeoutMs} ms:\n${terminal.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+    return false;
+  };
+  await eventually(seen, `"${text}" from ${what} within ${timeoutMs} ms`, timeoutMs).catch((error: Error) => {
+    throw ended(terminal.child) ? error : new Error(`${error.message}:\n${terminal.output()}`);
+  });
 };
 
 /** One bash session that the session blocks are typed into, like a terminal; `set -e`: a failing command ends it. */
@@ -141,14 +144,17 @@ afterAll(async () => {
     } catch {
       continue;
     }
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
-    if (!ended(child)) {
+    // A group that ignores SIGTERM for 15 s is killed; either way the wait is for its exit.
+    const pid = child.pid;
+    const kill = setTimeout(() => {
       try {
-        process.kill(-child.pid, "SIGKILL");
+        process.kill(-pid, "SIGKILL");
       } catch {
         // The group is gone.
       }
-    }
+    }, 15_000);
+    await exited;
+    clearTimeout(kill);
   }
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   await database?.drop();

@@ -1,5 +1,6 @@
 import { type RunningSystem, startAll } from "@fleet/all-in-one";
-import { createClient, FetchEventSource } from "@fleet/api/client";
+import { createClient } from "@fleet/api/client";
+import { EventSource } from "eventsource";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { ManualClock, type TRouterStatusEvent } from "@fleet/shared";
 import pino from "pino";
@@ -97,7 +98,7 @@ describe("a router's life", () => {
 
     const events: TRouterStatusEvent[] = [];
     let started = false;
-    const client = createClient({ url: system.api.url, token, EventSource: FetchEventSource });
+    const client = createClient({ url: system.api.url, token, EventSource });
     const subscription = client.routers.onStatus.subscribe(undefined, {
       onStarted: () => {
         started = true;

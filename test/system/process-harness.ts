@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { eventually } from "@fleet/shared/testing";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -48,12 +49,13 @@ export const spawnSystem = (entry: string, env: Record<string, string>): SystemP
 
 /** Waits until `pattern` appears in the process's stderr and returns its first group. */
 export const waitForOutput = async (proc: SystemProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> => {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const match = pattern.exec(proc.stderr());
-    if (match) return match[1] ?? match[0];
+  const match = () => {
+    const found = pattern.exec(proc.stderr());
+    if (found) return found[1] ?? found[0];
     if (proc.child.exitCode !== null) throw new Error(`process exited (${proc.child.exitCode}): ${proc.stderr()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${pattern}; stderr: ${proc.stderr()}`);
+    return undefined;
+  };
+  return eventually(match, String(pattern), timeoutMs).catch((error: Error) => {
+    throw proc.child.exitCode !== null ? error : new Error(`${error.message}; stderr: ${proc.stderr()}`);
+  });
 };

@@ -10,7 +10,7 @@ import { type RunningNetnsFleet, startNetnsFleet } from "@fleet/router-simulator
 import { generateWireguardKeyPair } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { proxyV1Header } from "@fleet/tunnel-agent";
-import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/wireguard-environment";
+import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/testing/wireguard-environment";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testSystemEnv } from "../support/system-env.ts";

@@ -6,7 +6,6 @@ import {
   splitLink,
   type TRPCClient,
 } from "@trpc/client";
-import { FetchEventSource } from "./fetch-event-source.ts";
 import type { AppRouter } from "./trpc/app-router.ts";
 
 export type { AppRouter } from "./trpc/app-router.ts";
@@ -20,13 +19,16 @@ export interface ClientOptions {
   batch?: boolean;
   fetch?: typeof fetch;
   /**
-   * EventSource for subscriptions (`routers.onStatus`, over SSE); defaults to the runtime's, else a
-   * fetch-based one. The token travels in tRPC's connectionParams, since EventSource has no headers.
+   * EventSource for subscriptions (`routers.onStatus`, over SSE); defaults to the runtime's (every
+   * browser has one). Node has none without a flag: pass a maintained one there (the tests pass the
+   * `eventsource` package's). The token travels in tRPC's connectionParams, since EventSource has
+   * no headers.
    */
-  EventSource?: typeof FetchEventSource | typeof globalThis.EventSource;
+  EventSource?: SubscriptionEventSource;
 }
 
-export { FetchEventSource };
+/** What tRPC's SSE link accepts: the runtime's EventSource or a compatible one (`eventsource`). */
+type SubscriptionEventSource = NonNullable<Parameters<typeof httpSubscriptionLink>[0]["EventSource"]>;
 
 /** The typed client frontends use: every procedure with its zod-derived input and output types. */
 export const createClient = (options: ClientOptions): TRPCClient<AppRouter> => {
@@ -41,7 +43,7 @@ export const createClient = (options: ClientOptions): TRPCClient<AppRouter> => {
       : httpBatchLink({ url, headers, maxItems: 10, ...(options.fetch ? { fetch: options.fetch } : {}) });
   const subscriptions = httpSubscriptionLink({
     url,
-    EventSource: options.EventSource ?? globalThis.EventSource ?? FetchEventSource,
+    EventSource: options.EventSource ?? globalThis.EventSource,
     connectionParams: () => headers(),
   });
   return createTRPCClient<AppRouter>({

@@ -24,7 +24,7 @@ import {
 } from "@fleet/shared";
 import path from "node:path";
 import { envTrustProxy, envTunnelSshPort, type TrustedProxies } from "@fleet/shared";
-import cron from "node-cron";
+import { CronExpressionParser } from "cron-parser";
 
 /** Everything the API reads from its environment, parsed once (docs/operations.md "Configuration"). */
 export interface ApiConfig {
@@ -95,7 +95,7 @@ export interface ApiConfig {
   oem: {
     /** `OEM_CATALOG_URL`: where the manufacturer catalogue is refreshed from; unset = no refresh. */
     catalogUrl: URL | undefined;
-    /** `OEM_REFRESH_CRON`: when to refresh (node-cron syntax, server time zone). */
+    /** `OEM_REFRESH_CRON`: when to refresh (cron syntax as pg-boss's schedules read it, server time zone). */
     refreshCron: string;
   };
   /** What adoption scripts are made of (docs/routeros.md "Adoption"). */
@@ -285,9 +285,24 @@ const envWebhookSecret = (env: TEnv): string | undefined => {
   return secret;
 };
 
+/**
+ * A cron expression of a cluster-wide schedule, checked by the parser that will run it: pg-boss
+ * reads schedules with cron-parser (non-strict, and it refuses an empty expression), so an
+ * expression accepted here is one its schedule accepts.
+ */
+const isScheduleCron = (expression: string): boolean => {
+  if (expression.trim() === "") return false;
+  try {
+    CronExpressionParser.parse(expression, { tz: "UTC", strict: false });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 const envCron = (env: TEnv, name: string, fallback: string): string => {
   const expression = envString(env, name, fallback);
-  if (!cron.validate(expression)) {
+  if (!isScheduleCron(expression)) {
     throw new ConfigError(name, `must be a cron expression such as "17 3 * * *", got "${expression}"`);
   }
   return expression;

@@ -13,14 +13,7 @@ export const consoleRoot = path.resolve(import.meta.dirname, "..");
 export const consoleDistDir = path.join(consoleRoot, "dist");
 
 /** What the bundle is made of: its own sources and the typed client it bundles from the API. */
-const SOURCES = [
-  "src",
-  "index.html",
-  "vite.config.ts",
-  "package.json",
-  "../api/src/client.ts",
-  "../api/src/fetch-event-source.ts",
-];
+const SOURCES = ["src", "index.html", "vite.config.ts", "package.json", "../api/src/client.ts"];
 
 const newestMtime = (file: string): number => {
   const stat = statSync(file, { throwIfNoEntry: false });

@@ -43,7 +43,7 @@ export interface TunnelAgentConfig {
   tunnelNetwork: TunnelNetwork;
   /** `TUNNEL_MODE` and, in `wireguard` mode, the hub this agent runs (docs/operations.md "The management tunnel"). */
   tunnel: TunnelModeEnv;
-  /** `TUNNEL_WG_RECONCILE_CRON`: when the hub re-reads every binding (node-cron, with seconds). */
+  /** When the hub re-reads every binding: a node-cron expression with seconds (every 30 s), fixed, not read from the environment; node-cron, which runs it, checks it when the hub starts. */
   wireguardReconcileCron: string;
   /** How often the hub reads its peers' last handshakes for `tunnel_status`. */
   wireguardStatusPollMs: number;

@@ -120,15 +120,15 @@ export interface RunningTunnelAgent {
   close(): Promise<void>;
 }
 
+/** Cluster-wide safety net of the expiry timers: one sweep a minute, by whichever agent takes it. */
+export const EXPIRY_SWEEP_QUEUE = "forward.expiry-sweep";
+
 /**
  * The tunnel agent (docs/api.md "Tunnel agent and entry point"): durable apply/remove/reconcile jobs over SSH to routers,
  * the expiry sweep, periodic reconciliation and the entry-point relay. Any number may run against
  * one PostgreSQL: router jobs run on the job engine (pg-boss), one at a time per router, and the
  * expiry safety sweep is a cluster-wide schedule, so it runs once a minute whatever the agent count.
  */
-/** Cluster-wide safety net of the expiry timers: one sweep a minute, by whichever agent takes it. */
-export const EXPIRY_SWEEP_QUEUE = "forward.expiry-sweep";
-
 export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promise<RunningTunnelAgent> => {
   const { config, db, logger } = options;
   const clock = options.clock ?? systemClock;

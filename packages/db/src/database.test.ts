@@ -3,6 +3,7 @@ import { openDatabase } from "./database.ts";
 import { AccountsRepository } from "./repositories/accounts.repository.ts";
 import { IdentityRepository } from "./repositories/identity.repository.ts";
 import { createTestDatabase, makeAccount, makeChildOrganization, makeUser, uniqueEmail } from "./testing/index.ts";
+import type { SqlEntityManager } from "@mikro-orm/sql";
 
 describe("database", () => {
   it("migrations produce exactly the schema the entities describe", async () => {
@@ -56,7 +57,8 @@ describe("database", () => {
           async () => (await db.query<{ pid: number }>("select pg_backend_pid() as pid, pg_sleep(0.05)"))[0]?.pid,
         ),
         ...[1, 2, 3].map(async () => {
-          const [row] = await db.em().execute<Array<{ pid: number }>>("select pg_backend_pid() as pid, pg_sleep(0.05)");
+          const em = db.orm.em.fork() as SqlEntityManager;
+          const [row] = await em.execute<Array<{ pid: number }>>("select pg_backend_pid() as pid, pg_sleep(0.05)");
           return row?.pid;
         }),
       ]);

@@ -3,7 +3,6 @@ import path from "node:path";
 import { lockDataDir } from "./data-dir-lock.ts";
 import type { MikroORM } from "@mikro-orm/core";
 import { Migrator } from "@mikro-orm/migrations";
-import type { SqlEntityManager } from "@mikro-orm/sql";
 import pg from "pg";
 import { ENTITIES } from "./entities/index.ts";
 import { MIGRATIONS } from "./migrations/index.ts";
@@ -31,8 +30,6 @@ export type DatabaseDriver = "pglite" | "postgresql";
 export interface Database {
   readonly driver: DatabaseDriver;
   readonly orm: MikroORM;
-  /** A fresh EntityManager fork: one per request, job or tick, never the global one. */
-  em(): SqlEntityManager;
   /**
    * One statement with `$1..$n` placeholders, its values sent as bound parameters by the driver
    * (docs/contributing.md "Add a migration": the one SQL style of repositories). `prepare` names
@@ -233,12 +230,10 @@ const wrap = (
   /** Runs once the ORM is closed (releases the embedded database's DATA_DIR lock). */
   afterClose: () => void = () => {},
 ): Database => {
-  const em = () => orm.em.fork() as SqlEntityManager;
   let closed = false;
   return {
     driver,
     orm,
-    em,
     // docs/operations.md "Tracing": a span per statement, with its text (never its values).
     query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
       if (closed) throw new Error("database is closed");

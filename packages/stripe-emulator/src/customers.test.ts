@@ -1,7 +1,7 @@
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sdk, startTestEmulator, stripeError } from "./test-support.ts";
-import type { TestContext } from "./test-support.ts";
+import { sdk, startTestEmulator, stripeError } from "./testing/test-emulator.ts";
+import type { TestContext } from "./testing/test-emulator.ts";
 
 let t: TestContext;
 beforeAll(async () => {

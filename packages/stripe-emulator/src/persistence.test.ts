@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startStripeEmulator } from "./emulator-server.ts";
 import type { StripeEmulator } from "./emulator-server.ts";
 import { STATE_FILE } from "./emulator-persistence.ts";
-import { EXP_YEAR, sdk } from "./test-support.ts";
+import { EXP_YEAR, sdk } from "./testing/test-emulator.ts";
 
 const dirs: string[] = [];
 const running: StripeEmulator[] = [];

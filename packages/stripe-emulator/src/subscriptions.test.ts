@@ -1,7 +1,7 @@
 import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestEmulator, stripeError } from "./test-support.ts";
-import type { TestContext } from "./test-support.ts";
+import { startTestEmulator, stripeError } from "./testing/test-emulator.ts";
+import type { TestContext } from "./testing/test-emulator.ts";
 
 let t: TestContext;
 let nowMs = Date.UTC(2031, 4, 10, 9, 0, 0);

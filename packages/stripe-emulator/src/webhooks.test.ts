@@ -1,10 +1,11 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { eventually } from "@fleet/shared/testing";
 import Stripe from "stripe";
 import { afterEach, describe, expect, it } from "vitest";
 import { startStripeEmulator } from "./emulator-server.ts";
 import type { StripeEmulator } from "./emulator-server.ts";
-import { sdk, stripeError } from "./test-support.ts";
+import { sdk, stripeError } from "./testing/test-emulator.ts";
 
 const SECRET = "whsec_test_emulator_webhooks_0123456789";
 
@@ -54,10 +55,10 @@ const setup = async () => {
   cleanups.push(receiver.close, () => emulator.close());
   const settle = async () => {
     // Delivery is asynchronous: wait until the outbox is empty.
-    while (emulator.store.outbox.length > 0) {
+    await eventually(async () => {
       await emulator.webhooksIdle();
-      if (emulator.store.outbox.length > 0) await new Promise((r) => setTimeout(r, 50));
-    }
+      return emulator.store.outbox.length === 0;
+    }, "the emulator's outbox to empty");
   };
   return { receiver, emulator, stripe: sdk(emulator, "sk_test_w"), settle };
 };

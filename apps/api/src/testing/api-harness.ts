@@ -3,6 +3,7 @@ import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fle
 import { mintApiKey } from "../features/api-keys/api-keys.service.ts";
 import pino, { type Logger } from "pino";
 import type { Clock } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
 import { type RunningApi, startApi } from "../start-api.ts";
 
@@ -99,9 +100,11 @@ export const startApiHarness = async (
     // Processor events of earlier steps land first (the emulator posts them after answering), so
     // only this request is measured.
     const emulator = api.stripeEmulator;
-    for (let i = 0; emulator && i < 500 && emulator.store.outbox.length > 0; i++) {
-      await emulator.webhooksIdle();
-      if (emulator.store.outbox.length > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    if (emulator) {
+      await eventually(async () => {
+        await emulator.webhooksIdle();
+        return emulator.store.outbox.length === 0;
+      }, "the emulator to deliver its webhook events");
     }
     const before = await databaseFingerprint(db);
     const res = await request(method, path, options);

@@ -1,3 +1,4 @@
+import { eventually } from "@fleet/shared/testing";
 import pino, { type Logger } from "pino";
 import Stripe from "stripe";
 import { loadApiConfig } from "../config.ts";
@@ -23,11 +24,10 @@ export const testCard = (number: string) => ({ number, exp_month: 12, exp_year: 
 export const settleWebhooks = async (h: ApiHarness): Promise<void> => {
   const emulator = h.api.stripeEmulator;
   if (!emulator) return;
-  for (let i = 0; i < 500 && emulator.store.outbox.length > 0; i++) {
+  await eventually(async () => {
     await emulator.webhooksIdle();
-    if (emulator.store.outbox.length > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  if (emulator.store.outbox.length > 0) throw new Error("webhook events were not delivered");
+    return emulator.store.outbox.length === 0;
+  }, "the emulator to deliver its webhook events");
 };
 
 /** A user with a billing account made through the API; returns the token and the processor customer id. */

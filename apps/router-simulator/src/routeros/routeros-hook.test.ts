@@ -38,12 +38,21 @@ describe("takeRouterOsArgs", () => {
     expect(takeRouterOsArgs(["--no-ssh"]).options.enabled).toBe(false);
   });
 
-  it.each([["--ssh-port", "0"], ["--ssh-port", "65536"], ["--ssh-port", "x"], ["--ssh-user"]])(
-    "refuses %s %s",
-    (...argv) => {
-      expect(() => takeRouterOsArgs(argv)).toThrow(/--ssh-(port|user)/);
-    },
-  );
+  it("reads --flag=value too and leaves the rest exactly as typed", () => {
+    const { options, rest } = takeRouterOsArgs(["--ssh-port=2200", "--routers=2", "--no-ssh", "-h"]);
+    expect(options).toMatchObject({ enabled: false, sshPort: 2200 });
+    expect(rest).toEqual(["--routers=2", "-h"]);
+  });
+
+  it.each([
+    ["--ssh-port", "0"],
+    ["--ssh-port", "65536"],
+    ["--ssh-port", "x"],
+    ["--ssh-user"],
+    ["--ssh-user", "--quiet"],
+  ])("refuses %s %s", (...argv) => {
+    expect(() => takeRouterOsArgs(argv)).toThrow(/--ssh-(port|user)/);
+  });
 });
 
 describe("routerOsHook", () => {

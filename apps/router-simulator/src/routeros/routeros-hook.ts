@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { parseArgs as parseArgv } from "node:util";
 import type { ConfigurationTables } from "./routeros-ssh-server.ts";
 import { loadOrCreateHostKey, startSimulatedRouterOs } from "./simulated-routeros.ts";
 
@@ -34,6 +35,14 @@ RouterOS simulation (SSH on each router's tunnel_ip, dst-nat to a simulated LAN)
 
 export class RouterOsArgsError extends Error {}
 
+const ROUTEROS_OPTIONS = {
+  "ssh-port": { type: "string" },
+  "ssh-user": { type: "string" },
+  "authorized-keys": { type: "string" },
+  "state-dir": { type: "string" },
+  "no-ssh": { type: "boolean" },
+} as const;
+
 /** Removes this module's flags from `argv`; the rest goes to the simulator's own parser. */
 export const takeRouterOsArgs = (
   argv: readonly string[],
@@ -48,38 +57,37 @@ export const takeRouterOsArgs = (
     authorizedKeysFile: existsSync(agentKey) ? agentKey : undefined,
     stateDir: path.join(dataDir, "simulator"),
   };
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i] ?? "";
-    const value = (): string => {
-      const next = argv[++i];
-      if (next === undefined || next.startsWith("--")) throw new RouterOsArgsError(`${flag} needs a value`);
-      return next;
-    };
-    switch (flag) {
-      case "--ssh-port": {
-        const raw = value();
-        if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535)
-          throw new RouterOsArgsError("--ssh-port must be 1-65535");
-        options.sshPort = Number(raw);
-        break;
-      }
-      case "--ssh-user":
-        options.sshUser = value();
-        break;
-      case "--authorized-keys":
-        options.authorizedKeysFile = value();
-        break;
-      case "--state-dir":
-        options.stateDir = value();
-        break;
-      case "--no-ssh":
-        options.enabled = false;
-        break;
-      default:
-        rest.push(flag);
+  // node:util's parser, not strict: the simulator's own flags pass through untouched (by their
+  // position in argv, so `rest` is exactly what was typed) for its parser to check.
+  const { tokens } = parseArgv({
+    args: [...argv],
+    options: ROUTEROS_OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const taken = new Set<number>();
+  for (const token of tokens) {
+    if (token.kind !== "option" || !Object.hasOwn(ROUTEROS_OPTIONS, token.name)) continue;
+    const name = token.name as keyof typeof ROUTEROS_OPTIONS;
+    taken.add(token.index);
+    if (name === "no-ssh") {
+      options.enabled = false;
+      continue;
     }
+    const raw = token.value;
+    if (raw === undefined || raw.startsWith("--")) throw new RouterOsArgsError(`${token.rawName} needs a value`);
+    if (!token.inlineValue) taken.add(token.index + 1);
+    if (name === "ssh-port") {
+      if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) {
+        throw new RouterOsArgsError("--ssh-port must be 1-65535");
+      }
+      options.sshPort = Number(raw);
+    } else if (name === "ssh-user") options.sshUser = raw;
+    else if (name === "authorized-keys") options.authorizedKeysFile = raw;
+    else options.stateDir = raw;
   }
+  const rest = argv.filter((_, index) => !taken.has(index));
   return { options, rest };
 };
 

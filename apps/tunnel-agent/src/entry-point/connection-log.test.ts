@@ -2,6 +2,7 @@ import { once } from "node:events";
 import net from "node:net";
 import type { ForwardConnectionEvent } from "@fleet/db";
 import { ManualClock } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConnectionLog } from "./connection-log.ts";
@@ -57,8 +58,11 @@ describe("relay connection log", () => {
     await once(client, "data");
     client.end();
     await once(client, "close");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await log.flush();
+    // The relay records the connection once its router side closes too, just after the client's.
+    await eventually(async () => {
+      await log.flush();
+      return written.flat().some((e) => e.action === "forward.connection.accepted");
+    }, "the accepted connection's entry");
     const accepted = written.flat().filter((e) => e.action === "forward.connection.accepted");
     expect(accepted).toEqual([
       expect.objectContaining({

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
 import net from "node:net";
 import { type RelayTarget, renderMetrics } from "@fleet/db";
+import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { proxyV1Header, proxyV2Header } from "./proxy-protocol.ts";
@@ -109,10 +110,10 @@ describe("EntryPointRelay", () => {
     const rest = readAll(socket);
     socket.end("last words");
     await rest;
-    const until = Date.now() + 10_000;
-    while ((await metric('fleet_relay_bytes_total{direction="in"}')) === before.in && Date.now() < until) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await eventually(
+      async () => (await metric('fleet_relay_bytes_total{direction="in"}')) !== before.in,
+      "the closed connection's bytes counted",
+    );
     expect((await metric('fleet_relay_connections_total{result="accepted"}')) - before.accepted).toBe(1);
     expect((await metric('fleet_relay_bytes_total{direction="in"}')) - before.in).toBe(14);
     expect((await metric('fleet_relay_bytes_total{direction="out"}')) - before.out).toBe(14);
@@ -294,14 +295,14 @@ describe("EntryPointRelay", () => {
     };
     await relay.sync([target]);
     // The relay sync re-reads forwards every ~500 ms: repeated syncs must not add listeners or lines.
-    while ((relay.pendingBinds()[0]?.failures ?? 0) < 5) {
+    await eventually(async () => {
       await relay.sync([target]);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+      return (relay.pendingBinds()[0]?.failures ?? 0) >= 5;
+    }, "five failed binds");
     expect(relay.listening()).toEqual([]);
 
     await new Promise((resolve) => holder.close(resolve));
-    while (relay.listening().length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await eventually(() => relay.listening().length > 0, "the port bound once free");
     expect(relay.listening()).toEqual([{ id: FORWARD, port }]);
     expect(relay.pendingBinds()).toEqual([]);
     const about = lines.filter((l) => l.port === port);
@@ -341,7 +342,7 @@ describe("EntryPointRelay", () => {
         expiresAt: new Date(Date.now() + 3_600_000),
       },
     ]);
-    while ((relay.pendingBinds()[0]?.failures ?? 0) < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    await eventually(() => (relay.pendingBinds()[0]?.failures ?? 0) >= 2, "two failed binds");
     await relay.sync([]);
     expect(relay.pendingBinds()).toEqual([]);
     expect(relay.listening()).toEqual([]);

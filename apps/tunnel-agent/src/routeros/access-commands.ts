@@ -1,5 +1,6 @@
 import {
   accessUsername,
+  IPV4_OR_CIDR_PATTERN,
   command,
   findWhere,
   isUuid,
@@ -24,8 +25,7 @@ export const ACCESS_GROUPS = {
 export type TAccessLevel = keyof typeof ACCESS_GROUPS;
 
 const USERNAME = /^fleet-tmp-[0-9a-f]{8}$/;
-const IPV4_OR_CIDR =
-  /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\/(?:3[0-2]|[12]?\d))?$/;
+const IPV4_OR_CIDR = IPV4_OR_CIDR_PATTERN;
 
 export { accessUsername };
 

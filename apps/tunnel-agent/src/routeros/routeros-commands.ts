@@ -1,12 +1,11 @@
-import { isUuid } from "@fleet/shared";
+import { IPV4_PATTERN, isUuid } from "@fleet/shared";
 // Builders for the only RouterOS commands the agent ever sends. Inputs were validated upstream,
 // but every builder re-checks them against strict patterns: a command line is code on the router,
 // so nothing may reach it that could close a quote, start a `[...]` or `$` expansion, or chain with `;`.
 
 export const FORWARD_TAG_PREFIX = "fleet-fwd:";
 
-const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
-const IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
+const IPV4 = IPV4_PATTERN;
 const TAG = /^fleet-fwd:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 export interface AddForwardRuleInput {

@@ -8,7 +8,7 @@ import { register } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uapiSocketPath } from "./uapi-client.ts";
 import type { WireguardDevice } from "./wireguard-device.ts";
-import { realTunnelUnavailable } from "./wireguard-environment.ts";
+import { realTunnelUnavailable } from "./testing/wireguard-environment.ts";
 import { WireguardHub } from "./wireguard-hub.ts";
 import { createWireguardDevice } from "./wireguard-interface.ts";
 import { startWireguardHub } from "./start-hub.ts";

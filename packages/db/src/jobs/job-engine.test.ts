@@ -1,14 +1,7 @@
+import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../testing/test-database.ts";
 import { acquireJobEngine, type JobEngine } from "./job-engine.ts";
-
-const waitFor = async (check: () => boolean | Promise<boolean>, what: string, ms = 15_000) => {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
 
 let db: TestDatabase;
 let engine: JobEngine;
@@ -43,7 +36,7 @@ describe("job engine (pg-boss)", () => {
       seen.push(job.data);
     });
     await engine.send("t-run", { n: 7 });
-    await waitFor(() => seen.length === 1, "the job");
+    await eventually(() => seen.length === 1, "the job");
     expect(seen).toEqual([{ n: 7 }]);
     await engine.offWork("t-run");
   });
@@ -71,7 +64,7 @@ describe("job engine (pg-boss)", () => {
       const now = (running.get(job.data.key) ?? 0) + 1;
       running.set(job.data.key, now);
       if (now > 1) overlaps += 1;
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 20)); // work, not a wait: a job that takes a while
       running.set(job.data.key, now - 1);
       done.push(`${job.data.key}:${job.data.i}`);
     };
@@ -81,7 +74,7 @@ describe("job engine (pg-boss)", () => {
     for (let i = 0; i < 5; i++) {
       for (const key of ["router-a", "router-b"]) await engine.send("t-key", { key, i }, { singletonKey: key });
     }
-    await waitFor(() => done.length === 10, "ten jobs");
+    await eventually(() => done.length === 10, "ten jobs");
     expect(overlaps).toBe(0);
     for (const key of ["router-a", "router-b"]) {
       expect(done.filter((d) => d.startsWith(key))).toEqual([0, 1, 2, 3, 4].map((i) => `${key}:${i}`));
@@ -97,7 +90,7 @@ describe("job engine (pg-boss)", () => {
       throw new Error("router unreachable");
     });
     const id = await engine.send("t-fail", { x: 1 });
-    await waitFor(async () => (await engine.findJobs("t-fail.dead")).length === 1, "the dead letter");
+    await eventually(async () => (await engine.findJobs("t-fail.dead")).length === 1, "the dead letter");
     expect(attempts).toBe(2);
     const [original] = await engine.findJobs("t-fail", { id: id ?? "" });
     expect(original?.state).toBe("failed");

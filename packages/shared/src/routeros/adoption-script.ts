@@ -1,3 +1,4 @@
+import { IPV4_CIDR_PATTERN } from "../rules/ipv4-rules.ts";
 import {
   command,
   comment,
@@ -68,7 +69,7 @@ export const ADOPTION_OBJECTS = {
 export const ROUTEROS_USER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const HEARTBEAT_TOKEN = /^hb_[A-Za-z0-9_-]{20,200}$/;
 const PUBLIC_KEY = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}$/;
-const IPV4_CIDR = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\/([0-9]|[12]\d|3[0-2])$/;
+const IPV4_CIDR = IPV4_CIDR_PATTERN;
 
 const checked = (ok: boolean, what: string): void => {
   if (!ok) throw new RouterOsScriptError(`adoption script: ${what}`);

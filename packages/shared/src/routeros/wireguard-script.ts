@@ -1,3 +1,4 @@
+import { IPV4_PATTERN } from "../rules/ipv4-rules.ts";
 import { isWireguardKey } from "../crypto/wireguard-keys.ts";
 import {
   command,
@@ -42,7 +43,7 @@ export const WIREGUARD_OBJECTS = {
   keepalive: "25s",
 } as const;
 
-const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const IPV4 = IPV4_PATTERN;
 const HOST =
   /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
+  IPV4_CIDR_PATTERN,
+  IPV4_OR_CIDR_PATTERN,
+  IPV4_PATTERN,
   checkDstAddress,
   classifyIpv4,
   ipv4InCidr,
@@ -184,5 +187,24 @@ describe("allow_from in development and production", () => {
       message: "must be a publicly routed range; 127.0.0.1/32 is a loopback address (127.0.0.0/8)",
     });
     expect(refuseLoopbackAllowFrom("8.8.8.0/24")).toEqual({ ok: true, value: "8.8.8.0/24" });
+  });
+});
+
+describe("the one IPv4 pattern", () => {
+  it("accepts canonical quads and prefixes 0-32, and nothing inet_aton would also read", () => {
+    for (const ok of ["0.0.0.0", "10.0.0.1", "255.255.255.255", "192.168.1.20"]) {
+      expect(IPV4_PATTERN.test(ok), ok).toBe(true);
+      expect(IPV4_OR_CIDR_PATTERN.test(ok), ok).toBe(true);
+      expect(IPV4_CIDR_PATTERN.test(ok), ok).toBe(false);
+      for (const prefix of [0, 9, 24, 32]) expect(IPV4_CIDR_PATTERN.test(`${ok}/${prefix}`)).toBe(true);
+    }
+    for (const bad of ["256.0.0.1", "010.0.0.1", "127.1", "0x7f.0.0.1", "1.2.3.4 ", "1.2.3.4;"]) {
+      expect(IPV4_PATTERN.test(bad), bad).toBe(false);
+      expect(IPV4_OR_CIDR_PATTERN.test(bad), bad).toBe(false);
+    }
+    for (const bad of ["1.2.3.4/33", "1.2.3.4/01", "1.2.3.4/"]) {
+      expect(IPV4_CIDR_PATTERN.test(bad), bad).toBe(false);
+      expect(IPV4_OR_CIDR_PATTERN.test(bad), bad).toBe(false);
+    }
   });
 });

@@ -23,8 +23,20 @@ export type TIpv4Class =
 export type TIpRuleResult<T> = { ok: true; value: T } | { ok: false; message: string };
 
 const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
-const CANONICAL_IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
-const CANONICAL_PREFIX = /^(?:[0-9]|[12][0-9]|3[0-2])$/;
+const QUAD = `${OCTET}(?:\\.${OCTET}){3}`;
+const PREFIX = "(?:[0-9]|[12][0-9]|3[0-2])";
+const CANONICAL_IPV4 = new RegExp(`^${QUAD}$`);
+const CANONICAL_PREFIX = new RegExp(`^${PREFIX}$`);
+
+/**
+ * The one IPv4 pattern, for code that re-checks a value where it becomes code on a router (command
+ * builders, generated scripts): a dotted quad of plain decimal parts 0-255 without leading zeros.
+ */
+export const IPV4_PATTERN: RegExp = CANONICAL_IPV4;
+/** {@link IPV4_PATTERN} with a `/0`-`/32` prefix. */
+export const IPV4_CIDR_PATTERN = new RegExp(`^${QUAD}/${PREFIX}$`);
+/** An address or an address with a prefix ({@link IPV4_PATTERN}, {@link IPV4_CIDR_PATTERN}). */
+export const IPV4_OR_CIDR_PATTERN = new RegExp(`^${QUAD}(?:/${PREFIX})?$`);
 
 // RFC 5737. ipaddr.js files these under "reserved"; users deserve the precise reason.
 const DOCUMENTATION: ReadonlyArray<[ipaddr.IPv4, number]> = [

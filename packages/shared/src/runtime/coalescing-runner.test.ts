@@ -14,7 +14,8 @@ describe("coalescingRunner", () => {
       await new Promise<void>((resolve) => releases.push(resolve));
       active--;
     });
-    const settle = () => new Promise((r) => setTimeout(r, 0));
+    // One macrotask turn: every promise callback queued so far has run (no time passes).
+    const settle = () => new Promise((r) => setImmediate(r));
     const first = runner.run();
     // Calls before the pass has started are covered by it; calls during it ask for one more.
     expect(runner.run()).toBe(first);

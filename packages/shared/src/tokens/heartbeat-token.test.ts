@@ -1,18 +1,12 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import {
-  hashHeartbeatToken,
-  heartbeatTokenLookupHash,
-  isPlausibleHeartbeatToken,
-  mintHeartbeatToken,
-} from "./heartbeat-token.ts";
+import { hashHeartbeatToken, heartbeatTokenLookupHash, isPlausibleHeartbeatToken } from "./heartbeat-token.ts";
 
 describe("heartbeat token", () => {
-  it("mints hb_ + 43 base64url characters and returns the SHA-256 hex to store", () => {
-    const { token, hash } = mintHeartbeatToken();
-    expect(token).toMatch(/^hb_[A-Za-z0-9_-]{43}$/);
+  it("accepts hb_ + 43 base64url characters and looks it up by the SHA-256 hex that is stored", () => {
+    const token = `hb_${"Ab0-_".repeat(8)}xyz`;
+    const hash = hashHeartbeatToken(token);
     expect(hash).toBe(createHash("sha256").update(token).digest("hex"));
-    expect(mintHeartbeatToken().token).not.toBe(token);
     expect(isPlausibleHeartbeatToken(token)).toBe(true);
     expect(heartbeatTokenLookupHash(token)).toBe(hash);
   });

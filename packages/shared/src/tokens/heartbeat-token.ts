@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 
 /**
- * The heartbeat token of docs/api.md "Routers and heartbeats", in one place: the API mints it at enrollment
- * (and adoption), the daemon checks it on every upgrade and HTTP heartbeat, and only its hash is stored.
+ * The heartbeat token of docs/api.md "Routers and heartbeats", in one place: the API derives it from the
+ * adoption token at enrollment and adoption (`heartbeatTokenFor` in the API's adoption-tokens.ts), the
+ * daemon checks it on every upgrade and HTTP heartbeat, and only its hash is stored.
  * It lives in shared rather than next to the repository because it is a property of the wire protocol
  * (its shape is what the daemon refuses unhashed) that two apps must agree on, and it needs no database.
  */
@@ -14,12 +15,6 @@ const MAX_TOKEN_LENGTH = 256;
 
 /** SHA-256 hex of the token: what `routers.heartbeat_token_hash` holds and what lookups compare. */
 export const hashHeartbeatToken = (token: string): string => createHash("sha256").update(token).digest("hex");
-
-/** A new token (`hb_` + 256 random bits, base64url) and the hash to store; the token itself is shown once. */
-export const mintHeartbeatToken = (): { token: string; hash: string } => {
-  const token = `${HEARTBEAT_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
-  return { token, hash: hashHeartbeatToken(token) };
-};
 
 // Token characters: base64url, plus the base64/RFC 6750 b64token ones older clients may send.
 const isTokenChar = (code: number): boolean =>

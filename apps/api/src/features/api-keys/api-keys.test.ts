@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { databaseFingerprint } from "@fleet/db/testing";
+import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../client.ts";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
@@ -49,12 +50,10 @@ describe("POST /v1/api-keys", () => {
     expect((await h.request("GET", "/v1/api-keys", { token: created.key })).status).toBe(403);
 
     // The list never shows the key; last_used_at appears once the use is written (off the request path).
-    let listed: any[] = [];
-    for (let i = 0; i < 50; i++) {
-      listed = (await h.request("GET", "/v1/api-keys", { token: user.token })).body;
-      if (listed[0]?.last_used_at) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const listed: any[] = await eventually(async () => {
+      const body = (await h.request("GET", "/v1/api-keys", { token: user.token })).body;
+      return body[0]?.last_used_at ? body : undefined;
+    }, "the key's last use to be written");
     expect(listed).toHaveLength(1);
     expect(listed[0]).not.toHaveProperty("key");
     expect(listed[0]).toMatchObject({

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { acquireJobEngine, loadOemSnapshot, OemRepository, snapshotSource } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
 import { ConfigError, ManualClock, type TOemProduct } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../../config.ts";
@@ -177,8 +178,7 @@ describe("scheduleOemRefresh", () => {
       const before = hits;
       // What the schedule sends at 03:17 is a plain job of the queue: a worker runs it.
       await engine.send(OEM_REFRESH_QUEUE, {});
-      const until = Date.now() + 15_000;
-      while (hits === before && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      await eventually(() => hits !== before, "a worker to run the sent refresh");
       expect(hits).toBe(before + 1);
       await schedule.stop();
       await second.stop();

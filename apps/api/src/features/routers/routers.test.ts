@@ -3,7 +3,8 @@ import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
 import { databaseFingerprint, makeAccount, makeChildOrganization, makeRouter, makeUser } from "@fleet/db/testing";
 import { ManualClock, ROUTER_LIMITS, type TRouterStatusEvent } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient, FetchEventSource } from "../../client.ts";
+import { EventSource } from "eventsource";
+import { createClient } from "../../client.ts";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
 
 let h: ApiHarness;
@@ -453,7 +454,7 @@ describe("tRPC", () => {
     const user = await billedUser();
     const stranger = await billedUser();
     const mine = await makeRouter(h.db, user);
-    const client = createClient({ url: h.api.url, token: user.token, EventSource: FetchEventSource });
+    const client = createClient({ url: h.api.url, token: user.token, EventSource });
     const received: TRouterStatusEvent[] = [];
     let started = false;
     const subscription = client.routers.onStatus.subscribe(undefined, {
@@ -484,7 +485,7 @@ describe("tRPC", () => {
   });
 
   it("refuses a subscription without a valid token", async () => {
-    const client = createClient({ url: h.api.url, token: "nope", EventSource: FetchEventSource });
+    const client = createClient({ url: h.api.url, token: "nope", EventSource });
     const error = await new Promise<unknown>((resolve) => {
       const sub = client.routers.onStatus.subscribe(undefined, {
         onError: (e) => {

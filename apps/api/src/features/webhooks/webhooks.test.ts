@@ -68,20 +68,20 @@ const verifySignature = (secret: string, headers: http.IncomingHttpHeaders, body
     });
 };
 
-const waitFor = async <T>(
-  probe: () => Promise<T | undefined> | T | undefined,
-  what: string,
-  tries = 400,
-): Promise<T> => {
-  for (let i = 0; i < tries; i++) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-};
-
 let h: ApiHarness;
+
+/** Earlier tests' deliveries have all ended: nothing in the outbox, no delivery job waiting or running. */
+const quietQueue = () =>
+  eventually(async () => {
+    const engine = await h.db.query<{ t: string | null }>("select to_regclass('pgboss.job')::text as t");
+    const busy = engine[0]?.t
+      ? await h.db.query(
+          "select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') limit 1",
+        )
+      : [];
+    const outbox = await h.db.query("select 1 from audit_log where dispatched_at is null limit 1");
+    return busy.length === 0 && outbox.length === 0 ? true : undefined;
+  }, "a quiet queue");
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 type Login = Awaited<ReturnType<ApiHarness["login"]>>;
 
@@ -144,16 +144,7 @@ describe("webhook CRUD", () => {
   it("refuses bad input with 422 and writes nothing", async () => {
     const user = await h.login();
     // Earlier tests' deliveries settle first, so the fingerprint sees only this test's requests.
-    await waitFor(async () => {
-      const engine = await h.db.query<{ t: string | null }>("select to_regclass('pgboss.job')::text as t");
-      const busy = engine[0]?.t
-        ? await h.db.query(
-            "select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') limit 1",
-          )
-        : [];
-      const outbox = await h.db.query("select 1 from audit_log where dispatched_at is null limit 1");
-      return busy.length === 0 && outbox.length === 0 ? true : undefined;
-    }, "a quiet queue");
+    await quietQueue();
     const before = await databaseFingerprint(h.db);
     for (const body of [
       { url: "ftp://example.com/x", events: ["*"] },
@@ -201,8 +192,8 @@ describe("webhook CRUD", () => {
     ).toEqual([hookB.id]);
     // A's events (its webhook.created and an API key) reach only A's target.
     await h.request("POST", "/v1/api-keys", { token: a.token, body: { name: "k", scopes: ["routers:read"] } });
-    await waitFor(() => bodiesOf("/a").some((r) => r.json.type === "api_key.created"), "A's delivery");
-    await waitFor(() => bodiesOf("/b").some((r) => r.json.type === "webhook.created"), "B's own event");
+    await eventually(() => bodiesOf("/a").some((r) => r.json.type === "api_key.created"), "A's delivery");
+    await eventually(() => bodiesOf("/b").some((r) => r.json.type === "webhook.created"), "B's own event");
     expect(bodiesOf("/b").map((r) => r.json.type)).toEqual(["webhook.created"]);
     expect(bodiesOf("/b")[0]?.json.data.target.id).toBe(hookB.id);
     expect((await h.request("GET", `/api/webhooks/${hookA.id}/deliveries`, { token: a.token })).status).toBe(200);
@@ -289,7 +280,7 @@ describe("delivery", () => {
       "webhook.created",
       "webhook.deleted",
     ];
-    await waitFor(() => bodiesOf("/all").length >= expected.length || undefined, "all deliveries");
+    await eventually(() => bodiesOf("/all").length >= expected.length || undefined, "all deliveries");
     const all = bodiesOf("/all");
     expect(all.map((r) => r.json.type).sort()).toEqual([...expected].sort());
     const audit = (await h.request("GET", "/api/audit-log?limit=200", { token: user.token })).body.data as Array<{
@@ -315,7 +306,7 @@ describe("delivery", () => {
     }
     expect(ids.size).toBe(expected.length);
     // The filtered webhook got exactly its one action.
-    await waitFor(() => bodiesOf("/offline").length === 1 || undefined, "filtered delivery");
+    await eventually(() => bodiesOf("/offline").length === 1 || undefined, "filtered delivery");
     expect(bodiesOf("/offline").map((r) => r.json.type)).toEqual(["router.offline"]);
     expect(
       verifySignature(filtered.secret, bodiesOf("/offline")[0]?.headers ?? {}, bodiesOf("/offline")[0]?.body ?? ""),
@@ -335,13 +326,15 @@ describe("delivery", () => {
       const line = text.split("\n").find((l) => l.startsWith(`fleet_webhook_deliveries_total{result="${result}"} `));
       return line === undefined ? 0 : Number(line.split(" ")[1]);
     };
+    // The counters are the process's: earlier tests' deliveries end first, so only this one's count.
+    await quietQueue();
     const before = { delivered: await deliveries("delivered"), failed: await deliveries("failed") };
     const user = await h.login();
     const hook = await createWebhook(user, { url: `${receiver.url}/retry`, events: ["api_key.created"] });
     const test = await h.request("POST", `/api/webhooks/${hook.id}/test`, { token: user.token });
     expect(test.status).toBe(200);
     expect(test.body.data).toMatchObject({ status: "pending", event_type: "webhook.test", attempts: 0 });
-    await waitFor(() => (calls >= 3 ? true : undefined), "three attempts");
+    await eventually(() => (calls >= 3 ? true : undefined), "three attempts");
     const attempts = bodiesOf("/retry");
     expect(attempts).toHaveLength(3);
     expect(new Set(attempts.map((a) => a.headers["webhook-id"])).size).toBe(1);
@@ -351,7 +344,7 @@ describe("delivery", () => {
       expect(verifySignature(hook.secret, a.headers, a.body)).toBe(true);
       expect(a.json).toMatchObject({ type: "webhook.test", data: { webhook_id: hook.id } });
     }
-    const log = await waitFor(async () => {
+    const log = await eventually(async () => {
       const res = await h.request("GET", `/api/webhooks/${hook.id}/deliveries`, { token: user.token });
       return res.body.data[0]?.status === "succeeded" ? res.body.data : undefined;
     }, "succeeded delivery");
@@ -377,14 +370,14 @@ describe("delivery", () => {
     });
     const user = await h.login();
     const hanging = await createWebhook(user, { url: `${receiver.url}/hang`, events: ["*"] });
-    await waitFor(() => bodiesOf("/hang").length > 0 || undefined, "hanging request open");
+    await eventually(() => bodiesOf("/hang").length > 0 || undefined, "hanging request open");
     // The target holds its request open; the API keeps answering and other webhooks keep delivering.
     const big = await createWebhook(user, { url: `${receiver.url}/big`, events: ["*"] });
     expect((await h.request("GET", "/api/audit-log", { token: user.token })).status).toBe(200);
-    await waitFor(() => bodiesOf("/big").length > 0 || undefined, "other webhook delivered");
+    await eventually(() => bodiesOf("/big").length > 0 || undefined, "other webhook delivered");
     expect(receiver.held.length).toBeGreaterThan(0);
     expect(receiver.held.every((res) => !res.writableEnded)).toBe(true);
-    const log = await waitFor(async () => {
+    const log = await eventually(async () => {
       const res = await h.request("GET", `/api/webhooks/${big.id}/deliveries`, { token: user.token });
       return res.body.data[0]?.response_status === 500 ? res.body.data : undefined;
     }, "recorded 500");
@@ -401,7 +394,7 @@ describe("delivery", () => {
     const user = await h.login();
     const hook = await createWebhook(user, { url: `${receiver.url}/moved`, events: ["api_key.created"] });
     await h.request("POST", `/api/webhooks/${hook.id}/test`, { token: user.token });
-    const log = await waitFor(async () => {
+    const log = await eventually(async () => {
       const res = await h.request("GET", `/api/webhooks/${hook.id}/deliveries`, { token: user.token });
       return res.body.data[0]?.response_status === 307 ? res.body.data : undefined;
     }, "recorded 307");
@@ -416,7 +409,7 @@ describe("delivery", () => {
     const key = (
       await h.request("POST", "/v1/api-keys", { token: user.token, body: { name: "k", scopes: ["routers:read"] } })
     ).body;
-    await waitFor(() => bodiesOf("/slack").length > 0 || undefined, "slack delivery");
+    await eventually(() => bodiesOf("/slack").length > 0 || undefined, "slack delivery");
     const [message] = bodiesOf("/slack");
     expect(Object.keys(message?.json ?? {})).toEqual(["text"]);
     expect(message?.json.text).toContain("*api_key.created*");
@@ -628,18 +621,24 @@ describe("three days of failures", () => {
       });
       const id = created.body.data.id;
       await h2.request("POST", `/api/webhooks/${id}/test`, { token: user.token });
-      await waitFor(() => receiver.received.length >= 1 || undefined, "first attempt");
+      await eventually(() => receiver.received.length >= 1 || undefined, "first attempt");
       const deliveries = async () =>
         (await h2.request("GET", `/api/webhooks/${id}/deliveries`, { token: user.token })).body.data;
-      await waitFor(async () => ((await deliveries())[0]?.attempts === 1 ? true : undefined), "first attempt logged");
+      await eventually(
+        async () => ((await deliveries())[0]?.attempts === 1 ? true : undefined),
+        "first attempt logged",
+      );
       // Just under three days of failures: still enabled.
       clock.advance(3 * 86_400_000 - 60_000);
-      await waitFor(() => receiver.received.length >= 2 || undefined, "second attempt");
-      await waitFor(async () => ((await deliveries())[0]?.attempts === 2 ? true : undefined), "second attempt logged");
+      await eventually(() => receiver.received.length >= 2 || undefined, "second attempt");
+      await eventually(
+        async () => ((await deliveries())[0]?.attempts === 2 ? true : undefined),
+        "second attempt logged",
+      );
       expect((await h2.request("GET", "/api/webhooks", { token: user.token })).body.data[0].disabled_at).toBeNull();
       // Past three days: the next failure disables it.
       clock.advance(7 * 3_600_000);
-      await waitFor(async () => {
+      await eventually(async () => {
         const hooks = (await h2.request("GET", "/api/webhooks", { token: user.token })).body.data;
         return hooks[0]?.disabled_at ? true : undefined;
       }, "disabled");
@@ -654,7 +653,18 @@ describe("three days of failures", () => {
       await makeAccount(h2.db, user.organizationId);
       await makeRouter(h2.db, user);
       expect((await h2.request("POST", "/api/routers", { token: user.token, body: {} })).status).toBe(201);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Deterministic: a delivery is born in the transaction that dispatches its audit entry, so
+      // once the outbox holds nothing of this organization's, no delivery can still appear.
+      await eventually(
+        async () =>
+          (
+            await h2.db.query("select 1 from audit_log where organization_id = $1 and dispatched_at is null", [
+              user.organizationId,
+            ])
+          ).length === 0,
+        "the router's event to leave the outbox",
+      );
+      expect(await deliveries()).toHaveLength(1);
       expect(receiver.received.length).toBe(sent);
     } finally {
       await h2.close();

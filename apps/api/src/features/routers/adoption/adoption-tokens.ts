@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { HEARTBEAT_TOKEN_PREFIX, hashHeartbeatToken } from "@fleet/shared";
+import { HEARTBEAT_TOKEN_PREFIX } from "@fleet/shared";
 
 /**
  * Tokens of adoption (docs/routeros.md "Adoption"). The URL's token (`ad_` + 256 random bits) is the
@@ -12,9 +12,6 @@ export const newAdoptionToken = (): string => `ad_${randomBytes(32).toString("ba
 /** `hb_` + 43 base64url characters: the same shape as every other heartbeat token. */
 export const heartbeatTokenFor = (adoptionToken: string): string =>
   `${HEARTBEAT_TOKEN_PREFIX}${createHmac("sha256", adoptionToken).update("fleet heartbeat token v1").digest("base64url")}`;
-
-/** SHA-256 hex: how tokens of both kinds are stored and looked up (the heartbeat token's own hash). */
-export const tokenHash = hashHeartbeatToken;
 
 /** Shape check before hashing: a guessed path that cannot be a token never reaches the database. */
 export const isAdoptionToken = (value: string): boolean => /^ad_[A-Za-z0-9_-]{43}$/.test(value);

@@ -6,11 +6,12 @@ import {
   adoptionScript,
   type Clock,
   formatIsoUtc,
+  hashHeartbeatToken,
   type StatusFeed,
   type TAdoption,
 } from "@fleet/shared";
 import type { Logger } from "pino";
-import { heartbeatTokenFor, isAdoptionToken, newAdoptionToken, tokenHash } from "./adoption-tokens.ts";
+import { heartbeatTokenFor, isAdoptionToken, newAdoptionToken } from "./adoption-tokens.ts";
 
 /** The persistence adoption needs (AdoptionsRepository in production). */
 export interface AdoptionStore {
@@ -96,7 +97,7 @@ export class AdoptionService {
 
   /** SHA-256 of the heartbeat token a minted adoption carries: what the router row keeps. */
   heartbeatTokenHash(minted: MintedAdoption): string {
-    return tokenHash(minted.heartbeatToken);
+    return hashHeartbeatToken(minted.heartbeatToken);
   }
 
   /** Stores the URL of a router just enrolled with `minted.heartbeatToken`. */
@@ -144,11 +145,11 @@ export class AdoptionService {
    */
   async script(adoptionToken: string): Promise<string> {
     if (!isAdoptionToken(adoptionToken)) throw unknownScript();
-    const found = await this.#deps.store.find(tokenHash(adoptionToken));
+    const found = await this.#deps.store.find(hashHeartbeatToken(adoptionToken));
     if (!found) throw unknownScript();
     const heartbeatToken = heartbeatTokenFor(adoptionToken);
     const now = this.#deps.clock.now();
-    const replaced = found.heartbeatTokenHash !== tokenHash(heartbeatToken);
+    const replaced = found.heartbeatTokenHash !== hashHeartbeatToken(heartbeatToken);
     // Heartbeats before `countsFrom` were (or may have been) made with an older token.
     const used = found.lastSeenAt !== null && found.lastSeenAt.getTime() >= found.countsFrom.getTime();
     if (replaced || used || now.getTime() >= found.expiresAt.getTime()) throw goneScript();
@@ -189,7 +190,7 @@ export class AdoptionService {
 
   #row(minted: MintedAdoption, graceMs: number): NewAdoption {
     return {
-      tokenHash: tokenHash(minted.adoptionToken),
+      tokenHash: hashHeartbeatToken(minted.adoptionToken),
       createdAt: minted.createdAt,
       expiresAt: minted.expiresAt,
       countsFrom: new Date(minted.createdAt.getTime() + graceMs),

@@ -1,7 +1,7 @@
 // Shared vitest setup: one emulator per test file, driven through the official stripe SDK.
 import Stripe from "stripe";
-import { startStripeEmulator } from "./emulator-server.ts";
-import type { StripeEmulator, StripeEmulatorOptions } from "./emulator-server.ts";
+import { startStripeEmulator } from "../emulator-server.ts";
+import type { StripeEmulator, StripeEmulatorOptions } from "../emulator-server.ts";
 
 export interface TestContext {
   emulator: StripeEmulator;
