@@ -18,7 +18,7 @@ import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { proxyV1Header } from "@fleet/tunnel-agent";
-import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/wireguard-environment";
+import { realTunnelUnavailable } from "@fleet/tunnel-agent/wireguard/testing/wireguard-environment";
 import { type BenchTunnel, startBenchTunnel } from "./relay-bench-tunnel.ts";
 
 const { values } = parseArgs({

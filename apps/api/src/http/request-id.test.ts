@@ -72,7 +72,7 @@ describe("request log context", () => {
     );
     const service = root.child({ feature: "routers" });
     await runWithRequestId("ctx-1", async () => {
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 5)); // work, not a wait: the async boundary under test
       service.warn("inside");
     });
     service.warn("outside");

@@ -34,14 +34,13 @@ export class ForwardLifecycle {
    */
   async markFailed(id: string, reason: string, now: Date): Promise<ForwardRecord | null> {
     return this.#db.transaction(async (query) => {
-      const failed = await new ForwardsRepository(query).markFailed(id, reason, now);
+      const forwards = new ForwardsRepository(query);
+      const failed = await forwards.markFailed(id, reason, now);
       if (!failed) return null;
-      const [router] = await query<{ organization_id: string }>(`select organization_id from routers where id = $1`, [
-        failed.routerId,
-      ]);
-      if (router) {
+      const organizationId = await forwards.organizationOfRouter(failed.routerId);
+      if (organizationId) {
         await insertAuditEntry(query, {
-          organizationId: String(router.organization_id),
+          organizationId,
           occurredAt: now,
           action: "forward.failed",
           actor: SYSTEM_ORIGIN.actor,

@@ -164,6 +164,14 @@ export class ForwardsRepository {
     return rows.map(forwardFromRow);
   }
 
+  /** The organization of a forward's router (its audit entries' owner); null when the router is gone. */
+  async organizationOfRouter(routerId: string): Promise<string | null> {
+    const [row] = await this.#query<{ organization_id: string }>(`select organization_id from routers where id = $1`, [
+      routerId,
+    ]);
+    return row ? String(row.organization_id) : null;
+  }
+
   /** An active forward becomes `failed` with the reason; null when it was no longer active. */
   async markFailed(id: string, reason: string, now: Date): Promise<ForwardRecord | null> {
     if (!isUuid(id)) return null;
