@@ -24,7 +24,7 @@ import { testSystemEnv } from "../support/system-env.ts";
  * "A forward and an SSH rule reach a LAN device only through the tunnel" is read as: the agent's
  * SSH session that puts the rules on the router, a forward to a LAN web device, and a forward to
  * port 22 of a LAN device all work, while nothing but the hub's WireGuard interface routes to the
- * router from here (docs/routeros.md "The real tunnel: --netns").
+ * router from here (docs/routeros.md "The real tunnel: `--netns`").
  */
 const unavailable = realTunnelUnavailable();
 if (unavailable) {
