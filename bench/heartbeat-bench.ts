@@ -589,24 +589,18 @@ const flushComparison = async () => {
     uptimeSeconds: 86_400,
     metadata: null,
   }));
-  const HAND = `update routers r set has_pulse = true, last_seen_at = v.t, last_seen_from = v.p, identity = v.i, serial_number = v.s,
-      software_version = v.sv, software_id = v.si, model = v.m, board_name = v.b, hardwareboard = v.h, uptime_seconds = v.u
-    from unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[], $11::bigint[])
-      as v(id, t, p, i, s, sv, si, m, b, h, u)
-    where r.id = v.id`;
+  // The least a flush must do in the liveness shape: one UNNEST upsert of the narrow liveness rows
+  // (reported facts that did not change write nothing, in ours as here).
+  const HAND = `insert into router_liveness as l (router_id, has_pulse, last_seen_at, last_seen_from, uptime_seconds)
+    select v.id, true, v.t, v.p, v.u from unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::bigint[]) as v(id, t, p, u)
+    on conflict (router_id) do update set has_pulse = true, last_seen_at = excluded.last_seen_at,
+      last_seen_from = excluded.last_seen_from, uptime_seconds = excluded.uptime_seconds`;
   const hand = async () => {
     const started = performance.now();
     await client.query(HAND, [
       rows.map((r) => r.routerId),
       rows.map((r) => r.seenAt),
       rows.map((r) => r.peer),
-      rows.map((r) => r.identity),
-      rows.map((r) => r.serialNumber),
-      rows.map((r) => r.softwareVersion),
-      rows.map((r) => r.softwareId),
-      rows.map((r) => r.model),
-      rows.map((r) => r.boardName),
-      rows.map((r) => r.hardwareboard),
       rows.map((r) => r.uptimeSeconds),
     ]);
     return performance.now() - started;
@@ -634,7 +628,7 @@ const faultsAndRestart = async () => {
       "  note: the threshold ends while every daemon is stopped (about 9 s after the silence); those faults can only open after the restart",
     );
   }
-  await setupDb.query("update routers set has_pulse = false, last_seen_at = null");
+  await setupDb.query("delete from router_liveness");
   await setupDb.query("delete from router_faults");
   await setupDb.query("delete from router_downtime_hours");
   await setupDb.query("delete from heartbeat_coverage");
@@ -714,7 +708,7 @@ const faultsAndRestart = async () => {
   const routersRepo = new RoutersRepository(setupDb);
   const coverage = await routersRepo.coverage();
   const seen = await setupDb.query<{ id: string; ms: number }>(
-    "select id, (extract(epoch from last_seen_at) * 1000)::float8 as ms from routers where last_seen_at is not null",
+    "select router_id as id, (extract(epoch from last_seen_at) * 1000)::float8 as ms from router_liveness where last_seen_at is not null",
   );
   const lastSeenById = new Map(seen.map((r) => [r.id, Number(r.ms)]));
   const stored = await setupDb.query<{ router_id: string; s: number }>(

@@ -11,6 +11,7 @@ import type { HeartbeatConfig } from "./config.ts";
 import { nextSweepInMs, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
 import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
+import { ResumptionService } from "./heartbeats/resumption.service.ts";
 import { WireguardBinder } from "./heartbeats/wireguard-binder.ts";
 import { type Clock, systemClock } from "@fleet/shared";
 import type { ConnectionGuardStats } from "./transport/connection-guard.ts";
@@ -86,8 +87,14 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   let closeRouter: (routerId: string, reason: string, tokenHash?: string) => void = () => {};
   const writer = new HeartbeatWriter({
     store,
-    feed,
-    coverage,
+    resumption: new ResumptionService({
+      store,
+      feed,
+      coverage,
+      intervalMs: config.intervalMs,
+      missedHeartbeats: config.missedHeartbeats,
+      logger,
+    }),
     intervalMs: config.intervalMs,
     missedHeartbeats: config.missedHeartbeats,
     flushIntervalMs: tuning.flushIntervalMs,

@@ -52,7 +52,8 @@ export const statusCommand = async ({ db, heartbeatIntervalMs }: AdminContext): 
   }));
   const since = new Date(Date.now() - 2 * heartbeatIntervalMs);
   const [routers] = await db.query<{ connected: number; total: number }>(
-    `select count(*) filter (where last_seen_at >= $1)::int as connected, count(*)::int as total from routers`,
+    `select count(*) filter (where l.last_seen_at >= $1)::int as connected, count(*)::int as total
+     from routers r left join router_liveness l on l.router_id = r.id`,
     [since],
   );
   const [faults] = await db.query<{ n: number }>(
