@@ -35,7 +35,12 @@ const faultsOf = async (routerId: string) =>
     [routerId],
   );
 const hasPulse = async (routerId: string) =>
-  (await db.query<{ has_pulse: boolean }>("select coalesce(l.has_pulse, false) as has_pulse from routers r left join router_liveness l on l.router_id = r.id where r.id = $1", [routerId]))[0]?.has_pulse;
+  (
+    await db.query<{ has_pulse: boolean }>(
+      "select coalesce(l.has_pulse, false) as has_pulse from routers r left join router_liveness l on l.router_id = r.id where r.id = $1",
+      [routerId],
+    )
+  )[0]?.has_pulse;
 const downtime = async (routerId: string) =>
   (
     await db.query<{ hour_ms: number; seconds_down: number }>(

@@ -247,4 +247,29 @@ describe("HeartbeatsRepository.applyHeartbeats: what a flush reads back", () => 
     });
     expect(Number(await seen())).toBe(t0 + 2 * quiet + 1);
   });
+
+  it("writes routers only when a reported fact changes; liveness (last seen, peer, uptime) every time", async () => {
+    const store = new HeartbeatsRepository(db);
+    const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
+    const facts = { identity: "gw", model: "RB5009", uptimeSeconds: 10, metadata: { site: "a" } };
+    const version = async () =>
+      (
+        await db.query<{ x: string; uptime: number; from: string }>(
+          `select r.xmin::text as x, l.uptime_seconds::int as uptime, l.last_seen_from as from
+           from routers r join router_liveness l on l.router_id = r.id where r.id = $1`,
+          [router.id],
+        )
+      )[0];
+    await store.applyHeartbeats([write(router, facts)], 45_000);
+    const first = await version();
+    // The same facts (metadata a subset of what is stored): the routers row is not rewritten.
+    await store.applyHeartbeats([write(router, { ...facts, uptimeSeconds: 40, peer: "127.0.0.2" })], 45_000);
+    const same = await version();
+    expect(same).toEqual({ x: first?.x, uptime: 40, from: "127.0.0.2" });
+    // One fact changes (a metadata value): the routers row is rewritten with it.
+    await store.applyHeartbeats([write(router, { ...facts, metadata: { site: "b" } })], 45_000);
+    const changed = await version();
+    expect(changed?.x).not.toBe(first?.x);
+    expect((await row(router.id))?.reported_metadata).toEqual({ site: "b" });
+  });
 });

@@ -220,7 +220,9 @@ describe("router metadata", () => {
          tunnel_ip = '127.0.0.9', reported_metadata = '{"site_code": "B-7", "lat": "not a number"}'::jsonb where id = $1`,
       [router.id],
     );
-    await h.db.query("insert into router_liveness (router_id, last_seen_from) values ($1, '198.51.100.4')", [router.id]);
+    await h.db.query("insert into router_liveness (router_id, last_seen_from) values ($1, '198.51.100.4')", [
+      router.id,
+    ]);
     const patch = await h.request("PATCH", `/api/routers/${router.id}/metadata`, {
       token: user.token,
       body: {
