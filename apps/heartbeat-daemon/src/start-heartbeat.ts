@@ -78,10 +78,14 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
 
   // HTTP heartbeats come once per interval, always past the TTL: they may use a cached owner a few
   // intervals old while it is re-checked in the background (see TokenAuthenticator.authenticate).
+  // An HTTP router's token is re-checked in the background once per half of that window, not at
+  // every heartbeat (a re-check per heartbeat is a token lookup in PostgreSQL at every beat).
+  const staleMs = Math.max(600_000, 3 * config.intervalMs);
   const auth = new TokenAuthenticator({
     lookup: store,
     ttlMs: tuning.tokenCacheTtlMs,
-    staleMs: Math.max(600_000, 3 * config.intervalMs),
+    staleMs,
+    recheckAfterMs: staleMs / 2,
   });
   // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
   let closeRouter: (routerId: string, reason: string, tokenHash?: string) => void = () => {};
