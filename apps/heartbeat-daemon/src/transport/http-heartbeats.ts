@@ -58,7 +58,10 @@ export class HttpHeartbeats {
   handle(req: IncomingMessage, res: ServerResponse, fail: (error: unknown) => void): void {
     const token = bearerToken(req.headers.authorization);
     const owner = this.#o.auth.cached(token, true);
-    if (owner !== undefined) return this.#owned(req, res, owner, fail);
+    if (owner !== undefined) {
+      this.#owned(req, res, owner, fail);
+      return;
+    }
     this.#o.auth.authenticate(token, true).then(
       (found) => this.#owned(req, res, found, fail),
       (error) => fail(error),
@@ -75,12 +78,14 @@ export class HttpHeartbeats {
     }
     if (!isJsonContentType(req.headers["content-type"])) {
       req.resume();
-      return sendJson(res, 415, this.#notJson);
+      sendJson(res, 415, this.#notJson);
+      return;
     }
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > HEARTBEAT_MAX_FRAME_BYTES) {
       req.resume();
-      return sendJson(res, 413, this.#tooBig, { connection: "close" });
+      sendJson(res, 413, this.#tooBig, { connection: "close" });
+      return;
     }
     readBody(req, (body) => {
       try {
@@ -92,14 +97,25 @@ export class HttpHeartbeats {
   }
 
   #accept(req: IncomingMessage, res: ServerResponse, owner: CachedOwner, body: string | null): void {
-    if (body === null) return sendJson(res, 413, this.#tooBig, { connection: "close" });
+    if (body === null) {
+      sendJson(res, 413, this.#tooBig, { connection: "close" });
+      return;
+    }
     // The router's bucket lives on its cached owner: no map of its own, gone with the cache entry.
-    const guard = (owner.httpFlood ??= new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond));
+    let guard = owner.httpFlood;
+    if (guard === undefined) {
+      guard = new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond);
+      owner.httpFlood = guard;
+    }
     if (!guard.take()) {
-      return sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
+      sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
+      return;
     }
     const refused = this.#o.intake.accept(owner, body, peerAddress(req.socket.remoteAddress));
-    if (refused) return sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
+    if (refused) {
+      sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
+      return;
+    }
     countHeartbeat("http");
     res.writeHead(200, this.#ackHeaders);
     res.end(this.#o.ack);
