@@ -22,6 +22,8 @@
  *  5. silence 10% of routers, restart the daemon: fault lateness p99, false faults, downtime error (once);
  *  6. reconnect storm (after 1, on the same sockets): every server process restarts; time until all
  *     N routers are back, and faults opened meanwhile (none may: the threshold is 5 minutes).
+ *  7. with --processes 1,2,4: N HTTP routers at the cadence on 1, 2, 4 daemon processes sharing one
+ *     PostgreSQL: the database's CPU and statements per heartbeat as processes are added.
  * Timings are printed, never asserted.
  */
 import { type ChildProcess, fork } from "node:child_process";
@@ -69,7 +71,21 @@ const phasesArg = argv.includes("--phases") ? argv[argv.indexOf("--phases") + 1]
  * Which parts to run: 1 (WebSocket cadence: latency, CPU, memory, statements), 2 (WebSocket
  * saturation), 3 (HTTP: cadence and saturation), 4 (flush), 5 (faults), 6 (reconnect storm, after 1).
  */
-const PHASES = new Set((phasesArg ?? "1,2,3,4,5,6").split(","));
+const processesArg = argv.includes("--processes") ? argv[argv.indexOf("--processes") + 1] : undefined;
+/**
+ * Phase 7 (`--processes 1,2,4`): N routers POSTing at the cadence to that many daemon processes on
+ * one PostgreSQL, one count after the other: the database's CPU and statements per heartbeat should
+ * stay flat as processes are added (docs/scale.md). Given alone, it runs only phase 7.
+ */
+const PROCESS_COUNTS = (processesArg ?? "")
+  .split(",")
+  .filter((x) => x !== "")
+  .map((x) => {
+    const n = Number(x);
+    if (!Number.isInteger(n) || n < 1) throw new Error("--processes needs counts like 1,2,4");
+    return n;
+  });
+const PHASES = new Set((phasesArg ?? (processesArg ? "7" : "1,2,3,4,5,6")).split(","));
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const RUN = Date.now().toString(36);
 
@@ -610,6 +626,74 @@ const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpResult> => {
   };
 };
 
+// ---- 7: several daemon processes on one PostgreSQL ------------------------------------------
+interface ProcessesResult {
+  processes: number;
+  rate: number;
+  /** Daemon CPU per heartbeat, all processes together (µs). */
+  daemonUsPerHb: number;
+  /** The bench database's backends, and every postgres process (µs per heartbeat). */
+  pgOwnUsPerHb: number;
+  pgUsPerHb: number;
+  /** Transactions per second, and per 1,000 heartbeats. */
+  xacts: number;
+  xactsPerKHb: number;
+  /** Connections the daemons hold to the bench database. */
+  connections: number;
+}
+
+const processesPhase = async (processes: number): Promise<ProcessesResult> => {
+  const port = await freePort();
+  const servers = await startServers("daemon", processes, port, INTERVAL, 10);
+  const url = `http://127.0.0.1:${port}/v1/heartbeat`;
+  const loaders = [spawn("heartbeat-bench-load.ts", false), spawn("heartbeat-bench-load.ts", false)];
+  // A load balancer's pool per process: the same keep-alive connections per process at every count.
+  const pool = Math.max(1, Math.floor((HTTP_POOL * processes) / loaders.length));
+  const parts = slices(ROUTERS, loaders.length);
+  for (const [k, l] of loaders.entries())
+    await l.call({
+      cmd: "http-cadence",
+      url,
+      runId: RUN,
+      from: parts[k]?.[0],
+      to: parts[k]?.[1],
+      intervalMs: INTERVAL,
+      pool,
+    });
+  // One interval and a bit: every router has been seen once (first heartbeats flip pulses).
+  await sleep(INTERVAL + 2_000);
+  for (const l of loaders) await l.call({ cmd: "record", on: true });
+  const x0 = await xacts();
+  const d0 = await databaseCpuUs();
+  const o0 = await ownBackendTicks();
+  const c0 = await cpu(servers);
+  const m0 = Date.now();
+  await sleep(HTTP_MEASURE_MS);
+  const c1 = await cpu(servers);
+  const o1 = await ownBackendTicks();
+  const d1 = await databaseCpuUs();
+  const x1 = await xacts();
+  const elapsed = (Date.now() - m0) / 1000;
+  let acked = 0;
+  for (const l of loaders)
+    acked += (await l.call<{ latencies: number[] }>({ cmd: "record", on: false })).latencies.length;
+  const connections = o1.size;
+  for (const l of loaders) await l.call({ cmd: "http-stop" });
+  await closeAll(loaders);
+  await closeAll(servers);
+  const n = Math.max(1, acked);
+  return {
+    processes,
+    rate: acked / elapsed,
+    daemonUsPerHb: (c1 - c0) / n,
+    pgOwnUsPerHb: ownBackendUs(o0, o1) / n,
+    pgUsPerHb: (d1 - d0) / n,
+    xacts: (x1 - x0) / elapsed,
+    xactsPerKHb: ((x1 - x0) * 1000) / n,
+    connections,
+  };
+};
+
 // ---- 4b: the flush against a hand-written pg UNNEST upsert ---------------------------------
 const flushComparison = async () => {
   const repo = new HeartbeatsRepository(setupDb);
@@ -851,6 +935,20 @@ try {
       web.baseline.push(await httpPhase("baseline"));
       web.daemon.push(await httpPhase("daemon"));
       log(`  run ${r} HTTP: ${JSON.stringify({ baseline: web.baseline.at(-1), daemon: web.daemon.at(-1) })}`);
+    }
+  }
+  const scale = new Map<number, ProcessesResult[]>();
+  if (PHASES.has("7")) {
+    const counts = PROCESS_COUNTS.length > 0 ? PROCESS_COUNTS : [1, 2, 4];
+    for (let r = 1; r <= REPEAT; r++) {
+      for (const count of counts) {
+        log(
+          `[run ${r}/${REPEAT}] 7. ${ROUTERS} HTTP routers every ${INTERVAL / 1000} s on ${count} daemon process(es), one PostgreSQL, ${HTTP_MEASURE_MS / 1000} s measured`,
+        );
+        const result = await processesPhase(count);
+        log(`  ${JSON.stringify(result)}`);
+        scale.set(count, [...(scale.get(count) ?? []), result]);
+      }
     }
   }
   if (PHASES.has("4")) log(`4. flush of ${FLUSH_ROWS} rows vs a hand-written pg UNNEST upsert`);
@@ -1151,6 +1249,21 @@ try {
       web.daemon.every((x) => x.errors === 0),
       false,
     );
+  }
+  if (scale.size > 0) {
+    lines.push(
+      "",
+      `Phase 7: ${ROUTERS} HTTP routers at the cadence, daemon processes on one PostgreSQL (min / **median** / max over ${REPEAT} run(s))`,
+      "",
+      "| processes | heartbeats/s | daemon CPU per heartbeat (µs, all processes) | PostgreSQL CPU per heartbeat, bench database's backends (µs) | PostgreSQL CPU per heartbeat, every postgres process (µs; shared server) | transactions/s | transactions per 1,000 heartbeats | backends on the bench database (the bench's own included) |",
+      "|---|---|---|---|---|---|---|---|",
+    );
+    for (const [count, results] of scale) {
+      const m = (f: (x: ProcessesResult) => number, digits = 1) => mmm(results.map(f), digits);
+      lines.push(
+        `| ${count} | ${m((x) => x.rate, 0)} | ${m((x) => x.daemonUsPerHb)} | ${m((x) => x.pgOwnUsPerHb)} | ${m((x) => x.pgUsPerHb)} | ${m((x) => x.xacts)} | ${m((x) => x.xactsPerKHb)} | ${m((x) => x.connections, 0)} |`,
+      );
+    }
   }
   if (PHASES.has("4"))
     lines.push(
