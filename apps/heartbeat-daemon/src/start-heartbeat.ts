@@ -8,7 +8,7 @@ import {
 } from "@fleet/db";
 import type { Logger } from "pino";
 import type { HeartbeatConfig } from "./config.ts";
-import { nextSweepInMs, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
+import { nextSweepInMs, type SweepMemo, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
 import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
 import { ResumptionService } from "./heartbeats/resumption.service.ts";
@@ -170,8 +170,10 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   );
   const unwatchWriter = watchWriter(() => writer.stats);
 
+  const sweepMemo: SweepMemo = { notDueBefore: null, scannedAt: null };
   const sweep = () =>
     sweepFaults({
+      memo: sweepMemo,
       store,
       feed,
       clock,

@@ -115,6 +115,12 @@ export interface SweepParams {
   /** Jitter tolerance of the restart rule (see router-health.ts). */
   toleranceMs: number;
   limit: number;
+  /**
+   * False: the caller knows no router can be due yet (see SweepMemo in the daemon's fault sweeper);
+   * the sweep then only marks the daemons alive and reads neither the oldest pulse nor the due
+   * routers, sparing a scan of router_liveness. Default true.
+   */
+  scan?: boolean;
 }
 
 export interface SweepTransaction {
@@ -126,6 +132,8 @@ export interface SweepTransaction {
    * only with a fresh heartbeat, and coverage gaps only move the effective time later.
    */
   oldestSeenAt: Date | null;
+  /** False when the sweep did not read (`scan: false`): `due` is empty and `oldestSeenAt` null. */
+  scanned: boolean;
   /** Flips has_pulse and opens the faults; a router with an ongoing fault is skipped. */
   open(faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>>;
 }
@@ -479,19 +487,23 @@ export class HeartbeatsRepository {
       const locked = await query<{ ok: boolean }>("select pg_try_advisory_xact_lock($1) as ok", [SWEEP_LOCK_KEY]);
       if (locked[0]?.ok !== true) return null;
       // The oldest pulse comes with the coverage (one round trip; a scan of the narrow liveness
-      // table): the daemon sweeps less often while no router can be due.
+      // table): the daemon sweeps less often while no router can be due, and scans not at all.
+      const scan = params.scan !== false;
       const coverageRows = await query<Record<string, unknown>>(
         `update heartbeat_coverage set alive_at = greatest(alive_at, to_timestamp($1::float8 / 1000.0)), interval_ms = $2::int
          where id = 1 returning ${COVERAGE_COLUMNS},
-           (select ${ms("min(l.last_seen_at)", "m")} from router_liveness l where l.has_pulse) as oldest_seen_ms`,
-        [params.now.getTime(), params.intervalMs],
+           case when $3::boolean then (select ${ms("min(l.last_seen_at)", "m")} from router_liveness l where l.has_pulse) end as oldest_seen_ms`,
+        [params.now.getTime(), params.intervalMs, scan],
       );
       const coverageRow = coverageRows[0];
       if (!coverageRow) return null;
       const coverage = coverageFromRow(coverageRow);
-      const oldestSeenAt = coverageRow.oldest_seen_ms === null ? null : new Date(toNumber(coverageRow.oldest_seen_ms));
-      const due = await this.#due(query, params, coverage);
-      return work({ coverage, due, oldestSeenAt, open: (faults) => this.#open(query, faults) });
+      const oldestSeenAt =
+        coverageRow.oldest_seen_ms === null || coverageRow.oldest_seen_ms === undefined
+          ? null
+          : new Date(toNumber(coverageRow.oldest_seen_ms));
+      const due = scan ? await this.#due(query, params, coverage) : [];
+      return work({ coverage, due, oldestSeenAt, scanned: scan, open: (faults) => this.#open(query, faults) });
     });
   }
 
