@@ -660,8 +660,10 @@ const processesPhase = async (processes: number): Promise<ProcessesResult> => {
       intervalMs: INTERVAL,
       pool,
     });
-  // One interval and a bit: every router has been seen once (first heartbeats flip pulses).
-  await sleep(INTERVAL + 2_000);
+  // Every router's first heartbeat flips its pulse, and each process looks a token up the first
+  // time that router reaches it (a pooled connection may carry any router to any process): one
+  // interval per process and one more, so most of those one-time lookups are over before measuring.
+  await sleep(INTERVAL * (processes + 1) + 2_000);
   for (const l of loaders) await l.call({ cmd: "record", on: true });
   const x0 = await xacts();
   const d0 = await databaseCpuUs();
