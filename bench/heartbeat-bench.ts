@@ -661,9 +661,10 @@ const processesPhase = async (processes: number): Promise<ProcessesResult> => {
       pool,
     });
   // Every router's first heartbeat flips its pulse, and each process looks a token up the first
-  // time that router reaches it (a pooled connection may carry any router to any process): one
-  // interval per process and one more, so most of those one-time lookups are over before measuring.
-  await sleep(INTERVAL * (processes + 1) + 2_000);
+  // time that router reaches it (a pooled connection may carry any router to any process, so with
+  // P processes a router has reached all of them after about 4P heartbeats): the warm-up lasts 4P
+  // intervals, so those one-time lookups are over before measuring (use a short --interval-ms).
+  await sleep(INTERVAL * 4 * processes + 2_000);
   for (const l of loaders) await l.call({ cmd: "record", on: true });
   const x0 = await xacts();
   const d0 = await databaseCpuUs();
