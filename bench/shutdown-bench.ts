@@ -142,7 +142,7 @@ const code = await exited;
 const took = performance.now() - began;
 const check = await openDatabase({ databaseUrl: db.url, dataDir: "memory", poolSize: 1 });
 const [written] = await check.query<{ n: number }>(
-  "select count(*)::int as n from routers where identity = 'bench' and last_seen_at is not null",
+  "select count(*)::int as n from routers r join router_liveness l on l.router_id = r.id where r.identity = 'bench' and l.last_seen_at is not null",
 );
 await check.close();
 console.log(

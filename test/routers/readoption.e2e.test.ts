@@ -96,7 +96,7 @@ const openOk = async (wsUrl: string, token: string): Promise<Socket> => {
 const routerRow = async (id: string) =>
   (
     await db.query<{ identity: string; last_seen_at: Date | null; has_pulse: boolean }>(
-      "select identity, last_seen_at, has_pulse from routers where id = $1",
+      "select identity, last_seen_at, coalesce(has_pulse, false) as has_pulse from routers r left join router_liveness l on l.router_id = r.id where r.id = $1",
       [id],
     )
   )[0];

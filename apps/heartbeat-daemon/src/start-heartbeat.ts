@@ -8,9 +8,10 @@ import {
 } from "@fleet/db";
 import type { Logger } from "pino";
 import type { HeartbeatConfig } from "./config.ts";
-import { nextSweepInMs, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
+import { nextSweepInMs, type SweepMemo, type SweepResult, sweepFaults } from "./faults/fault-sweeper.ts";
 import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
+import { ResumptionService } from "./heartbeats/resumption.service.ts";
 import { WireguardBinder } from "./heartbeats/wireguard-binder.ts";
 import { type Clock, systemClock } from "@fleet/shared";
 import type { ConnectionGuardStats } from "./transport/connection-guard.ts";
@@ -77,17 +78,27 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
 
   // HTTP heartbeats come once per interval, always past the TTL: they may use a cached owner a few
   // intervals old while it is re-checked in the background (see TokenAuthenticator.authenticate).
+  // An HTTP router's token is re-checked in the background once per half of that window, not at
+  // every heartbeat (a re-check per heartbeat is a token lookup in PostgreSQL at every beat).
+  const staleMs = Math.max(600_000, 3 * config.intervalMs);
   const auth = new TokenAuthenticator({
     lookup: store,
     ttlMs: tuning.tokenCacheTtlMs,
-    staleMs: Math.max(600_000, 3 * config.intervalMs),
+    staleMs,
+    recheckAfterMs: staleMs / 2,
   });
   // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
   let closeRouter: (routerId: string, reason: string, tokenHash?: string) => void = () => {};
   const writer = new HeartbeatWriter({
     store,
-    feed,
-    coverage,
+    resumption: new ResumptionService({
+      store,
+      feed,
+      coverage,
+      intervalMs: config.intervalMs,
+      missedHeartbeats: config.missedHeartbeats,
+      logger,
+    }),
     intervalMs: config.intervalMs,
     missedHeartbeats: config.missedHeartbeats,
     flushIntervalMs: tuning.flushIntervalMs,
@@ -159,8 +170,10 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   );
   const unwatchWriter = watchWriter(() => writer.stats);
 
+  const sweepMemo: SweepMemo = { notDueBefore: null, scannedAt: null };
   const sweep = () =>
     sweepFaults({
+      memo: sweepMemo,
       store,
       feed,
       clock,

@@ -28,6 +28,23 @@ export interface SweepDeps {
   graceMs: number;
   /** Routers per statement; a bigger outage takes several rounds of the same sweep. */
   limit: number;
+  /** Kept by the daemon's sweep loop between sweeps: lets a sweep skip its scans (see SweepMemo). */
+  memo?: SweepMemo;
+}
+
+/**
+ * What the last scanning sweep of this process learned: no router can be due before
+ * `notDueBefore` (ms). `last_seen_at` only moves forward, a pulse comes back only with a fresh
+ * heartbeat (due a whole threshold later), and coverage gaps only move the effective time later, so
+ * until then a sweep only marks the daemons alive and does not scan `router_liveness` (a scan of
+ * the whole narrow table: there is no index on what every heartbeat changes). A scan still runs at
+ * least once per `rescanMs` (the heartbeat interval): a heartbeat acknowledged before a scan but
+ * flushed after it (a database outage) can make a router due a little earlier than predicted, and
+ * its fault then opens at most that much later.
+ */
+export interface SweepMemo {
+  notDueBefore: number | null;
+  scannedAt: number | null;
 }
 
 export interface SweepResult {
@@ -50,7 +67,17 @@ export interface SweepResult {
  */
 export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
   const now = deps.clock.now();
+  const nowMs = now.getTime();
+  const memo = deps.memo;
+  const scan =
+    !memo ||
+    memo.notDueBefore === null ||
+    memo.scannedAt === null ||
+    nowMs >= memo.notDueBefore ||
+    nowMs < memo.scannedAt ||
+    nowMs - memo.scannedAt >= deps.intervalMs;
   const params: SweepParams = {
+    scan,
     now,
     intervalMs: deps.intervalMs,
     missedHeartbeats: deps.missedHeartbeats,
@@ -63,10 +90,14 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
   let nextDueAt: number | null = null;
   for (;;) {
     const round = await deps.store.sweep(params, async (tx) => {
-      nextDueAt =
-        tx.oldestSeenAt === null
-          ? null
-          : tx.oldestSeenAt.getTime() + deps.missedHeartbeats * deps.intervalMs + deps.graceMs;
+      const thresholdMs = deps.missedHeartbeats * deps.intervalMs + deps.graceMs;
+      if (!tx.scanned) nextDueAt = memo?.notDueBefore ?? null;
+      else nextDueAt = tx.oldestSeenAt === null ? null : tx.oldestSeenAt.getTime() + thresholdMs;
+      if (memo && tx.scanned) {
+        // No pulse at all: a router's next heartbeat makes it due a whole threshold from now at the earliest.
+        memo.notDueBefore = nextDueAt ?? nowMs + thresholdMs;
+        memo.scannedAt = nowMs;
+      }
       deps.coverage.current = tx.coverage;
       const faults: NewFault[] = tx.due.map((router) => ({
         routerId: router.routerId,

@@ -4,7 +4,7 @@ import { ManualClock, type TRouterStatusEvent } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
 import { connectOk, type DaemonHarness, startDaemonHarness } from "../testing/daemon-harness.ts";
-import { nextSweepInMs, type SweepResult, sweepFaults } from "./fault-sweeper.ts";
+import { nextSweepInMs, type SweepMemo, type SweepResult, sweepFaults } from "./fault-sweeper.ts";
 
 const I = 1_000;
 const MISSED = 3;
@@ -35,7 +35,12 @@ const faultsOf = async (routerId: string) =>
     [routerId],
   );
 const hasPulse = async (routerId: string) =>
-  (await db.query<{ has_pulse: boolean }>("select has_pulse from routers where id = $1", [routerId]))[0]?.has_pulse;
+  (
+    await db.query<{ has_pulse: boolean }>(
+      "select coalesce(l.has_pulse, false) as has_pulse from routers r left join router_liveness l on l.router_id = r.id where r.id = $1",
+      [routerId],
+    )
+  )[0]?.has_pulse;
 const downtime = async (routerId: string) =>
   (
     await db.query<{ hour_ms: number; seconds_down: number }>(
@@ -303,6 +308,53 @@ describe("several sweepers", () => {
     }
     expect(opened).toBe(12);
     for (const router of routers) expect(await faultsOf(router.id)).toHaveLength(1);
+  });
+});
+
+describe("sweep memo", () => {
+  it("skips the scans until a router can be due, then opens its fault on time", async () => {
+    const own = await createTestDatabase();
+    try {
+      const store = new HeartbeatsRepository(own);
+      const user = await makeUser(own);
+      const router = await makeRouter(own, user, { identity: "memo-a" });
+      const t = Date.UTC(2026, 10, 22, 9, 0, 0);
+      const memoClock = new ManualClock(t);
+      await own.query("update router_liveness set last_seen_at = $2 where router_id = $1", [router.id, new Date(t)]);
+      await store.startCoverage(new Date(t - 3_600_000), 5_000, I);
+      const memo: SweepMemo = { notDueBefore: null, scannedAt: null };
+      const sweep = () =>
+        sweepFaults({
+          store,
+          feed: feed.feed,
+          clock: memoClock,
+          coverage: { current: null },
+          intervalMs: 10 * I,
+          missedHeartbeats: MISSED,
+          graceMs: GRACE,
+          limit: 100,
+          memo,
+        });
+      const due = t + MISSED * 10 * I + GRACE;
+      expect((await sweep()).nextDueAt).toBe(due);
+      expect(memo).toEqual({ notDueBefore: due, scannedAt: t });
+      // Before the predicted time a sweep reads nothing (its prediction stands), even with the router's row
+      // made older behind its back: nothing in the system moves last_seen_at backwards.
+      await own.query("update router_liveness set last_seen_at = $2 where router_id = $1", [
+        router.id,
+        new Date(t - 60_000),
+      ]);
+      memoClock.set(new Date(t + 5 * I));
+      const skipped = await sweep();
+      expect(skipped).toMatchObject({ swept: true, opened: [], nextDueAt: due });
+      expect(memo.scannedAt).toBe(t);
+      // At the predicted time it scans and opens the fault.
+      memoClock.set(new Date(due));
+      expect((await sweep()).opened.map((f) => f.routerId)).toEqual([router.id]);
+      expect(memo.scannedAt).toBe(due);
+    } finally {
+      await own.close();
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capturingLogger } from "../testing/daemon-harness.ts";
 import { HeartbeatWriter, mergeWrites } from "./heartbeat-writer.ts";
+import { ResumptionService } from "./resumption.service.ts";
 
 let db: TestDatabase;
 let feed: StatusFeedHandle;
@@ -13,7 +14,8 @@ let owner: { organizationId: string; teamId: string };
 const row = async (id: string) =>
   (
     await db.query<Record<string, unknown>>(
-      "select has_pulse, identity, reported_metadata from routers where id = $1",
+      `select coalesce(l.has_pulse, false) as has_pulse, r.identity, r.reported_metadata
+       from routers r left join router_liveness l on l.router_id = r.id where r.id = $1`,
       [id],
     )
   )[0];
@@ -46,8 +48,14 @@ const startWriter = async () => {
   const { lines, logger } = capturingLogger();
   const writer = new HeartbeatWriter({
     store,
-    feed: feed.feed,
-    coverage: { current: await store.coverage() },
+    resumption: new ResumptionService({
+      store,
+      feed: feed.feed,
+      coverage: { current: await store.coverage() },
+      intervalMs: 1_000,
+      missedHeartbeats: 3,
+      logger,
+    }),
     intervalMs: 1_000,
     missedHeartbeats: 3,
     flushIntervalMs: 250,
@@ -76,11 +84,15 @@ const writerWithOutage = async (flushIntervalMs: number) => {
           ? Promise.reject(Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" }))
           : real.applyHeartbeats(rows, quietGapMs);
       },
-      recordDowntime: (rows) => real.recordDowntime(rows),
-      completeFaults: (rows) => real.completeFaults(rows),
     },
-    feed: feed.feed,
-    coverage: { current: await real.coverage() },
+    resumption: new ResumptionService({
+      store: real,
+      feed: feed.feed,
+      coverage: { current: await real.coverage() },
+      intervalMs: 1_000,
+      missedHeartbeats: 3,
+      logger,
+    }),
     intervalMs: 1_000,
     missedHeartbeats: 3,
     flushIntervalMs,
@@ -203,7 +215,7 @@ describe("HeartbeatsRepository.applyHeartbeats: what a flush reads back", () => 
     const seen = async () =>
       (
         await db.query<{ ms: number }>(
-          "select extract(epoch from last_seen_at) * 1000 as ms from routers where id = $1",
+          "select extract(epoch from last_seen_at) * 1000 as ms from router_liveness where router_id = $1",
           [router.id],
         )
       )[0]?.ms;
@@ -223,7 +235,7 @@ describe("HeartbeatsRepository.applyHeartbeats: what a flush reads back", () => 
       { routerId: router.id, teamId: owner.teamId, previousHasPulse: true, previousSeenAt: new Date(t0 + quiet - 1) },
     ]);
     // The sweeper took its pulse: the next heartbeat is reported however soon it comes.
-    await db.query("update routers set has_pulse = false where id = $1", [router.id]);
+    await db.query("update router_liveness set has_pulse = false where router_id = $1", [router.id]);
     const flipped = await store.applyHeartbeats([at(t0 + 2 * quiet)], quiet);
     expect(flipped.notable.map((n) => n.previousHasPulse)).toEqual([false]);
     // A router whose row is gone is reported as gone, beside a quiet one in the same statement.
@@ -234,5 +246,30 @@ describe("HeartbeatsRepository.applyHeartbeats: what a flush reads back", () => 
       replaced: [],
     });
     expect(Number(await seen())).toBe(t0 + 2 * quiet + 1);
+  });
+
+  it("writes routers only when a reported fact changes; liveness (last seen, peer, uptime) every time", async () => {
+    const store = new HeartbeatsRepository(db);
+    const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
+    const facts = { identity: "gw", model: "RB5009", uptimeSeconds: 10, metadata: { site: "a" } };
+    const version = async () =>
+      (
+        await db.query<{ x: string; uptime: number; from: string }>(
+          `select r.xmin::text as x, l.uptime_seconds::int as uptime, l.last_seen_from as from
+           from routers r join router_liveness l on l.router_id = r.id where r.id = $1`,
+          [router.id],
+        )
+      )[0];
+    await store.applyHeartbeats([write(router, facts)], 45_000);
+    const first = await version();
+    // The same facts (metadata a subset of what is stored): the routers row is not rewritten.
+    await store.applyHeartbeats([write(router, { ...facts, uptimeSeconds: 40, peer: "127.0.0.2" })], 45_000);
+    const same = await version();
+    expect(same).toEqual({ x: first?.x, uptime: 40, from: "127.0.0.2" });
+    // One fact changes (a metadata value): the routers row is rewritten with it.
+    await store.applyHeartbeats([write(router, { ...facts, metadata: { site: "b" } })], 45_000);
+    const changed = await version();
+    expect(changed?.x).not.toBe(first?.x);
+    expect((await row(router.id))?.reported_metadata).toEqual({ site: "b" });
   });
 });

@@ -1,24 +1,6 @@
-import type {
-  AppliedHeartbeat,
-  DowntimeWrite,
-  FaultCompletion,
-  FaultRecord,
-  HeartbeatsApplied,
-  HeartbeatWrite,
-  ReplacedToken,
-} from "@fleet/db";
-import {
-  coalescingRunner,
-  formatIsoUtc,
-  inferFaultCause,
-  jitterToleranceMs,
-  type StatusFeed,
-  type TRouterStatusEvent,
-} from "@fleet/shared";
+import type { AppliedHeartbeat, HeartbeatsApplied, HeartbeatWrite, ReplacedToken } from "@fleet/db";
+import { coalescingRunner, jitterToleranceMs } from "@fleet/shared";
 import type { Logger } from "pino";
-import { downtimeClosedBy } from "../metrics/downtime.ts";
-import { toFaultEvent } from "../faults/fault-events.ts";
-import type { CoverageHolder } from "./coverage-holder.ts";
 import { observeFlush } from "../metrics/prometheus.ts";
 import { errorSummary, isRowRefusal } from "./row-refusal.ts";
 
@@ -28,14 +10,17 @@ export interface HeartbeatStore {
   readonly chunkSize: number;
   /** Writes the rows; reports the routers with a gap of at least `quietGapMs` (or no pulse) and those gone. */
   applyHeartbeats(writes: readonly HeartbeatWrite[], quietGapMs: number): Promise<HeartbeatsApplied>;
-  recordDowntime(writes: readonly DowntimeWrite[]): Promise<void>;
-  completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>>;
+}
+
+/** Who handles routers that beat again after a silence (ResumptionService in production). */
+export interface Resumption {
+  resumed(notable: readonly AppliedHeartbeat[], written: readonly HeartbeatWrite[]): Promise<void>;
 }
 
 export interface HeartbeatWriterOptions {
   store: HeartbeatStore;
-  feed: StatusFeed;
-  coverage: CoverageHolder;
+  /** Gets each flush's notable routers (downtime, faults, status events), after they are written. */
+  resumption: Resumption;
   intervalMs: number;
   /** MISSED_HEARTBEATS: a silence this long may have opened a fault. */
   missedHeartbeats: number;
@@ -276,77 +261,11 @@ export class HeartbeatWriter {
     this.#failuresUnlogged = 0;
   }
 
-  /** Rare work: downtime, fault completion, status events, revocations. Steady state: nothing. */
-  async #afterApply({ written: batch, notable, gone, replaced }: FlushOutcome): Promise<void> {
+  /** Rare work: revocations here, resumption (downtime, faults, status events) in its service. Steady state: nothing. */
+  async #afterApply({ written, notable, gone, replaced }: FlushOutcome): Promise<void> {
     if (gone.length > 0) this.#o.onGone(gone);
     if (replaced.length > 0) this.#o.onReplaced(replaced);
-    if (notable.length === 0) return;
-    const byRouter = new Map<string, HeartbeatWrite>();
-    for (const w of batch) byRouter.set(w.routerId, w);
-    const downtime: DowntimeWrite[] = [];
-    const completions: FaultCompletion[] = [];
-    const events: TRouterStatusEvent[] = [];
-    const coverage = this.#o.coverage.current;
-    for (const row of notable) {
-      const write = byRouter.get(row.routerId);
-      if (!write) continue;
-      const closed = downtimeClosedBy({
-        routerId: row.routerId,
-        previousSeenAt: row.previousSeenAt,
-        seenAt: write.seenAt,
-        coverage,
-        intervalMs: this.#o.intervalMs,
-      });
-      for (const part of closed) downtime.push(part);
-      if (!row.previousHasPulse) {
-        events.push({
-          type: "pulse",
-          router_id: row.routerId,
-          team_id: row.teamId,
-          has_pulse: true,
-          at: formatIsoUtc(write.seenAt),
-        });
-      }
-      // Any router silent for the whole threshold may have a fault, even if the flush read its
-      // state just before the sweeper opened it: completing a fault that is not there is a no-op.
-      const silentLongEnough =
-        row.previousSeenAt !== null &&
-        write.seenAt.getTime() - row.previousSeenAt.getTime() >= this.#o.missedHeartbeats * this.#o.intervalMs;
-      if (row.previousSeenAt && (!row.previousHasPulse || silentLongEnough)) {
-        completions.push({
-          routerId: row.routerId,
-          resolvedAt: write.seenAt,
-          cause: inferFaultCause({
-            lastSeen: row.previousSeenAt,
-            resumedAt: write.seenAt,
-            uptimeSeconds: write.uptimeSeconds,
-          }),
-        });
-      }
-    }
-    if (downtime.length > 0) await this.#o.store.recordDowntime(downtime);
-    if (completions.length > 0) {
-      const completed = await this.#o.store.completeFaults(completions);
-      const flipped = new Set(events.map((e) => e.router_id));
-      for (const fault of completed) {
-        const write = byRouter.get(fault.routerId);
-        if (!flipped.has(fault.routerId) && write) {
-          events.push({
-            type: "pulse",
-            router_id: fault.routerId,
-            team_id: fault.teamId,
-            has_pulse: true,
-            at: formatIsoUtc(write.seenAt),
-          });
-        }
-        events.push(toFaultEvent(fault));
-      }
-    }
-    if (events.length > 0) {
-      await this.#o.feed
-        .publish(events)
-        .catch((error) => this.#o.logger.warn({ err: error }, "status events not published"));
-    }
+    if (notable.length > 0) await this.#o.resumption.resumed(notable, written);
   }
 }
 

@@ -13,7 +13,7 @@ const routerRow = async (id: string) =>
   (
     await db.query<Record<string, unknown>>(
       `select identity, serial_number, software_version, software_id, hardwareboard, uptime_seconds::int as uptime
-       from routers where id = $1`,
+       from routers r left join router_liveness l on l.router_id = r.id where r.id = $1`,
       [id],
     )
   )[0];

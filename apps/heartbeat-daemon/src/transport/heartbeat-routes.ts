@@ -64,7 +64,11 @@ export const heartbeatRoutes = (o: HeartbeatRoutesOptions) => {
     o.connections.requested(socket);
     if (path === HEARTBEAT_PATH && req.method === "POST" && !o.isClosing()) {
       // The hot path: the heartbeat tells the guard itself when its token is refused.
-      o.http.handle(req, res).catch((error) => fail(res, error));
+      try {
+        o.http.handle(req, res, (error) => fail(res, error));
+      } catch (error) {
+        fail(res, error);
+      }
       return;
     }
     answerOther(req, res, path)

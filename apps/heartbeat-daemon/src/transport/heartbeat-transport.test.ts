@@ -28,9 +28,9 @@ let owner: { organizationId: string; teamId: string };
 const routerRow = async (id: string) =>
   (
     await db.query<Record<string, unknown>>(
-      `select has_pulse, last_seen_at, last_seen_from, identity, serial_number, software_version, software_id, model,
-         board_name, hardwareboard, uptime_seconds::int as uptime, tunnel_ip, reported_metadata
-       from routers where id = $1`,
+      `select coalesce(has_pulse, false) as has_pulse, last_seen_at, last_seen_from, identity, serial_number, software_version,
+         software_id, model, board_name, hardwareboard, uptime_seconds::int as uptime, tunnel_ip, reported_metadata
+       from routers r left join router_liveness l on l.router_id = r.id where r.id = $1`,
       [id],
     )
   )[0];

@@ -83,7 +83,7 @@ describe('HTTP heartbeats (docs/api.md "Routers and heartbeats")', () => {
       // Written by the writer (acked before any SQL ran): at most one row per heartbeat, merged per flush.
       expect(h.daemon.stats().rows - rows).toBeLessThanOrEqual(FLOOD_BURST);
       const [row] = await db.query<{ identity: string; uptime: number }>(
-        "select identity, uptime_seconds::int as uptime from routers where id = $1",
+        "select identity, uptime_seconds::int as uptime from routers r left join router_liveness l on l.router_id = r.id where r.id = $1",
         [router.id],
       );
       expect(row).toEqual({ identity: "pooled", uptime: FLOOD_BURST - 1 });

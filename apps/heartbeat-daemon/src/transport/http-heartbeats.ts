@@ -7,12 +7,9 @@ import type { ConnectionGuard } from "./connection-guard.ts";
 import { errorFrame } from "./error-frame.ts";
 import { FloodGuard } from "./flood-guard.ts";
 import { sendJson } from "./http-reply.ts";
-import { bearerToken, type TokenAuthenticator } from "./token-auth.ts";
+import { bearerToken, type CachedOwner, type TokenAuthenticator } from "./token-auth.ts";
 import { UNAUTHORIZED } from "./ws-heartbeats.ts";
 import { countHeartbeat } from "../metrics/prometheus.ts";
-
-// Routers over HTTP get one bucket each; the map is capped so bad traffic cannot grow it forever.
-const MAX_HTTP_GUARDS = 200_000;
 
 export interface HttpHeartbeatsOptions {
   tuning: HeartbeatTuning;
@@ -39,7 +36,6 @@ const isJsonContentType = (value: string | undefined): boolean => {
  */
 export class HttpHeartbeats {
   readonly #o: HttpHeartbeatsOptions;
-  readonly #guards = new Map<string, FloodGuard>();
   readonly #ackHeaders: Record<string, string>;
   readonly #unauthorized = errorFrame(UNAUTHORIZED);
   readonly #tooBig = errorFrame(`Heartbeats are at most ${HEARTBEAT_MAX_FRAME_BYTES} bytes.`);
@@ -55,8 +51,24 @@ export class HttpHeartbeats {
     this.#tooMany = errorFrame(`Too many heartbeats: at most ${options.tuning.floodPerSecond} per second.`);
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const owner = await this.#o.auth.authenticate(bearerToken(req.headers.authorization), true);
+  /**
+   * Answers one heartbeat. Synchronous while the token is cached (nearly always): no promise per
+   * request. `fail` gets what throws, also from the body's callbacks.
+   */
+  handle(req: IncomingMessage, res: ServerResponse, fail: (error: unknown) => void): void {
+    const token = bearerToken(req.headers.authorization);
+    const owner = this.#o.auth.cached(token, true);
+    if (owner !== undefined) {
+      this.#owned(req, res, owner, fail);
+      return;
+    }
+    this.#o.auth.authenticate(token, true).then(
+      (found) => this.#owned(req, res, found, fail),
+      (error) => fail(error),
+    );
+  }
+
+  #owned(req: IncomingMessage, res: ServerResponse, owner: CachedOwner | null, fail: (error: unknown) => void): void {
     if (!owner) {
       req.resume();
       sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });
@@ -66,64 +78,76 @@ export class HttpHeartbeats {
     }
     if (!isJsonContentType(req.headers["content-type"])) {
       req.resume();
-      return sendJson(res, 415, this.#notJson);
+      sendJson(res, 415, this.#notJson);
+      return;
     }
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > HEARTBEAT_MAX_FRAME_BYTES) {
       req.resume();
-      return sendJson(res, 413, this.#tooBig, { connection: "close" });
+      sendJson(res, 413, this.#tooBig, { connection: "close" });
+      return;
     }
-    const body = await readBody(req);
-    if (body === null) return sendJson(res, 413, this.#tooBig, { connection: "close" });
-    const guard = this.#guard(owner.routerId);
+    readBody(req, (body) => {
+      try {
+        this.#accept(req, res, owner, body);
+      } catch (error) {
+        fail(error);
+      }
+    });
+  }
+
+  #accept(req: IncomingMessage, res: ServerResponse, owner: CachedOwner, body: string | null): void {
+    if (body === null) {
+      sendJson(res, 413, this.#tooBig, { connection: "close" });
+      return;
+    }
+    // The router's bucket lives on its cached owner: no map of its own, gone with the cache entry.
+    let guard = owner.httpFlood;
+    if (guard === undefined) {
+      guard = new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond);
+      owner.httpFlood = guard;
+    }
     if (!guard.take()) {
-      return sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
+      sendJson(res, 429, this.#tooMany, { "retry-after": String(guard.retryAfterSeconds()) });
+      return;
     }
     const refused = this.#o.intake.accept(owner, body, peerAddress(req.socket.remoteAddress));
-    if (refused) return sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
+    if (refused) {
+      sendJson(res, refused.kind === "json" ? 400 : 422, errorFrame(refused.message, refused.errors));
+      return;
+    }
     countHeartbeat("http");
     res.writeHead(200, this.#ackHeaders);
     res.end(this.#o.ack);
   }
-
-  #guard(routerId: string): FloodGuard {
-    let guard = this.#guards.get(routerId);
-    if (!guard) {
-      if (this.#guards.size >= MAX_HTTP_GUARDS) this.#guards.clear();
-      guard = new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond);
-      this.#guards.set(routerId, guard);
-    }
-    return guard;
-  }
 }
 
 /**
- * The body as text, or null when it grows past the frame limit. A heartbeat nearly always arrives
- * in one chunk, which is decoded as is (no copy, no async iterator per request).
+ * The body as text (null when it grows past the frame limit) to `done`. A heartbeat nearly always
+ * arrives in one chunk, which is decoded as is (no copy, no promise or async iterator per request).
+ * A request that fails mid-body is the socket's error: the server's handlers close it, nothing is answered.
  */
-const readBody = (req: IncomingMessage): Promise<string | null> =>
-  new Promise((resolve, reject) => {
-    let first: Buffer | undefined;
-    let more: Buffer[] | undefined;
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > HEARTBEAT_MAX_FRAME_BYTES) {
-        req.off("data", onData);
-        req.off("end", onEnd);
-        req.resume();
-        resolve(null);
-        return;
-      }
-      if (first === undefined) first = chunk;
-      else if (more === undefined) more = [first, chunk];
-      else more.push(chunk);
-    };
-    const onEnd = () => {
-      if (more) resolve(Buffer.concat(more, size).toString("utf8"));
-      else resolve(first ? first.toString("utf8") : "");
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.once("error", reject);
-  });
+const readBody = (req: IncomingMessage, done: (body: string | null) => void): void => {
+  let first: Buffer | undefined;
+  let more: Buffer[] | undefined;
+  let size = 0;
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > HEARTBEAT_MAX_FRAME_BYTES) {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.resume();
+      done(null);
+      return;
+    }
+    if (first === undefined) first = chunk;
+    else if (more === undefined) more = [first, chunk];
+    else more.push(chunk);
+  };
+  const onEnd = () => {
+    if (more) done(Buffer.concat(more, size).toString("utf8"));
+    else done(first ? first.toString("utf8") : "");
+  };
+  req.on("data", onData);
+  req.on("end", onEnd);
+};

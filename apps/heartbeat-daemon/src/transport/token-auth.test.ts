@@ -1,5 +1,5 @@
 import type { TokenOwner } from "@fleet/db";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { hashHeartbeatToken as hashToken } from "@fleet/shared";
 import { bearerToken, REFRESH_BATCH, TokenAuthenticator } from "./token-auth.ts";
 
@@ -96,6 +96,36 @@ describe("TokenAuthenticator", () => {
     clock.now += 1_000;
     expect(await auth.authenticate(token(3))).not.toBeNull();
     expect(s.calls).toHaveLength(4);
+  });
+
+  it("with recheckAfterMs, answers stale owners without a re-check until the entry is that old", async () => {
+    const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
+    const s = store(owners);
+    const clock = { now: 0 };
+    const auth = new TokenAuthenticator({
+      lookup: s.lookup,
+      ttlMs: 1_000,
+      staleMs: 10_000,
+      recheckAfterMs: 5_000,
+      refreshEveryMs: 0,
+      now: () => clock.now,
+    });
+    expect(await auth.authenticate(token(1))).not.toBeNull();
+    owners.clear();
+    vi.useFakeTimers({ toFake: ["setTimeout"] });
+    try {
+      clock.now = 4_999;
+      expect(auth.cached(token(1), true)).toEqual(ownerOf(1));
+      await vi.runAllTimersAsync();
+      expect(s.calls).toHaveLength(1);
+      clock.now = 5_000;
+      expect(auth.cached(token(1), true)).toEqual(ownerOf(1));
+      await vi.runAllTimersAsync();
+      expect(s.calls).toHaveLength(2);
+      expect(auth.cached(token(1), true)).toBeNull();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("re-checks a period's stale tokens in one query up to REFRESH_BATCH, and one more past it", async () => {

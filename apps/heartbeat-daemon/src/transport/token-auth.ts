@@ -1,6 +1,7 @@
 import type { TokenOwner } from "@fleet/db";
 import { heartbeatTokenLookupHash } from "@fleet/shared";
 import { countTokenLookup } from "../metrics/prometheus.ts";
+import type { FloodGuard } from "./flood-guard.ts";
 
 /** What the authenticator reads: owners of token hashes, many per query. */
 export interface TokenLookup {
@@ -20,14 +21,30 @@ export interface TokenAuthOptions {
    * path): the answer is immediate and the token is re-checked in the background, batched.
    */
   staleMs?: number;
+  /**
+   * A stale answer (allowStale) schedules a background re-check only once the entry is this old
+   * (default: the TTL, i.e. at every stale answer). The HTTP path sets minutes: a router's token is
+   * re-checked every few minutes instead of at every heartbeat. Removals and re-adoptions reach the
+   * daemon sooner anyway: the status feed revokes at once, and the flush writes nothing for a gone
+   * router or a replaced token and revokes it.
+   */
+  recheckAfterMs?: number;
   /** Background re-checks are gathered this long into one `= any($1)` query (per REFRESH_BATCH tokens). */
   refreshEveryMs?: number;
   /** Monotonic milliseconds; injectable for tests. */
   now?: () => number;
 }
 
+/**
+ * A cached owner. The HTTP path keeps the router's flood bucket on it (transport/http-heartbeats.ts):
+ * one lookup per heartbeat finds both, and the buckets live and go with the cache entries.
+ */
+export interface CachedOwner extends TokenOwner {
+  httpFlood?: FloodGuard;
+}
+
 interface Entry {
-  owner: TokenOwner;
+  owner: CachedOwner;
   checkedAt: number;
 }
 
@@ -89,6 +106,7 @@ export class TokenAuthenticator {
   #scheduled = false;
   #inFlight = 0;
   readonly #staleMs: number;
+  readonly #recheckAfterMs: number;
   readonly #refreshEveryMs: number;
   #refresh = new Set<string>();
   #refreshTimer: NodeJS.Timeout | undefined;
@@ -108,6 +126,7 @@ export class TokenAuthenticator {
     this.#maxUnknown = options.maxUnknown ?? 10_000;
     this.#now = options.now ?? (() => performance.now());
     this.#staleMs = options.staleMs ?? 0;
+    this.#recheckAfterMs = Math.max(options.ttlMs, options.recheckAfterMs ?? options.ttlMs);
     this.#refreshEveryMs = options.refreshEveryMs ?? 1_000;
   }
 
@@ -121,6 +140,25 @@ export class TokenAuthenticator {
    * the router.
    */
   async authenticate(token: string | undefined, allowStale = false): Promise<TokenOwner | null> {
+    const known = this.cached(token, allowStale);
+    if (known !== undefined) return known;
+    const hash = heartbeatTokenLookupHash(token);
+    if (hash === null) return null;
+    countTokenLookup(false);
+    return new Promise((resolve) => {
+      const waiters = this.#pending.get(hash);
+      if (waiters) waiters.push(resolve);
+      else this.#pending.set(hash, [resolve]);
+      this.#schedule();
+    });
+  }
+
+  /**
+   * `authenticate` without waiting: the owner or null when the cache (or the token's shape) already
+   * knows, undefined when only the database can tell (then call `authenticate`). The HTTP path
+   * answers nearly every heartbeat from here, with no promise per request.
+   */
+  cached(token: string | undefined, allowStale = false): CachedOwner | null | undefined {
     // Made, hashed and checked in one module (@fleet/shared heartbeat-token.ts); implausible tokens are refused unhashed.
     const hash = heartbeatTokenLookupHash(token);
     if (hash === null) return null;
@@ -132,8 +170,10 @@ export class TokenAuthenticator {
     }
     if (entry && allowStale && now - entry.checkedAt < this.#ttlMs + this.#staleMs) {
       countTokenLookup(true);
-      this.#refresh.add(hash);
-      this.#scheduleRefresh();
+      if (now - entry.checkedAt >= this.#recheckAfterMs) {
+        this.#refresh.add(hash);
+        this.#scheduleRefresh();
+      }
       return entry.owner;
     }
     const refused = this.#unknown.get(hash);
@@ -141,13 +181,7 @@ export class TokenAuthenticator {
       countTokenLookup(true);
       return null;
     }
-    countTokenLookup(false);
-    return new Promise((resolve) => {
-      const waiters = this.#pending.get(hash);
-      if (waiters) waiters.push(resolve);
-      else this.#pending.set(hash, [resolve]);
-      this.#schedule();
-    });
+    return undefined;
   }
 
   /** Forget a router's token now (it was deleted): it is refused from now on. */
@@ -308,7 +342,7 @@ export class TokenAuthenticator {
     this.#unknown.set(hash, checkedAt);
   }
 
-  #remember(hash: string, owner: TokenOwner | null, checkedAt: number): void {
+  #remember(hash: string, owner: CachedOwner | null, checkedAt: number): void {
     if (!owner) {
       this.#cache.delete(hash);
       this.#rememberUnknown(hash, checkedAt);
@@ -325,6 +359,11 @@ export class TokenAuthenticator {
     }
     // The owner keeps the cache key's string, not a second copy of it from the database row.
     if (owner.tokenHash === hash) owner.tokenHash = hash;
+    // A re-check keeps the router's flood bucket: refreshing the cache must not refill it.
+    const previous = this.#cache.get(hash)?.owner;
+    if (previous?.httpFlood && previous.routerId === owner.routerId) {
+      owner.httpFlood = previous.httpFlood;
+    }
     this.#cache.delete(hash);
     this.#cache.set(hash, { owner, checkedAt });
     this.#hashByRouter.set(owner.routerId, hash);

@@ -22,6 +22,7 @@ import { RouterDowntimeHour } from "./router-downtime-hour.entity.ts";
 import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
+import { RouterLiveness } from "./router-liveness.entity.ts";
 import { RouterWireguardPeer } from "./router-wireguard-peer.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
@@ -62,6 +63,7 @@ export const ENTITIES = [
   RouterConfigBackup,
   RouterBackupState,
   RouterAccess,
+  RouterLiveness,
 ];
 
 export {
@@ -88,6 +90,7 @@ export {
   RouterConfigBackup,
   RouterDowntimeHour,
   RouterFault,
+  RouterLiveness,
   RouterWireguardPeer,
   Team,
   User,

@@ -3,14 +3,13 @@ import { Organization } from "./organization.entity.ts";
 import { Team } from "./team.entity.ts";
 
 /**
- * A managed router (docs/api.md "Router"). Live fields (`hasPulse`, `lastSeenAt`, reported facts) are
- * written by the heartbeat daemon in batches; `userMetadata` holds keys set through the API.
+ * A managed router (docs/api.md "Router"). Reported facts (identity, version, metadata) are written
+ * by the heartbeat daemon's batched flush only when they change; what changes every heartbeat
+ * (pulse, last seen, uptime) lives in `router_liveness`. `userMetadata` holds keys set through the API.
  */
 export const Router = defineEntity({
   name: "Router",
   tableName: "routers",
-  // The fault sweeper scans live routers by last heartbeat.
-  indexes: [{ name: "routers_has_pulse_last_seen_at_index", properties: ["hasPulse", "lastSeenAt"] }],
   properties: {
     id: p.uuid().primary(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade").index(),
@@ -23,10 +22,6 @@ export const Router = defineEntity({
     model: p.string().length(100).default(""),
     boardName: p.string().length(100).default(""),
     hardwareboard: p.boolean().default(false),
-    uptimeSeconds: p.bigint("number").nullable(),
-    hasPulse: p.boolean().default(false),
-    lastSeenAt: p.datetime().nullable(),
-    lastSeenFrom: p.string().length(45).nullable(),
     /** Assigned at enrollment inside TUNNEL_NETWORK; one router per address (docs/api.md "Routers and heartbeats"). */
     tunnelIp: p.string().length(45).nullable().unique(),
     reportedMetadata: p.json<Record<string, unknown>>().default("{}"),

@@ -91,8 +91,8 @@ export class AdoptionsRepository {
   async find(tokenHash: string): Promise<AdoptionLookup | null> {
     const rows = await this.#db.query<Row>(
       `select a.router_id, r.name, r.heartbeat_token_hash, r.tunnel_ip, ${ms("a.created_at", "created_ms")},
-         ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("r.last_seen_at", "last_seen_ms")}
-       from router_adoptions a join routers r on r.id = a.router_id where a.token_hash = $1`,
+         ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("l.last_seen_at", "last_seen_ms")}
+       from router_adoptions a join routers r on r.id = a.router_id left join router_liveness l on l.router_id = r.id where a.token_hash = $1`,
       [tokenHash],
     );
     const row = rows[0];

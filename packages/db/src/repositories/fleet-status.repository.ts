@@ -11,7 +11,8 @@ export class FleetStatusRepository {
   /** Routers with a heartbeat since `since`, and all routers. */
   async routerCounts(since: Date): Promise<{ connected: number; total: number }> {
     const [row] = await this.#db.query<{ connected: unknown; total: unknown }>(
-      `select count(*) filter (where last_seen_at >= $1)::int as connected, count(*)::int as total from routers`,
+      `select count(*) filter (where l.last_seen_at >= $1)::int as connected, count(*)::int as total
+       from routers r left join router_liveness l on l.router_id = r.id`,
       [since],
     );
     return { connected: toNumber(row?.connected ?? 0), total: toNumber(row?.total ?? 0) };

@@ -129,7 +129,8 @@ export class ForwardTargetsRepository {
   async routersToReconcile(since: Date): Promise<string[]> {
     const rows = await this.#db.query<Row>(
       `select distinct f.router_id from forwards f join routers r on r.id = f.router_id
-       where r.tunnel_ip is not null and r.has_pulse and (f.status = 'active' or f.closed_at >= $1)`,
+         join router_liveness l on l.router_id = r.id
+       where r.tunnel_ip is not null and l.has_pulse and (f.status = 'active' or f.closed_at >= $1)`,
       [since],
     );
     return rows.map((row) => String(row.router_id));

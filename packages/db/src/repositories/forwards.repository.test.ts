@@ -110,7 +110,7 @@ describe("ForwardsRepository and ForwardTargetsRepository", () => {
     const routers = await targets.routersToReconcile(T0);
     expect(routers).toContain(online.id);
     expect(routers).not.toContain(offline.id);
-    await db.query("update routers set has_pulse = true where id = $1", [offline.id]);
+    await db.query("update router_liveness set has_pulse = true where router_id = $1", [offline.id]);
     expect(await targets.routersToReconcile(T0)).toContain(offline.id);
   });
 });

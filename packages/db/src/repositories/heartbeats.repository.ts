@@ -115,6 +115,12 @@ export interface SweepParams {
   /** Jitter tolerance of the restart rule (see router-health.ts). */
   toleranceMs: number;
   limit: number;
+  /**
+   * False: the caller knows no router can be due yet (see SweepMemo in the daemon's fault sweeper);
+   * the sweep then only marks the daemons alive and reads neither the oldest pulse nor the due
+   * routers, sparing a scan of router_liveness. Default true.
+   */
+  scan?: boolean;
 }
 
 export interface SweepTransaction {
@@ -126,6 +132,8 @@ export interface SweepTransaction {
    * only with a fresh heartbeat, and coverage gaps only move the effective time later.
    */
   oldestSeenAt: Date | null;
+  /** False when the sweep did not read (`scan: false`): `due` is empty and `oldestSeenAt` null. */
+  scanned: boolean;
   /** Flips has_pulse and opens the faults; a router with an ongoing fault is skipped. */
   open(faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>>;
 }
@@ -139,15 +147,18 @@ const POSTGRES_CHUNK = 20_000;
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
-// The previous state comes from a self-join (`o`), which reads the statement's snapshot: no row
-// locks beyond the update's own, so the flush costs what a plain UNNEST update costs. A fault the
-// sweeper opens concurrently may be missed by `o`; the writer therefore also completes faults for
-// every router whose silence was long enough to have one (see HeartbeatWriter).
+// Liveness (pulse, last seen, peer, uptime) is an upsert into the narrow `router_liveness`: HOT,
+// no index entry per heartbeat. `routers` is written only for the rows whose reported facts differ
+// from what it holds (`a.changed`), so at the steady cadence a flush updates no `routers` row.
+// The previous state comes from `o`, which reads the statement's snapshot (not the upsert's result):
+// no row locks beyond the upsert's own. A fault the sweeper opens concurrently may be missed by `o`;
+// the writer therefore also completes faults for every router whose silence was long enough to
+// have one (see HeartbeatAftermath).
 // A heartbeat is written only while the token it was made with ($14) is still the router's: a
 // re-adoption replaces the token, and a heartbeat with the old one must neither write nor use up the
 // new adoption URL, whatever a daemon still has cached (docs/routeros.md "Adoption").
 // Only the rows the daemon has work for come back: a router that had no pulse or had never been
-// seen, a gap of at least $13 ms (the writer's "quiet gap"), or a row not written (`u` has none:
+// seen, a gap of at least $13 ms (the writer's "quiet gap"), or a row not written (`a` has none:
 // the router is gone or its token was replaced). At the steady cadence a flush returns nothing.
 const APPLY_SQL = `
 with v as (
@@ -155,11 +166,29 @@ with v as (
     $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[], $14::text[])
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
       hardwareboard, uptime, metadata, token_hash)
+), a as (
+  select v.id, v.seen_ms, v.peer, v.uptime, r.team_id,
+    (v.identity is not null and v.identity is distinct from r.identity)
+      or (v.serial_number is not null and v.serial_number is distinct from r.serial_number)
+      or (v.software_version is not null and v.software_version is distinct from r.software_version)
+      or (v.software_id is not null and v.software_id is distinct from r.software_id)
+      or (v.model is not null and v.model is distinct from r.model)
+      or (v.board_name is not null and v.board_name is distinct from r.board_name)
+      or (v.hardwareboard is not null and v.hardwareboard is distinct from r.hardwareboard)
+      or (v.metadata is not null and (case
+        when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
+        else r.reported_metadata || v.metadata end) is distinct from r.reported_metadata) as changed
+  from v join routers r on r.id = v.id and r.heartbeat_token_hash = v.token_hash
+), l as (
+  insert into router_liveness as l (router_id, has_pulse, last_seen_at, last_seen_from, uptime_seconds)
+  select a.id, true, to_timestamp(a.seen_ms / 1000.0), a.peer, a.uptime from a
+  on conflict (router_id) do update set
+    has_pulse = true,
+    last_seen_at = greatest(l.last_seen_at, excluded.last_seen_at),
+    last_seen_from = coalesce(excluded.last_seen_from, l.last_seen_from),
+    uptime_seconds = coalesce(excluded.uptime_seconds, l.uptime_seconds)
 ), u as (
   update routers r set
-    has_pulse = true,
-    last_seen_at = greatest(r.last_seen_at, to_timestamp(v.seen_ms / 1000.0)),
-    last_seen_from = coalesce(v.peer, r.last_seen_from),
     identity = coalesce(v.identity, r.identity),
     serial_number = coalesce(v.serial_number, r.serial_number),
     software_version = coalesce(v.software_version, r.software_version),
@@ -167,21 +196,19 @@ with v as (
     model = coalesce(v.model, r.model),
     board_name = coalesce(v.board_name, r.board_name),
     hardwareboard = coalesce(v.hardwareboard, r.hardwareboard),
-    uptime_seconds = coalesce(v.uptime, r.uptime_seconds),
     reported_metadata = case
       when v.metadata is null then r.reported_metadata
       when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
       else r.reported_metadata || v.metadata end
-  from v, routers o
-  where r.id = v.id and o.id = v.id and r.heartbeat_token_hash = v.token_hash
-  returning r.id, r.team_id, o.has_pulse as previous_has_pulse, o.last_seen_at as previous_seen_at
+  from v join a on a.id = v.id and a.changed
+  where r.id = v.id and r.heartbeat_token_hash = v.token_hash
 )
-select v.id, v.token_hash, u.id is null as refused,
-  u.id is null and not exists (select 1 from routers x where x.id = v.id) as gone,
-  u.team_id, u.previous_has_pulse, ${ms("u.previous_seen_at", "previous_seen_ms")}
-from v left join u on u.id = v.id
-where u.id is null or not u.previous_has_pulse or u.previous_seen_at is null
-  or v.seen_ms - extract(epoch from u.previous_seen_at) * 1000 >= $13`;
+select v.id, v.token_hash, a.id is null as refused,
+  a.id is null and not exists (select 1 from routers x where x.id = v.id) as gone,
+  a.team_id, coalesce(o.has_pulse, false) as previous_has_pulse, ${ms("o.last_seen_at", "previous_seen_ms")}
+from v left join a on a.id = v.id left join router_liveness o on o.router_id = v.id
+where a.id is null or o.has_pulse is not true or o.last_seen_at is null
+  or v.seen_ms - extract(epoch from o.last_seen_at) * 1000 >= $13`;
 
 const DOWNTIME_SQL = `
 insert into router_downtime_hours (router_id, hour, seconds_down)
@@ -231,27 +258,28 @@ select f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
 from done f`;
 
 // Routers past their threshold. The restart rule (effectiveLastSeen in router-health.ts) is
-// repeated here so that excused routers are neither locked nor counted against the limit; the
-// first condition is the index range ("last seen at least the threshold ago").
+// repeated here so that excused routers are neither locked nor counted against the limit. No index
+// serves "last seen at least the threshold ago" (an index on last_seen_at would cost an entry per
+// heartbeat): the sweep reads the narrow liveness table whole, and sweeps only when a router can be due.
 const DUE_SQL = `
-select r.id, r.team_id, r.name, r.identity, ${ms("r.last_seen_at", "last_seen_ms")}
-from routers r
-where r.has_pulse and r.last_seen_at is not null
-  and r.last_seen_at <= to_timestamp(($1::float8 - $2::float8 * $3::float8) / 1000.0)
+select l.router_id as id, r.team_id, r.name, r.identity, ${ms("l.last_seen_at", "last_seen_ms")}
+from router_liveness l join routers r on r.id = l.router_id
+where l.has_pulse and l.last_seen_at is not null
+  and l.last_seen_at <= to_timestamp(($1::float8 - $2::float8 * $3::float8) / 1000.0)
   and (case
         when $5::float8 is not null
-          and r.last_seen_at >= to_timestamp(($5::float8 - $3::float8 - $6::float8) / 1000.0)
-          and r.last_seen_at < to_timestamp($4::float8 / 1000.0)
+          and l.last_seen_at >= to_timestamp(($5::float8 - $3::float8 - $6::float8) / 1000.0)
+          and l.last_seen_at < to_timestamp($4::float8 / 1000.0)
         then to_timestamp($4::float8 / 1000.0)
-        else r.last_seen_at end) <= to_timestamp(($1::float8 - $2::float8 * $3::float8 - $7::float8) / 1000.0)
-order by r.last_seen_at
+        else l.last_seen_at end) <= to_timestamp(($1::float8 - $2::float8 * $3::float8 - $7::float8) / 1000.0)
+order by l.last_seen_at
 limit $8::int
-for update of r skip locked`;
+for update of l skip locked`;
 
 const OPEN_SQL = `
 with v as (select * from unnest($1::uuid[], $2::text[], $3::float8[]) as v(router_id, message, created_ms)),
 flipped as (
-  update routers r set has_pulse = false from v where r.id = v.router_id returning r.id, r.team_id
+  update router_liveness l set has_pulse = false from v where l.router_id = v.router_id returning l.router_id as id
 ),
 opened as (
   insert into router_faults (id, router_id, type, severity, message, cause, status, created_at)
@@ -458,20 +486,24 @@ export class HeartbeatsRepository {
     return this.#db.transaction(async (query) => {
       const locked = await query<{ ok: boolean }>("select pg_try_advisory_xact_lock($1) as ok", [SWEEP_LOCK_KEY]);
       if (locked[0]?.ok !== true) return null;
-      // The oldest pulse comes with the coverage (one round trip; an index lookup on
-      // (has_pulse, last_seen_at)): the daemon sweeps less often while no router can be due.
+      // The oldest pulse comes with the coverage (one round trip; a scan of the narrow liveness
+      // table): the daemon sweeps less often while no router can be due, and scans not at all.
+      const scan = params.scan !== false;
       const coverageRows = await query<Record<string, unknown>>(
         `update heartbeat_coverage set alive_at = greatest(alive_at, to_timestamp($1::float8 / 1000.0)), interval_ms = $2::int
          where id = 1 returning ${COVERAGE_COLUMNS},
-           (select ${ms("min(r.last_seen_at)", "m")} from routers r where r.has_pulse) as oldest_seen_ms`,
-        [params.now.getTime(), params.intervalMs],
+           case when $3::boolean then (select ${ms("min(l.last_seen_at)", "m")} from router_liveness l where l.has_pulse) end as oldest_seen_ms`,
+        [params.now.getTime(), params.intervalMs, scan],
       );
       const coverageRow = coverageRows[0];
       if (!coverageRow) return null;
       const coverage = coverageFromRow(coverageRow);
-      const oldestSeenAt = coverageRow.oldest_seen_ms === null ? null : new Date(toNumber(coverageRow.oldest_seen_ms));
-      const due = await this.#due(query, params, coverage);
-      return work({ coverage, due, oldestSeenAt, open: (faults) => this.#open(query, faults) });
+      const oldestSeenAt =
+        coverageRow.oldest_seen_ms === null || coverageRow.oldest_seen_ms === undefined
+          ? null
+          : new Date(toNumber(coverageRow.oldest_seen_ms));
+      const due = scan ? await this.#due(query, params, coverage) : [];
+      return work({ coverage, due, oldestSeenAt, scanned: scan, open: (faults) => this.#open(query, faults) });
     });
   }
 
@@ -529,7 +561,8 @@ export class HeartbeatsRepository {
   /** Routers with and without a pulse (the fleet's offline share, docs/operations.md "Metrics"). */
   async countRoutersByPulse(): Promise<{ online: number; offline: number }> {
     const rows = await this.#db.query<{ has_pulse: boolean; n: number }>(
-      "select has_pulse, count(*)::int as n from routers group by has_pulse",
+      `select coalesce(l.has_pulse, false) as has_pulse, count(*)::int as n
+       from routers r left join router_liveness l on l.router_id = r.id group by 1`,
     );
     return {
       online: rows.find((row) => row.has_pulse)?.n ?? 0,

@@ -64,9 +64,16 @@ export interface CoverageRecord extends HeartbeatCoverageState {
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
+/**
+ * Joins a router `r` to its liveness `l` (router_liveness: pulse, last seen, uptime; no row: never
+ * seen). Every read of ROUTER_COLUMNS has it after `routers r`.
+ */
+export const LIVENESS_JOIN = "left join router_liveness l on l.router_id = r.id";
+
+/** A router's columns; the query joins its liveness (`from routers r ${LIVENESS_JOIN}`). */
 export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
-  r.software_id, r.model, r.board_name, r.hardwareboard, r.uptime_seconds::float8 as uptime_seconds, r.has_pulse,
-  ${ms("r.last_seen_at", "last_seen_ms")}, r.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
+  r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8 as uptime_seconds,
+  coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
   ${ms("r.created_at", "created_ms")},
   exists (select 1 from router_wireguard_peers w where w.router_id = r.id) as tunnel_bound,
   ${ms("(select w.handshake_at from router_wireguard_peers w where w.router_id = r.id)", "tunnel_handshake_ms")}`;
@@ -145,7 +152,7 @@ export class RoutersRepository {
 
   async listByTeam(teamId: string): Promise<RouterRecord[]> {
     const rows = await this.#db.query<Row>(
-      `select ${ROUTER_COLUMNS} from routers r where r.team_id = $1 order by r.created_at, r.id`,
+      `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.team_id = $1 order by r.created_at, r.id`,
       [teamId],
     );
     return rows.map(routerFromRow);
@@ -155,7 +162,7 @@ export class RoutersRepository {
   async findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null> {
     if (!isUuid(routerId)) return null;
     const rows = await this.#db.query<Row>(
-      `select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2`,
+      `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.id = $1 and r.team_id = $2`,
       [routerId, teamId],
     );
     return rows[0] ? routerFromRow(rows[0]) : null;
@@ -183,7 +190,7 @@ export class RoutersRepository {
          sourceIp: "$10",
          details: "jsonb_build_object('name', inserted.name, 'team_id', inserted.team_id)",
        })})
-       select ${ROUTER_COLUMNS} from inserted r`,
+       select ${ROUTER_COLUMNS} from inserted r ${LIVENESS_JOIN}`,
       [
         crypto.randomUUID(),
         input.organizationId,
@@ -317,14 +324,16 @@ export class RoutersRepository {
     if (!isUuid(routerId)) return null;
     return this.#db.transaction(async (query) => {
       const rows = await query<Row>(
-        `select ${ROUTER_COLUMNS} from routers r where r.id = $1 and r.team_id = $2 for update`,
+        `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.id = $1 and r.team_id = $2 for update of r`,
         [routerId, teamId],
       );
       const row = rows[0];
       if (!row) return null;
       const next = change(routerFromRow(row));
       const updated = await query<Row>(
-        `update routers as r set user_metadata = $2::jsonb, name = $3 where r.id = $1 returning ${ROUTER_COLUMNS}`,
+        `update routers as r set user_metadata = $2::jsonb, name = $3
+         from routers x left join router_liveness l on l.router_id = x.id
+         where r.id = $1 and x.id = r.id returning ${ROUTER_COLUMNS}`,
         [routerId, JSON.stringify(next.userMetadata), next.name],
       );
       const result = updated[0];

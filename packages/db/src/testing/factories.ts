@@ -66,8 +66,11 @@ export const makeRouter = async (
   const id = crypto.randomUUID();
   const heartbeatToken = overrides.heartbeatToken ?? `hb_${crypto.randomUUID().replaceAll("-", "")}`;
   await db.query(
-    `insert into routers (id, organization_id, team_id, name, identity, model, board_name, has_pulse, tunnel_ip, heartbeat_token_hash, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())`,
+    `with r as (
+       insert into routers (id, organization_id, team_id, name, identity, model, board_name, tunnel_ip, heartbeat_token_hash, created_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $9, $10, now()) returning id
+     )
+     insert into router_liveness (router_id, has_pulse) select id, $8 from r`,
     [
       id,
       owner.organizationId,

@@ -100,7 +100,10 @@ describe("GET /api/routers/{router_id}/availability", () => {
   it("counts a silence still going on up to now", async () => {
     const user = await h.login();
     const router = await makeRouter(h.db, user, { hasPulse: false });
-    await h.db.query("update routers set last_seen_at = $2 where id = $1", [router.id, new Date(NOW - 2 * HOUR)]);
+    await h.db.query("update router_liveness set last_seen_at = $2 where router_id = $1", [
+      router.id,
+      new Date(NOW - 2 * HOUR),
+    ]);
     await h.db.query(
       `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms)
        values (1, $1, $2, null, 30000)

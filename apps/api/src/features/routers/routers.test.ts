@@ -151,9 +151,14 @@ describe("GET /api/routers", () => {
     await enroll(other);
     const lastSeen = new Date(clock.now().getTime() - 150_000);
     await h.db.query(
-      `update routers set has_pulse = true, uptime_seconds = $1, last_seen_at = $2, last_seen_from = '203.0.113.7', identity = 'gw-1',
-         model = 'RB5009UG+S+', board_name = 'RB5009UG+S+', hardwareboard = true, serial_number = 'HE0801', software_version = '7.16', software_id = 'AB12-CD34'
-       where id = $3`,
+      `update routers set identity = 'gw-1', model = 'RB5009UG+S+', board_name = 'RB5009UG+S+', hardwareboard = true,
+         serial_number = 'HE0801', software_version = '7.16', software_id = 'AB12-CD34'
+       where id = $1`,
+      [router.id],
+    );
+    await h.db.query(
+      `insert into router_liveness (router_id, has_pulse, uptime_seconds, last_seen_at, last_seen_from)
+       values ($3, true, $1, $2, '203.0.113.7')`,
       [3 * 86_400 + 14 * 3_600 + 3 * 60, lastSeen, router.id],
     );
     const res = await h.request("GET", "/api/routers", { token: user.token });
@@ -212,10 +217,13 @@ describe("router metadata", () => {
     const user = await billedUser();
     const { router } = await enroll(user, { name: "Branch" });
     await h.db.query(
-      `update routers set model = 'hAP ax3', board_name = 'C53UiG+5HPaxD2HPaxD', hardwareboard = true, last_seen_from = '198.51.100.4',
+      `update routers set model = 'hAP ax3', board_name = 'C53UiG+5HPaxD2HPaxD', hardwareboard = true,
          tunnel_ip = '127.0.0.9', reported_metadata = '{"site_code": "B-7", "lat": "not a number"}'::jsonb where id = $1`,
       [router.id],
     );
+    await h.db.query("insert into router_liveness (router_id, last_seen_from) values ($1, '198.51.100.4')", [
+      router.id,
+    ]);
     const patch = await h.request("PATCH", `/api/routers/${router.id}/metadata`, {
       token: user.token,
       body: {
@@ -342,7 +350,7 @@ describe("GET /api/routers/{id}/metrics", () => {
     );
     // Last heartbeat 13:59:00 at a 30 s interval: down since 13:59:30, still silent at 15:10.
     clock.set(new Date(Date.UTC(2026, 11, 1, 15, 10, 0)));
-    await h.db.query("update routers set last_seen_at = $1 where id = $2", [
+    await h.db.query("insert into router_liveness (router_id, last_seen_at) values ($2, $1)", [
       new Date(Date.UTC(2026, 11, 1, 13, 59, 0)),
       router.id,
     ]);

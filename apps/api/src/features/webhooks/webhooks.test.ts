@@ -215,7 +215,8 @@ describe("delivery", () => {
     await h.request("DELETE", `/v1/api-keys/${key.id}`, { token: user.token });
     const enrolled = await h.request("POST", "/api/routers", { token: user.token, body: { name: "r" } });
     const routerId = enrolled.body.data.router.id;
-    await h.db.query("update routers set tunnel_ip = '100.64.1.1', has_pulse = true where id = $1", [routerId]);
+    await h.db.query("update routers set tunnel_ip = '100.64.1.1' where id = $1", [routerId]);
+    await h.db.query("insert into router_liveness (router_id, has_pulse) values ($1, true)", [routerId]);
     const forward = async () => {
       const res = await h.request("POST", `/api/routers/${routerId}/transient-forwarding`, {
         token: user.token,

@@ -1,0 +1,99 @@
+import type { AppliedHeartbeat, DowntimeWrite, FaultCompletion, FaultRecord, HeartbeatWrite } from "@fleet/db";
+import { formatIsoUtc, inferFaultCause, type StatusFeed, type TRouterStatusEvent } from "@fleet/shared";
+import type { Logger } from "pino";
+import { toFaultEvent } from "../faults/fault-events.ts";
+import { downtimeClosedBy } from "../metrics/downtime.ts";
+import type { CoverageHolder } from "./coverage-holder.ts";
+
+/** The persistence resumption needs (HeartbeatsRepository in production). */
+export interface ResumptionStore {
+  recordDowntime(writes: readonly DowntimeWrite[]): Promise<void>;
+  completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>>;
+}
+
+export interface ResumptionServiceOptions {
+  store: ResumptionStore;
+  feed: StatusFeed;
+  coverage: CoverageHolder;
+  intervalMs: number;
+  /** MISSED_HEARTBEATS: a silence this long may have opened a fault. */
+  missedHeartbeats: number;
+  logger: Logger;
+}
+
+/**
+ * The use case "a router beats again after no pulse or a long gap" (docs/api.md "Routers and
+ * heartbeats"): the downtime its silence closed is recorded per UTC hour, its ongoing fault is
+ * completed with an inferred cause, and `pulse`/`fault` status events are published. The heartbeat
+ * writer hands it the routers its flush reported as notable, after their heartbeats are written;
+ * at the steady cadence there are none and this does nothing.
+ */
+export class ResumptionService {
+  readonly #o: ResumptionServiceOptions;
+
+  constructor(options: ResumptionServiceOptions) {
+    this.#o = options;
+  }
+
+  /** `notable`: the flush's report; `written`: the heartbeats it wrote (the latest per router). */
+  async resumed(notable: readonly AppliedHeartbeat[], written: readonly HeartbeatWrite[]): Promise<void> {
+    if (notable.length === 0) return;
+    const byRouter = new Map<string, HeartbeatWrite>();
+    for (const w of written) byRouter.set(w.routerId, w);
+    const downtime: DowntimeWrite[] = [];
+    const completions: FaultCompletion[] = [];
+    const events: TRouterStatusEvent[] = [];
+    const coverage = this.#o.coverage.current;
+    const pulse = (routerId: string, teamId: string, seenAt: Date): TRouterStatusEvent => ({
+      type: "pulse",
+      router_id: routerId,
+      team_id: teamId,
+      has_pulse: true,
+      at: formatIsoUtc(seenAt),
+    });
+    for (const row of notable) {
+      const write = byRouter.get(row.routerId);
+      if (!write) continue;
+      const closed = downtimeClosedBy({
+        routerId: row.routerId,
+        previousSeenAt: row.previousSeenAt,
+        seenAt: write.seenAt,
+        coverage,
+        intervalMs: this.#o.intervalMs,
+      });
+      for (const part of closed) downtime.push(part);
+      if (!row.previousHasPulse) events.push(pulse(row.routerId, row.teamId, write.seenAt));
+      // Any router silent for the whole threshold may have a fault, even if the flush read its
+      // state just before the sweeper opened it: completing a fault that is not there is a no-op.
+      const silentLongEnough =
+        row.previousSeenAt !== null &&
+        write.seenAt.getTime() - row.previousSeenAt.getTime() >= this.#o.missedHeartbeats * this.#o.intervalMs;
+      if (row.previousSeenAt && (!row.previousHasPulse || silentLongEnough)) {
+        completions.push({
+          routerId: row.routerId,
+          resolvedAt: write.seenAt,
+          cause: inferFaultCause({
+            lastSeen: row.previousSeenAt,
+            resumedAt: write.seenAt,
+            uptimeSeconds: write.uptimeSeconds,
+          }),
+        });
+      }
+    }
+    if (downtime.length > 0) await this.#o.store.recordDowntime(downtime);
+    if (completions.length > 0) {
+      const completed = await this.#o.store.completeFaults(completions);
+      const flipped = new Set(events.map((e) => e.router_id));
+      for (const fault of completed) {
+        const write = byRouter.get(fault.routerId);
+        if (!flipped.has(fault.routerId) && write) events.push(pulse(fault.routerId, fault.teamId, write.seenAt));
+        events.push(toFaultEvent(fault));
+      }
+    }
+    if (events.length > 0) {
+      await this.#o.feed
+        .publish(events)
+        .catch((error) => this.#o.logger.warn({ err: error }, "status events not published"));
+    }
+  }
+}

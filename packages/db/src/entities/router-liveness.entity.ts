@@ -1,0 +1,22 @@
+import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { Router } from "./router.entity.ts";
+
+/**
+ * What every heartbeat changes, kept apart from `routers` (docs/architecture.md "Data model"): one
+ * narrow row per router that has ever beaten, written by the daemon's batched flush. No index
+ * covers a column a heartbeat changes and the table leaves a quarter of each page free
+ * (fillfactor 75, set by the migration), so a heartbeat is a heap-only (HOT) update: no new index
+ * entries, no bloat of `routers` and its indexes. No row: never seen (no pulse).
+ */
+export const RouterLiveness = defineEntity({
+  name: "RouterLiveness",
+  tableName: "router_liveness",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    hasPulse: p.boolean().default(false),
+    lastSeenAt: p.datetime().nullable(),
+    lastSeenFrom: p.string().length(45).nullable(),
+    uptimeSeconds: p.bigint("number").nullable(),
+  },
+});
+export type TRouterLiveness = InferEntity<typeof RouterLiveness>;
