@@ -2,7 +2,7 @@ import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Router } from "./router.entity.ts";
 
 /**
- * What every heartbeat changes, kept apart from `routers` (docs/architecture.md "Data model"): one
+ * What every heartbeat changes, kept apart from `routers` (docs/architecture.md "Liveness: what a heartbeat writes"): one
  * narrow row per router that has ever beaten, written by the daemon's batched flush. No index
  * covers a column a heartbeat changes and the table leaves a quarter of each page free
  * (fillfactor 75, set by the migration), so a heartbeat is a heap-only (HOT) update: no new index

@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * Liveness leaves `routers` (docs/architecture.md "Data model"): `has_pulse`, `last_seen_at`,
+ * Liveness leaves `routers` (docs/architecture.md "Liveness: what a heartbeat writes"): `has_pulse`, `last_seen_at`,
  * `last_seen_from` and `uptime_seconds` move to the narrow `router_liveness`, which heartbeats
  * update in place. Fillfactor 75 leaves room on each page for the next version of a row, and no
  * index covers a column a heartbeat changes, so every heartbeat is a HOT update (no index entries).
