@@ -15,6 +15,10 @@
 ARG BASE=node:24-bookworm-slim
 
 FROM ${BASE} AS deps
+# A CA bundle for npm behind a TLS-intercepting registry mirror (build-image.sh passes the host's
+# /etc/ssl/certs/ca-certificates.crt, which its base carries); a build argument, so it never
+# reaches the runtime image's environment. Empty: Node's own CAs.
+ARG NODE_EXTRA_CA_CERTS=
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/shared/package.json packages/shared/
@@ -33,6 +37,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 # The operator console's static bundle (docs/console.md "Build"): built here with the dev
 # dependencies, so the runtime image carries the files and no build tools.
 FROM ${BASE} AS console
+ARG NODE_EXTRA_CA_CERTS=
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages ./packages

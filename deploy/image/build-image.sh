@@ -56,6 +56,7 @@ tar -C "$WORK/rootfs" -c . | podman $STORAGE import - "$BASE"
 # 3. Every target on that base; npm inside the build uses the same registry as the host.
 for target in api heartbeat tunnel-agent migrate all-in-one; do
   podman $STORAGE build --isolation chroot --build-arg "BASE=$BASE" --target "$target" \
+    --build-arg NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     -t "localhost/fleet-$target:$VERSION" -f "$ROOT/Dockerfile" "$ROOT"
 done
 
