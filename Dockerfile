@@ -39,7 +39,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 FROM ${BASE} AS console
 ARG NODE_EXTRA_CA_CERTS=
 WORKDIR /app
-COPY package.json package-lock.json ./
+# tsconfig.json: the console's extends it, and the bundler reads it.
+COPY package.json package-lock.json tsconfig.json ./
 COPY packages ./packages
 COPY apps ./apps
 COPY test/package.json test/

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { loadAdminConfig } from "../../apps/all-in-one/src/config.ts";
 import { loadApiConfig } from "@fleet/api/config";
 import { loadHeartbeatConfig } from "@fleet/heartbeat-daemon";
 import { SECRET_VARIABLES, wireguardPublicKey } from "@fleet/shared";
@@ -241,10 +242,11 @@ describe("deploy/k8s (kustomize base and overlays)", () => {
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     /** The environment a container sees, with its Secret files written under `dir`. */
-    const environmentOf = (deploymentName: string): Record<string, string> => {
+    const environmentOf = (deploymentName: string, containerName?: string): Record<string, string> => {
       const deployment = ofKind(example, "Deployment").find((d) => d.metadata.name === deploymentName) as Doc;
       const pod = deployment.spec.template.spec as Doc;
-      const [container] = pod.containers as Doc[];
+      const all = [...(pod.initContainers ?? []), ...pod.containers] as Doc[];
+      const container = containerName ? all.find((c) => c.name === containerName) : (pod.containers as Doc[])[0];
       const env: Record<string, string> = {};
       for (const source of container?.envFrom ?? []) {
         const map = ofKind(example, "ConfigMap").find((c) => c.metadata.name === source.configMapRef.name);
@@ -342,17 +344,19 @@ describe("deploy/k8s (kustomize base and overlays)", () => {
         "apps/api/src/main.ts": loadApiConfig,
         "apps/heartbeat-daemon/src/main.ts": loadHeartbeatConfig,
         "apps/tunnel-agent/src/main.ts": loadTunnelAgentConfig,
+        "apps/all-in-one/src/admin/admin-cli.ts": loadAdminConfig,
       };
       const mountedInto = new Map<string, string[]>();
       for (const deployment of ofKind(example, "Deployment")) {
         const name = deployment.metadata.name as string;
         const pod = deployment.spec.template.spec as Doc;
-        const [container] = pod.containers as Doc[];
-        const load = loaders[container?.args?.[0]];
-        expect(load, `${name}: a known entry file`).toBeDefined();
-        // environmentOf checks that every *_FILE names a mounted key; the loader then refuses
-        // anything production needs that is missing (the rule the app itself applies).
-        expect(() => load?.(environmentOf(name)), name).not.toThrow();
+        for (const container of [...(pod.initContainers ?? []), ...pod.containers] as Doc[]) {
+          const load = loaders[container.args?.[0]];
+          expect(load, `${name}/${container.name}: a known entry file`).toBeDefined();
+          // environmentOf checks that every *_FILE names a mounted key; the loader then refuses
+          // anything production needs that is missing (the rule the app itself applies).
+          expect(() => load?.(environmentOf(name, container.name)), `${name}/${container.name}`).not.toThrow();
+        }
         for (const each of [...(pod.initContainers ?? []), ...pod.containers] as Doc[]) {
           for (const mount of each.volumeMounts ?? []) {
             const volume = (pod.volumes as Doc[]).find((v) => v.name === mount.name);

@@ -1,6 +1,6 @@
 import { ConfigError } from "@fleet/shared";
 import { describe, expect, it } from "vitest";
-import { loadAllInOneConfig } from "./config.ts";
+import { loadAdminConfig, loadAllInOneConfig } from "./config.ts";
 
 const SECRET = "s".repeat(32);
 /** What production needs besides a token key (docs/operations.md "Production"). */
@@ -44,5 +44,19 @@ describe("npm start configuration", () => {
     expect(() => loadAllInOneConfig(env)).toThrow(
       /^Invalid configuration: ACCESS_PASSWORD_KEY must be set with NODE_ENV=production: /,
     );
+  });
+});
+
+// The Kubernetes init container and compose's `migrate` carry the database and nothing secret.
+describe("admin CLI configuration", () => {
+  it("starts in production with the database alone, and still refuses a bad value", () => {
+    const env = { NODE_ENV: "production", DATABASE_URL: "postgres://u:p@db:5432/fleet" };
+    expect(() => loadAllInOneConfig(env)).toThrow(ConfigError);
+    expect(loadAdminConfig(env)).toEqual({
+      databaseUrl: "postgres://u:p@db:5432/fleet",
+      dataDir: "./.data",
+      heartbeatIntervalMs: 30_000,
+    });
+    expect(() => loadAdminConfig({ ...env, DATABASE_URL: "mysql://x" })).toThrow(/DATABASE_URL/);
   });
 });
