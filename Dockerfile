@@ -48,6 +48,11 @@ COPY test/package.json test/
 RUN npm ci --ignore-scripts --no-audit --no-fund && node apps/console/build/build-console.ts
 
 FROM ${BASE} AS runtime
+# The tunnel hub (TUNNEL_MODE=wireguard) drives `ip`, `wg` and, where the kernel has no WireGuard,
+# `wireguard-go` (docs/operations.md "The management tunnel"). First, so code changes keep it cached.
+RUN apt-get -o APT::Sandbox::User=root update \
+ && apt-get -o APT::Sandbox::User=root install -y --no-install-recommends iproute2 wireguard-tools wireguard-go \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     DATA_DIR=/data \

@@ -113,6 +113,9 @@ describe("Dockerfile", () => {
     for (const [entry] of cmds) expect(existsSync(path.join(root, entry ?? "")), entry).toBe(true);
     // A numeric user, so runAsNonRoot can verify it.
     expect(dockerfile).toMatch(/^USER 10001:10001$/m);
+    // The hub (TUNNEL_MODE=wireguard) runs from the same image: ip, wg and wireguard-go in it.
+    const runtime = dockerfile.slice(dockerfile.indexOf(" AS runtime"));
+    for (const tool of ["iproute2", "wireguard-tools", "wireguard-go"]) expect(runtime, tool).toContain(` ${tool}`);
   });
 });
 
@@ -315,6 +318,11 @@ describe("deploy/k8s (kustomize base and overlays)", () => {
       expect(api.adoption.tunnel.publicKey).toBe(wireguardPublicKey(hub.tunnel.privateKey ?? ""));
       // The API never holds the hub's private key; routers dial the port the hub listens on.
       expect(api.adoption.tunnel.privateKey).toBeUndefined();
+      // wireguard-go's UAPI socket directory is writable under the read-only root filesystem.
+      const hubPod = (ofKind(example, "Deployment").find((d) => d.metadata.name === "fleet-tunnel-hub") as Doc).spec
+        .template.spec;
+      const runMount = (hubPod.containers[0].volumeMounts as Doc[]).find((m) => m.mountPath === "/run/wireguard");
+      expect((hubPod.volumes as Doc[]).find((v) => v.name === runMount?.name)?.emptyDir).toBeDefined();
       const service = ofKind(example, "Service").find((s) => s.metadata.name === "fleet-tunnel-hub") as Doc;
       const hubPorts = (ofKind(example, "Deployment").find((d) => d.metadata.name === "fleet-tunnel-hub") as Doc).spec
         .template.spec.containers[0].ports as Doc[];
