@@ -58,8 +58,10 @@ ENV NODE_ENV=production \
     DATA_DIR=/data \
     NODE_OPTIONS=--enable-source-maps
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
-COPY --from=deps /app/package.json /app/package-lock.json ./
+# All of /app: besides node_modules, npm puts a dependency whose version differs from the hoisted
+# one under its workspace (packages/db/node_modules/@opentelemetry/resources), so node_modules
+# alone misses it; .dockerignore keeps the COPYs below from touching these directories.
+COPY --from=deps /app ./
 COPY packages ./packages
 COPY apps ./apps
 COPY --from=console /app/apps/console/dist ./apps/console/dist

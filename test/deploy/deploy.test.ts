@@ -113,6 +113,12 @@ describe("Dockerfile", () => {
     for (const [entry] of cmds) expect(existsSync(path.join(root, entry ?? "")), entry).toBe(true);
     // A numeric user, so runAsNonRoot can verify it.
     expect(dockerfile).toMatch(/^USER 10001:10001$/m);
+    // Production dependencies npm installed under a workspace (not hoisted) reach the image too.
+    const lock = JSON.parse(read("package-lock.json")) as { packages: Record<string, { dev?: boolean }> };
+    const nested = Object.entries(lock.packages).filter(
+      ([at, entry]) => !at.startsWith("node_modules/") && at.includes("/node_modules/") && !entry.dev,
+    );
+    if (nested.length > 0) expect(dockerfile, nested[0]?.[0]).toMatch(/^COPY --from=deps \/app \.\/$/m);
     // The hub (TUNNEL_MODE=wireguard) runs from the same image: ip, wg and wireguard-go in it.
     const runtime = dockerfile.slice(dockerfile.indexOf(" AS runtime"));
     for (const tool of ["iproute2", "wireguard-tools", "wireguard-go"]) expect(runtime, tool).toContain(` ${tool}`);
