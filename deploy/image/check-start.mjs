@@ -14,12 +14,33 @@ const give = setTimeout(() => {
   process.stderr.write(`check-start: no "listening" line from ${args.join(" ")} within 180 s\n`);
   child.kill("SIGKILL");
 }, 180_000);
+// The app installs its SIGTERM handler synchronously after its "listening" line; a signal in
+// between would meet the default action. Once it answers /livez, that code has run.
+const base = (text) => {
+  const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
+  const port = /"port":(\d+)/.exec(text)?.[1];
+  return url ?? (port ? `http://127.0.0.1:${port}` : undefined);
+};
+let waiting = false;
+const terminateWhenLive = async (url) => {
+  while (child.exitCode === null) {
+    const live = await fetch(`${url}/livez`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (live) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  signalled = true;
+  process.stdout.write(`check-start: ${args[0]} live after ${Date.now() - started} ms; SIGTERM\n`);
+  child.kill("SIGTERM");
+};
 const read = (chunk) => {
   out += chunk.toString();
-  if (!signalled && /listening"|Fleet is running/.test(out)) {
-    signalled = true;
-    process.stdout.write(`check-start: ${args[0]} listening after ${Date.now() - started} ms; SIGTERM\n`);
-    child.kill("SIGTERM");
+  const line = /listening"|Fleet is running/.exec(out);
+  if (!waiting && line && base(out.slice(line.index > 400 ? line.index - 400 : 0))) {
+    waiting = true;
+    void terminateWhenLive(base(out.slice(line.index > 400 ? line.index - 400 : 0)));
   }
 };
 child.stdout.on("data", read);
