@@ -15,6 +15,10 @@
 ARG BASE=node:24-bookworm-slim
 
 FROM ${BASE} AS deps
+# A CA bundle for npm behind a TLS-intercepting registry mirror (build-image.sh passes the host's
+# /etc/ssl/certs/ca-certificates.crt, which its base carries); a build argument, so it never
+# reaches the runtime image's environment. Empty: Node's own CAs.
+ARG NODE_EXTRA_CA_CERTS=
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/shared/package.json packages/shared/
@@ -33,8 +37,10 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 # The operator console's static bundle (docs/console.md "Build"): built here with the dev
 # dependencies, so the runtime image carries the files and no build tools.
 FROM ${BASE} AS console
+ARG NODE_EXTRA_CA_CERTS=
 WORKDIR /app
-COPY package.json package-lock.json ./
+# tsconfig.json: the console's extends it, and the bundler reads it.
+COPY package.json package-lock.json tsconfig.json ./
 COPY packages ./packages
 COPY apps ./apps
 COPY test/package.json test/
@@ -42,13 +48,20 @@ COPY test/package.json test/
 RUN npm ci --ignore-scripts --no-audit --no-fund && node apps/console/build/build-console.ts
 
 FROM ${BASE} AS runtime
+# The tunnel hub (TUNNEL_MODE=wireguard) drives `ip`, `wg` and, where the kernel has no WireGuard,
+# `wireguard-go` (docs/operations.md "The management tunnel"). First, so code changes keep it cached.
+RUN apt-get -o APT::Sandbox::User=root update \
+ && apt-get -o APT::Sandbox::User=root install -y --no-install-recommends iproute2 wireguard-tools wireguard-go \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     DATA_DIR=/data \
     NODE_OPTIONS=--enable-source-maps
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
-COPY --from=deps /app/package.json /app/package-lock.json ./
+# All of /app: besides node_modules, npm puts a dependency whose version differs from the hoisted
+# one under its workspace (packages/db/node_modules/@opentelemetry/resources), so node_modules
+# alone misses it; .dockerignore keeps the COPYs below from touching these directories.
+COPY --from=deps /app ./
 COPY packages ./packages
 COPY apps ./apps
 COPY --from=console /app/apps/console/dist ./apps/console/dist

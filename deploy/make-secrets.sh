@@ -14,6 +14,7 @@ put database_url "postgres://fleet:$(cat secrets/postgres_password)@postgres:543
 put metrics_token "$(random)"
 put jwt_secret "$(random)"
 put webhook_encryption_key "$(random)"
+put access_password_key "$(random)"
 put stripe_webhook_secret "whsec_$(random)"
 [ -s secrets/stripe_secret_key ] || echo "deploy/secrets/stripe_secret_key: put your Stripe secret key (sk_...) there" >&2
 [ -s secrets/tunnel_ssh_key ] || { ssh-keygen -q -t ed25519 -N "" -C fleet-agent -f secrets/tunnel_ssh_key; chmod 644 secrets/tunnel_ssh_key; }

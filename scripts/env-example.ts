@@ -40,7 +40,8 @@ const cells = (line: string): string[] => {
 export const configurationTable = (markdown: string): ConfigRow[] => {
   const start = markdown.indexOf("\n## Configuration\n");
   if (start < 0) throw new Error('docs/operations.md has no "## Configuration" section');
-  const section = markdown.slice(start + 1).split(/\n## /)[0] ?? "";
+  // Up to the next heading: the "Production" table below it lists requirements, not variables.
+  const section = markdown.slice(start + 1).split(/\n###? /)[0] ?? "";
   const rows = section.split("\n").filter((line) => line.startsWith("| `"));
   return rows.map((line) => {
     const [name = "", defaultText = "", readBy = "", meaning = ""] = cells(line);
@@ -56,8 +57,10 @@ export const renderEnvExample = (markdown: string, secrets: readonly string[]): 
     '# Every setting of fleet, generated from docs/operations.md "Configuration" by',
     "# `npm run env:example`: edit the table there, not this file. All are optional in",
     "# development; with NODE_ENV=production start-up refuses to run without JWT_SECRET (or",
-    "# JWT_JWKS_URL), STRIPE_SECRET_KEY (unless STRIPE_EMULATOR=true), WEBHOOK_ENCRYPTION_KEY and the",
-    "# agent's key (TUNNEL_SSH_KEY, or TUNNEL_SSH_PUBLIC_KEY for an API alone).",
+    "# JWT_JWKS_URL), STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (unless STRIPE_EMULATOR=true),",
+    "# WEBHOOK_ENCRYPTION_KEY, ACCESS_PASSWORD_KEY, the agent's key (TUNNEL_SSH_KEY, or",
+    "# TUNNEL_SSH_PUBLIC_KEY for an API alone) and, with TUNNEL_MODE=wireguard, the hub's key",
+    "# (TUNNEL_WG_PRIVATE_KEY, or TUNNEL_WG_PUBLIC_KEY for an API alone).",
     "# A secret may instead be read from a file: <NAME>_FILE=/run/secrets/<name>.",
     "",
   ];

@@ -2,8 +2,10 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { loadAdminConfig } from "../../apps/all-in-one/src/config.ts";
 import { loadApiConfig } from "@fleet/api/config";
 import { loadHeartbeatConfig } from "@fleet/heartbeat-daemon";
+import { SECRET_VARIABLES, wireguardPublicKey } from "@fleet/shared";
 import { loadTunnelAgentConfig } from "@fleet/tunnel-agent";
 import ts from "typescript";
 import { afterAll, describe, expect, it } from "vitest";
@@ -111,6 +113,15 @@ describe("Dockerfile", () => {
     for (const [entry] of cmds) expect(existsSync(path.join(root, entry ?? "")), entry).toBe(true);
     // A numeric user, so runAsNonRoot can verify it.
     expect(dockerfile).toMatch(/^USER 10001:10001$/m);
+    // Production dependencies npm installed under a workspace (not hoisted) reach the image too.
+    const lock = JSON.parse(read("package-lock.json")) as { packages: Record<string, { dev?: boolean }> };
+    const nested = Object.entries(lock.packages).filter(
+      ([at, entry]) => !at.startsWith("node_modules/") && at.includes("/node_modules/") && !entry.dev,
+    );
+    if (nested.length > 0) expect(dockerfile, nested[0]?.[0]).toMatch(/^COPY --from=deps \/app \.\/$/m);
+    // The hub (TUNNEL_MODE=wireguard) runs from the same image: ip, wg and wireguard-go in it.
+    const runtime = dockerfile.slice(dockerfile.indexOf(" AS runtime"));
+    for (const tool of ["iproute2", "wireguard-tools", "wireguard-go"]) expect(runtime, tool).toContain(` ${tool}`);
   });
 });
 
@@ -173,10 +184,10 @@ describe("deploy/k8s (kustomize base and overlays)", () => {
 
   it("gives every app probes that fit start-up, Services on real ports and a disruption budget", () => {
     const deployments = ofKind(example, "Deployment");
+    // TUNNEL_MODE=wireguard: the hub is the one tunnel agent (only its interface reaches routers).
     expect(deployments.map((d) => d.metadata.name).sort()).toEqual([
       "fleet-api",
       "fleet-heartbeat",
-      "fleet-tunnel-agent",
       "fleet-tunnel-hub",
     ]);
     for (const deployment of deployments) {
@@ -206,7 +217,7 @@ describe("deploy/k8s (kustomize base and overlays)", () => {
       const containerPorts = pods[0]?.spec.template.spec.containers[0].ports as Doc[];
       for (const port of service.spec.ports as Doc[]) {
         const target = containerPorts.find((p) => p.name === port.targetPort || p.containerPort === port.targetPort);
-        const hostsRange = typeof port.targetPort === "number" && pods[0]?.metadata.name === "fleet-tunnel-agent";
+        const hostsRange = typeof port.targetPort === "number" && pods[0]?.metadata.name === "fleet-tunnel-hub";
         expect(target !== undefined || hostsRange, `${service.metadata.name}: ${port.targetPort}`).toBe(true);
       }
     }
@@ -240,10 +251,11 @@ describe("deploy/k8s (kustomize base and overlays)", () => {
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     /** The environment a container sees, with its Secret files written under `dir`. */
-    const environmentOf = (deploymentName: string): Record<string, string> => {
+    const environmentOf = (deploymentName: string, containerName?: string): Record<string, string> => {
       const deployment = ofKind(example, "Deployment").find((d) => d.metadata.name === deploymentName) as Doc;
       const pod = deployment.spec.template.spec as Doc;
-      const [container] = pod.containers as Doc[];
+      const all = [...(pod.initContainers ?? []), ...pod.containers] as Doc[];
+      const container = containerName ? all.find((c) => c.name === containerName) : (pod.containers as Doc[])[0];
       const env: Record<string, string> = {};
       for (const source of container?.envFrom ?? []) {
         const map = ofKind(example, "ConfigMap").find((c) => c.metadata.name === source.configMapRef.name);
@@ -286,17 +298,109 @@ describe("deploy/k8s (kustomize base and overlays)", () => {
       expect(env.TUNNEL_SSH_KEY).toBeUndefined();
     });
 
-    it("heartbeat daemon and agents: no Stripe or token keys reach them; the agents get the SSH key", () => {
+    it("heartbeat daemon and hub: no Stripe or token keys reach them; the hub gets the SSH key", () => {
       const heartbeat = environmentOf("fleet-heartbeat");
       expect(loadHeartbeatConfig(heartbeat).databaseUrl).toMatch(/^postgres/);
-      for (const name of ["fleet-tunnel-agent", "fleet-tunnel-hub"]) {
-        const env = environmentOf(name);
-        expect(loadTunnelAgentConfig(env).ssh.keyFile, name).toBeDefined();
-        expect(env.JWT_SECRET_FILE, name).toBeUndefined();
-        expect(env.STRIPE_SECRET_KEY_FILE, name).toBeUndefined();
-      }
+      const env = environmentOf("fleet-tunnel-hub");
+      expect(loadTunnelAgentConfig(env).ssh.keyFile).toBeDefined();
+      expect(env.JWT_SECRET_FILE).toBeUndefined();
+      expect(env.STRIPE_SECRET_KEY_FILE).toBeUndefined();
       expect(heartbeat.TUNNEL_SSH_KEY).toBeUndefined();
       expect(heartbeat.JWT_SECRET_FILE).toBeUndefined();
+      expect(heartbeat.ACCESS_PASSWORD_KEY_FILE).toBeUndefined();
+    });
+
+    it("API and hub run the same tunnel: wireguard mode, one endpoint, the hub's own public key", () => {
+      const api = loadApiConfig(environmentOf("fleet-api"));
+      const hub = loadTunnelAgentConfig(environmentOf("fleet-tunnel-hub"));
+      expect(api.adoption.tunnel.mode).toBe("wireguard");
+      expect(hub.tunnel.mode).toBe("wireguard");
+      if (api.adoption.tunnel.mode !== "wireguard" || hub.tunnel.mode !== "wireguard") return;
+      expect(api.adoption.tunnel.endpoint).toEqual(hub.tunnel.endpoint);
+      expect(api.adoption.tunnel.hubAddress).toBe(hub.tunnel.hubAddress);
+      expect(api.tunnelNetwork).toEqual(hub.tunnelNetwork);
+      // Adoption scripts name the key the hub actually holds (the example overlay pairs them).
+      expect(hub.tunnel.privateKey).toBeDefined();
+      expect(api.adoption.tunnel.publicKey).toBe(wireguardPublicKey(hub.tunnel.privateKey ?? ""));
+      // The API never holds the hub's private key; routers dial the port the hub listens on.
+      expect(api.adoption.tunnel.privateKey).toBeUndefined();
+      // wireguard-go's UAPI socket directory is writable under the read-only root filesystem.
+      const hubPod = (ofKind(example, "Deployment").find((d) => d.metadata.name === "fleet-tunnel-hub") as Doc).spec
+        .template.spec;
+      const runMount = (hubPod.containers[0].volumeMounts as Doc[]).find((m) => m.mountPath === "/run/wireguard");
+      expect((hubPod.volumes as Doc[]).find((v) => v.name === runMount?.name)?.emptyDir).toBeDefined();
+      const service = ofKind(example, "Service").find((s) => s.metadata.name === "fleet-tunnel-hub") as Doc;
+      const hubPorts = (ofKind(example, "Deployment").find((d) => d.metadata.name === "fleet-tunnel-hub") as Doc).spec
+        .template.spec.containers[0].ports as Doc[];
+      const udp = hubPorts.find((p) => p.name === service.spec.ports[0].targetPort);
+      expect(udp?.containerPort).toBe(hub.tunnel.listenPort);
+      expect(service.spec.ports[0].port).toBe(api.adoption.tunnel.endpoint.port);
+      // The same value, not two copies that can drift apart: TUNNEL_MODE is set in no app's own
+      // ConfigMap or container env, in either overlay.
+      for (const overlay of OVERLAYS) {
+        for (const map of ofKind(rendered[overlay], "ConfigMap")) {
+          if (!map.metadata.name.startsWith("fleet-common")) {
+            expect(map.data.TUNNEL_MODE, `${overlay}: ${map.metadata.name}`).toBeUndefined();
+          }
+        }
+        for (const deployment of ofKind(rendered[overlay], "Deployment")) {
+          for (const container of deployment.spec.template.spec.containers as Doc[]) {
+            const names = ((container.env ?? []) as Doc[]).map((e) => e.name);
+            expect(names, `${overlay}: ${deployment.metadata.name}`).not.toContain("TUNNEL_MODE");
+            expect(names, `${overlay}: ${deployment.metadata.name}`).not.toContain("TUNNEL_WG_ENDPOINT");
+          }
+        }
+      }
+    });
+
+    it("every container starts in production with its secrets, and each Secret reaches only who needs it", () => {
+      const loaders: Record<string, (env: Record<string, string>) => unknown> = {
+        "apps/api/src/main.ts": loadApiConfig,
+        "apps/heartbeat-daemon/src/main.ts": loadHeartbeatConfig,
+        "apps/tunnel-agent/src/main.ts": loadTunnelAgentConfig,
+        "apps/all-in-one/src/admin/admin-cli.ts": loadAdminConfig,
+      };
+      const mountedInto = new Map<string, string[]>();
+      for (const deployment of ofKind(example, "Deployment")) {
+        const name = deployment.metadata.name as string;
+        const pod = deployment.spec.template.spec as Doc;
+        for (const container of [...(pod.initContainers ?? []), ...pod.containers] as Doc[]) {
+          const load = loaders[container.args?.[0]];
+          expect(load, `${name}/${container.name}: a known entry file`).toBeDefined();
+          // environmentOf checks that every *_FILE names a mounted key; the loader then refuses
+          // anything production needs that is missing (the rule the app itself applies).
+          expect(() => load?.(environmentOf(name, container.name)), `${name}/${container.name}`).not.toThrow();
+        }
+        for (const each of [...(pod.initContainers ?? []), ...pod.containers] as Doc[]) {
+          for (const mount of each.volumeMounts ?? []) {
+            const volume = (pod.volumes as Doc[]).find((v) => v.name === mount.name);
+            if (!volume?.secret) continue;
+            // secretGenerator's names end in a content hash.
+            const secret = (volume.secret.secretName as string).replace(/-[a-z0-9]{10}$/, "");
+            mountedInto.set(secret, [...new Set([...(mountedInto.get(secret) ?? []), name])]);
+          }
+        }
+      }
+      const only = (secret: string) => [...(mountedInto.get(secret) ?? [])].sort();
+      expect(only("fleet-tunnel-hub")).toEqual(["fleet-tunnel-hub"]);
+      expect(only("fleet-agent-ssh")).toEqual(["fleet-tunnel-hub"]);
+      expect(only("fleet-api")).toEqual(["fleet-api"]);
+      expect(only("fleet-access-password")).toEqual(["fleet-api", "fleet-tunnel-hub"]);
+      // No secret is written into a ConfigMap or an env value: only its <NAME>_FILE.
+      for (const overlay of OVERLAYS) {
+        for (const map of ofKind(rendered[overlay], "ConfigMap")) {
+          for (const secret of SECRET_VARIABLES) expect(map.data[secret], `${overlay}: ${secret}`).toBeUndefined();
+        }
+      }
+    });
+
+    it("the check catches a secret left out: the API without ACCESS_PASSWORD_KEY, the hub without its key", () => {
+      const { ACCESS_PASSWORD_KEY_FILE: _access, ...api } = environmentOf("fleet-api");
+      expect(() => loadApiConfig(api)).toThrow(/^Invalid configuration: ACCESS_PASSWORD_KEY /);
+      const { TUNNEL_WG_PRIVATE_KEY_FILE: _key, ...hub } = environmentOf("fleet-tunnel-hub");
+      expect(() => loadTunnelAgentConfig(hub)).toThrow(/^Invalid configuration: TUNNEL_WG_PRIVATE_KEY /);
+      const { TUNNEL_WG_PUBLIC_KEY: _public, ...apiWithoutHubKey } = environmentOf("fleet-api");
+      expect(() => loadApiConfig(apiWithoutHubKey)).toThrow(/^Invalid configuration: TUNNEL_WG_PUBLIC_KEY /);
     });
   });
 });
@@ -335,15 +439,27 @@ describe("deploy/compose.yaml", () => {
       expect(env.DATABASE_URL_FILE, name).toBe("/run/secrets/database_url");
       const entry = service.command?.[0] as string;
       if (entry.includes("/api/")) {
-        for (const needed of ["JWT_SECRET_FILE", "WEBHOOK_ENCRYPTION_KEY_FILE", "STRIPE_SECRET_KEY_FILE"]) {
-          expect(env[needed], `${name}: ${needed}`).toBeDefined();
-        }
+        const production = [
+          "JWT_SECRET_FILE",
+          "WEBHOOK_ENCRYPTION_KEY_FILE",
+          "STRIPE_SECRET_KEY_FILE",
+          "STRIPE_WEBHOOK_SECRET_FILE",
+          "ACCESS_PASSWORD_KEY_FILE",
+        ];
+        for (const needed of production) expect(env[needed], `${name}: ${needed}`).toBeDefined();
         expect(env.TUNNEL_SSH_PUBLIC_KEY, name).toBeDefined();
         expect(secrets.has("tunnel_ssh_key"), `${name}: no private key`).toBe(false);
       } else {
         expect(secrets.has("jwt_secret") || secrets.has("stripe_secret_key"), `${name}: no API secrets`).toBe(false);
       }
-      if (entry.includes("tunnel-agent")) expect(secrets.has("tunnel_ssh_key"), name).toBe(true);
+      if (entry.includes("tunnel-agent")) {
+        expect(secrets.has("tunnel_ssh_key"), name).toBe(true);
+        // Shared with the API: both derive temporary router passwords from it.
+        expect(env.ACCESS_PASSWORD_KEY_FILE, name).toBe("/run/secrets/access_password_key");
+      }
+      if (entry.includes("heartbeat")) expect(secrets.has("access_password_key"), name).toBe(false);
+      // No hub in compose: every service runs the external tunnel (one mode for all).
+      expect(env.TUNNEL_MODE, name).toBeUndefined();
     }
   });
 

@@ -93,22 +93,34 @@ describe("configuration errors", () => {
     }
   });
 
-  it("NODE_ENV=production without what production needs stops start-up with one line naming it", async () => {
-    const proc = spawnSystem("apps/all-in-one/src/main.ts", {
-      PORT: "0",
-      STRIPE_EMULATOR_PORT: "0",
-      HEARTBEAT_PORT: "0",
-      NODE_ENV: "production",
-      JWT_SECRET: "j".repeat(32),
-      WEBHOOK_ENCRYPTION_KEY: "w".repeat(32),
-      TUNNEL_SSH_KEY: "/nonexistent/key",
-    });
+  // Each process stops before it opens anything: the first missing thing, in one line on stderr.
+  const production = {
+    PORT: "0",
+    STRIPE_EMULATOR_PORT: "0",
+    HEARTBEAT_PORT: "0",
+    AGENT_HEALTH_PORT: "0",
+    NODE_ENV: "production",
+    JWT_SECRET: "j".repeat(32),
+    WEBHOOK_ENCRYPTION_KEY: "w".repeat(32),
+    ACCESS_PASSWORD_KEY: "a".repeat(32),
+    TUNNEL_SSH_KEY: "/nonexistent/key",
+  };
+  it.each([
+    ["apps/all-in-one/src/main.ts", {}, "STRIPE_SECRET_KEY"],
+    ["apps/all-in-one/src/main.ts", { STRIPE_EMULATOR: "true", ACCESS_PASSWORD_KEY: undefined }, "ACCESS_PASSWORD_KEY"],
+    ["apps/tunnel-agent/src/main.ts", { ACCESS_PASSWORD_KEY: undefined }, "ACCESS_PASSWORD_KEY"],
+  ])("NODE_ENV=production: %s with %o stops start-up with one line naming %s", async (entry, change, variable) => {
+    const env = Object.fromEntries(
+      Object.entries({ ...production, ...change }).filter((pair): pair is [string, string] => pair[1] !== undefined),
+    );
+    const proc = spawnSystem(entry, env);
     try {
       expect(await proc.exited).toBe(1);
       const lines = proc.stderr().trim().split("\n");
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^Invalid configuration: STRIPE_SECRET_KEY must be set with NODE_ENV=production/);
+      expect(lines[0]).toMatch(new RegExp(`^Invalid configuration: ${variable} must be set with NODE_ENV=production`));
       expect(proc.stderr()).not.toContain("j".repeat(32));
+      expect(proc.stderr()).not.toContain("a".repeat(32));
     } finally {
       proc.cleanup();
     }

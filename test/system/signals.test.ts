@@ -226,6 +226,7 @@ describe.each<Launch>(["image", "npm"])("SIGTERM to the process started as %s do
       AUTH_DEV_LOGIN: "true",
       JWT_SECRET: `signals-${crypto.randomUUID()}`,
       WEBHOOK_ENCRYPTION_KEY: `signals-${crypto.randomUUID()}`,
+      ACCESS_PASSWORD_KEY: `signals-${crypto.randomUUID()}`,
       TUNNEL_SSH_KEY: keyFile,
       LOG_LEVEL: "info",
     };

@@ -1,10 +1,15 @@
 import { ConfigError } from "@fleet/shared";
 import { describe, expect, it } from "vitest";
-import { loadAllInOneConfig } from "./config.ts";
+import { loadAdminConfig, loadAllInOneConfig } from "./config.ts";
 
 const SECRET = "s".repeat(32);
 /** What production needs besides a token key (docs/operations.md "Production"). */
-const PRODUCTION = { STRIPE_EMULATOR: "true", WEBHOOK_ENCRYPTION_KEY: SECRET, TUNNEL_SSH_KEY: "/run/secrets/key" };
+const PRODUCTION = {
+  STRIPE_EMULATOR: "true",
+  WEBHOOK_ENCRYPTION_KEY: SECRET,
+  TUNNEL_SSH_KEY: "/run/secrets/key",
+  ACCESS_PASSWORD_KEY: SECRET,
+};
 
 // docs/operations.md "Configuration": `npm start` keeps the API's own dev-login default, so a
 // configured token key or NODE_ENV=production turns dev login off here too.
@@ -31,5 +36,27 @@ describe("npm start configuration", () => {
     };
     expect(() => loadAllInOneConfig(env)).toThrow(ConfigError);
     expect(() => loadAllInOneConfig(env)).toThrow(/TUNNEL_SSH_KEY/);
+  });
+
+  // The API and the agent in one process both read ACCESS_PASSWORD_KEY: production refuses without it.
+  it("in production needs ACCESS_PASSWORD_KEY, with one line naming it", () => {
+    const env = { NODE_ENV: "production", JWT_SECRET: SECRET, ...PRODUCTION, ACCESS_PASSWORD_KEY: undefined };
+    expect(() => loadAllInOneConfig(env)).toThrow(
+      /^Invalid configuration: ACCESS_PASSWORD_KEY must be set with NODE_ENV=production: /,
+    );
+  });
+});
+
+// The Kubernetes init container and compose's `migrate` carry the database and nothing secret.
+describe("admin CLI configuration", () => {
+  it("starts in production with the database alone, and still refuses a bad value", () => {
+    const env = { NODE_ENV: "production", DATABASE_URL: "postgres://u:p@db:5432/fleet" };
+    expect(() => loadAllInOneConfig(env)).toThrow(ConfigError);
+    expect(loadAdminConfig(env)).toEqual({
+      databaseUrl: "postgres://u:p@db:5432/fleet",
+      dataDir: "./.data",
+      heartbeatIntervalMs: 30_000,
+    });
+    expect(() => loadAdminConfig({ ...env, DATABASE_URL: "mysql://x" })).toThrow(/DATABASE_URL/);
   });
 });

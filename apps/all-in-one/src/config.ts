@@ -16,3 +16,20 @@ export const loadAllInOneConfig = (env: TEnv = process.env): AllInOneConfig => (
   heartbeat: loadHeartbeatConfig(env),
   tunnelAgent: loadTunnelAgentConfig(env),
 });
+
+/** What the admin CLI needs (docs/operations.md "Admin CLI"): the database and the heartbeat period. */
+export interface AdminConfig {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  heartbeatIntervalMs: number;
+}
+
+/**
+ * The admin CLI's configuration: only the database and the heartbeat period, so `migrate` runs in
+ * production where no app's secrets are given (the Kubernetes init container, compose's `migrate`),
+ * which the apps' production checks would otherwise refuse.
+ */
+export const loadAdminConfig = (env: TEnv = process.env): AdminConfig => {
+  const heartbeat = loadHeartbeatConfig(env);
+  return { databaseUrl: heartbeat.databaseUrl, dataDir: heartbeat.dataDir, heartbeatIntervalMs: heartbeat.intervalMs };
+};

@@ -1,17 +1,19 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ConfigError } from "@fleet/shared";
+import { ConfigError, generateWireguardKeyPair } from "@fleet/shared";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadApiConfig } from "./config.ts";
 
 describe("API configuration", () => {
+  const { privateKey: HUB_PRIVATE_KEY, publicKey: HUB_PUBLIC_KEY } = generateWireguardKeyPair();
   const SECRET = "s".repeat(32);
   const JWKS = "https://idp.example/jwks";
   const PRODUCTION = {
     STRIPE_EMULATOR: "true",
     WEBHOOK_ENCRYPTION_KEY: SECRET,
     TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+    ACCESS_PASSWORD_KEY: SECRET,
   };
 
   it("has the contract's defaults", () => {
@@ -136,8 +138,17 @@ describe("API configuration", () => {
       JWT_SECRET: SECRET,
       STRIPE_SECRET_KEY: "sk_live_abc",
       STRIPE_PUBLISHABLE_KEY: "pk_live_abc",
+      STRIPE_WEBHOOK_SECRET: "whsec_0123456789abcdef",
       WEBHOOK_ENCRYPTION_KEY: SECRET,
       TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+      ACCESS_PASSWORD_KEY: SECRET,
+    };
+    /** TUNNEL_MODE=wireguard on top: adoption scripts name the hub. */
+    const wireguard = {
+      ...complete,
+      TUNNEL_MODE: "wireguard",
+      TUNNEL_WG_ENDPOINT: "hub.example.net:51820",
+      TUNNEL_WG_PUBLIC_KEY: HUB_PUBLIC_KEY,
     };
     const refusal = (env: Record<string, string | undefined>): string | null => {
       try {
@@ -156,6 +167,31 @@ describe("API configuration", () => {
       expect(refusal({ ...complete, TUNNEL_SSH_PUBLIC_KEY: undefined, TUNNEL_SSH_KEY: "/run/secrets/key" })).toBeNull();
       const emulator = { ...complete, STRIPE_SECRET_KEY: undefined, STRIPE_PUBLISHABLE_KEY: undefined };
       expect(refusal({ ...emulator, STRIPE_EMULATOR: "true" })).toBeNull();
+      // The emulator generates its own webhook secret.
+      expect(refusal({ ...emulator, STRIPE_EMULATOR: "true", STRIPE_WEBHOOK_SECRET: undefined })).toBeNull();
+      expect(refusal(wireguard)).toBeNull();
+      // An API beside the hub in one process may derive the public key from the private one.
+      expect(
+        refusal({ ...wireguard, TUNNEL_WG_PUBLIC_KEY: undefined, TUNNEL_WG_PRIVATE_KEY: HUB_PRIVATE_KEY }),
+      ).toBeNull();
+    });
+
+    it("names the missing variable in one line that carries no secret", () => {
+      const message = (env: Record<string, string | undefined>): string => {
+        try {
+          loadApiConfig(env);
+        } catch (error) {
+          return (error as Error).message;
+        }
+        throw new Error("started without what production needs");
+      };
+      expect(message({ ...complete, ACCESS_PASSWORD_KEY: undefined })).toBe(
+        "Invalid configuration: ACCESS_PASSWORD_KEY must be set with NODE_ENV=production: the API and every tunnel agent derive the same temporary router passwords from it",
+      );
+      expect(message({ ...wireguard, TUNNEL_WG_PUBLIC_KEY: undefined })).toMatch(
+        /^Invalid configuration: TUNNEL_WG_PUBLIC_KEY must be set with NODE_ENV=production \(or TUNNEL_WG_PRIVATE_KEY\): /,
+      );
+      expect(message({ ...complete, ACCESS_PASSWORD_KEY: undefined })).not.toContain(SECRET);
     });
 
     it.each([
@@ -167,8 +203,16 @@ describe("API configuration", () => {
       ],
       ["WEBHOOK_ENCRYPTION_KEY", { WEBHOOK_ENCRYPTION_KEY: undefined }],
       ["TUNNEL_SSH_KEY", { TUNNEL_SSH_PUBLIC_KEY: undefined }],
+      ["ACCESS_PASSWORD_KEY", { ACCESS_PASSWORD_KEY: undefined }],
+      ["STRIPE_WEBHOOK_SECRET", { STRIPE_WEBHOOK_SECRET: undefined }],
     ])("without %s it stops naming it", (variable, without) => {
       expect(refusal({ ...complete, ...without })).toBe(variable);
+    });
+
+    it("in wireguard mode, without the hub's key it stops naming TUNNEL_WG_PUBLIC_KEY", () => {
+      expect(refusal({ ...wireguard, TUNNEL_WG_PUBLIC_KEY: undefined })).toBe("TUNNEL_WG_PUBLIC_KEY");
+      // External mode never needs it.
+      expect(refusal({ ...complete, TUNNEL_WG_PUBLIC_KEY: undefined })).toBeNull();
     });
 
     it("checks nothing of the kind outside production (development generates keys)", () => {
@@ -221,6 +265,7 @@ describe("API configuration", () => {
           JWT_SECRET_FILE: file("jwt-prod", SECRET),
           STRIPE_EMULATOR: "true",
           WEBHOOK_ENCRYPTION_KEY_FILE: file("webhook-prod", SECRET),
+          ACCESS_PASSWORD_KEY_FILE: file("access-prod", `${SECRET}\n`),
           TUNNEL_SSH_KEY: "/run/secrets/key",
         }),
       ).toBeNull();

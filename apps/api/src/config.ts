@@ -11,6 +11,7 @@ import {
   envString,
   envUrl,
   type EntryPointEnv,
+  envTunnelModeName,
   envTunnelNetwork,
   loadEntryPointEnv,
   loadTunnelModeEnv,
@@ -183,6 +184,12 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
     "webhook secrets sealed by one replica must open in every other",
   );
   requireInProduction(env, ["TUNNEL_SSH_KEY", "TUNNEL_SSH_PUBLIC_KEY"], "adoption installs the agent's public key");
+  requireInProduction(
+    env,
+    ["ACCESS_PASSWORD_KEY"],
+    "the API and every tunnel agent derive the same temporary router passwords from it",
+  );
+  requireWireguardHubKeyInProduction(env);
   return {
     host: envString(env, "HOST", "127.0.0.1"),
     port: envPort(env, "PORT", 3000),
@@ -240,6 +247,19 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
       webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),
     },
   };
+};
+
+/**
+ * `TUNNEL_MODE=wireguard` in production: adoption scripts name the hub's public key, which an API
+ * in its own container cannot read from the agent's DATA_DIR.
+ */
+const requireWireguardHubKeyInProduction = (env: TEnv): void => {
+  if (envTunnelModeName(env) !== "wireguard") return;
+  requireInProduction(
+    env,
+    ["TUNNEL_WG_PUBLIC_KEY", "TUNNEL_WG_PRIVATE_KEY"],
+    "with TUNNEL_MODE=wireguard adoption scripts name the hub's public key",
+  );
 };
 
 const PUBLIC_KEY_LINE = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}( .*)?$/;

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ConfigError, generateEd25519KeyPair } from "@fleet/shared";
+import { ConfigError, generateEd25519KeyPair, generateWireguardKeyPair } from "@fleet/shared";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadTunnelAgentConfig } from "./config.ts";
 import { resolveAgentKey } from "./routeros/agent-key.ts";
@@ -25,7 +25,11 @@ describe("loadTunnelAgentConfig", () => {
     expect(config.tunnelNetwork).toEqual({ cidr: "127.64.0.0/10", base: 0x7f400000, prefix: 10 });
     expect(config.ssh).toMatchObject({ port: 2222, user: "mgmt", keyFile: undefined });
     expect(config).toMatchObject({ databaseUrl: undefined, dataDir: "./.data", logLevel: "info" });
-    const production = loadTunnelAgentConfig({ NODE_ENV: "production", TUNNEL_SSH_KEY: "/etc/fleet/key" });
+    const production = loadTunnelAgentConfig({
+      NODE_ENV: "production",
+      TUNNEL_SSH_KEY: "/etc/fleet/key",
+      ACCESS_PASSWORD_KEY: "a".repeat(32),
+    });
     expect(production.tunnelNetwork).toEqual({ cidr: "100.64.0.0/10", base: 0x64400000, prefix: 10 });
     expect(production.ssh.port).toBe(22);
   });
@@ -120,11 +124,46 @@ describe("resolveAgentKey", () => {
 });
 
 describe('loadTunnelAgentConfig in production (docs/operations.md "Production")', () => {
+  const complete = {
+    NODE_ENV: "production",
+    TUNNEL_SSH_KEY: "/run/secrets/key",
+    ACCESS_PASSWORD_KEY: "a".repeat(32),
+  };
+  const refusal = (env: Record<string, string | undefined>): string => {
+    try {
+      loadTunnelAgentConfig(env);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return "started";
+  };
+
   it("needs TUNNEL_SSH_KEY: a key generated in a container's DATA_DIR is lost with it", () => {
-    expect(() => loadTunnelAgentConfig({ NODE_ENV: "production" })).toThrow(/^Invalid configuration: TUNNEL_SSH_KEY /);
-    expect(loadTunnelAgentConfig({ NODE_ENV: "production", TUNNEL_SSH_KEY: "/run/secrets/key" }).ssh.keyFile).toBe(
-      "/run/secrets/key",
+    expect(refusal({ ...complete, TUNNEL_SSH_KEY: undefined })).toMatch(/^Invalid configuration: TUNNEL_SSH_KEY /);
+    expect(loadTunnelAgentConfig(complete).ssh.keyFile).toBe("/run/secrets/key");
+  });
+
+  it("needs ACCESS_PASSWORD_KEY, shared with the API: one clear line naming it", () => {
+    const line = refusal({ ...complete, ACCESS_PASSWORD_KEY: undefined });
+    expect(line).toBe(
+      "Invalid configuration: ACCESS_PASSWORD_KEY must be set with NODE_ENV=production: the API and every tunnel agent derive the same temporary router passwords from it",
     );
+    expect(loadTunnelAgentConfig(complete).accessPasswordKey).toBe("a".repeat(32));
+    const file = path.join(dir, "access-password-key");
+    writeFileSync(file, `${"b".repeat(32)}\n`);
+    const fromFile = { ...complete, ACCESS_PASSWORD_KEY: undefined, ACCESS_PASSWORD_KEY_FILE: file };
+    expect(loadTunnelAgentConfig(fromFile).accessPasswordKey).toBe("b".repeat(32));
+  });
+
+  it("in wireguard mode needs the hub's private key (routers hold its public half)", () => {
+    const hub = { ...complete, TUNNEL_MODE: "wireguard", TUNNEL_WG_ENDPOINT: "hub.example.net:51820" };
+    expect(refusal(hub)).toMatch(
+      /^Invalid configuration: TUNNEL_WG_PRIVATE_KEY must be set with NODE_ENV=production: /,
+    );
+    const key = generateWireguardKeyPair().privateKey;
+    expect(loadTunnelAgentConfig({ ...hub, TUNNEL_WG_PRIVATE_KEY: key }).tunnel).toMatchObject({ privateKey: key });
+    // Development generates one in DATA_DIR.
+    expect(refusal({ ...hub, NODE_ENV: undefined })).toBe("started");
   });
 
   it("reads METRICS_TOKEN and DATABASE_URL from <NAME>_FILE", () => {

@@ -8,6 +8,7 @@ import {
   envSecret,
   envPortOptional,
   envString,
+  envTunnelModeName,
   envTunnelNetwork,
   envTunnelSshPort,
   envUrl,
@@ -92,6 +93,18 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
   const env = withSecretFiles(given, (file) => readFileSync(file, "utf8"));
   // docs/operations.md "Production": a generated key in a container's DATA_DIR dies with it.
   requireInProduction(env, ["TUNNEL_SSH_KEY"], "routers authorize one key pair; a generated one is lost on restart");
+  requireInProduction(
+    env,
+    ["ACCESS_PASSWORD_KEY"],
+    "the API and every tunnel agent derive the same temporary router passwords from it",
+  );
+  if (envTunnelModeName(env) === "wireguard") {
+    requireInProduction(
+      env,
+      ["TUNNEL_WG_PRIVATE_KEY"],
+      "routers are configured with the hub's public key; a generated one is lost on restart",
+    );
+  }
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
   return {
     databaseUrl: databaseUrl?.toString(),

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { openDatabase } from "@fleet/db";
 import { exitOnStartupError, loadConfigOrExit } from "@fleet/shared";
-import { loadAllInOneConfig } from "../config.ts";
+import { loadAdminConfig } from "../config.ts";
 import {
   type AdminContext,
   AdminError,
@@ -64,9 +64,9 @@ if (values.help || positionals.length === 0) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(positionals.length === 0 && !values.help ? 2 : 0);
 }
-const config = loadConfigOrExit(() => loadAllInOneConfig());
+const config = loadConfigOrExit(() => loadAdminConfig());
 // The embedded database of a running `npm start` is its own: one line says so (docs/operations.md "Commands").
-const db = await openDatabase({ databaseUrl: config.api.databaseUrl, dataDir: config.api.dataDir, poolSize: 2 }).catch(
+const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 }).catch(
   (error: unknown) => exitOnStartupError(error),
 );
 let code = 0;
@@ -74,7 +74,7 @@ try {
   if (positionals[0] !== "migrate" && !(await db.isReady())) {
     throw new AdminError("migrations are pending: run `npm run admin -- migrate` first");
   }
-  const output = await run({ db, heartbeatIntervalMs: config.heartbeat.intervalMs }, positionals);
+  const output = await run({ db, heartbeatIntervalMs: config.heartbeatIntervalMs }, positionals);
   process.stdout.write(values.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text.join("\n")}\n`);
 } catch (error) {
   code = error instanceof AdminError ? 2 : 1;

@@ -62,7 +62,8 @@ export const requireInProduction = (env: TEnv, names: readonly [string, ...strin
 
 /**
  * `STRIPE_EMULATOR=true` starts the built-in emulator even with NODE_ENV=production (a staging
- * system on purpose); without it, production needs `STRIPE_SECRET_KEY`.
+ * system on purpose); without it, production needs `STRIPE_SECRET_KEY`, and `STRIPE_WEBHOOK_SECRET`
+ * (without it every Stripe event is refused and billing waits for the next reconciliation).
  */
 export const requireStripeInProduction = (env: TEnv): boolean => {
   const emulator = envBool(env, "STRIPE_EMULATOR", false);
@@ -71,6 +72,11 @@ export const requireStripeInProduction = (env: TEnv): boolean => {
       env,
       ["STRIPE_SECRET_KEY"],
       "the Stripe emulator never starts in production unless STRIPE_EMULATOR=true",
+    );
+    requireInProduction(
+      env,
+      ["STRIPE_WEBHOOK_SECRET"],
+      "Stripe's events are refused without it, and billing then lags until the next reconciliation",
     );
   }
   return emulator;

@@ -12,6 +12,7 @@ beforeAll(async () => {
     NODE_ENV: "production",
     STRIPE_EMULATOR: "true",
     WEBHOOK_ENCRYPTION_KEY: "w".repeat(32),
+    ACCESS_PASSWORD_KEY: "a".repeat(32),
     TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
     ENTRY_POINT_HOST: "entry.fleet.test",
     ENTRY_POINT_PORTS: "45000-45099",

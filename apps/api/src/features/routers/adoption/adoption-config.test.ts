@@ -72,6 +72,7 @@ describe("adoption configuration", () => {
       JWT_SECRET: "s".repeat(32),
       STRIPE_EMULATOR: "true",
       WEBHOOK_ENCRYPTION_KEY: "s".repeat(32),
+      ACCESS_PASSWORD_KEY: "s".repeat(32),
       TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
     }).adoption;
     expect(production.tunnelNetwork).toBe("100.64.0.0/10");
