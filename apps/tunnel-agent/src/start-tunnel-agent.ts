@@ -6,6 +6,7 @@ import {
   ForwardTargetsRepository,
   type JobEngine,
   openRouterJobLocks,
+  queryOf,
   routerJobsQueue,
   AccessRepository,
   AuditLogRepository,
@@ -28,6 +29,7 @@ import { ExpirySweeper } from "./expiry/expiry-sweeper.ts";
 import { applyForwardHandler, type ForwardJobDeps } from "./jobs/apply-forward.ts";
 import { ForwardLifecycle } from "./jobs/forward-lifecycle.ts";
 import { backupRouterHandler } from "./jobs/backup-router.ts";
+import { AccessLifecycle } from "./jobs/access-lifecycle.ts";
 import { applyAccessHandler, removeAccessHandler, resolveAccessPasswordKey } from "./jobs/router-access.ts";
 import { type ReconcileReport, reconcileRouterHandler, scheduleReconciliation } from "./jobs/reconcile-router.ts";
 import { offboardRouterHandler } from "./jobs/offboard-router.ts";
@@ -194,7 +196,8 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     logger: logger.child({ part: "relay" }),
     events: connectionLog,
   });
-  const access = new AccessRepository(db, engine);
+  const access = new AccessRepository(queryOf(db));
+  const accessLifecycle = new AccessLifecycle({ db, jobs: engine });
   // docs/api.md "Temporary router access": the router's own service ports (SSH is the port the agent uses).
   const servicePorts = { winbox: 8291, ssh: config.ssh.port, webfig: 80 } as const;
   const relaySync = new RelaySync({
@@ -246,6 +249,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       ...(() => {
         const accessDeps = {
           access,
+          lifecycle: accessLifecycle,
           forwards,
           connector,
           clock,
@@ -321,7 +325,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     }
   }
   const sweepAccess = async (): Promise<number> => {
-    const closed = await access.expireDue(clock.now());
+    const closed = await accessLifecycle.expireDue(clock.now());
     if (closed.length > 0) void relaySync.refresh();
     return closed.length;
   };

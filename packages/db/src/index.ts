@@ -18,6 +18,7 @@ export {
   type SessionRouter,
 } from "./repositories/session-quotas.ts";
 export * from "./jobs/forward-jobs.ts";
+export * from "./jobs/access-jobs.ts";
 export * from "./repositories/ssh-host-keys.repository.ts";
 export * from "./repositories/tunnel-addresses.repository.ts";
 export * from "./repositories/rate-limit-counters.repository.ts";

@@ -1,5 +1,4 @@
 import {
-  AccessRepository,
   AdoptionsRepository,
   AvailabilityRepository,
   acquireStatusFeed,
@@ -115,8 +114,8 @@ export const wireRouters = async (
       loopbackSources: config.development,
     }),
     access: new AccessService({
-      access: new AccessRepository(db, jobs),
-      routers: new RoutersRepository(db),
+      db,
+      jobs,
       clock,
       entryPoint: config.entryPoint,
       maxActivePerOrg: config.forwardsPerOrg,

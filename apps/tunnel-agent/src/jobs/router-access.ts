@@ -12,12 +12,14 @@ import {
   setAccessGroupPolicy,
 } from "../routeros/access-commands.ts";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
+import type { AccessLifecycle } from "./access-lifecycle.ts";
 import { PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface AccessJobDeps {
-  access: AccessRepository;
+  access: Pick<AccessRepository, "findForAgent">;
+  lifecycle: Pick<AccessLifecycle, "markApplied">;
   forwards: ForwardTargetsRepository;
   connector: RouterOsConnector;
   clock: Clock;
@@ -100,7 +102,7 @@ export const applyAccessHandler =
       );
       await router.exec(addAccessScheduler(access.id, access.expiresAt.getTime() - deps.clock.now().getTime()));
     });
-    await deps.access.markApplied(access.id, deps.clock.now());
+    await deps.lifecycle.markApplied(access.id, deps.clock.now());
     deps.logger.info({ accessId: access.id, routerId: access.routerId, level: access.level }, "router access applied");
   };
 

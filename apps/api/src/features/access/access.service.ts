@@ -1,9 +1,24 @@
-import type { AccessRecord, AccessRepository, AuditOrigin, RouterRecord } from "@fleet/db";
+import {
+  type AccessRecord,
+  AccessRepository,
+  type AuditOrigin,
+  checkSessionQuotas,
+  claimEntryPointPort,
+  type Database,
+  findSessionRouter,
+  insertAuditEntry,
+  type JobEngine,
+  type QuotaRefusal,
+  queryOf,
+  queueAccessJob,
+  recordAccessClosed,
+} from "@fleet/db";
 import {
   accessUsername,
   AppError,
   type Clock,
   deriveAccessPassword,
+  FORWARD_JOB_KINDS,
   FORWARD_LIMITS,
   formatIsoUtc,
   type TAccess,
@@ -14,10 +29,14 @@ import {
 } from "@fleet/shared";
 
 export interface AccessServiceDeps {
-  access: Pick<AccessRepository, "create" | "listActive" | "get" | "close">;
-  routers: { findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null> };
+  /** Each use case runs in one transaction of its own; the repository gets its `query`. */
+  db: Pick<Database, "query" | "transaction">;
+  /** Queues the router jobs (`access.apply`, `access.remove`) inside that transaction. */
+  jobs: JobEngine;
   clock: Clock;
   entryPoint: { host: string; ports: readonly [number, number] };
+  /** Active forwards plus access sessions one router may hold; defaults to {@link FORWARD_LIMITS.activePerRouter}. */
+  maxActivePerRouter?: number;
   /** FORWARDS_PER_ORG: forwards and access sessions together. */
   maxActivePerOrg: number;
   /** `TRIAL_FORWARDS`: the billing root's quota while it has no payment method on file. */
@@ -28,6 +47,9 @@ export interface AccessServiceDeps {
 }
 
 const QUOTA_RETRY_AFTER_MAX_SECONDS = 3_600;
+
+// How often one create tries another port after losing one to a concurrent create.
+const PORT_ATTEMPTS = 5;
 
 const retryAfterSeconds = (freesAt: Date | null, now: Date): number =>
   freesAt === null
@@ -63,90 +85,135 @@ export class AccessService {
     this.#deps = deps;
   }
 
-  async #router(teamId: string, routerId: string): Promise<RouterRecord> {
-    const router = await this.#deps.routers.findInTeam(teamId, routerId);
-    if (!router) throw routerNotFound();
-    return router;
-  }
-
+  /**
+   * One transaction: the router row is locked so the per-router cap (forwards and sessions together)
+   * holds under concurrent creates (the billing root's row is locked by the quota check), the port
+   * is claimed from the entry point's range shared with forwards, and the session, its
+   * `access.apply` job and its `router.access.created` entry commit together.
+   */
   async create(teamId: string, input: TCreateAccessInput, origin: AuditOrigin): Promise<TCreatedAccess> {
-    const router = await this.#router(teamId, input.router_id);
-    if (tunnelAddressProblem(this.#deps.tunnelNetwork, router.tunnelIp)) throw noTunnel();
     const now = this.#deps.clock.now();
-    const max = FORWARD_LIMITS.activePerRouter;
-    const result = await this.#deps.access.create(
-      {
-        routerId: router.id,
-        teamId,
-        entryPoint: this.#deps.entryPoint.host,
-        ports: this.#deps.entryPoint.ports,
-        service: input.service,
-        level: input.level,
-        allowOnlyCidr: input.allow_from,
-        expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
-        maxActivePerRouter: max,
-        maxActivePerOrg: this.#deps.maxActivePerOrg,
-        ...(this.#deps.trialForwards === undefined ? {} : { trialForwards: this.#deps.trialForwards }),
-        origin,
-        username: accessUsername,
-      },
-      now,
-    );
-    if (result.ok) {
-      return {
-        status: "success",
-        data: {
-          ...toAccess(result.access, now),
-          password: deriveAccessPassword(this.#deps.passwordKey, result.access.id),
+    const { host: entryPoint, ports } = this.#deps.entryPoint;
+    const created = await this.#deps.db.transaction(async (query): Promise<AccessRecord | AppError> => {
+      const router = await findSessionRouter(query, input.router_id, teamId, { forUpdate: true });
+      if (!router) return routerNotFound();
+      if (tunnelAddressProblem(this.#deps.tunnelNetwork, router.tunnelIp)) return noTunnel();
+      const refusal = await checkSessionQuotas(query, router, this.#quotas(), now);
+      if (refusal) return this.#quotaError(refusal, now);
+      const sessions = new AccessRepository(query);
+      const access = await claimEntryPointPort(query, {
+        entryPoint,
+        ports,
+        attempts: PORT_ATTEMPTS,
+        insert: (port) => {
+          const id = crypto.randomUUID();
+          return sessions.insertActive({
+            id,
+            routerId: router.id,
+            entryPoint,
+            port,
+            service: input.service,
+            level: input.level,
+            username: accessUsername(id),
+            allowOnlyCidr: input.allow_from,
+            expiresAt: new Date(now.getTime() + input.expire_after_minutes * 60_000),
+            createdAt: now,
+            createdBy: origin.actor,
+          });
         },
-      };
-    }
-    switch (result.reason) {
-      case "router_not_found":
-        throw routerNotFound();
-      case "no_tunnel_ip":
-        throw noTunnel();
-      case "ports_exhausted":
-        throw new AppError("capacity_exhausted", "Every entry-point port is in use. Try again after one frees.");
-      case "router_cap": {
-        const retryAfter = retryAfterSeconds(result.freesAt, now);
-        throw new AppError(
-          "rate_limited",
-          `This router already has ${max} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`,
-          { extra: { limit: max, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
-        );
+      });
+      if (!access) {
+        return new AppError("capacity_exhausted", "Every entry-point port is in use. Try again after one frees.");
       }
-      case "org_cap": {
-        const { limit, trial } = result;
-        const retryAfter = retryAfterSeconds(result.freesAt, now);
-        const message = trial
-          ? `Without a payment method on file, the organizations of one billing account may hold ${limit} active forwards and access sessions at once, and they do. Save a card with POST /v1/account/payment-methods, revoke one, or wait for one to expire.`
-          : `The organizations of this billing account already hold ${limit} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`;
-        throw new AppError("rate_limited", message, {
-          extra: { limit, trial, retry_after_seconds: retryAfter },
-          retryAfterSeconds: retryAfter,
-        });
-      }
-    }
+      await queueAccessJob(this.#deps.jobs, FORWARD_JOB_KINDS.accessApply, access, query);
+      await insertAuditEntry(query, {
+        organizationId: router.organizationId,
+        occurredAt: now,
+        action: "router.access.created",
+        actor: origin.actor,
+        sourceIp: origin.sourceIp,
+        target: { type: "router_access", id: access.id },
+        routerId: access.routerId,
+        details: {
+          service: access.service,
+          level: access.level,
+          username: access.username,
+          entry_point: access.entryPoint,
+          port: access.port,
+          allow_from: access.allowOnlyCidr,
+          expires_at: access.expiresAt.toISOString(),
+        },
+      });
+      return access;
+    });
+    if (created instanceof AppError) throw created;
+    return {
+      status: "success",
+      data: { ...toAccess(created, now), password: deriveAccessPassword(this.#deps.passwordKey, created.id) },
+    };
   }
 
   async list(teamId: string, routerId: string): Promise<TAccess[]> {
-    const router = await this.#router(teamId, routerId);
+    const sessions = await this.#inTeam(teamId, routerId);
     const now = this.#deps.clock.now();
-    return (await this.#deps.access.listActive(router.id, now)).map((a) => toAccess(a, now));
+    return (await sessions.listActive(routerId, now)).map((a) => toAccess(a, now));
   }
 
   async get(teamId: string, routerId: string, id: string): Promise<TAccess> {
-    const router = await this.#router(teamId, routerId);
-    const access = await this.#deps.access.get(router.id, id);
+    const sessions = await this.#inTeam(teamId, routerId);
+    const access = await sessions.get(routerId, id);
     if (!access) throw accessNotFound();
     return toAccess(access, this.#deps.clock.now());
   }
 
-  /** Revokes an active session; one already closed answers the same (idempotent). */
+  /**
+   * Revokes an active session (or marks it expired when its time passed unswept) with its removal
+   * job and audit entry; one already closed answers the same (idempotent).
+   */
   async revoke(teamId: string, routerId: string, id: string, origin: AuditOrigin): Promise<void> {
-    const router = await this.#router(teamId, routerId);
-    if (await this.#deps.access.close(router.id, id, this.#deps.clock.now(), origin)) return;
-    if (!(await this.#deps.access.get(router.id, id))) throw accessNotFound();
+    const sessions = await this.#inTeam(teamId, routerId);
+    const now = this.#deps.clock.now();
+    const closed = await this.#deps.db.transaction(async (query) => {
+      const access = await new AccessRepository(query).closeActive(routerId, id, now);
+      if (access) await recordAccessClosed(query, this.#deps.jobs, [access], origin);
+      return access;
+    });
+    if (closed) return;
+    if (!(await sessions.get(routerId, id))) throw accessNotFound();
+  }
+
+  #quotas() {
+    return {
+      maxActivePerRouter: this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter,
+      maxActivePerOrg: this.#deps.maxActivePerOrg,
+      ...(this.#deps.trialForwards === undefined ? {} : { trialForwards: this.#deps.trialForwards }),
+    };
+  }
+
+  #quotaError(refusal: QuotaRefusal, now: Date): AppError {
+    const retryAfter = retryAfterSeconds(refusal.freesAt, now);
+    if (refusal.reason === "router_cap") {
+      const max = this.#quotas().maxActivePerRouter;
+      return new AppError(
+        "rate_limited",
+        `This router already has ${max} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`,
+        { extra: { limit: max, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
+      );
+    }
+    const { limit, trial } = refusal;
+    const message = trial
+      ? `Without a payment method on file, the organizations of one billing account may hold ${limit} active forwards and access sessions at once, and they do. Save a card with POST /v1/account/payment-methods, revoke one, or wait for one to expire.`
+      : `The organizations of this billing account already hold ${limit} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`;
+    return new AppError("rate_limited", message, {
+      extra: { limit, trial, retry_after_seconds: retryAfter },
+      retryAfterSeconds: retryAfter,
+    });
+  }
+
+  /** The sessions of the router, once the router is known to be in the team (else 404). */
+  async #inTeam(teamId: string, routerId: string): Promise<AccessRepository> {
+    const query = queryOf(this.#deps.db);
+    if (!(await findSessionRouter(query, routerId, teamId))) throw routerNotFound();
+    return new AccessRepository(query);
   }
 }
