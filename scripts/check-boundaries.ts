@@ -311,12 +311,6 @@ for (const rel of codeFiles) {
 // one waiting helper, `eventually`. A timer that stands for work in a fake (a handler that takes a
 // while), not for a wait of the test, says so on its line: `// work, not a wait`.
 const WAIT_HELPERS = new Set(["packages/shared/src/testing/eventually.ts"]);
-/** Files other branches of this round own. TODO at merge: fix each sleep, then remove its entry. */
-const SLEEP_PENDING = new Set<string>([
-  // "nothing happened" waits (assert that no timer fired / no query ran): wait for the condition.
-  "apps/heartbeat-daemon/src/heartbeats/heartbeat-writer.test.ts",
-  "apps/heartbeat-daemon/src/transport/token-auth.test.ts",
-]);
 const SLEEP = [
   /new\s+Promise(?:<[^>]*>)?\s*\(\s*\(?\s*(\w+)\s*\)?\s*=>\s*\{?\s*setTimeout\s*\(\s*\1\s*,/,
   /\bawait\s+(?:setTimeout|sleep|delay)\s*\(/,
@@ -331,7 +325,7 @@ for (const rel of testCode) {
     if (/^\s*(?:\/\/|\*)/.test(line)) return;
     if (/\bretry\s*:\s*\d/.test(line))
       problems.push(`${rel}:${i + 1}: a retried test (wait for the condition instead)`);
-    const exempt = WAIT_HELPERS.has(rel) || SLEEP_PENDING.has(rel) || line.includes("// work, not a wait");
+    const exempt = WAIT_HELPERS.has(rel) || line.includes("// work, not a wait");
     if (!exempt && SLEEP.some((re) => re.test(line))) {
       problems.push(`${rel}:${i + 1}: a fixed sleep in a test (wait for a condition with eventually)`);
     }

@@ -20,6 +20,7 @@ import {
   TunnelAddressesRepository,
 } from "@fleet/db";
 import { type Clock, FORWARD_JOB_KINDS, loopbackAgentAddress, systemClock } from "@fleet/shared";
+import cron from "node-cron";
 import type { Logger } from "pino";
 import type { TunnelAgentConfig } from "./config.ts";
 import { ConnectionLog } from "./entry-point/connection-log.ts";
@@ -124,6 +125,8 @@ export interface RunningTunnelAgent {
 
 /** Cluster-wide safety net of the expiry timers: one sweep a minute, by whichever agent takes it. */
 export const EXPIRY_SWEEP_QUEUE = "forward.expiry-sweep";
+/** node-cron (seconds field first): the per-process sweep of expired router access, every 5 s. */
+const ACCESS_SWEEP_CRON = "*/5 * * * * *";
 
 /**
  * The tunnel agent (docs/api.md "Tunnel agent and entry point"): durable apply/remove/reconcile jobs over SSH to routers,
@@ -329,10 +332,19 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     if (closed.length > 0) void relaySync.refresh();
     return closed.length;
   };
-  const accessTimer = setInterval(() => {
-    sweepAccess().catch((error: unknown) => logger.error({ err: error }, "router access expiry sweep failed"));
-  }, 5_000);
-  accessTimer.unref();
+  // Every agent sweeps (rows are claimed with skip locked: each closes once), every 5 s, finer than
+  // pg-boss's minute slots: a per-process schedule, so node-cron.
+  const accessSchedule = cron.schedule(
+    ACCESS_SWEEP_CRON,
+    () =>
+      sweepAccess().then(undefined, (error: unknown) =>
+        logger.error({ err: error }, "router access expiry sweep failed"),
+      ),
+    { noOverlap: true, name: "router-access-sweep", unref: true },
+  );
+  // Not node-cron: TUNNEL_RECONCILE_INTERVAL_MS is any period from 1 s to 1 day, counted from start.
+  // Cron fires at wall-clock slots: 7 s or 90 min has no exact expression, and a day would become
+  // "at midnight" (the tests' "never during this run" would then run at 00:00).
   const reconcileTimer = setInterval(() => {
     reconcile().catch((error: unknown) => logger.error({ err: error }, "scheduling reconciliation failed"));
   }, config.reconcileIntervalMs);
@@ -370,7 +382,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     close: () => {
       closing ??= (async () => {
         clearInterval(reconcileTimer);
-        clearInterval(accessTimer);
+        await accessSchedule.stop();
         await backupSchedule?.stop();
         await sweeper.close();
         await consumer.close();

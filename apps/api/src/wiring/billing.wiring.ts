@@ -84,12 +84,11 @@ export const wireBilling = async ({ config, db, logger, now, wallClock }: Wiring
   const subscriptionGateway = createSubscriptionGateway(stripeClient);
   const billingLogger = logger.child({ feature: "billing" });
   const mirrorRepository = new BillingMirrorRepository(db);
-  const wallTime = () => wallClock.now();
   const billingMirror = new BillingMirrorService({
     repository: mirrorRepository,
-    reconcile: { mirror: mirrorRepository, payments, subscriptions: subscriptionGateway, now: wallTime },
+    reconcile: { mirror: mirrorRepository, payments, subscriptions: subscriptionGateway, clock: wallClock },
     live: createPaymentsGateway(stripeClient, LIVE_BILLING_READS),
-    now: wallTime,
+    clock: wallClock,
     onError: (error, context) => billingLogger.warn({ err: error }, context),
   });
   const subscriptionService = new SubscriptionService({
@@ -118,7 +117,7 @@ export const wireBilling = async ({ config, db, logger, now, wallClock }: Wiring
       stripeWebhooks: new StripeWebhookService({
         verify: createWebhookVerifier(webhookSecret, now),
         mirror: mirrorRepository,
-        now: wallTime,
+        clock: wallClock,
       }),
       subscriptions: subscriptionService,
       mirror: billingMirror,

@@ -2,8 +2,8 @@ import type { FaultRecord, NewFault, SweepParams, SweepTransaction } from "@flee
 import {
   effectiveLastSeen,
   faultStartsAt,
-  formatIsoUtc,
   jitterToleranceMs,
+  pulseEvent,
   siteOfflineMessage,
   type StatusFeed,
   type TRouterStatusEvent,
@@ -112,10 +112,9 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
     if (round.due < deps.limit) break;
   }
   if (opened.length > 0) {
-    const at = formatIsoUtc(now);
     const events: TRouterStatusEvent[] = [];
     for (const fault of opened) {
-      events.push({ type: "pulse", router_id: fault.routerId, team_id: fault.teamId, has_pulse: false, at });
+      events.push(pulseEvent({ routerId: fault.routerId, teamId: fault.teamId, hasPulse: false, at: now }));
       events.push(toFaultEvent(fault));
     }
     await deps.feed.publish(events).catch(() => {});

@@ -105,6 +105,11 @@ export class HeartbeatWriter {
     return this.#pending.size;
   }
 
+  /** Whether a flush is scheduled (a timer or an immediate is armed); never while nothing is pending. */
+  get flushScheduled(): boolean {
+    return this.#soon;
+  }
+
   enqueue(write: HeartbeatWrite): void {
     const earlier = this.#pending.get(write.routerId);
     // Heartbeats made with two tokens (one replaced) never merge: the newer stands alone.

@@ -1,5 +1,5 @@
 import type { AppliedHeartbeat, DowntimeWrite, FaultCompletion, FaultRecord, HeartbeatWrite } from "@fleet/db";
-import { formatIsoUtc, inferFaultCause, type StatusFeed, type TRouterStatusEvent } from "@fleet/shared";
+import { inferFaultCause, pulseEvent, type StatusFeed, type TRouterStatusEvent } from "@fleet/shared";
 import type { Logger } from "pino";
 import { toFaultEvent } from "../faults/fault-events.ts";
 import { downtimeClosedBy } from "../metrics/downtime.ts";
@@ -44,13 +44,6 @@ export class ResumptionService {
     const completions: FaultCompletion[] = [];
     const events: TRouterStatusEvent[] = [];
     const coverage = this.#o.coverage.current;
-    const pulse = (routerId: string, teamId: string, seenAt: Date): TRouterStatusEvent => ({
-      type: "pulse",
-      router_id: routerId,
-      team_id: teamId,
-      has_pulse: true,
-      at: formatIsoUtc(seenAt),
-    });
     for (const row of notable) {
       const write = byRouter.get(row.routerId);
       if (!write) continue;
@@ -62,7 +55,8 @@ export class ResumptionService {
         intervalMs: this.#o.intervalMs,
       });
       for (const part of closed) downtime.push(part);
-      if (!row.previousHasPulse) events.push(pulse(row.routerId, row.teamId, write.seenAt));
+      if (!row.previousHasPulse)
+        events.push(pulseEvent({ routerId: row.routerId, teamId: row.teamId, hasPulse: true, at: write.seenAt }));
       // Any router silent for the whole threshold may have a fault, even if the flush read its
       // state just before the sweeper opened it: completing a fault that is not there is a no-op.
       const silentLongEnough =
@@ -86,7 +80,8 @@ export class ResumptionService {
       const flipped = new Set(events.map((e) => e.router_id));
       for (const fault of completed) {
         const write = byRouter.get(fault.routerId);
-        if (!flipped.has(fault.routerId) && write) events.push(pulse(fault.routerId, fault.teamId, write.seenAt));
+        if (!flipped.has(fault.routerId) && write)
+          events.push(pulseEvent({ routerId: fault.routerId, teamId: fault.teamId, hasPulse: true, at: write.seenAt }));
         events.push(toFaultEvent(fault));
       }
     }

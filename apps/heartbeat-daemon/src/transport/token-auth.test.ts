@@ -78,13 +78,19 @@ describe("TokenAuthenticator", () => {
     expect(s.calls).toHaveLength(1);
     owners.delete(hashToken(token(2)));
     clock.now = 5_000;
-    // Past the TTL: the cached owners answer at once, without a query of their own...
-    expect(await auth.authenticate(token(1), true)).toEqual(ownerOf(1));
-    expect(await auth.authenticate(token(2), true)).toEqual(ownerOf(2));
-    expect(await auth.authenticate(token(3), true)).not.toBeNull();
-    expect(s.calls).toHaveLength(1);
-    // ...and one query re-checks all three; the deleted router is refused from then on.
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The background re-check runs on a timer: fake it, so the test runs it when it chooses.
+    vi.useFakeTimers({ toFake: ["setTimeout"] });
+    try {
+      // Past the TTL: the cached owners answer at once, without a query of their own...
+      expect(await auth.authenticate(token(1), true)).toEqual(ownerOf(1));
+      expect(await auth.authenticate(token(2), true)).toEqual(ownerOf(2));
+      expect(await auth.authenticate(token(3), true)).not.toBeNull();
+      expect(s.calls).toHaveLength(1);
+      // ...and one query re-checks all three; the deleted router is refused from then on.
+      await vi.runAllTimersAsync();
+    } finally {
+      vi.useRealTimers();
+    }
     expect(s.calls).toHaveLength(2);
     expect(s.calls[1]?.sort()).toEqual([1, 2, 3].map((n) => hashToken(token(n))).sort());
     expect(await auth.authenticate(token(2), true)).toBeNull();
@@ -135,8 +141,13 @@ describe("TokenAuthenticator", () => {
       await Promise.all(numbers.map((n) => auth.authenticate(token(n))));
       const first = s.calls.length;
       clock.now = 2_000;
-      for (const n of numbers) await auth.authenticate(token(n), true);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      vi.useFakeTimers({ toFake: ["setTimeout"] });
+      try {
+        for (const n of numbers) await auth.authenticate(token(n), true);
+        await vi.runAllTimersAsync();
+      } finally {
+        vi.useRealTimers();
+      }
       expect(s.calls.slice(first).map((c) => c.length)).toEqual(count > REFRESH_BATCH ? [REFRESH_BATCH, 1] : [count]);
     }
   });

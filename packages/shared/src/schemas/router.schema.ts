@@ -324,6 +324,21 @@ export const ZRouterStatusEvent = z
   ])
   .meta({ id: "RouterStatusEvent" });
 export type TRouterStatusEvent = z.infer<typeof ZRouterStatusEvent>;
+export type TRouterPulseEvent = Extract<TRouterStatusEvent, { type: "pulse" }>;
+
+/** A router's has_pulse changed at `at` (a heartbeat resumed it, or the sweeper found it silent). */
+export const pulseEvent = (p: {
+  routerId: string;
+  teamId: string;
+  hasPulse: boolean;
+  at: Date;
+}): TRouterPulseEvent => ({
+  type: "pulse",
+  router_id: p.routerId,
+  team_id: p.teamId,
+  has_pulse: p.hasPulse,
+  at: formatIsoUtc(p.at),
+});
 
 /** The fields of a stored fault that docs/api.md "Fault" shows. */
 export interface FaultFields {

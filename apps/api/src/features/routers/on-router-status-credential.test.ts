@@ -1,5 +1,5 @@
 import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
-import type { TRouterStatusEvent } from "@fleet/shared";
+import { pulseEvent, type TRouterStatusEvent } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
@@ -66,13 +66,9 @@ const openStream = async (bearer: string) => {
   };
 };
 
-const pulse = (teamId: string, marker: string): TRouterStatusEvent => ({
-  type: "pulse",
-  router_id: crypto.randomUUID(),
-  team_id: teamId,
-  has_pulse: true,
-  at: marker,
-});
+/** `marker` is the event's `at` (ISO 8601 UTC, as the feed formats it). */
+const pulse = (teamId: string, marker: string): TRouterStatusEvent =>
+  pulseEvent({ routerId: crypto.randomUUID(), teamId, hasPulse: true, at: new Date(marker) });
 
 /** Publishes until the stream delivers one event: its subscriber is registered from then on. */
 const heard = async (stream: Awaited<ReturnType<typeof openStream>>, teamId: string) => {

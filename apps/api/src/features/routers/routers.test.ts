@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
 import { databaseFingerprint, makeAccount, makeChildOrganization, makeRouter, makeUser } from "@fleet/db/testing";
-import { ManualClock, ROUTER_LIMITS, type TRouterStatusEvent } from "@fleet/shared";
+import { ManualClock, pulseEvent, ROUTER_LIMITS, type TRouterStatusEvent } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventSource } from "eventsource";
 import { createClient } from "../../client.ts";
@@ -472,13 +472,12 @@ describe("tRPC", () => {
       onData: (event) => received.push(event),
     });
     await expect.poll(() => started).toBe(true);
-    const ours: TRouterStatusEvent = {
-      type: "pulse",
-      router_id: mine.id,
-      team_id: user.teamId,
-      has_pulse: false,
-      at: "2026-12-01T12:00:00+00:00",
-    };
+    const ours = pulseEvent({
+      routerId: mine.id,
+      teamId: user.teamId,
+      hasPulse: false,
+      at: new Date("2026-12-01T12:00:00Z"),
+    });
     const theirs: TRouterStatusEvent = { ...ours, router_id: crypto.randomUUID(), team_id: stranger.teamId };
     // The subscriber may register a moment after the stream opens: publish until heard.
     await expect

@@ -1,4 +1,5 @@
 import type { BillingMirrorRepository, MirrorAccount, MirrorCard, MirrorInvoice } from "@fleet/db";
+import type { Clock } from "@fleet/shared";
 import type { InvoiceSnapshot, PaymentsGateway } from "../../integrations/stripe/payments-gateway.ts";
 import type { SubscriptionSnapshot } from "../../integrations/stripe/subscription-gateway.ts";
 import { type ReconcileBillingDeps, type ReconcileResult, reconcileBilling } from "./reconcile-billing.ts";
@@ -11,7 +12,7 @@ export interface BillingMirrorServiceDeps {
    * lists show its current state; only when it does not do they answer from the mirror.
    */
   live?: Pick<PaymentsGateway, "listCards" | "listInvoices">;
-  now: () => Date;
+  clock: Clock;
   /** Called with failures that must not fail the request (a reconciliation while the processor is down). */
   onError: (error: unknown, context: string) => void;
 }
@@ -86,7 +87,7 @@ export class BillingMirrorService {
   }
 
   async cardSaved(accountId: string, card: MirrorCard, isDefault: boolean): Promise<void> {
-    const at = this.#deps.now();
+    const at = this.#deps.clock.now();
     await this.#deps.repository.transaction(async (writer) => {
       await writer.upsertCard(accountId, card, at);
       if (isDefault) await writer.setDefaultCard(accountId, card.id);
@@ -98,14 +99,14 @@ export class BillingMirrorService {
   }
 
   async invoicesSeen(accountId: string, invoices: InvoiceSnapshot[]): Promise<void> {
-    const at = this.#deps.now();
+    const at = this.#deps.clock.now();
     const writer = await this.#deps.repository.writer();
     for (const invoice of invoices) await writer.upsertInvoice(accountId, invoice, at);
   }
 
   async subscriptionSeen(accountId: string, subscription: SubscriptionSnapshot): Promise<void> {
     const writer = await this.#deps.repository.writer();
-    await writer.upsertSubscription(accountId, { ...subscription, at: wholeSecond(this.#deps.now()) });
+    await writer.upsertSubscription(accountId, { ...subscription, at: wholeSecond(this.#deps.clock.now()) });
     if (subscription.latestInvoice) await this.invoicesSeen(accountId, [subscription.latestInvoice]);
   }
 

@@ -1,5 +1,5 @@
 import type { BillingMirrorRepository, MirrorAccount } from "@fleet/db";
-import { INVOICE_LIST_LIMIT } from "@fleet/shared";
+import { type Clock, INVOICE_LIST_LIMIT } from "@fleet/shared";
 import type { PaymentsGateway } from "../../integrations/stripe/payments-gateway.ts";
 import type { SubscriptionGateway } from "../../integrations/stripe/subscription-gateway.ts";
 
@@ -7,7 +7,7 @@ export interface ReconcileBillingDeps {
   mirror: Pick<BillingMirrorRepository, "accounts" | "transaction">;
   payments: Pick<PaymentsGateway, "listCards" | "defaultPaymentMethodId" | "listInvoices">;
   subscriptions: Pick<SubscriptionGateway, "currentSubscription">;
-  now: () => Date;
+  clock: Clock;
 }
 
 export interface ReconcileResult {
@@ -51,7 +51,7 @@ const reconcileAccount = async (deps: ReconcileBillingDeps, account: MirrorAccou
     deps.payments.listInvoices(customerId, INVOICE_LIST_LIMIT),
     deps.subscriptions.currentSubscription(customerId, account.id),
   ]);
-  const at = new Date(Math.floor(deps.now().getTime() / 1000) * 1000);
+  const at = new Date(Math.floor(deps.clock.now().getTime() / 1000) * 1000);
   await deps.mirror.transaction(async (writer) => {
     await writer.replaceCards(
       account.id,

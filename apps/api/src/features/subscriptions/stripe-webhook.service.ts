@@ -1,5 +1,5 @@
 import type { BillingMirrorRepository } from "@fleet/db";
-import { AppError } from "@fleet/shared";
+import { AppError, type Clock } from "@fleet/shared";
 import { checkStripeEvent } from "../../integrations/stripe/stripe-event.schema.ts";
 import type { WebhookVerifier } from "../../integrations/stripe/webhook-verifier.ts";
 import { applyStripeEvent, type EventOutcome } from "./apply-stripe-event.ts";
@@ -7,7 +7,7 @@ import { applyStripeEvent, type EventOutcome } from "./apply-stripe-event.ts";
 export interface StripeWebhookServiceDeps {
   verify: WebhookVerifier;
   mirror: Pick<BillingMirrorRepository, "transaction">;
-  now: () => Date;
+  clock: Clock;
 }
 
 /**
@@ -30,7 +30,7 @@ export class StripeWebhookService {
     const { event } = checked;
     // A type the system does not act on is acknowledged and not even recorded.
     if (!checked.handled) return { id: event.id, outcome: "ignored" };
-    const at = this.#deps.now();
+    const at = this.#deps.clock.now();
     const outcome = await this.#deps.mirror.transaction((writer) => applyStripeEvent(writer, event, at));
     return { id: event.id, outcome };
   }

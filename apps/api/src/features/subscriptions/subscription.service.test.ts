@@ -8,6 +8,7 @@ import {
   makeUser,
   type TestDatabase,
 } from "@fleet/db/testing";
+import { systemClock } from "@fleet/shared";
 import { type StripeEmulator, startStripeEmulator } from "@fleet/stripe-emulator";
 import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,9 +34,9 @@ const newMirror = (client: Stripe = stripe) => {
       mirror: repository,
       payments: createPaymentsGateway(client),
       subscriptions: createSubscriptionGateway(client),
-      now: () => new Date(),
+      clock: systemClock,
     },
-    now: () => new Date(),
+    clock: systemClock,
     onError: () => {},
   });
 };
