@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { loadAdminConfig } from "../../apps/all-in-one/src/config.ts";
+import { loadAdminConfig } from "@fleet/all-in-one";
 import { loadApiConfig } from "@fleet/api/config";
 import { loadHeartbeatConfig } from "@fleet/heartbeat-daemon";
 import { SECRET_VARIABLES, wireguardPublicKey } from "@fleet/shared";

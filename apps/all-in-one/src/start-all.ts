@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { AllInOneConfig } from "./config.ts";
 
 // The package exports this module only: tests and tools load the configuration through it.
-export { type AllInOneConfig, loadAllInOneConfig } from "./config.ts";
+export { type AllInOneConfig, loadAdminConfig, loadAllInOneConfig } from "./config.ts";
 
 export interface RunningSystem {
   db: Database;
