@@ -32,7 +32,7 @@ beforeAll(async () => {
   const sshPort = await freePortOn([TUNNEL]);
   const config = loadAllInOneConfig({
     ...testSystemEnv(),
-    ENTRY_POINT_PORTS: "47400-47499",
+    ENTRY_POINT_PORTS: "63400-63499",
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     TUNNEL_SSH_PORT: String(sshPort),
     TUNNEL_SSH_USER: "fleet",

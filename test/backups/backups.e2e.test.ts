@@ -28,7 +28,7 @@ beforeAll(async () => {
   const sshPort = await freePortOn([TUNNEL, OTHER_TUNNEL, DEAD_TUNNEL]);
   const config = loadAllInOneConfig({
     ...testSystemEnv(),
-    ENTRY_POINT_PORTS: "47300-47399",
+    ENTRY_POINT_PORTS: "63200-63299",
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     TUNNEL_SSH_PORT: String(sshPort),
     TUNNEL_SSH_USER: "fleet",

@@ -70,7 +70,7 @@ beforeAll(async () => {
       JWT_SECRET,
       HEARTBEAT_INTERVAL_MS: String(INTERVAL_MS),
       MISSED_HEARTBEATS: String(MISSED),
-      ENTRY_POINT_PORTS: "47530-47539",
+      ENTRY_POINT_PORTS: "63390-63399",
       WEBHOOK_ALLOW_PRIVATE: "true",
       TUNNEL_SSH_PORT: String(sshPort),
       // Backups are taken on demand below; the schedule must not race them.

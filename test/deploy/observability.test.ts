@@ -43,7 +43,7 @@ let scraped: Map<string, string>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const config = loadAllInOneConfig(testSystemEnv({ ENTRY_POINT_PORTS: "47480-47489" }));
+  const config = loadAllInOneConfig(testSystemEnv({ ENTRY_POINT_PORTS: "63350-63359" }));
   system = await startAll({ config, logger: pino({ level: "silent" }), db });
   const text = await (await fetch(`${system.api.url}/metrics`)).text();
   scraped = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1] ?? "", m[2] ?? ""]));

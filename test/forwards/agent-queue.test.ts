@@ -90,7 +90,7 @@ const agentEnv = (extra: Record<string, string> = {}): Record<string, string> =>
   LOG_LEVEL: "silent",
   ENTRY_POINT_HOST: ENTRY,
   ENTRY_POINT_BIND: "127.0.0.3",
-  ENTRY_POINT_PORTS: "48000-48099",
+  ENTRY_POINT_PORTS: "63500-63599",
   TUNNEL_SSH_PORT: String(sshPort),
   TUNNEL_SSH_KEY: keyFile,
   TUNNEL_JOB_LEASE_MS: String(LEASE_MS),
@@ -127,7 +127,7 @@ const newForward = async (
     {
       routerId,
       entryPoint: ENTRY,
-      ports: [48000, 48099],
+      ports: [63500, 63599],
       dstAddress: "192.168.88.20",
       dstPort: 22,
       allowOnlyCidr: "8.8.8.0/24",

@@ -64,7 +64,7 @@ beforeAll(async () => {
     ...testSystemEnv(),
     ENTRY_POINT_HOST: "entry.e2e.test",
     ENTRY_POINT_BIND: "127.0.0.1",
-    ENTRY_POINT_PORTS: "47000-47199",
+    ENTRY_POINT_PORTS: "63000-63199",
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     TUNNEL_SSH_PORT: String(sshPort),
     TUNNEL_SSH_USER: "fleet",

@@ -64,7 +64,7 @@ const agentEnv = (extra: Record<string, string> = {}): Record<string, string> =>
   LOG_LEVEL: "silent",
   ENTRY_POINT_HOST: "lease.fleet.test",
   ENTRY_POINT_BIND: "127.0.0.3",
-  ENTRY_POINT_PORTS: "48100-48199",
+  ENTRY_POINT_PORTS: "63600-63699",
   TUNNEL_SSH_PORT: String(sshPort),
   TUNNEL_SSH_KEY: keyFile,
   TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
@@ -81,7 +81,7 @@ const newForward = async (tunnelIp: string) => {
     {
       routerId: router.id,
       entryPoint: "lease.fleet.test",
-      ports: [48100, 48199],
+      ports: [63600, 63699],
       dstAddress: "192.168.88.20",
       dstPort: 22,
       allowOnlyCidr: "8.8.8.0/24",

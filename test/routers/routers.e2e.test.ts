@@ -63,7 +63,7 @@ beforeAll(async () => {
     ...testSystemEnv(),
     HEARTBEAT_INTERVAL_MS: String(INTERVAL),
     MISSED_HEARTBEATS: String(MISSED),
-    ENTRY_POINT_PORTS: "47400-47409",
+    ENTRY_POINT_PORTS: "63300-63309",
   });
   system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
 });

@@ -27,7 +27,7 @@ beforeAll(async () => {
     ...testSystemEnv(),
     HEARTBEAT_INTERVAL_MS: String(INTERVAL),
     MISSED_HEARTBEATS: String(MISSED),
-    ENTRY_POINT_PORTS: "47410-47419",
+    ENTRY_POINT_PORTS: "63310-63319",
   });
   // Sweeps happen when the test says so.
   config.heartbeat.tuning.sweepIntervalMs = 86_400_000;

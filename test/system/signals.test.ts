@@ -222,7 +222,7 @@ describe.each<Launch>(["image", "npm"])("SIGTERM to the process started as %s do
       AGENT_HEALTH_PORT: "0",
       STRIPE_EMULATOR: "true",
       STRIPE_EMULATOR_PORT: "0",
-      ENTRY_POINT_PORTS: "47460-47469",
+      ENTRY_POINT_PORTS: "63340-63349",
       AUTH_DEV_LOGIN: "true",
       JWT_SECRET: `signals-${crypto.randomUUID()}`,
       WEBHOOK_ENCRYPTION_KEY: `signals-${crypto.randomUUID()}`,

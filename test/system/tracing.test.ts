@@ -72,7 +72,7 @@ beforeAll(async () => {
     PORT: "0",
     HEARTBEAT_PORT: "0",
     STRIPE_EMULATOR_PORT: "0",
-    ENTRY_POINT_PORTS: "47490-47499",
+    ENTRY_POINT_PORTS: "63380-63389",
     LOG_LEVEL: "info",
     WEBHOOK_ALLOW_PRIVATE: "true",
     OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,

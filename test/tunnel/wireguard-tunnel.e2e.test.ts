@@ -71,7 +71,7 @@ const config = () => {
     ENTRY_POINT_BIND: "127.0.0.1",
     // Tests connect from loopback; allow_from must be public: the source comes in a PROXY header.
     ENTRY_POINT_PROXY_PROTOCOL: "true",
-    ENTRY_POINT_PORTS: "62500-62599",
+    ENTRY_POINT_PORTS: "63700-63799",
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
     // No quarantine: the address-takeover replay gives a removed router's address to another
     // tenant at once; in this mode the address belongs to a device key, not to whoever holds it.

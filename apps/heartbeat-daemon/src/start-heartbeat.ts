@@ -171,7 +171,16 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   const unwatchWriter = watchWriter(() => writer.stats);
 
   const sweepMemo: SweepMemo = { notDueBefore: null, scannedAt: null };
-  const sweep = () =>
+  // One sweep at a time in this process: a sweep asked for (a test with a ManualClock, the final
+  // sweep at close) runs after the timer's in-flight one instead of meeting its advisory lock and
+  // answering "not swept" while that one still works with an earlier time.
+  let sweepChain: Promise<unknown> = Promise.resolve();
+  const sweep = (): Promise<SweepResult> => {
+    const run = sweepChain.then(sweepOnce);
+    sweepChain = run.catch(() => undefined);
+    return run;
+  };
+  const sweepOnce = () =>
     sweepFaults({
       memo: sweepMemo,
       store,

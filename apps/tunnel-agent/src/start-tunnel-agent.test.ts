@@ -32,7 +32,7 @@ describe("tunnel agent start-up", () => {
     const agent = await startTunnelAgent({
       config: loadTunnelAgentConfig({
         DATA_DIR: "memory",
-        ENTRY_POINT_PORTS: "46300-46309",
+        ENTRY_POINT_PORTS: "63800-63809",
         TUNNEL_NETWORK: "100.64.0.0/10",
       }),
       db,
@@ -64,7 +64,7 @@ describe("tunnel agent start-up", () => {
       {
         routerId: router.id,
         entryPoint: "outside.fleet.test",
-        ports: [46310, 46319],
+        ports: [63810, 63819],
         dstAddress: "192.168.88.10",
         dstPort: 22,
         allowOnlyCidr: "8.8.8.0/24",
@@ -77,7 +77,7 @@ describe("tunnel agent start-up", () => {
       config: loadTunnelAgentConfig({
         DATA_DIR: "memory",
         ENTRY_POINT_HOST: "outside.fleet.test",
-        ENTRY_POINT_PORTS: "46310-46319",
+        ENTRY_POINT_PORTS: "63810-63819",
         TUNNEL_NETWORK: "100.64.0.0/10",
       }),
       db,
@@ -113,7 +113,7 @@ describe("tunnel agent start-up", () => {
     const forward = await makeForward(db, engine, {
       routerId: router.id,
       entryPoint: "failing.fleet.test",
-      ports: [46320, 46329],
+      ports: [63820, 63829],
       dstAddress: "192.168.88.10",
       dstPort: 80,
       expiresAt: new Date(Date.now() + 3_600_000),
@@ -122,7 +122,7 @@ describe("tunnel agent start-up", () => {
       config: loadTunnelAgentConfig({
         DATA_DIR: "memory",
         ENTRY_POINT_HOST: "failing.fleet.test",
-        ENTRY_POINT_PORTS: "46320-46329",
+        ENTRY_POINT_PORTS: "63820-63829",
         TUNNEL_NETWORK: "100.64.0.0/10",
       }),
       db,
