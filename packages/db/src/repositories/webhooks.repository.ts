@@ -381,6 +381,15 @@ export class WebhooksRepository {
   async recordAttempt(deliveryId: string, webhookId: string, attempt: DeliveryAttempt): Promise<Date | null> {
     return this.#db.transaction(async (query) => {
       const status = attempt.ok ? "succeeded" : attempt.final ? "failed" : "pending";
+      // The webhook's row first, then its delivery's: the order a webhook's DELETE takes them (the
+      // row, then its deliveries by cascade). The other order deadlocked with a DELETE on
+      // PostgreSQL, and PostgreSQL aborted one of them: the API then answered 500.
+      const rows = await query<Row>(
+        `update webhooks set failing_since = case when $2::boolean then null
+           else coalesce(failing_since, to_timestamp($3::float8 / 1000.0)) end
+         where id = $1 returning ${ms("failing_since", "failing_ms")}`,
+        [webhookId, attempt.ok, attempt.at.getTime()],
+      );
       await query(
         `update webhook_deliveries set status = $2, attempts = attempts + 1, last_attempt_at = to_timestamp($3::float8 / 1000.0),
            response_status = $4, response_body = $5, last_error = $6
@@ -393,12 +402,6 @@ export class WebhooksRepository {
           attempt.responseBody,
           attempt.error === null ? null : attempt.error.slice(0, 500),
         ],
-      );
-      const rows = await query<Row>(
-        `update webhooks set failing_since = case when $2::boolean then null
-           else coalesce(failing_since, to_timestamp($3::float8 / 1000.0)) end
-         where id = $1 returning ${ms("failing_since", "failing_ms")}`,
-        [webhookId, attempt.ok, attempt.at.getTime()],
       );
       return dateOrNull(rows[0]?.failing_ms);
     });
