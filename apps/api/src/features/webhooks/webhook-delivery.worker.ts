@@ -146,9 +146,11 @@ export class WebhookDeliveryWorker {
     const error = ok ? null : (result.error ?? `answered HTTP ${result.status}`);
     const lastAttempt = job.retryCount >= WEBHOOK_RETRY_LIMIT;
     // The delivery's state and the webhook's run of failures (cleared by a success, started by
-    // the first failure) change together.
+    // the first failure) change together. The webhook's row first: a DELETE of the webhook locks
+    // it before the delivery rows it cascades to, and the other order deadlocks with it.
     const failingSince = await this.#d.db.transaction(async (query) => {
       const tx = new WebhooksRepository(query);
+      const since = await tx.updateFailingSince(webhook.id, ok, at);
       await tx.updateDelivery(delivery.id, {
         at,
         status: ok ? "succeeded" : lastAttempt ? "failed" : "pending",
@@ -156,7 +158,7 @@ export class WebhookDeliveryWorker {
         responseBody: result.body === null ? null : result.body.slice(0, EVENT_LIMITS.responseBodyBytes),
         error,
       });
-      return tx.updateFailingSince(webhook.id, ok, at);
+      return since;
     });
     // docs/operations.md "Metrics and probes": every attempt counts once, by how it ended.
     if (ok) {
