@@ -7,9 +7,9 @@
  * DATABASE_URL a scratch database is created on that server and dropped; else PGlite in memory.
  */
 import { parseArgs } from "node:util";
-import { ConfigBackupsRepository } from "@fleet/db";
 import { createTestDatabase } from "@fleet/db/testing";
 import { digestConfigExport } from "@fleet/shared";
+import { storeConfigRead } from "@fleet/tunnel-agent";
 
 const { values } = parseArgs({
   options: { lines: { type: "string", default: "400" }, days: { type: "string", default: "30" } },
@@ -40,7 +40,6 @@ const exportOf = (day: number, changed: number) => {
   );
   return [`# ${at} by RouterOS 7.16.2`, "# software id = ABCD-1234", "/ip firewall filter", ...body].join("\r\n");
 };
-const repo = new ConfigBackupsRepository(db);
 const size = async () => {
   await db.query("vacuum full router_config_backups");
   const [row] = await db.query<{ n: number | string }>(
@@ -51,7 +50,8 @@ const size = async () => {
 const countLines = () => ({ added: 1, removed: 1 });
 const read = (day: number, changed: number) => {
   const content = exportOf(day, changed);
-  return repo.store(
+  return storeConfigRead(
+    db,
     {
       routerId,
       content,

@@ -175,4 +175,4 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
 };
 
 /** For the admin CLI's bootstrap key (docs/operations.md "Commands"). */
-export { mintApiKey } from "./features/api-keys/api-keys.service.ts";
+export { mintApiKey, storeApiKey } from "./features/api-keys/api-keys.service.ts";

@@ -225,7 +225,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     tunnelSource: config.entryPoint.tunnelSource,
     listingFormats: new Map(),
   };
-  const backups = new ConfigBackupsRepository(db);
+  const backups = new ConfigBackupsRepository(queryOf(db));
   // docs/api.md "Configuration backups": a backup follows every change the agent made on a router.
   const thenBackup =
     (handler: (job: JobRecord) => Promise<void>) =>
@@ -269,6 +269,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
         };
       })(),
       [FORWARD_JOB_KINDS.backup]: backupRouterHandler({
+        db,
         backups,
         forwards,
         connector,
@@ -398,3 +399,6 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     },
   };
 };
+
+/** The backup use case, for `bench/backup-storage-bench.ts`. */
+export { storeConfigRead } from "./jobs/backup-router.ts";

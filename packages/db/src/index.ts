@@ -19,6 +19,7 @@ export {
 } from "./repositories/session-quotas.ts";
 export * from "./jobs/forward-jobs.ts";
 export * from "./jobs/access-jobs.ts";
+export * from "./jobs/webhook-jobs.ts";
 export * from "./repositories/ssh-host-keys.repository.ts";
 export * from "./repositories/tunnel-addresses.repository.ts";
 export * from "./repositories/rate-limit-counters.repository.ts";

@@ -1,8 +1,7 @@
-import { mintApiKey } from "@fleet/api";
+import { mintApiKey, storeApiKey } from "@fleet/api";
 import {
   acquireJobEngine,
   API_KEYS_PER_ORGANIZATION,
-  ApiKeysRepository,
   type Database,
   FleetStatusRepository,
   findJob,
@@ -193,7 +192,8 @@ export const createApiKeyCommand = async (
     throw new AdminError(`no organization ${organizationId}`);
   }
   const { key, prefix, keyHash } = mintApiKey();
-  const record = await new ApiKeysRepository(db).create(
+  const record = await storeApiKey(
+    db,
     {
       organizationId,
       createdBy: "admin-cli",

@@ -1,6 +1,6 @@
-import { ApiKeysRepository, SYSTEM_ORIGIN } from "@fleet/db";
+import { SYSTEM_ORIGIN } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
-import { mintApiKey } from "../features/api-keys/api-keys.service.ts";
+import { mintApiKey, storeApiKey } from "../features/api-keys/api-keys.service.ts";
 import pino, { type Logger } from "pino";
 import type { Clock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
@@ -159,7 +159,8 @@ export const adminApiKey = async (
   scopes: readonly string[] = ["tunnel:assign", "routers:read", "routers:write", "account:read", "account:write"],
 ): Promise<string> => {
   const { key, prefix, keyHash } = mintApiKey();
-  const record = await new ApiKeysRepository(db).create(
+  const record = await storeApiKey(
+    db,
     {
       organizationId,
       createdBy: "admin-cli",

@@ -1,4 +1,4 @@
-import { ApiKeysRepository, IdentityRepository } from "@fleet/db";
+import { ApiKeysRepository, IdentityRepository, queryOf } from "@fleet/db";
 import { ApiKeyVerifier } from "../features/api-keys/api-key-verifier.ts";
 import { ApiKeysService } from "../features/api-keys/api-keys.service.ts";
 import { AuthService } from "../features/auth/auth.service.ts";
@@ -26,7 +26,7 @@ export interface WiredAuth extends Wired<AuthServices> {
 /** Bearer tokens (JWTs and API keys), dev-login, organizations and teams (docs/api.md "Authentication"). */
 export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext): WiredAuth => {
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
-  const apiKeyStore = new ApiKeysRepository(db);
+  const apiKeyStore = new ApiKeysRepository(queryOf(db));
   const identity = new IdentityRepository(db);
   const apiKeys = new ApiKeyVerifier({ keys: apiKeyStore, logger: logger.child({ feature: "api-keys" }), now });
   const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? resolveDevJwtSecret(config.dataDir));
@@ -50,7 +50,7 @@ export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext):
       auth: new AuthService({ identity, signer, loginHookSecret: config.auth.loginHookSecret }),
       teams,
       apiKeys: new ApiKeysService({
-        keys: apiKeyStore,
+        db,
         teams,
         clock: wallClock,
         forget: (hash) => apiKeys.forget(hash),

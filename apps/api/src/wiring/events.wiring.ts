@@ -1,4 +1,4 @@
-import { AuditLogRepository, WebhooksRepository } from "@fleet/db";
+import { AuditLogRepository } from "@fleet/db";
 import { AuditLogService } from "../features/audit-log/audit-log.service.ts";
 import { pruneAuditLog } from "../features/audit-log/prune-audit-log.job.ts";
 import { resolveDevJwtSecret } from "../features/auth/dev-secret.ts";
@@ -33,26 +33,23 @@ export const wireEvents = (
   const deliveryLogger = logger.child({ part: "webhook-delivery" });
   const runtime = new DeliveryRuntime(
     db,
-    (enqueuer) =>
-      new WebhookDeliveryWorker({
-        webhooks: new WebhooksRepository(db, enqueuer),
-        secrets,
-        clock,
-        logger: deliveryLogger,
-        allowPrivate: config.events.webhookAllowPrivate,
-        ...(webhookTiming.retryDelaySeconds === undefined
-          ? {}
-          : { retryDelaySeconds: webhookTiming.retryDelaySeconds }),
-        ...(webhookTiming.pollMs === undefined
-          ? {}
-          : { pollingIntervalSeconds: Math.max(0.5, webhookTiming.pollMs / 1000) }),
-        ...(webhookTiming.timeoutMs === undefined ? {} : { timeoutMs: webhookTiming.timeoutMs }),
-      }),
+    new WebhookDeliveryWorker({
+      db,
+      secrets,
+      clock,
+      logger: deliveryLogger,
+      allowPrivate: config.events.webhookAllowPrivate,
+      ...(webhookTiming.retryDelaySeconds === undefined ? {} : { retryDelaySeconds: webhookTiming.retryDelaySeconds }),
+      ...(webhookTiming.pollMs === undefined
+        ? {}
+        : { pollingIntervalSeconds: Math.max(0.5, webhookTiming.pollMs / 1000) }),
+      ...(webhookTiming.timeoutMs === undefined ? {} : { timeoutMs: webhookTiming.timeoutMs }),
+    }),
     deliveryLogger,
   );
-  const webhookStore = new WebhooksRepository(db, runtime.enqueuer);
   const dispatcher = new WebhookDispatcher({
-    webhooks: webhookStore,
+    db,
+    jobs: runtime.enqueuer,
     runtime,
     clock,
     logger: logger.child({ part: "webhook-dispatch" }),
@@ -64,7 +61,8 @@ export const wireEvents = (
     services: {
       auditLog: new AuditLogService(auditLog),
       webhooks: new WebhooksService({
-        webhooks: webhookStore,
+        db,
+        jobs: runtime.enqueuer,
         secrets,
         clock,
         allowPrivate: config.events.webhookAllowPrivate,

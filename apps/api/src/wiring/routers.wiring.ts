@@ -5,6 +5,7 @@ import {
   ConfigBackupsRepository,
   loadOemSnapshot,
   OemRepository,
+  queryOf,
   queueBackupJob,
   RoutersRepository,
 } from "@fleet/db";
@@ -127,7 +128,7 @@ export const wireRouters = async (
         resolveDevJwtSecret(config.dataDir, "access-password-key"),
     }),
     backups: new BackupsService({
-      backups: new ConfigBackupsRepository(db),
+      backups: new ConfigBackupsRepository(queryOf(db)),
       routers: new RoutersRepository(db),
       queue: (routerId) => queueBackupJob(jobs, routerId),
     }),

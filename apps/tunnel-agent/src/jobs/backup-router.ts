@@ -1,8 +1,14 @@
 import {
   BACKUP_JOB_ATTEMPTS,
-  type ConfigBackupsRepository,
+  type BackupRecord,
+  ConfigBackupsRepository,
+  type ConfigRead,
+  type Database,
   type ForwardTargetsRepository,
+  insertAuditEntry,
   type JobRecord,
+  type StoreOutcome,
+  SYSTEM_ORIGIN,
 } from "@fleet/db";
 import {
   type Clock,
@@ -20,6 +26,8 @@ import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface BackupJobDeps {
+  /** A read is stored in one transaction of its own; repositories get its `query`. */
+  db: Pick<Database, "transaction">;
   backups: ConfigBackupsRepository;
   forwards: ForwardTargetsRepository;
   connector: RouterOsConnector;
@@ -41,6 +49,53 @@ export const countChangedLines = (previous: string, next: string): { added: numb
   }
   return { added, removed };
 };
+
+const withoutContent = ({ content: _, ...record }: BackupRecord & { content: string }): BackupRecord => record;
+
+/**
+ * Stores a read: equal to the newest version (same digest) only moves its `checked_at`; else a new
+ * version, audited as `router.config.changed` when there was a previous one, and the oldest
+ * versions beyond the retention go. `countChanges` compares the previous text with the new one.
+ * The router's row is locked, so two reads of one router store one after the other; null when the
+ * router is gone.
+ */
+export const storeConfigRead = (
+  db: Pick<Database, "transaction">,
+  read: ConfigRead,
+  countChanges: (previous: string, next: string) => { added: number; removed: number },
+): Promise<StoreOutcome | null> =>
+  db.transaction(async (query): Promise<StoreOutcome | null> => {
+    const backups = new ConfigBackupsRepository(query);
+    const router = await backups.lockRouter(read.routerId);
+    if (!router) return null;
+    const latest = await backups.latest(read.routerId);
+    await backups.clearFailure(read.routerId);
+    if (latest && latest.sha256 === read.sha256) {
+      await backups.markChecked(latest.id, read.at);
+      return { kind: "unchanged", backup: { ...withoutContent(latest), checkedAt: read.at } };
+    }
+    const backup = await backups.insert(read);
+    const changes = latest ? countChanges(latest.content, read.content) : { added: read.lines, removed: 0 };
+    const previous = latest ? withoutContent(latest) : null;
+    if (previous) {
+      await insertAuditEntry(query, {
+        organizationId: router.organizationId,
+        occurredAt: read.at,
+        action: "router.config.changed",
+        actor: SYSTEM_ORIGIN.actor,
+        target: { type: "router", id: read.routerId },
+        routerId: read.routerId,
+        details: {
+          backup_id: backup.id,
+          previous_backup_id: previous.id,
+          lines_added: changes.added,
+          lines_removed: changes.removed,
+        },
+      });
+    }
+    await backups.pruneBeyond(read.routerId, read.retention);
+    return { kind: "created", backup, previous, linesAdded: changes.added, linesRemoved: changes.removed };
+  });
 
 /**
  * `router.backup`: reads the router's configuration with `/export terse` and stores it (a new
@@ -67,7 +122,8 @@ export const backupRouterHandler =
       if (final) await deps.backups.recordFailure(routerId, deps.clock.now(), describeJobError(error));
       throw error;
     }
-    const outcome = await deps.backups.store(
+    const outcome = await storeConfigRead(
+      deps.db,
       { routerId, content, ...digestConfigExport(content), at: deps.clock.now(), retention: deps.retention },
       countChangedLines,
     );

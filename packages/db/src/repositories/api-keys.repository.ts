@@ -1,6 +1,5 @@
-import { formatIsoUtc, isUuid } from "@fleet/shared";
-import type { Database } from "../database.ts";
-import { type AuditOrigin, insertAuditEntry } from "./audit-log.repository.ts";
+import { isUuid } from "@fleet/shared";
+import type { Query } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** An API key as stored: never the key itself (docs/api.md "Authentication"). */
@@ -57,112 +56,84 @@ const keyFromRow = (row: Row): ApiKeyRecord => ({
   lastUsedAt: dateOrNull(row.last_used_ms),
 });
 
-/** API keys of organizations; creating and revoking are audited in the same transaction. */
+/**
+ * The `api_keys` table (docs/api.md "Authentication"): reads and writes only. Built on the `query`
+ * of the caller's transaction (or `queryOf(db)`); the cap of live keys and the audit entries are
+ * the API's decisions (`storeApiKey`, `ApiKeysService`).
+ */
 export class ApiKeysRepository {
-  readonly #db: Database;
-  constructor(db: Database) {
-    this.#db = db;
+  readonly #query: Query;
+  constructor(query: Query) {
+    this.#query = query;
   }
 
-  /**
-   * Stores the key and audits it, unless the organization already holds `limit` live keys (then
-   * null, nothing written). The organization's row is locked first, so parallel creates cannot
-   * all see room for one more.
-   */
-  async create(input: NewApiKey, origin: AuditOrigin, limit = API_KEYS_PER_ORGANIZATION): Promise<ApiKeyRecord | null> {
-    return this.#db.transaction(async (query) => {
-      await query("select id from organizations where id = $1 for update", [input.organizationId]);
-      const [live] = await query<{ n: number | string }>(
-        `select count(*)::int as n from api_keys
-         where organization_id = $1 and (expires_at is null or expires_at > to_timestamp($2::float8 / 1000.0))`,
-        [input.organizationId, input.createdAt.getTime()],
-      );
-      if (toNumber(live?.n ?? 0) >= limit) return null;
-      const rows = await query<Row>(
-        `insert into api_keys as k (id, organization_id, created_by, name, prefix, key_hash, scopes, created_at, expires_at, team_id)
+  /** Locks the organization's row, so parallel creates cannot all see room for one more. */
+  async lockOrganization(organizationId: string): Promise<void> {
+    await this.#query("select id from organizations where id = $1 for update", [organizationId]);
+  }
+
+  /** Keys of the organization not expired at `at`. */
+  async countLive(organizationId: string, at: Date): Promise<number> {
+    const [live] = await this.#query<{ n: number | string }>(
+      `select count(*)::int as n from api_keys
+       where organization_id = $1 and (expires_at is null or expires_at > to_timestamp($2::float8 / 1000.0))`,
+      [organizationId, at.getTime()],
+    );
+    return toNumber(live?.n ?? 0);
+  }
+
+  async insert(input: NewApiKey): Promise<ApiKeyRecord> {
+    const rows = await this.#query<Row>(
+      `insert into api_keys as k (id, organization_id, created_by, name, prefix, key_hash, scopes, created_at, expires_at, team_id)
          values (gen_random_uuid(), $1, $2, $3, $4, $5, $6, to_timestamp($7::float8 / 1000.0),
            to_timestamp($8::float8 / 1000.0), $9)
          returning ${COLUMNS}`,
-        [
-          input.organizationId,
-          input.createdBy,
-          input.name,
-          input.prefix,
-          input.keyHash,
-          input.scopes.join(" "),
-          input.createdAt.getTime(),
-          input.expiresAt?.getTime() ?? null,
-          input.teamId ?? null,
-        ],
-      );
-      const row = rows[0];
-      if (!row) throw new Error("api key insert returned no row");
-      const key = keyFromRow(row);
-      await insertAuditEntry(query, {
-        organizationId: key.organizationId,
-        occurredAt: input.createdAt,
-        action: "api_key.created",
-        actor: origin.actor,
-        sourceIp: origin.sourceIp,
-        target: { type: "api_key", id: key.id },
-        details: {
-          name: key.name,
-          prefix: key.prefix,
-          scopes: key.scopes,
-          ...(key.teamId ? { team_id: key.teamId } : {}),
-          expires_at: key.expiresAt ? formatIsoUtc(key.expiresAt) : null,
-        },
-      });
-      return key;
-    });
+      [
+        input.organizationId,
+        input.createdBy,
+        input.name,
+        input.prefix,
+        input.keyHash,
+        input.scopes.join(" "),
+        input.createdAt.getTime(),
+        input.expiresAt?.getTime() ?? null,
+        input.teamId ?? null,
+      ],
+    );
+    const row = rows[0];
+    if (!row) throw new Error("api key insert returned no row");
+    return keyFromRow(row);
   }
 
   async list(organizationId: string): Promise<ApiKeyRecord[]> {
-    const rows = await this.#db.query<Row>(
+    const rows = await this.#query<Row>(
       `select ${COLUMNS} from api_keys k where k.organization_id = $1 order by k.created_at desc, k.id desc`,
       [organizationId],
     );
     return rows.map(keyFromRow);
   }
 
-  /** Deletes the key; false when it does not exist in the organization. */
-  async revoke(
-    organizationId: string,
-    id: string,
-    now: Date,
-    origin: AuditOrigin,
-  ): Promise<{ keyHash: string } | null> {
+  /** Deletes the key; null when it does not exist in the organization. */
+  async delete(organizationId: string, id: string): Promise<{ name: string; prefix: string; keyHash: string } | null> {
     if (!isUuid(id)) return null;
-    return this.#db.transaction(async (query) => {
-      const rows = await query<Row>(
-        "delete from api_keys where id = $1 and organization_id = $2 returning id, name, prefix, key_hash",
-        [id, organizationId],
-      );
-      const row = rows[0];
-      if (!row) return null;
-      await insertAuditEntry(query, {
-        organizationId,
-        occurredAt: now,
-        action: "api_key.revoked",
-        actor: origin.actor,
-        sourceIp: origin.sourceIp,
-        target: { type: "api_key", id },
-        details: { name: String(row.name), prefix: String(row.prefix) },
-      });
-      return { keyHash: String(row.key_hash) };
-    });
+    const rows = await this.#query<Row>(
+      "delete from api_keys where id = $1 and organization_id = $2 returning id, name, prefix, key_hash",
+      [id, organizationId],
+    );
+    const row = rows[0];
+    return row ? { name: String(row.name), prefix: String(row.prefix), keyHash: String(row.key_hash) } : null;
   }
 
   /** The key with this hash, or null (revoked or never existed). */
   async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    const rows = await this.#db.query<Row>(`select ${COLUMNS} from api_keys k where k.key_hash = $1`, [keyHash]);
+    const rows = await this.#query<Row>(`select ${COLUMNS} from api_keys k where k.key_hash = $1`, [keyHash]);
     return rows[0] ? keyFromRow(rows[0]) : null;
   }
 
   /** Best effort, called at most once a minute per key by the verifier. */
   async touch(ids: readonly string[], at: Date): Promise<void> {
     if (ids.length === 0) return;
-    await this.#db.query(
+    await this.#query(
       "update api_keys set last_used_at = to_timestamp($2::float8 / 1000.0) where id = any($1::uuid[])",
       [ids, at.getTime()],
     );

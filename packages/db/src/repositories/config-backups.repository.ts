@@ -1,5 +1,4 @@
-import type { Database } from "../database.ts";
-import { insertAuditEntry, SYSTEM_ORIGIN } from "./audit-log.repository.ts";
+import type { Query } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
@@ -53,90 +52,78 @@ const fromRow = (row: Record<string, unknown>): BackupRecord => ({
  * by (created_at, id) on `router_config_backups_router_created_index`; the schedule's bookkeeping.
  */
 export class ConfigBackupsRepository {
-  readonly #db: Database;
-  constructor(db: Database) {
-    this.#db = db;
+  readonly #query: Query;
+  constructor(query: Query) {
+    this.#query = query;
   }
 
-  /**
-   * Stores a read: equal to the newest version (same digest) only moves its `checked_at`; else a new
-   * version, audited as `router.config.changed` when there was a previous one, and the oldest
-   * versions beyond the retention go. `countChanges` compares the previous text with the new one.
-   * The router's row is locked, so two reads of one router store one after the other.
-   */
-  async store(
-    read: ConfigRead,
-    countChanges: (previous: string, next: string) => { added: number; removed: number },
-  ): Promise<StoreOutcome | null> {
-    return this.#db.transaction(async (query) => {
-      const [router] = await query<{ organization_id: string }>(
-        "select organization_id from routers where id = $1::uuid for update",
-        [read.routerId],
-      );
-      if (!router) return null;
-      const [latest] = await query<Record<string, unknown>>(
-        `select ${COLUMNS}, b.content from router_config_backups b where b.router_id = $1::uuid
-         order by b.created_at desc, b.id desc limit 1`,
-        [read.routerId],
-      );
-      await query(
-        `insert into router_backup_states (router_id, failed_at, failure_reason) values ($1::uuid, null, null)
-         on conflict (router_id) do update set failed_at = null, failure_reason = null`,
-        [read.routerId],
-      );
-      const previous = latest ? fromRow(latest) : null;
-      if (previous && latest && previous.sha256 === read.sha256) {
-        await query(
-          "update router_config_backups set checked_at = to_timestamp($2::float8 / 1000.0) where id = $1::uuid",
-          [previous.id, read.at.getTime()],
-        );
-        return { kind: "unchanged", backup: { ...previous, checkedAt: read.at } };
-      }
-      const id = crypto.randomUUID();
-      await query(
-        `insert into router_config_backups (id, router_id, created_at, checked_at, sha256, bytes, lines, content)
-         values ($1::uuid, $2::uuid, to_timestamp($3::float8 / 1000.0), to_timestamp($3::float8 / 1000.0), $4, $5, $6, $7)`,
-        [id, read.routerId, read.at.getTime(), read.sha256, read.bytes, read.lines, read.content],
-      );
-      const backup: BackupRecord = {
-        id,
-        routerId: read.routerId,
-        createdAt: read.at,
-        checkedAt: read.at,
-        sha256: read.sha256,
-        bytes: read.bytes,
-        lines: read.lines,
-      };
-      const changes = latest ? countChanges(String(latest.content), read.content) : { added: read.lines, removed: 0 };
-      if (previous) {
-        await insertAuditEntry(query, {
-          organizationId: router.organization_id,
-          occurredAt: read.at,
-          action: "router.config.changed",
-          actor: SYSTEM_ORIGIN.actor,
-          target: { type: "router", id: read.routerId },
-          routerId: read.routerId,
-          details: {
-            backup_id: id,
-            previous_backup_id: previous.id,
-            lines_added: changes.added,
-            lines_removed: changes.removed,
-          },
-        });
-      }
-      await query(
-        `delete from router_config_backups where id in (
-           select id from router_config_backups where router_id = $1::uuid
-           order by created_at desc, id desc offset $2::int)`,
-        [read.routerId, read.retention],
-      );
-      return { kind: "created", backup, previous, linesAdded: changes.added, linesRemoved: changes.removed };
-    });
+  /** Locks the router's row (two reads of one router store one after the other); null when it is gone. */
+  async lockRouter(routerId: string): Promise<{ organizationId: string } | null> {
+    const [router] = await this.#query<{ organization_id: string }>(
+      "select organization_id from routers where id = $1::uuid for update",
+      [routerId],
+    );
+    return router ? { organizationId: String(router.organization_id) } : null;
+  }
+
+  /** The router's newest version with its text. */
+  async latest(routerId: string): Promise<(BackupRecord & { content: string }) | null> {
+    const [row] = await this.#query<Record<string, unknown>>(
+      `select ${COLUMNS}, b.content from router_config_backups b where b.router_id = $1::uuid
+       order by b.created_at desc, b.id desc limit 1`,
+      [routerId],
+    );
+    return row ? { ...fromRow(row), content: String(row.content) } : null;
+  }
+
+  /** A read succeeded: the last failure shown beside the list is cleared. */
+  async clearFailure(routerId: string): Promise<void> {
+    await this.#query(
+      `insert into router_backup_states (router_id, failed_at, failure_reason) values ($1::uuid, null, null)
+       on conflict (router_id) do update set failed_at = null, failure_reason = null`,
+      [routerId],
+    );
+  }
+
+  /** The same text was read again: only the version's `checked_at` moves. */
+  async markChecked(id: string, at: Date): Promise<void> {
+    await this.#query(
+      "update router_config_backups set checked_at = to_timestamp($2::float8 / 1000.0) where id = $1::uuid",
+      [id, at.getTime()],
+    );
+  }
+
+  async insert(read: Omit<ConfigRead, "retention">): Promise<BackupRecord> {
+    const id = crypto.randomUUID();
+    await this.#query(
+      `insert into router_config_backups (id, router_id, created_at, checked_at, sha256, bytes, lines, content)
+       values ($1::uuid, $2::uuid, to_timestamp($3::float8 / 1000.0), to_timestamp($3::float8 / 1000.0), $4, $5, $6, $7)`,
+      [id, read.routerId, read.at.getTime(), read.sha256, read.bytes, read.lines, read.content],
+    );
+    return {
+      id,
+      routerId: read.routerId,
+      createdAt: read.at,
+      checkedAt: read.at,
+      sha256: read.sha256,
+      bytes: read.bytes,
+      lines: read.lines,
+    };
+  }
+
+  /** Deletes the router's oldest versions beyond the newest `retention`. */
+  async pruneBeyond(routerId: string, retention: number): Promise<void> {
+    await this.#query(
+      `delete from router_config_backups where id in (
+         select id from router_config_backups where router_id = $1::uuid
+         order by created_at desc, id desc offset $2::int)`,
+      [routerId, retention],
+    );
   }
 
   /** A backup job failed for good: shown beside the list until the next success. */
   async recordFailure(routerId: string, at: Date, reason: string): Promise<void> {
-    await this.#db.query(
+    await this.#query(
       `insert into router_backup_states (router_id, failed_at, failure_reason)
        select id, to_timestamp($2::float8 / 1000.0), $3 from routers where id = $1::uuid
        on conflict (router_id) do update set failed_at = excluded.failed_at, failure_reason = excluded.failure_reason`,
@@ -145,7 +132,7 @@ export class ConfigBackupsRepository {
   }
 
   async lastFailure(routerId: string): Promise<BackupFailure | null> {
-    const [row] = await this.#db.query<Record<string, unknown>>(
+    const [row] = await this.#query<Record<string, unknown>>(
       `select ${ms("failed_at", "failed_ms")}, failure_reason from router_backup_states
        where router_id = $1::uuid and failed_at is not null`,
       [routerId],
@@ -165,7 +152,7 @@ export class ConfigBackupsRepository {
       params.push(before.createdAt.getTime(), before.id);
       where += " and (b.created_at, b.id) < (to_timestamp($3::float8 / 1000.0), $4::uuid)";
     }
-    const rows = await this.#db.query<Record<string, unknown>>(
+    const rows = await this.#query<Record<string, unknown>>(
       `select ${COLUMNS} from router_config_backups b where ${where}
        order by b.created_at desc, b.id desc limit $2::int`,
       params,
@@ -175,7 +162,7 @@ export class ConfigBackupsRepository {
 
   /** One version with its text; null when it is not the router's. */
   async get(routerId: string, id: string): Promise<(BackupRecord & { content: string }) | null> {
-    const [row] = await this.#db.query<Record<string, unknown>>(
+    const [row] = await this.#query<Record<string, unknown>>(
       `select ${COLUMNS}, b.content from router_config_backups b where b.id = $1::uuid and b.router_id = $2::uuid`,
       [id, routerId],
     );
@@ -184,7 +171,7 @@ export class ConfigBackupsRepository {
 
   /** The version stored just before `backup`, with its text. */
   async previous(backup: BackupRecord): Promise<(BackupRecord & { content: string }) | null> {
-    const [row] = await this.#db.query<Record<string, unknown>>(
+    const [row] = await this.#query<Record<string, unknown>>(
       `select ${COLUMNS}, b.content from router_config_backups b
        where b.router_id = $1::uuid and (b.created_at, b.id) < (to_timestamp($2::float8 / 1000.0), $3::uuid)
        order by b.created_at desc, b.id desc limit 1`,
@@ -198,7 +185,7 @@ export class ConfigBackupsRepository {
    * marked queued now; at most `limit` per call, those waiting longest first.
    */
   async claimDue(since: Date, now: Date, limit: number): Promise<string[]> {
-    const rows = await this.#db.query<{ id: string }>(
+    const rows = await this.#query<{ id: string }>(
       `insert into router_backup_states (router_id, queued_at)
        select r.id, to_timestamp($2::float8 / 1000.0) from routers r
        left join router_backup_states s on s.router_id = r.id

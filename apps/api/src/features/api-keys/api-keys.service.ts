@@ -1,20 +1,29 @@
 import { randomBytes } from "node:crypto";
-import { API_KEYS_PER_ORGANIZATION, type ApiKeyRecord, type AuditOrigin, type NewApiKey } from "@fleet/db";
-import { AppError, type Clock, type TApiKey, type TCreateApiKeyInput, type TCreatedApiKey } from "@fleet/shared";
+import {
+  API_KEYS_PER_ORGANIZATION,
+  type ApiKeyRecord,
+  ApiKeysRepository,
+  type AuditOrigin,
+  type Database,
+  insertAuditEntry,
+  type NewApiKey,
+  queryOf,
+} from "@fleet/db";
+import {
+  AppError,
+  type Clock,
+  formatIsoUtc,
+  type TApiKey,
+  type TCreateApiKeyInput,
+  type TCreatedApiKey,
+} from "@fleet/shared";
 import type { AuthClaims } from "../auth/token-verifier.ts";
 import { API_KEY_PREFIX, hashApiKey } from "./api-key-verifier.ts";
 import { toApiKeyResponse } from "./api-keys.mapper.ts";
 
-/** The persistence the service needs (ApiKeysRepository in production). */
-export interface ApiKeyStore {
-  /** Null when the organization already holds its limit of live keys (nothing written). */
-  create(input: NewApiKey, origin: AuditOrigin): Promise<ApiKeyRecord | null>;
-  list(organizationId: string): Promise<ApiKeyRecord[]>;
-  revoke(organizationId: string, id: string, now: Date, origin: AuditOrigin): Promise<{ keyHash: string } | null>;
-}
-
 export interface ApiKeysServiceDeps {
-  keys: ApiKeyStore;
+  /** Creating and revoking each run in one transaction of their own; repositories get its `query`. */
+  db: Pick<Database, "query" | "transaction">;
   clock: Clock;
   /** The team a token's `team` claim names (403 for another organization's), as router endpoints resolve it. */
   teams: { resolve(auth: AuthClaims): Promise<string> };
@@ -37,6 +46,41 @@ export const mintApiKey = (): { key: string; prefix: string; keyHash: string } =
   return { key, prefix: key.slice(0, VISIBLE), keyHash: hashApiKey(key) };
 };
 
+/**
+ * Stores a key with its `api_key.created` entry in one transaction, unless the organization already
+ * holds `limit` live keys (then null, nothing written). The organization's row is locked first, so
+ * parallel creates cannot all see room for one more. The one way a key is made: the API, the admin
+ * CLI and the test harness.
+ */
+export const storeApiKey = (
+  db: Pick<Database, "transaction">,
+  input: NewApiKey,
+  origin: AuditOrigin,
+  limit = API_KEYS_PER_ORGANIZATION,
+): Promise<ApiKeyRecord | null> =>
+  db.transaction(async (query) => {
+    const keys = new ApiKeysRepository(query);
+    await keys.lockOrganization(input.organizationId);
+    if ((await keys.countLive(input.organizationId, input.createdAt)) >= limit) return null;
+    const key = await keys.insert(input);
+    await insertAuditEntry(query, {
+      organizationId: key.organizationId,
+      occurredAt: input.createdAt,
+      action: "api_key.created",
+      actor: origin.actor,
+      sourceIp: origin.sourceIp,
+      target: { type: "api_key", id: key.id },
+      details: {
+        name: key.name,
+        prefix: key.prefix,
+        scopes: key.scopes,
+        ...(key.teamId ? { team_id: key.teamId } : {}),
+        expires_at: key.expiresAt ? formatIsoUtc(key.expiresAt) : null,
+      },
+    });
+    return key;
+  });
+
 /** API keys of an organization (docs/api.md "Authentication"). */
 export class ApiKeysService {
   readonly #deps: ApiKeysServiceDeps;
@@ -56,7 +100,8 @@ export class ApiKeysService {
     const teamId = auth.teamId === undefined ? null : await this.#deps.teams.resolve(auth);
     const { key, prefix, keyHash } = mintApiKey();
     const now = this.#deps.clock.now();
-    const record = await this.#deps.keys.create(
+    const record = await storeApiKey(
+      this.#deps.db,
       {
         organizationId: auth.organizationId,
         teamId,
@@ -82,11 +127,25 @@ export class ApiKeysService {
   }
 
   async list(organizationId: string): Promise<TApiKey[]> {
-    return (await this.#deps.keys.list(organizationId)).map(toApiKeyResponse);
+    return (await new ApiKeysRepository(queryOf(this.#deps.db)).list(organizationId)).map(toApiKeyResponse);
   }
 
   async revoke(organizationId: string, id: string, origin: AuditOrigin): Promise<void> {
-    const revoked = await this.#deps.keys.revoke(organizationId, id, this.#deps.clock.now(), origin);
+    const now = this.#deps.clock.now();
+    const revoked = await this.#deps.db.transaction(async (query) => {
+      const deleted = await new ApiKeysRepository(query).delete(organizationId, id);
+      if (!deleted) return null;
+      await insertAuditEntry(query, {
+        organizationId,
+        occurredAt: now,
+        action: "api_key.revoked",
+        actor: origin.actor,
+        sourceIp: origin.sourceIp,
+        target: { type: "api_key", id },
+        details: { name: deleted.name, prefix: deleted.prefix },
+      });
+      return deleted;
+    });
     if (!revoked) throw new AppError("not_found", "API key not found.");
     this.#deps.forget(revoked.keyHash);
   }

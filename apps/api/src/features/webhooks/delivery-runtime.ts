@@ -15,14 +15,11 @@ export class DeliveryRuntime {
   #engine: Promise<JobEngine> | undefined;
   #closed = false;
 
-  /**
-   * `makeWorker` builds the worker on the runtime's own enqueuer (its repository queues retries
-   * through it), so neither has to be patched into the other after construction.
-   */
-  constructor(db: Database, makeWorker: (enqueuer: DeliveryEnqueuer) => WebhookDeliveryWorker, logger: Logger) {
+  /** The worker starts on the engine once it runs (retries are the queue's, not the worker's). */
+  constructor(db: Database, worker: WebhookDeliveryWorker, logger: Logger) {
     this.#db = db;
     this.#logger = logger;
-    this.#worker = makeWorker(this.enqueuer);
+    this.#worker = worker;
   }
 
   get started(): boolean {

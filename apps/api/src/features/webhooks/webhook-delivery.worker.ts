@@ -1,5 +1,14 @@
-import { type EngineJob, type JobEngine, WEBHOOK_DELIVERY_QUEUE, type WebhooksRepository } from "@fleet/db";
-import { type Clock, EVENT_LIMITS } from "@fleet/shared";
+import {
+  type Database,
+  type EngineJob,
+  insertAuditEntry,
+  type JobEngine,
+  queryOf,
+  SYSTEM_ORIGIN,
+  WEBHOOK_DELIVERY_QUEUE,
+  WebhooksRepository,
+} from "@fleet/db";
+import { type Clock, EVENT_LIMITS, formatIsoUtc } from "@fleet/shared";
 import type { Logger } from "pino";
 import { Webhook } from "standardwebhooks";
 import type { SecretBox } from "./webhook-secret.ts";
@@ -28,7 +37,8 @@ export const WEBHOOK_CONCURRENCY_PER_ORGANIZATION = 4;
 type WorkerEngine = Pick<JobEngine, "defineQueue" | "work" | "offWork">;
 
 export interface WebhookWorkerDeps {
-  webhooks: Pick<WebhooksRepository, "delivery" | "recordAttempt" | "abandon" | "disable">;
+  /** An attempt's record and a disable (with its audit entry) each run in one transaction. */
+  db: Pick<Database, "query" | "transaction">;
   secrets: SecretBox;
   clock: Clock;
   logger: Logger;
@@ -102,7 +112,8 @@ export class WebhookDeliveryWorker {
   }
 
   async #attempt(job: EngineJob<{ delivery_id?: string }>): Promise<void> {
-    const { webhooks, clock } = this.#d;
+    const { clock } = this.#d;
+    const webhooks = new WebhooksRepository(queryOf(this.#d.db));
     const found = await webhooks.delivery(String(job.data.delivery_id ?? ""));
     // The webhook was deleted with its log: nothing left to send.
     if (!found) return;
@@ -134,13 +145,20 @@ export class WebhookDeliveryWorker {
     const ok = result.status !== null && result.status >= 200 && result.status < 300;
     const error = ok ? null : (result.error ?? `answered HTTP ${result.status}`);
     const lastAttempt = job.retryCount >= WEBHOOK_RETRY_LIMIT;
-    const failingSince = await webhooks.recordAttempt(delivery.id, webhook.id, {
-      at,
-      ok,
-      responseStatus: result.status,
-      responseBody: result.body === null ? null : result.body.slice(0, EVENT_LIMITS.responseBodyBytes),
-      error,
-      final: ok || lastAttempt,
+    // The delivery's state and the webhook's run of failures (cleared by a success, started by
+    // the first failure) change together. The webhook's row first: a DELETE of the webhook locks
+    // it before the delivery rows it cascades to, and the other order deadlocks with it.
+    const failingSince = await this.#d.db.transaction(async (query) => {
+      const tx = new WebhooksRepository(query);
+      const since = await tx.updateFailingSince(webhook.id, ok, at);
+      await tx.updateDelivery(delivery.id, {
+        at,
+        status: ok ? "succeeded" : lastAttempt ? "failed" : "pending",
+        responseStatus: result.status,
+        responseBody: result.body === null ? null : result.body.slice(0, EVENT_LIMITS.responseBodyBytes),
+        error,
+      });
+      return since;
     });
     // docs/operations.md "Metrics and probes": every attempt counts once, by how it ended.
     if (ok) {
@@ -148,7 +166,7 @@ export class WebhookDeliveryWorker {
       return;
     }
     if (failingSince && at.getTime() - failingSince.getTime() >= WEBHOOK_DISABLE_AFTER_MS) {
-      if (await webhooks.disable(webhook.id, at, `deliveries failed for three days (last: ${error})`)) {
+      if (await this.#disable(webhook.id, at, `deliveries failed for three days (last: ${error})`)) {
         this.#d.logger.warn({ webhookId: webhook.id }, "webhook disabled after three days of failures");
       }
       await webhooks.abandon(delivery.id, "the webhook was disabled after three days of failures");
@@ -157,5 +175,26 @@ export class WebhookDeliveryWorker {
     }
     countWebhookDelivery(lastAttempt ? "dead" : "failed");
     throw new DeliveryFailed(error ?? "delivery failed");
+  }
+
+  /** Disables a webhook after its failures ran too long, audited once (`webhook.disabled`). */
+  #disable(webhookId: string, now: Date, reason: string): Promise<boolean> {
+    return this.#d.db.transaction(async (query) => {
+      const disabled = await new WebhooksRepository(query).disable(webhookId, now);
+      if (!disabled) return false;
+      await insertAuditEntry(query, {
+        organizationId: disabled.organizationId,
+        occurredAt: now,
+        action: "webhook.disabled",
+        actor: SYSTEM_ORIGIN.actor,
+        target: { type: "webhook", id: webhookId },
+        details: {
+          url: disabled.url,
+          reason,
+          failing_since: disabled.failingSince ? formatIsoUtc(disabled.failingSince) : null,
+        },
+      });
+      return true;
+    });
   }
 }

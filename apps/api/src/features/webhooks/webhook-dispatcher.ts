@@ -1,10 +1,14 @@
-import type { WebhooksRepository } from "@fleet/db";
+import { type Database, type DeliveryEnqueuer, queryOf, WebhooksRepository } from "@fleet/db";
 import { type Clock, coalescingRunner } from "@fleet/shared";
 import type { Logger } from "pino";
+import { queueDeliveries } from "./queue-deliveries.ts";
 import { renderAuditEntry } from "./webhooks.mapper.ts";
 
 export interface WebhookDispatcherDeps {
-  webhooks: Pick<WebhooksRepository, "dispatch" | "anyEnabled">;
+  /** Each pass runs in one transaction of its own; repositories get its `query`. */
+  db: Pick<Database, "query" | "transaction">;
+  /** Queues the delivery jobs inside that transaction. */
+  jobs: DeliveryEnqueuer;
   /** Starts the delivery worker of this process once any webhook exists. */
   runtime: { started: boolean; ensure(): Promise<unknown> };
   clock: Clock;
@@ -50,14 +54,57 @@ export class WebhookDispatcher {
 
   async #pass(): Promise<void> {
     try {
-      if (!this.#deps.runtime.started && (await this.#deps.webhooks.anyEnabled())) await this.#deps.runtime.ensure();
+      const webhooks = new WebhooksRepository(queryOf(this.#deps.db));
+      if (!this.#deps.runtime.started && (await webhooks.anyEnabled())) await this.#deps.runtime.ensure();
       for (;;) {
-        const taken = await this.#deps.webhooks.dispatch(this.#deps.batch, this.#deps.clock.now(), renderAuditEntry);
+        const taken = await this.#dispatch(this.#deps.batch, this.#deps.clock.now());
         if (taken > 0) this.#deps.onQueued();
         if (taken < this.#deps.batch || this.#stopped) return;
       }
     } catch (error) {
       this.#deps.logger.warn({ err: error }, "webhook dispatch failed; retrying at the next poll");
     }
+  }
+
+  /**
+   * One dispatcher pass: takes up to `limit` undispatched audit entries (SKIP LOCKED, so API
+   * processes share the work), queues a delivery for every enabled webhook of the entry's
+   * organization that subscribes to its action, and marks the entries dispatched: all in one
+   * transaction, so an entry is either fully handed to the queue or still in the outbox.
+   * Returns how many entries it took.
+   */
+  async #dispatch(limit: number, now: Date): Promise<number> {
+    // A cheap look first: the outbox is empty most of the time (entries of organizations without
+    // webhooks are born dispatched), and an entry here means a webhook exists to deliver to.
+    if (!(await new WebhooksRepository(queryOf(this.#deps.db)).hasUndispatched())) return 0;
+    // A lazily started job engine must be up before the transaction takes PGlite's only connection.
+    await this.#deps.jobs.ready?.();
+    return this.#deps.db.transaction(async (query) => {
+      const webhooks = new WebhooksRepository(query);
+      const entries = await webhooks.takeUndispatched(limit);
+      if (entries.length === 0) return 0;
+      const hooks = await webhooks.enabledOf([...new Set(entries.map((e) => e.organizationId))]);
+      const rows = entries.flatMap((entry) =>
+        hooks
+          .filter(
+            (hook) =>
+              hook.organizationId === entry.organizationId &&
+              (hook.events.includes("*") || hook.events.includes(entry.action)),
+          )
+          .map((hook) => ({
+            webhookId: hook.id,
+            organizationId: hook.organizationId,
+            auditId: entry.id,
+            eventType: entry.action,
+            body: renderAuditEntry(entry, hook.format),
+          })),
+      );
+      await queueDeliveries(query, this.#deps.jobs, rows, now);
+      await webhooks.markDispatched(
+        entries.map((e) => e.id),
+        now,
+      );
+      return entries.length;
+    });
   }
 }

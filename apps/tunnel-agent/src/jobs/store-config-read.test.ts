@@ -1,0 +1,79 @@
+import { ConfigBackupsRepository, queryOf } from "@fleet/db";
+import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { digestConfigExport } from "@fleet/shared";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countChangedLines, storeConfigRead } from "./backup-router.ts";
+
+// The service tier (docs/contributing.md "Add a test"): the backup use case on a real database
+// with the real migrations and repositories; the router's export is given as text.
+
+let db: TestDatabase;
+const T0 = Date.UTC(2026, 10, 21, 12);
+const HOUR = 3_600_000;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.close();
+});
+
+const exportOf = (rules: readonly string[]) =>
+  ["# 2026-11-21 12:00:00 by RouterOS 7.16.2", "/ip firewall filter", ...rules].join("\r\n");
+
+const read = (routerId: string, content: string, hours: number, retention = 10) =>
+  storeConfigRead(
+    db,
+    { routerId, content, ...digestConfigExport(content), at: new Date(T0 + hours * HOUR), retention },
+    countChangedLines,
+  );
+
+const auditOf = (routerId: string) =>
+  db.query<{ action: string; details: Record<string, unknown> }>(
+    "select action, details from audit_log where router_id = $1 and action like 'router.config.%' order by occurred_at",
+    [routerId],
+  );
+
+describe("storeConfigRead (service tier)", () => {
+  it("stores the first read without an entry, an equal read only as checked, a changed one with router.config.changed", async () => {
+    const router = await makeRouter(db, await makeUser(db));
+    const backups = new ConfigBackupsRepository(queryOf(db));
+    const first = await read(router.id, exportOf(["add chain=input action=accept"]), 0);
+    expect(first).toMatchObject({ kind: "created", previous: null });
+    expect(await auditOf(router.id)).toEqual([]);
+
+    const same = await read(router.id, exportOf(["add chain=input action=accept"]), 1);
+    expect(same).toMatchObject({ kind: "unchanged", backup: { id: first?.backup.id } });
+    expect((await backups.list(router.id, 10)).map((b) => b.checkedAt.getTime())).toEqual([T0 + HOUR]);
+    expect(await auditOf(router.id)).toEqual([]);
+
+    const changed = await read(
+      router.id,
+      exportOf(["add chain=input action=drop", "add chain=forward action=accept"]),
+      2,
+    );
+    expect(changed).toMatchObject({ kind: "created", linesAdded: 2, linesRemoved: 1 });
+    expect(await auditOf(router.id)).toEqual([
+      {
+        action: "router.config.changed",
+        details: {
+          backup_id: changed?.backup.id,
+          previous_backup_id: first?.backup.id,
+          lines_added: 2,
+          lines_removed: 1,
+        },
+      },
+    ]);
+  });
+
+  it("keeps the newest `retention` versions; a router that is gone changes nothing", async () => {
+    const router = await makeRouter(db, await makeUser(db));
+    for (let i = 0; i < 4; i++) await read(router.id, exportOf([`add comment=v${i}`]), i, 3);
+    const kept = await new ConfigBackupsRepository(queryOf(db)).list(router.id, 10);
+    expect(kept.map((b) => b.createdAt.getTime())).toEqual([T0 + 3 * HOUR, T0 + 2 * HOUR, T0 + HOUR]);
+
+    const before = await databaseFingerprint(db);
+    expect(await read(crypto.randomUUID(), exportOf(["add comment=x"]), 9)).toBeNull();
+    expect(await databaseFingerprint(db)).toBe(before);
+  });
+});
