@@ -293,7 +293,7 @@ describe("the operator console", () => {
         await page.getByRole("textbox", { name: "Minutes open" }).fill("30");
         await page.getByRole("button", { name: "Open forward" }).click();
         const forwards = page.getByRole("table", { name: "Open forwards" });
-        await forwards.getByText(/^connect to localhost:475[3]\d$/).waitFor();
+        await forwards.getByText(/^connect to localhost:6339\d$/).waitFor();
         const timer = forwards.getByRole("cell", { name: /^\d+:\d\d$/ });
         const first = await timer.textContent();
         expect(first).toMatch(/^(30:00|29:\d\d)$/);
@@ -324,7 +324,7 @@ describe("the operator console", () => {
         expect((await password.inputValue()).length).toBeGreaterThanOrEqual(16);
         expect(await minutes.getAttribute("aria-invalid")).toBeNull();
         // Once in the notice (with a copy button), once in the table.
-        expect(await access.getByText(/^ssh -p 475[3]\d fleet-tmp-[0-9a-f]{8}@localhost$/).count()).toBe(2);
+        expect(await access.getByText(/^ssh -p 6339\d fleet-tmp-[0-9a-f]{8}@localhost$/).count()).toBe(2);
         await access.getByRole("button", { name: /^Copy connect line for fleet-tmp-/ }).click();
         const sessions = access.getByRole("table", { name: "Active access" });
         expect(await sessions.getByRole("cell", { name: /^1[45]:\d\d$/ }).textContent()).toMatch(/^(15:00|14:\d\d)$/);
