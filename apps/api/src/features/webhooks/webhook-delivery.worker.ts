@@ -166,10 +166,9 @@ export class WebhookDeliveryWorker {
       return;
     }
     if (failingSince && at.getTime() - failingSince.getTime() >= WEBHOOK_DISABLE_AFTER_MS) {
-      if (await this.#disable(webhook.id, at, `deliveries failed for three days (last: ${error})`)) {
+      if (await this.#disable(webhook.id, delivery.id, at, `deliveries failed for three days (last: ${error})`)) {
         this.#d.logger.warn({ webhookId: webhook.id }, "webhook disabled after three days of failures");
       }
-      await webhooks.abandon(delivery.id, "the webhook was disabled after three days of failures");
       countWebhookDelivery("dead");
       return;
     }
@@ -177,10 +176,16 @@ export class WebhookDeliveryWorker {
     throw new DeliveryFailed(error ?? "delivery failed");
   }
 
-  /** Disables a webhook after its failures ran too long, audited once (`webhook.disabled`). */
-  #disable(webhookId: string, now: Date, reason: string): Promise<boolean> {
+  /**
+   * Disables a webhook after its failures ran too long, audited once (`webhook.disabled`), and
+   * fails the delivery that found it out in the same transaction: nobody sees a disabled webhook
+   * whose last delivery still looks pending.
+   */
+  #disable(webhookId: string, deliveryId: string, now: Date, reason: string): Promise<boolean> {
     return this.#d.db.transaction(async (query) => {
-      const disabled = await new WebhooksRepository(query).disable(webhookId, now);
+      const webhooks = new WebhooksRepository(query);
+      const disabled = await webhooks.disable(webhookId, now);
+      await webhooks.abandon(deliveryId, "the webhook was disabled after three days of failures");
       if (!disabled) return false;
       await insertAuditEntry(query, {
         organizationId: disabled.organizationId,
