@@ -62,6 +62,12 @@ export const createEmptyPostgresDatabase = async (): Promise<
   return { url: url.toString(), drop: () => run(`drop database if exists "${name}" with (force)`) };
 };
 
+/**
+ * Columns that record use, not state: an API key's `last_used_at` is written (deferred, batched)
+ * when a request authenticates with it, refused requests included, like the request counters.
+ */
+const USE_BOOKKEEPING: Record<string, string[]> = { api_keys: ["last_used_at"] };
+
 /** A digest of every application row: proves "nothing changed", not just "same count". */
 export const databaseFingerprint = async (db: Database): Promise<string> => {
   const tables = await db.query<{ tablename: string }>(
@@ -70,8 +76,10 @@ export const databaseFingerprint = async (db: Database): Promise<string> => {
   );
   const parts: string[] = [];
   for (const { tablename } of tables) {
+    const row = `(to_jsonb(t) - $1::text[])::text`;
     const rows = await db.query<{ d: string | null }>(
-      `select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as d from "${tablename}" t`,
+      `select md5(coalesce(string_agg(${row}, '|' order by ${row}), '')) as d from "${tablename}" t`,
+      [USE_BOOKKEEPING[tablename] ?? []],
     );
     parts.push(`${tablename}:${rows[0]?.d ?? ""}`);
   }
