@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
+import { bearerToken, HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
 import type { HeartbeatTuning } from "../config.ts";
 import { peerAddress } from "../heartbeats/heartbeat-frame.ts";
 import type { HeartbeatIntake } from "../heartbeats/heartbeat-intake.ts";
@@ -7,7 +7,7 @@ import type { ConnectionGuard } from "./connection-guard.ts";
 import { errorFrame } from "./error-frame.ts";
 import { FloodGuard } from "./flood-guard.ts";
 import { sendJson } from "./http-reply.ts";
-import { bearerToken, type CachedOwner, type TokenAuthenticator } from "./token-auth.ts";
+import type { CachedOwner, TokenAuthenticator } from "./token-auth.ts";
 import { UNAUTHORIZED } from "./ws-heartbeats.ts";
 import { countHeartbeat } from "../metrics/prometheus.ts";
 

@@ -1,7 +1,7 @@
 import type { TokenOwner } from "@fleet/db";
 import { describe, expect, it, vi } from "vitest";
-import { hashHeartbeatToken as hashToken } from "@fleet/shared";
-import { bearerToken, REFRESH_BATCH, TokenAuthenticator } from "./token-auth.ts";
+import { bearerToken, hashHeartbeatToken as hashToken } from "@fleet/shared";
+import { REFRESH_BATCH, TokenAuthenticator } from "./token-auth.ts";
 
 /** A fake token store: counts its queries; `owners` is what the database holds now. */
 const store = (owners: Map<string, TokenOwner>) => {

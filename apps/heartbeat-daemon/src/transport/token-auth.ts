@@ -62,28 +62,6 @@ export const REFRESH_BATCH = 10_000;
  */
 const MAX_LOOKUPS_IN_FLIGHT = 2;
 
-const BEARER = "bearer";
-const isSpace = (code: number) => code === 0x20 || code === 0x09;
-
-/**
- * `Authorization: Bearer <token>` -> token, or undefined. A loop rather than a regex: it runs on
- * every HTTP heartbeat. The scheme is case-insensitive; spaces around the token are allowed.
- */
-export const bearerToken = (header: string | undefined): string | undefined => {
-  if (header === undefined || header.length <= BEARER.length + 1) return undefined;
-  for (let i = 0; i < BEARER.length; i++) {
-    if ((header.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return undefined;
-  }
-  let start = BEARER.length;
-  if (!isSpace(header.charCodeAt(start))) return undefined;
-  while (start < header.length && isSpace(header.charCodeAt(start))) start++;
-  let end = start;
-  while (end < header.length && !isSpace(header.charCodeAt(end))) end++;
-  if (end === start) return undefined;
-  for (let i = end; i < header.length; i++) if (!isSpace(header.charCodeAt(i))) return undefined;
-  return start === 0 && end === header.length ? header : header.slice(start, end);
-};
-
 /**
  * Heartbeat token -> router, cached by hash. Concurrent lookups (a reconnect storm) are merged into
  * one `= any($1)` query per event-loop turn, at most MAX_LOOKUPS_IN_FLIGHT at once (the rest wait

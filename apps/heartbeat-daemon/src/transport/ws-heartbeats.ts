@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { TokenOwner } from "@fleet/db";
-import { HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
+import { bearerToken, HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
 import type { Logger } from "pino";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import type { HeartbeatTuning } from "../config.ts";
@@ -11,7 +11,7 @@ import { ConnectionRegistry } from "./connections.ts";
 import { errorFrame } from "./error-frame.ts";
 import { FloodGuard } from "./flood-guard.ts";
 import { type Liveness, pingVerdict, startPinger } from "./pinger.ts";
-import { bearerToken, type TokenAuthenticator } from "./token-auth.ts";
+import type { TokenAuthenticator } from "./token-auth.ts";
 import { countHeartbeat } from "../metrics/prometheus.ts";
 
 export const HEARTBEAT_PATH = "/v1/heartbeat";
