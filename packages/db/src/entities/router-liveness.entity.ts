@@ -17,6 +17,9 @@ export const RouterLiveness = defineEntity({
     lastSeenAt: p.datetime().nullable(),
     lastSeenFrom: p.string().length(45).nullable(),
     uptimeSeconds: p.bigint("number").nullable(),
+    /** The pulse and last seen this row had before its latest heartbeat: the flush reads them back. */
+    previousHasPulse: p.boolean().nullable(),
+    previousSeenAt: p.datetime().nullable(),
   },
 });
 export type TRouterLiveness = InferEntity<typeof RouterLiveness>;

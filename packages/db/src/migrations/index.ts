@@ -15,6 +15,7 @@ import { ForwardStateMigration } from "./20261125-015-forward-state.migration.ts
 import { TrustMigration } from "./20261125-013-trust.migration.ts";
 import { AvailabilityMigration } from "./20261125-020-availability.migration.ts";
 import { RouterLivenessMigration } from "./20261125-032-router-liveness.migration.ts";
+import { LivenessPreviousMigration } from "./20261125-033-liveness-previous.migration.ts";
 import { ConfigBackupsMigration } from "./20261125-019-config-backups.migration.ts";
 import { RouterAccessMigration } from "./20261125-018-router-access.migration.ts";
 import { ObservabilityMigration } from "./20261125-017-observability.migration.ts";
@@ -47,4 +48,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261125-020-availability", class: AvailabilityMigration },
   { name: "20261125-031-wireguard-endpoints", class: WireguardEndpointsMigration },
   { name: "20261125-032-router-liveness", class: RouterLivenessMigration },
+  { name: "20261125-033-liveness-previous", class: LivenessPreviousMigration },
 ];

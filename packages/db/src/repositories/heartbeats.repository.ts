@@ -147,28 +147,23 @@ const POSTGRES_CHUNK = 20_000;
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
-// Liveness (pulse, last seen, peer, uptime) is an upsert into the narrow `router_liveness`: HOT,
-// no index entry per heartbeat. `routers` is written only for the rows whose reported facts differ
-// from what it holds (`a.changed`), so at the steady cadence a flush updates no `routers` row.
-// The previous state comes from `o`, which reads the statement's snapshot (not the upsert's result):
-// no row locks beyond the upsert's own. A fault the sweeper opens concurrently may be missed by `o`;
-// the writer therefore also completes faults for every router whose silence was long enough to
-// have one (see HeartbeatAftermath).
-// A heartbeat is written only while the token it was made with ($14) is still the router's: a
-// re-adoption replaces the token, and a heartbeat with the old one must neither write nor use up the
-// new adoption URL, whatever a daemon still has cached (docs/routeros.md "Adoption").
+// A flush is one statement at the steady cadence (FAST_SQL) and a second one for the rows it could
+// not take (APPLY_SQL). Both write a heartbeat only while the token it was made with ($14) is still
+// the router's: a re-adoption replaces the token, and a heartbeat with the old one must neither write
+// nor use up the new adoption URL, whatever a daemon still has cached (docs/routeros.md "Adoption").
 // Only the rows the daemon has work for come back: a router that had no pulse or had never been
-// seen, a gap of at least $13 ms (the writer's "quiet gap"), or a row not written (`a` has none:
-// the router is gone or its token was replaced). At the steady cadence a flush returns nothing.
-const APPLY_SQL = `
+// seen, a gap of at least $13 ms (the writer's "quiet gap"), or a row not written (the router is
+// gone or its token was replaced). At the steady cadence a flush returns nothing.
+const INPUT_CTE = `
 with v as (
   select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[], $14::text[])
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
       hardwareboard, uptime, metadata, token_hash)
-), a as (
-  select v.id, v.seen_ms, v.peer, v.uptime, r.team_id,
-    (v.identity is not null and v.identity is distinct from r.identity)
+)`;
+
+// Whether a heartbeat reports a fact `routers` (alias r) does not hold yet.
+const FACTS_CHANGED = `(v.identity is not null and v.identity is distinct from r.identity)
       or (v.serial_number is not null and v.serial_number is distinct from r.serial_number)
       or (v.software_version is not null and v.software_version is distinct from r.software_version)
       or (v.software_id is not null and v.software_id is distinct from r.software_id)
@@ -177,12 +172,49 @@ with v as (
       or (v.hardwareboard is not null and v.hardwareboard is distinct from r.hardwareboard)
       or (v.metadata is not null and (case
         when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
-        else r.reported_metadata || v.metadata end) is distinct from r.reported_metadata) as changed
+        else r.reported_metadata || v.metadata end) is distinct from r.reported_metadata)`;
+
+// The steady cadence: a router that has a liveness row, still has this token and reports nothing
+// new. One UPDATE of the narrow row, HOT (no index covers what it changes), which keeps the values
+// it replaces in `previous_*`: RETURNING then gives the state before the heartbeat without a second
+// lookup of the row (the statement's cost per row halved on PostgreSQL 15, docs/scale.md).
+// `missed`: every other row (no liveness row yet, a replaced token, a gone router, a new fact), which
+// APPLY_SQL then takes; nothing was written for them here.
+const FAST_SQL = `${INPUT_CTE}, f as (
+  update router_liveness l set
+    previous_has_pulse = l.has_pulse,
+    previous_seen_at = l.last_seen_at,
+    has_pulse = true,
+    last_seen_at = greatest(l.last_seen_at, to_timestamp(v.seen_ms / 1000.0)),
+    last_seen_from = coalesce(v.peer, l.last_seen_from),
+    uptime_seconds = coalesce(v.uptime, l.uptime_seconds)
+  from v join routers r on r.id = v.id and r.heartbeat_token_hash = v.token_hash
+  where l.router_id = v.id and not (${FACTS_CHANGED})
+  returning l.router_id, r.team_id, l.previous_has_pulse, l.previous_seen_at, v.seen_ms
+)
+select f.router_id as id, false as missed, f.team_id, coalesce(f.previous_has_pulse, false) as previous_has_pulse,
+  ${ms("f.previous_seen_at", "previous_seen_ms")}
+from f
+where f.previous_has_pulse is not true or f.previous_seen_at is null
+  or f.seen_ms - extract(epoch from f.previous_seen_at) * 1000 >= $13
+union all
+select v.id, true, null, null, null from v where not exists (select 1 from f where f.router_id = v.id)`;
+
+// Everything FAST_SQL left. Liveness is an upsert into the narrow `router_liveness`; `routers` is
+// written only for the rows whose reported facts differ from what it holds (`a.changed`).
+// The previous state comes from `o`, which reads the statement's snapshot (not the upsert's result):
+// no row locks beyond the upsert's own. A fault the sweeper opens concurrently may be missed by `o`;
+// the writer therefore also completes faults for every router whose silence was long enough to
+// have one (see HeartbeatAftermath).
+const APPLY_SQL = `${INPUT_CTE}, a as (
+  select v.id, v.seen_ms, v.peer, v.uptime, r.team_id, ${FACTS_CHANGED} as changed
   from v join routers r on r.id = v.id and r.heartbeat_token_hash = v.token_hash
 ), l as (
   insert into router_liveness as l (router_id, has_pulse, last_seen_at, last_seen_from, uptime_seconds)
   select a.id, true, to_timestamp(a.seen_ms / 1000.0), a.peer, a.uptime from a
   on conflict (router_id) do update set
+    previous_has_pulse = l.has_pulse,
+    previous_seen_at = l.last_seen_at,
     has_pulse = true,
     last_seen_at = greatest(l.last_seen_at, excluded.last_seen_at),
     last_seen_from = coalesce(excluded.last_seen_from, l.last_seen_from),
@@ -307,6 +339,40 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 
 const text = (value: string | null | undefined): string | null => (value === undefined ? null : value);
 
+/** The parameters of FAST_SQL and APPLY_SQL (the same for both). */
+const applyParams = (part: readonly HeartbeatWrite[], quietGapMs: number): unknown[] => [
+  plainArray(part.map((w) => w.routerId)),
+  plainArray(part.map((w) => w.seenAt.getTime())),
+  textArray(part.map((w) => w.peer)),
+  textArray(part.map((w) => text(w.identity))),
+  textArray(part.map((w) => text(w.serialNumber))),
+  textArray(part.map((w) => text(w.softwareVersion))),
+  textArray(part.map((w) => text(w.softwareId))),
+  textArray(part.map((w) => text(w.model))),
+  textArray(part.map((w) => text(w.boardName))),
+  plainArray(part.map((w) => w.hardwareboard ?? null)),
+  plainArray(
+    part.map((w) => (w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds))),
+  ),
+  textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
+  quietGapMs,
+  textArray(part.map((w) => w.tokenHash)),
+];
+
+const notableFromRow = (
+  routerId: string,
+  teamId: string,
+  row: { previous_has_pulse: boolean | null; previous_seen_ms: unknown },
+): AppliedHeartbeat => ({
+  routerId,
+  teamId,
+  previousHasPulse: row.previous_has_pulse === true,
+  previousSeenAt:
+    row.previous_seen_ms === null || row.previous_seen_ms === undefined
+      ? null
+      : new Date(toNumber(row.previous_seen_ms)),
+});
+
 /**
  * The heartbeat daemon's persistence: token lookups, the batched heartbeat upsert, downtime and
  * fault writes, the sweep, and the coverage record. Raw driver SQL: this is the hot path.
@@ -355,15 +421,30 @@ export class HeartbeatsRepository {
   }
 
   /**
-   * One `UNNEST` upsert per chunk (one per flush unless the flush is huge). Reports only the routers
-   * the daemon has work for (see `HeartbeatsApplied`): a router that had a pulse and was last seen
-   * less than `quietGapMs` before this heartbeat is written and not reported.
+   * One statement per chunk at the steady cadence, two when some rows need more than a liveness
+   * update (a first heartbeat, a new fact, a replaced token, a gone router). Reports only the
+   * routers the daemon has work for (see `HeartbeatsApplied`): a router that had a pulse and was
+   * last seen less than `quietGapMs` before this heartbeat is written and not reported.
    */
   async applyHeartbeats(writes: readonly HeartbeatWrite[], quietGapMs: number): Promise<HeartbeatsApplied> {
     const result: HeartbeatsApplied = { notable: [], gone: [], replaced: [] };
     const parts = chunks(writes, this.chunkSize);
     for (const [index, part] of parts.entries()) {
       if (index > 0 && this.#db.driver === "pglite") await yieldToEventLoop();
+      const fast = await this.#db.query<{
+        id: string;
+        missed: boolean;
+        team_id: string | null;
+        previous_has_pulse: boolean | null;
+        previous_seen_ms: unknown;
+      }>(FAST_SQL, applyParams(part, quietGapMs), { prepare: "heartbeats_fast" });
+      const missed = new Set<string>();
+      for (const row of fast) {
+        if (row.missed) missed.add(row.id);
+        else if (row.team_id !== null) result.notable.push(notableFromRow(row.id, row.team_id, row));
+      }
+      if (missed.size === 0) continue;
+      const rest = part.filter((w) => missed.has(w.routerId));
       const rows = await this.#db.query<{
         id: string;
         token_hash: string;
@@ -372,30 +453,7 @@ export class HeartbeatsRepository {
         team_id: string | null;
         previous_has_pulse: boolean | null;
         previous_seen_ms: unknown;
-      }>(
-        APPLY_SQL,
-        [
-          plainArray(part.map((w) => w.routerId)),
-          plainArray(part.map((w) => w.seenAt.getTime())),
-          textArray(part.map((w) => w.peer)),
-          textArray(part.map((w) => text(w.identity))),
-          textArray(part.map((w) => text(w.serialNumber))),
-          textArray(part.map((w) => text(w.softwareVersion))),
-          textArray(part.map((w) => text(w.softwareId))),
-          textArray(part.map((w) => text(w.model))),
-          textArray(part.map((w) => text(w.boardName))),
-          plainArray(part.map((w) => w.hardwareboard ?? null)),
-          plainArray(
-            part.map((w) =>
-              w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds),
-            ),
-          ),
-          textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
-          quietGapMs,
-          textArray(part.map((w) => w.tokenHash)),
-        ],
-        { prepare: "heartbeats_apply" },
-      );
+      }>(APPLY_SQL, applyParams(rest, quietGapMs), { prepare: "heartbeats_apply" });
       for (const row of rows) {
         if (row.gone) {
           result.gone.push(row.id);
@@ -405,12 +463,7 @@ export class HeartbeatsRepository {
           result.replaced.push({ routerId: row.id, tokenHash: row.token_hash });
           continue;
         }
-        result.notable.push({
-          routerId: row.id,
-          teamId: row.team_id,
-          previousHasPulse: row.previous_has_pulse === true,
-          previousSeenAt: row.previous_seen_ms === null ? null : new Date(toNumber(row.previous_seen_ms)),
-        });
+        result.notable.push(notableFromRow(row.id, row.team_id, row));
       }
     }
     return result;
