@@ -10,13 +10,7 @@ export * from "./repositories/forwards.repository.ts";
 export * from "./repositories/forward-targets.repository.ts";
 export * from "./repositories/fleet-status.repository.ts";
 export * from "./repositories/entry-point-ports.ts";
-export {
-  checkSessionQuotas,
-  findSessionRouter,
-  type QuotaRefusal,
-  type SessionQuotas,
-  type SessionRouter,
-} from "./repositories/session-quotas.ts";
+export * from "./repositories/session-counts.repository.ts";
 export * from "./jobs/forward-jobs.ts";
 export * from "./jobs/access-jobs.ts";
 export * from "./jobs/webhook-jobs.ts";

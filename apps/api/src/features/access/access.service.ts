@@ -2,14 +2,12 @@ import {
   type AccessRecord,
   AccessRepository,
   type AuditOrigin,
-  checkSessionQuotas,
   claimEntryPointPort,
   type Database,
-  findSessionRouter,
   insertAuditEntry,
   type JobEngine,
-  type QuotaRefusal,
   queryOf,
+  SessionCountsRepository,
   queueAccessJob,
   recordAccessClosed,
 } from "@fleet/db";
@@ -19,7 +17,6 @@ import {
   type Clock,
   deriveAccessPassword,
   FORWARD_JOB_KINDS,
-  FORWARD_LIMITS,
   formatIsoUtc,
   type TAccess,
   type TCreateAccessInput,
@@ -27,6 +24,7 @@ import {
   type TunnelNetwork,
   tunnelAddressProblem,
 } from "@fleet/shared";
+import { checkSessionQuotas, quotaError, sessionQuotas } from "../sessions/session-quotas.ts";
 
 export interface AccessServiceDeps {
   /** Each use case runs in one transaction of its own; the repository gets its `query`. */
@@ -46,15 +44,18 @@ export interface AccessServiceDeps {
   passwordKey: string;
 }
 
-const QUOTA_RETRY_AFTER_MAX_SECONDS = 3_600;
-
 // How often one create tries another port after losing one to a concurrent create.
 const PORT_ATTEMPTS = 5;
 
-const retryAfterSeconds = (freesAt: Date | null, now: Date): number =>
-  freesAt === null
-    ? QUOTA_RETRY_AFTER_MAX_SECONDS
-    : Math.min(QUOTA_RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil((freesAt.getTime() - now.getTime()) / 1000)));
+/** The quota refusals' words for an access session (docs/api.md "Temporary router access"). */
+const QUOTA_MESSAGES = {
+  routerCap: (max: number) =>
+    `This router already has ${max} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`,
+  trialCap: (limit: number) =>
+    `Without a payment method on file, the organizations of one billing account may hold ${limit} active forwards and access sessions at once, and they do. Save a card with POST /v1/account/payment-methods, revoke one, or wait for one to expire.`,
+  orgCap: (limit: number) =>
+    `The organizations of this billing account already hold ${limit} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`,
+};
 
 const routerNotFound = () => new AppError("not_found", "Router not found.");
 const accessNotFound = () => new AppError("not_found", "Router access not found.");
@@ -95,11 +96,12 @@ export class AccessService {
     const now = this.#deps.clock.now();
     const { host: entryPoint, ports } = this.#deps.entryPoint;
     const created = await this.#deps.db.transaction(async (query): Promise<AccessRecord | AppError> => {
-      const router = await findSessionRouter(query, input.router_id, teamId, { forUpdate: true });
+      const counts = new SessionCountsRepository(query);
+      const router = await counts.router(input.router_id, teamId, { forUpdate: true });
       if (!router) return routerNotFound();
       if (tunnelAddressProblem(this.#deps.tunnelNetwork, router.tunnelIp)) return noTunnel();
-      const refusal = await checkSessionQuotas(query, router, this.#quotas(), now);
-      if (refusal) return this.#quotaError(refusal, now);
+      const refusal = await checkSessionQuotas(counts, router, sessionQuotas(this.#deps), now);
+      if (refusal) return quotaError(refusal, now, QUOTA_MESSAGES);
       const sessions = new AccessRepository(query);
       const access = await claimEntryPointPort(query, {
         entryPoint,
@@ -182,38 +184,10 @@ export class AccessService {
     if (!(await sessions.get(routerId, id))) throw accessNotFound();
   }
 
-  #quotas() {
-    return {
-      maxActivePerRouter: this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter,
-      maxActivePerOrg: this.#deps.maxActivePerOrg,
-      ...(this.#deps.trialForwards === undefined ? {} : { trialForwards: this.#deps.trialForwards }),
-    };
-  }
-
-  #quotaError(refusal: QuotaRefusal, now: Date): AppError {
-    const retryAfter = retryAfterSeconds(refusal.freesAt, now);
-    if (refusal.reason === "router_cap") {
-      const max = this.#quotas().maxActivePerRouter;
-      return new AppError(
-        "rate_limited",
-        `This router already has ${max} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`,
-        { extra: { limit: max, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
-      );
-    }
-    const { limit, trial } = refusal;
-    const message = trial
-      ? `Without a payment method on file, the organizations of one billing account may hold ${limit} active forwards and access sessions at once, and they do. Save a card with POST /v1/account/payment-methods, revoke one, or wait for one to expire.`
-      : `The organizations of this billing account already hold ${limit} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`;
-    return new AppError("rate_limited", message, {
-      extra: { limit, trial, retry_after_seconds: retryAfter },
-      retryAfterSeconds: retryAfter,
-    });
-  }
-
   /** The sessions of the router, once the router is known to be in the team (else 404). */
   async #inTeam(teamId: string, routerId: string): Promise<AccessRepository> {
     const query = queryOf(this.#deps.db);
-    if (!(await findSessionRouter(query, routerId, teamId))) throw routerNotFound();
+    if (!(await new SessionCountsRepository(query).router(routerId, teamId))) throw routerNotFound();
     return new AccessRepository(query);
   }
 }

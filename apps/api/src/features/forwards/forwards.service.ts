@@ -1,15 +1,13 @@
 import {
   type AuditOrigin,
-  checkSessionQuotas,
   claimEntryPointPort,
   type Database,
   type ForwardRecord,
   ForwardsRepository,
   insertAuditEntry,
   type JobEngine,
-  findSessionRouter,
-  type QuotaRefusal,
   queryOf,
+  SessionCountsRepository,
   queueForwardJob,
   recordForwardsClosed,
   SYSTEM_ORIGIN,
@@ -18,7 +16,6 @@ import {
   AppError,
   type Clock,
   FORWARD_JOB_KINDS,
-  FORWARD_LIMITS,
   formatIsoUtc,
   refuseLoopbackAllowFrom,
   type TCreateForwardInput,
@@ -26,6 +23,7 @@ import {
   type TunnelNetwork,
   tunnelAddressProblem,
 } from "@fleet/shared";
+import { checkSessionQuotas, quotaError, sessionQuotas } from "../sessions/session-quotas.ts";
 import { toForwardResponse } from "./forwards.mapper.ts";
 
 export interface ForwardsServiceDeps {
@@ -57,20 +55,18 @@ const noTunnel = () =>
     "This router has no assigned management tunnel address (tunnel_ip) inside the tunnel network, so nothing can be forwarded through it. An operator must assign one.",
   );
 
-/**
- * `Retry-After` of a full quota: whole seconds until the earliest counted forward expires (a slot
- * is certain to free then; a DELETE may free one sooner), at least 1 and at most an hour, so a
- * client holding day-long forwards is not told to wait a day when deletes are the usual way out.
- */
-export const QUOTA_RETRY_AFTER_MAX_SECONDS = 3_600;
-
-const retryAfterSeconds = (freesAt: Date | null, now: Date): number =>
-  freesAt === null
-    ? QUOTA_RETRY_AFTER_MAX_SECONDS
-    : Math.min(QUOTA_RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil((freesAt.getTime() - now.getTime()) / 1000)));
-
 // How often one create tries another port after losing one to a concurrent create.
 const PORT_ATTEMPTS = 25;
+
+/** The quota refusals' words for a forward (docs/api.md "Tunnel agent and entry point"). */
+const QUOTA_MESSAGES = {
+  routerCap: (max: number) =>
+    `This router already has ${max} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
+  trialCap: (limit: number) =>
+    `Without a payment method on file, the organizations of one billing account may hold ${limit} active transient forwards (and router access sessions) at once, and they do. Save a card with POST /v1/account/payment-methods, delete one, or wait for one to expire.`,
+  orgCap: (limit: number) =>
+    `The organizations of this billing account already hold ${limit} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
+};
 
 const routerNotFound = () => new AppError("not_found", "Router not found.");
 const forwardNotFound = () => new AppError("not_found", "Transient forward not found.");
@@ -118,11 +114,12 @@ export class ForwardsService {
     const now = this.#deps.clock.now();
     const { host: entryPoint, ports } = this.#deps.entryPoint;
     const created = await this.#deps.db.transaction(async (query): Promise<ForwardRecord | AppError> => {
-      const router = await findSessionRouter(query, input.router_id, teamId, { forUpdate: true });
+      const counts = new SessionCountsRepository(query);
+      const router = await counts.router(input.router_id, teamId, { forUpdate: true });
       if (!router) return routerNotFound();
       if (tunnelAddressProblem(this.#deps.tunnelNetwork, router.tunnelIp)) return noTunnel();
-      const refusal = await checkSessionQuotas(query, router, this.#quotas(), now);
-      if (refusal) return this.#quotaError(refusal, now);
+      const refusal = await checkSessionQuotas(counts, router, sessionQuotas(this.#deps), now);
+      if (refusal) return quotaError(refusal, now, QUOTA_MESSAGES);
       const forwards = new ForwardsRepository(query);
       const forward = await claimEntryPointPort(query, {
         entryPoint,
@@ -189,34 +186,6 @@ export class ForwardsService {
     if (!(await forwards.get(routerId, id))) throw forwardNotFound();
   }
 
-  #quotas() {
-    return {
-      maxActivePerRouter: this.#deps.maxActivePerRouter ?? FORWARD_LIMITS.activePerRouter,
-      maxActivePerOrg: this.#deps.maxActivePerOrg,
-      ...(this.#deps.trialForwards === undefined ? {} : { trialForwards: this.#deps.trialForwards }),
-    };
-  }
-
-  #quotaError(refusal: QuotaRefusal, now: Date): AppError {
-    const retryAfter = retryAfterSeconds(refusal.freesAt, now);
-    if (refusal.reason === "router_cap") {
-      const max = this.#quotas().maxActivePerRouter;
-      return new AppError(
-        "rate_limited",
-        `This router already has ${max} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
-        { extra: { limit: max, retry_after_seconds: retryAfter }, retryAfterSeconds: retryAfter },
-      );
-    }
-    const { limit, trial } = refusal;
-    const message = trial
-      ? `Without a payment method on file, the organizations of one billing account may hold ${limit} active transient forwards (and router access sessions) at once, and they do. Save a card with POST /v1/account/payment-methods, delete one, or wait for one to expire.`
-      : `The organizations of this billing account already hold ${limit} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`;
-    return new AppError("rate_limited", message, {
-      extra: { limit, trial, retry_after_seconds: retryAfter },
-      retryAfterSeconds: retryAfter,
-    });
-  }
-
   #portsExhausted(): AppError {
     const [from, to] = this.#deps.entryPoint.ports;
     return new AppError(
@@ -228,7 +197,7 @@ export class ForwardsService {
   /** The forwards of the router, once the router is known to be in the team (else 404). */
   async #inTeam(teamId: string, routerId: string): Promise<ForwardsRepository> {
     const query = queryOf(this.#deps.db);
-    if (!(await findSessionRouter(query, routerId, teamId))) throw routerNotFound();
+    if (!(await new SessionCountsRepository(query).router(routerId, teamId))) throw routerNotFound();
     return new ForwardsRepository(query);
   }
 }
