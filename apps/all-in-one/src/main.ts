@@ -1,5 +1,5 @@
 import { consoleDistDir, ensureConsoleBuilt } from "@fleet/console/build";
-import { startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
+import { startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import {
   closeOnSignals,
   exitOnStartupError,
@@ -64,16 +64,7 @@ const lines = [
 process.stderr.write(`${lines.join("\n")}\n`);
 
 // METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
-const metrics =
-  config.api.metricsPort === undefined
-    ? undefined
-    : await startMetricsServer({
-        host: config.api.host,
-        port: config.api.metricsPort,
-        token: config.api.metricsToken,
-        isReady: () => system.db.isReady(),
-      });
-if (metrics) logger.info({ port: metrics.port }, "metrics listening");
+const metrics = await startConfiguredMetricsServer(config.api, { isReady: () => system.db.isReady(), logger });
 
 closeOnSignals(
   async () => {

@@ -1,4 +1,4 @@
-import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
+import { openDatabase, startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadApiConfig } from "./config.ts";
@@ -22,16 +22,7 @@ await db.migrate();
 const api = await startApi({ config, db, logger }).catch((error: unknown) => exitOnStartupError(error, ports));
 logger.info({ url: api.url, devLogin: api.devLogin }, "api listening");
 // METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
-const metrics =
-  config.metricsPort === undefined
-    ? undefined
-    : await startMetricsServer({
-        host: config.host,
-        port: config.metricsPort,
-        token: config.metricsToken,
-        isReady: () => db.isReady(),
-      });
-if (metrics) logger.info({ port: metrics.port }, "metrics listening");
+const metrics = await startConfiguredMetricsServer(config, { isReady: () => db.isReady(), logger });
 
 closeOnSignals(
   async () => {

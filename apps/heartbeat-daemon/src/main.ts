@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
+import { openDatabase, startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { ConfigError, exitOnStartupError, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
@@ -66,17 +66,11 @@ if (config.workers > 1 && cluster.isPrimary) {
   );
   logger.info({ url: daemon.url, ws: daemon.wsUrl, pid: process.pid }, "heartbeat daemon listening");
   // METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
-  const metrics =
-    config.metricsPort === undefined
-      ? undefined
-      : await startMetricsServer({
-          host: config.host,
-          port: config.metricsPort,
-          token: config.metricsToken,
-          isReady: () => db.isReady(),
-          reusePort: worker,
-        });
-  if (metrics) logger.info({ port: metrics.port }, "metrics listening");
+  const metrics = await startConfiguredMetricsServer(config, {
+    isReady: () => db.isReady(),
+    logger,
+    reusePort: worker,
+  });
 
   let stopping = false;
   const stop = async (signal: string) => {

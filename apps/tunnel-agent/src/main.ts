@@ -1,4 +1,4 @@
-import { openDatabase, startMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
+import { openDatabase, startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
 import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, startOrExit } from "@fleet/shared";
 import pino from "pino";
 import { loadTunnelAgentConfig } from "./config.ts";
@@ -28,16 +28,7 @@ const health = await startHealthServer({
 }).catch((error: unknown) => exitOnStartupError(error, { AGENT_HEALTH_PORT: config.healthPort }));
 logger.info({ port: health.port }, "health port listening");
 // METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
-const metrics =
-  config.metricsPort === undefined
-    ? undefined
-    : await startMetricsServer({
-        host: config.host,
-        port: config.metricsPort,
-        token: config.metricsToken,
-        isReady: () => db.isReady(),
-      });
-if (metrics) logger.info({ port: metrics.port }, "metrics listening");
+const metrics = await startConfiguredMetricsServer(config, { isReady: () => db.isReady(), logger });
 process.stderr.write(
   `Tunnel agent ${agent.workerId} running; relay on ${agent.relay.bind}, routers must authorize:\n  ${agent.publicKey}\n`,
 );

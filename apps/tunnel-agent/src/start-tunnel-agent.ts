@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import {
+  dataDirSecret,
   acquireStatusFeed,
   acquireJobEngine,
   type Database,
@@ -31,7 +32,7 @@ import { applyForwardHandler, type ForwardJobDeps } from "./jobs/apply-forward.t
 import { ForwardLifecycle } from "./jobs/forward-lifecycle.ts";
 import { backupRouterHandler } from "./jobs/backup-router.ts";
 import { AccessLifecycle } from "./jobs/access-lifecycle.ts";
-import { applyAccessHandler, removeAccessHandler, resolveAccessPasswordKey } from "./jobs/router-access.ts";
+import { applyAccessHandler, removeAccessHandler } from "./jobs/router-access.ts";
 import { type ReconcileReport, reconcileRouterHandler, scheduleReconciliation } from "./jobs/reconcile-router.ts";
 import { offboardRouterHandler } from "./jobs/offboard-router.ts";
 import { removeForwardHandler } from "./jobs/remove-forward.ts";
@@ -261,7 +262,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
           tunnelNetwork: config.tunnelNetwork,
           tunnelSource: config.entryPoint.tunnelSource,
           passwordKey:
-            config.accessPasswordKey ?? options.accessPasswordKey ?? resolveAccessPasswordKey(config.dataDir),
+            config.accessPasswordKey ?? options.accessPasswordKey ?? dataDirSecret(config.dataDir, "accessPassword"),
         };
         return {
           [FORWARD_JOB_KINDS.accessApply]: thenBackup(applyAccessHandler(accessDeps)),

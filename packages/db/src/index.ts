@@ -28,11 +28,16 @@ export * from "./jobs/router-job-locks.ts";
 export * from "./jobs/scheduled-task.ts";
 export { type MetricsAnswer, renderMetrics } from "./metrics/metrics-endpoint.ts";
 export { clusterGauge, holdClusterLease, LEASE_SECONDS } from "./metrics/cluster-metrics.ts";
-export { type RunningMetricsServer, startMetricsServer } from "./metrics/metrics-server.ts";
+export {
+  type RunningMetricsServer,
+  startConfiguredMetricsServer,
+  startMetricsServer,
+} from "./metrics/metrics-server.ts";
 export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
 export { DataDirLockedError } from "./data-dir-lock.ts";
+export { DATA_DIR_SECRETS, dataDirSecret } from "./data-dir-secret.ts";
 export * from "./repositories/availability.repository.ts";
 export * from "./repositories/config-backups.repository.ts";
 export * from "./repositories/access.repository.ts";

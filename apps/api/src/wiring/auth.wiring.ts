@@ -1,9 +1,8 @@
-import { ApiKeysRepository, IdentityRepository, queryOf } from "@fleet/db";
+import { ApiKeysRepository, dataDirSecret, IdentityRepository, queryOf } from "@fleet/db";
 import { ApiKeyVerifier } from "../features/api-keys/api-key-verifier.ts";
 import { ApiKeysService } from "../features/api-keys/api-keys.service.ts";
 import { AuthService } from "../features/auth/auth.service.ts";
 import { CredentialWatch } from "../features/auth/credential-watch.ts";
-import { resolveDevJwtSecret } from "../features/auth/dev-secret.ts";
 import { OrganizationResolver } from "../features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "../features/auth/token-verifier.ts";
 import { TeamResolver } from "../features/teams/team-resolver.ts";
@@ -29,7 +28,7 @@ export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext):
   const apiKeyStore = new ApiKeysRepository(queryOf(db));
   const identity = new IdentityRepository(db);
   const apiKeys = new ApiKeyVerifier({ keys: apiKeyStore, logger: logger.child({ feature: "api-keys" }), now });
-  const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? resolveDevJwtSecret(config.dataDir));
+  const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? dataDirSecret(config.dataDir, "jwt"));
   const tokens = new TokenVerifier({
     secret: jwtSecret,
     jwksUrl: config.auth.jwksUrl,

@@ -1,7 +1,6 @@
-import { AuditLogRepository } from "@fleet/db";
+import { AuditLogRepository, dataDirSecret } from "@fleet/db";
 import { AuditLogService } from "../features/audit-log/audit-log.service.ts";
 import { pruneAuditLog } from "../features/audit-log/prune-audit-log.job.ts";
-import { resolveDevJwtSecret } from "../features/auth/dev-secret.ts";
 import { DeliveryRuntime } from "../features/webhooks/delivery-runtime.ts";
 import { WebhookDeliveryWorker } from "../features/webhooks/webhook-delivery.worker.ts";
 import { WebhookDispatcher } from "../features/webhooks/webhook-dispatcher.ts";
@@ -28,7 +27,7 @@ export const wireEvents = (
 ): Wired<EventsServices> => {
   const auditLog = new AuditLogRepository(db);
   const secrets = new SecretBox(
-    config.events.webhookEncryptionKey ?? resolveDevJwtSecret(config.dataDir, "webhook-encryption-key"),
+    config.events.webhookEncryptionKey ?? dataDirSecret(config.dataDir, "webhookEncryption"),
   );
   const deliveryLogger = logger.child({ part: "webhook-delivery" });
   const runtime = new DeliveryRuntime(

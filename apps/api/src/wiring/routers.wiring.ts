@@ -1,4 +1,5 @@
 import {
+  dataDirSecret,
   AdoptionsRepository,
   AvailabilityRepository,
   acquireStatusFeed,
@@ -12,7 +13,6 @@ import {
 import type { Logger } from "pino";
 import type { ApiConfig } from "../config.ts";
 import { AccessService } from "../features/access/access.service.ts";
-import { resolveDevJwtSecret } from "../features/auth/dev-secret.ts";
 import { AvailabilityService } from "../features/availability/availability.service.ts";
 import { pruneDowntime } from "../features/availability/prune-downtime.job.ts";
 import { BackupsService } from "../features/backups/backups.service.ts";
@@ -123,9 +123,7 @@ export const wireRouters = async (
       trialForwards: config.trust.trialForwards,
       tunnelNetwork: config.tunnelNetwork,
       passwordKey:
-        config.events.accessPasswordKey ??
-        options.accessPasswordKey ??
-        resolveDevJwtSecret(config.dataDir, "access-password-key"),
+        config.events.accessPasswordKey ?? options.accessPasswordKey ?? dataDirSecret(config.dataDir, "accessPassword"),
     }),
     backups: new BackupsService({
       backups: new ConfigBackupsRepository(queryOf(db)),

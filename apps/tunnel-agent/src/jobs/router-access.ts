@@ -1,6 +1,3 @@
-import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import type { AccessRepository, ForwardTargetsRepository, JobRecord } from "@fleet/db";
 import { type Clock, deriveAccessPassword, type TunnelNetwork, ZAccessJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
@@ -31,29 +28,6 @@ export interface AccessJobDeps {
   /** ACCESS_PASSWORD_KEY: the same key the API derived the shown password with. */
   passwordKey: string;
 }
-
-/**
- * The key temporary users' passwords derive from, when ACCESS_PASSWORD_KEY is not set: the file the
- * API keeps in DATA_DIR (docs/operations.md "Configuration"), so both derive the same password.
- */
-export const resolveAccessPasswordKey = (dataDir: string): string => {
-  if (dataDir === "memory") return randomBytes(48).toString("base64url");
-  const file = path.resolve(dataDir, "access-password-key");
-  try {
-    const existing = readFileSync(file, "utf8").trim();
-    if (existing.length >= 32) return existing;
-  } catch {
-    // First start: create it.
-  }
-  mkdirSync(path.dirname(file), { recursive: true });
-  const secret = randomBytes(48).toString("base64url");
-  try {
-    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });
-    return secret;
-  } catch {
-    return readFileSync(file, "utf8").trim();
-  }
-};
 
 const payloadOf = (job: JobRecord) => {
   const parsed = ZAccessJobPayload.safeParse(job.payload);

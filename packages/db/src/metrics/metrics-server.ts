@@ -88,3 +88,27 @@ export const startMetricsServer = async (options: MetricsServerOptions): Promise
     },
   };
 };
+
+/**
+ * The metrics port of a process's configuration, when METRICS_PORT is set (else undefined), with
+ * the line that says where it listens: what every entry point does the same way.
+ */
+export const startConfiguredMetricsServer = async (
+  config: { host: string; metricsPort?: number | undefined; metricsToken?: string | undefined },
+  options: {
+    isReady: () => Promise<boolean>;
+    logger: { info(fields: object, message: string): void };
+    reusePort?: boolean;
+  },
+): Promise<RunningMetricsServer | undefined> => {
+  if (config.metricsPort === undefined) return undefined;
+  const metrics = await startMetricsServer({
+    host: config.host,
+    port: config.metricsPort,
+    token: config.metricsToken,
+    isReady: options.isReady,
+    ...(options.reusePort === undefined ? {} : { reusePort: options.reusePort }),
+  });
+  options.logger.info({ port: metrics.port }, "metrics listening");
+  return metrics;
+};
