@@ -24,11 +24,15 @@ export interface WiredAuth extends Wired<AuthServices> {
 }
 
 /** Bearer tokens (JWTs and API keys), dev-login, organizations and teams (docs/api.md "Authentication"). */
-export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext): WiredAuth => {
+export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): WiredAuth => {
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
   const apiKeyStore = new ApiKeysRepository(queryOf(db));
   const identity = new IdentityRepository(db);
-  const apiKeys = new ApiKeyVerifier({ keys: apiKeyStore, logger: logger.child({ feature: "api-keys" }), now });
+  const apiKeys = new ApiKeyVerifier({
+    keys: apiKeyStore,
+    logger: logger.child({ feature: "api-keys" }),
+    clock: wallClock,
+  });
   const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? resolveDevJwtSecret(config.dataDir));
   const tokens = new TokenVerifier({
     secret: jwtSecret,
@@ -36,7 +40,7 @@ export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext):
     issuer: config.auth.issuer,
     audience: config.auth.audience,
     apiKeys,
-    now,
+    clock: wallClock,
   });
   const signer =
     config.auth.devLogin && jwtSecret
@@ -55,7 +59,7 @@ export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext):
         clock: wallClock,
         forget: (hash) => apiKeys.forget(hash),
       }),
-      streams: new CredentialWatch({ apiKeys: apiKeyStore, organizations: identity, now }),
+      streams: new CredentialWatch({ apiKeys: apiKeyStore, organizations: identity, clock: wallClock }),
     },
     schedules: [],
     signer,

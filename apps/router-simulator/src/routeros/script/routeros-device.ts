@@ -1,4 +1,4 @@
-import { generateWireguardKeyPair, isWireguardKey } from "@fleet/shared";
+import { type Clock, generateWireguardKeyPair, isWireguardKey, systemClock } from "@fleet/shared";
 import ssh2 from "ssh2";
 import { type Arg, type Expr, parseRouterOsScript, type Statement } from "./routeros-script-parser.ts";
 
@@ -61,7 +61,8 @@ export interface RouterOsDeviceOptions {
   deviceMode?: { fetch: boolean; scheduler: boolean };
   /** What `/tool fetch` sends requests through. */
   http: (request: HttpRequest) => Promise<HttpResponse>;
-  now?: () => number;
+  /** The device's time (uptime); default: the system clock. */
+  clock?: Clock;
   /**
    * Called after a command changed a table of the management tunnel (`interface wireguard`, its
    * peers, `ip address`, `ip route`, `ip firewall filter`): `--netns` applies them to a real
@@ -331,7 +332,7 @@ export class RouterOsDevice {
   }
 
   #now(): number {
-    return this.options.now?.() ?? Date.now();
+    return (this.options.clock ?? systemClock).nowMs();
   }
 
   async #exec(statements: readonly Statement[], scope: Scope, menu: string): Promise<RosVal> {
