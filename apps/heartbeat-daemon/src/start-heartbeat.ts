@@ -97,6 +97,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     store,
     resumption: new ResumptionService({
       store,
+      db,
       feed,
       coverage,
       intervalMs: config.intervalMs,
