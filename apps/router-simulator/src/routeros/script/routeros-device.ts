@@ -331,7 +331,7 @@ export class RouterOsDevice {
     return `*${(this.#nextId++).toString(16).toUpperCase()}`;
   }
 
-  #now(): number {
+  #nowMs(): number {
     return (this.options.clock ?? systemClock).nowMs();
   }
 
@@ -516,7 +516,7 @@ export class RouterOsDevice {
           {
             version: this.options.version,
             "board-name": this.options.boardName,
-            uptime: new RosTime((this.#now() - this.options.bootedAt) / 1000),
+            uptime: new RosTime((this.#nowMs() - this.options.bootedAt) / 1000),
           },
           scope,
           menu,
