@@ -36,9 +36,10 @@ export interface ResumptionServiceOptions {
 /**
  * The use case "a router beats again after no pulse or a long gap" (docs/api.md "Routers and
  * heartbeats"): the downtime its silence closed is recorded per UTC hour, its ongoing fault is
- * completed with an inferred cause (and audited `router.online`), and `pulse`/`fault` status events are published. The heartbeat
- * writer hands it the routers its flush reported as notable, after their heartbeats are written;
- * at the steady cadence there are none and this does nothing.
+ * completed with an inferred cause and audited `router.online` in one transaction, and
+ * `pulse`/`fault` status events are published. The heartbeat writer hands it the routers its
+ * flush reported as notable, after their heartbeats are written; at the steady cadence there are
+ * none and this does nothing.
  */
 export class ResumptionService {
   readonly #o: ResumptionServiceOptions;

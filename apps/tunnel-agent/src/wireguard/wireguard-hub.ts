@@ -130,6 +130,7 @@ export class WireguardHub {
       handshakeAt: p.lastHandshakeAt,
       endpoint: p.endpoint,
     }));
+    if (readings.length === 0) return [];
     const { store } = this.#o;
     const now = this.#o.clock.now();
     // The flips and their audit entries commit together.
