@@ -2,8 +2,8 @@
  * The dependency and naming rules of docs/contributing.md ("Dependency rules", "Naming", "Tests") as
  * a lint: who may import whom, no test code in production code and test support only in `testing/`
  * folders, `process.env` read only by configuration modules, SQL only in the persistence package,
- * tRPC routers only in `*.routes.ts`, no `ports/` folders, nothing pointing outside the repository,
- * no `retry:` and no fixed sleeps in tests. Run by `npm run lint` (and CI).
+ * audit entries written only by the audit-log repository, tRPC routers only in `*.routes.ts`, no
+ * `ports/` folders, nothing pointing outside the repository, no `retry:` and no fixed sleeps in tests. Run by `npm run lint` (and CI).
  *
  * `node scripts/check-boundaries.ts [root]` checks another tree: `test/repo/boundaries.test.ts`
  * plants one violation of each rule in a scratch tree and expects this script to refuse it.
@@ -302,6 +302,20 @@ for (const rel of codeFiles) {
       problems.push(`${rel}: SQL outside packages/db's repositories: ${literal.slice(0, 40).replace(/\s+/g, " ")}`);
       break;
     }
+  }
+}
+
+// Audit entries are written by the audit log's module alone (docs/architecture.md "Layers inside the
+// API"): a repository reads and writes its own tables, and the service that decides an audit entry
+// writes it through `insertAuditEntry`/`insertAuditEntries` in its transaction. So an insert into
+// `audit_log` appears in production code only in the audit-log repository (and the migrations).
+const AUDIT_HOMES = ["packages/db/src/repositories/audit-log.repository.ts", "packages/db/src/migrations/"];
+const AUDIT_INSERT = /\binsert\s+into\s+"?audit_log"?/i;
+for (const rel of codeFiles) {
+  if (isTestSide(rel) || AUDIT_HOMES.some((home) => rel.startsWith(home))) continue;
+  const code = stripComments(readFileSync(path.join(root, rel), "utf8"));
+  if (AUDIT_INSERT.test(code)) {
+    problems.push(`${rel}: audit entries written outside the audit-log repository (call insertAuditEntry)`);
   }
 }
 

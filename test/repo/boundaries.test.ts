@@ -88,6 +88,13 @@ describe("the boundary lint", () => {
       "things.service.ts: SQL outside packages/db's repositories",
     ],
     [
+      "an audit entry written by another repository",
+      {
+        "packages/db/src/repositories/things.repository.ts": `export const q = "${["insert into", "audit_log (id) values ($1)"].join(" ")}";\n`,
+      },
+      "packages/db/src/repositories/things.repository.ts: audit entries written outside the audit-log repository",
+    ],
+    [
       "test support outside a testing/ folder",
       {
         "apps/api/src/features/things/fixtures.ts": "export const fixture = 1;\n",

@@ -6,7 +6,7 @@ import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { generateEd25519KeyPair, offboardingCommands } from "@fleet/shared";
-import { eventually } from "@fleet/shared/testing";
+import { eventually, OffsetClock } from "@fleet/shared/testing";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -31,8 +31,7 @@ let db: TestDatabase;
 let system: RunningSystem;
 let sshPort: number;
 /** The domain clock runs with real time plus this offset (the quarantine's 30 days pass in a step). */
-const offset = { ms: 0 };
-const clock = { now: () => new Date(Date.now() + offset.ms) };
+const clock = new OffsetClock();
 const agentKey = generateEd25519KeyPair();
 const keyDir = mkdtempSync(path.join(tmpdir(), "fleet-reuse-"));
 const agentKeyFile = path.join(keyDir, "id_ed25519");
@@ -158,11 +157,11 @@ describe("a removed router's address and device (finding 2)", () => {
       expect(enrolled.body.data.tunnel_ip).not.toBe(victim.tunnelIp);
     }
     // One day before the quarantine ends: still 409.
-    offset.ms = 29 * DAY_MS;
+    clock.offsetMs = 29 * DAY_MS;
     expect((await call("POST", "/api/routers", b.operator, { tunnel_ip: victim.tunnelIp })).status).toBe(409);
 
     // After TUNNEL_ADDRESS_QUARANTINE_DAYS the address is B's to have, and A's device is back online.
-    offset.ms = 30 * DAY_MS + 60_000;
+    clock.offsetMs = 30 * DAY_MS + 60_000;
     const taken = await call("POST", "/api/routers", b.operator, { name: "at X", tunnel_ip: victim.tunnelIp });
     expect(taken.status).toBe(201);
     const bRouter = taken.body.data.router.id as string;
@@ -201,7 +200,7 @@ describe("a removed router's address and device (finding 2)", () => {
     // The operator's way out, after checking the device: clear the pin (here only to show it exists).
     const cleared = await clearTunnelPinCommand({ db, heartbeatIntervalMs: 300 }, victim.tunnelIp);
     expect(cleared.text.join()).toMatch(/cleared the host key SHA256:/);
-    offset.ms = 0;
+    clock.offsetMs = 0;
   });
 
   it("a reachable device is offboarded at removal: everything adoption installed is gone, audited, and the address is free at once", async () => {

@@ -6,7 +6,7 @@ import {
   registerScheduledTask,
   routerJobsQueue,
 } from "@fleet/db";
-import { type Clock, clientAddress, closeHttpServer, listen, serverUrl } from "@fleet/shared";
+import { type Clock, clientAddress, closeHttpServer, listen, serverUrl, systemClock } from "@fleet/shared";
 import type { StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
 import type { ApiConfig } from "./config.ts";
@@ -27,9 +27,9 @@ export interface StartApiOptions {
   /** Opened and migrated by the caller (the all-in-one shares one database between apps). */
   db: Database;
   logger: Logger;
-  /** Milliseconds since the epoch; tests move it to expire tokens. */
-  now?: () => number;
-  /** Time of domain rules (forward expiry); defaults to `now`, else the system clock. */
+  /** Wall time of tokens, rate limits and billing; tests move it to expire tokens. Default: the system clock. */
+  wallClock?: Clock;
+  /** Time of domain rules (forward expiry); defaults to `wallClock`. */
   clock?: Clock;
   /** Off only in the test that compares the fast path with tRPC's own adapter. */
   trpcFastPath?: boolean;
@@ -71,15 +71,14 @@ export interface RunningApi {
  */
 export const startApi = async (options: StartApiOptions): Promise<RunningApi> => {
   const { config, db, logger } = options;
-  const now = options.now ?? Date.now;
-  const wallClock: Clock = { now: () => new Date(now()) };
+  const wallClock = options.wallClock ?? systemClock;
   // The process's job engine: forwards queue their router jobs through it, in their own transaction.
   const jobs = await acquireJobEngine(db, {
     instanceName: "api",
     onError: (error) => logger.warn({ err: error }, "job engine error"),
   });
   await jobs.defineQueue(routerJobsQueue(), { createOnly: true });
-  const ctx: WiringContext = { config, db, logger, jobs, now, wallClock, clock: options.clock ?? wallClock };
+  const ctx: WiringContext = { config, db, logger, jobs, wallClock, clock: options.clock ?? wallClock };
 
   const wired: Wired<unknown>[] = [];
   const closeWired = async () => {

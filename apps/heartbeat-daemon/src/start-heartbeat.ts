@@ -13,7 +13,7 @@ import type { CoverageHolder } from "./heartbeats/coverage-holder.ts";
 import { type FlushStats, HeartbeatWriter } from "./heartbeats/heartbeat-writer.ts";
 import { ResumptionService } from "./heartbeats/resumption.service.ts";
 import { WireguardBinder } from "./heartbeats/wireguard-binder.ts";
-import { type Clock, systemClock } from "@fleet/shared";
+import { type Clock, monotonicClock, systemClock } from "@fleet/shared";
 import type { ConnectionGuardStats } from "./transport/connection-guard.ts";
 import { startHeartbeatServer } from "./transport/heartbeat-server.ts";
 import { TokenAuthenticator } from "./transport/token-auth.ts";
@@ -60,6 +60,9 @@ export interface RunningHeartbeat {
 export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<RunningHeartbeat> => {
   const { config, db, logger } = options;
   const clock = options.clock ?? systemClock;
+  // The transport's timeouts, token cache and flood buckets measure elapsed time against real
+  // timers: never a test's ManualClock, never a wall clock that can step.
+  const transportClock = monotonicClock;
   const { tuning } = config;
   const store = new HeartbeatsRepository(db);
   const feedHandle: StatusFeedHandle = await acquireStatusFeed(db, (error) =>
@@ -86,6 +89,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     ttlMs: tuning.tokenCacheTtlMs,
     staleMs,
     recheckAfterMs: staleMs / 2,
+    clock: transportClock,
   });
   // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
   let closeRouter: (routerId: string, reason: string, tokenHash?: string) => void = () => {};
@@ -93,6 +97,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     store,
     resumption: new ResumptionService({
       store,
+      db,
       feed,
       coverage,
       intervalMs: config.intervalMs,
@@ -152,6 +157,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     auth,
     writer,
     clock,
+    transportClock,
     logger,
     metricsToken: config.metricsToken,
     isReady: async () => {

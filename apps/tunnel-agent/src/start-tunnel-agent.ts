@@ -283,6 +283,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       [FORWARD_JOB_KINDS.reconcile]: reconcileRouterHandler(deps, options.onReconciled),
       [ROUTER_OFFBOARD_JOB]: offboardRouterHandler({
         addresses: new TunnelAddressesRepository(db),
+        db,
         connector,
         clock,
         logger: logger.child({ part: "offboarding" }),

@@ -86,7 +86,7 @@ export interface NewInvoiceOptions {
 }
 
 export function createInvoice(store: EmulatorStore, o: NewInvoiceOptions): Invoice {
-  const now = store.now();
+  const now = store.nowSeconds();
   const id = store.newId("in");
   const sub = o.subscription;
   const inv: Invoice = {
@@ -284,7 +284,7 @@ export function finalizeInvoice(store: EmulatorStore, inv: Invoice, baseUrl: str
     });
   }
   const customer = store.customer(inv.customer);
-  const now = store.now();
+  const now = store.nowSeconds();
   recompute(store, inv);
   inv.ending_balance = inv.starting_balance + inv.total - inv.amount_due;
   customer.balance = inv.ending_balance;
@@ -312,7 +312,7 @@ function markPaid(store: EmulatorStore, inv: Invoice, outOfBand: boolean): void 
   inv.amount_paid = inv.amount_due;
   inv.amount_remaining = 0;
   inv.next_payment_attempt = null;
-  inv.status_transitions.paid_at = store.now();
+  inv.status_transitions.paid_at = store.nowSeconds();
   const sub = inv.subscription ? store.subscriptions.get(inv.subscription) : undefined;
   if (sub && (sub.status === "incomplete" || sub.status === "past_due" || sub.status === "unpaid")) {
     sub.status = "active";
@@ -391,7 +391,7 @@ export function voidInvoice(store: EmulatorStore, inv: Invoice): Invoice {
   if (customer && inv.ending_balance !== null) customer.balance += inv.starting_balance - inv.ending_balance;
   inv.status = "void";
   inv.next_payment_attempt = null;
-  inv.status_transitions.voided_at = store.now();
+  inv.status_transitions.voided_at = store.nowSeconds();
   return inv;
 }
 
@@ -403,6 +403,6 @@ export function markUncollectible(store: EmulatorStore, inv: Invoice): Invoice {
   }
   inv.status = "uncollectible";
   inv.next_payment_attempt = null;
-  inv.status_transitions.marked_uncollectible_at = store.now();
+  inv.status_transitions.marked_uncollectible_at = store.nowSeconds();
   return inv;
 }

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import qs from "qs";
 import { openStateFile } from "./emulator-persistence.ts";
-import { EmulatorStore, randomToken } from "./emulator-store.ts";
+import { type EmulatorClock, EmulatorStore, randomToken } from "./emulator-store.ts";
 import { expandFields } from "./expand-fields.ts";
 import { RawResponse, Router } from "./http-router.ts";
 import type { KeyKind, RouteContext, RouteHandler } from "./http-router.ts";
@@ -34,8 +34,8 @@ export interface StripeEmulatorOptions {
   webhook?: WebhookEndpoint;
   /** Port to bind; 0 (default) picks any free port. */
   port?: number;
-  /** Current time in milliseconds; drives every `created`/period timestamp. */
-  clock?: () => number;
+  /** Current time; drives every `created`/period timestamp (a `Clock` of `@fleet/shared` fits). */
+  clock?: EmulatorClock;
 }
 
 export interface StripeEmulator {

@@ -13,9 +13,20 @@ import type {
   Subscription,
 } from "./stripe-types.ts";
 
+/**
+ * The part of the system's `Clock` (`@fleet/shared`) the emulator reads, declared here because the
+ * emulator imports nothing internal: a `systemClock` or `ManualClock` fits as it is.
+ */
+export interface EmulatorClock {
+  /** Milliseconds since the epoch. */
+  nowMs(): number;
+}
+
+const systemTime: EmulatorClock = { nowMs: () => Date.now() };
+
 export interface StoreOptions {
-  /** Current time in milliseconds (defaults to Date.now). */
-  clock?: () => number;
+  /** Current time (default: the system's). */
+  clock?: EmulatorClock | undefined;
 }
 
 /** A Stripe event waiting to be delivered to the webhook endpoint (kept across restarts). */
@@ -81,20 +92,20 @@ export class EmulatorStore {
   failedPayments: string[] = [];
   /** Ids handed out so far; part of every id, so ids stay unique across restarts. */
   idCounter = 0;
-  private readonly clock: () => number;
+  private readonly clock: EmulatorClock;
 
   constructor(opts: StoreOptions = {}) {
-    this.clock = opts.clock ?? Date.now;
+    this.clock = opts.clock ?? systemTime;
   }
 
   /** Unix seconds, like every Stripe timestamp. */
-  now(): number {
-    return Math.floor(this.clock() / 1000);
+  nowSeconds(): number {
+    return Math.floor(this.clock.nowMs() / 1000);
   }
 
   /** Milliseconds, for delivery scheduling. */
   nowMs(): number {
-    return this.clock();
+    return this.clock.nowMs();
   }
 
   /** `<prefix>_` + the counter in base 62 (5 characters) + random characters, Stripe's lengths. */

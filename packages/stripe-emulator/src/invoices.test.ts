@@ -11,7 +11,7 @@ const tick = (seconds: number) => {
 };
 
 beforeAll(async () => {
-  t = await startTestEmulator({ clock: () => nowMs });
+  t = await startTestEmulator({ clock: { nowMs: () => nowMs } });
 });
 afterAll(() => t.emulator.close());
 

@@ -32,7 +32,7 @@ export function createCardPaymentMethod(store: EmulatorStore, p: Params, prefix 
       { param: cardLabel("number") },
     );
   }
-  const today = new Date(store.now() * 1000);
+  const today = new Date(store.nowSeconds() * 1000);
   const year = today.getUTCFullYear();
   if (expMonth < 1 || expMonth > 12) {
     throw cardError(
@@ -92,7 +92,7 @@ function insertCard(
       three_d_secure_usage: { supported: true },
       wallet: null,
     },
-    created: store.now(),
+    created: store.nowSeconds(),
     customer: null,
     livemode: false,
     metadata: applyMetadata(p),
@@ -107,7 +107,7 @@ function insertCard(
 export function resolvePaymentMethod(store: EmulatorStore, id: string, param?: string): PaymentMethod {
   const magic = MAGIC_PAYMENT_METHODS[id];
   if (magic) {
-    const year = new Date(store.now() * 1000).getUTCFullYear() + 1;
+    const year = new Date(store.nowSeconds() * 1000).getUTCFullYear() + 1;
     return insertCard(store, magic, 12, year, "pass");
   }
   return store.paymentMethod(id, param);

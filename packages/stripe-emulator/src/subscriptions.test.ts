@@ -12,7 +12,7 @@ const tick = (seconds: number) => {
 let monthly: Stripe.Price;
 
 beforeAll(async () => {
-  t = await startTestEmulator({ clock: () => nowMs });
+  t = await startTestEmulator({ clock: { nowMs: () => nowMs } });
   const product = await t.stripe.products.create({ name: "Fleet Pro" });
   monthly = await t.stripe.prices.create({
     product: product.id,

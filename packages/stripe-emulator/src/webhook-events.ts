@@ -92,7 +92,7 @@ export class EventRecorder {
         id: store.newId("evt"),
         object: "event",
         api_version: EVENT_API_VERSION,
-        created: store.now(),
+        created: store.nowSeconds(),
         data: { object: structuredClone(object), ...(previous ? { previous_attributes: previous } : {}) },
         livemode: false,
         pending_webhooks: 1,

@@ -1,5 +1,6 @@
 import { request as httpRequest } from "node:http";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
+import { OffsetClock } from "@fleet/shared/testing";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../config.ts";
@@ -39,7 +40,7 @@ beforeAll(async () => {
         db,
         logger: pino({ level: "silent" }),
         devLoginPerMinute: 1000,
-        now: () => Date.now() + shift,
+        wallClock: new OffsetClock(shift),
       }),
     );
   }

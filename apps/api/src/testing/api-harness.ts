@@ -3,7 +3,7 @@ import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fle
 import { mintApiKey, storeApiKey } from "../features/api-keys/api-keys.service.ts";
 import pino, { type Logger } from "pino";
 import type { Clock } from "@fleet/shared";
-import { eventually } from "@fleet/shared/testing";
+import { eventually, OffsetClock } from "@fleet/shared/testing";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
 import { type RunningApi, startApi } from "../start-api.ts";
 
@@ -11,8 +11,8 @@ export interface ApiHarness {
   api: RunningApi;
   db: TestDatabase;
   config: ApiConfig;
-  /** Moves the API's clock (token expiry). */
-  clock: { offsetMs: number };
+  /** The API's wall clock, real time plus `offsetMs` (tests move it to expire tokens). */
+  clock: OffsetClock;
   /** Fetch against the API with JSON defaults. */
   request(
     method: string,
@@ -68,12 +68,12 @@ export const startApiHarness = async (
     RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "1000000",
     ...env,
   });
-  const clock = { offsetMs: 0 };
+  const clock = new OffsetClock();
   const api = await startApi({
     config,
     db,
     logger: options.logger ?? pino({ level: "silent" }),
-    now: () => Date.now() + clock.offsetMs,
+    wallClock: clock,
     ...(options.clock ? { clock: options.clock } : {}),
     devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
     ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),

@@ -1,5 +1,5 @@
 import type { RateLimitHits } from "@fleet/db";
-import { AppError } from "@fleet/shared";
+import { AppError, type Clock, systemClock } from "@fleet/shared";
 import { RATE_LIMIT_WINDOW_MS } from "./rate-limit.ts";
 
 /** Where every API process adds its counts (RateLimitCountersRepository on the database). */
@@ -13,7 +13,8 @@ export interface SharedRateLimiterOptions {
   /** What is counted, in the 429 message ("credential", "address without a valid credential"). */
   subject: string;
   store: SharedCounterStore;
-  now?: () => number;
+  /** The windows' time (the API's `wallClock`); default: the system clock. */
+  clock?: Clock;
   /** How often local counts are added to the store. */
   flushMs?: number;
   /** Called when a flush fails (the limiter then counts locally until the store answers again). */
@@ -58,12 +59,12 @@ export class SharedRateLimiter {
   #closed = false;
 
   constructor(options: SharedRateLimiterOptions) {
-    this.#o = { now: Date.now, flushMs: 250, ...options };
+    this.#o = { clock: systemClock, flushMs: 250, ...options };
   }
 
   /** Counts one request of `key`; throws `rate_limited` (429 with Retry-After) over the limit. */
   async hit(key: string): Promise<void> {
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     const bucket = this.#bucket(key, now);
     const { limit } = this.#o;
     if (bucket.local + bucket.remote >= limit) throw this.#refusal(bucket, now);
@@ -89,13 +90,13 @@ export class SharedRateLimiter {
   /** True when `key` is at its limit as far as this process knows (no I/O). */
   isOver(key: string): boolean {
     const bucket = this.#buckets.get(key);
-    if (!bucket || bucket.windowStartMs !== windowStart(this.#o.now())) return false;
+    if (!bucket || bucket.windowStartMs !== windowStart(this.#o.clock.nowMs())) return false;
     return bucket.local + bucket.remote >= this.#o.limit;
   }
 
   /** A `rate_limited` error for `key` as it stands (for a refusal decided elsewhere). */
   refusal(key: string): AppError {
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     return this.#refusal(this.#bucket(key, now), now);
   }
 
@@ -121,7 +122,7 @@ export class SharedRateLimiter {
             entry.bucket.remote = Math.max(0, total - (entry.bucket.local - entry.bucket.unflushed));
           }
         }
-        const now = this.#o.now();
+        const now = this.#o.clock.nowMs();
         if (now - this.#lastPruneMs > RATE_LIMIT_WINDOW_MS) {
           this.#lastPruneMs = now;
           await this.#o.store.prune(windowStart(now) - RATE_LIMIT_WINDOW_MS);
@@ -167,7 +168,7 @@ export class SharedRateLimiter {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       void this.flush();
-      this.#evictIdle(windowStart(this.#o.now()));
+      this.#evictIdle(windowStart(this.#o.clock.nowMs()));
     }, this.#o.flushMs);
     this.#timer.unref();
   }

@@ -23,11 +23,15 @@ export interface WiredAuth extends Wired<AuthServices> {
 }
 
 /** Bearer tokens (JWTs and API keys), dev-login, organizations and teams (docs/api.md "Authentication"). */
-export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext): WiredAuth => {
+export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): WiredAuth => {
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
   const apiKeyStore = new ApiKeysRepository(queryOf(db));
   const identity = new IdentityRepository(db);
-  const apiKeys = new ApiKeyVerifier({ keys: apiKeyStore, logger: logger.child({ feature: "api-keys" }), now });
+  const apiKeys = new ApiKeyVerifier({
+    keys: apiKeyStore,
+    logger: logger.child({ feature: "api-keys" }),
+    clock: wallClock,
+  });
   const jwtSecret = config.auth.jwksUrl ? undefined : (config.auth.jwtSecret ?? dataDirSecret(config.dataDir, "jwt"));
   const tokens = new TokenVerifier({
     secret: jwtSecret,
@@ -35,7 +39,7 @@ export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext):
     issuer: config.auth.issuer,
     audience: config.auth.audience,
     apiKeys,
-    now,
+    clock: wallClock,
   });
   const signer =
     config.auth.devLogin && jwtSecret
@@ -54,7 +58,7 @@ export const wireAuth = ({ config, db, logger, now, wallClock }: WiringContext):
         clock: wallClock,
         forget: (hash) => apiKeys.forget(hash),
       }),
-      streams: new CredentialWatch({ apiKeys: apiKeyStore, organizations: identity, now }),
+      streams: new CredentialWatch({ apiKeys: apiKeyStore, organizations: identity, clock: wallClock }),
     },
     schedules: [],
     signer,

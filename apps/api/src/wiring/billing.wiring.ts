@@ -41,7 +41,7 @@ export interface WiredBilling extends Wired<BillingServices> {
  * Accounts, payment methods, invoices, subscriptions and the billing mirror (docs/billing.md), on
  * the `stripe` SDK pointed at Stripe when keys are set, else at the emulator (started here).
  */
-export const wireBilling = async ({ config, db, logger, now, wallClock }: WiringContext): Promise<WiredBilling> => {
+export const wireBilling = async ({ config, db, logger, wallClock }: WiringContext): Promise<WiredBilling> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
   // docs/billing.md "Webhooks": the configured endpoint secret, else (emulator) one kept in DATA_DIR.
@@ -115,7 +115,7 @@ export const wireBilling = async ({ config, db, logger, now, wallClock }: Wiring
       }),
       invoices: new InvoicesService({ accounts: accountService, mirror: billingMirror }),
       stripeWebhooks: new StripeWebhookService({
-        verify: createWebhookVerifier(webhookSecret, now),
+        verify: createWebhookVerifier(webhookSecret, wallClock),
         mirror: mirrorRepository,
         clock: wallClock,
       }),

@@ -12,18 +12,24 @@ export interface RateLimitServices {
 }
 
 export const wireRateLimits = (
-  { config, db, logger, now }: WiringContext,
+  { config, db, logger, wallClock }: WiringContext,
   devLoginPerMinute: number,
 ): Wired<RateLimitServices> => {
   const store = new RateLimitCountersRepository(db);
   const onError = (error: unknown) => logger.warn({ err: error }, "rate limit counts not shared; counting locally");
   const rateLimits = {
-    api: new SharedRateLimiter({ limit: config.rateLimitPerMinute, subject: "credential", store, now, onError }),
+    api: new SharedRateLimiter({
+      limit: config.rateLimitPerMinute,
+      subject: "credential",
+      store,
+      clock: wallClock,
+      onError,
+    }),
     unauthenticated: new SharedRateLimiter({
       limit: config.trust.rateLimitUnauthenticatedPerMinute,
       subject: "address without a valid credential",
       store,
-      now,
+      clock: wallClock,
       onError,
     }),
     devLogin: new RateLimiter({ limit: devLoginPerMinute, subject: "address on dev-login" }),

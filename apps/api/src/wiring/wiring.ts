@@ -12,9 +12,7 @@ export interface WiringContext {
   jobs: JobEngine;
   /** Time of domain rules (forward expiry, quarantines, audit retention); tests pass a `ManualClock`. */
   clock: Clock;
-  /** Wall time in milliseconds (tokens, rate limits, billing); tests move it to expire tokens. */
-  now: () => number;
-  /** The same wall time as a `Clock`. */
+  /** Wall time of tokens, rate limits and billing; tests move it to expire tokens. */
   wallClock: Clock;
 }
 

@@ -1,4 +1,4 @@
-import type { FaultRecord, NewFault, SweepParams, SweepTransaction } from "@fleet/db";
+import { insertAuditEntries, type NewFault, type OwnedFault, type SweepParams, type SweepTransaction } from "@fleet/db";
 import {
   effectiveLastSeen,
   faultStartsAt,
@@ -10,6 +10,7 @@ import {
 } from "@fleet/shared";
 import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
 import type { Clock } from "@fleet/shared";
+import { faultOpenedEntry } from "./fault-audit.ts";
 import { toFaultEvent } from "./fault-events.ts";
 
 /** The persistence the sweeper needs (HeartbeatsRepository in production). */
@@ -50,7 +51,7 @@ export interface SweepMemo {
 export interface SweepResult {
   /** False when another daemon process held the sweep. */
   swept: boolean;
-  opened: Array<FaultRecord & { teamId: string }>;
+  opened: OwnedFault[];
   /**
    * No router can be due before this (ms, the clock's time): the oldest pulse plus the threshold
    * and the grace. Null when unknown (not swept) or when no router has a pulse.
@@ -85,7 +86,7 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
     toleranceMs: jitterToleranceMs(deps.intervalMs),
     limit: deps.limit,
   };
-  const opened: Array<FaultRecord & { teamId: string }> = [];
+  const opened: OwnedFault[] = [];
   let swept = false;
   let nextDueAt: number | null = null;
   for (;;) {
@@ -104,7 +105,9 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
         message: siteOfflineMessage({ identity: router.identity, name: router.name, id: router.routerId }),
         createdAt: faultStartsAt(effectiveLastSeen(router.lastSeenAt, tx.coverage, deps.intervalMs), deps.intervalMs),
       }));
-      return { due: tx.due.length, opened: await tx.open(faults) };
+      const openedNow = await tx.open(faults);
+      await insertAuditEntries(tx.query, openedNow.map(faultOpenedEntry));
+      return { due: tx.due.length, opened: openedNow };
     });
     if (!round) break;
     swept = true;

@@ -1,4 +1,11 @@
-import { acquireStatusFeed, type Database, HeartbeatsRepository, openDatabase, type StatusFeedHandle } from "@fleet/db";
+import {
+  AuditLogRepository,
+  acquireStatusFeed,
+  type Database,
+  HeartbeatsRepository,
+  openDatabase,
+  type StatusFeedHandle,
+} from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { ManualClock, type TRouterStatusEvent } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -195,6 +202,44 @@ describe("fault state table", () => {
     await beat(router.heartbeatToken, { uptime: 1_000_000 });
     expect(await faultsOf(router.id)).toEqual([
       expect.objectContaining({ status: "completed", cause: "Connectivity lost", duration_seconds: 2 }),
+    ]);
+  });
+
+  it('audits router.offline and router.online with the fault changes (docs/api.md "Audit log and webhooks")', async () => {
+    const t = clock.now().getTime();
+    const router = await beatingRouter("audited", { uptime: 100_000 });
+    at(t + MISSED * I + GRACE);
+    const { opened } = await h.daemon.sweep();
+    const fault = opened.find((f) => f.routerId === router.id);
+    expect(fault?.organizationId).toBe(owner.organizationId);
+    at(t + 90 * I);
+    await beat(router.heartbeatToken, { uptime: 100_090 });
+    const entries = await new AuditLogRepository(db).list({
+      organizationId: owner.organizationId,
+      routerId: router.id,
+      limit: 10,
+    });
+    const common = {
+      id: expect.any(String),
+      organizationId: owner.organizationId,
+      actor: { type: "system", id: null },
+      target: { type: "router", id: router.id },
+      routerId: router.id,
+      sourceIp: null,
+    };
+    expect(entries).toEqual([
+      {
+        ...common,
+        action: "router.online",
+        occurredAt: new Date(t + 90 * I),
+        details: { fault_id: fault?.id, cause: "Connectivity lost", duration_s: 89 },
+      },
+      {
+        ...common,
+        action: "router.offline",
+        occurredAt: new Date(t + I),
+        details: { fault_id: fault?.id, message: "Site Offline: audited" },
+      },
     ]);
   });
 

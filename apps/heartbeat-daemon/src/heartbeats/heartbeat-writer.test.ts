@@ -50,6 +50,7 @@ const startWriter = async () => {
     store,
     resumption: new ResumptionService({
       store,
+      db,
       feed: feed.feed,
       coverage: { current: await store.coverage() },
       intervalMs: 1_000,
@@ -87,6 +88,7 @@ const writerWithOutage = async (flushIntervalMs: number) => {
     },
     resumption: new ResumptionService({
       store: real,
+      db,
       feed: feed.feed,
       coverage: { current: await real.coverage() },
       intervalMs: 1_000,

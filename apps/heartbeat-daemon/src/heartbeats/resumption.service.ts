@@ -1,6 +1,16 @@
-import type { AppliedHeartbeat, DowntimeWrite, FaultCompletion, FaultRecord, HeartbeatWrite } from "@fleet/db";
+import {
+  type AppliedHeartbeat,
+  type Database,
+  type DowntimeWrite,
+  type FaultCompletion,
+  type HeartbeatWrite,
+  insertAuditEntries,
+  type OwnedFault,
+  type Query,
+} from "@fleet/db";
 import { inferFaultCause, pulseEvent, type StatusFeed, type TRouterStatusEvent } from "@fleet/shared";
 import type { Logger } from "pino";
+import { faultCompletedEntry } from "../faults/fault-audit.ts";
 import { toFaultEvent } from "../faults/fault-events.ts";
 import { downtimeClosedBy } from "../metrics/downtime.ts";
 import type { CoverageHolder } from "./coverage-holder.ts";
@@ -8,11 +18,13 @@ import type { CoverageHolder } from "./coverage-holder.ts";
 /** The persistence resumption needs (HeartbeatsRepository in production). */
 export interface ResumptionStore {
   recordDowntime(writes: readonly DowntimeWrite[]): Promise<void>;
-  completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>>;
+  completeFaults(query: Query, completions: readonly FaultCompletion[]): Promise<OwnedFault[]>;
 }
 
 export interface ResumptionServiceOptions {
   store: ResumptionStore;
+  /** Fault completions and their `router.online` entries commit in one transaction. */
+  db: Pick<Database, "transaction">;
   feed: StatusFeed;
   coverage: CoverageHolder;
   intervalMs: number;
@@ -24,9 +36,10 @@ export interface ResumptionServiceOptions {
 /**
  * The use case "a router beats again after no pulse or a long gap" (docs/api.md "Routers and
  * heartbeats"): the downtime its silence closed is recorded per UTC hour, its ongoing fault is
- * completed with an inferred cause, and `pulse`/`fault` status events are published. The heartbeat
- * writer hands it the routers its flush reported as notable, after their heartbeats are written;
- * at the steady cadence there are none and this does nothing.
+ * completed with an inferred cause and audited `router.online` in one transaction, and
+ * `pulse`/`fault` status events are published. The heartbeat writer hands it the routers its
+ * flush reported as notable, after their heartbeats are written; at the steady cadence there are
+ * none and this does nothing.
  */
 export class ResumptionService {
   readonly #o: ResumptionServiceOptions;
@@ -76,7 +89,12 @@ export class ResumptionService {
     }
     if (downtime.length > 0) await this.#o.store.recordDowntime(downtime);
     if (completions.length > 0) {
-      const completed = await this.#o.store.completeFaults(completions);
+      const { store } = this.#o;
+      const completed = await this.#o.db.transaction(async (query) => {
+        const done = await store.completeFaults(query, completions);
+        await insertAuditEntries(query, done.map(faultCompletedEntry));
+        return done;
+      });
       const flipped = new Set(events.map((e) => e.router_id));
       for (const fault of completed) {
         const write = byRouter.get(fault.routerId);

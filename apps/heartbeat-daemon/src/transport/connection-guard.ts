@@ -1,4 +1,5 @@
 import type { Socket } from "node:net";
+import type { Clock } from "@fleet/shared";
 
 /**
  * The heartbeat port serves routers first (docs/api.md "Routers and heartbeats"): connections that
@@ -34,8 +35,8 @@ export interface ConnectionGuardOptions {
   idleTimeoutMs: number;
   perAddress: number;
   evictAfterMs: number;
-  /** Monotonic milliseconds; injectable for tests. */
-  now?: () => number;
+  /** The daemon's `monotonicClock` (deadlines must not move with a wall-clock step); tests pass a `ManualClock`. */
+  clock: Clock;
   /** Called (at most once per call to accept) when a new connection is closed for want of room. */
   onFull?: () => void;
 }
@@ -61,7 +62,7 @@ export interface ConnectionGuardStats {
 }
 
 export class ConnectionGuard {
-  readonly #o: Required<Omit<ConnectionGuardOptions, "onFull">> & Pick<ConnectionGuardOptions, "onFull">;
+  readonly #o: ConnectionGuardOptions;
   /** Insertion order = order of `since`: the first entry is the one waiting longest. */
   readonly #waiting = new Map<Socket, Waiting>();
   #open = 0;
@@ -71,7 +72,7 @@ export class ConnectionGuard {
   readonly #onClose: (this: Socket) => void;
 
   constructor(options: ConnectionGuardOptions) {
-    this.#o = { now: () => performance.now(), ...options };
+    this.#o = options;
     this.#periodMs = Math.max(
       20,
       Math.min(1_000, options.idleTimeoutMs / 5, options.requestTimeoutMs / 5, options.evictAfterMs / 2),
@@ -104,7 +105,7 @@ export class ConnectionGuard {
     this.#open += 1;
     // `on`, not `once`: 'close' comes once anyway, and `once` would wrap the listener per socket.
     socket.on("close", this.#onClose);
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     this.#wait(socket, now, now + this.#o.requestTimeoutMs);
     return true;
   }
@@ -120,7 +121,7 @@ export class ConnectionGuard {
    */
   answeredWithoutToken(socket: Socket): void {
     if (socket.destroyed) return;
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     this.#waiting.delete(socket);
     this.#wait(socket, now, now + this.#o.idleTimeoutMs);
   }
@@ -173,7 +174,7 @@ export class ConnectionGuard {
    * at most SWEEP_CLOSES per call (thousands closed in one go would stall the acks); returns true
    * when it stopped there and should run again at once.
    */
-  sweep(now = this.#o.now()): boolean {
+  sweep(now = this.#o.clock.nowMs()): boolean {
     let budget = SWEEP_CLOSES;
     const old = new Map<string, number>();
     for (const [socket, entry] of this.#waiting) {

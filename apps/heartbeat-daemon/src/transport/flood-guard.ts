@@ -1,13 +1,13 @@
+import type { Clock } from "@fleet/shared";
+
 /**
  * A token bucket per connection (and per router over HTTP): `burst` frames at once, `perSecond`
  * sustained. A router beats once per interval, so only a broken or hostile peer ever hits it.
  */
-const monotonicNow = () => performance.now();
-
 export class FloodGuard {
   readonly #burst: number;
   readonly #perMs: number;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   #tokens: number;
   #last: number;
   /** Frames refused since the last accepted one. */
@@ -15,22 +15,23 @@ export class FloodGuard {
   /** When the last error frame about flooding went out (one per second at most). */
   lastWarnedAt = Number.NEGATIVE_INFINITY;
 
-  constructor(burst: number, perSecond: number, now: () => number = monotonicNow) {
+  /** `clock`: the daemon's `monotonicClock` (a wall-clock step must not refill or drain the bucket). */
+  constructor(burst: number, perSecond: number, clock: Clock) {
     this.#burst = burst;
     this.#perMs = perSecond / 1000;
-    this.#now = now;
+    this.#clock = clock;
     this.#tokens = burst;
-    this.#last = now();
+    this.#last = clock.nowMs();
   }
 
-  /** When the last frame came (monotonic ms; taken or refused): the peer was there. */
+  /** When the last frame came (the clock's ms; taken or refused): the peer was there. */
   get lastFrameAt(): number {
     return this.#last;
   }
 
   /** True when the frame may be processed. */
   take(): boolean {
-    const now = this.#now();
+    const now = this.#clock.nowMs();
     this.#tokens = Math.min(this.#burst, this.#tokens + (now - this.#last) * this.#perMs);
     this.#last = now;
     if (this.#tokens >= 1) {
@@ -49,7 +50,7 @@ export class FloodGuard {
 
   /** True at most once per second: whether to tell the peer it is being throttled. */
   shouldWarn(): boolean {
-    const now = this.#now();
+    const now = this.#clock.nowMs();
     if (now - this.lastWarnedAt < 1_000) return false;
     this.lastWarnedAt = now;
     return true;

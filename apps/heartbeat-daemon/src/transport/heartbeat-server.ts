@@ -48,7 +48,10 @@ export interface HeartbeatServerOptions {
   writer: HeartbeatWriter;
   /** Binds WireGuard keys reported by heartbeats (docs/routeros.md "The management tunnel"). */
   binder?: WireguardBinder;
+  /** Time of the heartbeats written (the daemon's clock). */
   clock: Clock;
+  /** Elapsed time of the transport: timeouts, token cache, flood buckets, pings (`monotonicClock`). */
+  transportClock: Clock;
   logger: Logger;
   isReady: () => Promise<boolean>;
   /** METRICS_TOKEN: bearer required for /metrics when set. */
@@ -87,6 +90,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     auth: o.auth,
     intake,
     ackFrame: Buffer.from(ack),
+    clock: o.transportClock,
     logger: o.logger,
     isClosing,
   });
@@ -97,8 +101,9 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     idleTimeoutMs: o.tuning.unauthenticatedIdleMs,
     perAddress: o.tuning.waitingPerAddress,
     evictAfterMs: o.tuning.evictWaitingAfterMs,
+    clock: o.transportClock,
     onFull: () => {
-      const now = performance.now();
+      const now = o.transportClock.nowMs();
       if (now - dropLoggedAt < DROP_LOG_PERIOD_MS) return;
       dropLoggedAt = now;
       o.logger.warn(
@@ -108,7 +113,14 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     },
   });
 
-  const http = new HttpHeartbeats({ tuning: o.tuning, auth: o.auth, intake, ack, connections: guard });
+  const http = new HttpHeartbeats({
+    tuning: o.tuning,
+    auth: o.auth,
+    intake,
+    ack,
+    connections: guard,
+    clock: o.transportClock,
+  });
 
   const server: Server = createServer(
     {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { bearerToken, HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
+import { bearerToken, type Clock, HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
 import type { HeartbeatTuning } from "../config.ts";
 import { peerAddress } from "../heartbeats/heartbeat-frame.ts";
 import type { HeartbeatIntake } from "../heartbeats/heartbeat-intake.ts";
@@ -19,6 +19,8 @@ export interface HttpHeartbeatsOptions {
   ack: string;
   /** Told when a request proved no token (transport/connection-guard.ts). */
   connections: Pick<ConnectionGuard, "answeredWithoutToken">;
+  /** The flood buckets' time (`monotonicClock`). */
+  clock: Clock;
 }
 
 /** JSON, or no content type at all (a bare `/tool fetch`); anything else is 415 (docs/api.md "Errors"). */
@@ -104,7 +106,7 @@ export class HttpHeartbeats {
     // The router's bucket lives on its cached owner: no map of its own, gone with the cache entry.
     let guard = owner.httpFlood;
     if (guard === undefined) {
-      guard = new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond);
+      guard = new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond, this.#o.clock);
       owner.httpFlood = guard;
     }
     if (!guard.take()) {

@@ -1,3 +1,4 @@
+import type { Clock } from "@fleet/shared";
 import type { WebSocket } from "ws";
 import type { ConnectionRegistry } from "./connections.ts";
 
@@ -10,7 +11,7 @@ const PING_TICK_MS = 1_000;
 /** What the pinger does with a socket on its visit (once per period). */
 export type PingVisit = "ok" | "ping" | "terminate";
 
-/** A peer's pong state, read by `pingVerdict`: monotonic ms of its last pong and of the ping not yet answered. */
+/** A peer's pong state, read by `pingVerdict`: the transport clock's ms of its last pong and of the ping not yet answered. */
 export interface Liveness {
   pongAt: number;
   /** When the outstanding ping went out; null when none is. */
@@ -22,7 +23,7 @@ export interface Liveness {
  * the cadence the pinger writes nothing. A peer quiet for 1.5 periods (the margin keeps a router
  * beating once per period out of reach of the round's jitter) is pinged; if neither a pong nor a
  * frame has come by the next visit (one period later), it is terminated. A frozen peer goes 2.5 to
- * 3.5 periods after its last frame. `lastFrameAt`: monotonic ms of its last frame (any frame, refused
+ * 3.5 periods after its last frame. `lastFrameAt`: the same clock's ms of its last frame (any frame, refused
  * ones included). Updates `peer.pingedAt`.
  */
 export const pingVerdict = (peer: Liveness, lastFrameAt: number, now: number, periodMs: number): PingVisit => {
@@ -39,11 +40,13 @@ export const pingVerdict = (peer: Liveness, lastFrameAt: number, now: number, pe
 /**
  * Dead peers (see `pingVerdict`). The sockets are visited in slices spread over the period: visiting
  * 15,000 sockets in one go would stall the event loop (and every ack behind it). `visit` returns the
- * verdict for a socket, or undefined when it is not a peer (yet). Returns the stop function.
+ * verdict for a socket, or undefined when it is not a peer (yet); `clock` must be the one of the
+ * peers' pongs and frames. Returns the stop function.
  */
 export const startPinger = (
   registry: ConnectionRegistry,
   periodMs: number,
+  clock: Clock,
   visit: (ws: WebSocket, now: number) => PingVisit | undefined,
 ): (() => void) => {
   const tickMs = Math.min(PING_TICK_MS, periodMs);
@@ -51,7 +54,7 @@ export const startPinger = (
   let cursor = registry.all();
   let perTick = 1;
   const timer = setInterval(() => {
-    const now = performance.now();
+    const now = clock.nowMs();
     for (let visited = 0; visited < perTick; visited++) {
       const next = cursor.next();
       if (next.done) {

@@ -1,6 +1,6 @@
 import type { TokenOwner } from "@fleet/db";
 import { describe, expect, it, vi } from "vitest";
-import { bearerToken, hashHeartbeatToken as hashToken } from "@fleet/shared";
+import { bearerToken, hashHeartbeatToken as hashToken, ManualClock } from "@fleet/shared";
 import { REFRESH_BATCH, TokenAuthenticator } from "./token-auth.ts";
 
 /** A fake token store: counts its queries; `owners` is what the database holds now. */
@@ -30,13 +30,13 @@ const ownerOf = (n: number): TokenOwner => ({
 const staleAuthenticator = (numbers: readonly number[]) => {
   const owners = new Map(numbers.map((n) => [hashToken(token(n)), ownerOf(n)] as const));
   const s = store(owners);
-  const clock = { now: 0 };
+  const clock = new ManualClock(0);
   const auth = new TokenAuthenticator({
     lookup: s.lookup,
     ttlMs: 1_000,
     staleMs: 10_000,
     refreshEveryMs: 0,
-    now: () => clock.now,
+    clock,
   });
   return { owners, s, clock, auth };
 };
@@ -45,7 +45,7 @@ describe("TokenAuthenticator", () => {
   it("merges concurrent lookups into one query and caches the answer", async () => {
     const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
     const s = store(owners);
-    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => 0 });
+    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, clock: new ManualClock(0) });
     const results = await Promise.all([
       auth.authenticate(token(1)),
       auth.authenticate(token(1)),
@@ -62,13 +62,13 @@ describe("TokenAuthenticator", () => {
   it("re-checks after the TTL, so a router deleted elsewhere is refused", async () => {
     const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
     const s = store(owners);
-    let now = 0;
-    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, now: () => now });
+    const clock = new ManualClock(0);
+    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 1_000, clock });
     expect(await auth.authenticate(token(1))).not.toBeNull();
     owners.clear();
-    now = 999;
+    clock.set(999);
     expect(await auth.authenticate(token(1))).not.toBeNull();
-    now = 1_000;
+    clock.set(1_000);
     expect(await auth.authenticate(token(1))).toBeNull();
   });
 
@@ -77,7 +77,7 @@ describe("TokenAuthenticator", () => {
     await Promise.all([1, 2, 3].map((n) => auth.authenticate(token(n))));
     expect(s.calls).toHaveLength(1);
     owners.delete(hashToken(token(2)));
-    clock.now = 5_000;
+    clock.set(5_000);
     // The background re-check runs on a timer: fake it, so the test runs it when it chooses.
     vi.useFakeTimers({ toFake: ["setTimeout"] });
     try {
@@ -96,10 +96,10 @@ describe("TokenAuthenticator", () => {
     expect(await auth.authenticate(token(2), true)).toBeNull();
     expect(await auth.authenticate(token(1), true)).not.toBeNull();
     // Past TTL + staleMs even the HTTP path waits for the database; without allowStale, the TTL rules.
-    clock.now = 5_000 + 11_000;
+    clock.set(5_000 + 11_000);
     expect(await auth.authenticate(token(1), true)).not.toBeNull();
     expect(s.calls).toHaveLength(3);
-    clock.now += 1_000;
+    clock.advance(1_000);
     expect(await auth.authenticate(token(3))).not.toBeNull();
     expect(s.calls).toHaveLength(4);
   });
@@ -107,24 +107,24 @@ describe("TokenAuthenticator", () => {
   it("with recheckAfterMs, answers stale owners without a re-check until the entry is that old", async () => {
     const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
     const s = store(owners);
-    const clock = { now: 0 };
+    const clock = new ManualClock(0);
     const auth = new TokenAuthenticator({
       lookup: s.lookup,
       ttlMs: 1_000,
       staleMs: 10_000,
       recheckAfterMs: 5_000,
       refreshEveryMs: 0,
-      now: () => clock.now,
+      clock,
     });
     expect(await auth.authenticate(token(1))).not.toBeNull();
     owners.clear();
     vi.useFakeTimers({ toFake: ["setTimeout"] });
     try {
-      clock.now = 4_999;
+      clock.set(4_999);
       expect(auth.cached(token(1), true)).toEqual(ownerOf(1));
       await vi.runAllTimersAsync();
       expect(s.calls).toHaveLength(1);
-      clock.now = 5_000;
+      clock.set(5_000);
       expect(auth.cached(token(1), true)).toEqual(ownerOf(1));
       await vi.runAllTimersAsync();
       expect(s.calls).toHaveLength(2);
@@ -140,7 +140,7 @@ describe("TokenAuthenticator", () => {
       const { s, clock, auth } = staleAuthenticator(numbers);
       await Promise.all(numbers.map((n) => auth.authenticate(token(n))));
       const first = s.calls.length;
-      clock.now = 2_000;
+      clock.set(2_000);
       vi.useFakeTimers({ toFake: ["setTimeout"] });
       try {
         for (const n of numbers) await auth.authenticate(token(n), true);
@@ -163,7 +163,7 @@ describe("TokenAuthenticator", () => {
         return new Map(hashes.flatMap((h) => (owners.has(h) ? [[h, owners.get(h) as TokenOwner] as const] : [])));
       },
     };
-    const auth = new TokenAuthenticator({ lookup, ttlMs: 60_000, now: () => 0 });
+    const auth = new TokenAuthenticator({ lookup, ttlMs: 60_000, clock: new ManualClock(0) });
     const tick = () => new Promise((resolve) => setImmediate(resolve));
     const answers: Array<Promise<TokenOwner | null>> = [];
     // Ten event-loop turns of five upgrades each, while the database is slow.
@@ -183,7 +183,7 @@ describe("TokenAuthenticator", () => {
 
   it("forgets a revoked router at once", async () => {
     const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
-    const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, now: () => 0 });
+    const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, clock: new ManualClock(0) });
     expect(await auth.authenticate(token(1))).not.toBeNull();
     auth.revokeRouter("r1");
     expect(await auth.authenticate(token(1))).toBeNull();
@@ -203,7 +203,7 @@ describe("TokenAuthenticator", () => {
         return found;
       },
     };
-    const auth = new TokenAuthenticator({ lookup, ttlMs: 60_000, staleMs: 600_000, now: () => 0 });
+    const auth = new TokenAuthenticator({ lookup, ttlMs: 60_000, staleMs: 600_000, clock: new ManualClock(0) });
     expect(await auth.authenticate(token(1), true)).not.toBeNull();
     // Cached: a replacement drops it, and the next check asks the database (which no longer knows it).
     owners.delete(hashToken(token(1)));
@@ -228,7 +228,7 @@ describe("TokenAuthenticator", () => {
       [hashToken(token(1)), ownerOf(1)],
       [hashToken(token(2)), { ...ownerOf(2), routerId: "r1" }],
     ]);
-    const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, now: () => 0 });
+    const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, clock: new ManualClock(0) });
     expect(await auth.authenticate(token(1))).not.toBeNull();
     expect(await auth.authenticate(token(2))).not.toBeNull();
     auth.revokeToken("r1", hashToken(token(1)));
@@ -238,7 +238,7 @@ describe("TokenAuthenticator", () => {
 
   it("refuses implausible tokens without a query and bounds remembered unknown ones", async () => {
     const s = store(new Map());
-    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 60_000, maxUnknown: 3, now: () => 0 });
+    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 60_000, maxUnknown: 3, clock: new ManualClock(0) });
     for (const bad of [undefined, "", "short", "x".repeat(257), "has space inside it"])
       expect(await auth.authenticate(bad)).toBeNull();
     expect(s.calls).toHaveLength(0);

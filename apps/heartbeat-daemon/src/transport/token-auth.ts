@@ -1,5 +1,5 @@
 import type { TokenOwner } from "@fleet/db";
-import { heartbeatTokenLookupHash } from "@fleet/shared";
+import { type Clock, heartbeatTokenLookupHash } from "@fleet/shared";
 import { countTokenLookup } from "../metrics/prometheus.ts";
 import type { FloodGuard } from "./flood-guard.ts";
 
@@ -31,8 +31,8 @@ export interface TokenAuthOptions {
   recheckAfterMs?: number;
   /** Background re-checks are gathered this long into one `= any($1)` query (per REFRESH_BATCH tokens). */
   refreshEveryMs?: number;
-  /** Monotonic milliseconds; injectable for tests. */
-  now?: () => number;
+  /** The daemon's `monotonicClock` (a wall-clock step must not expire or extend cached answers); tests pass a `ManualClock`. */
+  clock: Clock;
 }
 
 /**
@@ -74,7 +74,7 @@ export class TokenAuthenticator {
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #maxUnknown: number;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #cache = new Map<string, Entry>();
   readonly #unknown = new Map<string, number>();
   readonly #hashByRouter = new Map<string, string>();
@@ -102,7 +102,7 @@ export class TokenAuthenticator {
     this.#ttlMs = options.ttlMs;
     this.#maxEntries = options.maxEntries ?? 200_000;
     this.#maxUnknown = options.maxUnknown ?? 10_000;
-    this.#now = options.now ?? (() => performance.now());
+    this.#clock = options.clock;
     this.#staleMs = options.staleMs ?? 0;
     this.#recheckAfterMs = Math.max(options.ttlMs, options.recheckAfterMs ?? options.ttlMs);
     this.#refreshEveryMs = options.refreshEveryMs ?? 1_000;
@@ -140,7 +140,7 @@ export class TokenAuthenticator {
     // Made, hashed and checked in one module (@fleet/shared heartbeat-token.ts); implausible tokens are refused unhashed.
     const hash = heartbeatTokenLookupHash(token);
     if (hash === null) return null;
-    const now = this.#now();
+    const now = this.#clock.nowMs();
     const entry = this.#cache.get(hash);
     if (entry && now - entry.checkedAt < this.#ttlMs) {
       countTokenLookup(true);
@@ -169,7 +169,7 @@ export class TokenAuthenticator {
     if (hash === undefined) return;
     this.#hashByRouter.delete(routerId);
     this.#cache.delete(hash);
-    this.#rememberUnknown(hash, this.#now());
+    this.#rememberUnknown(hash, this.#clock.nowMs());
   }
 
   /**
@@ -189,7 +189,7 @@ export class TokenAuthenticator {
     this.#noteRevocation(routerId);
     if (this.#hashByRouter.get(routerId) === hash) this.#hashByRouter.delete(routerId);
     this.#cache.delete(hash);
-    this.#rememberUnknown(hash, this.#now());
+    this.#rememberUnknown(hash, this.#clock.nowMs());
   }
 
   #noteRevocation(routerId: string): void {
@@ -252,7 +252,7 @@ export class TokenAuthenticator {
       } catch {
         continue; // Database unreachable: the cached owners stay until their stale window ends.
       }
-      const checkedAt = this.#now();
+      const checkedAt = this.#clock.nowMs();
       for (const hash of part) {
         const owner = owners.get(hash) ?? null;
         // Revoked meanwhile: the answer may predate it; the revocation already dropped the entry.
@@ -294,7 +294,7 @@ export class TokenAuthenticator {
         for (const hash of part) for (const resolve of batch.get(hash) ?? []) resolve(null);
         continue;
       }
-      const checkedAt = this.#now();
+      const checkedAt = this.#clock.nowMs();
       for (const hash of part) {
         const owner = owners.get(hash) ?? null;
         if (owner && this.#revokedSince(owner.routerId, since)) {

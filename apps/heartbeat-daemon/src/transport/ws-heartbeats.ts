@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { TokenOwner } from "@fleet/db";
-import { bearerToken, HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
+import { bearerToken, type Clock, HEARTBEAT_MAX_FRAME_BYTES } from "@fleet/shared";
 import type { Logger } from "pino";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import type { HeartbeatTuning } from "../config.ts";
@@ -34,6 +34,8 @@ export interface WsHeartbeatsOptions {
   intake: HeartbeatIntake;
   /** The ack frame, encoded once: every heartbeat gets the same bytes back. */
   ackFrame: Buffer;
+  /** Flood buckets, pongs and pings share this time (`monotonicClock`). */
+  clock: Clock;
   logger: Logger;
   isClosing: () => boolean;
 }
@@ -108,6 +110,7 @@ export class WsHeartbeats {
     const peers = this.#peers;
     const registry = this.#registry;
     const logger = options.logger;
+    const clock = options.clock;
     const onFrame = (ws: WebSocket, peer: Peer, data: RawData, isBinary: boolean) =>
       this.#onFrame(ws, peer, data, isBinary);
     this.#onSocketError = function (this: WebSocket, error: Error) {
@@ -115,7 +118,7 @@ export class WsHeartbeats {
     };
     this.#onPong = function (this: WebSocket) {
       const peer = peers.get(this);
-      if (peer) peer.pongAt = performance.now();
+      if (peer) peer.pongAt = clock.nowMs();
     };
     this.#onClose = function (this: WebSocket) {
       const peer = peers.get(this);
@@ -126,7 +129,7 @@ export class WsHeartbeats {
       if (peer) onFrame(this, peer, data, isBinary);
     };
     const periodMs = options.tuning.pingIntervalMs;
-    this.#stopPinger = startPinger(this.#registry, periodMs, (ws, now) => {
+    this.#stopPinger = startPinger(this.#registry, periodMs, clock, (ws, now) => {
       const peer = peers.get(ws);
       return peer ? pingVerdict(peer, peer.guard.lastFrameAt, now, periodMs) : undefined;
     });
@@ -184,7 +187,7 @@ export class WsHeartbeats {
       address,
       pongAt: Number.NEGATIVE_INFINITY,
       pingedAt: null,
-      guard: new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond),
+      guard: new FloodGuard(this.#o.tuning.floodBurst, this.#o.tuning.floodPerSecond, this.#o.clock),
     };
     this.#peers.set(ws, peer);
     for (const older of this.#registry.add(owner.routerId, ws))

@@ -1,4 +1,10 @@
-import type { JobRecord, TunnelAddressesRepository } from "@fleet/db";
+import {
+  type Database,
+  insertAuditEntry,
+  type JobRecord,
+  SYSTEM_ORIGIN,
+  type TunnelAddressesRepository,
+} from "@fleet/db";
 import { type Clock, offboardingCommands, type TunnelNetwork, ZReconcileJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { HostKeyStore } from "../routeros/host-key-store.ts";
@@ -9,6 +15,8 @@ import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface OffboardJobDeps {
   addresses: TunnelAddressesRepository;
+  /** The offboarding's record and its `router.offboarded` entry commit in one transaction. */
+  db: Pick<Database, "transaction">;
   connector: RouterOsConnector;
   clock: Clock;
   logger: Logger;
@@ -55,7 +63,24 @@ export const offboardRouterHandler =
     await withRouterSession(deps.connector, target, async (router) => {
       for (const command of commands) await router.exec(command);
     });
-    if (await deps.addresses.markOffboarded(routerId, deps.clock.now(), { commands: commands.length })) {
+    const now = deps.clock.now();
+    const offboarded = await deps.db.transaction(async (query) => {
+      const done = await deps.addresses.markOffboarded(query, routerId, now);
+      if (done) {
+        await insertAuditEntry(query, {
+          organizationId: done.organizationId,
+          occurredAt: now,
+          action: "router.offboarded",
+          actor: SYSTEM_ORIGIN.actor,
+          sourceIp: null,
+          target: { type: "router", id: routerId },
+          routerId,
+          details: { tunnel_ip: done.tunnelIp, commands: commands.length },
+        });
+      }
+      return done;
+    });
+    if (offboarded) {
       deps.logger.info({ routerId, tunnelIp: removed.tunnelIp }, "removed router offboarded");
     }
   };

@@ -62,6 +62,7 @@ export const startWireguardHub = async (o: StartHubOptions): Promise<RunningHub>
   const hub = new WireguardHub({
     device,
     store: new WireguardPeersRepository(o.db),
+    db: o.db,
     feed: o.feed,
     clock: o.clock,
     logger: o.logger,

@@ -1,5 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { AdoptionsRepository, acquireStatusFeed, type StatusFeedHandle, WireguardPeersRepository } from "@fleet/db";
+import {
+  AdoptionsRepository,
+  AuditLogRepository,
+  acquireStatusFeed,
+  queryOf,
+  type StatusFeedHandle,
+  WireguardPeersRepository,
+} from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { ConfigError, generateWireguardKeyPair, ManualClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
@@ -71,7 +78,14 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
     const keyB = await bind(b.id);
     const stray = generateWireguardKeyPair().publicKey;
     await device.apply({ put: [{ publicKey: stray, allowedIps: ["10.9.9.9/32"] }], remove: [] });
-    const hub = new WireguardHub({ device, store: new WireguardPeersRepository(db), feed: feed.feed, clock, logger });
+    const hub = new WireguardHub({
+      device,
+      store: new WireguardPeersRepository(db),
+      db,
+      feed: feed.feed,
+      clock,
+      logger,
+    });
     try {
       const report = await hub.start();
       const peers = await peersOf(device);
@@ -88,7 +102,14 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
   });
 
   it("adds a binding and drops a removed or re-adopted router's peer within a second of the status event", async () => {
-    const hub = new WireguardHub({ device, store: new WireguardPeersRepository(db), feed: feed.feed, clock, logger });
+    const hub = new WireguardHub({
+      device,
+      store: new WireguardPeersRepository(db),
+      db,
+      feed: feed.feed,
+      clock,
+      logger,
+    });
     await hub.start();
     try {
       const router = await makeRouter(db, owner);
@@ -120,7 +141,14 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
   });
 
   it("the periodic reconciliation repairs drift nobody announced: a missed event, a peer added by hand", async () => {
-    const hub = new WireguardHub({ device, store: new WireguardPeersRepository(db), feed: feed.feed, clock, logger });
+    const hub = new WireguardHub({
+      device,
+      store: new WireguardPeersRepository(db),
+      db,
+      feed: feed.feed,
+      clock,
+      logger,
+    });
     await hub.start();
     try {
       const router = await makeRouter(db, owner);
@@ -159,6 +187,7 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
     const hub = new WireguardHub({
       device: flaky,
       store: new WireguardPeersRepository(db),
+      db,
       feed: feed.feed,
       clock,
       logger,
@@ -195,29 +224,55 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
     const hub = new WireguardHub({
       device: reading,
       store: new WireguardPeersRepository(db),
+      db,
       feed: feed.feed,
       clock,
       logger,
     });
+    const [{ tunnel_ip: tunnelIp } = { tunnel_ip: null }] = await db.query<{ tunnel_ip: string | null }>(
+      "select tunnel_ip from routers where id = $1",
+      [router.id],
+    );
+    const flip = (up: boolean) => ({
+      routerId: router.id,
+      teamId: owner.teamId,
+      organizationId: owner.organizationId,
+      tunnelIp,
+      up,
+    });
     const audit = async () =>
       (
-        await db.query<{ action: string }>(
-          "select action from audit_log where router_id = $1 and action like 'router.tunnel.%' order by occurred_at, id",
-          [router.id],
-        )
-      ).map((r) => r.action);
+        await new AuditLogRepository(db).list({ organizationId: owner.organizationId, routerId: router.id, limit: 10 })
+      ).filter((e) => e.action.startsWith("router.tunnel."));
+    const times: number[] = [];
     expect(await hub.pollHandshakes()).toEqual([]);
     handshake = clock.now();
-    expect(await hub.pollHandshakes()).toEqual([{ routerId: router.id, teamId: owner.teamId, up: true }]);
+    times.push(clock.now().getTime());
+    expect(await hub.pollHandshakes()).toEqual([flip(true)]);
     expect(await hub.pollHandshakes()).toEqual([]);
     clock.advance(179_999);
     expect(await hub.pollHandshakes()).toEqual([]);
     clock.advance(1);
-    expect(await hub.pollHandshakes()).toEqual([{ routerId: router.id, teamId: owner.teamId, up: false }]);
+    times.push(clock.now().getTime());
+    expect(await hub.pollHandshakes()).toEqual([flip(false)]);
     clock.advance(1);
     handshake = clock.now();
-    expect(await hub.pollHandshakes()).toEqual([{ routerId: router.id, teamId: owner.teamId, up: true }]);
-    expect(await audit()).toEqual(["router.tunnel.up", "router.tunnel.down", "router.tunnel.up"]);
+    times.push(clock.now().getTime());
+    expect(await hub.pollHandshakes()).toEqual([flip(true)]);
+    // Newest first, each dated at its poll, by the system, naming the router's tunnel address.
+    expect(await audit()).toEqual(
+      ["router.tunnel.up", "router.tunnel.down", "router.tunnel.up"].reverse().map((action, i) => ({
+        id: expect.any(String),
+        organizationId: owner.organizationId,
+        occurredAt: new Date(times[times.length - 1 - i] ?? 0),
+        action,
+        actor: { type: "system", id: null },
+        target: { type: "router", id: router.id },
+        routerId: router.id,
+        sourceIp: null,
+        details: { tunnel_ip: tunnelIp },
+      })),
+    );
     const stored = await db.query<{ ms: number }>(
       "select (extract(epoch from handshake_at) * 1000)::float8 as ms from router_wireguard_peers where router_id = $1",
       [router.id],
@@ -237,17 +292,25 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
           [router.id],
         )
       )[0]?.endpoint;
-    await repo.recordHandshakes([{ publicKey: key, handshakeAt: null, endpoint: "10.201.7.2:40001" }], clock.now());
+    await repo.recordHandshakes(
+      queryOf(db),
+      [{ publicKey: key, handshakeAt: null, endpoint: "10.201.7.2:40001" }],
+      clock.now(),
+    );
     expect(await stored()).toBe("10.201.7.2:40001");
     // A reading without an endpoint keeps the stored one; a new mapping replaces it.
-    await repo.recordHandshakes([{ publicKey: key, handshakeAt: null, endpoint: null }], clock.now());
+    await repo.recordHandshakes(queryOf(db), [{ publicKey: key, handshakeAt: null, endpoint: null }], clock.now());
     expect(await stored()).toBe("10.201.7.2:40001");
-    await repo.recordHandshakes([{ publicKey: key, handshakeAt: null, endpoint: "10.201.7.2:40002" }], clock.now());
+    await repo.recordHandshakes(
+      queryOf(db),
+      [{ publicKey: key, handshakeAt: null, endpoint: "10.201.7.2:40002" }],
+      clock.now(),
+    );
     expect(await stored()).toBe("10.201.7.2:40002");
 
     // A new hub (a restart): the interface starts with no peers, and each comes back with its endpoint.
     await device.apply({ put: [], remove: [], replace: true });
-    const hub = new WireguardHub({ device, store: repo, feed: feed.feed, clock, logger });
+    const hub = new WireguardHub({ device, store: repo, db, feed: feed.feed, clock, logger });
     try {
       await hub.start();
       const peer = (await device.state()).peers.find((p) => p.publicKey === key);

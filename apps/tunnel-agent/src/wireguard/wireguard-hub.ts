@@ -1,4 +1,13 @@
-import type { HandshakeReading, TunnelTransition, WireguardBinding } from "@fleet/db";
+import {
+  type Database,
+  type HandshakeReading,
+  insertAuditEntries,
+  type NewAuditEntry,
+  type Query,
+  SYSTEM_ORIGIN,
+  type TunnelTransition,
+  type WireguardBinding,
+} from "@fleet/db";
 import type { Clock, StatusFeed } from "@fleet/shared";
 import type { Logger } from "pino";
 import { countHubApply, setHubPeers } from "./hub-metrics.ts";
@@ -8,12 +17,26 @@ import type { WireguardDevice, WireguardPeerBatch } from "./wireguard-device.ts"
 /** The bindings and handshakes the hub reads and writes (WireguardPeersRepository in production). */
 export interface HubBindingStore {
   bindings(): Promise<WireguardBinding[]>;
-  recordHandshakes(readings: readonly HandshakeReading[], now: Date): Promise<TunnelTransition[]>;
+  recordHandshakes(query: Query, readings: readonly HandshakeReading[], now: Date): Promise<TunnelTransition[]>;
 }
+
+/** `router.tunnel.up`/`router.tunnel.down` (docs/api.md "Audit log and webhooks"): a flip of `tunnel_status`. */
+const tunnelFlipEntry = (t: TunnelTransition, at: Date): NewAuditEntry => ({
+  organizationId: t.organizationId,
+  occurredAt: at,
+  action: t.up ? "router.tunnel.up" : "router.tunnel.down",
+  actor: SYSTEM_ORIGIN.actor,
+  target: { type: "router", id: t.routerId },
+  routerId: t.routerId,
+  sourceIp: null,
+  details: { tunnel_ip: t.tunnelIp },
+});
 
 export interface WireguardHubOptions {
   device: WireguardDevice;
   store: HubBindingStore;
+  /** A poll's handshakes and the audit entries of its flips commit in one transaction. */
+  db: Pick<Database, "transaction">;
   feed: StatusFeed;
   clock: Clock;
   logger: Logger;
@@ -107,7 +130,18 @@ export class WireguardHub {
       handshakeAt: p.lastHandshakeAt,
       endpoint: p.endpoint,
     }));
-    const transitions = await this.#o.store.recordHandshakes(readings, this.#o.clock.now());
+    if (readings.length === 0) return [];
+    const { store } = this.#o;
+    const now = this.#o.clock.now();
+    // The flips and their audit entries commit together.
+    const transitions = await this.#o.db.transaction(async (query) => {
+      const flips = await store.recordHandshakes(query, readings, now);
+      await insertAuditEntries(
+        query,
+        flips.map((t) => tunnelFlipEntry(t, now)),
+      );
+      return flips;
+    });
     for (const t of transitions) {
       this.#o.logger.info({ routerId: t.routerId, tunnelStatus: t.up ? "up" : "down" }, "router tunnel status changed");
     }

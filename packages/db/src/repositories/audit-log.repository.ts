@@ -1,5 +1,6 @@
 import type { Database } from "../database.ts";
 import type { Query } from "../database.ts";
+import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** Who did it (docs/api.md "Audit log and webhooks"). */
@@ -96,6 +97,17 @@ const INSERT_ACCESS_EVENTS_SQL = `insert into audit_log (id, organization_id, oc
   join router_access a on a.id = v.forward_id
   join routers r on r.id = a.router_id`;
 
+// Many entries in one statement (a sweep's faults, a hub's tunnel flips): the same columns and
+// outbox rule as INSERT_SQL, one row per array element.
+const INSERT_MANY_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
+  target_type, target_id, router_id, source_ip, details, dispatched_at)
+  select gen_random_uuid(), v.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, v.actor_type, v.actor_id,
+    v.target_type, v.target_id, v.router_id, v.source_ip, v.details,
+    ${outboxState("v.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}
+  from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::uuid[],
+    $9::text[], $10::jsonb[])
+    as v(organization_id, occurred_ms, action, actor_type, actor_id, target_type, target_id, router_id, source_ip, details)`;
+
 /** Parameters of one audit insert, in the order of {@link INSERT_SQL}. */
 const insertParams = (entry: NewAuditEntry): unknown[] => [
   entry.organizationId,
@@ -116,27 +128,24 @@ export const insertAuditEntry = async (query: Query, entry: NewAuditEntry): Prom
 };
 
 /**
- * A CTE body (`insert ... select`) auditing every row of `source`, for statements that change rows
- * and must record them in the same statement. `source` must expose the selected expressions.
+ * Writes many entries in one statement through `query` (the transaction of the change they record):
+ * the batched twin of {@link insertAuditEntry}, for services that record a batch of changes.
  */
-export const auditFromCte = (select: {
-  from: string;
-  organizationId: string;
-  occurredAt: string;
-  action: string;
-  actorType: string;
-  actorId: string;
-  targetType: string;
-  targetId: string;
-  routerId: string;
-  sourceIp: string;
-  details: string;
-}): string => `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type,
-  target_id, router_id, source_ip, details, dispatched_at)
-  select gen_random_uuid(), ${select.organizationId}, ${select.occurredAt}, ${select.action}, ${select.actorType},
-    ${select.actorId}, ${select.targetType}, ${select.targetId}, ${select.routerId}, ${select.sourceIp}, ${select.details},
-    ${outboxState(select.organizationId, select.occurredAt)}
-  from ${select.from}`;
+export const insertAuditEntries = async (query: Query, entries: readonly NewAuditEntry[]): Promise<void> => {
+  if (entries.length === 0) return;
+  await query(INSERT_MANY_SQL, [
+    textArray(entries.map((e) => e.organizationId)),
+    plainArray(entries.map((e) => e.occurredAt.getTime())),
+    textArray(entries.map((e) => e.action)),
+    textArray(entries.map((e) => e.actor.type)),
+    textArray(entries.map((e) => e.actor.id)),
+    textArray(entries.map((e) => e.target.type)),
+    textArray(entries.map((e) => e.target.id)),
+    textArray(entries.map((e) => e.routerId ?? null)),
+    textArray(entries.map((e) => e.sourceIp ?? null)),
+    textArray(entries.map((e) => JSON.stringify(e.details ?? {}))),
+  ]);
+};
 
 export const auditFromRow = (row: Row): AuditRecord => ({
   id: String(row.id),

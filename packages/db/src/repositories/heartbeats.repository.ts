@@ -8,7 +8,6 @@ import {
   type FaultRecord,
   faultFromRow,
 } from "./routers.repository.ts";
-import { auditFromCte } from "./audit-log.repository.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -85,6 +84,12 @@ export interface DowntimeWrite {
   seconds: number;
 }
 
+/**
+ * A fault opened or completed by the daemon, with its router's team (status events) and
+ * organization (the audit entry its service writes).
+ */
+export type OwnedFault = FaultRecord & { teamId: string; organizationId: string };
+
 export interface FaultCompletion {
   routerId: string;
   resolvedAt: Date;
@@ -135,7 +140,9 @@ export interface SweepTransaction {
   /** False when the sweep did not read (`scan: false`): `due` is empty and `oldestSeenAt` null. */
   scanned: boolean;
   /** Flips has_pulse and opens the faults; a router with an ongoing fault is skipped. */
-  open(faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>>;
+  open(faults: readonly NewFault[]): Promise<OwnedFault[]>;
+  /** The sweep's transaction, for what the sweeper writes with the faults (their audit entries). */
+  query: Query;
 }
 
 // Any fixed number; sweepers of every daemon process take turns on it.
@@ -250,23 +257,6 @@ join routers r on r.id = v.router_id
 on conflict (router_id, hour) do update
   set seconds_down = least(3600, router_downtime_hours.seconds_down + excluded.seconds_down)`;
 
-// Fault open/complete are audited as router.offline/router.online in the same statement
-// (docs/api.md "Audit log and webhooks"); the router's organization comes from the join.
-const auditFault = (cte: string, action: string, at: string, details: string) =>
-  auditFromCte({
-    from: `${cte} join routers ar on ar.id = ${cte}.router_id`,
-    organizationId: "ar.organization_id",
-    occurredAt: at,
-    action: `'${action}'`,
-    actorType: "'system'",
-    actorId: "null",
-    targetType: "'router'",
-    targetId: `${cte}.router_id::text`,
-    routerId: `${cte}.router_id`,
-    sourceIp: "null",
-    details,
-  });
-
 const COMPLETE_SQL = `
 with v as (select * from unnest($1::uuid[], $2::float8[], $3::text[]) as v(router_id, resolved_ms, cause)),
 done as (
@@ -278,16 +268,11 @@ done as (
   from v
   where f.router_id = v.router_id and f.status = 'ongoing'
   returning f.*
-), audited as (${auditFault(
-  "done",
-  "router.online",
-  "done.resolved_at",
-  "jsonb_build_object('fault_id', done.id, 'cause', done.cause, 'duration_s', done.duration_seconds)",
-)})
+)
 select f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
   ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds,
-  (select r.team_id from routers r where r.id = f.router_id) as team_id
-from done f`;
+  r.team_id, r.organization_id
+from done f left join routers r on r.id = f.router_id`;
 
 // Routers past their threshold. The restart rule (effectiveLastSeen in router-health.ts) is
 // repeated here so that excused routers are neither locked nor counted against the limit. No index
@@ -319,15 +304,16 @@ opened as (
   from v join flipped f on f.id = v.router_id
   on conflict (router_id) where status = 'ongoing' do nothing
   returning *
-), audited as (${auditFault(
-  "opened",
-  "router.offline",
-  "opened.created_at",
-  "jsonb_build_object('fault_id', opened.id, 'message', opened.message)",
-)})
-select id, router_id, type, severity, message, cause, status, ${ms("created_at", "created_ms")},
-  null::float8 as resolved_ms, duration_seconds
-from opened`;
+)
+select o.id, o.router_id, o.type, o.severity, o.message, o.cause, o.status, ${ms("o.created_at", "created_ms")},
+  null::float8 as resolved_ms, o.duration_seconds, r.team_id, r.organization_id
+from opened o left join routers r on r.id = o.router_id`;
+
+const ownedFault = (row: Record<string, unknown>): OwnedFault => ({
+  ...faultFromRow(row),
+  teamId: row.team_id === null || row.team_id === undefined ? "" : String(row.team_id),
+  organizationId: row.organization_id === null || row.organization_id === undefined ? "" : String(row.organization_id),
+});
 
 const chunks = <T>(items: readonly T[], size: number): T[][] => {
   const out: T[][] = [];
@@ -489,17 +475,20 @@ export class HeartbeatsRepository {
     }
   }
 
-  /** Completes the ongoing faults of these routers; returns what was completed. */
-  async completeFaults(completions: readonly FaultCompletion[]): Promise<Array<FaultRecord & { teamId: string }>> {
+  /**
+   * Completes the ongoing faults of these routers in the caller's transaction (`query`: the
+   * resumption writes their audit entries in it); returns what was completed.
+   */
+  async completeFaults(query: Query, completions: readonly FaultCompletion[]): Promise<OwnedFault[]> {
     if (completions.length === 0) return [];
-    const done: Array<FaultRecord & { teamId: string }> = [];
+    const done: OwnedFault[] = [];
     for (const part of chunks(completions, this.chunkSize)) {
-      const rows = await this.#db.query<Record<string, unknown>>(COMPLETE_SQL, [
+      const rows = await query<Record<string, unknown>>(COMPLETE_SQL, [
         part.map((c) => c.routerId),
         part.map((c) => c.resolvedAt.getTime()),
         part.map((c) => c.cause),
       ]);
-      for (const row of rows) done.push({ ...faultFromRow(row), teamId: String(row.team_id) });
+      for (const row of rows) done.push(ownedFault(row));
     }
     return done;
   }
@@ -556,7 +545,7 @@ export class HeartbeatsRepository {
           ? null
           : new Date(toNumber(coverageRow.oldest_seen_ms));
       const due = scan ? await this.#due(query, params, coverage) : [];
-      return work({ coverage, due, oldestSeenAt, scanned: scan, open: (faults) => this.#open(query, faults) });
+      return work({ coverage, due, oldestSeenAt, scanned: scan, open: (faults) => this.#open(query, faults), query });
     });
   }
 
@@ -583,23 +572,14 @@ export class HeartbeatsRepository {
     }));
   }
 
-  async #open(query: Query, faults: readonly NewFault[]): Promise<Array<FaultRecord & { teamId: string }>> {
+  async #open(query: Query, faults: readonly NewFault[]): Promise<OwnedFault[]> {
     if (faults.length === 0) return [];
-    const teams = new Map<string, string>();
     const rows = await query<Record<string, unknown>>(OPEN_SQL, [
       faults.map((f) => f.routerId),
       faults.map((f) => f.message),
       faults.map((f) => f.createdAt.getTime()),
     ]);
-    const teamRows = await query<{ id: string; team_id: string }>(
-      "select id, team_id from routers where id = any($1::uuid[])",
-      [rows.map((r) => String(r.router_id))],
-    );
-    for (const r of teamRows) teams.set(r.id, r.team_id);
-    return rows.map((row) => {
-      const fault = faultFromRow(row);
-      return { ...fault, teamId: teams.get(fault.routerId) ?? "" };
-    });
+    return rows.map(ownedFault);
   }
 
   /** The coverage record, for the daemon's own reads. */

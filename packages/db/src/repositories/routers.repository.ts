@@ -1,7 +1,6 @@
 import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
 import type { Database, Query } from "../database.ts";
-import { type AuditOrigin, auditFromCte } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A router as the API reads it (docs/api.md "Router", "Router Metadata"). */
@@ -34,6 +33,13 @@ export interface RouterRecord {
 /** A fault (docs/api.md "Fault"): the fields the shared mapper renders. */
 export type FaultRecord = FaultFields;
 
+/** A router just deleted: what its removal's audit entry names. */
+export interface DeletedRouter {
+  id: string;
+  organizationId: string;
+  name: string;
+}
+
 export interface NewRouter {
   organizationId: string;
   teamId: string;
@@ -41,8 +47,6 @@ export interface NewRouter {
   /** SHA-256 hex of the heartbeat token; the token itself is never stored. */
   tokenHash: string;
   createdAt: Date;
-  /** Who enrolled it: recorded as `router.enrolled` in the same statement. */
-  origin: AuditOrigin;
   /** The assigned tunnel address (unique: another router holding it makes the insert throw {@link TunnelIpTakenError}). */
   tunnelIp: string;
 }
@@ -168,28 +172,19 @@ export class RoutersRepository {
     return rows[0] ? routerFromRow(rows[0]) : null;
   }
 
-  /** Inserts the router with its tunnel address; throws {@link TunnelIpTakenError} when another router holds it. */
-  async insert(input: NewRouter): Promise<RouterRecord> {
-    const rows = await this.#db.query<Row>(
+  /**
+   * Inserts the router with its tunnel address, on `query` when given (the enrollment's transaction,
+   * which writes its audit entry); throws {@link TunnelIpTakenError} when another router holds it.
+   */
+  async insert(input: NewRouter, query: Query = (sql, params) => this.#db.query(sql, params)): Promise<RouterRecord> {
+    const rows = await query<Row>(
       `with inserted as (
          insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at, tunnel_ip)
          select $1::uuid, $2::uuid, $3::uuid, $4::text, $5::text, to_timestamp($6::float8 / 1000.0), $7::text
          where not ${QUARANTINED("$7::text", "to_timestamp($6::float8 / 1000.0)")}
          on conflict (tunnel_ip) do nothing
          returning r.*
-       ), audited as (${auditFromCte({
-         from: "inserted",
-         organizationId: "inserted.organization_id",
-         occurredAt: "inserted.created_at",
-         action: "'router.enrolled'",
-         actorType: "$8",
-         actorId: "$9",
-         targetType: "'router'",
-         targetId: "inserted.id::text",
-         routerId: "inserted.id",
-         sourceIp: "$10",
-         details: "jsonb_build_object('name', inserted.name, 'team_id', inserted.team_id)",
-       })})
+       )
        select ${ROUTER_COLUMNS} from inserted r ${LIVENESS_JOIN}`,
       [
         crypto.randomUUID(),
@@ -199,9 +194,6 @@ export class RoutersRepository {
         input.tokenHash,
         input.createdAt.getTime(),
         input.tunnelIp,
-        input.origin.actor.type,
-        input.origin.actor.id,
-        input.origin.sourceIp,
       ],
     );
     const row = rows[0];
@@ -231,19 +223,18 @@ export class RoutersRepository {
   }
 
   /**
-   * Deletes the router (its faults and downtime go with it) with its `router.removed` audit entry;
-   * null when it is not in the team. On `query`, when given: the caller's transaction (the
-   * removal's quarantine and offboarding job commit with it, docs/routeros.md "Offboarding").
+   * Deletes the router (its faults and downtime go with it); null when it is not in the team. On
+   * the caller's transaction (`query`): the removal's quarantine, audit entry and offboarding job
+   * commit with it (docs/routeros.md "Offboarding").
    */
-  async deleteInTeam(
-    teamId: string,
-    routerId: string,
-    removal: { origin: AuditOrigin; at: Date },
-    query: Query = (sql, params) => this.#db.query(sql, params),
-  ): Promise<{ id: string; organizationId: string } | null> {
+  async deleteInTeam(query: Query, teamId: string, routerId: string): Promise<DeletedRouter | null> {
     if (!isUuid(routerId)) return null;
-    const row = await this.#delete(query, teamId, routerId, removal);
-    return row ? { id: row.id, organizationId: row.organization_id } : null;
+    const rows = await query<{ id: string; organization_id: string; name: string }>(
+      "delete from routers where id = $1 and team_id = $2 returning id, organization_id, name",
+      [routerId, teamId],
+    );
+    const row = rows[0];
+    return row ? { id: String(row.id), organizationId: String(row.organization_id), name: String(row.name) } : null;
   }
 
   /**
@@ -274,41 +265,6 @@ export class RoutersRepository {
          removed_at = excluded.removed_at, quarantined_until = excluded.quarantined_until, offboarded_at = null`,
       [routerId, teamId, at.getTime(), quarantineUntil.getTime()],
     );
-  }
-
-  async #delete(
-    query: Query,
-    teamId: string,
-    routerId: string,
-    removal: { origin: AuditOrigin; at: Date },
-  ): Promise<{ id: string; organization_id: string } | null> {
-    const rows = await query<{ id: string; organization_id: string }>(
-      `with deleted as (
-         delete from routers where id = $1 and team_id = $2 returning id, organization_id, name
-       ), audited as (${auditFromCte({
-         from: "deleted",
-         organizationId: "deleted.organization_id",
-         occurredAt: "to_timestamp($3::float8 / 1000.0)",
-         action: "'router.removed'",
-         actorType: "$4",
-         actorId: "$5",
-         targetType: "'router'",
-         targetId: "deleted.id::text",
-         routerId: "deleted.id",
-         sourceIp: "$6",
-         details: "jsonb_build_object('name', deleted.name)",
-       })})
-       select id, organization_id from deleted`,
-      [
-        routerId,
-        teamId,
-        removal.at.getTime(),
-        removal.origin.actor.type,
-        removal.origin.actor.id,
-        removal.origin.sourceIp,
-      ],
-    );
-    return rows[0] ?? null;
   }
 
   /**

@@ -1,6 +1,5 @@
 import { isUuid } from "@fleet/shared";
-import type { Database } from "../database.ts";
-import { insertAuditEntry, SYSTEM_ORIGIN } from "./audit-log.repository.ts";
+import type { Database, Query } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A removed router as its offboarding job sees it (docs/routeros.md "Offboarding"). */
@@ -83,32 +82,23 @@ export class TunnelAddressesRepository {
   }
 
   /**
-   * The device was cleaned: the quarantine no longer holds, the address's pin is forgotten (the
-   * device no longer trusts the agent either), and `router.offboarded` is audited, all at once.
-   * False when the router was offboarded already.
+   * The device was cleaned: the quarantine no longer holds and the address's pin is forgotten (the
+   * device no longer trusts the agent either). In the caller's transaction (`query`), which writes
+   * `router.offboarded` with it. Null when the router was offboarded already.
    */
-  async markOffboarded(routerId: string, now: Date, details: Record<string, unknown>): Promise<boolean> {
-    return this.#db.transaction(async (query) => {
-      const rows = await query<Row>(
-        `update tunnel_addresses set offboarded_at = to_timestamp($2::float8 / 1000.0), host_key_fingerprint = null
-         where router_id = $1 and removed_at is not null and offboarded_at is null
-         returning tunnel_ip, organization_id`,
-        [routerId, now.getTime()],
-      );
-      const row = rows[0];
-      if (!row) return false;
-      await insertAuditEntry(query, {
-        organizationId: String(row.organization_id),
-        occurredAt: now,
-        action: "router.offboarded",
-        actor: SYSTEM_ORIGIN.actor,
-        sourceIp: null,
-        target: { type: "router", id: routerId },
-        routerId,
-        details: { tunnel_ip: String(row.tunnel_ip), ...details },
-      });
-      return true;
-    });
+  async markOffboarded(
+    query: Query,
+    routerId: string,
+    now: Date,
+  ): Promise<{ tunnelIp: string; organizationId: string } | null> {
+    const rows = await query<Row>(
+      `update tunnel_addresses set offboarded_at = to_timestamp($2::float8 / 1000.0), host_key_fingerprint = null
+       where router_id = $1 and removed_at is not null and offboarded_at is null
+       returning tunnel_ip, organization_id`,
+      [routerId, now.getTime()],
+    );
+    const row = rows[0];
+    return row ? { tunnelIp: String(row.tunnel_ip), organizationId: String(row.organization_id) } : null;
   }
 
   /** What is remembered of an address; null when nothing is. */

@@ -1,5 +1,4 @@
-import type { Database } from "../database.ts";
-import { auditFromCte } from "./audit-log.repository.ts";
+import type { Database, Query } from "../database.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -28,10 +27,12 @@ export interface HandshakeReading {
   endpoint?: string | null;
 }
 
-/** A router whose `tunnel_status` flipped (audited in the same statement). */
+/** A router whose `tunnel_status` flipped, with what its audit entry names. */
 export interface TunnelTransition {
   routerId: string;
   teamId: string;
+  organizationId: string;
+  tunnelIp: string | null;
   up: boolean;
 }
 
@@ -49,8 +50,8 @@ inserted as (
 )
 select (select count(*) from inserted)::int as inserted, (select public_key from existing) as existing_key`;
 
-// The previous `up` comes from a self-join (the statement's snapshot), so a flip is known and
-// audited in the same statement. Only rows whose handshake moved, whose status flips or whose
+// The previous `up` comes from a self-join (the statement's snapshot), so a flip is known from the
+// same statement. Only rows whose handshake moved, whose status flips or whose
 // endpoint changed are written (a roaming router, or a new NAT mapping, is rare).
 const HANDSHAKES_SQL = `
 with v as (
@@ -73,20 +74,8 @@ with v as (
   returning w.router_id, w.up, n.was_up
 ), flipped as (
   select c.router_id, c.up from changed c where c.up <> c.was_up
-), audited as (${auditFromCte({
-  from: "flipped f join routers ar on ar.id = f.router_id",
-  organizationId: "ar.organization_id",
-  occurredAt: "to_timestamp($3::float8 / 1000.0)",
-  action: "case when f.up then 'router.tunnel.up' else 'router.tunnel.down' end",
-  actorType: "'system'",
-  actorId: "null",
-  targetType: "'router'",
-  targetId: "f.router_id::text",
-  routerId: "f.router_id",
-  sourceIp: "null",
-  details: "jsonb_build_object('tunnel_ip', ar.tunnel_ip)",
-})} returning 1)
-select f.router_id, r.team_id, f.up from flipped f join routers r on r.id = f.router_id`;
+)
+select f.router_id, r.team_id, r.organization_id, r.tunnel_ip, f.up from flipped f join routers r on r.id = f.router_id`;
 
 /**
  * The management tunnel's bindings (docs/routeros.md "The management tunnel"): the heartbeat daemon
@@ -143,18 +132,30 @@ export class WireguardPeersRepository {
 
   /**
    * Stores the hub's handshake readings (and each peer's endpoint when it changed) and flips `up`
-   * where the last handshake crossed the 3-minute window, auditing `router.tunnel.up`/
-   * `router.tunnel.down` for each flip.
+   * where the last handshake crossed the 3-minute window; returns the flips. In the caller's
+   * transaction (`query`), which audits them.
    */
-  async recordHandshakes(readings: readonly HandshakeReading[], now: Date): Promise<TunnelTransition[]> {
+  async recordHandshakes(query: Query, readings: readonly HandshakeReading[], now: Date): Promise<TunnelTransition[]> {
     if (readings.length === 0) return [];
-    const rows = await this.#db.query<{ router_id: string; team_id: string; up: boolean }>(HANDSHAKES_SQL, [
+    const rows = await query<{
+      router_id: string;
+      team_id: string;
+      organization_id: string;
+      tunnel_ip: string | null;
+      up: boolean;
+    }>(HANDSHAKES_SQL, [
       textArray(readings.map((r) => r.publicKey)),
       plainArray(readings.map((r) => (r.handshakeAt ? r.handshakeAt.getTime() : null))),
       now.getTime(),
       TUNNEL_UP_WINDOW_MS,
       textArray(readings.map((r) => r.endpoint ?? null)),
     ]);
-    return rows.map((r) => ({ routerId: String(r.router_id), teamId: String(r.team_id), up: r.up === true }));
+    return rows.map((r) => ({
+      routerId: String(r.router_id),
+      teamId: String(r.team_id),
+      organizationId: String(r.organization_id),
+      tunnelIp: r.tunnel_ip === null || r.tunnel_ip === undefined ? null : String(r.tunnel_ip),
+      up: r.up === true,
+    }));
   }
 }

@@ -8,7 +8,7 @@ import { invalidRequest, missingParam } from "../stripe-errors.ts";
 import type { Interval, Price, Product } from "../stripe-types.ts";
 
 function createProduct(store: EmulatorStore, p: Params, label = (k: string) => k): Product {
-  const now = store.now();
+  const now = store.nowSeconds();
   const id = str(p, "id") ?? store.newId("prod");
   if (store.products.has(id))
     throw invalidRequest(`Product already exists.`, { code: "resource_already_exists", param: "id" });
@@ -50,7 +50,7 @@ export function registerCatalogRoutes(router: Router): void {
     if (defaultPrice !== undefined)
       product.default_price = defaultPrice && store.price(defaultPrice, "default_price").id;
     product.metadata = applyMetadata(params, product.metadata);
-    product.updated = store.now();
+    product.updated = store.nowSeconds();
     return product;
   });
   router.get("/v1/products", ({ store, params }) => {
@@ -81,7 +81,7 @@ export function registerCatalogRoutes(router: Router): void {
       object: "price",
       active: bool(params, "active") ?? true,
       billing_scheme: "per_unit",
-      created: store.now(),
+      created: store.nowSeconds(),
       currency: cur,
       custom_unit_amount: null,
       livemode: false,

@@ -43,7 +43,7 @@ export function registerCustomerRoutes(router: Router): void {
       object: "customer",
       address: null,
       balance: 0,
-      created: store.now(),
+      created: store.nowSeconds(),
       currency: null,
       default_source: null,
       delinquent: false,
@@ -87,7 +87,7 @@ export function registerCustomerRoutes(router: Router): void {
     for (const sub of store.subscriptions.values()) {
       if (sub.customer === c.id && sub.status !== "canceled") {
         sub.status = "canceled";
-        sub.canceled_at = sub.ended_at = store.now();
+        sub.canceled_at = sub.ended_at = store.nowSeconds();
       }
     }
     return { id: c.id, object: "customer", deleted: true };

@@ -56,7 +56,7 @@ export function registerInvoiceItemRoutes(router: Router): void {
     const subscriptionId = str(params, "subscription");
     const subscription = subscriptionId ? store.subscription(subscriptionId, "subscription") : undefined;
     const period = obj(params, "period");
-    const now = store.now();
+    const now = store.nowSeconds();
     const ii: InvoiceItem = {
       id: store.newId("ii"),
       object: "invoiceitem",

@@ -90,7 +90,7 @@ export function registerSetupIntentRoutes(router: Router): void {
       automatic_payment_methods: null,
       cancellation_reason: null,
       client_secret: `${id}_secret_${randomToken(32)}`,
-      created: store.now(),
+      created: store.nowSeconds(),
       customer: customer ?? null,
       description: str(params, "description") ?? null,
       excluded_payment_method_types: null,

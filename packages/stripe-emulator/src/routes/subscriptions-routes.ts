@@ -72,7 +72,7 @@ function newItem(store: EmulatorStore, sub: Subscription, price: Price, quantity
   return {
     id: store.newId("si"),
     object: "subscription_item",
-    created: store.now(),
+    created: store.nowSeconds(),
     current_period_end: sub.current_period_end,
     current_period_start: sub.current_period_start,
     discounts: [],
@@ -113,7 +113,7 @@ function prorate(
   before: { price: Price; quantity: number } | null,
   after: { price: Price; quantity: number } | null,
 ): void {
-  const now = store.now();
+  const now = store.nowSeconds();
   const span = sub.current_period_end - sub.current_period_start;
   const fraction = span > 0 ? Math.min(1, Math.max(0, (sub.current_period_end - now) / span)) : 0;
   const add = (kind: "Unused" | "Remaining", side: { price: Price; quantity: number }, sign: number) => {
@@ -206,7 +206,7 @@ export function registerSubscriptionRoutes(router: Router): void {
     const first = entries[0] ?? {};
     const firstPrice = recurringPrice(store, reqStr(first, "price", "items[0][price]"), "items[0][price]");
     const recurring = firstPrice.recurring ?? { interval: "month" as const, interval_count: 1 };
-    const now = store.now();
+    const now = store.nowSeconds();
     const id = store.newId("sub");
     const sub: Subscription = {
       id,
@@ -329,7 +329,7 @@ export function registerSubscriptionRoutes(router: Router): void {
     if (sub.status === "canceled") {
       throw invalidRequest("This subscription has already been canceled.");
     }
-    const now = store.now();
+    const now = store.nowSeconds();
     const details = obj(params, "cancellation_details");
     sub.status = "canceled";
     sub.canceled_at = sub.ended_at = now;

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ApiKeyRecord } from "@fleet/db";
-import { AppError } from "@fleet/shared";
+import { AppError, type Clock, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { ApiKeyCheck, AuthClaims, VerifyOptions } from "../auth/token-verifier.ts";
 
@@ -18,7 +18,8 @@ export interface ApiKeyLookup {
 export interface ApiKeyVerifierOptions {
   keys: ApiKeyLookup;
   logger: Logger;
-  now?: () => number;
+  /** Wall time of key expiry and the cache (the API's `wallClock`); default: the system clock. */
+  clock?: Clock;
   /**
    * How long a looked-up key is trusted without asking the database again. Revocation in this
    * process evicts at once; another API process sees it within this time.
@@ -45,8 +46,8 @@ const unauthenticated = (message: string) => new AppError("unauthenticated", mes
  * never awaited by the request.
  */
 export class ApiKeyVerifier implements ApiKeyCheck {
-  readonly #o: Required<Omit<ApiKeyVerifierOptions, "now">>;
-  readonly #now: () => number;
+  readonly #o: Required<Omit<ApiKeyVerifierOptions, "clock">>;
+  readonly #clock: Clock;
   readonly #cache = new Map<string, CacheEntry>();
   readonly #touchedAt = new Map<string, number>();
   readonly #pendingTouch = new Set<string>();
@@ -54,7 +55,7 @@ export class ApiKeyVerifier implements ApiKeyCheck {
 
   constructor(options: ApiKeyVerifierOptions) {
     this.#o = { cacheTtlMs: 10_000, touchIntervalMs: 60_000, ...options };
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
   }
 
   owns(bearer: string): boolean {
@@ -63,7 +64,7 @@ export class ApiKeyVerifier implements ApiKeyCheck {
 
   async verify(key: string, options: VerifyOptions = {}): Promise<AuthClaims> {
     const hash = hashApiKey(key);
-    const now = this.#now();
+    const now = this.#clock.nowMs();
     let entry = this.#cache.get(hash);
     if (!entry || now - entry.checkedAtMs >= this.#o.cacheTtlMs) {
       // An address over its limit of unauthenticated requests gets no database lookup for a key
@@ -95,7 +96,7 @@ export class ApiKeyVerifier implements ApiKeyCheck {
     const ids = [...this.#pendingTouch];
     this.#pendingTouch.clear();
     this.#flushing = this.#o.keys
-      .touch(ids, new Date(this.#now()))
+      .touch(ids, this.#clock.now())
       .catch((error) => this.#o.logger.warn({ err: error }, "could not record API key use"))
       .finally(() => {
         this.#flushing = undefined;

@@ -1,4 +1,4 @@
-import { AuditLogRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
+import { AuditLogRepository, acquireJobEngine } from "@fleet/db";
 import { databaseFingerprint, expireForwards, makeAccount, makeRouter } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import pino from "pino";
@@ -145,38 +145,6 @@ describe("every action is recorded once, with actor, target, router and source",
     ]);
     expect(data.find((e) => e.action === "api_key.created").details).toMatchObject({ name: "ops", prefix: key.prefix });
     expect(JSON.stringify(data)).not.toContain(key.key);
-  });
-
-  it("router.offline and router.online come from fault open and complete", async () => {
-    const user = await h.login();
-    const router = await makeRouter(h.db, user, { hasPulse: true });
-    const heartbeats = new HeartbeatsRepository(h.db);
-    const t0 = new Date(Date.UTC(2026, 10, 23, 8, 0, 0));
-    await heartbeats.startCoverage(t0, 60_000, 30_000);
-    const opened = await heartbeats.sweep(
-      { now: t0, intervalMs: 30_000, missedHeartbeats: 10, graceMs: 0, toleranceMs: 0, limit: 10 },
-      (tx) => tx.open([{ routerId: router.id, message: "Site unreachable", createdAt: t0 }]),
-    );
-    expect(opened).toHaveLength(1);
-    const t1 = new Date(t0.getTime() + 90_000);
-    expect(await heartbeats.completeFaults([{ routerId: router.id, resolvedAt: t1, cause: "Power" }])).toHaveLength(1);
-    const { data } = await auditLog(user);
-    expect(data).toEqual([
-      expect.objectContaining({
-        action: "router.online",
-        occurred_at: "2026-11-23T08:01:30+00:00",
-        actor: { type: "system", id: null },
-        target: { type: "router", id: router.id },
-        router_id: router.id,
-        details: expect.objectContaining({ cause: "Power", duration_s: 90 }),
-      }),
-      expect.objectContaining({
-        action: "router.offline",
-        occurred_at: "2026-11-23T08:00:00+00:00",
-        router_id: router.id,
-        details: expect.objectContaining({ message: "Site unreachable" }),
-      }),
-    ]);
   });
 
   it("relay connection entries (batched) land in the forward's organization", async () => {

@@ -1,5 +1,5 @@
 import type { ApiKeyRecord } from "@fleet/db";
-import { AppError, bearerToken } from "@fleet/shared";
+import { AppError, bearerToken, type Clock } from "@fleet/shared";
 import { hashApiKey } from "../api-keys/api-key-verifier.ts";
 import type { AuthClaims } from "./token-verifier.ts";
 
@@ -10,8 +10,8 @@ export interface CredentialWatchDeps {
   /** Looked up afresh, never from a cache: a key revoked in another process ends the stream too. */
   apiKeys: { findByHash(keyHash: string): Promise<ApiKeyRecord | null> };
   organizations: { organizationExists(organizationId: string): Promise<boolean> };
-  /** Milliseconds since the epoch (the API's clock, so tests can expire tokens). */
-  now: () => number;
+  /** The API's `wallClock` (tests move it to expire tokens). */
+  clock: Clock;
   recheckMs?: number;
 }
 
@@ -48,13 +48,13 @@ export class CredentialWatch {
 
   /** Why the credential no longer holds, or null while it does. */
   async problem(auth: AuthClaims, keyHash: string | undefined): Promise<string | null> {
-    if (auth.exp * 1000 <= this.#d.now()) {
+    if (auth.exp * 1000 <= this.#d.clock.nowMs()) {
       return auth.credential.type === "api_key" ? "The API key has expired." : "The access token has expired.";
     }
     if (auth.credential.type === "api_key") {
       const key = await this.#d.apiKeys.findByHash(keyHash ?? "");
       if (!key || key.id !== auth.credential.id) return "The API key has been revoked.";
-      if (key.expiresAt && key.expiresAt.getTime() <= this.#d.now()) return "The API key has expired.";
+      if (key.expiresAt && key.expiresAt.getTime() <= this.#d.clock.nowMs()) return "The API key has expired.";
     }
     if (!(await this.#d.organizations.organizationExists(auth.organizationId))) {
       return "The organization of this credential has been removed.";
@@ -84,7 +84,7 @@ export class CredentialWatch {
     this.#watch(watched);
     try {
       for await (const event of open(watched.stop.signal)) {
-        await this.#passedSince(watched, this.#d.now());
+        await this.#passedSince(watched, this.#d.clock.nowMs());
         if (watched.failure !== undefined) break;
         yield event;
       }
@@ -123,7 +123,7 @@ export class CredentialWatch {
   }
 
   #startRound(): Promise<void> {
-    const startedAt = this.#d.now();
+    const startedAt = this.#d.clock.nowMs();
     const streams = [...this.#watched];
     const byCredential = new Map<string, Watched[]>();
     for (const w of streams) {

@@ -1,5 +1,5 @@
 import { createSecretKey, type KeyObject } from "node:crypto";
-import { AppError, bearerToken, breaksTextRule, isKnownTimeZone } from "@fleet/shared";
+import { AppError, bearerToken, breaksTextRule, type Clock, isKnownTimeZone, systemClock } from "@fleet/shared";
 import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
 
 /** What a verified access token grants (docs/api.md "Authentication"). */
@@ -42,7 +42,8 @@ export interface TokenVerifierOptions {
   jwksUrl?: URL | undefined;
   issuer?: string | undefined;
   audience?: string | undefined;
-  now?: () => number;
+  /** Wall time of token expiry (the API's `wallClock`); default: the system clock. */
+  clock?: Clock;
   /** API keys are accepted wherever a JWT is. */
   apiKeys?: ApiKeyCheck;
 }
@@ -59,11 +60,11 @@ export class TokenVerifier {
   readonly #algorithms: string[];
   readonly #options: TokenVerifierOptions;
   readonly #cache = new Map<string, AuthClaims>();
-  readonly #now: () => number;
+  readonly #clock: Clock;
 
   constructor(options: TokenVerifierOptions) {
     this.#options = options;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     if (options.jwksUrl) {
       this.#key = createRemoteJWKSet(options.jwksUrl, { cooldownDuration: 30_000, cacheMaxAge: 600_000 });
       this.#algorithms = ASYMMETRIC;
@@ -80,7 +81,7 @@ export class TokenVerifier {
     if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token, options);
     const cached = this.#cache.get(token);
     if (cached) {
-      if (cached.exp * 1000 > this.#now()) return cached;
+      if (cached.exp * 1000 > this.#clock.nowMs()) return cached;
       this.#cache.delete(token);
       throw unauthenticated("The access token has expired.");
     }
@@ -91,7 +92,7 @@ export class TokenVerifier {
         issuer: this.#options.issuer,
         audience: this.#options.audience,
         requiredClaims: ["exp", "sub"],
-        currentDate: new Date(this.#now()),
+        currentDate: this.#clock.now(),
       });
       payload = result.payload;
     } catch (error) {

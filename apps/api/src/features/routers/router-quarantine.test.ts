@@ -1,4 +1,4 @@
-import { TunnelAddressesRepository } from "@fleet/db";
+import { queryOf, TunnelAddressesRepository } from "@fleet/db";
 import { makeAccount } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -73,7 +73,9 @@ describe("tunnel address quarantine", () => {
       409,
     );
     // What the agent records when offboarding succeeded (test/routers/address-reuse.e2e.test.ts does it over SSH).
-    expect(await new TunnelAddressesRepository(h.db).markOffboarded(routerId, clock.now(), {})).toBe(true);
+    expect(
+      await new TunnelAddressesRepository(h.db).markOffboarded(queryOf(h.db), routerId, clock.now()),
+    ).not.toBeNull();
     expect((await h.request("POST", "/api/routers", { token: operator, body: { tunnel_ip: tunnelIp } })).status).toBe(
       201,
     );

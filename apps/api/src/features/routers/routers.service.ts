@@ -2,7 +2,9 @@ import {
   type AuditOrigin,
   type CoverageRecord,
   type Database,
+  type DeletedRouter,
   type FaultRecord,
+  insertAuditEntry,
   type JobEngine,
   type NewRouter,
   type Query,
@@ -48,13 +50,8 @@ import {
 export interface RouterStore extends TunnelAddressStore {
   listByTeam(teamId: string): Promise<RouterRecord[]>;
   findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
-  insert(input: NewRouter): Promise<RouterRecord>;
-  deleteInTeam(
-    teamId: string,
-    routerId: string,
-    removal: { origin: AuditOrigin; at: Date },
-    query?: Query,
-  ): Promise<{ id: string; organizationId: string } | null>;
+  insert(input: NewRouter, query: Query): Promise<RouterRecord>;
+  deleteInTeam(query: Query, teamId: string, routerId: string): Promise<DeletedRouter | null>;
   quarantineTunnelAddress(
     query: Query,
     teamId: string,
@@ -82,7 +79,10 @@ export interface OemLookup {
 
 export interface RouterServiceDeps {
   routers: RouterStore;
-  /** A removal runs in one transaction: quarantine, delete, audit entry and offboarding job. */
+  /**
+   * An enrollment's insert and its audit entry commit together; a removal runs in one transaction:
+   * quarantine, delete, audit entry and offboarding job.
+   */
   db: Pick<Database, "transaction">;
   /** Queues the offboarding job (`router.offboard`) inside that transaction. */
   jobs: JobEngine;
@@ -153,14 +153,29 @@ export class RouterService {
     // The heartbeat token is derived from the adoption URL's token (docs/routeros.md "Adoption").
     const minted = this.#deps.adoption.mint();
     const insert = (tunnelIp: string) =>
-      routers.insert({
-        organizationId: auth.organizationId,
-        teamId,
-        name: input.name ?? "",
-        tokenHash: this.#deps.adoption.heartbeatTokenHash(minted),
-        createdAt: this.#deps.clock.now(),
-        tunnelIp,
-        origin,
+      this.#deps.db.transaction(async (query) => {
+        const inserted = await routers.insert(
+          {
+            organizationId: auth.organizationId,
+            teamId,
+            name: input.name ?? "",
+            tokenHash: this.#deps.adoption.heartbeatTokenHash(minted),
+            createdAt: this.#deps.clock.now(),
+            tunnelIp,
+          },
+          query,
+        );
+        await insertAuditEntry(query, {
+          organizationId: inserted.organizationId,
+          occurredAt: inserted.createdAt,
+          action: "router.enrolled",
+          actor: origin.actor,
+          target: { type: "router", id: inserted.id },
+          routerId: inserted.id,
+          sourceIp: origin.sourceIp,
+          details: { name: inserted.name, team_id: inserted.teamId },
+        });
+        return inserted;
       });
     const router =
       requested === undefined
@@ -174,7 +189,8 @@ export class RouterService {
     } catch (error) {
       // docs/billing.md "Failed payments": a first charge that fails enrolls nothing.
       if (isAppError(error) && error.code === "payment_required") {
-        await this.#deps.routers.deleteInTeam(teamId, router.id, { origin, at: this.#deps.clock.now() });
+        const at = this.#deps.clock.now();
+        await this.#deps.db.transaction((query) => this.#deleteRouter(query, teamId, router.id, origin, at));
         throw error;
       }
       this.#deps.logger.error({ err: error }, "subscription quantity sync failed; the next sync repairs it");
@@ -197,7 +213,7 @@ export class RouterService {
     const { routers, jobs } = this.#deps;
     const removed = await this.#deps.db.transaction(async (query) => {
       await routers.quarantineTunnelAddress(query, teamId, routerId, at, quarantineUntil);
-      const deleted = await routers.deleteInTeam(teamId, routerId, { origin, at }, query);
+      const deleted = await this.#deleteRouter(query, teamId, routerId, origin, at);
       if (deleted) {
         await queueRouterJob(jobs, { kind: FORWARD_JOB_KINDS.offboard, router_id: deleted.id }, query);
       }
@@ -210,6 +226,30 @@ export class RouterService {
         this.#deps.logger.warn({ err: error }, "router removal not announced; daemons notice at their next flush"),
       );
     await this.#sync(removed.organizationId);
+  }
+
+  /** Deletes the router with its `router.removed` entry, in the caller's transaction; null when not in the team. */
+  async #deleteRouter(
+    query: Query,
+    teamId: string,
+    routerId: string,
+    origin: AuditOrigin,
+    at: Date,
+  ): Promise<DeletedRouter | null> {
+    const deleted = await this.#deps.routers.deleteInTeam(query, teamId, routerId);
+    if (deleted) {
+      await insertAuditEntry(query, {
+        organizationId: deleted.organizationId,
+        occurredAt: at,
+        action: "router.removed",
+        actor: origin.actor,
+        target: { type: "router", id: deleted.id },
+        routerId: deleted.id,
+        sourceIp: origin.sourceIp,
+        details: { name: deleted.name },
+      });
+    }
+    return deleted;
   }
 
   async metadata(teamId: string, routerId: string): Promise<TRouterMetadata> {

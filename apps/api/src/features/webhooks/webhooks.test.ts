@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { AuditLogRepository, HeartbeatsRepository, acquireJobEngine } from "@fleet/db";
+import { AuditLogRepository, acquireJobEngine, insertAuditEntries, queryOf, SYSTEM_ORIGIN } from "@fleet/db";
 import { databaseFingerprint, expireForwards, makeAccount, makeRouter } from "@fleet/db/testing";
 import { EVENT_LIMITS, ManualClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
@@ -252,13 +252,25 @@ describe("delivery", () => {
         details: {},
       },
     ]);
-    const heartbeats = new HeartbeatsRepository(h.db);
-    await heartbeats.startCoverage(new Date(), 60_000, 30_000);
-    await heartbeats.sweep(
-      { now: new Date(), intervalMs: 30_000, missedHeartbeats: 10, graceMs: 0, toleranceMs: 0, limit: 10 },
-      (tx) => tx.open([{ routerId, message: "down", createdAt: new Date() }]),
-    );
-    await heartbeats.completeFaults([{ routerId, resolvedAt: new Date(), cause: "Power" }]);
+    // The heartbeat daemon's fault entries, as its services write them in one batch (apps/heartbeat-daemon/src/faults/fault-audit.ts).
+    const fault = { organizationId: user.organizationId, actor: SYSTEM_ORIGIN.actor, routerId, sourceIp: null };
+    const faultId = crypto.randomUUID();
+    await insertAuditEntries(queryOf(h.db), [
+      {
+        ...fault,
+        occurredAt: new Date(),
+        action: "router.offline",
+        target: { type: "router", id: routerId },
+        details: { fault_id: faultId, message: "down" },
+      },
+      {
+        ...fault,
+        occurredAt: new Date(),
+        action: "router.online",
+        target: { type: "router", id: routerId },
+        details: { fault_id: faultId, cause: "Power", duration_s: 0 },
+      },
+    ]);
     await h.request("DELETE", `/api/routers/${routerId}`, { token: user.token });
     const other = await createWebhook(user, { url: `${receiver.url}/other`, events: ["router.online"] });
     await h.request("DELETE", `/api/webhooks/${other.id}`, { token: user.token });

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { AppError } from "@fleet/shared";
+import { AppError, type Clock, systemClock } from "@fleet/shared";
 import Stripe from "stripe";
 
 /**
@@ -24,9 +24,9 @@ export type WebhookVerifier = (rawBody: Buffer, signature: string | undefined) =
 
 /**
  * The `stripe` SDK's own check (`webhooks.constructEvent`): HMAC-SHA256 of "<t>.<body>" with the
- * endpoint secret, and `t` within the tolerance of `now`. Any failure is a 400 that says which.
+ * endpoint secret, and `t` within the tolerance of the clock's time. Any failure is a 400 that says which.
  */
-export const createWebhookVerifier = (secret: string | undefined, now: () => number = Date.now): WebhookVerifier => {
+export const createWebhookVerifier = (secret: string | undefined, clock: Clock = systemClock): WebhookVerifier => {
   // No API call is made: any key builds the SDK's webhook helpers.
   const webhooks = new Stripe("sk_test_webhook_verifier").webhooks;
   return (rawBody, signature) => {
@@ -43,7 +43,7 @@ export const createWebhookVerifier = (secret: string | undefined, now: () => num
         SIGNATURE_TOLERANCE_SECONDS,
         undefined,
         // The SDK takes the receipt time in milliseconds.
-        now(),
+        clock.nowMs(),
       );
     } catch (error) {
       const old = error instanceof Error && /tolerance/i.test(error.message);
@@ -56,7 +56,7 @@ export const createWebhookVerifier = (secret: string | undefined, now: () => num
     }
     // The SDK refuses only old timestamps; a signature dated ahead of now would stay replayable.
     const t = signedAt(signature);
-    if (t !== undefined && t - now() / 1000 > SIGNATURE_TOLERANCE_SECONDS) {
+    if (t !== undefined && t - clock.nowMs() / 1000 > SIGNATURE_TOLERANCE_SECONDS) {
       throw new AppError("bad_request", "The Stripe-Signature timestamp is more than 5 minutes in the future.");
     }
     return event;

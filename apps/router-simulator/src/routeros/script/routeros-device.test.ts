@@ -1,4 +1,10 @@
-import { type AdoptionScriptInput, adoptionScript, deviceModeMessage, routerOsString } from "@fleet/shared";
+import {
+  type AdoptionScriptInput,
+  adoptionScript,
+  deviceModeMessage,
+  ManualClock,
+  routerOsString,
+} from "@fleet/shared";
 import ssh2 from "ssh2";
 import { describe, expect, it } from "vitest";
 import { generateEd25519KeyPair } from "@fleet/shared";
@@ -38,7 +44,7 @@ const device = (overrides: Partial<ConstructorParameters<typeof RouterOsDevice>[
     serialNumber: "HE708ABCDEF",
     licenseId: "AB12-CD34",
     bootedAt: BOOTED,
-    now: () => NOW,
+    clock: new ManualClock(NOW),
     http: async (request) => {
       requests.push(request);
       return { status: 200, body: '{"type":"ack","interval_ms":60000}' };

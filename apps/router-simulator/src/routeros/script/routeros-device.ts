@@ -1,4 +1,4 @@
-import { generateWireguardKeyPair, isWireguardKey } from "@fleet/shared";
+import { type Clock, generateWireguardKeyPair, isWireguardKey, systemClock } from "@fleet/shared";
 import ssh2 from "ssh2";
 import { type Arg, type Expr, parseRouterOsScript, type Statement } from "./routeros-script-parser.ts";
 
@@ -61,7 +61,8 @@ export interface RouterOsDeviceOptions {
   deviceMode?: { fetch: boolean; scheduler: boolean };
   /** What `/tool fetch` sends requests through. */
   http: (request: HttpRequest) => Promise<HttpResponse>;
-  now?: () => number;
+  /** The device's time (uptime); default: the system clock. */
+  clock?: Clock;
   /**
    * Called after a command changed a table of the management tunnel (`interface wireguard`, its
    * peers, `ip address`, `ip route`, `ip firewall filter`): `--netns` applies them to a real
@@ -330,8 +331,8 @@ export class RouterOsDevice {
     return `*${(this.#nextId++).toString(16).toUpperCase()}`;
   }
 
-  #now(): number {
-    return this.options.now?.() ?? Date.now();
+  #nowMs(): number {
+    return (this.options.clock ?? systemClock).nowMs();
   }
 
   async #exec(statements: readonly Statement[], scope: Scope, menu: string): Promise<RosVal> {
@@ -515,7 +516,7 @@ export class RouterOsDevice {
           {
             version: this.options.version,
             "board-name": this.options.boardName,
-            uptime: new RosTime((this.#now() - this.options.bootedAt) / 1000),
+            uptime: new RosTime((this.#nowMs() - this.options.bootedAt) / 1000),
           },
           scope,
           menu,
