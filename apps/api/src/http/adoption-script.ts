@@ -15,6 +15,8 @@ const TOKEN_SHAPE = /ad(?:_|%5f)[A-Za-z0-9_%-]{8,}/gi;
  * token-shaped segment of any other path is masked too.
  */
 export const redactAdoptionPath = (path: string): string => {
+  // Both shapes start with "ad"; without an escape, decoding changes nothing: most paths end here.
+  if (!path.includes("%") && !/ad/i.test(path)) return path;
   let decoded = path;
   try {
     decoded = decodeURIComponent(path);

@@ -1,5 +1,5 @@
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
-import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { renderMetrics, SpanStatusCode, serverSpan } from "@fleet/db";
 import { requestIdFrom, runWithRequestId } from "@fleet/shared";
 import type { Logger } from "pino";
@@ -46,6 +46,16 @@ export const MAX_BATCH_CALLS = 10;
 
 /** Paths of probes and scrapes, logged at debug level (docs/operations.md "Probes"). */
 const PROBES = new Set(["/livez", "/readyz", "/healthz", "/metrics"]);
+
+/**
+ * `router` entered only by paths under one prefix (`pattern` names it as Express matches paths: in
+ * any case, and at least every path the router's own routes take): the API's requests skip walking
+ * its layers one by one.
+ */
+const under =
+  (pattern: RegExp, router: RequestHandler): RequestHandler =>
+  (req, res, next) =>
+    pattern.test(req.path) ? router(req, res, next) : next();
 
 export const createApp = (options: AppOptions): Express => {
   const { router, services, logger } = options;
@@ -131,9 +141,9 @@ export const createApp = (options: AppOptions): Express => {
   app.get("/openapi.json", (_req, res) => {
     res.json(openapi);
   });
-  app.use(docsRouter());
+  app.use(under(/^\/docs(?:\/|$)/i, docsRouter()));
   // Before the JSON-only body rules: the console's card form posts the processor's own form encoding.
-  if (options.console) app.use(consoleRouter(options.console));
+  if (options.console) app.use(under(/^\/console(?:\/|$)/i, consoleRouter(options.console)));
 
   // docs/billing.md "Webhooks": the processor's events. The signature covers the exact bytes sent,
   // so this one route takes the raw body, before the JSON parser below; no bearer header.
@@ -200,7 +210,7 @@ export const createApp = (options: AppOptions): Express => {
     }),
   );
 
-  app.use(adoptionScriptRoute(services));
+  app.use(under(/^\/+api\/+adoption(?:\/|$)/i, adoptionScriptRoute(services)));
 
   app.use(restAdapter(router, services, (error) => logger.error({ err: error }, "procedure failed")));
 

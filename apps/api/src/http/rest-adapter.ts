@@ -74,6 +74,8 @@ const textRendering = (
  */
 interface Operation {
   procedurePath: string;
+  /** The OpenAPI path template. */
+  path: string;
   procedure: AnyTRPCProcedure;
   type: "query" | "mutation";
   pattern: RegExp;
@@ -88,6 +90,25 @@ interface Operation {
   successStatus: number;
   rest: ProcedureMeta["rest"];
 }
+
+/**
+ * For each method, the operations at a path without parameters that no earlier operation's pattern
+ * also matches, by their lowercased path (the patterns ignore case): a request for one of them is
+ * found by a lookup instead of trying every pattern in turn.
+ */
+const exactOperations = (byMethod: ReadonlyMap<string, Operation[]>): Map<string, Map<string, Operation>> => {
+  const exact = new Map<string, Map<string, Operation>>();
+  for (const [method, list] of byMethod) {
+    const paths = new Map<string, Operation>();
+    list.forEach((operation, index) => {
+      const path = normalizePath(operation.path);
+      if (path.includes("{") || list.slice(0, index).some((earlier) => earlier.pattern.test(path))) return;
+      paths.set(path.toLowerCase(), operation);
+    });
+    exact.set(method, paths);
+  }
+  return exact;
+};
 
 const operationsOf = (router: AppRouter): Map<string, Operation[]> => {
   const byMethod = new Map<string, Operation[]>();
@@ -114,6 +135,7 @@ const operationsOf = (router: AppRouter): Map<string, Operation[]> => {
     const list = byMethod.get(openapi.method) ?? [];
     list.push({
       procedurePath: path,
+      path: openapi.path,
       procedure: trpcProcedure,
       type,
       pattern: getPathRegExp(normalizePath(openapi.path)),
@@ -157,6 +179,7 @@ export const restAdapter = (
   const metas = procedureMetas(router);
   const surface = new RestSurface(metas);
   const operations = operationsOf(router);
+  const exact = exactOperations(operations);
   const createContext = contextFactory(services, "rest");
 
   const prepare = (req: Request, res: Response, next: NextFunction) => {
@@ -240,17 +263,22 @@ export const restAdapter = (
     res.end(JSON.stringify(data));
   };
 
+  /** The first operation of `method` whose pattern matches `path`, as the library searched. */
+  const find = (method: string, path: string): { operation?: Operation; match?: RegExpExecArray } => {
+    const known = exact.get(method)?.get(path.toLowerCase());
+    // Lowercasing can equate characters the pattern's case folding keeps apart: the pattern decides.
+    const match = known?.pattern.exec(path);
+    if (known && match) return { operation: known, match };
+    for (const candidate of operations.get(method) ?? []) {
+      const found = candidate.pattern.exec(path);
+      if (found) return { operation: candidate, match: found };
+    }
+    return {};
+  };
+
   const dispatch = (req: Request, res: Response) => {
     const path = normalizePath(new URL(`http://127.0.0.1${req.url}`).pathname);
-    let operation: Operation | undefined;
-    let match: RegExpExecArray | null = null;
-    for (const candidate of operations.get(req.method) ?? []) {
-      match = candidate.pattern.exec(path);
-      if (match) {
-        operation = candidate;
-        break;
-      }
-    }
+    const { operation, match } = find(req.method, path);
     if (!operation) {
       // As trpc-to-openapi answered: HEAD of an unknown path is an empty 204 (a warm-up probe).
       if (req.method === "HEAD") {

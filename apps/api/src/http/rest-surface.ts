@@ -38,6 +38,11 @@ const patternOf = (template: string): RegExp =>
  */
 export class RestSurface {
   readonly #paths: PathEntry[] = [];
+  /**
+   * Paths without parameters whose own entry is the first to match them: found by one lookup
+   * instead of trying every pattern in turn (every request asks).
+   */
+  readonly #exact = new Map<string, PathEntry>();
 
   constructor(metas: ReadonlyMap<string, ProcedureMeta>) {
     for (const [procedurePath, meta] of metas) {
@@ -56,6 +61,11 @@ export class RestSurface {
       for (const refused of meta.rest?.refused ?? [])
         this.#entry(openapi.path).refused.set(refused.method, refused.message);
     }
+    this.#paths.forEach((entry, index) => {
+      const earlier = this.#paths.slice(0, index);
+      if (!entry.template.includes("{") && !earlier.some((candidate) => candidate.pattern.test(entry.template)))
+        this.#exact.set(entry.template, entry);
+    });
   }
 
   /** Every operation, aliases included, in declaration order. */
@@ -72,23 +82,27 @@ export class RestSurface {
 
   /** What a request to a known path needs before the adapter runs; undefined = pass through. */
   match(method: string, path: string, search: string): SurfaceMatch | undefined {
-    const entry = this.#paths.find((candidate) => candidate.pattern.test(path));
+    const entry = this.#find(path);
     if (!entry) return undefined;
     const operation = entry.operations.get(method);
-    const allow = [...entry.operations.keys()];
     if (operation?.canonical) {
       const groups = entry.pattern.exec(path)?.groups ?? {};
       const target = operation.canonical.path.replace(/\{([^}]+)\}/g, (_m, name: string) => groups[name] ?? "");
       return { kind: "alias", method: operation.canonical.method, url: `${target}${search}` };
     }
     if (operation) return undefined;
+    const allow = [...entry.operations.keys()];
     const message = entry.refused.get(method);
     return message ? { kind: "refused", message, allow } : { kind: "unlisted", allow };
   }
 
   /** The operation a request reaches as itself (after alias rewriting), if any. */
   operationAt(method: string, path: string): RestOperation | undefined {
-    return this.#paths.find((candidate) => candidate.pattern.test(path))?.operations.get(method);
+    return this.#find(path)?.operations.get(method);
+  }
+
+  #find(path: string): PathEntry | undefined {
+    return this.#exact.get(path) ?? this.#paths.find((candidate) => candidate.pattern.test(path));
   }
 
   #entry(template: string): PathEntry {
