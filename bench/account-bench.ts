@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: GET /v1/account through REST and tRPC (real token verification, real
  * PostgreSQL) against a bare Express + pg baseline measured in the same run. Prints ratios.
- * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 2),
+ * Each round measures every target once; ratios pair a target with the same round's baseline and are
+ * printed as min / median / max over the rounds.
+ * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 3),
  * --log-level L (the API's LOG_LEVEL, default info: one log line per request, as in production),
  * --only <target> (one target, measured after a warm-up run). `BENCH_NODE_ARGS=--cpu-prof` profiles
  * both servers (`node bench/cpuprofile-top.ts <file>` summarises a profile).
@@ -20,7 +22,7 @@ const { values } = parseArgs({
   options: {
     "duration-ms": { type: "string", default: "5000" },
     concurrency: { type: "string", default: "32" },
-    rounds: { type: "string", default: "2" },
+    rounds: { type: "string", default: "3" },
     only: { type: "string" },
     // The API as it runs in production writes one log line per request (docs/operations.md).
     "log-level": { type: "string", default: "info" },
@@ -92,9 +94,21 @@ if (keyAnswer.status !== 201) throw new Error(`creating the bench API key answer
 const apiKey = ((await keyAnswer.json()) as { key: string }).key;
 const keyAuth = { authorization: `Bearer ${apiKey}` };
 /** Runs a load and adds the server's CPU time per answered request (less sensitive to a busy machine). */
+const stats = new pg.Client({ connectionString: dbUrl.toString() });
+await stats.connect();
+/** Transactions committed in the bench database so far (each autocommitted statement is one). */
+const commits = async (): Promise<number> => {
+  // The statistics snapshot is per transaction: clear it so each reading is fresh.
+  await stats.query("select pg_stat_clear_snapshot()");
+  const { rows } = await stats.query<{ n: string }>(
+    "select xact_commit::text as n from pg_stat_database where datname = current_database()",
+  );
+  return Number(rows[0]?.n ?? Number.NaN);
+};
 const measured = async (pid: number | undefined, run: () => Promise<LoadResult>) => {
   const before = await cpuMs(pid);
   const ioBefore = await syscalls(pid);
+  const commitsBefore = await commits();
   const result = await run();
   const cpuUsPerRequest = (((await cpuMs(pid)) - before) * 1000) / Math.max(1, result.requests);
   const ioAfter = await syscalls(pid);
@@ -104,6 +118,8 @@ const measured = async (pid: number | undefined, run: () => Promise<LoadResult>)
     cpuUsPerRequest,
     readsPerRequest: per(ioAfter.reads - ioBefore.reads),
     writesPerRequest: per(ioAfter.writes - ioBefore.writes),
+    // PostgreSQL's statistics reach pg_stat_database within about half a second: close enough over a round.
+    commitsPerRequest: per((await commits()) - commitsBefore),
   };
 };
 /** Read and write system calls a process has made so far (/proc/<pid>/io, Linux): socket I/O per request. */
@@ -149,10 +165,15 @@ const targets = {
       }),
     ),
 };
-type Measured = LoadResult & { cpuUsPerRequest: number; readsPerRequest: number; writesPerRequest: number };
+type Measured = LoadResult & {
+  cpuUsPerRequest: number;
+  readsPerRequest: number;
+  writesPerRequest: number;
+  commitsPerRequest: number;
+};
 /** One result line: load figures, then the server's CPU and socket system calls per request. */
 const report = (result: Measured) =>
-  `${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request   syscalls ${result.readsPerRequest.toFixed(2)} r + ${result.writesPerRequest.toFixed(2)} w /request`;
+  `${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request   syscalls ${result.readsPerRequest.toFixed(2)} r + ${result.writesPerRequest.toFixed(2)} w /request   SQL transactions ${result.commitsPerRequest.toFixed(2)} /request`;
 
 try {
   // Warm-up round: JIT, connection pools, token cache.
@@ -166,6 +187,7 @@ try {
 } finally {
   await stopProcess(api);
   await stopProcess(baseline);
+  await stats.end();
   const cleanup = new pg.Client({ connectionString: baseUrl });
   await cleanup.connect();
   await cleanup.query(`drop database if exists "${dbName}" with (force)`);
@@ -174,24 +196,34 @@ try {
 
 async function runAll() {
   for (const run of Object.values(targets)) await run();
-  const best: Record<string, Measured> = {};
+  // Every round measures the targets one after the other, so each ratio pairs a target with the
+  // baseline measured moments before it: on a shared machine the load changes between rounds, and
+  // a ratio of two rounds measured apart says more about the machine than about the API.
+  const all: Record<string, Measured[]> = {};
   for (let round = 0; round < rounds; round++) {
     for (const [name, run] of Object.entries(targets)) {
       const result = await run();
-      const previous = best[name];
-      if (!previous || result.rps > previous.rps) best[name] = result;
+      all[name] = [...(all[name] ?? []), result];
     }
   }
-  const b = best.baseline as Measured;
-  const r = best.rest as Measured;
-  const t = best.trpc as Measured;
-  const k = best.apikey as Measured;
-  console.log(`\nGET /v1/account, ${concurrency} connections, ${rounds} rounds of ${durationMs} ms, best round each\n`);
-  for (const result of [b, r, t, k]) console.log(report(result));
-  const line = (name: string, x: Measured, target: number) =>
-    `${name.padEnd(6)} throughput ${(x.rps / b.rps).toFixed(2)} of baseline (target >= ${target})   p99 ${(x.p99 / b.p99).toFixed(2)}x baseline (target <= 2)   CPU/request ${(x.cpuUsPerRequest / b.cpuUsPerRequest).toFixed(2)}x baseline`;
-  console.log(`\n${line("REST", r, 0.65)}\n${line("tRPC", t, 0.6)}`);
+  const of = (name: string) => all[name] ?? [];
+  const spread = (values: number[]) => {
+    const sorted = [...values].sort((x, y) => x - y);
+    const median = sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
+    return `${(sorted[0] ?? Number.NaN).toFixed(2)} / ${median.toFixed(2)} / ${(sorted.at(-1) ?? Number.NaN).toFixed(2)}`;
+  };
+  const ratios = (name: string, key: "cpuUsPerRequest" | "rps" | "p99", over = "baseline") =>
+    of(name).map((x, i) => x[key] / ((of(over)[i] as Measured)[key] || Number.NaN));
+  console.log(`\nGET /v1/account, ${concurrency} connections, ${rounds} rounds of ${durationMs} ms\n`);
+  for (let round = 0; round < rounds; round++) {
+    console.log(`round ${round + 1}`);
+    for (const name of Object.keys(targets)) console.log(`  ${report(of(name)[round] as Measured)}`);
+  }
+  const line = (name: string, target: string, throughput: number) =>
+    `${name.padEnd(6)} CPU/request ${spread(ratios(target, "cpuUsPerRequest"))}x baseline (target <= 1.3)   throughput ${spread(ratios(target, "rps"))} of baseline (target >= ${throughput})   p99 ${spread(ratios(target, "p99"))}x baseline (target <= 2)`;
+  console.log("\nRatios to the same round's baseline, min / median / max over the rounds:");
+  console.log(`${line("REST", "rest", 0.65)}\n${line("tRPC", "trpc", 0.6)}`);
   console.log(
-    `API key vs JWT (REST): throughput ${(k.rps / r.rps).toFixed(2)}   CPU/request ${(k.cpuUsPerRequest / r.cpuUsPerRequest).toFixed(2)}x (target: about 1)`,
+    `API key vs JWT (REST): CPU/request ${spread(ratios("apikey", "cpuUsPerRequest", "rest"))}x   throughput ${spread(ratios("apikey", "rps", "rest"))} (target: about 1)`,
   );
 }
