@@ -184,7 +184,9 @@ const FACTS_CHANGED = `(v.identity is not null and v.identity is distinct from r
 // The steady cadence: a router that has a liveness row, still has this token and reports nothing
 // new. One UPDATE of the narrow row, HOT (no index covers what it changes), which keeps the values
 // it replaces in `previous_*`: RETURNING then gives the state before the heartbeat without a second
-// lookup of the row (the statement's cost per row halved on PostgreSQL 15, docs/scale.md).
+// lookup of the row (the statement's cost per row halved on PostgreSQL 15, docs/scale.md). The
+// `= any($1)` repeats the join as an index condition: without it the planner may hash the whole
+// liveness table once per flush when the table is small enough to look cheap.
 // `missed`: every other row (no liveness row yet, a replaced token, a gone router, a new fact), which
 // APPLY_SQL then takes; nothing was written for them here.
 const FAST_SQL = `${INPUT_CTE}, f as (
@@ -196,7 +198,7 @@ const FAST_SQL = `${INPUT_CTE}, f as (
     last_seen_from = coalesce(v.peer, l.last_seen_from),
     uptime_seconds = coalesce(v.uptime, l.uptime_seconds)
   from v join routers r on r.id = v.id and r.heartbeat_token_hash = v.token_hash
-  where l.router_id = v.id and not (${FACTS_CHANGED})
+  where l.router_id = v.id and l.router_id = any($1::uuid[]) and not (${FACTS_CHANGED})
   returning l.router_id, r.team_id, l.previous_has_pulse, l.previous_seen_at, v.seen_ms
 )
 select f.router_id as id, false as missed, f.team_id, coalesce(f.previous_has_pulse, false) as previous_has_pulse,
