@@ -108,6 +108,7 @@ export const openDatabase = async (config: DatabaseConfig): Promise<Database> =>
 const openPglite = async (config: DatabaseConfig): Promise<Database> => {
   const { MikroORM: PgliteMikroORM } = await import("@mikro-orm/pglite");
   const inMemory = config.dataDir === "memory";
+  const loadDataDir = config.loadDataDir;
   let dataDir = "memory://";
   let unlock = () => {};
   if (!inMemory) {
@@ -121,7 +122,8 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
     orm = await PgliteMikroORM.init({
       ...commonOptions(config),
       dbName: dataDir,
-      ...(inMemory && config.loadDataDir ? { driverOptions: { loadDataDir: config.loadDataDir } } : {}),
+      // A function, so MikroORM's deep copy of its options leaves the Blob intact (a copied Blob is unreadable).
+      ...(inMemory && loadDataDir ? { driverOptions: () => ({ loadDataDir }) } : {}),
     });
   } catch (error) {
     unlock();
