@@ -6,6 +6,8 @@ export default defineConfig({
     include: ["{apps,packages,test}/**/*.test.ts"],
     exclude: ["**/node_modules/**"],
     pool: "forks",
+    // One migrated database per run that every test database copies (docs/contributing.md "Add a test").
+    globalSetup: ["./scripts/vitest-global-setup.ts"],
     // More test files at once than cores: most of a file's time is spent waiting (sockets, timers,
     // child processes, the database). On the 2-core CI machine with 3 workers: PGlite 10.4 -> 6.5
     // min (PGlite runs in the worker, so CPU is the limit beyond that), PostgreSQL 6.4 -> 3.1 min.

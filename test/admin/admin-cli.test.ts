@@ -8,6 +8,7 @@ import {
   failedJobsCommand,
   retryJobCommand,
 } from "@fleet/all-in-one/admin/admin-commands";
+import { runAdmin } from "@fleet/all-in-one/admin/admin-run";
 import { acquireJobEngine, type JobEngine, listRouterJobs, ROUTER_JOBS_DEAD_LETTER, routerJobsQueue } from "@fleet/db";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -51,20 +52,26 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** The CLI in this process, on the test database: everything that is not about being a process. */
+const adminHere = async (args: string[]) => {
+  let stdout = "";
+  let stderr = "";
+  let opened = false;
+  const code = await runAdmin(args, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) }, async () => {
+    opened = true;
+    return { context: { db, heartbeatIntervalMs: 30_000 }, close: async () => {} };
+  });
+  return { code, stdout, stderr, opened };
+};
+
 describe("npm run admin", () => {
-  it("migrates, reports status, and creates an organization with its owner", async () => {
+  it("as a process: migrates in production, creates an organization with its owner, refuses the same owner with exit code 2", async () => {
     // As the Kubernetes init container and compose's `migrate` run it: production, with the
     // database and none of the apps' secrets.
     const migrated = await admin(["migrate"], { NODE_ENV: "production" });
     expect(migrated.stderr).toBe("");
     expect(migrated.code).toBe(0);
     expect(migrated.stdout).toMatch(/migrations applied/);
-
-    const status = await admin(["status", "--json"]);
-    expect(status.code).toBe(0);
-    const report = JSON.parse(status.stdout);
-    expect(report).toMatchObject({ migrations: "applied", routers: { connected: 0 }, openFaults: 0 });
-    expect(Array.isArray(report.queues)).toBe(true);
 
     const created = await admin([
       "org",
@@ -78,22 +85,41 @@ describe("npm run admin", () => {
     expect(created.code).toBe(0);
     const ids = JSON.parse(created.stdout);
     expect(ids).toMatchObject({ created: true, organizationId: expect.any(String), teamId: expect.any(String) });
-    // The same owner again changes nothing and says so.
+    // The same owner again changes nothing and says so, in one line.
     const again = await admin(["org", "create", "--name", "Acme Ops", "--owner-email", "owner@acme.example"]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain(ids.organizationId);
+    expect(again.stderr.trimEnd().split("\n")).toHaveLength(1);
   }, 180_000);
 
+  it("reports status as JSON", async () => {
+    const status = await adminHere(["status", "--json"]);
+    expect(status.code).toBe(0);
+    const report = JSON.parse(status.stdout);
+    expect(report).toMatchObject({ migrations: "applied", routers: { connected: 0 }, openFaults: 0 });
+    expect(Array.isArray(report.queues)).toBe(true);
+  });
+
   it("refuses bad input with exit code 2 and one line: names at the 200-character edge, unknown commands, ids", async () => {
-    expect((await admin(["org", "create", "--name", "n".repeat(200)])).code).toBe(0);
-    const long = await admin(["org", "create", "--name", "n".repeat(201)]);
-    expect(long.code).toBe(2);
-    expect(long.stderr).toMatch(/--name must be 1-200 characters/);
-    expect((await admin(["org", "create", "--name", "bad\u0007name"])).code).toBe(2);
-    expect((await admin(["frobnicate"])).code).toBe(2);
-    expect((await admin(["jobs", "retry", "not-a-uuid"])).code).toBe(2);
-    expect((await admin(["jobs", "retry", crypto.randomUUID()])).stderr).toMatch(/no job/);
-  }, 180_000);
+    expect((await adminHere(["org", "create", "--name", "n".repeat(200)])).code).toBe(0);
+    const long = await adminHere(["org", "create", "--name", "n".repeat(201)]);
+    expect(long).toMatchObject({ code: 2, stdout: "" });
+    expect(long.stderr).toMatch(/^admin: --name must be 1-200 characters\n$/);
+    expect((await adminHere(["org", "create", "--name", "bad\u0007name"])).code).toBe(2);
+    expect((await adminHere(["jobs", "retry", "not-a-uuid"])).code).toBe(2);
+    expect((await adminHere(["jobs", "retry", crypto.randomUUID()])).stderr).toMatch(/no job/);
+    // A command line that cannot be run is refused before any database is opened.
+    for (const args of [
+      ["frobnicate"],
+      ["org", "create"],
+      ["status", "--bogus"],
+      ["apikey", "create", "--org", "x", "--scopes", "nope"],
+    ]) {
+      expect(await adminHere(args), args.join(" ")).toMatchObject({ code: 2, opened: false });
+    }
+    expect(await adminHere([])).toMatchObject({ code: 2, opened: false, stdout: expect.stringMatching(/^usage:/) });
+    expect(await adminHere(["--help"])).toMatchObject({ code: 0, opened: false });
+  });
 });
 
 describe("failed jobs", () => {

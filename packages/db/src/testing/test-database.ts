@@ -1,5 +1,5 @@
-import pg from "pg";
 import { type Database, openDatabase } from "../database.ts";
+import { databaseUrlFor, pgliteTemplate, postgresTemplate, runOn } from "./migrated-template.ts";
 
 export interface TestDatabase extends Database {
   /** The URL of the private PostgreSQL database, or undefined on PGlite. */
@@ -9,30 +9,41 @@ export interface TestDatabase extends Database {
 /**
  * A migrated, empty database private to the caller. With `DATABASE_URL` set (CI's second run) it is
  * a fresh PostgreSQL database created from that server and dropped on close; otherwise in-memory
- * PGlite. Test files run in parallel, so nothing is ever shared between them.
+ * PGlite. Test files run in parallel, so nothing is ever shared between them. Inside a test run it
+ * is a copy of the run's migrated template (migrated-template.ts), not migrated on its own.
  */
 export const createTestDatabase = async (options: { migrateTo?: string } = {}): Promise<TestDatabase> => {
-  // `migrateTo`: stop after that migration, so a test can seed old data and then run the rest.
+  // `migrateTo`: stop after that migration, so a test can seed old data and then run the rest;
+  // the template is fully migrated, so such a database starts empty.
+  const partial = options.migrateTo !== undefined;
   const migrate = (db: Database) =>
     options.migrateTo === undefined
       ? db.migrate()
       : db.orm.migrator.up({ to: options.migrateTo }).then(() => undefined);
-  const empty = await createEmptyPostgresDatabase();
-  if (!empty) {
-    const db = await openDatabase({ dataDir: "memory" });
-    await migrate(db);
+  const baseUrl = process.env.DATABASE_URL;
+  if (!baseUrl) {
+    const template = partial ? undefined : await pgliteTemplate();
+    const db = await openDatabase({ dataDir: "memory", ...(template ? { loadDataDir: template } : {}) });
+    await migrateUnlessCurrent(db, template !== undefined, migrate);
     return Object.assign(db, { url: undefined });
   }
-  const db = await openDatabase({ databaseUrl: empty.url, dataDir: "memory", poolSize: 5 });
-  await migrate(db);
+  const template = partial ? undefined : postgresTemplate();
+  const created = await createPostgresDatabase(baseUrl, template);
+  const db = await openDatabase({ databaseUrl: created.url, dataDir: "memory", poolSize: 5 });
+  await migrateUnlessCurrent(db, template !== undefined, migrate);
   const close = db.close;
   return Object.assign(db, {
-    url: empty.url,
+    url: created.url,
     close: async () => {
       await close();
-      await empty.drop();
+      await created.drop();
     },
   });
+};
+
+// A template made before a migration was added (a long `vitest --watch`) catches up here.
+const migrateUnlessCurrent = async (db: Database, copied: boolean, migrate: (db: Database) => Promise<void>) => {
+  if (!copied || !(await db.isReady())) await migrate(db);
 };
 
 /**
@@ -46,20 +57,19 @@ export const createEmptyPostgresDatabase = async (): Promise<
 > => {
   const baseUrl = process.env.DATABASE_URL;
   if (!baseUrl) return undefined;
+  return createPostgresDatabase(baseUrl, undefined);
+};
+
+const createPostgresDatabase = async (
+  baseUrl: string,
+  template: string | undefined,
+): Promise<{ url: string; drop: () => Promise<void> }> => {
   const name = `t_${Date.now().toString(36)}_${crypto.randomUUID().slice(0, 8)}`;
-  const run = async (sql: string) => {
-    const client = new pg.Client({ connectionString: baseUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
+  await runOn(baseUrl, `create database "${name}"${template ? ` template "${template}"` : ""}`);
+  return {
+    url: databaseUrlFor(baseUrl, name),
+    drop: () => runOn(baseUrl, `drop database if exists "${name}" with (force)`),
   };
-  await run(`create database "${name}"`);
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => run(`drop database if exists "${name}" with (force)`) };
 };
 
 /**
