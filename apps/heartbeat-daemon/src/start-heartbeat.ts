@@ -45,6 +45,8 @@ export interface RunningHeartbeat {
     pending: number;
     connections: number;
     tokenLookups: number;
+    /** Tokens this process has cached (owners and refusals). */
+    tokensCached: number;
     /** Connections open and waiting for a request, and those the guard closed (transport/connection-guard.ts). */
     guard: ConnectionGuardStats;
   };
@@ -245,6 +247,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       pending: writer.pending,
       connections: server.connections(),
       tokenLookups: auth.lookups,
+      tokensCached: auth.size,
       guard: server.guard(),
     }),
     close: async () => {
