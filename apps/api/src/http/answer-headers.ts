@@ -1,4 +1,4 @@
-import type { AnyTRPCProcedure } from "@trpc/server";
+import { proceduresOf } from "../trpc/invoke.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import type { DescribedError } from "../trpc/errors.ts";
@@ -9,8 +9,8 @@ export const DEFAULT_RETRY_AFTER_SECONDS = 60;
 /** Every procedure's meta by its dotted path, read once at start-up. */
 export const procedureMetas = (router: AppRouter): Map<string, ProcedureMeta> => {
   const metas = new Map<string, ProcedureMeta>();
-  for (const [path, procedure] of Object.entries(router._def.procedures)) {
-    const meta = (procedure as unknown as AnyTRPCProcedure)._def.meta as ProcedureMeta | undefined;
+  for (const [path, procedure] of Object.entries(proceduresOf(router))) {
+    const meta = procedure._def.meta as ProcedureMeta | undefined;
     if (meta) metas.set(path, meta);
   }
   return metas;

@@ -16,7 +16,7 @@ import {
 import type { ZodObject } from "zod";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
-import { invokeProcedure } from "../trpc/invoke.ts";
+import { invokeProcedure, proceduresOf } from "../trpc/invoke.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
@@ -112,7 +112,7 @@ const exactOperations = (byMethod: ReadonlyMap<string, Operation[]>): Map<string
 
 const operationsOf = (router: AppRouter): Map<string, Operation[]> => {
   const byMethod = new Map<string, Operation[]>();
-  const procedures = router._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+  const procedures = proceduresOf(router);
   forEachOpenApiProcedure(procedures as Parameters<typeof forEachOpenApiProcedure>[0], ({ path, procedure }) => {
     const trpcProcedure = procedure as unknown as AnyTRPCProcedure;
     const type = trpcProcedure._def.type;

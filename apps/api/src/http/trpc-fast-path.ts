@@ -4,7 +4,7 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { AppRouter } from "../trpc/app-router.ts";
 import { isJsonMediaType } from "./media-type.ts";
 import type { RequestContext } from "../trpc/context.ts";
-import { invokeProcedure } from "../trpc/invoke.ts";
+import { invokeProcedure, proceduresOf } from "../trpc/invoke.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders } from "./answer-headers.ts";
 import { describeError } from "../trpc/errors.ts";
@@ -35,7 +35,7 @@ type Call = { path: string; procedure: AnyTRPCProcedure; input: unknown };
  * `getTRPCErrorShape`). Both are read once, here, at start-up.
  */
 export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
-  const procedures = options.router._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+  const procedures = proceduresOf(options.router);
   const config = options.router._def._config;
 
   return (req: Request, res: Response, next: NextFunction) => {

@@ -121,3 +121,10 @@ const step = async (chain: Middleware[], meta: unknown, index: number, opts: Ste
     return { ok: false, error: getTRPCErrorFromUnknown(cause) };
   }
 };
+
+/**
+ * A router's procedures by dotted path, typed as procedures: tRPC types `_def.procedures` as its
+ * router record (nested routers and procedures alike), while a built router's record is flat.
+ */
+export const proceduresOf = (router: { _def: { procedures: object } }): Record<string, AnyTRPCProcedure> =>
+  router._def.procedures as Record<string, AnyTRPCProcedure>;
