@@ -22,9 +22,8 @@ import {
   type TCreateAccessInput,
   type TCreatedAccess,
   type TunnelNetwork,
-  tunnelAddressProblem,
 } from "@fleet/shared";
-import { checkSessionQuotas, quotaError, sessionQuotas } from "../sessions/session-quotas.ts";
+import { admitSession, sessionQuotas } from "../sessions/session-quotas.ts";
 
 export interface AccessServiceDeps {
   /** Each use case runs in one transaction of its own; the repository gets its `query`. */
@@ -47,8 +46,10 @@ export interface AccessServiceDeps {
 // How often one create tries another port after losing one to a concurrent create.
 const PORT_ATTEMPTS = 5;
 
-/** The quota refusals' words for an access session (docs/api.md "Temporary router access"). */
-const QUOTA_MESSAGES = {
+/** The admission refusals' words for an access session (docs/api.md "Temporary router access"). */
+const SESSION_MESSAGES = {
+  noTunnel:
+    "This router has no assigned management tunnel address (tunnel_ip) inside the tunnel network, so it cannot be reached.",
   routerCap: (max: number) =>
     `This router already has ${max} active forwards and access sessions, the most allowed at once. Revoke one or wait for one to expire.`,
   trialCap: (limit: number) =>
@@ -59,12 +60,6 @@ const QUOTA_MESSAGES = {
 
 const routerNotFound = () => new AppError("not_found", "Router not found.");
 const accessNotFound = () => new AppError("not_found", "Router access not found.");
-const noTunnel = () =>
-  new AppError(
-    "conflict",
-    "This router has no assigned management tunnel address (tunnel_ip) inside the tunnel network, so it cannot be reached.",
-  );
-
 const toAccess = (a: AccessRecord, now: Date): TAccess => ({
   id: a.id,
   service: a.service,
@@ -96,12 +91,12 @@ export class AccessService {
     const now = this.#deps.clock.now();
     const { host: entryPoint, ports } = this.#deps.entryPoint;
     const created = await this.#deps.db.transaction(async (query): Promise<AccessRecord | AppError> => {
-      const counts = new SessionCountsRepository(query);
-      const router = await counts.router(input.router_id, teamId, { forUpdate: true });
-      if (!router) return routerNotFound();
-      if (tunnelAddressProblem(this.#deps.tunnelNetwork, router.tunnelIp)) return noTunnel();
-      const refusal = await checkSessionQuotas(counts, router, sessionQuotas(this.#deps), now);
-      if (refusal) return quotaError(refusal, now, QUOTA_MESSAGES);
+      const router = await admitSession(
+        query,
+        { teamId, routerId: input.router_id, now },
+        { tunnelNetwork: this.#deps.tunnelNetwork, quotas: sessionQuotas(this.#deps), messages: SESSION_MESSAGES },
+      );
+      if (router instanceof AppError) return router;
       const sessions = new AccessRepository(query);
       const access = await claimEntryPointPort(query, {
         entryPoint,

@@ -21,9 +21,8 @@ import {
   type TCreateForwardInput,
   type TForward,
   type TunnelNetwork,
-  tunnelAddressProblem,
 } from "@fleet/shared";
-import { checkSessionQuotas, quotaError, sessionQuotas } from "../sessions/session-quotas.ts";
+import { admitSession, sessionQuotas } from "../sessions/session-quotas.ts";
 import { toForwardResponse } from "./forwards.mapper.ts";
 
 export interface ForwardsServiceDeps {
@@ -49,17 +48,13 @@ export interface ForwardsServiceDeps {
   loopbackSources?: boolean;
 }
 
-const noTunnel = () =>
-  new AppError(
-    "conflict",
-    "This router has no assigned management tunnel address (tunnel_ip) inside the tunnel network, so nothing can be forwarded through it. An operator must assign one.",
-  );
-
 // How often one create tries another port after losing one to a concurrent create.
 const PORT_ATTEMPTS = 25;
 
-/** The quota refusals' words for a forward (docs/api.md "Tunnel agent and entry point"). */
-const QUOTA_MESSAGES = {
+/** The admission refusals' words for a forward (docs/api.md "Tunnel agent and entry point"). */
+const SESSION_MESSAGES = {
+  noTunnel:
+    "This router has no assigned management tunnel address (tunnel_ip) inside the tunnel network, so nothing can be forwarded through it. An operator must assign one.",
   routerCap: (max: number) =>
     `This router already has ${max} active transient forwards, the most allowed at once. Delete one or wait for one to expire.`,
   trialCap: (limit: number) =>
@@ -114,12 +109,12 @@ export class ForwardsService {
     const now = this.#deps.clock.now();
     const { host: entryPoint, ports } = this.#deps.entryPoint;
     const created = await this.#deps.db.transaction(async (query): Promise<ForwardRecord | AppError> => {
-      const counts = new SessionCountsRepository(query);
-      const router = await counts.router(input.router_id, teamId, { forUpdate: true });
-      if (!router) return routerNotFound();
-      if (tunnelAddressProblem(this.#deps.tunnelNetwork, router.tunnelIp)) return noTunnel();
-      const refusal = await checkSessionQuotas(counts, router, sessionQuotas(this.#deps), now);
-      if (refusal) return quotaError(refusal, now, QUOTA_MESSAGES);
+      const router = await admitSession(
+        query,
+        { teamId, routerId: input.router_id, now },
+        { tunnelNetwork: this.#deps.tunnelNetwork, quotas: sessionQuotas(this.#deps), messages: SESSION_MESSAGES },
+      );
+      if (router instanceof AppError) return router;
       const forwards = new ForwardsRepository(query);
       const forward = await claimEntryPointPort(query, {
         entryPoint,

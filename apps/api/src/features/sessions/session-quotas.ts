@@ -1,5 +1,5 @@
-import type { SessionCountsRepository } from "@fleet/db";
-import { AppError, FORWARD_LIMITS } from "@fleet/shared";
+import { type Query, type SessionRouter, SessionCountsRepository } from "@fleet/db";
+import { AppError, FORWARD_LIMITS, type TunnelNetwork, tunnelAddressProblem } from "@fleet/shared";
 
 /**
  * `Retry-After` of a full quota: whole seconds until the earliest counted session expires (a slot
@@ -86,4 +86,27 @@ export const quotaError = (
     extra: { limit, trial, retry_after_seconds: retryAfter },
     retryAfterSeconds: retryAfter,
   });
+};
+
+/**
+ * The admission of a new session (forward or temporary access), in the creating transaction: the
+ * router in the team, locked (else 404), a tunnel address inside the network (else 409), room in
+ * the quotas (else 429). The router, or the error the service answers with.
+ */
+export const admitSession = async (
+  query: Query,
+  request: { teamId: string; routerId: string; now: Date },
+  rules: {
+    tunnelNetwork: TunnelNetwork | undefined;
+    quotas: SessionQuotas;
+    messages: Parameters<typeof quotaError>[2] & { noTunnel: string };
+  },
+): Promise<SessionRouter | AppError> => {
+  const counts = new SessionCountsRepository(query);
+  const router = await counts.router(request.routerId, request.teamId, { forUpdate: true });
+  if (!router) return new AppError("not_found", "Router not found.");
+  if (tunnelAddressProblem(rules.tunnelNetwork, router.tunnelIp))
+    return new AppError("conflict", rules.messages.noTunnel);
+  const refusal = await checkSessionQuotas(counts, router, rules.quotas, request.now);
+  return refusal ? quotaError(refusal, request.now, rules.messages) : router;
 };
