@@ -18,11 +18,16 @@ const scrape = async () => {
   return res.text();
 };
 
-/** The value of one sample line, or undefined. */
+/**
+ * The sum of the sample lines carrying these labels, or undefined when none does. The registry is
+ * the process's (prom-client's default), which other test files in the same worker also count into:
+ * assertions compare a scrape before and after.
+ */
 const sample = (text: string, name: string, labels: Record<string, string>): number | undefined => {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  const line = text.split("\n").find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.includes(w)));
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1));
+  const lines = text.split("\n").filter((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.includes(w)));
+  if (lines.length === 0) return undefined;
+  return lines.reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
 };
 
 describe("GET /metrics on the API port", () => {
@@ -38,19 +43,20 @@ describe("GET /metrics on the API port", () => {
   it("counts requests by route template (never an id), method and status, with latency histograms", async () => {
     const { token } = await h.login();
     const id = crypto.randomUUID();
+    const before = await scrape();
+    const delta = (text: string, name: string, labels: Record<string, string>) =>
+      (sample(text, name, labels) ?? 0) - (sample(before, name, labels) ?? 0);
     for (let i = 0; i < 3; i++) await h.request("GET", `/api/routers/${crypto.randomUUID()}/faults`, { token });
     await h.request("GET", "/no/such/path");
     const text = await scrape();
-    expect(sample(text, "fleet_http_requests_total", { route: "/api/routers/{router_id}/faults", status: "404" })).toBe(
+    expect(delta(text, "fleet_http_requests_total", { route: "/api/routers/{router_id}/faults", status: "404" })).toBe(
       3,
     );
-    expect(
-      sample(text, "fleet_http_requests_total", { route: "unmatched", method: "GET", status: "404" }),
-    ).toBeGreaterThanOrEqual(1);
+    expect(delta(text, "fleet_http_requests_total", { route: "unmatched", method: "GET", status: "404" })).toBe(1);
     expect(text).not.toContain(id);
-    expect(
-      sample(text, "fleet_http_request_duration_seconds_count", { route: "/api/routers/{router_id}/faults" }),
-    ).toBe(3);
+    expect(delta(text, "fleet_http_request_duration_seconds_count", { route: "/api/routers/{router_id}/faults" })).toBe(
+      3,
+    );
     expect(text).toMatch(
       /fleet_http_request_duration_seconds_bucket\{le="0\.005",route="\/api\/routers\/\{router_id\}\/faults"/,
     );
