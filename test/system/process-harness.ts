@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { seedPgliteDataDir } from "@fleet/db/testing";
 import { eventually } from "@fleet/shared/testing";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -17,9 +18,18 @@ export interface SystemProcess {
   cleanup(): void;
 }
 
-/** Runs an entry point (e.g. `npm start`'s) as a real process on the project's Node. */
-export const spawnSystem = (entry: string, env: Record<string, string>): SystemProcess => {
+/**
+ * Runs an entry point (e.g. `npm start`'s) as a real process on the project's Node. `migrated`:
+ * its PGlite DATA_DIR starts as a copy of the run's migrated template (seedPgliteDataDir), for a
+ * test that is not about a first install.
+ */
+export const spawnSystem = (
+  entry: string,
+  env: Record<string, string>,
+  options: { migrated?: boolean } = {},
+): SystemProcess => {
   const dataDir = mkdtempSync(path.join(tmpdir(), "fleet-"));
+  if (options.migrated && !env.DATABASE_URL) seedPgliteDataDir(dataDir);
   const child = spawn(process.execPath, [path.join(root, entry)], {
     cwd: root,
     env: { PATH: process.env.PATH ?? "", DATA_DIR: dataDir, ...env },

@@ -4,7 +4,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { openDatabase } from "@fleet/db";
-import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { createTestDatabase, makeRouter, makeUser, seedPgliteDataDir, type TestDatabase } from "@fleet/db/testing";
 import { generateEd25519KeyPair } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -202,7 +202,6 @@ const stopGracefully = async (proc: Running): Promise<number> => {
   return took;
 };
 
-// Real processes on PGlite each migrate a fresh database first: tens of seconds on a loaded machine.
 describe.each<Launch>(["image", "npm"])("SIGTERM to the process started as %s does", { timeout: 120_000 }, (launch) => {
   let dir: string;
   let pg: TestDatabase | undefined;
@@ -233,6 +232,9 @@ describe.each<Launch>(["image", "npm"])("SIGTERM to the process started as %s do
     if (databaseUrl) {
       pg = await createTestDatabase();
       env.DATABASE_URL = pg.url ?? "";
+    } else {
+      // Each app's own PGlite directory starts migrated: these tests are about stopping, not installing.
+      for (const app of ["all-in-one", "api", "heartbeat", "tunnel-agent"] as const) seedPgliteDataDir(dataDir(app));
     }
   });
 

@@ -81,7 +81,7 @@ beforeAll(async () => {
     db = await createTestDatabase();
     env.DATABASE_URL = db.url ?? "";
   }
-  system = spawnSystem("apps/all-in-one/src/main.ts", env);
+  system = spawnSystem("apps/all-in-one/src/main.ts", env, { migrated: true });
   url = await waitForOutput(system, /API\s+(http:\/\/\S+)/);
 });
 

@@ -59,7 +59,7 @@ describe("webhook outbox survives kill -9", () => {
         db = await createTestDatabase();
         env.DATABASE_URL = db.url ?? "";
       }
-      const first = spawnSystem("apps/all-in-one/src/main.ts", env);
+      const first = spawnSystem("apps/all-in-one/src/main.ts", env, { migrated: true });
       processes.push(first);
       const url = await waitForOutput(first, /API\s+(http:\/\/\S+)/);
       const login = (await (

@@ -1,4 +1,4 @@
 export * from "./factories.ts";
 export * from "./test-database.ts";
 export * from "./forward-factories.ts";
-export { prepareMigratedTemplate } from "./migrated-template.ts";
+export { prepareMigratedTemplate, seedPgliteDataDir } from "./migrated-template.ts";
