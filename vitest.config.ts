@@ -1,5 +1,6 @@
 import { defineConfig } from "vitest/config";
 import ProgressReporter from "./scripts/vitest-progress-reporter.ts";
+import SlowFirstSequencer from "./scripts/vitest-sequencer.ts";
 
 export default defineConfig({
   test: {
@@ -20,6 +21,7 @@ export default defineConfig({
     // that process-wide state outlives a file: a test reads a process-wide counter (prom-client's
     // registry) as a before/after difference, and puts back what it changes globally (a tracer).
     isolate: false,
+    sequence: { sequencer: SlowFirstSequencer },
     // The default reporter's details and summary, plus one progress line per finished file.
     reporters: ["default", new ProgressReporter()],
     testTimeout: 30_000,
