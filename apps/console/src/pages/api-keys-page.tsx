@@ -2,9 +2,10 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { CopyButton } from "../components/copy-button.tsx";
 import { Field, FormError } from "../components/field.tsx";
+import { numberOrText, useFormValues } from "../components/form-state.ts";
 import { usePageTitle } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
-import { fieldErrors, type Inputs, messageOf, useTRPC } from "../trpc.ts";
+import { type Inputs, useTRPC } from "../trpc.ts";
 
 type Scope = Inputs["apiKeys"]["create"]["scopes"][number];
 /** The scopes a user's key may carry (checked against the server's input type). */
@@ -19,21 +20,14 @@ export const ApiKeysPage = () => {
   const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.apiKeys.list.queryKey() });
   const create = useMutation(trpc.apiKeys.create.mutationOptions({ onSuccess: refresh }));
   const revoke = useMutation(trpc.apiKeys.delete.mutationOptions({ onSuccess: refresh }));
-  const [name, setName] = useState("");
+  const { values, judged } = useFormValues({ name: "", expires_in_days: "" });
   const [scopes, setScopes] = useState<Scope[]>(["routers:read"]);
-  const [days, setDays] = useState("");
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    create.mutate({
-      name,
-      scopes,
-      ...(days.trim()
-        ? { expires_in_days: Number.isFinite(Number(days)) ? Number(days) : (days as unknown as number) }
-        : {}),
-    });
+    const days = values.expires_in_days;
+    create.mutate({ name: values.name, scopes, ...(days.trim() ? { expires_in_days: numberOrText(days) } : {}) });
   };
-  const errors = fieldErrors(create.error);
-  const unplaced = create.error && !["name", "scopes", "expires_in_days"].some((f) => errors[f]);
+  const { errors, field, unplaced } = judged(create.error, ["scopes"]);
   const list = keys.data ?? [];
   return (
     <section aria-labelledby="keys-title">
@@ -44,20 +38,11 @@ export const ApiKeysPage = () => {
       <form onSubmit={submit} className="card" aria-labelledby="new-key-title" noValidate>
         <h2 id="new-key-title">Create a key</h2>
         <div className="row">
-          <Field
-            label="Key name"
-            name="name"
-            value={name}
-            onChange={(e) => setName(e.target.value)}
-            errors={errors.name}
-          />
+          <Field label="Key name" {...field("name")} />
           <Field
             label="Expires after days (optional)"
-            name="expires_in_days"
+            {...field("expires_in_days")}
             inputMode="numeric"
-            value={days}
-            onChange={(e) => setDays(e.target.value)}
-            errors={errors.expires_in_days}
             hint="1 to 365; empty: never"
           />
         </div>
@@ -79,7 +64,7 @@ export const ApiKeysPage = () => {
             </span>
           ) : null}
         </fieldset>
-        <FormError message={unplaced ? messageOf(create.error) : undefined} />
+        <FormError message={unplaced} />
         <button type="submit" disabled={create.isPending}>
           Create key
         </button>

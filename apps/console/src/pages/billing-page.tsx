@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useRef, useState } from "react";
 import { Field, FormError } from "../components/field.tsx";
+import { useFormValues } from "../components/form-state.ts";
 import { usePageTitle } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
 import { pageConfig } from "../page-config.ts";
@@ -12,7 +13,7 @@ import {
   type StripeCardElement,
   stripeJs,
 } from "../processor.ts";
-import { fieldErrors, httpStatus, messageOf, type Outputs, useTRPC } from "../trpc.ts";
+import { httpStatus, messageOf, type Outputs, useTRPC } from "../trpc.ts";
 
 type Account = Outputs["account"]["get"];
 
@@ -45,7 +46,9 @@ export const BillingPage = () => {
 const CreateAccountForm = () => {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
-  const [form, setForm] = useState({ name: "", email: "", country: "" });
+  const { values: form, judged } = useFormValues({ name: "", email: "", country: "" }, (name) =>
+    name === "country" ? "address.country" : name,
+  );
   const create = useMutation(
     trpc.account.create.mutationOptions({
       onSuccess: (account) => queryClient.setQueryData(trpc.account.get.queryKey(), account),
@@ -55,40 +58,21 @@ const CreateAccountForm = () => {
     event.preventDefault();
     create.mutate({ name: form.name, email: form.email, address: { country: form.country.trim().toUpperCase() } });
   };
-  const errors = fieldErrors(create.error);
-  const placed = ["name", "email", "address.country"].some((f) => errors[f]);
+  const { field, unplaced } = judged(create.error);
   return (
     <form onSubmit={submit} className="card" aria-labelledby="create-account-title" noValidate>
       <h2 id="create-account-title">Create the billing account</h2>
       <p className="hint">Routers, forwards and invoices are billed to this account.</p>
-      <Field
-        label="Company or name"
-        name="name"
-        autoComplete="organization"
-        value={form.name}
-        onChange={(e) => setForm({ ...form, name: e.target.value })}
-        errors={errors.name}
-      />
-      <Field
-        label="Billing email"
-        name="email"
-        type="email"
-        autoComplete="email"
-        value={form.email}
-        onChange={(e) => setForm({ ...form, email: e.target.value })}
-        errors={errors.email}
-      />
+      <Field label="Company or name" {...field("name")} autoComplete="organization" />
+      <Field label="Billing email" {...field("email")} type="email" autoComplete="email" />
       <Field
         label="Country"
-        name="country"
+        {...field("country")}
         autoComplete="country"
         hint="Two-letter code, such as DE or US"
         maxLength={2}
-        value={form.country}
-        onChange={(e) => setForm({ ...form, country: e.target.value })}
-        errors={errors["address.country"]}
       />
-      <FormError message={create.error && !placed ? messageOf(create.error) : undefined} />
+      <FormError message={unplaced} />
       <button type="submit" disabled={create.isPending}>
         Create account
       </button>
@@ -108,7 +92,10 @@ const ADDRESS = [
 const AccountForm = ({ account }: { account: Account }) => {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
-  const [form, setForm] = useState({ name: account.name, email: account.email, ...account.address });
+  const { values: form, judged } = useFormValues(
+    { name: account.name, email: account.email, ...account.address },
+    (name) => (name === "name" || name === "email" ? name : `address.${name}`),
+  );
   const [saved, setSaved] = useState(false);
   const update = useMutation(
     trpc.account.update.mutationOptions({
@@ -124,40 +111,17 @@ const AccountForm = ({ account }: { account: Account }) => {
     const { name, email, ...address } = form;
     update.mutate({ name, email, address: { ...address, country: address.country.trim().toUpperCase() } });
   };
-  const errors = fieldErrors(update.error);
-  const known = ["name", "email", ...ADDRESS.map(([key]) => `address.${key}`)];
-  const unplaced = update.error && !known.some((f) => errors[f]) ? messageOf(update.error) : undefined;
+  const { field, unplaced } = judged(update.error);
   return (
     <form onSubmit={submit} className="card" aria-labelledby="account-title" noValidate>
       <h2 id="account-title">Billing account</h2>
       <div className="row">
-        <Field
-          label="Company or name"
-          name="name"
-          value={form.name}
-          onChange={(e) => setForm({ ...form, name: e.target.value })}
-          errors={errors.name}
-        />
-        <Field
-          label="Billing email"
-          name="email"
-          type="email"
-          value={form.email}
-          onChange={(e) => setForm({ ...form, email: e.target.value })}
-          errors={errors.email}
-        />
+        <Field label="Company or name" {...field("name")} />
+        <Field label="Billing email" {...field("email")} type="email" />
       </div>
       <div className="row">
         {ADDRESS.map(([key, label, autoComplete]) => (
-          <Field
-            key={key}
-            label={label}
-            name={key}
-            autoComplete={autoComplete}
-            value={form[key]}
-            onChange={(e) => setForm({ ...form, [key]: e.target.value })}
-            errors={errors[`address.${key}`]}
-          />
+          <Field key={key} label={label} {...field(key)} autoComplete={autoComplete} />
         ))}
       </div>
       <FormError message={unplaced} />

@@ -1,11 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
+import type { FormEvent } from "react";
 import { CopyButton } from "../components/copy-button.tsx";
 import { Field, FormError, SelectField } from "../components/field.tsx";
+import { numberOrText, useFormValues } from "../components/form-state.ts";
 import { countdown, useNow } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
-import { fieldErrors, type Inputs, messageOf, type Outputs, useTRPC } from "../trpc.ts";
-import { numberOrText } from "./router-forwards.tsx";
+import { type Inputs, messageOf, type Outputs, useTRPC } from "../trpc.ts";
 
 type Access = Outputs["access"]["list"]["data"][number];
 type Service = Inputs["access"]["create"]["service"];
@@ -21,8 +21,6 @@ const LEVELS = [
   { value: "read", label: "Read only" },
   { value: "full", label: "Full (no passwords, no sensitive data)" },
 ] as const satisfies ReadonlyArray<{ value: Level; label: string }>;
-
-const FIELDS = ["service", "level", "expire_after_minutes", "allow_from"] as const;
 
 const serviceName = (service: Service): string => SERVICES.find((s) => s.value === service)?.label ?? service;
 
@@ -54,7 +52,7 @@ export const AccessSection = ({ routerId }: { routerId: string }) => {
       },
     }),
   );
-  const [form, setForm] = useState<{
+  const { values: form, judged } = useFormValues<{
     service: Service;
     level: Level;
     expire_after_minutes: string;
@@ -70,8 +68,7 @@ export const AccessSection = ({ routerId }: { routerId: string }) => {
       allow_from: form.allow_from.trim(),
     });
   };
-  const errors = fieldErrors(create.error);
-  const unplaced = create.error && !FIELDS.some((f) => errors[f]) ? messageOf(create.error) : undefined;
+  const { field, unplaced } = judged(create.error);
   const active = (sessions.data?.data ?? []).filter(
     (a) => !a.expired && !a.revoked_early && Date.parse(a.expires_at) > now,
   );
@@ -151,39 +148,10 @@ export const AccessSection = ({ routerId }: { routerId: string }) => {
       <form onSubmit={submit} aria-labelledby="new-access-title" className="subform">
         <h3 id="new-access-title">Open access to the router</h3>
         <div className="row">
-          <SelectField
-            label="Service"
-            name="service"
-            options={SERVICES}
-            value={form.service}
-            onChange={(e) => setForm({ ...form, service: e.target.value as Service })}
-            errors={errors.service}
-          />
-          <SelectField
-            label="Level"
-            name="level"
-            options={LEVELS}
-            value={form.level}
-            onChange={(e) => setForm({ ...form, level: e.target.value as Level })}
-            errors={errors.level}
-          />
-          <Field
-            label="Access from"
-            name="allow_from"
-            placeholder="203.0.113.7 or 203.0.113.0/24"
-            value={form.allow_from}
-            onChange={(e) => setForm({ ...form, allow_from: e.target.value })}
-            errors={errors.allow_from}
-          />
-          <Field
-            label="Minutes of access"
-            name="expire_after_minutes"
-            inputMode="numeric"
-            value={form.expire_after_minutes}
-            onChange={(e) => setForm({ ...form, expire_after_minutes: e.target.value })}
-            errors={errors.expire_after_minutes}
-            hint="15 to 1440"
-          />
+          <SelectField label="Service" {...field("service")} options={SERVICES} />
+          <SelectField label="Level" {...field("level")} options={LEVELS} />
+          <Field label="Access from" {...field("allow_from")} placeholder="203.0.113.7 or 203.0.113.0/24" />
+          <Field label="Minutes of access" {...field("expire_after_minutes")} inputMode="numeric" hint="15 to 1440" />
         </div>
         <FormError message={unplaced} />
         <button type="submit" disabled={create.isPending}>

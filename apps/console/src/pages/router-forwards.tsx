@@ -1,16 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
+import type { FormEvent } from "react";
 import { CopyButton } from "../components/copy-button.tsx";
 import { Field, FormError } from "../components/field.tsx";
+import { numberOrText, useFormValues } from "../components/form-state.ts";
 import { countdown, useNow } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
-import { type Forward, fieldErrors, messageOf, useTRPC } from "../trpc.ts";
-
-const FIELDS = ["dst_address", "dst_port", "allow_from", "expire_after_minutes"] as const;
-
-/** A number field's text as the server should judge it: a number when it is one, else the text. */
-export const numberOrText = (text: string): number =>
-  text.trim() !== "" && Number.isFinite(Number(text)) ? Number(text) : (text as unknown as number);
+import { type Forward, messageOf, useTRPC } from "../trpc.ts";
 
 /** docs/console.md "Router": open forwards with a live countdown and a connect line; open and revoke. */
 export const ForwardsSection = ({ routerId }: { routerId: string }) => {
@@ -21,11 +16,20 @@ export const ForwardsSection = ({ routerId }: { routerId: string }) => {
   const refresh = () =>
     queryClient.invalidateQueries({ queryKey: trpc.forwards.list.queryKey({ router_id: routerId }) });
   const revoke = useMutation(trpc.forwards.delete.mutationOptions({ onSuccess: refresh }));
-  const [form, setForm] = useState({ dst_address: "", dst_port: "80", allow_from: "", expire_after_minutes: "60" });
+  const {
+    values: form,
+    setValues,
+    judged,
+  } = useFormValues({
+    dst_address: "",
+    dst_port: "80",
+    allow_from: "",
+    expire_after_minutes: "60",
+  });
   const create = useMutation(
     trpc.forwards.create.mutationOptions({
       onSuccess: () => {
-        setForm((f) => ({ ...f, dst_address: "" }));
+        setValues((f) => ({ ...f, dst_address: "" }));
         return refresh();
       },
     }),
@@ -40,8 +44,7 @@ export const ForwardsSection = ({ routerId }: { routerId: string }) => {
       expire_after_minutes: numberOrText(form.expire_after_minutes),
     });
   };
-  const errors = fieldErrors(create.error);
-  const unplaced = create.error && !FIELDS.some((f) => errors[f]) ? messageOf(create.error) : undefined;
+  const { field, unplaced } = judged(create.error);
   const all = forwards.data ?? [];
   const open = all.filter((f) => !f.expired && !f.revoked_early && Date.parse(f.expires_at) > now);
   const closed = all.length - open.length;
@@ -81,39 +84,10 @@ export const ForwardsSection = ({ routerId }: { routerId: string }) => {
       <form onSubmit={submit} aria-labelledby="new-forward-title" className="subform">
         <h3 id="new-forward-title">Open a forward</h3>
         <div className="row">
-          <Field
-            label="LAN address"
-            name="dst_address"
-            placeholder="192.168.88.10"
-            value={form.dst_address}
-            onChange={(e) => setForm({ ...form, dst_address: e.target.value })}
-            errors={errors.dst_address}
-          />
-          <Field
-            label="LAN port"
-            name="dst_port"
-            inputMode="numeric"
-            value={form.dst_port}
-            onChange={(e) => setForm({ ...form, dst_port: e.target.value })}
-            errors={errors.dst_port}
-          />
-          <Field
-            label="Allow from"
-            name="allow_from"
-            placeholder="203.0.113.7 or 203.0.113.0/24"
-            value={form.allow_from}
-            onChange={(e) => setForm({ ...form, allow_from: e.target.value })}
-            errors={errors.allow_from}
-          />
-          <Field
-            label="Minutes open"
-            name="expire_after_minutes"
-            inputMode="numeric"
-            value={form.expire_after_minutes}
-            onChange={(e) => setForm({ ...form, expire_after_minutes: e.target.value })}
-            errors={errors.expire_after_minutes}
-            hint="10 to 1440"
-          />
+          <Field label="LAN address" {...field("dst_address")} placeholder="192.168.88.10" />
+          <Field label="LAN port" {...field("dst_port")} inputMode="numeric" />
+          <Field label="Allow from" {...field("allow_from")} placeholder="203.0.113.7 or 203.0.113.0/24" />
+          <Field label="Minutes open" {...field("expire_after_minutes")} inputMode="numeric" hint="10 to 1440" />
         </div>
         <FormError message={unplaced} />
         <button type="submit" disabled={create.isPending}>

@@ -2,9 +2,10 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { CopyButton } from "../components/copy-button.tsx";
 import { Field, FormError } from "../components/field.tsx";
+import { useFormValues } from "../components/form-state.ts";
 import { usePageTitle } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
-import { fieldErrors, type Inputs, messageOf, type Outputs, useTRPC } from "../trpc.ts";
+import { type Inputs, messageOf, type Outputs, useTRPC } from "../trpc.ts";
 
 type EventName = Inputs["webhooks"]["create"]["events"][number];
 /** The events most receivers want, offered one by one (checked against the server's input type). */
@@ -28,16 +29,15 @@ export const WebhooksPage = () => {
   const hooks = useQuery(trpc.webhooks.list.queryOptions());
   const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.webhooks.list.queryKey() });
   const create = useMutation(trpc.webhooks.create.mutationOptions({ onSuccess: refresh }));
-  const [url, setUrl] = useState("");
-  const [description, setDescription] = useState("");
+  const { values, judged } = useFormValues({ url: "", description: "" });
   const [all, setAll] = useState(true);
   const [events, setEvents] = useState<EventName[]>(["router.offline", "router.online"]);
   const submit = (event: FormEvent) => {
     event.preventDefault();
+    const { url, description } = values;
     create.mutate({ url, events: all ? ["*"] : events, ...(description ? { description } : {}) });
   };
-  const errors = fieldErrors(create.error);
-  const unplaced = create.error && !["url", "events", "description"].some((f) => errors[f]);
+  const { errors, field, unplaced } = judged(create.error, ["events"]);
   const list = hooks.data?.data ?? [];
   return (
     <section aria-labelledby="webhooks-title">
@@ -45,21 +45,8 @@ export const WebhooksPage = () => {
       <form onSubmit={submit} className="card" aria-labelledby="new-webhook-title" noValidate>
         <h2 id="new-webhook-title">Add a receiver</h2>
         <div className="row">
-          <Field
-            label="Receiver URL"
-            name="url"
-            type="url"
-            value={url}
-            onChange={(e) => setUrl(e.target.value)}
-            errors={errors.url}
-          />
-          <Field
-            label="Description (optional)"
-            name="description"
-            value={description}
-            onChange={(e) => setDescription(e.target.value)}
-            errors={errors.description}
-          />
+          <Field label="Receiver URL" {...field("url")} type="url" />
+          <Field label="Description (optional)" {...field("description")} />
         </div>
         <fieldset>
           <legend>Events</legend>
@@ -81,7 +68,7 @@ export const WebhooksPage = () => {
               ))}
           {errors.events ? <span className="error">{errors.events.join(" ")}</span> : null}
         </fieldset>
-        <FormError message={unplaced ? messageOf(create.error) : undefined} />
+        <FormError message={unplaced} />
         <button type="submit" disabled={create.isPending}>
           Add webhook
         </button>
