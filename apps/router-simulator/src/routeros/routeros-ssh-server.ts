@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Connection, ParsedKey, ServerChannel } from "ssh2";
+import type { AuthContext, Connection, ParsedKey, ServerChannel } from "ssh2";
 import ssh2 from "ssh2";
 import { type ConfigMenu, parseRouterOsCommand, type Target } from "./routeros-cli-parser.ts";
 import { type LanResolver, type NatRule, RouterOsNatTable } from "./routeros-nat-table.ts";
@@ -83,34 +83,39 @@ function parseKeyOrThrow(key: string | Buffer, what: string): ParsedKey {
   return parsed;
 }
 
-export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Promise<RouterOsSshServer> {
-  const hostKey = opts.hostKey ?? generateEd25519KeyPair().private;
-  const hostPublic = parseKeyOrThrow(hostKey, "hostKey").getPublicSSH();
-  const allowed = (opts.authorizedKeys ?? []).map((k) => parseKeyOrThrow(k, "authorizedKeys"));
-  const nat = new RouterOsNatTable(opts.host, opts.lan, opts.conntrackOutlivesRules ?? false, opts.wanAddress);
-  const received: string[] = [];
-  const sessions = new Set<Connection>();
-  /** Sessions of users who logged in with a password (temporary access), by user name. */
-  const passwordSessions = new Map<Connection, string>();
-  const users = new RouterOsUsers((username) => {
-    let n = 0;
-    for (const [client, name] of passwordSessions) {
-      if (name !== username) continue;
-      client.end();
-      n++;
-    }
-    return n;
-  });
-  let logins = 0;
-  // RouterOS applies configuration changes one at a time; this also keeps concurrent adds
-  // for the same port from racing to bind it.
-  let queue: Promise<unknown> = Promise.resolve();
+/**
+ * The router's command line: every line received, the configuration it changes (NAT rules, users,
+ * the adopted device's tables) and `/export terse`. RouterOS applies changes one at a time; the
+ * queue also keeps concurrent adds for the same port from racing to bind it.
+ */
+class RouterOsCommandLine {
+  readonly received: string[] = [];
+  #queue: Promise<unknown> = Promise.resolve();
+
+  readonly #opts: RouterOsSshServerOptions;
+  readonly #nat: RouterOsNatTable;
+  readonly #users: RouterOsUsers;
+
+  constructor(opts: RouterOsSshServerOptions, nat: RouterOsNatTable, users: RouterOsUsers) {
+    this.#opts = opts;
+    this.#nat = nat;
+    this.#users = users;
+  }
 
   /** `user`: the password user of the session (temporary access); undefined for the agent's key login. */
-  async function execute(line: string, user?: string): Promise<string> {
-    received.push(line);
+  run(line: string, user?: string): Promise<string> {
+    const result = this.#queue
+      .then(() => this.#execute(line, user))
+      .catch((err: unknown) => `failure: simulator error: ${err}`);
+    this.#queue = result;
+    return result;
+  }
+
+  async #execute(line: string, user?: string): Promise<string> {
+    const [opts, nat, users] = [this.#opts, this.#nat, this.#users];
+    this.received.push(line);
     if (opts.commandDelayMs) await sleep(opts.commandDelayMs);
-    if (line.trim() === "/export terse") return exportTerse();
+    if (line.trim() === "/export terse") return this.#exportTerse();
     if (RouterOsUsers.handles(line)) {
       const out = users.execute(line, user);
       if (out !== "" || !opts.configuration) return out;
@@ -146,73 +151,109 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
    * `/export terse` as RouterOS writes it: a dated first comment line (different on every read),
    * then one section per configured menu. Sensitive values are never part of it.
    */
-  function exportTerse(): string {
+  #exportTerse(): string {
     const stamp = new Date().toISOString().slice(0, 19).replace("T", " ");
     return [
       `# ${stamp} by RouterOS 7.16.2`,
       "# software id = SIM0-0000",
       "#",
-      ...nat.exportLines(),
-      ...users.exportLines(),
+      ...this.#nat.exportLines(),
+      ...this.#users.exportLines(),
       "/system identity",
       "set name=Sim",
     ].join("\r\n");
   }
+}
 
-  function run(line: string, user?: string): Promise<string> {
-    const result = queue.then(() => execute(line, user)).catch((err: unknown) => `failure: simulator error: ${err}`);
-    queue = result;
-    return result;
-  }
+/** An interactive shell: echo, backspace, a prompt after each answer, `/quit`. */
+function serveShell(stream: ServerChannel, run: (line: string) => Promise<string>): void {
+  let buffer = "";
+  stream.on("error", () => undefined);
+  stream.write(`\r\n${PROMPT}`);
+  stream.on("data", (data: Buffer) => {
+    for (const ch of data.toString("utf8")) {
+      if (ch === "\r" || ch === "\n") {
+        const line = buffer.trim();
+        buffer = "";
+        if (line === "/quit" || line === "quit") {
+          stream.write("\r\ninterrupted\r\n");
+          stream.exit(0);
+          stream.end();
+          return;
+        }
+        stream.write("\r\n");
+        void (line === "" ? Promise.resolve("") : run(line)).then((out) => {
+          stream.write(out ? `${out}\r\n${PROMPT}` : PROMPT);
+        });
+      } else if (ch === "\x7f" || ch === "\b") {
+        if (buffer.length > 0) {
+          buffer = buffer.slice(0, -1);
+          stream.write("\b \b");
+        }
+      } else {
+        buffer += ch;
+        stream.write(ch);
+      }
+    }
+  });
+}
 
+/**
+ * Who may log in: a local user with a password (temporary access) from an address it allows, or a
+ * correctly signed key that `authorize` accepts (an adopted router) or that is among
+ * `authorizedKeys` under `username`. Returns the password user's name, "" for a key login, or
+ * undefined for a refusal.
+ */
+function loginDecider(opts: RouterOsSshServerOptions, users: RouterOsUsers) {
+  const allowed = (opts.authorizedKeys ?? []).map((k) => parseKeyOrThrow(k, "authorizedKeys"));
+  const parsedKey = (data: Buffer): ParsedKey | undefined => {
+    const parsed = utils.parseKey(data);
+    return parsed instanceof Error ? undefined : parsed;
+  };
   // The wire blob embeds the key type, so comparing blobs compares type and key material.
   const acceptedKey = (data: Buffer): ParsedKey | undefined => {
-    if (allowed.length === 0) {
-      const parsed = utils.parseKey(data);
-      return parsed instanceof Error ? undefined : parsed;
-    }
+    if (allowed.length === 0) return parsedKey(data);
     return allowed.find((k) => {
       const pub = k.getPublicSSH();
       return pub.length === data.length && timingSafeEqual(pub, data);
     });
   };
-
-  const parsedKey = (data: Buffer): ParsedKey | undefined => {
-    const parsed = utils.parseKey(data);
-    return parsed instanceof Error ? undefined : parsed;
+  return (ctx: AuthContext, ip: string): string | undefined => {
+    if (ctx.method === "password")
+      return users.passwordLogin(ctx.username, ctx.password, ip) ? ctx.username : undefined;
+    if (ctx.method !== "publickey") return undefined;
+    if (opts.authorize) {
+      if (!opts.authorize(ctx.username, ctx.key.data, ip)) return undefined;
+    } else if (opts.username !== undefined && ctx.username !== opts.username) {
+      return undefined;
+    }
+    const key = opts.authorize ? parsedKey(ctx.key.data) : acceptedKey(ctx.key.data);
+    if (!key) return undefined;
+    // Without a signature the client only asks whether this key would do; ssh2 then expects a signed retry.
+    if (ctx.signature && (!ctx.blob || key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true)) return undefined;
+    return "";
   };
+}
 
-  function serveShell(stream: ServerChannel, user: string | undefined): void {
-    let buffer = "";
-    stream.on("error", () => undefined);
-    stream.write(`\r\n${PROMPT}`);
-    stream.on("data", (data: Buffer) => {
-      for (const ch of data.toString("utf8")) {
-        if (ch === "\r" || ch === "\n") {
-          const line = buffer.trim();
-          buffer = "";
-          if (line === "/quit" || line === "quit") {
-            stream.write("\r\ninterrupted\r\n");
-            stream.exit(0);
-            stream.end();
-            return;
-          }
-          stream.write("\r\n");
-          void (line === "" ? Promise.resolve("") : run(line, user)).then((out) => {
-            stream.write(out ? `${out}\r\n${PROMPT}` : PROMPT);
-          });
-        } else if (ch === "\x7f" || ch === "\b") {
-          if (buffer.length > 0) {
-            buffer = buffer.slice(0, -1);
-            stream.write("\b \b");
-          }
-        } else {
-          buffer += ch;
-          stream.write(ch);
-        }
-      }
-    });
-  }
+export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Promise<RouterOsSshServer> {
+  const hostKey = opts.hostKey ?? generateEd25519KeyPair().private;
+  const hostPublic = parseKeyOrThrow(hostKey, "hostKey").getPublicSSH();
+  const nat = new RouterOsNatTable(opts.host, opts.lan, opts.conntrackOutlivesRules ?? false, opts.wanAddress);
+  const sessions = new Set<Connection>();
+  /** Sessions of users who logged in with a password (temporary access), by user name. */
+  const passwordSessions = new Map<Connection, string>();
+  const users = new RouterOsUsers((username) => {
+    let n = 0;
+    for (const [client, name] of passwordSessions) {
+      if (name !== username) continue;
+      client.end();
+      n++;
+    }
+    return n;
+  });
+  const commandLine = new RouterOsCommandLine(opts, nat, users);
+  const decideLogin = loginDecider(opts, users);
+  let logins = 0;
 
   const server = new Server({ hostKeys: [hostKey] }, (client, info) => {
     sessions.add(client);
@@ -224,42 +265,28 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     });
     client.on("error", () => client.end());
     client.on("authentication", (ctx) => {
-      if (ctx.method === "password") {
-        // A local user with a password (temporary access), from an address its `address` allows.
-        if (!users.passwordLogin(ctx.username, ctx.password, info.ip)) return ctx.reject(["publickey", "password"]);
-        passwordSessions.set(client, ctx.username);
-        return ctx.accept();
-      }
-      if (ctx.method !== "publickey") return ctx.reject(["publickey", "password"]);
-      if (opts.authorize) {
-        if (!opts.authorize(ctx.username, ctx.key.data, info.ip)) return ctx.reject(["publickey"]);
-      } else if (opts.username !== undefined && ctx.username !== opts.username) {
-        return ctx.reject(["publickey"]);
-      }
-      const key = opts.authorize ? parsedKey(ctx.key.data) : acceptedKey(ctx.key.data);
-      if (!key) return ctx.reject(["publickey"]);
-      // Without a signature the client only asks whether this key would do; ssh2 then expects a signed retry.
-      if (ctx.signature && (!ctx.blob || key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true)) {
-        return ctx.reject(["publickey"]);
-      }
+      const user = decideLogin(ctx, info.ip);
+      if (user === undefined) return ctx.reject(ctx.method === "publickey" ? ["publickey"] : ["publickey", "password"]);
+      if (user !== "") passwordSessions.set(client, user);
       ctx.accept();
     });
     client.on("ready", () => {
       logins++;
+      const run = (line: string) => commandLine.run(line, passwordSessions.get(client));
       client.on("session", (acceptSession) => {
         const session = acceptSession();
         session.on("pty", (accept) => accept());
         session.on("exec", (accept, _reject, info) => {
           const stream = accept();
           stream.on("error", () => undefined);
-          void run(info.command, passwordSessions.get(client)).then((out) => {
+          void run(info.command).then((out) => {
             if (out) stream.write(`${out}\r\n`);
             // RouterOS signals command errors only in-band, so the exit status is always 0.
             stream.exit(0);
             stream.end();
           });
         });
-        session.on("shell", (accept) => serveShell(accept(), passwordSessions.get(client)));
+        session.on("shell", (accept) => serveShell(accept(), run));
       });
     });
   });
@@ -277,7 +304,7 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     hostKeyFingerprint: `SHA256:${createHash("sha256").update(hostPublic).digest("base64").replace(/=+$/, "")}`,
     rules: () => nat.rules(),
     connections: () => nat.connections(),
-    commands: () => [...received],
+    commands: () => [...commandLine.received],
     logins: () => logins,
     users: () => users.users(),
     schedulerEntries: () => users.schedulerEntries(),
