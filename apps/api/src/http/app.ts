@@ -107,15 +107,18 @@ export const createApp = (options: AppOptions): Express => {
    * Whatever the tRPC fast path does not take continues down the whole chain with its URL restored.
    */
   const front = (req: Request, res: Response, next: NextFunction): void => {
-    if (req.method !== "GET" || carriesBody(req)) return next();
     const url = req.url;
-    if (url.startsWith("/trpc/")) {
-      if (!trpcFast) return next();
+    if (req.method !== "GET" || carriesBody(req) || (url.startsWith("/trpc/") && !trpcFast)) {
+      next();
+      return;
+    }
+    if (trpcFast && url.startsWith("/trpc/")) {
+      const baseUrl = req.baseUrl;
       req.url = url.slice("/trpc".length);
-      req.baseUrl = "/trpc";
+      req.baseUrl = `${baseUrl}/trpc`;
       trpcFast(req, res, (error?: unknown) => {
         req.url = url;
-        req.baseUrl = "";
+        req.baseUrl = baseUrl;
         next(error);
       });
       return;
