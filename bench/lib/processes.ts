@@ -45,10 +45,14 @@ export const stopProcess = (child: ChildProcess) =>
   });
 
 /** CPU time (user + system, ms) a process has used so far, from /proc (Linux). */
-export const cpuMs = async (pid: number | undefined): Promise<number> => {
-  if (pid === undefined) return Number.NaN;
+export const cpuMs = async (pid: number | undefined): Promise<number> => (await cpuTimesMs(pid)).total;
+
+/** CPU time a process has used so far in user and in system (kernel) mode, ms, from /proc (Linux). */
+export const cpuTimesMs = async (pid: number | undefined): Promise<{ user: number; system: number; total: number }> => {
+  if (pid === undefined) return { user: Number.NaN, system: Number.NaN, total: Number.NaN };
   const { readFile } = await import("node:fs/promises");
   const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1000) / 100;
+  const user = (Number(fields[11]) * 1000) / 100;
+  const system = (Number(fields[12]) * 1000) / 100;
+  return { user, system, total: user + system };
 };

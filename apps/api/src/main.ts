@@ -2,16 +2,20 @@ import { openDatabase, startConfiguredMetricsServer, startTracing, traceLogMixin
 import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadApiConfig } from "./config.ts";
+import { batchedStdout } from "./log-destination.ts";
 import { startApi } from "./start-api.ts";
 
 // The API alone (scale-out): `npm run start:api`, normally with DATABASE_URL.
 const config = loadConfigOrExit(() => loadApiConfig());
 const tracing = startTracing({ endpoint: config.otlpEndpoint, serviceName: "fleet-api" });
-const logger = pino({
-  level: config.logLevel,
-  redact: REDACT_PATHS,
-  mixin: () => ({ ...requestLogMixin(), ...traceLogMixin() }),
-});
+const logger = pino(
+  {
+    level: config.logLevel,
+    redact: REDACT_PATHS,
+    mixin: () => ({ ...requestLogMixin(), ...traceLogMixin() }),
+  },
+  batchedStdout(),
+);
 const ports = { PORT: config.port, STRIPE_EMULATOR_PORT: config.stripe.emulatorPort };
 const db = await openDatabase({
   databaseUrl: config.databaseUrl,

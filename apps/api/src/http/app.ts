@@ -14,7 +14,7 @@ import { docsRouter } from "./docs-page.ts";
 import { describeError } from "../trpc/errors.ts";
 import { sendRestError } from "./error-shapes.ts";
 import { exceedsDepth } from "./json-depth.ts";
-import { isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
+import { carriesBody, isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
 import { trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
@@ -43,6 +43,9 @@ export const MAX_JSON_DEPTH = 32;
 export const MAX_BODY_BYTES = 100 * 1024;
 /** A tRPC batch may hold at most this many calls. */
 export const MAX_BATCH_CALLS = 10;
+
+/** The adoption script's paths (served before the REST adapter). */
+const ADOPTION_PATH = /^\/+api\/+adoption(?:\/|$)/i;
 
 /** Paths of probes and scrapes, logged at debug level (docs/operations.md "Probes"). */
 const PROBES = new Set(["/livez", "/readyz", "/healthz", "/metrics"]);
@@ -76,6 +79,56 @@ export const createApp = (options: AppOptions): Express => {
   // configured path on each line and cost more than the rest of the line (about 6 µs of the
   // ~9 µs; `npm run bench`), is skipped for it alone. Everything else logs through `logger`.
   const requestLog = logger.child({}, { redact: [] });
+
+  const trpcContext = contextFactory(services, "trpc");
+  const metas = procedureMetas(router);
+  const trpcFast =
+    options.trpcFastPath === false
+      ? undefined
+      : trpcFastPath({
+          router,
+          metas,
+          createContext: trpcContext,
+          maxBatchSize: MAX_BATCH_CALLS,
+          onError: (error) => {
+            if (describeError(error).status >= 500)
+              logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
+          },
+        });
+  const [restPrepare, restDispatch] = restAdapter(router, services, (error) =>
+    logger.error({ err: error }, "procedure failed"),
+  );
+
+  /**
+   * The common reads skip Express's chain of routes and middlewares: a GET without a body under
+   * `/trpc/` or `/v1/` and `/api/` (but the adoption script) would pass every layer before its
+   * handler untouched (no probe, docs or console path, no body to refuse or parse), so it goes
+   * straight to the handler those layers lead to, with the mount point trimmed as Express does.
+   * Whatever the tRPC fast path does not take continues down the whole chain with its URL restored.
+   */
+  const front = (req: Request, res: Response, next: NextFunction): void => {
+    const url = req.url;
+    if (req.method !== "GET" || carriesBody(req) || (url.startsWith("/trpc/") && !trpcFast)) {
+      next();
+      return;
+    }
+    if (trpcFast && url.startsWith("/trpc/")) {
+      const baseUrl = req.baseUrl;
+      req.url = url.slice("/trpc".length);
+      req.baseUrl = `${baseUrl}/trpc`;
+      trpcFast(req, res, (error?: unknown) => {
+        req.url = url;
+        req.baseUrl = baseUrl;
+        next(error);
+      });
+      return;
+    }
+    if ((url.startsWith("/v1/") || url.startsWith("/api/")) && !ADOPTION_PATH.test(req.path)) {
+      restPrepare(req, res, () => restDispatch(req, res, next));
+      return;
+    }
+    next();
+  };
 
   app.use((req, res, next) =>
     // docs/operations.md "Tracing": one server span per request (a no-op without a tracer).
@@ -117,7 +170,7 @@ export const createApp = (options: AppOptions): Express => {
           "request",
         );
       });
-      runWithRequestId(requestId, next);
+      runWithRequestId(requestId, () => front(req, res, next));
     }),
   );
 
@@ -179,24 +232,8 @@ export const createApp = (options: AppOptions): Express => {
     },
   );
 
-  const trpcContext = contextFactory(services, "trpc");
-  const metas = procedureMetas(router);
   app.use("/trpc", trpcRefuseNonJson(router));
-  if (options.trpcFastPath !== false) {
-    app.use(
-      "/trpc",
-      trpcFastPath({
-        router,
-        metas,
-        createContext: trpcContext,
-        maxBatchSize: MAX_BATCH_CALLS,
-        onError: (error) => {
-          if (describeError(error).status >= 500)
-            logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
-        },
-      }),
-    );
-  }
+  if (trpcFast) app.use("/trpc", trpcFast);
   app.use(
     "/trpc",
     createExpressMiddleware({
@@ -210,9 +247,9 @@ export const createApp = (options: AppOptions): Express => {
     }),
   );
 
-  app.use(under(/^\/+api\/+adoption(?:\/|$)/i, adoptionScriptRoute(services)));
+  app.use(under(ADOPTION_PATH, adoptionScriptRoute(services)));
 
-  app.use(restAdapter(router, services, (error) => logger.error({ err: error }, "procedure failed")));
+  app.use(restPrepare, restDispatch);
 
   // The REST adapter answers every path that reaches it (an unknown one with 404), so what comes
   // here is an error thrown before it: the body rules' 400/413/415.

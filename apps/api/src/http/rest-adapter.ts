@@ -26,6 +26,16 @@ import { RestSurface } from "./rest-surface.ts";
 
 const BODY_METHODS = new Set(["POST", "PATCH", "PUT"]);
 
+/** A path the URL parser would give back unchanged: no dot segment, escape, backslash or other oddity. */
+const PLAIN_PATH = /^\/[A-Za-z0-9_~/-]*$/;
+
+/** The pathname of a request target as the WHATWG URL parser reads it (parsed only when it is not plain). */
+const pathnameOf = (url: string): string => {
+  const q = url.indexOf("?");
+  const path = q === -1 ? url : url.slice(0, q);
+  return PLAIN_PATH.test(path) ? path : new URL(`http://127.0.0.1${url}`).pathname;
+};
+
 /** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; a leading =+-@ is defused. */
 const csvField = (value: unknown): string => {
   let text = value === null || value === undefined ? "" : String(value);
@@ -175,7 +185,7 @@ export const restAdapter = (
   router: AppRouter,
   services: Services,
   onServerError: (error: unknown) => void,
-): RequestHandler[] => {
+): [prepare: RequestHandler, dispatch: RequestHandler] => {
   const metas = procedureMetas(router);
   const surface = new RestSurface(metas);
   const operations = operationsOf(router);
@@ -277,7 +287,7 @@ export const restAdapter = (
   };
 
   const dispatch = (req: Request, res: Response) => {
-    const path = normalizePath(new URL(`http://127.0.0.1${req.url}`).pathname);
+    const path = normalizePath(pathnameOf(req.url));
     const { operation, match } = find(req.method, path);
     if (!operation) {
       // As trpc-to-openapi answered: HEAD of an unknown path is an empty 204 (a warm-up probe).

@@ -60,6 +60,7 @@ export class RouteTemplates {
 
   /** Known tRPC procedure paths (`account.get`): anything else under /trpc is `unmatched`. */
   readonly #procedures: ReadonlySet<string>;
+  readonly #trpcLabels = new Map<string, readonly string[]>();
 
   constructor(openApiPaths: readonly string[], fixed: readonly string[], procedures: Iterable<string> = []) {
     this.#procedures = new Set(procedures);
@@ -82,13 +83,19 @@ export class RouteTemplates {
    * the mount point from `req.path` inside `app.use("/trpc", ...)`): `/trpc/<procedure>` for each
    * call of a tRPC request (`/trpc/a,b` is a batch of two), else one template.
    */
-  matchAll(path: string): string[] {
+  matchAll(path: string): readonly string[] {
     if (path.startsWith("/trpc/")) {
+      // The same few call paths come again and again: their labels are kept (a bounded set).
+      const known = this.#trpcLabels.get(path);
+      if (known) return known;
       const calls = path.slice("/trpc/".length).replace(/\/$/, "").split(",");
-      return calls.map((call) => {
+      const labels = calls.map((call) => {
         const procedure = safeDecode(call);
         return procedure !== undefined && this.#procedures.has(procedure) ? `/trpc/${procedure}` : "unmatched";
       });
+      if (this.#trpcLabels.size >= TRPC_LABELS_KEPT) this.#trpcLabels.clear();
+      this.#trpcLabels.set(path, labels);
+      return labels;
     }
     return [this.match(path)];
   }
@@ -103,6 +110,9 @@ export class RouteTemplates {
     return "unmatched";
   }
 }
+
+/** tRPC paths whose labels are kept at most (a flood of distinct paths only empties the set). */
+const TRPC_LABELS_KEPT = 1000;
 
 const safeDecode = (text: string): string | undefined => {
   try {

@@ -103,10 +103,16 @@ export const invokeProcedure = async (procedure: AnyTRPCProcedure, call: Procedu
   return result.data;
 };
 
-const step = async (chain: Middleware[], meta: unknown, index: number, opts: StepOptions): Promise<Result> => {
+/** A middleware's throw or rejection as tRPC's `callRecursive` turns it into a result. */
+const failed = (cause: unknown): Result => ({ ok: false, error: getTRPCErrorFromUnknown(cause) });
+
+// Not an async function: the middleware's promise is handed on with a rejection handler, which
+// costs one promise reaction instead of an async frame suspended and resumed at every step.
+const step = (chain: Middleware[], meta: unknown, index: number, opts: StepOptions): Promise<Result> => {
+  let result: Promise<Result>;
   try {
     const middleware = chain[index] as Middleware;
-    return await middleware({
+    result = middleware({
       ...opts,
       meta,
       next: (next) =>
@@ -118,8 +124,9 @@ const step = async (chain: Middleware[], meta: unknown, index: number, opts: Ste
         }),
     });
   } catch (cause) {
-    return { ok: false, error: getTRPCErrorFromUnknown(cause) };
+    return Promise.resolve(failed(cause));
   }
+  return Promise.resolve(result).then(undefined, failed);
 };
 
 /**

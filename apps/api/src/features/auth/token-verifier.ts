@@ -52,8 +52,9 @@ const ASYMMETRIC = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA
 const CACHE_LIMIT = 20_000;
 
 /**
- * Verifies bearer tokens with pinned algorithms. Verified tokens are cached until they expire: a
- * JWT's validity depends only on its signature and its claims, so a repeat costs a map lookup.
+ * Verifies bearer tokens with pinned algorithms. Verified tokens are cached (by the Authorization
+ * header that carries them) until they expire: a JWT's validity depends only on its signature and
+ * its claims, so a repeat costs a map lookup.
  */
 export class TokenVerifier {
   readonly #key: KeyObject | ReturnType<typeof createRemoteJWKSet>;
@@ -77,14 +78,16 @@ export class TokenVerifier {
   }
 
   async verify(authorization: string | undefined, options: VerifyOptions = {}): Promise<AuthClaims> {
-    const token = bearer(authorization);
-    if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token, options);
-    const cached = this.#cache.get(token);
+    // Keyed by the whole header, which holds the token: a repeat skips parsing the header too. Only
+    // verified JWTs are ever stored (API keys have their own cache), so a hit is one of them.
+    const cached = authorization === undefined ? undefined : this.#cache.get(authorization);
     if (cached) {
       if (cached.exp * 1000 > this.#clock.nowMs()) return cached;
-      this.#cache.delete(token);
+      this.#cache.delete(authorization as string);
       throw unauthenticated("The access token has expired.");
     }
+    const token = bearer(authorization);
+    if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token, options);
     let payload: JWTPayload;
     try {
       const result = await jwtVerify(token, this.#key as KeyObject, {
@@ -101,7 +104,7 @@ export class TokenVerifier {
     }
     const claims = toClaims(payload);
     if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
-    this.#cache.set(token, claims);
+    this.#cache.set(authorization as string, claims);
     return claims;
   }
 }
