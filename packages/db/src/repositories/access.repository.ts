@@ -1,6 +1,13 @@
 import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import type { AuditActor } from "./audit-log.repository.ts";
+import {
+  closeActiveSession,
+  expireDueSessions,
+  getSession,
+  listActiveSessions,
+  type SessionTable,
+} from "./entry-point-sessions.ts";
 import type { RelayTarget } from "./forwards.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -61,6 +68,8 @@ const fromRow = (row: Row): AccessRecord => ({
 // Columns straight off an UPDATE ... RETURNING, without the table alias.
 const RETURNING = COLUMNS.replaceAll("a.", "");
 
+const ACCESS_TABLE: SessionTable<AccessRecord> = { table: "router_access", alias: "a", columns: COLUMNS, fromRow };
+
 /**
  * The `router_access` table (docs/api.md "Temporary router access"): reads and writes only. Built on
  * the `query` of the caller's transaction (or `queryOf(db)`); quotas, ports, jobs and audit entries
@@ -100,60 +109,25 @@ export class AccessRepository {
   }
 
   /** Active sessions of a router (not closed, not past expiry), oldest first. */
-  async listActive(routerId: string, now: Date): Promise<AccessRecord[]> {
-    if (!isUuid(routerId)) return [];
-    const rows = await this.#query<Row>(
-      `select ${COLUMNS} from router_access a where a.router_id = $1 and a.status = 'active' and a.expires_at > $2
-       order by a.created_at, a.id`,
-      [routerId, now],
-    );
-    return rows.map(fromRow);
+  listActive(routerId: string, now: Date): Promise<AccessRecord[]> {
+    return listActiveSessions(this.#query, ACCESS_TABLE, routerId, now);
   }
 
-  async get(routerId: string, id: string): Promise<AccessRecord | null> {
-    if (!isUuid(routerId) || !isUuid(id)) return null;
-    const [row] = await this.#query<Row>(
-      `select ${COLUMNS} from router_access a where a.id = $1 and a.router_id = $2`,
-      [id, routerId],
-    );
-    return row ? fromRow(row) : null;
+  get(routerId: string, id: string): Promise<AccessRecord | null> {
+    return getSession(this.#query, ACCESS_TABLE, routerId, id);
   }
 
   /**
    * Closes an active session: revoked, or expired when its time has passed but no sweep ran yet.
    * Null when it was not active (already closed).
    */
-  async closeActive(routerId: string, id: string, now: Date): Promise<AccessRecord | null> {
-    if (!isUuid(routerId) || !isUuid(id)) return null;
-    const [row] = await this.#query<Row>(
-      `update router_access a set status = case when a.expires_at <= $1 then 'expired' else 'revoked' end, closed_at = $1
-       where a.id = $2 and a.router_id = $3 and a.status = 'active' returning ${COLUMNS}`,
-      [now, id, routerId],
-    );
-    return row ? fromRow(row) : null;
+  closeActive(routerId: string, id: string, now: Date): Promise<AccessRecord | null> {
+    return closeActiveSession(this.#query, ACCESS_TABLE, routerId, id, now);
   }
 
   /** Marks up to 500 active sessions whose time has come expired. */
-  async expireDue(now: Date): Promise<AccessRecord[]> {
-    const rows = await this.#query<Row>(
-      `with due as (
-         select id from router_access where status = 'active' and expires_at <= $1
-         order by expires_at limit 500 for update skip locked
-       )
-       update router_access a set status = 'expired', closed_at = $1 from due where a.id = due.id
-       returning ${COLUMNS}`,
-      [now],
-    );
-    return rows.map(fromRow);
-  }
-
-  /** The organizations of the given routers (their sessions' audit entries' owners); gone routers are absent. */
-  async organizationsOfRouters(routerIds: readonly string[]): Promise<Map<string, string>> {
-    if (routerIds.length === 0) return new Map();
-    const rows = await this.#query<Row>(`select id, organization_id from routers where id = any($1::uuid[])`, [
-      [...new Set(routerIds)],
-    ]);
-    return new Map(rows.map((row) => [String(row.id), String(row.organization_id)]));
+  expireDue(now: Date): Promise<AccessRecord[]> {
+    return expireDueSessions(this.#query, ACCESS_TABLE, now);
   }
 
   /** A session with its router's tunnel address, for the agent's job handlers. */

@@ -1,6 +1,13 @@
 import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import type { AuditActor } from "./audit-log.repository.ts";
+import {
+  closeActiveSession,
+  expireDueSessions,
+  getSession,
+  listActiveSessions,
+  type SessionTable,
+} from "./entry-point-sessions.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
 export type TForwardStatus = "active" | "expired" | "revoked" | "failed";
@@ -72,6 +79,13 @@ export const forwardFromRow = (row: Row): ForwardRecord => ({
   failureReason: row.failure_reason === null || row.failure_reason === undefined ? null : String(row.failure_reason),
 });
 
+const FORWARDS_TABLE: SessionTable<ForwardRecord> = {
+  table: "forwards",
+  alias: "f",
+  columns: FORWARD_COLUMNS,
+  fromRow: forwardFromRow,
+};
+
 /** Characters of a failure reason kept (the column's width). */
 const FAILURE_REASON_MAX = 500;
 
@@ -113,63 +127,26 @@ export class ForwardsRepository {
   }
 
   /** Active forwards of a router (not closed, not past expiry), oldest first. */
-  async listActive(routerId: string, now: Date): Promise<ForwardRecord[]> {
-    if (!isUuid(routerId)) return [];
-    const rows = await this.#query<Row>(
-      `select ${FORWARD_COLUMNS} from forwards f where f.router_id = $1 and f.status = 'active' and f.expires_at > $2
-       order by f.created_at, f.id`,
-      [routerId, now],
-    );
-    return rows.map(forwardFromRow);
+  listActive(routerId: string, now: Date): Promise<ForwardRecord[]> {
+    return listActiveSessions(this.#query, FORWARDS_TABLE, routerId, now);
   }
 
   /** One forward of a router, in any state. */
-  async get(routerId: string, id: string): Promise<ForwardRecord | null> {
-    if (!isUuid(routerId) || !isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `select ${FORWARD_COLUMNS} from forwards f where f.id = $1 and f.router_id = $2`,
-      [id, routerId],
-    );
-    return rows[0] ? forwardFromRow(rows[0]) : null;
+  get(routerId: string, id: string): Promise<ForwardRecord | null> {
+    return getSession(this.#query, FORWARDS_TABLE, routerId, id);
   }
 
   /**
    * Closes an active forward: revoked, or expired when its time has passed but no sweep ran yet.
    * Null when it was not active (already closed).
    */
-  async closeActive(routerId: string, id: string, now: Date): Promise<ForwardRecord | null> {
-    if (!isUuid(routerId) || !isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `update forwards f set status = case when f.expires_at <= $1 then 'expired' else 'revoked' end, closed_at = $1
-       where f.id = $2 and f.router_id = $3 and f.status = 'active'
-       returning ${FORWARD_COLUMNS}`,
-      [now, id, routerId],
-    );
-    return rows[0] ? forwardFromRow(rows[0]) : null;
+  closeActive(routerId: string, id: string, now: Date): Promise<ForwardRecord | null> {
+    return closeActiveSession(this.#query, FORWARDS_TABLE, routerId, id, now);
   }
 
   /** Marks up to 500 active forwards whose time has come expired (of one entry point, if given). */
-  async expireDue(now: Date, entryPoint?: string): Promise<ForwardRecord[]> {
-    const rows = await this.#query<Row>(
-      `with due as (
-         select id from forwards
-         where status = 'active' and expires_at <= $1 and ($2::text is null or entry_point = $2)
-         order by expires_at limit 500
-         for update skip locked
-       )
-       update forwards f set status = 'expired', closed_at = $1 from due where f.id = due.id
-       returning ${FORWARD_COLUMNS}`,
-      [now, entryPoint ?? null],
-    );
-    return rows.map(forwardFromRow);
-  }
-
-  /** The organization of a forward's router (its audit entries' owner); null when the router is gone. */
-  async organizationOfRouter(routerId: string): Promise<string | null> {
-    const [row] = await this.#query<{ organization_id: string }>(`select organization_id from routers where id = $1`, [
-      routerId,
-    ]);
-    return row ? String(row.organization_id) : null;
+  expireDue(now: Date, entryPoint?: string): Promise<ForwardRecord[]> {
+    return expireDueSessions(this.#query, FORWARDS_TABLE, now, entryPoint);
   }
 
   /** An active forward becomes `failed` with the reason; null when it was no longer active. */
