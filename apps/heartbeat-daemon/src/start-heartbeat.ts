@@ -1,5 +1,5 @@
 import { acquireStatusFeed, type Database, HeartbeatsRepository } from "@fleet/db";
-import { type Clock, monotonicClock, systemClock } from "@fleet/shared";
+import { type Clock, FeatureWiring, monotonicClock, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { HeartbeatConfig } from "./config.ts";
 import type { SweepResult } from "./faults/fault-sweeper.ts";
@@ -69,16 +69,11 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     feed: feedHandle.feed,
   };
 
-  const wired: Wired<unknown>[] = [];
-  const stops: Array<() => Promise<void>> = [];
+  const wiring = new FeatureWiring<Wired<unknown>>();
+  const wire = <S>(feature: Wired<S>) => wiring.add(feature);
   const closeWired = async () => {
-    for (const stop of stops.reverse()) await stop();
-    for (const feature of wired.reverse()) await feature.close();
+    await wiring.close();
     await feedHandle.release();
-  };
-  const wire = <S>(feature: Wired<S>): Wired<S> => {
-    wired.push(feature);
-    return feature;
   };
   try {
     const { auth } = wire(wireTokenAuth(ctx)).services;
@@ -97,7 +92,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     const { sweep } = wire(wireFaults(ctx, { coverage })).services;
     wire(wireMetrics(ctx, { writer }));
     if (options.timers !== false) {
-      for (const feature of wired) for (const schedule of feature.schedules) stops.push(schedule.start());
+      for (const feature of wiring.features) for (const schedule of feature.schedules) wiring.started(schedule.start());
     }
 
     let closing: Promise<void> | undefined;

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { acquireJobEngine, type Database, ForwardTargetsRepository, type JobEngine, routerJobsQueue } from "@fleet/db";
-import { type Clock, FORWARD_JOB_KINDS, systemClock } from "@fleet/shared";
+import { type Clock, FeatureWiring, FORWARD_JOB_KINDS, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { TunnelAgentConfig } from "./config.ts";
 import type { ReconcileReport } from "./jobs/reconcile-router.ts";
@@ -117,16 +117,11 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   });
   const ctx: AgentContext = { config, db, logger, jobs, clock: options.clock ?? systemClock };
 
-  const wired: Wired<unknown>[] = [];
-  const stops: Array<() => Promise<void>> = [];
+  const wiring = new FeatureWiring<Wired<unknown>>();
+  const wire = <S>(feature: Wired<S>) => wiring.add(feature);
   const closeWired = async () => {
-    for (const stop of stops.reverse()) await stop();
-    for (const feature of wired.reverse()) await feature.close();
+    await wiring.close();
     await jobs.stop();
-  };
-  const wire = <S>(feature: Wired<S>): Wired<S> => {
-    wired.push(feature);
-    return feature;
   };
   try {
     await jobs.defineQueue(routerJobsQueue(leaseSeconds));
@@ -156,10 +151,10 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     await relay.sync.refresh();
     await sweeper.start();
     await reconcile();
-    for (const feature of wired) {
+    for (const feature of wiring.features) {
       for (const schedule of feature.schedules) {
         if (schedule.jobLoop && options.manualJobs) continue;
-        stops.push(await schedule.start());
+        wiring.started(await schedule.start());
       }
     }
     logger.info(

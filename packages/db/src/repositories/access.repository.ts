@@ -1,13 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import type { AuditActor } from "./audit-log.repository.ts";
-import {
-  closeActiveSession,
-  expireDueSessions,
-  getSession,
-  listActiveSessions,
-  type SessionTable,
-} from "./entry-point-sessions.ts";
+import { SessionRepository, type SessionTable } from "./entry-point-sessions.ts";
 import type { RelayTarget } from "./forwards.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -75,16 +69,16 @@ const ACCESS_TABLE: SessionTable<AccessRecord> = { table: "router_access", alias
  * the `query` of the caller's transaction (or `queryOf(db)`); quotas, ports, jobs and audit entries
  * are the services' (the API's `AccessService`, the agent's `AccessLifecycle`), which run these
  * statements in their own transaction.
+ * Listing, closing and expiring are the rules it shares with forwards (`SessionRepository`).
  */
-export class AccessRepository {
-  readonly #query: Query;
+export class AccessRepository extends SessionRepository<AccessRecord> {
   constructor(query: Query) {
-    this.#query = query;
+    super(query, ACCESS_TABLE);
   }
 
   /** Inserts an active session; null when an active session of the entry point holds the port already. */
   async insertActive(row: NewAccessRow): Promise<AccessRecord | null> {
-    const [inserted] = await this.#query<Row>(
+    const [inserted] = await this.query<Row>(
       `insert into router_access (id, router_id, entry_point, port, service, level, username, allow_only_cidr, status,
          expires_at, created_at, created_by_type, created_by_id)
        values ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10, $11, $12)
@@ -108,32 +102,10 @@ export class AccessRepository {
     return inserted ? fromRow(inserted) : null;
   }
 
-  /** Active sessions of a router (not closed, not past expiry), oldest first. */
-  listActive(routerId: string, now: Date): Promise<AccessRecord[]> {
-    return listActiveSessions(this.#query, ACCESS_TABLE, routerId, now);
-  }
-
-  get(routerId: string, id: string): Promise<AccessRecord | null> {
-    return getSession(this.#query, ACCESS_TABLE, routerId, id);
-  }
-
-  /**
-   * Closes an active session: revoked, or expired when its time has passed but no sweep ran yet.
-   * Null when it was not active (already closed).
-   */
-  closeActive(routerId: string, id: string, now: Date): Promise<AccessRecord | null> {
-    return closeActiveSession(this.#query, ACCESS_TABLE, routerId, id, now);
-  }
-
-  /** Marks up to 500 active sessions whose time has come expired. */
-  expireDue(now: Date): Promise<AccessRecord[]> {
-    return expireDueSessions(this.#query, ACCESS_TABLE, now);
-  }
-
   /** A session with its router's tunnel address, for the agent's job handlers. */
   async findForAgent(id: string): Promise<{ access: AccessRecord; tunnelIp: string | null } | null> {
     if (!isUuid(id)) return null;
-    const [row] = await this.#query<Row>(
+    const [row] = await this.query<Row>(
       `select ${COLUMNS}, r.tunnel_ip from router_access a join routers r on r.id = a.router_id where a.id = $1`,
       [id],
     );
@@ -142,7 +114,7 @@ export class AccessRepository {
   }
 
   async markApplied(id: string, now: Date): Promise<void> {
-    await this.#query("update router_access set applied_at = $2 where id = $1 and applied_at is null", [id, now]);
+    await this.query("update router_access set applied_at = $2 where id = $1 and applied_at is null", [id, now]);
   }
 
   /** Every session the relay at `entryPoint` should serve now, piped to the router's own service port. */
@@ -151,7 +123,7 @@ export class AccessRepository {
     now: Date,
     servicePorts: Readonly<Record<AccessRecord["service"], number>>,
   ): Promise<RelayTarget[]> {
-    const rows = await this.#query<Row>(
+    const rows = await this.query<Row>(
       `select a.id, a.port, a.service, a.allow_only_cidr, a.expires_at, r.tunnel_ip
        from router_access a join routers r on r.id = a.router_id
        where a.entry_point = $1 and a.status = 'active' and a.expires_at > $2 and a.applied_at is not null

@@ -9,7 +9,7 @@ type Row = Record<string, unknown>;
  * "Transient Port Forward", "Temporary router access"): a session is active until it is closed or
  * its time passes; a close is a revocation, or an expiry when its time passed before a sweep ran;
  * the sweep closes the due ones in batches, taken `for update skip locked` so that every agent may
- * sweep and each session closes once. The statements below are those rules, written once.
+ * sweep and each session closes once. `SessionRepository` holds those rules, written once.
  */
 export interface SessionTable<R> {
   table: "forwards" | "router_access";
@@ -20,80 +20,76 @@ export interface SessionTable<R> {
   fromRow(row: Row): R;
 }
 
-/** Active sessions of a router (not closed, not past expiry), oldest first. */
-export const listActiveSessions = async <R>(
-  query: Query,
-  t: SessionTable<R>,
-  routerId: string,
-  now: Date,
-): Promise<R[]> => {
-  if (!isUuid(routerId)) return [];
-  const rows = await query<Row>(
-    `select ${t.columns} from ${t.table} ${t.alias} where ${t.alias}.router_id = $1 and ${t.alias}.status = 'active'
-       and ${t.alias}.expires_at > $2
-     order by ${t.alias}.created_at, ${t.alias}.id`,
-    [routerId, now],
-  );
-  return rows.map(t.fromRow);
-};
-
-/** One session of a router, in any state. */
-export const getSession = async <R>(
-  query: Query,
-  t: SessionTable<R>,
-  routerId: string,
-  id: string,
-): Promise<R | null> => {
-  if (!isUuid(routerId) || !isUuid(id)) return null;
-  const [row] = await query<Row>(
-    `select ${t.columns} from ${t.table} ${t.alias} where ${t.alias}.id = $1 and ${t.alias}.router_id = $2`,
-    [id, routerId],
-  );
-  return row ? t.fromRow(row) : null;
-};
-
 /**
- * Closes an active session: revoked, or expired when its time has passed but no sweep ran yet.
- * Null when it was not active (already closed).
+ * The statements of {@link SessionTable} a session repository inherits (`ForwardsRepository`,
+ * `AccessRepository`): built on the `query` of the caller's transaction (or `queryOf(db)`).
  */
-export const closeActiveSession = async <R>(
-  query: Query,
-  t: SessionTable<R>,
-  routerId: string,
-  id: string,
-  now: Date,
-): Promise<R | null> => {
-  if (!isUuid(routerId) || !isUuid(id)) return null;
-  const [row] = await query<Row>(
-    `update ${t.table} ${t.alias}
-     set status = case when ${t.alias}.expires_at <= $1 then 'expired' else 'revoked' end, closed_at = $1
-     where ${t.alias}.id = $2 and ${t.alias}.router_id = $3 and ${t.alias}.status = 'active'
-     returning ${t.columns}`,
-    [now, id, routerId],
-  );
-  return row ? t.fromRow(row) : null;
-};
+export abstract class SessionRepository<R> {
+  protected readonly query: Query;
+  readonly #t: SessionTable<R>;
+  constructor(query: Query, table: SessionTable<R>) {
+    this.query = query;
+    this.#t = table;
+  }
 
-/** Marks up to 500 active sessions whose time has come expired (of one entry point, if given). */
-export const expireDueSessions = async <R>(
-  query: Query,
-  t: SessionTable<R>,
-  now: Date,
-  entryPoint?: string,
-): Promise<R[]> => {
-  const rows = await query<Row>(
-    `with due as (
-       select id from ${t.table}
-       where status = 'active' and expires_at <= $1 and ($2::text is null or entry_point = $2)
-       order by expires_at limit 500
-       for update skip locked
-     )
-     update ${t.table} ${t.alias} set status = 'expired', closed_at = $1 from due where ${t.alias}.id = due.id
-     returning ${t.columns}`,
-    [now, entryPoint ?? null],
-  );
-  return rows.map(t.fromRow);
-};
+  /** Active sessions of a router (not closed, not past expiry), oldest first. */
+  async listActive(routerId: string, now: Date): Promise<R[]> {
+    if (!isUuid(routerId)) return [];
+    const t = this.#t;
+    const rows = await this.query<Row>(
+      `select ${t.columns} from ${t.table} ${t.alias} where ${t.alias}.router_id = $1 and ${t.alias}.status = 'active'
+         and ${t.alias}.expires_at > $2
+       order by ${t.alias}.created_at, ${t.alias}.id`,
+      [routerId, now],
+    );
+    return rows.map(t.fromRow);
+  }
+
+  /** One session of a router, in any state. */
+  async get(routerId: string, id: string): Promise<R | null> {
+    if (!isUuid(routerId) || !isUuid(id)) return null;
+    const t = this.#t;
+    const [row] = await this.query<Row>(
+      `select ${t.columns} from ${t.table} ${t.alias} where ${t.alias}.id = $1 and ${t.alias}.router_id = $2`,
+      [id, routerId],
+    );
+    return row ? t.fromRow(row) : null;
+  }
+
+  /**
+   * Closes an active session: revoked, or expired when its time has passed but no sweep ran yet.
+   * Null when it was not active (already closed).
+   */
+  async closeActive(routerId: string, id: string, now: Date): Promise<R | null> {
+    if (!isUuid(routerId) || !isUuid(id)) return null;
+    const t = this.#t;
+    const [row] = await this.query<Row>(
+      `update ${t.table} ${t.alias}
+       set status = case when ${t.alias}.expires_at <= $1 then 'expired' else 'revoked' end, closed_at = $1
+       where ${t.alias}.id = $2 and ${t.alias}.router_id = $3 and ${t.alias}.status = 'active'
+       returning ${t.columns}`,
+      [now, id, routerId],
+    );
+    return row ? t.fromRow(row) : null;
+  }
+
+  /** Marks up to 500 active sessions whose time has come expired (of one entry point, if given). */
+  async expireDue(now: Date, entryPoint?: string): Promise<R[]> {
+    const t = this.#t;
+    const rows = await this.query<Row>(
+      `with due as (
+         select id from ${t.table}
+         where status = 'active' and expires_at <= $1 and ($2::text is null or entry_point = $2)
+         order by expires_at limit 500
+         for update skip locked
+       )
+       update ${t.table} ${t.alias} set status = 'expired', closed_at = $1 from due where ${t.alias}.id = due.id
+       returning ${t.columns}`,
+      [now, entryPoint ?? null],
+    );
+    return rows.map(t.fromRow);
+  }
+}
 
 /** The organizations of the given routers (their sessions' audit entries' owners); gone routers are absent. */
 export const organizationsOfRouters = async (

@@ -1,13 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import type { AuditActor } from "./audit-log.repository.ts";
-import {
-  closeActiveSession,
-  expireDueSessions,
-  getSession,
-  listActiveSessions,
-  type SessionTable,
-} from "./entry-point-sessions.ts";
+import { SessionRepository, type SessionTable } from "./entry-point-sessions.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
 export type TForwardStatus = "active" | "expired" | "revoked" | "failed";
@@ -93,17 +87,17 @@ const FAILURE_REASON_MAX = 500;
  * The `forwards` table (docs/api.md "Transient Port Forward"): reads and writes only. Built on the
  * `query` of the caller's transaction (or `queryOf(db)`); the use cases that decide quotas, ports,
  * jobs and audit entries are the services' (the API's `ForwardsService`, the agent's
- * `ForwardLifecycle`), which run these statements in their own transaction.
+ * `ForwardLifecycle`), which run these statements in their own transaction. Listing, closing and
+ * expiring are the rules it shares with temporary access (`SessionRepository`).
  */
-export class ForwardsRepository {
-  readonly #query: Query;
+export class ForwardsRepository extends SessionRepository<ForwardRecord> {
   constructor(query: Query) {
-    this.#query = query;
+    super(query, FORWARDS_TABLE);
   }
 
   /** Inserts an active forward; null when an active forward of the entry point holds the port already. */
   async insertActive(row: NewForwardRow): Promise<ForwardRecord | null> {
-    const [inserted] = await this.#query<Row>(
+    const [inserted] = await this.query<Row>(
       `insert into forwards (id, router_id, entry_point, port, dst_address, dst_port, allow_only_cidr, status, expires_at, created_at,
          created_by_type, created_by_id)
        values ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $9, $10, $11)
@@ -126,33 +120,10 @@ export class ForwardsRepository {
     return inserted ? forwardFromRow(inserted) : null;
   }
 
-  /** Active forwards of a router (not closed, not past expiry), oldest first. */
-  listActive(routerId: string, now: Date): Promise<ForwardRecord[]> {
-    return listActiveSessions(this.#query, FORWARDS_TABLE, routerId, now);
-  }
-
-  /** One forward of a router, in any state. */
-  get(routerId: string, id: string): Promise<ForwardRecord | null> {
-    return getSession(this.#query, FORWARDS_TABLE, routerId, id);
-  }
-
-  /**
-   * Closes an active forward: revoked, or expired when its time has passed but no sweep ran yet.
-   * Null when it was not active (already closed).
-   */
-  closeActive(routerId: string, id: string, now: Date): Promise<ForwardRecord | null> {
-    return closeActiveSession(this.#query, FORWARDS_TABLE, routerId, id, now);
-  }
-
-  /** Marks up to 500 active forwards whose time has come expired (of one entry point, if given). */
-  expireDue(now: Date, entryPoint?: string): Promise<ForwardRecord[]> {
-    return expireDueSessions(this.#query, FORWARDS_TABLE, now, entryPoint);
-  }
-
   /** An active forward becomes `failed` with the reason; null when it was no longer active. */
   async markFailed(id: string, reason: string, now: Date): Promise<ForwardRecord | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>(
+    const rows = await this.query<Row>(
       `update forwards set status = 'failed', failure_reason = $1, closed_at = $2
        where id = $3 and status = 'active' returning ${RETURNING}`,
       [reason.slice(0, FAILURE_REASON_MAX), now, id],
@@ -162,6 +133,6 @@ export class ForwardsRepository {
 
   /** The agent put the forward's rule on the router (state `active`, served by the relay). */
   async markApplied(id: string, now: Date): Promise<void> {
-    await this.#query(`update forwards set applied_at = $1 where id = $2`, [now, id]);
+    await this.query(`update forwards set applied_at = $1 where id = $2`, [now, id]);
   }
 }
