@@ -6,7 +6,15 @@ import {
   registerScheduledTask,
   routerJobsQueue,
 } from "@fleet/db";
-import { type Clock, clientAddress, closeHttpServer, listen, serverUrl, systemClock } from "@fleet/shared";
+import {
+  type Clock,
+  clientAddress,
+  closeHttpServer,
+  FeatureWiring,
+  listen,
+  serverUrl,
+  systemClock,
+} from "@fleet/shared";
 import type { StripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
 import type { ApiConfig } from "./config.ts";
@@ -80,28 +88,28 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
   await jobs.defineQueue(routerJobsQueue(), { createOnly: true });
   const ctx: WiringContext = { config, db, logger, jobs, wallClock, clock: options.clock ?? wallClock };
 
-  const wired: Wired<unknown>[] = [];
+  const wired = new FeatureWiring<Wired<unknown>>();
   const closeWired = async () => {
-    for (const feature of wired.reverse()) await feature.close();
+    await wired.close();
     await jobs.stop();
   };
   let boundUrl = `http://${config.host}:${config.port}`;
   try {
     const billing = await wireBilling(ctx);
-    wired.push(billing);
+    wired.add(billing);
     const auth = wireAuth(ctx);
-    wired.push(auth);
+    wired.add(auth);
     const events = wireEvents(ctx, options.webhookTiming);
-    wired.push(events);
+    wired.add(events);
     const rateLimits = wireRateLimits(ctx, options.devLoginPerMinute ?? DEV_LOGIN_PER_MINUTE);
-    wired.push(rateLimits);
+    wired.add(rateLimits);
     const routers = await wireRouters(ctx, {
       clearance: billing.services.subscriptions,
       adoptionSources: options.adoption,
       apiUrl: () => boundUrl,
       accessPasswordKey: options.accessPasswordKey,
     });
-    wired.push(routers);
+    wired.add(routers);
 
     const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
     const services: Services = {
@@ -147,7 +155,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
     // however many API processes run (docs/operations.md "Metrics and probes"); tests call the
     // same functions directly.
     const registeredTasks: RegisteredTask[] = [];
-    for (const feature of wired) {
+    for (const feature of wired.features) {
       for (const task of feature.schedules) registeredTasks.push(await registerScheduledTask(jobs, task));
     }
 

@@ -7,7 +7,11 @@ import {
   routerJobsQueue,
 } from "@fleet/db";
 import { createTestDatabase, makeForward, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { RouterOsTarget } from "./routeros/routeros-client.ts";
+import type { WireguardDevice } from "./wireguard/wireguard-device.ts";
 import { HostKeyMismatchError } from "./routeros/ssh-routeros-client.ts";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -156,5 +160,41 @@ describe("tunnel agent start-up", () => {
       await agent.close();
       await engine.stop();
     }
+  });
+
+  it("a failed start closes what was already wired: the hub's interface, the feed, the job engine", async () => {
+    // A bad TUNNEL_SSH_KEY is found after the hub exists (the hub is wired first).
+    const keyFile = path.join(mkdtempSync(path.join(tmpdir(), "agent-key-")), "id_ed25519");
+    writeFileSync(keyFile, "not a key\n");
+    let closed = 0;
+    const device: WireguardDevice = {
+      name: "wg-test",
+      implementation: "userspace",
+      state: async () => ({ publicKey: null, listenPort: 51820, peers: [] }),
+      apply: async () => {},
+      close: async () => {
+        closed += 1;
+      },
+    };
+    const start = () =>
+      startTunnelAgent({
+        config: loadTunnelAgentConfig({
+          DATA_DIR: "memory",
+          ENTRY_POINT_PORTS: "63830-63839",
+          TUNNEL_NETWORK: "100.64.0.0/10",
+          TUNNEL_MODE: "wireguard",
+          TUNNEL_WG_ENDPOINT: "hub.fleet.test:51820",
+          TUNNEL_SSH_KEY: keyFile,
+        }),
+        db,
+        logger: pino({ level: "silent" }),
+        manualJobs: true,
+        hubDevice: device,
+      });
+    await expect(start()).rejects.toThrow(/TUNNEL_SSH_KEY/);
+    expect(closed).toBe(1);
+    // Nothing was left half-started: the same start fails the same way and closes again.
+    await expect(start()).rejects.toThrow(/TUNNEL_SSH_KEY/);
+    expect(closed).toBe(2);
   });
 });

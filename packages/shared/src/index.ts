@@ -23,6 +23,7 @@ export * from "./schemas/heartbeat.schema.ts";
 export * from "./contracts/status-feed.ts";
 export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
+export * from "./runtime/feature-wiring.ts";
 export * from "./rules/text-rules.ts";
 export * from "./rules/uuid.ts";
 export * from "./crypto/ssh-keys.ts";

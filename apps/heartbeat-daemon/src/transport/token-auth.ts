@@ -137,7 +137,7 @@ export class TokenAuthenticator {
    * answers nearly every heartbeat from here, with no promise per request.
    */
   cached(token: string | undefined, allowStale = false): CachedOwner | null | undefined {
-    // Made, hashed and checked in one module (@fleet/shared heartbeat-token.ts); implausible tokens are refused unhashed.
+    // Shape and hash from @fleet/shared heartbeat-token.ts, as the API stored them; implausible tokens are refused unhashed.
     const hash = heartbeatTokenLookupHash(token);
     if (hash === null) return null;
     const now = this.#clock.nowMs();

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
 import { addCommandFor, ensureRule, type RuleListingMemo, type RulePin, readTaggedRules } from "./forward-rules.ts";
 import type { ForwardLifecycle } from "./forward-lifecycle.ts";
-import { isPermanentJobError, PermanentJobError } from "./job-errors.ts";
+import { isPermanentJobError, jobPayload } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
@@ -34,12 +34,6 @@ export const rulePin = (deps: ForwardJobDeps, tunnelIp: string): RulePin => ({
 export const listingMemo = (deps: ForwardJobDeps, routerId: string) =>
   deps.listingFormats ? { routerId, formats: deps.listingFormats } : undefined;
 
-export const parseForwardPayload = (job: JobRecord) => {
-  const parsed = ZForwardJobPayload.safeParse(job.payload);
-  if (!parsed.success) throw new PermanentJobError(`job ${job.id} has a malformed payload`);
-  return parsed.data;
-};
-
 /**
  * `forward.apply`: adds the forward's dst-nat rule on its router (docs/api.md "Tunnel agent and entry point"). A forward
  * that closed before the job ran is left alone; its removal job follows in the same router queue.
@@ -47,7 +41,7 @@ export const parseForwardPayload = (job: JobRecord) => {
 export const applyForwardHandler =
   (deps: ForwardJobDeps) =>
   async (job: JobRecord): Promise<void> => {
-    const payload = parseForwardPayload(job);
+    const payload = jobPayload(ZForwardJobPayload, job);
     const found = await deps.forwards.findForAgent(payload.forward_id);
     if (!found) {
       deps.logger.info({ forwardId: payload.forward_id }, "forward no longer exists; nothing to apply");

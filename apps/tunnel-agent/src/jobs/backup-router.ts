@@ -21,7 +21,7 @@ import { diffLines } from "diff";
 import type { Logger } from "pino";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
 import { exportConfiguration } from "../routeros/routeros-commands.ts";
-import { describeJobError, PermanentJobError } from "./job-errors.ts";
+import { describeJobError, jobPayload, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
@@ -105,9 +105,7 @@ export const storeConfigRead = (
 export const backupRouterHandler =
   (deps: BackupJobDeps) =>
   async (job: JobRecord): Promise<void> => {
-    const parsed = ZReconcileJobPayload.safeParse(job.payload);
-    if (!parsed.success) throw new PermanentJobError(`job ${job.id} has a malformed payload`);
-    const routerId = parsed.data.router_id;
+    const routerId = jobPayload(ZReconcileJobPayload, job).router_id;
     const tunnelIp = await deps.forwards.routerTunnelIp(routerId);
     if (!tunnelIp) {
       deps.logger.info({ routerId }, "router gone or without an assigned tunnel address; no backup");

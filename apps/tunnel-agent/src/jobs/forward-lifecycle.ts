@@ -4,26 +4,20 @@ import {
   ForwardsRepository,
   insertAuditEntry,
   type JobEngine,
-  queryOf,
+  organizationsOfRouters,
   recordForwardsClosed,
   SYSTEM_ORIGIN,
 } from "@fleet/db";
+import { SessionLifecycle } from "./session-lifecycle.ts";
 
 /**
  * The agent's side of a forward's life (docs/api.md "Tunnel agent and entry point"): its rule is
  * on the router (applied), the agent gave up (failed), or its time came (expired). Each change
  * commits with what follows from it (audit entry, removal job) in one transaction.
  */
-export class ForwardLifecycle {
-  readonly #db: Database;
-  readonly #jobs: JobEngine;
+export class ForwardLifecycle extends SessionLifecycle<ForwardRecord> {
   constructor(deps: { db: Database; jobs: JobEngine }) {
-    this.#db = deps.db;
-    this.#jobs = deps.jobs;
-  }
-
-  async markApplied(id: string, now: Date): Promise<void> {
-    await new ForwardsRepository(queryOf(this.#db)).markApplied(id, now);
+    super(deps, { rows: (query) => new ForwardsRepository(query), recordClosed: recordForwardsClosed });
   }
 
   /**
@@ -33,11 +27,10 @@ export class ForwardLifecycle {
    * forward, or null when it was no longer active (closed meanwhile: nothing changes).
    */
   async markFailed(id: string, reason: string, now: Date): Promise<ForwardRecord | null> {
-    return this.#db.transaction(async (query) => {
-      const forwards = new ForwardsRepository(query);
-      const failed = await forwards.markFailed(id, reason, now);
+    return this.db.transaction(async (query) => {
+      const failed = await new ForwardsRepository(query).markFailed(id, reason, now);
       if (!failed) return null;
-      const organizationId = await forwards.organizationOfRouter(failed.routerId);
+      const organizationId = (await organizationsOfRouters(query, [failed.routerId])).get(failed.routerId);
       if (organizationId) {
         await insertAuditEntry(query, {
           organizationId,
@@ -57,15 +50,6 @@ export class ForwardLifecycle {
         });
       }
       return failed;
-    });
-  }
-
-  /** The expiry sweep: closes every active forward whose time has come, with its removal job and audit entry. */
-  async expireDue(now: Date): Promise<ForwardRecord[]> {
-    return this.#db.transaction(async (query) => {
-      const closed = await new ForwardsRepository(query).expireDue(now);
-      await recordForwardsClosed(query, this.#jobs, closed, SYSTEM_ORIGIN);
-      return closed;
     });
   }
 }

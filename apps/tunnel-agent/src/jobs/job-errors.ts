@@ -8,6 +8,18 @@ export class PermanentJobError extends Error {
   }
 }
 
+/** What a payload schema offers (zod's `safeParse`). */
+interface PayloadSchema<T> {
+  safeParse(value: unknown): { success: true; data: T } | { success: false };
+}
+
+/** A job's payload as its handler's schema reads it; a payload no retry can fix is a permanent failure. */
+export const jobPayload = <T>(schema: PayloadSchema<T>, job: { id: string; payload: unknown }): T => {
+  const parsed = schema.safeParse(job.payload);
+  if (!parsed.success) throw new PermanentJobError(`job ${job.id} has a malformed payload`);
+  return parsed.data;
+};
+
 export const isPermanentJobError = (error: unknown): boolean =>
   error instanceof PermanentJobError || error instanceof HostKeyMismatchError;
 

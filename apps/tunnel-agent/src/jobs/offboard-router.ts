@@ -9,7 +9,7 @@ import { type Clock, offboardingCommands, type TunnelNetwork, ZReconcileJobPaylo
 import type { Logger } from "pino";
 import type { HostKeyStore } from "../routeros/host-key-store.ts";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
-import { PermanentJobError } from "./job-errors.ts";
+import { jobPayload } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
@@ -37,9 +37,7 @@ export interface OffboardJobDeps {
 export const offboardRouterHandler =
   (deps: OffboardJobDeps) =>
   async (job: JobRecord): Promise<void> => {
-    const parsed = ZReconcileJobPayload.safeParse(job.payload);
-    if (!parsed.success) throw new PermanentJobError(`job ${job.id} has a malformed payload`);
-    const routerId = parsed.data.router_id;
+    const routerId = jobPayload(ZReconcileJobPayload, job).router_id;
     const removed = await deps.addresses.removedRouter(routerId);
     if (!removed || removed.offboardedAt) {
       deps.logger.info({ routerId }, "nothing to offboard (never removed, or offboarded already)");

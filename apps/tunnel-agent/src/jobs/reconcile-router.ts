@@ -3,7 +3,7 @@ import { FORWARD_JOB_KINDS, ZReconcileJobPayload } from "@fleet/shared";
 import { dropConnections, removeForwardRule } from "../routeros/routeros-commands.ts";
 import { type ForwardJobDeps, listingMemo, rulePin } from "./apply-forward.ts";
 import { ensureRule, readTaggedRules } from "./forward-rules.ts";
-import { PermanentJobError } from "./job-errors.ts";
+import { jobPayload } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
@@ -21,9 +21,7 @@ export interface ReconcileReport {
 export const reconcileRouterHandler =
   (deps: ForwardJobDeps, report?: (routerId: string, result: ReconcileReport) => void) =>
   async (job: JobRecord): Promise<void> => {
-    const parsed = ZReconcileJobPayload.safeParse(job.payload);
-    if (!parsed.success) throw new PermanentJobError(`job ${job.id} has a malformed payload`);
-    const routerId = parsed.data.router_id;
+    const routerId = jobPayload(ZReconcileJobPayload, job).router_id;
     const tunnelIp = await deps.forwards.routerTunnelIp(routerId);
     if (!tunnelIp) return;
     const target = tunnelTarget(deps, routerId, tunnelIp);

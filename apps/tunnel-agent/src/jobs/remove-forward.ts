@@ -1,8 +1,9 @@
 import type { JobRecord } from "@fleet/db";
+import { ZForwardJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
 import { dropConnections, removeForwardRule } from "../routeros/routeros-commands.ts";
-import { type ForwardJobDeps, parseForwardPayload } from "./apply-forward.ts";
-import { PermanentJobError } from "./job-errors.ts";
+import type { ForwardJobDeps } from "./apply-forward.ts";
+import { jobPayload, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
@@ -22,7 +23,7 @@ const build = <T>(what: string, make: () => T): T => {
 export const removeForwardHandler =
   (deps: ForwardJobDeps & { logger: Logger }) =>
   async (job: JobRecord): Promise<void> => {
-    const payload = parseForwardPayload(job);
+    const payload = jobPayload(ZForwardJobPayload, job);
     const found = await deps.forwards.findForAgent(payload.forward_id);
     const tunnelIp = found?.tunnelIp ?? (await deps.forwards.routerTunnelIp(payload.router_id));
     if (!tunnelIp) {

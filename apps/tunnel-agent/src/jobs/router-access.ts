@@ -10,7 +10,7 @@ import {
 } from "../routeros/access-commands.ts";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
 import type { AccessLifecycle } from "./access-lifecycle.ts";
-import { PermanentJobError } from "./job-errors.ts";
+import { jobPayload, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
@@ -29,12 +29,6 @@ export interface AccessJobDeps {
   passwordKey: string;
 }
 
-const payloadOf = (job: JobRecord) => {
-  const parsed = ZAccessJobPayload.safeParse(job.payload);
-  if (!parsed.success) throw new PermanentJobError(`job ${job.id} has a malformed payload`);
-  return parsed.data;
-};
-
 /**
  * `access.apply`: the group (its policy set to exactly the contract's), the temporary user with its
  * derived password, allowed only from the entry point's tunnel source, and the router-side
@@ -43,7 +37,7 @@ const payloadOf = (job: JobRecord) => {
 export const applyAccessHandler =
   (deps: AccessJobDeps) =>
   async (job: JobRecord): Promise<void> => {
-    const payload = payloadOf(job);
+    const payload = jobPayload(ZAccessJobPayload, job);
     const found = await deps.access.findForAgent(payload.access_id);
     if (!found) return;
     const { access, tunnelIp } = found;
@@ -84,7 +78,7 @@ export const applyAccessHandler =
 export const removeAccessHandler =
   (deps: AccessJobDeps) =>
   async (job: JobRecord): Promise<void> => {
-    const payload = payloadOf(job);
+    const payload = jobPayload(ZAccessJobPayload, job);
     const tunnelIp = await deps.forwards.routerTunnelIp(payload.router_id);
     if (!tunnelIp) return;
     const target = tunnelTarget(deps, payload.router_id, tunnelIp);

@@ -1,6 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import type { AuditActor } from "./audit-log.repository.ts";
+import { SessionRepository, type SessionTable } from "./entry-point-sessions.ts";
 import type { RelayTarget } from "./forwards.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -61,21 +62,23 @@ const fromRow = (row: Row): AccessRecord => ({
 // Columns straight off an UPDATE ... RETURNING, without the table alias.
 const RETURNING = COLUMNS.replaceAll("a.", "");
 
+const ACCESS_TABLE: SessionTable<AccessRecord> = { table: "router_access", alias: "a", columns: COLUMNS, fromRow };
+
 /**
  * The `router_access` table (docs/api.md "Temporary router access"): reads and writes only. Built on
  * the `query` of the caller's transaction (or `queryOf(db)`); quotas, ports, jobs and audit entries
  * are the services' (the API's `AccessService`, the agent's `AccessLifecycle`), which run these
  * statements in their own transaction.
+ * Listing, closing and expiring are the rules it shares with forwards (`SessionRepository`).
  */
-export class AccessRepository {
-  readonly #query: Query;
+export class AccessRepository extends SessionRepository<AccessRecord> {
   constructor(query: Query) {
-    this.#query = query;
+    super(query, ACCESS_TABLE);
   }
 
   /** Inserts an active session; null when an active session of the entry point holds the port already. */
   async insertActive(row: NewAccessRow): Promise<AccessRecord | null> {
-    const [inserted] = await this.#query<Row>(
+    const [inserted] = await this.query<Row>(
       `insert into router_access (id, router_id, entry_point, port, service, level, username, allow_only_cidr, status,
          expires_at, created_at, created_by_type, created_by_id)
        values ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10, $11, $12)
@@ -99,67 +102,10 @@ export class AccessRepository {
     return inserted ? fromRow(inserted) : null;
   }
 
-  /** Active sessions of a router (not closed, not past expiry), oldest first. */
-  async listActive(routerId: string, now: Date): Promise<AccessRecord[]> {
-    if (!isUuid(routerId)) return [];
-    const rows = await this.#query<Row>(
-      `select ${COLUMNS} from router_access a where a.router_id = $1 and a.status = 'active' and a.expires_at > $2
-       order by a.created_at, a.id`,
-      [routerId, now],
-    );
-    return rows.map(fromRow);
-  }
-
-  async get(routerId: string, id: string): Promise<AccessRecord | null> {
-    if (!isUuid(routerId) || !isUuid(id)) return null;
-    const [row] = await this.#query<Row>(
-      `select ${COLUMNS} from router_access a where a.id = $1 and a.router_id = $2`,
-      [id, routerId],
-    );
-    return row ? fromRow(row) : null;
-  }
-
-  /**
-   * Closes an active session: revoked, or expired when its time has passed but no sweep ran yet.
-   * Null when it was not active (already closed).
-   */
-  async closeActive(routerId: string, id: string, now: Date): Promise<AccessRecord | null> {
-    if (!isUuid(routerId) || !isUuid(id)) return null;
-    const [row] = await this.#query<Row>(
-      `update router_access a set status = case when a.expires_at <= $1 then 'expired' else 'revoked' end, closed_at = $1
-       where a.id = $2 and a.router_id = $3 and a.status = 'active' returning ${COLUMNS}`,
-      [now, id, routerId],
-    );
-    return row ? fromRow(row) : null;
-  }
-
-  /** Marks up to 500 active sessions whose time has come expired. */
-  async expireDue(now: Date): Promise<AccessRecord[]> {
-    const rows = await this.#query<Row>(
-      `with due as (
-         select id from router_access where status = 'active' and expires_at <= $1
-         order by expires_at limit 500 for update skip locked
-       )
-       update router_access a set status = 'expired', closed_at = $1 from due where a.id = due.id
-       returning ${COLUMNS}`,
-      [now],
-    );
-    return rows.map(fromRow);
-  }
-
-  /** The organizations of the given routers (their sessions' audit entries' owners); gone routers are absent. */
-  async organizationsOfRouters(routerIds: readonly string[]): Promise<Map<string, string>> {
-    if (routerIds.length === 0) return new Map();
-    const rows = await this.#query<Row>(`select id, organization_id from routers where id = any($1::uuid[])`, [
-      [...new Set(routerIds)],
-    ]);
-    return new Map(rows.map((row) => [String(row.id), String(row.organization_id)]));
-  }
-
   /** A session with its router's tunnel address, for the agent's job handlers. */
   async findForAgent(id: string): Promise<{ access: AccessRecord; tunnelIp: string | null } | null> {
     if (!isUuid(id)) return null;
-    const [row] = await this.#query<Row>(
+    const [row] = await this.query<Row>(
       `select ${COLUMNS}, r.tunnel_ip from router_access a join routers r on r.id = a.router_id where a.id = $1`,
       [id],
     );
@@ -168,7 +114,7 @@ export class AccessRepository {
   }
 
   async markApplied(id: string, now: Date): Promise<void> {
-    await this.#query("update router_access set applied_at = $2 where id = $1 and applied_at is null", [id, now]);
+    await this.query("update router_access set applied_at = $2 where id = $1 and applied_at is null", [id, now]);
   }
 
   /** Every session the relay at `entryPoint` should serve now, piped to the router's own service port. */
@@ -177,7 +123,7 @@ export class AccessRepository {
     now: Date,
     servicePorts: Readonly<Record<AccessRecord["service"], number>>,
   ): Promise<RelayTarget[]> {
-    const rows = await this.#query<Row>(
+    const rows = await this.query<Row>(
       `select a.id, a.port, a.service, a.allow_only_cidr, a.expires_at, r.tunnel_ip
        from router_access a join routers r on r.id = a.router_id
        where a.entry_point = $1 and a.status = 'active' and a.expires_at > $2 and a.applied_at is not null

@@ -1,6 +1,12 @@
 import { isUuid } from "@fleet/shared";
-import type { Database } from "../database.ts";
-import { FORWARD_COLUMNS, type ForwardRecord, forwardFromRow, type RelayTarget } from "./forwards.repository.ts";
+import { type Database, queryOf } from "../database.ts";
+import {
+  FORWARD_COLUMNS,
+  type ForwardRecord,
+  ForwardsRepository,
+  forwardFromRow,
+  type RelayTarget,
+} from "./forwards.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
 type Row = Record<string, unknown>;
@@ -73,14 +79,8 @@ export class ForwardTargetsRepository {
   }
 
   /** Forwards of one router that should have a rule right now (not closed, not past expiry), oldest first. */
-  async activeForRouter(routerId: string, now: Date): Promise<ForwardRecord[]> {
-    if (!isUuid(routerId)) return [];
-    const rows = await this.#db.query<Row>(
-      `select ${FORWARD_COLUMNS} from forwards f where f.router_id = $1 and f.status = 'active' and f.expires_at > $2
-       order by f.created_at, f.id`,
-      [routerId, now],
-    );
-    return rows.map(forwardFromRow);
+  activeForRouter(routerId: string, now: Date): Promise<ForwardRecord[]> {
+    return new ForwardsRepository(queryOf(this.#db)).listActive(routerId, now);
   }
 
   /**

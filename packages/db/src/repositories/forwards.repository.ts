@@ -1,6 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import type { AuditActor } from "./audit-log.repository.ts";
+import { SessionRepository, type SessionTable } from "./entry-point-sessions.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
 export type TForwardStatus = "active" | "expired" | "revoked" | "failed";
@@ -72,6 +73,13 @@ export const forwardFromRow = (row: Row): ForwardRecord => ({
   failureReason: row.failure_reason === null || row.failure_reason === undefined ? null : String(row.failure_reason),
 });
 
+const FORWARDS_TABLE: SessionTable<ForwardRecord> = {
+  table: "forwards",
+  alias: "f",
+  columns: FORWARD_COLUMNS,
+  fromRow: forwardFromRow,
+};
+
 /** Characters of a failure reason kept (the column's width). */
 const FAILURE_REASON_MAX = 500;
 
@@ -79,17 +87,17 @@ const FAILURE_REASON_MAX = 500;
  * The `forwards` table (docs/api.md "Transient Port Forward"): reads and writes only. Built on the
  * `query` of the caller's transaction (or `queryOf(db)`); the use cases that decide quotas, ports,
  * jobs and audit entries are the services' (the API's `ForwardsService`, the agent's
- * `ForwardLifecycle`), which run these statements in their own transaction.
+ * `ForwardLifecycle`), which run these statements in their own transaction. Listing, closing and
+ * expiring are the rules it shares with temporary access (`SessionRepository`).
  */
-export class ForwardsRepository {
-  readonly #query: Query;
+export class ForwardsRepository extends SessionRepository<ForwardRecord> {
   constructor(query: Query) {
-    this.#query = query;
+    super(query, FORWARDS_TABLE);
   }
 
   /** Inserts an active forward; null when an active forward of the entry point holds the port already. */
   async insertActive(row: NewForwardRow): Promise<ForwardRecord | null> {
-    const [inserted] = await this.#query<Row>(
+    const [inserted] = await this.query<Row>(
       `insert into forwards (id, router_id, entry_point, port, dst_address, dst_port, allow_only_cidr, status, expires_at, created_at,
          created_by_type, created_by_id)
        values ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $9, $10, $11)
@@ -112,70 +120,10 @@ export class ForwardsRepository {
     return inserted ? forwardFromRow(inserted) : null;
   }
 
-  /** Active forwards of a router (not closed, not past expiry), oldest first. */
-  async listActive(routerId: string, now: Date): Promise<ForwardRecord[]> {
-    if (!isUuid(routerId)) return [];
-    const rows = await this.#query<Row>(
-      `select ${FORWARD_COLUMNS} from forwards f where f.router_id = $1 and f.status = 'active' and f.expires_at > $2
-       order by f.created_at, f.id`,
-      [routerId, now],
-    );
-    return rows.map(forwardFromRow);
-  }
-
-  /** One forward of a router, in any state. */
-  async get(routerId: string, id: string): Promise<ForwardRecord | null> {
-    if (!isUuid(routerId) || !isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `select ${FORWARD_COLUMNS} from forwards f where f.id = $1 and f.router_id = $2`,
-      [id, routerId],
-    );
-    return rows[0] ? forwardFromRow(rows[0]) : null;
-  }
-
-  /**
-   * Closes an active forward: revoked, or expired when its time has passed but no sweep ran yet.
-   * Null when it was not active (already closed).
-   */
-  async closeActive(routerId: string, id: string, now: Date): Promise<ForwardRecord | null> {
-    if (!isUuid(routerId) || !isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `update forwards f set status = case when f.expires_at <= $1 then 'expired' else 'revoked' end, closed_at = $1
-       where f.id = $2 and f.router_id = $3 and f.status = 'active'
-       returning ${FORWARD_COLUMNS}`,
-      [now, id, routerId],
-    );
-    return rows[0] ? forwardFromRow(rows[0]) : null;
-  }
-
-  /** Marks up to 500 active forwards whose time has come expired (of one entry point, if given). */
-  async expireDue(now: Date, entryPoint?: string): Promise<ForwardRecord[]> {
-    const rows = await this.#query<Row>(
-      `with due as (
-         select id from forwards
-         where status = 'active' and expires_at <= $1 and ($2::text is null or entry_point = $2)
-         order by expires_at limit 500
-         for update skip locked
-       )
-       update forwards f set status = 'expired', closed_at = $1 from due where f.id = due.id
-       returning ${FORWARD_COLUMNS}`,
-      [now, entryPoint ?? null],
-    );
-    return rows.map(forwardFromRow);
-  }
-
-  /** The organization of a forward's router (its audit entries' owner); null when the router is gone. */
-  async organizationOfRouter(routerId: string): Promise<string | null> {
-    const [row] = await this.#query<{ organization_id: string }>(`select organization_id from routers where id = $1`, [
-      routerId,
-    ]);
-    return row ? String(row.organization_id) : null;
-  }
-
   /** An active forward becomes `failed` with the reason; null when it was no longer active. */
   async markFailed(id: string, reason: string, now: Date): Promise<ForwardRecord | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>(
+    const rows = await this.query<Row>(
       `update forwards set status = 'failed', failure_reason = $1, closed_at = $2
        where id = $3 and status = 'active' returning ${RETURNING}`,
       [reason.slice(0, FAILURE_REASON_MAX), now, id],
@@ -185,6 +133,6 @@ export class ForwardsRepository {
 
   /** The agent put the forward's rule on the router (state `active`, served by the relay). */
   async markApplied(id: string, now: Date): Promise<void> {
-    await this.#query(`update forwards set applied_at = $1 where id = $2`, [now, id]);
+    await this.query(`update forwards set applied_at = $1 where id = $2`, [now, id]);
   }
 }

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 
 /**
- * The heartbeat token of docs/api.md "Routers and heartbeats", in one place: the API derives it from the
- * adoption token at enrollment and adoption (`heartbeatTokenFor` in the API's adoption-tokens.ts), the
- * daemon checks it on every upgrade and HTTP heartbeat, and only its hash is stored.
- * It lives in shared rather than next to the repository because it is a property of the wire protocol
- * (its shape is what the daemon refuses unhashed) that two apps must agree on, and it needs no database.
+ * What the two apps must agree on about the heartbeat token of docs/api.md "Routers and heartbeats":
+ * its prefix, its shape and its hash. The API makes the token (derived from the adoption token:
+ * `heartbeatTokenFor` in its adoption-tokens.ts) and stores only the hash; the daemon refuses a token
+ * of the wrong shape unhashed and looks the others up by hash (cached: transport/token-auth.ts).
+ * It lives in shared because it is a property of the wire protocol, and it needs no database.
  */
 
 export const HEARTBEAT_TOKEN_PREFIX = "hb_";

@@ -1,0 +1,78 @@
+import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
+import { HeartbeatWriter } from "../heartbeats/heartbeat-writer.ts";
+import { ResumptionService } from "../heartbeats/resumption.service.ts";
+import type { TokenAuthenticator } from "../transport/token-auth.ts";
+import type { DaemonContext, Wired } from "./wiring.ts";
+
+/** Closes a router's sockets (the transport's; set once the server exists). */
+export type CloseRouter = (routerId: string, reason: string, tokenHash?: string) => void;
+
+export interface HeartbeatsServices {
+  /** Batches acknowledged heartbeats and flushes them (its timer is this feature's schedule). */
+  writer: HeartbeatWriter;
+  /** Since when the daemons have watched (docs/architecture.md "How a heartbeat travels", step 5). */
+  coverage: CoverageHolder;
+}
+
+/**
+ * The heartbeat writer and what follows a flush (docs/architecture.md "How a heartbeat travels",
+ * step 4): the coverage record this process continues, `ResumptionService` for routers that beat
+ * again, and the revocation of gone routers' and replaced tokens.
+ */
+export const wireHeartbeats = async (
+  { config, db, logger, clock, store, feed }: DaemonContext,
+  deps: { auth: TokenAuthenticator; closeRouter: CloseRouter },
+): Promise<Wired<HeartbeatsServices>> => {
+  const { tuning } = config;
+  const { auth, closeRouter } = deps;
+  const coverage: CoverageHolder = { current: null };
+  coverage.current = await store.startCoverage(clock.now(), tuning.coverageGapMs, config.intervalMs);
+  if (coverage.current.outageStartedAt && coverage.current.coveredSince.getTime() === clock.now().getTime()) {
+    logger.info(
+      { since: coverage.current.outageStartedAt },
+      "no heartbeat daemon was running; silent routers get a full threshold",
+    );
+  }
+  const writer = new HeartbeatWriter({
+    store,
+    resumption: new ResumptionService({
+      store,
+      db,
+      feed,
+      coverage,
+      intervalMs: config.intervalMs,
+      missedHeartbeats: config.missedHeartbeats,
+      logger,
+    }),
+    intervalMs: config.intervalMs,
+    missedHeartbeats: config.missedHeartbeats,
+    flushIntervalMs: tuning.flushIntervalMs,
+    maxBatchRows: tuning.maxBatchRows,
+    logger,
+    onGone: (routerIds) => {
+      for (const id of routerIds) {
+        auth.revokeRouter(id);
+        closeRouter(id, "router removed; heartbeat token revoked");
+      }
+    },
+    onReplaced: (replaced) => {
+      for (const { routerId, tokenHash } of replaced) {
+        auth.revokeToken(routerId, tokenHash);
+        closeRouter(routerId, "heartbeat token replaced", tokenHash);
+      }
+    },
+  });
+  return {
+    services: { writer, coverage },
+    // The flush timer; the writer's close stops it and writes what was acknowledged.
+    schedules: [
+      {
+        start: () => {
+          writer.start();
+          return async () => {};
+        },
+      },
+    ],
+    close: () => writer.close(),
+  };
+};
