@@ -60,53 +60,16 @@ const under =
   (req, res, next) =>
     pattern.test(req.path) ? router(req, res, next) : next();
 
-export const createApp = (options: AppOptions): Express => {
-  const { router, services, logger } = options;
-  const app = express();
-  app.disable("x-powered-by");
-  app.set("etag", false);
-  app.set("query parser", "simple");
-
-  const openapi = buildOpenApiDocument(router, options.publicUrl);
-  const routes = new RouteTemplates(
-    Object.keys(openapi.paths ?? {}),
-    ["/livez", "/readyz", "/healthz", "/metrics", "/openapi.json"],
-    Object.keys(router._def.procedures),
-  );
-
-  // The request line has fixed fields, none of them a secret (the path is cut before its query and
-  // an adoption token is redacted from it by hand): pino's path redaction, which walks every
-  // configured path on each line and cost more than the rest of the line (about 6 µs of the
-  // ~9 µs; `npm run bench`), is skipped for it alone. Everything else logs through `logger`.
-  const requestLog = logger.child({}, { redact: [] });
-
-  const trpcContext = contextFactory(services, "trpc");
-  const metas = procedureMetas(router);
-  const trpcFast =
-    options.trpcFastPath === false
-      ? undefined
-      : trpcFastPath({
-          router,
-          metas,
-          createContext: trpcContext,
-          maxBatchSize: MAX_BATCH_CALLS,
-          onError: (error) => {
-            if (describeError(error).status >= 500)
-              logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
-          },
-        });
-  const [restPrepare, restDispatch] = restAdapter(router, services, (error) =>
-    logger.error({ err: error }, "procedure failed"),
-  );
-
-  /**
-   * The common reads skip Express's chain of routes and middlewares: a GET without a body under
-   * `/trpc/` or `/v1/` and `/api/` (but the adoption script) would pass every layer before its
-   * handler untouched (no probe, docs or console path, no body to refuse or parse), so it goes
-   * straight to the handler those layers lead to, with the mount point trimmed as Express does.
-   * Whatever the tRPC fast path does not take continues down the whole chain with its URL restored.
-   */
-  const front = (req: Request, res: Response, next: NextFunction): void => {
+/**
+ * The common reads skip Express's chain of routes and middlewares: a GET without a body under
+ * `/trpc/` or `/v1/` and `/api/` (but the adoption script) would pass every layer before its
+ * handler untouched (no probe, docs or console path, no body to refuse or parse), so it goes
+ * straight to the handler those layers lead to, with the mount point trimmed as Express does.
+ * Whatever the tRPC fast path does not take continues down the whole chain with its URL restored.
+ */
+const frontDispatch =
+  (trpcFast: RequestHandler | undefined, restPrepare: RequestHandler, restDispatch: RequestHandler) =>
+  (req: Request, res: Response, next: NextFunction): void => {
     const url = req.url;
     if (req.method !== "GET" || carriesBody(req) || (url.startsWith("/trpc/") && !trpcFast)) {
       next();
@@ -130,7 +93,16 @@ export const createApp = (options: AppOptions): Express => {
     next();
   };
 
-  app.use((req, res, next) =>
+/**
+ * Every request's span, id, metrics and log line (docs/operations.md "Metrics and probes",
+ * "Tracing"), then `front`: the request runs with its id in context.
+ */
+const observeRequests = (
+  routes: RouteTemplates,
+  requestLog: Logger,
+  front: (req: Request, res: Response, next: NextFunction) => void,
+): RequestHandler => {
+  return (req: Request, res: Response, next: NextFunction) =>
     // docs/operations.md "Tracing": one server span per request (a no-op without a tracer).
     serverSpan(req.method, req.headers, (span) => {
       const started = process.hrtime.bigint();
@@ -171,8 +143,51 @@ export const createApp = (options: AppOptions): Express => {
         );
       });
       runWithRequestId(requestId, () => front(req, res, next));
-    }),
+    });
+};
+
+export const createApp = (options: AppOptions): Express => {
+  const { router, services, logger } = options;
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+
+  const openapi = buildOpenApiDocument(router, options.publicUrl);
+  const routes = new RouteTemplates(
+    Object.keys(openapi.paths ?? {}),
+    ["/livez", "/readyz", "/healthz", "/metrics", "/openapi.json"],
+    Object.keys(router._def.procedures),
   );
+
+  // The request line has fixed fields, none of them a secret (the path is cut before its query and
+  // an adoption token is redacted from it by hand): pino's path redaction, which walks every
+  // configured path on each line and cost more than the rest of the line (about 6 µs of the
+  // ~9 µs; `npm run bench`), is skipped for it alone. Everything else logs through `logger`.
+  const requestLog = logger.child({}, { redact: [] });
+
+  const trpcContext = contextFactory(services, "trpc");
+  const metas = procedureMetas(router);
+  const trpcFast =
+    options.trpcFastPath === false
+      ? undefined
+      : trpcFastPath({
+          router,
+          metas,
+          createContext: trpcContext,
+          maxBatchSize: MAX_BATCH_CALLS,
+          onError: (error) => {
+            if (describeError(error).status >= 500)
+              logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
+          },
+        });
+  const [restPrepare, restDispatch] = restAdapter(router, services, (error) =>
+    logger.error({ err: error }, "procedure failed"),
+  );
+
+  const front = frontDispatch(trpcFast, restPrepare, restDispatch);
+
+  app.use(observeRequests(routes, requestLog, front));
 
   // docs/operations.md "Metrics and probes": liveness never touches the database (a slow database
   // must not get healthy processes restarted); readiness (and /healthz) needs it reachable and migrated.
