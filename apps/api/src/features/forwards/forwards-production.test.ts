@@ -1,10 +1,15 @@
-import { makeRouter } from "@fleet/db/testing";
+import { acquireJobEngine, type JobEngine, routerJobsQueue } from "@fleet/db";
+import { databaseFingerprint, makeForward, makeRouter } from "@fleet/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
 
 // docs/api.md "Tunnel agent and entry point": a loopback allow_from is a development convenience;
 // with NODE_ENV=production it is refused like every other range that is not publicly routed.
+// The entry point's range is three ports, so the last test can fill it (how a full range answers).
+const FIRST_PORT = 46000;
+const LAST_PORT = 46002;
 let h: ApiHarness;
+let engine: JobEngine;
 
 beforeAll(async () => {
   h = await startApiHarness({
@@ -14,11 +19,14 @@ beforeAll(async () => {
     WEBHOOK_ENCRYPTION_KEY: "w".repeat(32),
     ACCESS_PASSWORD_KEY: "a".repeat(32),
     TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
-    ENTRY_POINT_HOST: "entry.fleet.test",
-    ENTRY_POINT_PORTS: "45000-45099",
+    ENTRY_POINT_HOST: "limits.fleet.test",
+    ENTRY_POINT_PORTS: `${FIRST_PORT}-${LAST_PORT}`,
   });
+  engine = await acquireJobEngine(h.db);
+  await engine.defineQueue(routerJobsQueue());
 });
 afterAll(async () => {
+  await engine?.stop();
   await h?.close();
 });
 
@@ -49,5 +57,39 @@ describe("allow_from in production", () => {
     });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ allow_only_cidr: "8.8.8.8/32", state: "pending" });
+  });
+});
+
+// The rules (per-router cap, port range, quotas) are tested on the service
+// (forwards.service.test.ts); this is how a full range answers over HTTP.
+describe("forward limits over HTTP", () => {
+  it("a full port range answers 503 capacity_exhausted in the /api envelope and changes nothing", async () => {
+    const user = await h.login();
+    const router = await makeRouter(h.db, user);
+    const [{ n: active = 0 } = {}] = await h.db.query<{ n: number }>(
+      "select count(*)::int as n from forwards where status = 'active' and entry_point = 'limits.fleet.test' and port between $1 and $2",
+      [FIRST_PORT, LAST_PORT],
+    );
+    for (let i = active; i <= LAST_PORT - FIRST_PORT; i++) {
+      await makeForward(h.db, engine, {
+        routerId: router.id,
+        entryPoint: "limits.fleet.test",
+        ports: [FIRST_PORT, LAST_PORT],
+        expiresAt: new Date(Date.now() + 3_600_000),
+      });
+    }
+    const before = await databaseFingerprint(h.db);
+    const full = await h.request("POST", `/api/routers/${router.id}/transient-forwarding`, {
+      token: user.token,
+      body: { expire_after_minutes: 30, dst_port: 22, dst_address: "10.0.0.2", allow_from: "8.8.8.8" },
+    });
+    expect(full.status).toBe(503);
+    expect(full.body).toEqual({
+      status: "error",
+      code: "capacity_exhausted",
+      request_id: expect.any(String),
+      message: `Every port of entry point limits.fleet.test (${FIRST_PORT}-${LAST_PORT}) is in use by an active forward. Try again after one expires or is deleted.`,
+    });
+    expect(await databaseFingerprint(h.db)).toBe(before);
   });
 });

@@ -1,11 +1,14 @@
 import { createHash } from "node:crypto";
 import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
-import { databaseFingerprint, makeAccount, makeChildOrganization, makeRouter, makeUser } from "@fleet/db/testing";
+import { databaseFingerprint, makeAccount, makeRouter } from "@fleet/db/testing";
 import { ManualClock, pulseEvent, ROUTER_LIMITS, type TRouterStatusEvent } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventSource } from "eventsource";
 import { createClient } from "../../client.ts";
-import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+import { type ApiHarness, adminApiKey, startApiHarness } from "../../testing/api-harness.ts";
+import { SSE_PING_INTERVAL_MS } from "../../trpc/init.ts";
+import { STREAM_RECHECK_MS } from "../auth/credential-watch.ts";
 
 let h: ApiHarness;
 let feed: StatusFeedHandle;
@@ -89,37 +92,6 @@ describe("POST /api/routers", () => {
     ]);
     const dump = await h.db.query<{ d: string }>("select string_agg(t::text, '|') as d from routers t");
     expect(dump[0]?.d).not.toContain(token);
-  });
-
-  it("clears a child organization through the account at the top of its tree", async () => {
-    const root = await billedUser();
-    const child = await makeChildOrganization(h.db, root.organizationId);
-    const childUser = await makeUser(h.db);
-    await h.db.query("update users set current_organization_id = $1 where id = $2", [
-      child.organizationId,
-      childUser.userId,
-    ]);
-    const token = (
-      await h.login(
-        (
-          await h.db.query<{ email: string }>("select email from users where id = $1", [childUser.userId])
-        )[0]?.email,
-      )
-    ).token;
-    expect((await h.request("POST", "/api/routers", { token, body: {} })).status).toBe(201);
-
-    const orphanRoot = await h.login();
-    const orphanChild = await makeChildOrganization(h.db, orphanRoot.organizationId);
-    const orphanUser = await makeUser(h.db);
-    await h.db.query("update users set current_organization_id = $1 where id = $2", [
-      orphanChild.organizationId,
-      orphanUser.userId,
-    ]);
-    const email = (await h.db.query<{ email: string }>("select email from users where id = $1", [orphanUser.userId]))[0]
-      ?.email;
-    const res = await h.request("POST", "/api/routers", { token: (await h.login(email)).token, body: {} });
-    expect(res.status).toBe(402);
-    expect(res.body.message).toMatch(/top of this organization tree/);
   });
 
   it("validates the name at its limit and needs routers:write", async () => {
@@ -310,31 +282,6 @@ describe("router metadata", () => {
       expect(res.body.data[field]).toMatch(message);
       expect(await databaseFingerprint(h.db)).toBe(before);
     }
-    // Limits after merging: key count and total size.
-    for (let i = 0; i < 4; i++) await ok(Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`m${i}_${j}`, j])));
-    const before = await databaseFingerprint(h.db);
-    const tooMany = await h.request("PATCH", path, {
-      token: user.token,
-      body: Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`z${j}`, j])),
-    });
-    expect(tooMany.status).toBe(422);
-    expect(tooMany.body.data.body).toMatch(/at most 50 keys/);
-    expect(await databaseFingerprint(h.db)).toBe(before);
-    const fresh = (await enroll(user)).router.id;
-    for (let i = 0; i < 7; i++) {
-      await expect(
-        h.request("PATCH", `/api/routers/${fresh}/metadata`, {
-          token: user.token,
-          body: { [`big${i}`]: "x".repeat(2_000) },
-        }),
-      ).resolves.toMatchObject({ status: 200 });
-    }
-    const big = await h.request("PATCH", `/api/routers/${fresh}/metadata`, {
-      token: user.token,
-      body: { big7: "x".repeat(2_000), big8: "x".repeat(2_000) },
-    });
-    expect(big.status).toBe(422);
-    expect(big.body.data.body).toMatch(/16384 bytes/);
   });
 });
 
@@ -516,4 +463,294 @@ describe("OpenAPI", () => {
     for (const p of ["metrics", "faults", "oem"])
       expect(doc.paths[`/api/routers/{router_id}/${p}`]).toHaveProperty("get");
   });
+});
+
+describe("tunnel_ip at enrollment over HTTP", () => {
+  // The rules (range, held, quarantine, allocation) are RouterService's (routers.service.test.ts).
+  it("lets only the platform scope tunnel:assign choose tunnel_ip (403), which dev-login and API keys never grant", async () => {
+    const user = await billedUser();
+    const operator = await adminApiKey(h.db, user.organizationId);
+    const res = await h.refused("POST", "/api/routers", { token: user.token, body: { tunnel_ip: "100.64.0.9" } });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ status: "fail", message: expect.stringMatching(/tunnel:assign/) });
+    const devLogin = await h.request("POST", "/v1/auth/dev-login", {
+      body: { email: `op-${crypto.randomUUID()}@example.com`, scope: "routers:write tunnel:assign" },
+    });
+    expect(devLogin.status).toBe(422);
+    const key = await h.request("POST", "/v1/api-keys", {
+      token: operator,
+      body: { name: "escalate", scopes: ["routers:write", "tunnel:assign"] },
+    });
+    expect(key.status).toBe(422);
+    expect(key.body.errors).toHaveProperty(["scopes.1"]);
+  });
+
+  it("takes the operator's address (201), answers 422 naming tunnel_ip outside the network or malformed, 409 when held", async () => {
+    const user = await billedUser();
+    const operator = await adminApiKey(h.db, user.organizationId);
+    const res = await h.request("POST", "/api/routers", {
+      token: operator,
+      body: { name: "Edge", tunnel_ip: "100.127.255.201" },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.data.tunnel_ip).toBe("100.127.255.201");
+    for (const tunnelIp of ["127.0.0.1", "100.64.0.0", "100.64.0.05", "100.64.0.5/32", " 100.64.0.6", "", 1684013062]) {
+      const refused = await h.refused("POST", "/api/routers", { token: operator, body: { tunnel_ip: tunnelIp } });
+      expect(refused.status, String(tunnelIp)).toBe(422);
+      expect(Object.keys(refused.body.data), String(tunnelIp)).toEqual(["tunnel_ip"]);
+    }
+    const held = await h.refused("POST", "/api/routers", { token: operator, body: { tunnel_ip: "100.127.255.201" } });
+    expect(held.status).toBe(409);
+    expect(held.body).toMatchObject({ status: "fail", message: expect.stringMatching(/another router/) });
+  });
+});
+
+describe("router path parameter names", () => {
+  it("tRPC accepts `id` (docs/api.md, Routers and heartbeats) as well as `router_id` (docs/api.md)", async () => {
+    const login = await h.login();
+    const client = createClient({ url: h.api.url, token: login.token });
+    const a = await makeRouter(h.db, login, { name: "alias-a" });
+    const b = await makeRouter(h.db, login, { name: "alias-b" });
+    const updated = await client.routers.updateMetadata.mutate({ id: a.id, lat: 52.5 } as never);
+    expect(updated).toMatchObject({ status: "success" });
+    const meta = await client.routers.metadata.query({ router_id: a.id });
+    expect(meta.data).toMatchObject({ lat: 52.5 });
+    expect(meta.data).not.toHaveProperty("id");
+    await client.routers.remove.mutate({ id: a.id } as never);
+    await client.routers.remove.mutate({ router_id: b.id });
+    const list = await client.routers.list.query();
+    expect(list.data.map((r: { id: string }) => r.id)).not.toContain(a.id);
+    expect(list.data.map((r: { id: string }) => r.id)).not.toContain(b.id);
+  });
+
+  it("REST refuses a body that is not a JSON object with 422", async () => {
+    const login = await h.login();
+    const router = await makeRouter(h.db, login);
+    const res = await h.request("PATCH", `/api/routers/${router.id}/metadata`, { token: login.token, body: [1, 2] });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ status: "fail", data: { body: expect.any(String) } });
+    const v1 = await h.request("PATCH", "/v1/account", { token: login.token, body: [] });
+    expect(v1.status).toBe(422);
+    expect(v1.body.errors.body).toBeDefined();
+  });
+
+  it("documents router paths with their parameters", async () => {
+    const doc = await h.request("GET", "/openapi.json");
+    const op = doc.body.paths["/api/routers/{router_id}/metadata"]?.get;
+    expect(op.parameters.map((p: { name: string }) => p.name)).toContain("router_id");
+  });
+});
+
+describe("routers.onStatus keep-alive", () => {
+  it("an idle subscription receives SSE ping events, so proxies do not cut it", async () => {
+    const user = await h.login();
+    const params = encodeURIComponent(JSON.stringify({ token: user.token }));
+    const abort = new AbortController();
+    const res = await fetch(`${h.api.url}/trpc/routers.onStatus?connectionParams=${params}`, {
+      headers: { accept: "text/event-stream" },
+      signal: abort.signal,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/text\/event-stream/);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    try {
+      // Nothing happens in this team: whatever arrives is keep-alive.
+      while (!/event: ping/.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value);
+      }
+    } finally {
+      abort.abort();
+    }
+    expect(text).toMatch(/event: ping/);
+    // The stream tells the client to reconnect if even pings stop.
+    expect(text).toMatch(new RegExp(`"reconnectAfterInactivityMs":${SSE_PING_INTERVAL_MS * 4}`));
+  }, 30_000);
+});
+
+/**
+ * docs/api.md "Authentication": a revoked API key, an expired access token or a removed
+ * organization ends every `routers.onStatus` stream opened with it within 10 s, and no stream
+ * delivers an event that happened after its credential stopped being valid. Real SSE over HTTP;
+ * the API keeps its production recheck period; token expiry moves the API's wall clock.
+ */
+interface SseEvent {
+  event: string;
+  data: string;
+}
+
+/** One SSE stream of routers.onStatus, read as it arrives; `ended` resolves when the server closes it. */
+const openStream = async (bearer: string) => {
+  const abort = new AbortController();
+  const res = await fetch(`${h.api.url}/trpc/routers.onStatus`, {
+    headers: { accept: "text/event-stream", authorization: `Bearer ${bearer}` },
+    signal: abort.signal,
+  });
+  expect(res.status).toBe(200);
+  const events: SseEvent[] = [];
+  let endedAt: number | undefined;
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  const ended = (async () => {
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      for (let cut = buffer.indexOf("\n\n"); cut !== -1; cut = buffer.indexOf("\n\n")) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
+        const data = [...block.matchAll(/^data: ?(.*)$/gm)].map((m) => m[1]).join("\n");
+        events.push({ event, data });
+      }
+    }
+    endedAt = Date.now();
+  })();
+  const routerEvents = () => events.filter((e) => e.event === "message" && e.data.includes("router_id"));
+  return {
+    events,
+    routerEvents,
+    ended,
+    endedAt: () => endedAt,
+    close: () => abort.abort(),
+  };
+};
+
+/** `marker` is the event's `at` (ISO 8601 UTC, as the feed formats it). */
+const pulse = (teamId: string, marker: string): TRouterStatusEvent =>
+  pulseEvent({ routerId: crypto.randomUUID(), teamId, hasPulse: true, at: new Date(marker) });
+
+/** Publishes until the stream delivers one event: its subscriber is registered from then on. */
+const heard = async (stream: Awaited<ReturnType<typeof openStream>>, teamId: string) => {
+  await eventually(async () => {
+    await feed.feed.publish([pulse(teamId, "2026-11-25T00:00:00+00:00")]);
+    return stream.routerEvents().length > 0;
+  }, "the stream hears the team's events");
+};
+
+/** The stream ended with tRPC's UNAUTHORIZED, and none of `after` reached it. */
+const endedUnauthorized = async (stream: Awaited<ReturnType<typeof openStream>>, after: string) => {
+  await eventually(() => stream.endedAt() !== undefined, "the stream to end", 15_000);
+  const error = stream.events.find((e) => e.event === "serialized-error");
+  expect(error, JSON.stringify(stream.events)).toBeDefined();
+  expect(JSON.parse(error?.data ?? "{}")).toMatchObject({
+    data: { code: "UNAUTHORIZED", httpStatus: 401, appCode: "unauthenticated" },
+  });
+  expect(stream.routerEvents().filter((e) => e.data.includes(after))).toEqual([]);
+};
+
+const AFTER = "2026-11-25T23:59:59+00:00";
+
+describe("routers.onStatus ends with its credential", () => {
+  type Stream = Awaited<ReturnType<typeof openStream>>;
+  /**
+   * Two streams per case, each of its own organization: `busy` gets an event right after its
+   * credential stops being valid (it must not be delivered), `idle` gets nothing at all (it must
+   * still end within 10 s).
+   */
+  const twoStreams = async (credential: (user: Awaited<ReturnType<ApiHarness["login"]>>) => Promise<string>) => {
+    const users = [await h.login(), await h.login()] as const;
+    const busy = await openStream(await credential(users[0]));
+    const idle = await openStream(await credential(users[1]));
+    await heard(busy, users[0].teamId);
+    await heard(idle, users[1].teamId);
+    return { users, busy, idle };
+  };
+  const afterInvalid = async (busy: Stream, idle: Stream, teamId: string, invalidAt: number, publish = true) => {
+    // Without any event, only the periodic recheck can end the streams.
+    if (publish) await feed.feed.publish([pulse(teamId, AFTER)]);
+    await endedUnauthorized(busy, AFTER);
+    await endedUnauthorized(idle, AFTER);
+    expect((idle.endedAt() ?? Number.POSITIVE_INFINITY) - invalidAt).toBeLessThan(10_000);
+  };
+  const keyOf = async (user: Awaited<ReturnType<ApiHarness["login"]>>) => {
+    const created = await h.request("POST", "/v1/api-keys", {
+      token: user.token,
+      body: { name: "stream", scopes: ["routers:read"] },
+    });
+    expect(created.status).toBe(201);
+    keys.set(created.body.key, created.body.id);
+    return created.body.key as string;
+  };
+  const keys = new Map<string, string>();
+
+  it("a revoked API key: the stream ends within 10 s and delivers nothing that happened after", async () => {
+    const { users, busy, idle } = await twoStreams(keyOf);
+    try {
+      const ids = [...keys.values()].slice(-2);
+      const revokedAt = Date.now();
+      for (const [i, user] of users.entries()) {
+        const res = await h.request("DELETE", `/v1/api-keys/${ids[i]}`, { token: user.token });
+        expect(res.status).toBe(204);
+      }
+      await afterInvalid(busy, idle, users[0].teamId, revokedAt);
+    } finally {
+      busy.close();
+      idle.close();
+    }
+  }, 60_000);
+
+  it("an API key revoked by another API process (its row gone, this process's cache warm), nothing happening", async () => {
+    const { users, busy, idle } = await twoStreams(keyOf);
+    try {
+      const revokedAt = Date.now();
+      await h.db.query("delete from api_keys where id = any($1::uuid[])", [[...keys.values()].slice(-2)]);
+      await afterInvalid(busy, idle, users[0].teamId, revokedAt, false);
+      expect((busy.endedAt() ?? Number.POSITIVE_INFINITY) - revokedAt).toBeLessThan(10_000);
+    } finally {
+      busy.close();
+      idle.close();
+    }
+  }, 60_000);
+
+  it("an expired access token: the stream ends within 10 s and delivers nothing after the expiry", async () => {
+    const { users, busy, idle } = await twoStreams(async (user) => user.token);
+    try {
+      // Every token of this harness (1 h) is past its expiry on the API's clock from now on.
+      h.clock.offsetMs = 3_600_000 + 60_000;
+      await afterInvalid(busy, idle, users[0].teamId, Date.now());
+    } finally {
+      h.clock.offsetMs = 0;
+      busy.close();
+      idle.close();
+    }
+  }, 60_000);
+
+  it("a removed organization: the stream ends within 10 s and delivers nothing after", async () => {
+    const { users, busy, idle } = await twoStreams(async (user) => user.token);
+    try {
+      const removedAt = Date.now();
+      await h.db.query("delete from organizations where id = any($1::uuid[])", [users.map((u) => u.organizationId)]);
+      await afterInvalid(busy, idle, users[0].teamId, removedAt);
+    } finally {
+      busy.close();
+      idle.close();
+    }
+  }, 60_000);
+
+  it("a valid credential keeps its stream through several recheck periods", async () => {
+    const user = await h.login();
+    const stream = await openStream(user.token);
+    try {
+      await heard(stream, user.teamId);
+      const before = stream.routerEvents().length;
+      const checks = Date.now() + 2 * STREAM_RECHECK_MS + 500;
+      // Events keep arriving for two recheck periods and more: nothing ends the stream.
+      await eventually(
+        async () => {
+          await feed.feed.publish([pulse(user.teamId, "2026-11-25T12:00:00+00:00")]);
+          return Date.now() > checks && stream.routerEvents().length > before + 1;
+        },
+        "events across two rechecks",
+        30_000,
+      );
+      expect(stream.endedAt()).toBeUndefined();
+    } finally {
+      stream.close();
+    }
+  }, 60_000);
 });

@@ -1,0 +1,97 @@
+import { AccountsRepository } from "@fleet/db";
+import { createTestDatabase, databaseFingerprint, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { type StripeEmulator, startStripeEmulator } from "@fleet/stripe-emulator";
+import type Stripe from "stripe";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createCustomerGateway } from "../../integrations/stripe/billing-gateway.ts";
+import { createStripeClient } from "../../integrations/stripe/stripe-client.ts";
+import { rejection } from "../../testing/rejections.ts";
+import type { AuthClaims } from "../auth/token-verifier.ts";
+import { AccountService } from "./account.service.ts";
+
+// The service tier (docs/contributing.md "Add a test"): AccountService on a real database with the
+// real repository and the Stripe SDK against the emulator (or an address where nothing listens).
+
+let db: TestDatabase;
+let emulator: StripeEmulator;
+let stripe: Stripe;
+
+beforeAll(async () => {
+  [db, emulator] = await Promise.all([createTestDatabase(), startStripeEmulator({ port: 0 })]);
+  stripe = createStripeClient({
+    secretKey: "sk_test_account",
+    publishableKey: "pk_test_account",
+    apiBase: new URL(emulator.url),
+  });
+});
+afterAll(async () => {
+  await emulator?.close();
+  await db?.close();
+});
+
+const serviceOn = (client: Stripe) =>
+  new AccountService({
+    accounts: new AccountsRepository(db),
+    customers: createCustomerGateway(client),
+    docsUrl: "http://localhost:3000/docs",
+  });
+
+const claims = (owner: { userId: string; organizationId: string; teamId: string }): AuthClaims => ({
+  userId: owner.userId,
+  organizationId: owner.organizationId,
+  teamId: owner.teamId,
+  scopes: new Set(["account:read", "account:write"]),
+  timezone: undefined,
+  exp: Math.floor(Date.now() / 1000) + 600,
+  credential: { type: "token", id: owner.userId },
+});
+
+const validBody = { name: "Acme Networks", email: "billing@acme.example", address: { country: "DE" } };
+
+describe("AccountService (service tier)", () => {
+  it("creates the account with its processor customer; a second one is refused, changing nothing", async () => {
+    const accounts = serviceOn(stripe);
+    const owner = claims(await makeUser(db));
+    const email = `billing-${crypto.randomUUID()}@acme.example`;
+    const created = await accounts.create(owner, { ...validBody, email });
+    const stored = (await new AccountsRepository(db).billingContext(owner.organizationId))?.account;
+    expect(stored?.stripeCustomerId).toMatch(/^cus_/);
+    const customer = (await stripe.customers.retrieve(stored?.stripeCustomerId ?? "")) as Stripe.Customer;
+    expect(customer).toMatchObject({ name: "Acme Networks", email });
+    expect(created).toMatchObject({ name: "Acme Networks" });
+    const before = await databaseFingerprint(db);
+    // Another body (the processor call's idempotency key would otherwise answer the first customer again).
+    const second = await rejection(accounts.create(owner, { ...validBody, email, name: "Another Name" }));
+    expect(second).toMatchObject({ code: "conflict", message: expect.stringMatching(/already has a billing account/) });
+    expect(await databaseFingerprint(db)).toBe(before);
+    // Nor at the processor: the refusal comes before a second customer is made.
+    expect((await stripe.customers.list({ email })).data).toHaveLength(1);
+  });
+
+  it("creates exactly one account under concurrent creates", async () => {
+    const accounts = serviceOn(stripe);
+    const owner = claims(await makeUser(db));
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => accounts.create(owner, validBody)));
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(
+      results.filter((r) => r.status === "rejected" && (r.reason as { code?: string }).code === "conflict"),
+    ).toHaveLength(4);
+  });
+
+  it("answers upstream_failed (502) naming the payment processor when it cannot be reached, and writes nothing", async () => {
+    const unreachable = createStripeClient({
+      secretKey: "sk_test_x",
+      publishableKey: "pk_test_x",
+      apiBase: new URL("http://127.0.0.1:9"),
+    });
+    const owner = claims(await makeUser(db));
+    const before = await databaseFingerprint(db);
+    const refused = await rejection(serviceOn(unreachable).create(owner, validBody));
+    expect(refused).toMatchObject({
+      code: "upstream_failed",
+      status: 502,
+      message: expect.stringMatching(/payment processor/),
+    });
+    expect(await databaseFingerprint(db)).toBe(before);
+  });
+});
