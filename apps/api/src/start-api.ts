@@ -55,6 +55,12 @@ export interface StartApiOptions {
   accessPasswordKey?: string;
   /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
   webhookTiming?: WebhookTiming;
+  /**
+   * Register the features' cluster-wide schedules (default true). The API harness leaves them off:
+   * a cron slot that fell inside a test (the billing reconciliation every quarter hour) changed
+   * rows under a "nothing changed" check; tests call the scheduled functions directly.
+   */
+  schedules?: boolean;
 }
 
 export interface RunningApi {
@@ -155,7 +161,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
     // however many API processes run (docs/operations.md "Metrics and probes"); tests call the
     // same functions directly.
     const registeredTasks: RegisteredTask[] = [];
-    for (const feature of wired.features) {
+    for (const feature of options.schedules === false ? [] : wired.features) {
       for (const task of feature.schedules) registeredTasks.push(await registerScheduledTask(jobs, task));
     }
 

@@ -47,6 +47,8 @@ export interface ApiHarnessOptions {
   devLoginPerMinute?: number;
   /** Webhook retry/poll timing (see StartApiOptions). */
   webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
+  /** Register the cluster-wide schedules (default off: tests call the scheduled functions). */
+  schedules?: boolean;
 }
 
 export const startApiHarness = async (
@@ -76,6 +78,7 @@ export const startApiHarness = async (
     wallClock: clock,
     ...(options.clock ? { clock: options.clock } : {}),
     devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
+    schedules: options.schedules ?? false,
     ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
   });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
