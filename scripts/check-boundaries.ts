@@ -323,7 +323,8 @@ for (const rel of codeFiles) {
 // "Tests"): no `retry:` option, and no promise that a timer resolves (`new Promise((r) =>
 // setTimeout(r, n))`, `await setTimeout(n)` of node:timers/promises, `await sleep(n)`) outside the
 // one waiting helper, `eventually`. A timer that stands for work in a fake (a handler that takes a
-// while), not for a wait of the test, says so on its line: `// work, not a wait`.
+// while), not for a wait of the test, says so on its line: `// work, not a wait`. vitest's own
+// waiters (`expect.poll`, `vi.waitFor`) are refused too: one helper, one timeout policy.
 const WAIT_HELPERS = new Set(["packages/shared/src/testing/eventually.ts"]);
 const SLEEP = [
   /new\s+Promise(?:<[^>]*>)?\s*\(\s*\(?\s*(\w+)\s*\)?\s*=>\s*\{?\s*setTimeout\s*\(\s*\1\s*,/,
@@ -339,6 +340,8 @@ for (const rel of testCode) {
     if (/^\s*(?:\/\/|\*)/.test(line)) return;
     if (/\bretry\s*:\s*\d/.test(line))
       problems.push(`${rel}:${i + 1}: a retried test (wait for the condition instead)`);
+    if (/\bexpect\.poll\s*\(|\bvi\.waitFor\s*\(/.test(line))
+      problems.push(`${rel}:${i + 1}: a second waiting helper (wait with eventually from @fleet/shared/testing)`);
     const exempt = WAIT_HELPERS.has(rel) || line.includes("// work, not a wait");
     if (!exempt && SLEEP.some((re) => re.test(line))) {
       problems.push(`${rel}:${i + 1}: a fixed sleep in a test (wait for a condition with eventually)`);

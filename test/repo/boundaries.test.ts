@@ -138,6 +138,13 @@ describe("the boundary lint", () => {
       },
       "test/things/sleep.test.ts:4: a fixed sleep in a test",
     ],
+    [
+      "vitest's own waiter beside eventually",
+      {
+        "apps/api/src/features/things/poll.test.ts": `${IMPORT("{ expect, it }", "vitest")}\nit("waits", async () => {\n  await ${["expect", ".poll"].join("")}(() => 1).toBe(1);\n});\n`,
+      },
+      "apps/api/src/features/things/poll.test.ts:3: a second waiting helper",
+    ],
   ])("refuses %s", (_name, plant, message) => {
     const { status, out } = check(plant);
     expect(out).toContain(message);

@@ -1,3 +1,4 @@
+import { eventually } from "@fleet/shared/testing";
 import { once } from "node:events";
 import net from "node:net";
 import ssh2 from "ssh2";
@@ -385,7 +386,7 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
       screen += d.toString();
     });
     stream.write("/ip firewall nat add chain=dstnat comment=hi\r/ip firewall nat print terse\r");
-    await expect.poll(() => screen, { timeout: 2000 }).toMatch(/comment=hi\r\n\[admin@Sim\] > $/);
+    await eventually(() => /comment=hi\r\n\[admin@Sim\] > $/.test(screen), "the printed rule and a prompt", 2000);
     expect(sim.commands()).toEqual(["/ip firewall nat add chain=dstnat comment=hi", "/ip firewall nat print terse"]);
   });
 });

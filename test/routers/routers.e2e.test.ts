@@ -1,3 +1,4 @@
+import { eventually } from "@fleet/shared/testing";
 import { type RunningSystem, startAll } from "@fleet/all-in-one";
 import { createClient } from "@fleet/api/client";
 import { EventSource } from "eventsource";
@@ -105,7 +106,7 @@ describe("a router's life", () => {
       },
       onData: (e) => events.push(e),
     });
-    await expect.poll(() => started).toBe(true);
+    await eventually(() => started, "the subscription to start");
 
     const socket = await open(heartbeatToken);
     if (typeof socket === "number") throw new Error(`upgrade refused: ${socket}`);
@@ -121,7 +122,7 @@ describe("a router's life", () => {
       last_seen: "just now",
       model: "CCR2004-16G-2S+",
     });
-    await expect.poll(() => events.some((e) => e.type === "pulse" && e.has_pulse)).toBe(true);
+    await eventually(() => events.some((e) => e.type === "pulse" && e.has_pulse), "a pulse");
 
     // Ten missed heartbeats: 5 minutes at 30 s.
     clock.set(new Date(lastBeat + MISSED * INTERVAL + 1_000));
@@ -139,7 +140,7 @@ describe("a router's life", () => {
       }),
     ]);
     expect(ongoing[0].created_at).toBe(new Date(lastBeat + INTERVAL).toISOString().replace(/\.\d+Z$/, "+00:00"));
-    await expect.poll(() => events.some((e) => e.type === "fault" && e.fault.status === "ongoing")).toBe(true);
+    await eventually(() => events.some((e) => e.type === "fault" && e.fault.status === "ongoing"), "an ongoing fault");
 
     // Back after 20 minutes with a fresh uptime: it rebooted.
     clock.set(new Date(lastBeat + 20 * 60_000));
@@ -152,7 +153,10 @@ describe("a router's life", () => {
       cause: "Router rebooted",
       duration: (20 * 60_000 - INTERVAL) / 1000,
     });
-    await expect.poll(() => events.some((e) => e.type === "fault" && e.fault.status === "completed")).toBe(true);
+    await eventually(
+      () => events.some((e) => e.type === "fault" && e.fault.status === "completed"),
+      "the completed fault",
+    );
     subscription.unsubscribe();
 
     expect((await api("DELETE", `/api/routers/${routerId}`, token)).status).toBe(204);

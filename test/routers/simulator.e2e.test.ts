@@ -1,3 +1,4 @@
+import { eventually } from "@fleet/shared/testing";
 import { type RunningSystem, startAll } from "@fleet/all-in-one";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { type RunningSimulator, startSimulator } from "@fleet/router-simulator";
@@ -62,7 +63,11 @@ describe("simulator against the whole system", () => {
         }).then((r) => r.json() as Promise<any>)
       ).data as Array<Record<string, unknown>>;
 
-    await expect.poll(async () => (await list()).filter((r) => r.has_pulse).length, { timeout: 10_000 }).toBe(4);
+    await eventually(
+      async () => (await list()).filter((r) => r.has_pulse).length === 4,
+      "four routers with a pulse",
+      10_000,
+    );
     const routers = await list();
     const silentId = enrolled[0]?.router_id;
     // Each router answers at, and beats from, the tunnel address the system assigned (development:

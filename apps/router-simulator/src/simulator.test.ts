@@ -1,3 +1,4 @@
+import { eventually } from "@fleet/shared/testing";
 import { loadSimulatorDefaults } from "./config.ts";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
@@ -108,7 +109,7 @@ describe("simulator", () => {
       heartbeatUrl: url,
     });
     try {
-      await expect.poll(() => sim.routers[0]?.stats.refused).toBe(true);
+      await eventually(() => sim.routers[0]?.stats.refused === true, "the refusal");
       expect(sim.summary().refused).toBe(1);
     } finally {
       await sim.close();

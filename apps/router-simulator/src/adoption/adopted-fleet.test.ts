@@ -1,3 +1,4 @@
+import { eventually } from "@fleet/shared/testing";
 import { once } from "node:events";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -82,7 +83,7 @@ describe("startAdoptedFleet", () => {
       expect(failures[0]).toContain("not allowed by device-mode");
       // The scheduler, not the adoption, posts the later ones.
       const first = posts.length;
-      await expect.poll(() => posts.length, { timeout: 5_000 }).toBeGreaterThan(first);
+      await eventually(() => posts.length > first, "another heartbeat", 5_000);
       for (const post of posts) {
         expect(post.headers.authorization).toBe(`Bearer ${TOKEN}`);
         expect(post.headers["content-type"]).toBe("application/json");

@@ -187,7 +187,7 @@ describe("EntryPointRelay", () => {
       ]),
     );
     expect((await reply).toString()).toBe("7");
-    await expect.poll(() => accepted.length).toBe(1);
+    await eventually(() => accepted.length === 1, "one accepted connection");
     expect(accepted[0]).toMatchObject({ sourceIp: "8.8.8.42", bytesIn: 7, bytesOut: 1 });
   });
 
@@ -220,7 +220,7 @@ describe("EntryPointRelay", () => {
     expect((await readAll(socket)).length).toBe(0);
     expect(relay.stats(FORWARD)).toEqual({ accepted: 1, refused: 0 });
     // The relay's bookkeeping of the pair is done when the client side has closed; nothing was reported.
-    await expect.poll(() => relay.connections(FORWARD)).toBe(0);
+    await eventually(() => relay.connections(FORWARD) === 0, "no open connection");
     expect(events).toEqual([]);
   });
 

@@ -380,7 +380,10 @@ describe("DELETE /api/routers/{id}", () => {
     const res = await h.request("DELETE", `/api/routers/${router.id}`, { token: user.token });
     expect(res.status).toBe(204);
     expect(res.body).toBeUndefined();
-    await expect.poll(() => heard).toContainEqual({ type: "removed", router_id: router.id, team_id: user.teamId });
+    await eventually(
+      () => heard.some((e) => e.type === "removed" && e.router_id === router.id && e.team_id === user.teamId),
+      "the removed event",
+    );
     stop();
     expect(await h.db.query("select 1 from routers where id = $1", [router.id])).toEqual([]);
     expect(await h.db.query("select 1 from router_downtime_hours where router_id = $1", [router.id])).toEqual([]);
@@ -418,7 +421,7 @@ describe("tRPC", () => {
       },
       onData: (event) => received.push(event),
     });
-    await expect.poll(() => started).toBe(true);
+    await eventually(() => started, "the subscription to start");
     const ours = pulseEvent({
       routerId: mine.id,
       teamId: user.teamId,

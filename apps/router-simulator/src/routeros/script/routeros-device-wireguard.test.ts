@@ -1,3 +1,4 @@
+import { eventually } from "@fleet/shared/testing";
 import {
   type AdoptionScriptInput,
   adoptionScript,
@@ -165,7 +166,7 @@ describe("the adoption script's management tunnel (TUNNEL_MODE=wireguard)", () =
       expect.objectContaining({ comment: "defconf: drop all not coming from LAN" }),
     ]);
     // The real end of the tunnel (`--netns`) hears of the removals, as of the script's changes.
-    await vi.waitFor(() => expect(changes).toBeGreaterThan(before));
+    await eventually(() => changes > before, "another change");
     d.stop();
   });
 
