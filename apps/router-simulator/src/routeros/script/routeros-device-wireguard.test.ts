@@ -10,7 +10,7 @@ import {
   renderRouterOsScript,
   WIREGUARD_OBJECTS,
 } from "@fleet/shared";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseRouterOsCommand } from "../routeros-cli-parser.ts";
 import { type HttpRequest, RouterOsDevice } from "./routeros-device.ts";
 
