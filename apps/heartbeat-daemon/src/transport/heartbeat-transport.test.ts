@@ -1,12 +1,5 @@
 import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
-import {
-  createTestDatabase,
-  databaseFingerprint,
-  makeRouter,
-  makeUser,
-  type TestDatabase,
-  unique,
-} from "@fleet/db/testing";
+import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { HEARTBEAT_MAX_FRAME_BYTES, type TRouterStatusEvent } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
