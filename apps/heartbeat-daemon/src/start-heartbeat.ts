@@ -91,6 +91,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     ttlMs: tuning.tokenCacheTtlMs,
     staleMs,
     recheckAfterMs: staleMs / 2,
+    gatherMs: tuning.tokenGatherMs,
     clock: transportClock,
   });
   // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
