@@ -143,6 +143,13 @@ const dbName = `bench_hb_${RUN}`;
 const admin = new pg.Client({ connectionString: BASE_URL });
 await admin.connect();
 await admin.query(`create database "${dbName}"`);
+// BENCH_LOG_STATEMENTS=1: the server's log gets every statement on the bench database (without
+// parameter values), to count statements by kind and time (needs a superuser; log_statement).
+if (process.env.BENCH_LOG_STATEMENTS) {
+  await admin.query(`alter database "${dbName}" set log_statement = 'all'`);
+  await admin.query(`alter database "${dbName}" set log_parameter_max_length = 0`);
+  await admin.query(`alter database "${dbName}" set log_duration = on`);
+}
 const url = new URL(BASE_URL);
 url.pathname = `/${dbName}`;
 const databaseUrl = url.toString();
@@ -169,21 +176,34 @@ const routerId = (i: number) => `${i.toString(16).padStart(8, "0")}-0000-4000-80
 // pile up for the whole bench, a cost production never pays and one that grows run after run. The
 // bench then vacuums its database itself once a minute (autovacuum's default naptime); the
 // vacuum's CPU counts in the local PostgreSQL's figure, as autovacuum's would.
+// It vacuums the whole database, catalogs included (about 1-1.5 s on a loaded 2-core machine, more
+// than autovacuum does for a table written at the cadence): a measured window that met it by
+// chance read 40-53 µs of PostgreSQL CPU per heartbeat instead of about 15-18. So the once-a-minute
+// clock restarts at each settleStatistics(), which runs just before every measured window, and a
+// window shorter than a minute never holds one.
 const autovacuumOn = (await admin.query<{ autovacuum: string }>("show autovacuum")).rows[0]?.autovacuum === "on";
-const vacuumer = autovacuumOn
-  ? undefined
-  : setInterval(() => {
-      setupDb.query("vacuum (analyze)").catch((error: Error) => log(`vacuum failed: ${error.message}`));
-    }, 60_000);
+let vacuuming: Promise<unknown> = Promise.resolve();
+const vacuum = () => {
+  vacuuming = vacuuming
+    .then(() => setupDb.query("vacuum (analyze)"))
+    .catch((error: Error) => log(`vacuum failed: ${error.message}`));
+  return vacuuming;
+};
+const startVacuumer = () => (autovacuumOn ? undefined : setInterval(() => void vacuum(), 60_000));
+let vacuumer = startVacuumer();
 if (!autovacuumOn) log("autovacuum is off on this server: the bench vacuums its database once a minute");
 /**
  * Before a measured window: the statistics autovacuum's ANALYZE would have gathered by then (it
  * analyzes a table once a tenth of it changed, and every router's first heartbeat just filled
  * router_liveness). Without them the planner costs the liveness table as it was at the start,
- * empty, and the flush's plan is not the one a running system has.
+ * empty, and the flush's plan is not the one a running system has. One vacuum at a time (a second
+ * one would wait on the first table by table), and the next periodic one a minute later.
  */
 const settleStatistics = async () => {
-  if (!autovacuumOn) await setupDb.query("vacuum (analyze)");
+  if (autovacuumOn) return;
+  clearInterval(vacuumer);
+  await vacuum();
+  vacuumer = startVacuumer();
 };
 log(`database ${dbName}: ${ROUTERS} routers; ${WORKERS} server process(es), ${LOADERS} load process(es)`);
 

@@ -54,6 +54,8 @@ export interface HeartbeatTuning {
   sweepLimit: number;
   /** A cached token is checked against the database again after this long. */
   tokenCacheTtlMs: number;
+  /** First-time token lookups are gathered this long into one query (transport/token-auth.ts). */
+  tokenGatherMs: number;
   /** Pinger visit period: a socket quiet for 1.5 periods is pinged, then terminated if still silent at the next visit (transport/pinger.ts). */
   pingIntervalMs: number;
   /** Per connection (and per router over HTTP): burst, then sustained frames per second. */
@@ -92,6 +94,7 @@ export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
   sweepIdleMs: 1_000,
   sweepLimit: 5_000,
   tokenCacheTtlMs: 5_000,
+  tokenGatherMs: 20,
   pingIntervalMs: Math.max(intervalMs, 5_000),
   // Generous for a router (one frame per interval), still a hard bound on a misbehaving one.
   floodBurst: 200,

@@ -181,6 +181,23 @@ describe("TokenAuthenticator", () => {
     expect(calls).toEqual([5, 5, 40]);
   });
 
+  it("with gatherMs, gathers first-time lookups of many event-loop turns into one query", async () => {
+    const owners = new Map(Array.from({ length: 20 }, (_, n) => [hashToken(token(n)), ownerOf(n)] as const));
+    const s = store(owners);
+    const auth = new TokenAuthenticator({ lookup: s.lookup, ttlMs: 60_000, gatherMs: 200, clock: new ManualClock(0) });
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    const answers: Array<Promise<TokenOwner | null>> = [];
+    // One HTTP request per event-loop turn, as they arrive over a load balancer's pool.
+    for (let n = 0; n < 20; n++) {
+      answers.push(auth.authenticate(token(n), true));
+      await tick();
+    }
+    expect((await Promise.all(answers)).map((owner) => owner?.routerId)).toEqual(
+      Array.from({ length: 20 }, (_, n) => `r${n}`),
+    );
+    expect(s.calls.map((c) => c.length)).toEqual([20]);
+  });
+
   it("forgets a revoked router at once", async () => {
     const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
     const auth = new TokenAuthenticator({ lookup: store(owners).lookup, ttlMs: 60_000, clock: new ManualClock(0) });

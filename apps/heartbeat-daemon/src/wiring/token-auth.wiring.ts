@@ -18,6 +18,7 @@ export const wireTokenAuth = ({ config, store, transportClock }: DaemonContext):
     ttlMs: config.tuning.tokenCacheTtlMs,
     staleMs,
     recheckAfterMs: staleMs / 2,
+    gatherMs: config.tuning.tokenGatherMs,
     clock: transportClock,
   });
   return { services: { auth }, schedules: [], close: async () => {} };

@@ -393,6 +393,7 @@ export class HeartbeatsRepository {
        from routers r left join router_wireguard_peers w on w.router_id = r.id
        where r.heartbeat_token_hash = any($1::text[])`,
       [hashes],
+      { prepare: "heartbeat_tokens" },
     );
     return new Map(
       rows.map((r) => [
