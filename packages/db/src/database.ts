@@ -243,13 +243,12 @@ const wrap = (
     driver,
     orm,
     // docs/operations.md "Tracing": a span per statement, with its text (never its values).
-    // Not async: the statement's own promise is handed on, without two more promise hops per call.
-    query: <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions): Promise<T[]> => {
-      if (closed) return Promise.reject(new Error("database is closed"));
+    query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
+      if (closed) throw new Error("database is closed");
       return inSpan(
         options?.prepare ?? "db.query",
         { "db.system.name": driver, "db.query.text": sql.length > 2000 ? sql.slice(0, 2000) : sql },
-        () => raw(sql, [...params], options) as Promise<T[]>,
+        async () => (await raw(sql, [...params], options)) as T[],
         SpanKind.CLIENT,
       );
     },
