@@ -94,11 +94,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
   await jobs.defineQueue(routerJobsQueue(), { createOnly: true });
   const ctx: WiringContext = { config, db, logger, jobs, wallClock, clock: options.clock ?? wallClock };
 
-  const wired = new FeatureWiring<Wired<unknown>>();
-  const closeWired = async () => {
-    await wired.close();
-    await jobs.stop();
-  };
+  const wired = new FeatureWiring<Wired<unknown>>(() => jobs.stop());
   let boundUrl = `http://${config.host}:${config.port}`;
   try {
     const billing = await wireBilling(ctx);
@@ -178,11 +174,11 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
         // Open SSE subscriptions end first, so closing the server does not wait on them.
         services.routers.close();
         await closeHttpServer(server);
-        await closeWired();
+        await wired.close();
       },
     };
   } catch (error) {
-    await closeWired().catch(() => {});
+    await wired.close().catch(() => {});
     throw error;
   }
 };

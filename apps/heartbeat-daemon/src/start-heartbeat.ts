@@ -69,12 +69,8 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     feed: feedHandle.feed,
   };
 
-  const wiring = new FeatureWiring<Wired<unknown>>();
+  const wiring = new FeatureWiring<Wired<unknown>>(() => feedHandle.release());
   const wire = <S>(feature: Wired<S>) => wiring.add(feature);
-  const closeWired = async () => {
-    await wiring.close();
-    await feedHandle.release();
-  };
   try {
     const { auth } = wire(wireTokenAuth(ctx)).services;
     // Set once the server exists; a flush can only find gone routers after heartbeats arrived.
@@ -95,7 +91,6 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       for (const feature of wiring.features) for (const schedule of feature.schedules) wiring.started(schedule.start());
     }
 
-    let closing: Promise<void> | undefined;
     return {
       url: server.url,
       port: server.port,
@@ -111,13 +106,10 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
         tokensCached: auth.size,
         guard: server.guard(),
       }),
-      close: () => {
-        closing ??= closeWired();
-        return closing;
-      },
+      close: () => wiring.close(),
     };
   } catch (error) {
-    await closeWired().catch(() => {});
+    await wiring.close().catch(() => {});
     throw error;
   }
 };

@@ -117,12 +117,8 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
   });
   const ctx: AgentContext = { config, db, logger, jobs, clock: options.clock ?? systemClock };
 
-  const wiring = new FeatureWiring<Wired<unknown>>();
+  const wiring = new FeatureWiring<Wired<unknown>>(() => jobs.stop());
   const wire = <S>(feature: Wired<S>) => wiring.add(feature);
-  const closeWired = async () => {
-    await wiring.close();
-    await jobs.stop();
-  };
   try {
     await jobs.defineQueue(routerJobsQueue(leaseSeconds));
     const { hub } = wire(await wireHub(ctx, options.hubDevice)).services;
@@ -167,7 +163,6 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       "tunnel agent started",
     );
 
-    let closing: Promise<void> | undefined;
     return {
       workerId,
       jobs,
@@ -187,13 +182,10 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       flushAudit: () => relay.connectionLog.flush(),
       scheduleBackups: backups.scheduleBackups,
       sweepAccess: access.sweepAccess,
-      close: () => {
-        closing ??= closeWired();
-        return closing;
-      },
+      close: () => wiring.close(),
     };
   } catch (error) {
-    await closeWired().catch(() => {});
+    await wiring.close().catch(() => {});
     throw error;
   }
 };

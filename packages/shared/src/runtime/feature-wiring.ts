@@ -12,6 +12,13 @@ export interface Closable {
 export class FeatureWiring<F extends Closable = Closable> {
   readonly #features: F[] = [];
   readonly #stops: Array<() => Promise<void>> = [];
+  readonly #last: () => Promise<void>;
+  #closing: Promise<void> | undefined;
+
+  /** `last`: what the root itself opened for every feature (a job engine, the status feed), closed after them. */
+  constructor(last: () => Promise<void> = async () => {}) {
+    this.#last = last;
+  }
 
   /** Keeps a wired feature and hands it back. */
   add<G extends F>(feature: G): G {
@@ -29,8 +36,13 @@ export class FeatureWiring<F extends Closable = Closable> {
     return this.#features;
   }
 
-  async close(): Promise<void> {
-    while (this.#stops.length > 0) await this.#stops.pop()?.();
-    while (this.#features.length > 0) await this.#features.pop()?.close();
+  /** Once: a second call (shutdown after a failed start, a repeated signal) gets the first call's promise. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      while (this.#stops.length > 0) await this.#stops.pop()?.();
+      while (this.#features.length > 0) await this.#features.pop()?.close();
+      await this.#last();
+    })();
+    return this.#closing;
   }
 }
