@@ -8,7 +8,7 @@ import {
   includePendingItems,
 } from "../billing-service.ts";
 import type { EmulatorStore } from "../emulator-store.ts";
-import type { Router } from "../http-router.ts";
+import type { RouteHandler, Router } from "../http-router.ts";
 import { paginate } from "../list-pagination.ts";
 import { customerPaymentMethod } from "../payment-methods-service.ts";
 import { applyMetadata, bool, int, list, obj, oneOf, reqStr, str } from "../request-params.ts";
@@ -198,161 +198,185 @@ function subscriptionInvoice(store: EmulatorStore, sub: Subscription, reason: In
   });
 }
 
-export function registerSubscriptionRoutes(router: Router): void {
-  router.post("/v1/subscriptions", ({ store, params, baseUrl }) => {
-    const customer = store.customer(reqStr(params, "customer"), "customer");
-    const entries = itemEntries(params);
-    if (!entries || entries.length === 0) throw missingParam("items");
-    const first = entries[0] ?? {};
-    const firstPrice = recurringPrice(store, reqStr(first, "price", "items[0][price]"), "items[0][price]");
-    const recurring = firstPrice.recurring ?? { interval: "month" as const, interval_count: 1 };
-    const now = store.nowSeconds();
-    const id = store.newId("sub");
-    const sub: Subscription = {
-      id,
-      object: "subscription",
-      application: null,
-      billing_cycle_anchor: now,
-      cancel_at: null,
-      cancel_at_period_end: false,
-      canceled_at: null,
-      cancellation_details: { comment: null, feedback: null, reason: null },
-      collection_method: "charge_automatically",
-      created: now,
-      currency: firstPrice.currency,
-      current_period_end: addInterval(now, recurring.interval, recurring.interval_count),
-      current_period_start: now,
-      customer: customer.id,
-      days_until_due: null,
-      default_payment_method: null,
-      default_source: null,
-      description: null,
-      discounts: [],
-      ended_at: null,
-      items: { object: "list", data: [], has_more: false, url: `/v1/subscription_items?subscription=${id}` },
-      latest_invoice: null,
-      livemode: false,
-      metadata: {},
-      pending_update: null,
-      schedule: null,
-      start_date: now,
-      status: "incomplete",
-      test_clock: null,
-      trial_end: null,
-      trial_start: null,
-    };
-    applyCommonParams(store, sub, params);
-    sub.items.data = entries.map((e, i) => {
-      const label = `items[${i}][price]`;
-      const price = recurringPrice(store, reqStr(e, "price", label), label, sub.currency);
-      const r = price.recurring;
-      if (r && (r.interval !== recurring.interval || r.interval_count !== recurring.interval_count)) {
-        throw invalidParam(
-          label,
-          "All prices on a subscription must have the same `recurring.interval` and `recurring.interval_count`.",
-        );
-      }
-      return newItem(store, sub, price, int(e, "quantity", `items[${i}][quantity]`) ?? 1, e);
-    });
-    const behavior = oneOf(params, "payment_behavior", [
-      "allow_incomplete",
-      "default_incomplete",
-      "error_if_incomplete",
-      "pending_if_incomplete",
-    ] as const);
-    store.subscriptions.set(id, sub);
-    const inv = subscriptionInvoice(store, sub, "subscription_create");
-    for (const item of sub.items.data) addSubscriptionItemLine(store, inv, sub, item);
+/** A subscription as `POST /v1/subscriptions` starts it: incomplete until its first invoice is collected. */
+function newSubscription(
+  id: string,
+  now: number,
+  customer: string,
+  currency: string,
+  recurring: { interval: Interval; interval_count: number },
+): Subscription {
+  return {
+    id,
+    object: "subscription",
+    application: null,
+    billing_cycle_anchor: now,
+    cancel_at: null,
+    cancel_at_period_end: false,
+    canceled_at: null,
+    cancellation_details: { comment: null, feedback: null, reason: null },
+    collection_method: "charge_automatically",
+    created: now,
+    currency,
+    current_period_end: addInterval(now, recurring.interval, recurring.interval_count),
+    current_period_start: now,
+    customer,
+    days_until_due: null,
+    default_payment_method: null,
+    default_source: null,
+    description: null,
+    discounts: [],
+    ended_at: null,
+    items: { object: "list", data: [], has_more: false, url: `/v1/subscription_items?subscription=${id}` },
+    latest_invoice: null,
+    livemode: false,
+    metadata: {},
+    pending_update: null,
+    schedule: null,
+    start_date: now,
+    status: "incomplete",
+    test_clock: null,
+    trial_end: null,
+    trial_start: null,
+  };
+}
+
+/**
+ * An update's `items[]`: deleted, changed or added items, applied to `sub` now; the proration of
+ * each change is returned, to run once the rest of the update is accepted.
+ */
+function applyItemEntries(store: EmulatorStore, sub: Subscription, entries: Params[]): Array<() => void> {
+  const changes: Array<() => void> = [];
+  entries.forEach((e, i) => {
+    const itemId = str(e, "id", `items[${i}][id]`);
+    const item = itemId ? sub.items.data.find((it) => it.id === itemId) : undefined;
+    if (itemId && !item) throw noSuch("subscription item", itemId, `items[${i}][id]`);
+    const priceId = str(e, "price", `items[${i}][price]`);
+    const price = priceId ? recurringPrice(store, priceId, `items[${i}][price]`, sub.currency) : item?.price;
+    if (!price) throw missingParam(`items[${i}][price]`);
+    const quantity = int(e, "quantity", `items[${i}][quantity]`) ?? item?.quantity ?? 1;
+    if (item && bool(e, "deleted", `items[${i}][deleted]`)) {
+      sub.items.data = sub.items.data.filter((it) => it !== item);
+      changes.push(() => prorate(store, sub, item, { price: item.price, quantity: item.quantity }, null));
+    } else if (item) {
+      // By id: a store reloaded from DATA_DIR holds copies, not the same objects.
+      if (price.id === item.price.id && quantity === item.quantity) return;
+      const before = { price: item.price, quantity: item.quantity };
+      item.price = price;
+      item.plan = planFromPrice(price);
+      item.quantity = quantity;
+      item.metadata = applyMetadata(e, item.metadata);
+      changes.push(() => prorate(store, sub, item, before, { price, quantity }));
+    } else {
+      const added = newItem(store, sub, price, quantity, e);
+      sub.items.data.push(added);
+      changes.push(() => prorate(store, sub, added, null, { price, quantity }));
+    }
+  });
+  return changes;
+}
+
+const createSubscription: RouteHandler = ({ store, params, baseUrl }) => {
+  const customer = store.customer(reqStr(params, "customer"), "customer");
+  const entries = itemEntries(params);
+  if (!entries || entries.length === 0) throw missingParam("items");
+  const first = entries[0] ?? {};
+  const firstPrice = recurringPrice(store, reqStr(first, "price", "items[0][price]"), "items[0][price]");
+  const recurring = firstPrice.recurring ?? { interval: "month" as const, interval_count: 1 };
+  const now = store.nowSeconds();
+  const id = store.newId("sub");
+  const sub = newSubscription(id, now, customer.id, firstPrice.currency, recurring);
+  applyCommonParams(store, sub, params);
+  sub.items.data = entries.map((e, i) => {
+    const label = `items[${i}][price]`;
+    const price = recurringPrice(store, reqStr(e, "price", label), label, sub.currency);
+    const r = price.recurring;
+    if (r && (r.interval !== recurring.interval || r.interval_count !== recurring.interval_count)) {
+      throw invalidParam(
+        label,
+        "All prices on a subscription must have the same `recurring.interval` and `recurring.interval_count`.",
+      );
+    }
+    return newItem(store, sub, price, int(e, "quantity", `items[${i}][quantity]`) ?? 1, e);
+  });
+  const behavior = oneOf(params, "payment_behavior", [
+    "allow_incomplete",
+    "default_incomplete",
+    "error_if_incomplete",
+    "pending_if_incomplete",
+  ] as const);
+  store.subscriptions.set(id, sub);
+  const inv = subscriptionInvoice(store, sub, "subscription_create");
+  for (const item of sub.items.data) addSubscriptionItemLine(store, inv, sub, item);
+  includePendingItems(store, inv);
+  customer.currency ??= sub.currency;
+  billSubscription(store, sub, inv, baseUrl, behavior !== "default_incomplete");
+  return sub;
+};
+
+const updateSubscription: RouteHandler = ({ store, path, params, baseUrl }) => {
+  const sub = store.subscription(path.id ?? "");
+  if (sub.status === "canceled") {
+    const allowed = ["metadata", "cancellation_details", "expand"];
+    if (Object.keys(params).some((k) => !allowed.includes(k))) {
+      throw invalidRequest("A canceled subscription can only update its cancellation_details and metadata.", {
+        code: "invalid_canceled_subscription_fields",
+      });
+    }
+    sub.metadata = applyMetadata(params, sub.metadata);
+    return sub;
+  }
+  const behavior =
+    oneOf(params, "proration_behavior", ["none", "create_prorations", "always_invoice"] as const) ??
+    "create_prorations";
+  const changes = applyItemEntries(store, sub, itemEntries(params) ?? []);
+  if (sub.items.data.length === 0) throw invalidParam("items", "A subscription must have at least one active plan.");
+  applyCommonParams(store, sub, params);
+  if (behavior !== "none") for (const change of changes) change();
+  if (behavior === "always_invoice" && changes.length > 0) {
+    const inv = subscriptionInvoice(store, sub, "subscription_update");
     includePendingItems(store, inv);
-    customer.currency ??= sub.currency;
-    billSubscription(store, sub, inv, baseUrl, behavior !== "default_incomplete");
-    return sub;
-  });
+    billSubscription(store, sub, inv, baseUrl, true);
+  }
+  return sub;
+};
 
+const cancelSubscription: RouteHandler = ({ store, path, params }) => {
+  const sub = store.subscription(path.id ?? "");
+  if (sub.status === "canceled") {
+    throw invalidRequest("This subscription has already been canceled.");
+  }
+  const now = store.nowSeconds();
+  const details = obj(params, "cancellation_details");
+  sub.status = "canceled";
+  sub.canceled_at = sub.ended_at = now;
+  sub.cancellation_details = {
+    comment: (details && str(details, "comment")) ?? null,
+    feedback: (details && str(details, "feedback")) ?? null,
+    reason: "cancellation_requested",
+  };
+  return sub;
+};
+
+const listSubscriptions: RouteHandler = ({ store, params }) => {
+  const customer = str(params, "customer");
+  const price = str(params, "price");
+  const status = str(params, "status");
+  const all = [...store.subscriptions.values()].filter(
+    (s) =>
+      (!customer || s.customer === customer) &&
+      (!price || s.items.data.some((it) => it.price.id === price)) &&
+      (status === "all" ||
+        (status === "ended" && (s.status === "canceled" || s.status === "incomplete_expired")) ||
+        (status ? s.status === status : s.status !== "canceled" && s.status !== "incomplete_expired")),
+  );
+  return paginate(all, params, "/v1/subscriptions", "subscription");
+};
+
+export function registerSubscriptionRoutes(router: Router): void {
+  router.post("/v1/subscriptions", createSubscription);
   router.get("/v1/subscriptions/:id", ({ store, path }) => store.subscription(path.id ?? ""));
-
-  router.post("/v1/subscriptions/:id", ({ store, path, params, baseUrl }) => {
-    const sub = store.subscription(path.id ?? "");
-    if (sub.status === "canceled") {
-      const allowed = ["metadata", "cancellation_details", "expand"];
-      if (Object.keys(params).some((k) => !allowed.includes(k))) {
-        throw invalidRequest("A canceled subscription can only update its cancellation_details and metadata.", {
-          code: "invalid_canceled_subscription_fields",
-        });
-      }
-      sub.metadata = applyMetadata(params, sub.metadata);
-      return sub;
-    }
-    const behavior =
-      oneOf(params, "proration_behavior", ["none", "create_prorations", "always_invoice"] as const) ??
-      "create_prorations";
-    const changes: Array<() => void> = [];
-    (itemEntries(params) ?? []).forEach((e, i) => {
-      const itemId = str(e, "id", `items[${i}][id]`);
-      const item = itemId ? sub.items.data.find((it) => it.id === itemId) : undefined;
-      if (itemId && !item) throw noSuch("subscription item", itemId, `items[${i}][id]`);
-      const priceId = str(e, "price", `items[${i}][price]`);
-      const price = priceId ? recurringPrice(store, priceId, `items[${i}][price]`, sub.currency) : item?.price;
-      if (!price) throw missingParam(`items[${i}][price]`);
-      const quantity = int(e, "quantity", `items[${i}][quantity]`) ?? item?.quantity ?? 1;
-      if (item && bool(e, "deleted", `items[${i}][deleted]`)) {
-        sub.items.data = sub.items.data.filter((it) => it !== item);
-        changes.push(() => prorate(store, sub, item, { price: item.price, quantity: item.quantity }, null));
-      } else if (item) {
-        // By id: a store reloaded from DATA_DIR holds copies, not the same objects.
-        if (price.id === item.price.id && quantity === item.quantity) return;
-        const before = { price: item.price, quantity: item.quantity };
-        item.price = price;
-        item.plan = planFromPrice(price);
-        item.quantity = quantity;
-        item.metadata = applyMetadata(e, item.metadata);
-        changes.push(() => prorate(store, sub, item, before, { price, quantity }));
-      } else {
-        const added = newItem(store, sub, price, quantity, e);
-        sub.items.data.push(added);
-        changes.push(() => prorate(store, sub, added, null, { price, quantity }));
-      }
-    });
-    if (sub.items.data.length === 0) throw invalidParam("items", "A subscription must have at least one active plan.");
-    applyCommonParams(store, sub, params);
-    if (behavior !== "none") for (const change of changes) change();
-    if (behavior === "always_invoice" && changes.length > 0) {
-      const inv = subscriptionInvoice(store, sub, "subscription_update");
-      includePendingItems(store, inv);
-      billSubscription(store, sub, inv, baseUrl, true);
-    }
-    return sub;
-  });
-
-  router.delete("/v1/subscriptions/:id", ({ store, path, params }) => {
-    const sub = store.subscription(path.id ?? "");
-    if (sub.status === "canceled") {
-      throw invalidRequest("This subscription has already been canceled.");
-    }
-    const now = store.nowSeconds();
-    const details = obj(params, "cancellation_details");
-    sub.status = "canceled";
-    sub.canceled_at = sub.ended_at = now;
-    sub.cancellation_details = {
-      comment: (details && str(details, "comment")) ?? null,
-      feedback: (details && str(details, "feedback")) ?? null,
-      reason: "cancellation_requested",
-    };
-    return sub;
-  });
-
-  router.get("/v1/subscriptions", ({ store, params }) => {
-    const customer = str(params, "customer");
-    const price = str(params, "price");
-    const status = str(params, "status");
-    const all = [...store.subscriptions.values()].filter(
-      (s) =>
-        (!customer || s.customer === customer) &&
-        (!price || s.items.data.some((it) => it.price.id === price)) &&
-        (status === "all" ||
-          (status === "ended" && (s.status === "canceled" || s.status === "incomplete_expired")) ||
-          (status ? s.status === status : s.status !== "canceled" && s.status !== "incomplete_expired")),
-    );
-    return paginate(all, params, "/v1/subscriptions", "subscription");
-  });
+  router.post("/v1/subscriptions/:id", updateSubscription);
+  router.delete("/v1/subscriptions/:id", cancelSubscription);
+  router.get("/v1/subscriptions", listSubscriptions);
 }
