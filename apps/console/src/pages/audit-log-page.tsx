@@ -2,7 +2,7 @@ import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { usePageTitle } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
-import { useTRPC } from "../trpc.ts";
+import { type Outputs, type Router, useTRPC } from "../trpc.ts";
 import { routerLabel } from "./fleet-page.tsx";
 
 const PAGE_SIZES = [25, 50, 100, 200] as const;
@@ -37,96 +37,20 @@ export const AuditLogPage = () => {
   return (
     <section aria-labelledby="audit-title">
       <h1 id="audit-title">Audit log</h1>
-      <form onSubmit={apply} className="toolbar" aria-label="Filters">
-        <div className="field inline">
-          <label htmlFor="audit-action">Action</label>
-          <input
-            id="audit-action"
-            list="audit-actions"
-            placeholder="router.offline"
-            value={draft.action}
-            onChange={(e) => setDraft({ ...draft, action: e.target.value })}
-          />
-          <datalist id="audit-actions">
-            {[
-              "router.enrolled",
-              "router.online",
-              "router.offline",
-              "forward.created",
-              "forward.revoked",
-              "api_key.created",
-            ].map((a) => (
-              <option key={a} value={a} />
-            ))}
-          </datalist>
-        </div>
-        <div className="field inline">
-          <label htmlFor="audit-router">Router</label>
-          <select
-            id="audit-router"
-            value={draft.router}
-            onChange={(e) => setDraft({ ...draft, router: e.target.value })}
-          >
-            <option value="">All routers</option>
-            {(routers.data?.data ?? []).map((r) => (
-              <option key={r.id} value={r.id}>
-                {routerLabel(r)}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="field inline">
-          <label htmlFor="audit-size">Per page</label>
-          <select
-            id="audit-size"
-            value={limit}
-            onChange={(e) => {
-              setLimit(Number(e.target.value));
-              setCursors([]);
-            }}
-          >
-            {PAGE_SIZES.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </div>
-        <button type="submit">Apply filters</button>
-      </form>
+      <AuditFilters
+        draft={draft}
+        onDraft={setDraft}
+        onApply={apply}
+        routers={routers.data?.data ?? []}
+        limit={limit}
+        onLimit={(n) => {
+          setLimit(n);
+          setCursors([]);
+        }}
+      />
       <QueryState isPending={page.isPending} error={page.error} what="the audit log" />
       {page.data && entries.length === 0 ? <p>No entries match.</p> : null}
-      {entries.length > 0 ? (
-        <table aria-label="Audit entries">
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Action</th>
-              <th scope="col">Actor</th>
-              <th scope="col">Router</th>
-              <th scope="col">Details</th>
-            </tr>
-          </thead>
-          <tbody>
-            {entries.map((entry) => (
-              <tr key={entry.id}>
-                <td>
-                  <time dateTime={entry.occurred_at}>{new Date(entry.occurred_at).toLocaleString()}</time>
-                </td>
-                <td>
-                  <code>{entry.action}</code>
-                </td>
-                <td>
-                  {entry.actor.type}
-                  {entry.source_ip ? ` from ${entry.source_ip}` : ""}
-                </td>
-                <td>{entry.router_id ? (nameOf.get(entry.router_id) ?? entry.router_id.slice(0, 8)) : "—"}</td>
-                <td className="details">{Object.keys(entry.details).length ? JSON.stringify(entry.details) : ""}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+      {entries.length > 0 ? <AuditTable entries={entries} nameOf={nameOf} /> : null}
       <nav aria-label="Audit log pages" className="actions">
         <button
           type="button"
@@ -148,3 +72,109 @@ export const AuditLogPage = () => {
     </section>
   );
 };
+
+interface Draft {
+  action: string;
+  router: string;
+}
+
+const AuditFilters = ({
+  draft,
+  onDraft,
+  onApply,
+  routers,
+  limit,
+  onLimit,
+}: {
+  draft: Draft;
+  onDraft: (draft: Draft) => void;
+  onApply: (event: FormEvent) => void;
+  routers: Router[];
+  limit: number;
+  onLimit: (limit: number) => void;
+}) => (
+  <form onSubmit={onApply} className="toolbar" aria-label="Filters">
+    <div className="field inline">
+      <label htmlFor="audit-action">Action</label>
+      <input
+        id="audit-action"
+        list="audit-actions"
+        placeholder="router.offline"
+        value={draft.action}
+        onChange={(e) => onDraft({ ...draft, action: e.target.value })}
+      />
+      <datalist id="audit-actions">
+        {[
+          "router.enrolled",
+          "router.online",
+          "router.offline",
+          "forward.created",
+          "forward.revoked",
+          "api_key.created",
+        ].map((a) => (
+          <option key={a} value={a} />
+        ))}
+      </datalist>
+    </div>
+    <div className="field inline">
+      <label htmlFor="audit-router">Router</label>
+      <select id="audit-router" value={draft.router} onChange={(e) => onDraft({ ...draft, router: e.target.value })}>
+        <option value="">All routers</option>
+        {routers.map((r) => (
+          <option key={r.id} value={r.id}>
+            {routerLabel(r)}
+          </option>
+        ))}
+      </select>
+    </div>
+    <div className="field inline">
+      <label htmlFor="audit-size">Per page</label>
+      <select id="audit-size" value={limit} onChange={(e) => onLimit(Number(e.target.value))}>
+        {PAGE_SIZES.map((n) => (
+          <option key={n} value={n}>
+            {n}
+          </option>
+        ))}
+      </select>
+    </div>
+    <button type="submit">Apply filters</button>
+  </form>
+);
+
+const AuditTable = ({
+  entries,
+  nameOf,
+}: {
+  entries: Outputs["auditLog"]["list"]["data"];
+  nameOf: Map<string, string>;
+}) => (
+  <table aria-label="Audit entries">
+    <thead>
+      <tr>
+        <th scope="col">When</th>
+        <th scope="col">Action</th>
+        <th scope="col">Actor</th>
+        <th scope="col">Router</th>
+        <th scope="col">Details</th>
+      </tr>
+    </thead>
+    <tbody>
+      {entries.map((entry) => (
+        <tr key={entry.id}>
+          <td>
+            <time dateTime={entry.occurred_at}>{new Date(entry.occurred_at).toLocaleString()}</time>
+          </td>
+          <td>
+            <code>{entry.action}</code>
+          </td>
+          <td>
+            {entry.actor.type}
+            {entry.source_ip ? ` from ${entry.source_ip}` : ""}
+          </td>
+          <td>{entry.router_id ? (nameOf.get(entry.router_id) ?? entry.router_id.slice(0, 8)) : "—"}</td>
+          <td className="details">{Object.keys(entry.details).length ? JSON.stringify(entry.details) : ""}</td>
+        </tr>
+      ))}
+    </tbody>
+  </table>
+);

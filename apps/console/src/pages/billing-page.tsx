@@ -135,6 +135,70 @@ const AccountForm = ({ account }: { account: Account }) => {
 
 type CardField = keyof CardDetails;
 
+/** The cards on file; the first is the default. */
+const SavedCards = ({ list }: { list: Outputs["paymentMethods"]["list"] }) => (
+  <ul aria-label="Saved cards" className="plain">
+    {list.map((pm, index) => (
+      <li key={pm.id}>
+        {pm.brand} ending in {pm.last4}, expires {String(pm.exp_month).padStart(2, "0")}/{pm.exp_year}
+        {index === 0 ? " (default)" : ""}
+      </li>
+    ))}
+  </ul>
+);
+
+/** Development only: the card's fields for the built-in Stripe emulator (with real keys Stripe's iframe takes them). */
+const EmulatorCardFields = ({
+  card,
+  onCard,
+  errorFor,
+}: {
+  card: CardDetails;
+  onCard: (card: CardDetails) => void;
+  errorFor: (field: CardField) => string[] | undefined;
+}) => (
+  <div className="row">
+    <Field
+      label="Card number"
+      name="cardnumber"
+      autoComplete="cc-number"
+      inputMode="numeric"
+      value={card.number}
+      onChange={(e) => onCard({ ...card, number: e.target.value })}
+      errors={errorFor("number")}
+    />
+    <Field
+      label="Expiry month"
+      name="exp_month"
+      autoComplete="cc-exp-month"
+      inputMode="numeric"
+      placeholder="MM"
+      value={card.exp_month}
+      onChange={(e) => onCard({ ...card, exp_month: e.target.value })}
+      errors={errorFor("exp_month")}
+    />
+    <Field
+      label="Expiry year"
+      name="exp_year"
+      autoComplete="cc-exp-year"
+      inputMode="numeric"
+      placeholder="YYYY"
+      value={card.exp_year}
+      onChange={(e) => onCard({ ...card, exp_year: e.target.value })}
+      errors={errorFor("exp_year")}
+    />
+    <Field
+      label="CVC"
+      name="cvc"
+      autoComplete="cc-csc"
+      inputMode="numeric"
+      value={card.cvc}
+      onChange={(e) => onCard({ ...card, cvc: e.target.value })}
+      errors={errorFor("cvc")}
+    />
+  </div>
+);
+
 const Cards = () => {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
@@ -197,16 +261,7 @@ const Cards = () => {
       <h2 id="cards-title">Cards</h2>
       <QueryState isPending={methods.isPending} error={methods.error} what="cards" />
       {methods.data && list.length === 0 ? <p>No card on file.</p> : null}
-      {list.length > 0 ? (
-        <ul aria-label="Saved cards" className="plain">
-          {list.map((pm, index) => (
-            <li key={pm.id}>
-              {pm.brand} ending in {pm.last4}, expires {String(pm.exp_month).padStart(2, "0")}/{pm.exp_year}
-              {index === 0 ? " (default)" : ""}
-            </li>
-          ))}
-        </ul>
-      ) : null}
+      {list.length > 0 ? <SavedCards list={list} /> : null}
       <form onSubmit={submit} aria-labelledby="add-card-title" className="subform" noValidate>
         <h3 id="add-card-title">Add a card</h3>
         <p className="hint">
@@ -215,46 +270,7 @@ const Cards = () => {
             : "The card goes straight to Stripe; this system never sees its number."}
         </p>
         {pageConfig.processor.kind === "emulator" ? (
-          <div className="row">
-            <Field
-              label="Card number"
-              name="cardnumber"
-              autoComplete="cc-number"
-              inputMode="numeric"
-              value={card.number}
-              onChange={(e) => setCard({ ...card, number: e.target.value })}
-              errors={errorFor("number")}
-            />
-            <Field
-              label="Expiry month"
-              name="exp_month"
-              autoComplete="cc-exp-month"
-              inputMode="numeric"
-              placeholder="MM"
-              value={card.exp_month}
-              onChange={(e) => setCard({ ...card, exp_month: e.target.value })}
-              errors={errorFor("exp_month")}
-            />
-            <Field
-              label="Expiry year"
-              name="exp_year"
-              autoComplete="cc-exp-year"
-              inputMode="numeric"
-              placeholder="YYYY"
-              value={card.exp_year}
-              onChange={(e) => setCard({ ...card, exp_year: e.target.value })}
-              errors={errorFor("exp_year")}
-            />
-            <Field
-              label="CVC"
-              name="cvc"
-              autoComplete="cc-csc"
-              inputMode="numeric"
-              value={card.cvc}
-              onChange={(e) => setCard({ ...card, cvc: e.target.value })}
-              errors={errorFor("cvc")}
-            />
-          </div>
+          <EmulatorCardFields card={card} onCard={setCard} errorFor={errorFor} />
         ) : (
           <div className="field">
             {intent.data ? (
