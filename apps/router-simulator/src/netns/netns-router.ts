@@ -72,6 +72,77 @@ const stop = async (child: ChildProcess | undefined) => {
   if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 };
 
+/** wireguard-go for `linkName` inside `namespace`, answered once its UAPI socket exists. */
+const spawnWireguardGo = async (namespace: string, linkName: string): Promise<ChildProcess> => {
+  // setpriv: the kernel ends wireguard-go when the simulator dies, even by SIGKILL.
+  const child = spawn(
+    "ip",
+    [
+      "netns",
+      "exec",
+      namespace,
+      ...(SETPRIV ? [SETPRIV, "--pdeathsig", "TERM"] : []),
+      "env",
+      "WG_PROCESS_FOREGROUND=1",
+      "LOG_LEVEL=error",
+      "wireguard-go",
+      linkName,
+    ],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  let exited: string | undefined;
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-1_000);
+  });
+  child.on("exit", (code) => {
+    exited = `wireguard-go ${linkName} exited (${code}): ${stderr.trim()}`;
+  });
+  child.on("error", (error) => {
+    exited = `wireguard-go could not start: ${error.message}`;
+  });
+  await waitFor(
+    () => existsSync(`${WG_SOCKET_DIR}/${linkName}.sock`),
+    `${linkName}'s socket`,
+    () => exited,
+  );
+  return child;
+};
+
+/** The interface's peers become exactly the device's: the others removed, each wanted one set. */
+const syncPeers = async (
+  namespace: string,
+  linkName: string,
+  peers: ReturnType<RouterOsDevice["items"]>,
+): Promise<void> => {
+  const wanted = new Set(peers.map((p) => p.props["public-key"]));
+  for (const key of (await sh("wg", ["show", linkName, "peers"], namespace)).split("\n").filter(Boolean)) {
+    if (!wanted.has(key)) await sh("wg", ["set", linkName, "peer", key, "remove"], namespace);
+  }
+  for (const peer of peers) {
+    const p = peer.props;
+    const keepalive = String(Number.parseInt(p["persistent-keepalive"] ?? "0", 10) || 0);
+    await sh(
+      "wg",
+      [
+        "set",
+        linkName,
+        "peer",
+        p["public-key"] ?? "",
+        "endpoint",
+        `${p["endpoint-address"]}:${p["endpoint-port"]}`,
+        "allowed-ips",
+        p["allowed-address"] ?? "",
+        "persistent-keepalive",
+        keepalive,
+      ],
+      namespace,
+    );
+  }
+};
+
 /**
  * One simulated router's real end of the tunnel (docs/routeros.md "Simulator", `--netns`): the
  * adoption script's WireGuard commands, run by the simulated RouterOS, become a real wireguard-go
@@ -86,41 +157,7 @@ export const attachNetnsRouter = (o: NetnsRouterOptions): NetnsRouter => {
   let queue: Promise<unknown> = Promise.resolve();
 
   const startWireguard = async () => {
-    // setpriv: the kernel ends wireguard-go when the simulator dies, even by SIGKILL.
-    const child = spawn(
-      "ip",
-      [
-        "netns",
-        "exec",
-        ns,
-        ...(SETPRIV ? [SETPRIV, "--pdeathsig", "TERM"] : []),
-        "env",
-        "WG_PROCESS_FOREGROUND=1",
-        "LOG_LEVEL=error",
-        "wireguard-go",
-        o.linkName,
-      ],
-      {
-        stdio: ["ignore", "ignore", "pipe"],
-      },
-    );
-    let exited: string | undefined;
-    let stderr = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-1_000);
-    });
-    child.on("exit", (code) => {
-      exited = `wireguard-go ${o.linkName} exited (${code}): ${stderr.trim()}`;
-    });
-    child.on("error", (error) => {
-      exited = `wireguard-go could not start: ${error.message}`;
-    });
-    await waitFor(
-      () => existsSync(`${WG_SOCKET_DIR}/${o.linkName}.sock`),
-      `${o.linkName}'s socket`,
-      () => exited,
-    );
-    wireguard = child;
+    wireguard = await spawnWireguardGo(ns, o.linkName);
   };
 
   const startServices = async (tunnelIp: string) => {
@@ -163,31 +200,11 @@ export const attachNetnsRouter = (o: NetnsRouterOptions): NetnsRouter => {
     }
     if (!wireguard) await startWireguard();
     await setPrivateKey(o.linkName, wg.props["private-key"] ?? "");
-    const peers = device.items("interface wireguard peers").filter((p) => p.props.interface === ROUTEROS_WG);
-    const wanted = new Set(peers.map((p) => p.props["public-key"]));
-    for (const key of (await sh("wg", ["show", o.linkName, "peers"], ns)).split("\n").filter(Boolean)) {
-      if (!wanted.has(key)) await sh("wg", ["set", o.linkName, "peer", key, "remove"], ns);
-    }
-    for (const peer of peers) {
-      const p = peer.props;
-      const keepalive = String(Number.parseInt(p["persistent-keepalive"] ?? "0", 10) || 0);
-      await sh(
-        "wg",
-        [
-          "set",
-          o.linkName,
-          "peer",
-          p["public-key"] ?? "",
-          "endpoint",
-          `${p["endpoint-address"]}:${p["endpoint-port"]}`,
-          "allowed-ips",
-          p["allowed-address"] ?? "",
-          "persistent-keepalive",
-          keepalive,
-        ],
-        ns,
-      );
-    }
+    await syncPeers(
+      ns,
+      o.linkName,
+      device.items("interface wireguard peers").filter((p) => p.props.interface === ROUTEROS_WG),
+    );
     const addresses = device.items("ip address").filter((a) => a.props.interface === ROUTEROS_WG);
     await sh("ip", ["address", "flush", "dev", o.linkName], ns);
     for (const a of addresses) await sh("ip", ["address", "add", a.props.address ?? "", "dev", o.linkName], ns);
