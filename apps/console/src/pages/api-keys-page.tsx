@@ -5,7 +5,7 @@ import { Field, FormError } from "../components/field.tsx";
 import { numberOrText, useFormValues } from "../components/form-state.ts";
 import { usePageTitle } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
-import { type Inputs, useTRPC } from "../trpc.ts";
+import { type Inputs, type Outputs, useTRPC } from "../trpc.ts";
 
 type Scope = Inputs["apiKeys"]["create"]["scopes"][number];
 /** The scopes a user's key may carry (checked against the server's input type). */
@@ -83,47 +83,59 @@ export const ApiKeysPage = () => {
       <QueryState isPending={keys.isPending} error={keys.error} what="keys" />
       {keys.data && list.length === 0 ? <p>No keys yet.</p> : null}
       {list.length > 0 ? (
-        <table aria-label="API keys">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((key) => (
-              <tr key={key.id}>
-                <td>{key.name}</td>
-                <td>
-                  <code>{key.prefix}</code>
-                </td>
-                <td>{key.scopes.join(", ")}</td>
-                <td>{new Date(key.created_at).toLocaleString()}</td>
-                <td>{key.expires_at ? new Date(key.expires_at).toLocaleDateString() : "never"}</td>
-                <td>{key.last_used_at ? new Date(key.last_used_at).toLocaleString() : "never"}</td>
-                <td>
-                  <button
-                    type="button"
-                    className="danger"
-                    aria-label={`Revoke key ${key.name}`}
-                    disabled={revoke.isPending}
-                    onClick={() => revoke.mutate({ id: key.id })}
-                  >
-                    Revoke
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <KeysTable list={list} onRevoke={(id) => revoke.mutate({ id })} revoking={revoke.isPending} />
       ) : null}
     </section>
   );
 };
+
+const KeysTable = ({
+  list,
+  onRevoke,
+  revoking,
+}: {
+  list: Outputs["apiKeys"]["list"];
+  onRevoke: (id: string) => void;
+  revoking: boolean;
+}) => (
+  <table aria-label="API keys">
+    <thead>
+      <tr>
+        <th scope="col">Name</th>
+        <th scope="col">Prefix</th>
+        <th scope="col">Scopes</th>
+        <th scope="col">Created</th>
+        <th scope="col">Expires</th>
+        <th scope="col">Last used</th>
+        <th scope="col">
+          <span className="visually-hidden">Actions</span>
+        </th>
+      </tr>
+    </thead>
+    <tbody>
+      {list.map((key) => (
+        <tr key={key.id}>
+          <td>{key.name}</td>
+          <td>
+            <code>{key.prefix}</code>
+          </td>
+          <td>{key.scopes.join(", ")}</td>
+          <td>{new Date(key.created_at).toLocaleString()}</td>
+          <td>{key.expires_at ? new Date(key.expires_at).toLocaleDateString() : "never"}</td>
+          <td>{key.last_used_at ? new Date(key.last_used_at).toLocaleString() : "never"}</td>
+          <td>
+            <button
+              type="button"
+              className="danger"
+              aria-label={`Revoke key ${key.name}`}
+              disabled={revoking}
+              onClick={() => onRevoke(key.id)}
+            >
+              Revoke
+            </button>
+          </td>
+        </tr>
+      ))}
+    </tbody>
+  </table>
+);

@@ -31,6 +31,86 @@ export const connectLine = (access: Pick<Access, "service" | "username" | "entry
   return `winbox ${access.entry_point}:${access.port} (user ${access.username})`;
 };
 
+/** The answer to a create: the one time its password is shown. */
+const CreatedAccess = ({ created }: { created: Outputs["access"]["create"]["data"] }) => (
+  <section className="card notice" aria-labelledby="access-created-title">
+    <h3 id="access-created-title">
+      {serviceName(created.service)} access opened for {created.username}
+    </h3>
+    <p>Copy the password now: it is shown only this once and stored nowhere.</p>
+    <div className="field">
+      <label htmlFor="access-password">Temporary password</label>
+      <input id="access-password" readOnly value={created.password} spellCheck={false} />
+    </div>
+    <CopyButton text={created.password} label="Copy temporary password" />
+    <p>
+      <code>{connectLine(created)}</code>{" "}
+      <CopyButton text={connectLine(created)} label={`Copy connect line for ${created.username}`} />
+    </p>
+  </section>
+);
+
+const ActiveAccess = ({
+  active,
+  now,
+  onRevoke,
+  revoking,
+}: {
+  active: Access[];
+  now: number;
+  onRevoke: (id: string) => void;
+  /** The session whose revocation is under way, if any. */
+  revoking: string | undefined;
+}) => (
+  <table aria-label="Active access">
+    <thead>
+      <tr>
+        <th scope="col">Service</th>
+        <th scope="col">User</th>
+        <th scope="col">Connect</th>
+        <th scope="col">Allowed from</th>
+        <th scope="col">Closes in</th>
+        <th scope="col">
+          <span className="visually-hidden">Actions</span>
+        </th>
+      </tr>
+    </thead>
+    <tbody>
+      {active.map((access) => {
+        const what = `${serviceName(access.service)} access ${access.username}`;
+        return (
+          <tr key={access.id}>
+            <td>
+              {serviceName(access.service)}, {access.level === "full" ? "full" : "read only"}
+            </td>
+            <td>{access.username}</td>
+            <td>
+              <code>{connectLine(access)}</code>
+            </td>
+            <td>{access.allow_only_cidr}</td>
+            <td>
+              <time dateTime={access.expires_at} title={new Date(access.expires_at).toLocaleString()}>
+                {countdown(Date.parse(access.expires_at) - now)}
+              </time>
+            </td>
+            <td>
+              <button
+                type="button"
+                className="danger"
+                onClick={() => onRevoke(access.id)}
+                disabled={revoking === access.id}
+                aria-label={`Revoke ${what}`}
+              >
+                Revoke
+              </button>
+            </td>
+          </tr>
+        );
+      })}
+    </tbody>
+  </table>
+);
+
 /**
  * docs/console.md "Router": temporary WinBox, SSH or WebFig access to the router itself. The
  * password is in the create answer only: it is shown once, until the form is used again, that
@@ -76,73 +156,16 @@ export const AccessSection = ({ routerId }: { routerId: string }) => {
 
   return (
     <>
-      {created ? (
-        <section className="card notice" aria-labelledby="access-created-title">
-          <h3 id="access-created-title">
-            {serviceName(created.service)} access opened for {created.username}
-          </h3>
-          <p>Copy the password now: it is shown only this once and stored nowhere.</p>
-          <div className="field">
-            <label htmlFor="access-password">Temporary password</label>
-            <input id="access-password" readOnly value={created.password} spellCheck={false} />
-          </div>
-          <CopyButton text={created.password} label="Copy temporary password" />
-          <p>
-            <code>{connectLine(created)}</code>{" "}
-            <CopyButton text={connectLine(created)} label={`Copy connect line for ${created.username}`} />
-          </p>
-        </section>
-      ) : null}
+      {created ? <CreatedAccess created={created} /> : null}
       <QueryState isPending={sessions.isPending} error={sessions.error} what="access sessions" />
       {sessions.data && active.length === 0 ? <p>No active access.</p> : null}
       {active.length > 0 ? (
-        <table aria-label="Active access">
-          <thead>
-            <tr>
-              <th scope="col">Service</th>
-              <th scope="col">User</th>
-              <th scope="col">Connect</th>
-              <th scope="col">Allowed from</th>
-              <th scope="col">Closes in</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {active.map((access) => {
-              const what = `${serviceName(access.service)} access ${access.username}`;
-              return (
-                <tr key={access.id}>
-                  <td>
-                    {serviceName(access.service)}, {access.level === "full" ? "full" : "read only"}
-                  </td>
-                  <td>{access.username}</td>
-                  <td>
-                    <code>{connectLine(access)}</code>
-                  </td>
-                  <td>{access.allow_only_cidr}</td>
-                  <td>
-                    <time dateTime={access.expires_at} title={new Date(access.expires_at).toLocaleString()}>
-                      {countdown(Date.parse(access.expires_at) - now)}
-                    </time>
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => revoke.mutate({ router_id: routerId, id: access.id })}
-                      disabled={revoke.isPending && revoke.variables?.id === access.id}
-                      aria-label={`Revoke ${what}`}
-                    >
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <ActiveAccess
+          active={active}
+          now={now}
+          onRevoke={(id) => revoke.mutate({ router_id: routerId, id })}
+          revoking={revoke.isPending ? revoke.variables?.id : undefined}
+        />
       ) : null}
       {revoke.error ? <FormError message={`Could not revoke: ${messageOf(revoke.error)}`} /> : null}
       <form onSubmit={submit} aria-labelledby="new-access-title" className="subform">
