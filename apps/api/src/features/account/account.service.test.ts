@@ -78,6 +78,38 @@ describe("AccountService (service tier)", () => {
     ).toHaveLength(4);
   });
 
+  it("leaves one processor customer when concurrent creates carry different details (the losers' customers are deleted)", async () => {
+    // Every create passes the "no account yet" check before any inserts: the processor's answers
+    // are held until all four have asked, so the race is certain, not left to the scheduler.
+    const gateway = createCustomerGateway(stripe);
+    const racers = 4;
+    let asked = 0;
+    let release = () => {};
+    const allAsked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const accounts = new AccountService({
+      accounts: new AccountsRepository(db),
+      customers: {
+        ...gateway,
+        createCustomer: async (input) => {
+          if (++asked === racers) release();
+          await allAsked;
+          return gateway.createCustomer(input);
+        },
+      },
+      docsUrl: "http://localhost:3000/docs",
+    });
+    const owner = claims(await makeUser(db));
+    const emails = Array.from({ length: racers }, (_, i) => `race-${i}-${crypto.randomUUID()}@acme.example`);
+    const results = await Promise.allSettled(emails.map((email) => accounts.create(owner, { ...validBody, email })));
+    expect(asked).toBe(racers);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    const stored = (await new AccountsRepository(db).billingContext(owner.organizationId))?.account;
+    const live = (await Promise.all(emails.map((email) => stripe.customers.list({ email })))).flatMap((l) => l.data);
+    expect(live.map((c) => c.id)).toEqual([stored?.stripeCustomerId]);
+  });
+
   it("answers upstream_failed (502) naming the payment processor when it cannot be reached, and writes nothing", async () => {
     const unreachable = createStripeClient({
       secretKey: "sk_test_x",

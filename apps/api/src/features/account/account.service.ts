@@ -54,6 +54,16 @@ export class AccountService {
       balanceMinor: customer.balance,
     });
     if (!account) {
+      // Another create of this organization won between the check and the insert (with other
+      // details, so another idempotency key): the customer made here belongs to nothing.
+      await this.#deps.customers
+        .deleteCustomer(customer.id)
+        .catch((error: unknown) =>
+          this.#deps.logger?.error(
+            { err: error, customerId: customer.id, organizationId: auth.organizationId },
+            "could not delete the processor customer of a create that lost the race; delete it by hand",
+          ),
+        );
       throw new AppError(
         "conflict",
         "This organization already has a billing account; change it with PATCH /v1/account.",

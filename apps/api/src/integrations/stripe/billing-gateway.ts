@@ -19,6 +19,8 @@ export interface CustomerSnapshot {
 export interface CustomerGateway {
   createCustomer(input: CustomerInput): Promise<CustomerSnapshot>;
   updateCustomer(customerId: string, input: Partial<CustomerInput>): Promise<CustomerSnapshot>;
+  /** Removes a customer this system made and never stored (a create that lost a race). */
+  deleteCustomer(customerId: string): Promise<void>;
 }
 
 /** Same organization and same details -> same key: a retried create never makes a second customer. */
@@ -53,5 +55,9 @@ export const createCustomerGateway = (stripe: Stripe): CustomerGateway => ({
         idempotencyKey: `customer-update:${customerId}:${crypto.randomUUID()}`,
       });
       return { id: customer.id, balance: customer.balance ?? 0 };
+    }),
+  deleteCustomer: (customerId) =>
+    callStripe(async () => {
+      await stripe.customers.del(customerId, undefined, { idempotencyKey: `customer-delete:${customerId}` });
     }),
 });
