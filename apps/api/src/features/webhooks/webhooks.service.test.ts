@@ -239,10 +239,14 @@ describe("WebhookDeliveryWorker (service tier)", () => {
     const { webhooks } = service(clock);
     const o = await makeUser(db);
     const hook = await webhooks.create(o.organizationId, origin, body());
+    // The webhook's run of failures began 1 ms short of three days before T0 (planted, so two
+    // attempts suffice: each retry waits for real time): attempt 1 at T0 fails and leaves it
+    // enabled (or there would be no attempt 2); attempt 2, 1 ms later, fails exactly three days
+    // into the run and disables it.
+    const FAILING_SINCE = new Date(T0.getTime() - 3 * DAY + 1);
+    expect(await repository().updateFailingSince(hook.id, false, FAILING_SINCE)).toEqual(FAILING_SINCE);
     let attempts = 0;
-    // Attempt 1 at T0 starts the run of failures; attempt 2 starts 1 ms short of three days after
-    // it (still enabled, or there would be no attempt 3); attempt 3 exactly three days after it.
-    const advances = [3 * DAY - 1, 1];
+    const advances = [1];
     const worker = new WebhookDeliveryWorker({
       db,
       secrets,
@@ -267,9 +271,9 @@ describe("WebhookDeliveryWorker (service tier)", () => {
         30_000,
       );
       const [stored] = await repository().deliveries(hook.id, 10);
-      expect(stored).toMatchObject({ id: delivery.id, status: "failed", attempts: 3, responseStatus: 500 });
-      expect(attempts).toBe(3);
-      expect((await repository().get(o.organizationId, hook.id))?.disabledAt).toEqual(new Date(T0.getTime() + 3 * DAY));
+      expect(stored).toMatchObject({ id: delivery.id, status: "failed", attempts: 2, responseStatus: 500 });
+      expect(attempts).toBe(2);
+      expect((await repository().get(o.organizationId, hook.id))?.disabledAt).toEqual(new Date(T0.getTime() + 1));
       const entries = await auditOf(hook.id);
       expect(entries.map((row) => row.action)).toEqual(["webhook.created", "webhook.disabled"]);
       expect(entries[1]?.details).toMatchObject({ url: "http://127.0.0.1:9/hook", failing_since: expect.any(String) });
