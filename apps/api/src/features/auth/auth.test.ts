@@ -7,10 +7,16 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
 
+const HOOK_SECRET = "hook-secret-0123456789-0123456789-abcdef";
+/** The main harness's log lines from its start (it runs with AUTH_DEV_LOGIN=true beside JWT_SECRET). */
+const mainLog: string[] = [];
 let h: ApiHarness;
 let secret: string;
 beforeAll(async () => {
-  h = await startApiHarness();
+  h = await startApiHarness(
+    { AUTH_LOGIN_HOOK_SECRET: HOOK_SECRET },
+    { logger: pino({ level: "info" }, { write: (line: string) => mainLog.push(line) }) },
+  );
   secret = h.config.auth.jwtSecret ?? "";
 });
 afterAll(async () => {
@@ -163,43 +169,37 @@ describe("dev-login default", () => {
     return lines.map((line) => JSON.parse(line));
   };
 
-  it("an explicit AUTH_DEV_LOGIN=true beside JWT_SECRET turns it on with a warning in the log", async () => {
-    const log = await startupLog({ AUTH_DEV_LOGIN: "true" });
-    expect(log).toContainEqual(
+  it("an explicit AUTH_DEV_LOGIN=true beside JWT_SECRET turns it on with a warning in the log", () => {
+    expect(h.config.auth.jwtSecret).toEqual(expect.any(String));
+    expect(mainLog.map((line) => JSON.parse(line))).toContainEqual(
       expect.objectContaining({ level: 40, msg: expect.stringMatching(/AUTH_DEV_LOGIN=true/) }),
     );
   });
 
-  it("off: POST /v1/auth/dev-login is 404, and no warning is logged", async () => {
+  it("off: POST /v1/auth/dev-login is 404 (and so is the login hook without its secret), no warning is logged", async () => {
     const log = await startupLog({ AUTH_DEV_LOGIN: "false" }, async (off) => {
       const res = await off.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co" } });
       expect(res.status).toBe(404);
+      expect((await off.request("POST", "/v1/auth/login-hook", { body: { email: "a@b.co" } })).status).toBe(404);
     });
     expect(log.filter((line) => /AUTH_DEV_LOGIN/.test(line.msg))).toEqual([]);
   });
 });
 
 describe("login hook", () => {
-  it("requires the shared secret and returns the claim ids", async () => {
-    const hookSecret = "hook-secret-0123456789-0123456789-abcdef";
-    const hooked = await startApiHarness({ AUTH_LOGIN_HOOK_SECRET: hookSecret });
-    try {
-      const email = `idp-${crypto.randomUUID()}@example.com`;
-      const denied = await hooked.request("POST", "/v1/auth/login-hook", {
-        body: { email },
-        headers: { authorization: "Bearer wrong" },
-      });
-      expect(denied.status).toBe(401);
-      const ok = await hooked.request("POST", "/v1/auth/login-hook", {
-        body: { email },
-        headers: { authorization: `Bearer ${hookSecret}` },
-      });
-      expect(ok.status).toBe(200);
-      expect(Object.keys(ok.body).sort()).toEqual(["organization_id", "team_id", "user_id"]);
-    } finally {
-      await hooked.close();
-    }
-    expect((await h.request("POST", "/v1/auth/login-hook", { body: { email: "a@b.co" } })).status).toBe(404);
+  it("requires the shared secret in the authorization header and returns the claim ids", async () => {
+    const email = `idp-${crypto.randomUUID()}@example.com`;
+    const denied = await h.request("POST", "/v1/auth/login-hook", {
+      body: { email },
+      headers: { authorization: "Bearer wrong" },
+    });
+    expect(denied.status).toBe(401);
+    const ok = await h.request("POST", "/v1/auth/login-hook", {
+      body: { email },
+      headers: { authorization: `Bearer ${HOOK_SECRET}` },
+    });
+    expect(ok.status).toBe(200);
+    expect(Object.keys(ok.body).sort()).toEqual(["organization_id", "team_id", "user_id"]);
   });
 });
 
