@@ -7,10 +7,16 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
 
+const HOOK_SECRET = "hook-secret-0123456789-0123456789-abcdef";
+/** The main harness's log lines from its start (it runs with AUTH_DEV_LOGIN=true beside JWT_SECRET). */
+const mainLog: string[] = [];
 let h: ApiHarness;
 let secret: string;
 beforeAll(async () => {
-  h = await startApiHarness();
+  h = await startApiHarness(
+    { AUTH_LOGIN_HOOK_SECRET: HOOK_SECRET },
+    { logger: pino({ level: "info" }, { write: (line: string) => mainLog.push(line) }) },
+  );
   secret = h.config.auth.jwtSecret ?? "";
 });
 afterAll(async () => {
@@ -96,32 +102,17 @@ describe("access tokens", () => {
     expect((await h.request("GET", "/v1/account", { token: writeOnly })).status).toBe(403);
   });
 
-  it("provisions an organization named by a trusted token on first sight (UUID or external id)", async () => {
+  // Provisioning and mapping of organization claims: auth.service.test.ts "OrganizationResolver".
+  it("accepts a trusted token naming an organization not seen before (UUID or external id)", async () => {
     const scope = "account:read account:write routers:read";
-    const uuid = crypto.randomUUID();
-    const byUuid = await sign({ sub: "user-1", id: uuid, scope }, { exp: "5m" });
-    expect((await h.request("GET", "/v1/account", { token: byUuid })).status).toBe(422);
-    expect(await h.db.query("select id from organizations where id = $1", [uuid])).toHaveLength(1);
-
-    const external = `org_${crypto.randomUUID().slice(0, 8)}`;
-    const first = await sign({ sub: "idp|42", id: external, scope }, { exp: "5m" });
-    const again = await sign({ sub: "idp|43", id: external, scope }, { exp: "10m" });
-    const results = await Promise.all([
-      h.request("GET", "/v1/account", { token: first }),
-      h.request("GET", "/v1/account", { token: again }),
-    ]);
-    expect(results.map((r) => r.status)).toEqual([422, 422]);
-    const created = await h.request("POST", "/v1/account", {
-      token: first,
-      body: { name: "External", email: "ext@example.com", address: { country: "SE" } },
-    });
-    expect(created.status).toBe(201);
-    expect((await h.request("GET", "/v1/account", { token: again })).body.id).toBe(created.body.id);
-    const mapped = await h.db.query("select organization_id from organization_external_ids where external_id = $1", [
-      external,
-    ]);
-    expect(mapped).toHaveLength(1);
-    expect((await h.request("GET", "/api/routers", { token: first })).status).toBe(200);
+    const byUuid = await sign({ sub: "user-1", id: crypto.randomUUID(), scope }, { exp: "5m" });
+    const res = await h.request("GET", "/v1/account", { token: byUuid });
+    expect(res.status).toBe(422);
+    expect(res.body.message).toMatch(/Create one first/);
+    const external = await sign({ sub: "idp|42", id: `org_${crypto.randomUUID().slice(0, 8)}`, scope }, { exp: "5m" });
+    const routers = await h.request("GET", "/api/routers", { token: external });
+    expect(routers.status).toBe(200);
+    expect(routers.body).toEqual({ status: "success", data: [] });
   });
 
   it("refuses an organization claim longer than 255 characters with 401, writing nothing", async () => {
@@ -133,25 +124,19 @@ describe("access tokens", () => {
 });
 
 describe("dev login (the authentication workflow)", () => {
-  it("creates a user with a default organization and team, no account, and is stable", async () => {
-    const email = `Flow-${crypto.randomUUID()}@Example.com`;
-    const first = await h.request("POST", "/v1/auth/dev-login", { body: { email } });
+  // Its rules (a stable user, the owner role, the token's claims): auth.service.test.ts.
+  it("answers 200 with the login body, whose token the API accepts", async () => {
+    const first = await h.request("POST", "/v1/auth/dev-login", {
+      body: { email: `Flow-${crypto.randomUUID()}@Example.com` },
+    });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ token_type: "Bearer", expires_in: 3600 });
+    expect(Object.keys(first.body).sort()).toEqual(
+      ["access_token", "expires_in", "organization_id", "team_id", "token_type", "user_id"].sort(),
+    );
     for (const key of ["access_token", "user_id", "organization_id", "team_id"])
       expect(first.body[key]).toEqual(expect.any(String));
-    const second = await h.request("POST", "/v1/auth/dev-login", { body: { email: email.toLowerCase() } });
-    expect(second.body.organization_id).toBe(first.body.organization_id);
-    expect(second.body.team_id).toBe(first.body.team_id);
-    const owners = await h.db.query<{ role: string }>(
-      "select role from organization_members where user_id = $1 and organization_id = $2",
-      [first.body.user_id, first.body.organization_id],
-    );
-    expect(owners).toEqual([{ role: "owner" }]);
-    const claims = JSON.parse(Buffer.from(first.body.access_token.split(".")[1], "base64url").toString());
-    expect(claims).toMatchObject({ sub: first.body.user_id, id: first.body.organization_id });
-    expect(claims.scope.split(" ").sort()).toEqual(["account:read", "account:write", "routers:read", "routers:write"]);
-    expect(claims.exp - claims.iat).toBe(3600);
+    expect((await h.request("GET", "/api/routers", { token: first.body.access_token })).status).toBe(200);
   });
 
   it("validates its input", async () => {
@@ -165,62 +150,56 @@ describe("dev login (the authentication workflow)", () => {
     ).toBe(422);
     expect(await databaseFingerprint(h.db)).toBe(before);
   });
-
-  it("is 404 when AUTH_DEV_LOGIN is off", async () => {
-    const off = await startApiHarness({ AUTH_DEV_LOGIN: "false" });
-    try {
-      const res = await off.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co" } });
-      expect(res.status).toBe(404);
-    } finally {
-      await off.close();
-    }
-  });
 });
 
 describe("dev-login default", () => {
-  /** The API's log lines while a harness with `env` starts and stops. */
-  const startupLog = async (env: Record<string, string>): Promise<Array<{ level: number; msg: string }>> => {
+  /** The API's log lines while a harness with `env` starts, runs `meanwhile` and stops. */
+  const startupLog = async (
+    env: Record<string, string>,
+    meanwhile: (api: ApiHarness) => Promise<void> = async () => {},
+  ): Promise<Array<{ level: number; msg: string }>> => {
     const lines: string[] = [];
     const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
     const api = await startApiHarness(env, { logger });
-    await api.close();
+    try {
+      await meanwhile(api);
+    } finally {
+      await api.close();
+    }
     return lines.map((line) => JSON.parse(line));
   };
 
-  it("an explicit AUTH_DEV_LOGIN=true beside JWT_SECRET turns it on with a warning in the log", async () => {
-    const log = await startupLog({ AUTH_DEV_LOGIN: "true" });
-    expect(log).toContainEqual(
+  it("an explicit AUTH_DEV_LOGIN=true beside JWT_SECRET turns it on with a warning in the log", () => {
+    expect(h.config.auth.jwtSecret).toEqual(expect.any(String));
+    expect(mainLog.map((line) => JSON.parse(line))).toContainEqual(
       expect.objectContaining({ level: 40, msg: expect.stringMatching(/AUTH_DEV_LOGIN=true/) }),
     );
   });
 
-  it("no warning while dev login is off", async () => {
-    const log = await startupLog({ AUTH_DEV_LOGIN: "false" });
+  it("off: POST /v1/auth/dev-login is 404 (and so is the login hook without its secret), no warning is logged", async () => {
+    const log = await startupLog({ AUTH_DEV_LOGIN: "false" }, async (off) => {
+      const res = await off.request("POST", "/v1/auth/dev-login", { body: { email: "a@b.co" } });
+      expect(res.status).toBe(404);
+      expect((await off.request("POST", "/v1/auth/login-hook", { body: { email: "a@b.co" } })).status).toBe(404);
+    });
     expect(log.filter((line) => /AUTH_DEV_LOGIN/.test(line.msg))).toEqual([]);
   });
 });
 
 describe("login hook", () => {
-  it("requires the shared secret and returns the claim ids", async () => {
-    const hookSecret = "hook-secret-0123456789-0123456789-abcdef";
-    const hooked = await startApiHarness({ AUTH_LOGIN_HOOK_SECRET: hookSecret });
-    try {
-      const email = `idp-${crypto.randomUUID()}@example.com`;
-      const denied = await hooked.request("POST", "/v1/auth/login-hook", {
-        body: { email },
-        headers: { authorization: "Bearer wrong" },
-      });
-      expect(denied.status).toBe(401);
-      const ok = await hooked.request("POST", "/v1/auth/login-hook", {
-        body: { email },
-        headers: { authorization: `Bearer ${hookSecret}` },
-      });
-      expect(ok.status).toBe(200);
-      expect(Object.keys(ok.body).sort()).toEqual(["organization_id", "team_id", "user_id"]);
-    } finally {
-      await hooked.close();
-    }
-    expect((await h.request("POST", "/v1/auth/login-hook", { body: { email: "a@b.co" } })).status).toBe(404);
+  it("requires the shared secret in the authorization header and returns the claim ids", async () => {
+    const email = `idp-${crypto.randomUUID()}@example.com`;
+    const denied = await h.request("POST", "/v1/auth/login-hook", {
+      body: { email },
+      headers: { authorization: "Bearer wrong" },
+    });
+    expect(denied.status).toBe(401);
+    const ok = await h.request("POST", "/v1/auth/login-hook", {
+      body: { email },
+      headers: { authorization: `Bearer ${HOOK_SECRET}` },
+    });
+    expect(ok.status).toBe(200);
+    expect(Object.keys(ok.body).sort()).toEqual(["organization_id", "team_id", "user_id"]);
   });
 });
 

@@ -77,6 +77,29 @@ describe("ForwardsService (service tier)", () => {
     expect(audit.map((row) => row.action)).toEqual(["forward.created"]);
   });
 
+  // The input as its schema hands it over (a single address already as /32).
+  it.each(["127.0.0.1/32", "127.64.0.0/24"])(
+    "outside development refuses the loopback allow_from %s naming allow_from, creating nothing; a public one passes",
+    async (allow) => {
+      const { forwards } = service({ loopbackSources: false });
+      const o = await owner();
+      const router = await makeRouter(db, o);
+      const before = await databaseFingerprint(db);
+      const refused = await rejection(forwards.create(o.teamId, body(router.id, { allow_from: allow }), SYSTEM_ORIGIN));
+      expect(refused.code).toBe("validation_failed");
+      expect(Object.keys(refused.fields ?? {})).toEqual(["allow_from"]);
+      expect(refused.fields?.allow_from?.[0]).toMatch(/publicly routed.*loopback/);
+      expect(await databaseFingerprint(db)).toBe(before);
+      const accepted = await forwards.create(o.teamId, body(router.id, { allow_from: "8.8.8.8/32" }), SYSTEM_ORIGIN);
+      expect(accepted).toMatchObject({ allow_only_cidr: "8.8.8.8/32", state: "pending" });
+      // In development the same source is accepted.
+      const dev = service({ loopbackSources: true }).forwards;
+      expect(
+        (await dev.create(o.teamId, body(router.id, { allow_from: allow }), SYSTEM_ORIGIN)).allow_only_cidr,
+      ).toMatch(/^127\./);
+    },
+  );
+
   it("answers 404 for unknown, foreign and malformed router ids and 409 without a reachable tunnel address", async () => {
     const network = parseTunnelNetwork("100.64.0.0/10");
     if (typeof network === "string") throw new Error(network);

@@ -446,3 +446,30 @@ describe("forward quotas per billing root (TRIAL_FORWARDS, FORWARDS_PER_ORG)", (
     expect(mine).toEqual([201, 201, 201, 201, 429]);
   });
 });
+
+// Temporary router access's HTTP face (its rules, and the quota it shares with forwards:
+// features/access/access.service.test.ts).
+describe("POST /api/routers/{router_id}/access", () => {
+  const accessBody = { service: "winbox", level: "read", expire_after_minutes: 15, allow_from: "8.8.8.8" };
+
+  it("answers 201, and 429 with Retry-After once forwards and sessions hold the trial quota", async () => {
+    const user = await h.login();
+    const [a, b] = [await makeRouter(h.db, user), await makeRouter(h.db, user)];
+    const access = (routerId: string) =>
+      h.request("POST", `/api/routers/${routerId}/access`, { token: user.token, body: accessBody });
+    const created = await access(a.id);
+    expect(created.status).toBe(201);
+    expect(created.body.status).toBe("success");
+    expect((await access(a.id)).status).toBe(201);
+    for (let i = 0; i < TRIAL - 2; i++) {
+      expect(
+        (await h.request("POST", `/api/routers/${b.id}/transient-forwarding`, { token: user.token, body: body() }))
+          .status,
+      ).toBe(201);
+    }
+    const refused = await h.refused("POST", `/api/routers/${b.id}/access`, { token: user.token, body: accessBody });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(refused.body).toMatchObject({ status: "fail", limit: TRIAL, trial: true });
+  });
+});

@@ -6,8 +6,9 @@ import { ConfigError, ManualClock, type TOemProduct } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { loadApiConfig } from "../../config.ts";
-import { startApi } from "../../start-api.ts";
+import { type ApiConfig, loadApiConfig } from "../../config.ts";
+import { billingServices, UNREACHABLE } from "../../testing/billing-services.ts";
+import { wireRouters } from "../../wiring/routers.wiring.ts";
 import { OEM_REFRESH_QUEUE, refreshOemCatalog, scheduleOemRefresh } from "./oem-refresh.job.ts";
 
 const snapshot = loadOemSnapshot();
@@ -203,23 +204,31 @@ describe("API wiring", () => {
     expect(() => loadApiConfig({ OEM_REFRESH_CRON: "61 3 * * *" })).toThrow(/OEM_REFRESH_CRON/);
   });
 
-  it("start-api schedules the refresh only with OEM_CATALOG_URL, and drops it without", async () => {
+  it("the routers wiring schedules the refresh only with OEM_CATALOG_URL, and drops it without", async () => {
     const engine = await acquireJobEngine(db);
     const count = async () => (await engine.boss.getSchedules(OEM_REFRESH_QUEUE)).length;
     const env = { PORT: "0", STRIPE_EMULATOR_PORT: "0", DATA_DIR: "memory", JWT_SECRET: "x".repeat(32) };
-    const hitsBefore = hits;
-    const api = await startApi({
-      config: loadApiConfig({ ...env, OEM_CATALOG_URL: `${baseUrl}/catalog.json` }),
+    const context = (config: ApiConfig) => ({
+      config,
       db,
+      jobs: engine,
       logger: pino({ level: "silent" }),
+      clock,
+      wallClock: clock,
     });
+    const options = { clearance: billingServices(db, UNREACHABLE).subscriptions, apiUrl: () => "http://127.0.0.1:0" };
+    const hitsBefore = hits;
+    const wired = await wireRouters(
+      context(loadApiConfig({ ...env, OEM_CATALOG_URL: `${baseUrl}/catalog.json` })),
+      options,
+    );
     expect(await count()).toBe(1);
-    await api.close();
-    const plain = await startApi({ config: loadApiConfig(env), db, logger: pino({ level: "silent" }) });
+    await wired.close();
+    const plain = await wireRouters(context(loadApiConfig(env)), options);
     expect(await count()).toBe(0);
     await plain.close();
     await engine.stop();
-    // Start-up itself does not fetch: the schedule does.
+    // Wiring itself does not fetch: the schedule does.
     expect(hits).toBe(hitsBefore);
   });
 });

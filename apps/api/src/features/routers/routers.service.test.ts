@@ -157,6 +157,34 @@ const billedOwner = async () => {
   return owner;
 };
 
+/** The SDK on the emulator, as the clearance's gateways use it. */
+const billingStripe = () =>
+  createStripeClient({
+    secretKey: "sk_test_routers",
+    publishableKey: "pk_test_routers",
+    apiBase: new URL(emulator.url),
+  });
+
+/** A billing account whose processor customer has `paymentMethod` as its default card, mirrored; its customer id. */
+const cardOnFile = async (owner: Owner, paymentMethod: string): Promise<string> => {
+  const stripe = billingStripe();
+  const customer = await stripe.customers.create({ email: `${crypto.randomUUID()}@example.com` });
+  const account = await makeAccount(db, owner.organizationId, { stripeCustomerId: customer.id });
+  const card = await stripe.paymentMethods.attach(paymentMethod, { customer: customer.id });
+  await stripe.customers.update(customer.id, { invoice_settings: { default_payment_method: card.id } });
+  const mirror = new BillingMirrorRepository(db);
+  const reconcile = {
+    mirror,
+    payments: createPaymentsGateway(stripe),
+    subscriptions: createSubscriptionGateway(stripe),
+    clock: systemClock,
+  };
+  await new BillingMirrorService({ repository: mirror, reconcile, clock: systemClock, onError: () => {} }).reconcile([
+    { id: account?.id ?? "", organizationId: owner.organizationId, stripeCustomerId: customer.id },
+  ]);
+  return customer.id;
+};
+
 const auditActions = async (routerId: string) =>
   (
     await db.query<{ action: string }>("select action from audit_log where target_id = $1 order by occurred_at", [
@@ -226,6 +254,32 @@ describe("RouterService.enroll (service tier)", () => {
     expect(third).toMatchObject({ code: "payment_required", extra: { trial_routers: 2 } });
     expect(await databaseFingerprint(db)).toBe(before);
     expect(await routers.list(owner.teamId)).toHaveLength(2);
+  });
+
+  it("enrolls nothing when the subscription's first charge fails (docs/billing.md, Failed payments)", async () => {
+    const { routers } = service({ trialRouters: 0 });
+    const owner = await makeUser(db);
+    // pm_card_chargeCustomerFail attaches but declines every charge.
+    await cardOnFile(owner, "pm_card_chargeCustomerFail");
+    const refused = await rejection(routers.enroll(claims(owner), owner.teamId, { name: "edge" }, SYSTEM_ORIGIN));
+    expect(refused).toMatchObject({ code: "payment_required", extra: { subscription_status: "incomplete" } });
+    expect(refused.message).toMatch(/^The first charge of the subscription failed/);
+    expect(await routers.list(owner.teamId)).toEqual([]);
+    const rows = await db.query("select id from routers where organization_id = $1", [owner.organizationId]);
+    expect(rows).toEqual([]);
+  });
+
+  it("bills every enrolled router, and a removal lowers the subscription's quantity", async () => {
+    const { routers } = service({ trialRouters: 0 });
+    const owner = await makeUser(db);
+    const customerId = await cardOnFile(owner, "pm_card_visa");
+    const first = await routers.enroll(claims(owner), owner.teamId, {}, SYSTEM_ORIGIN);
+    await routers.enroll(claims(owner), owner.teamId, {}, SYSTEM_ORIGIN);
+    const quantity = async () =>
+      (await billingStripe().subscriptions.list({ customer: customerId })).data.map((s) => s.items.data[0]?.quantity);
+    expect(await quantity()).toEqual([2]);
+    await routers.remove(owner.teamId, first.router.id, SYSTEM_ORIGIN);
+    expect(await quantity()).toEqual([1]);
   });
 
   it("lets only tunnel:assign choose tunnel_ip: inside the network, not the network or broadcast address, not a held one", async () => {

@@ -1,7 +1,14 @@
 import { createHash } from "node:crypto";
 import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
 import { databaseFingerprint, makeAccount, makeRouter } from "@fleet/db/testing";
-import { ManualClock, pulseEvent, ROUTER_LIMITS, type TRouterStatusEvent } from "@fleet/shared";
+import {
+  ManualClock,
+  pulseEvent,
+  ROUTER_LIMITS,
+  type TRouterStatusEvent,
+  ZApiError,
+  ZOemInfoResponse,
+} from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventSource } from "eventsource";
@@ -465,6 +472,106 @@ describe("OpenAPI", () => {
     );
     for (const p of ["metrics", "faults", "oem"])
       expect(doc.paths[`/api/routers/{router_id}/${p}`]).toHaveProperty("get");
+  });
+});
+
+// The OEM endpoint's HTTP face (its rules: features/oem/oem.service.test.ts).
+describe("GET /api/routers/{router_id}/oem", () => {
+  it("answers the OEM Information in a JSend envelope, and no data as a 404 JSend fail", async () => {
+    const owner = await h.login();
+    const router = await makeRouter(h.db, owner, { model: "RB5009UG+S+", boardName: "RB5009UG+S+" });
+    const res = await h.request("GET", `/api/routers/${router.id}/oem`, { token: owner.token });
+    expect(res.status).toBe(200);
+    expect(ZOemInfoResponse.strict().safeParse(res.body).success).toBe(true);
+    expect(res.body).toMatchObject({ status: "success", data: { slug: "rb5009ug_s_in" } });
+    expect(res.body.data).not.toHaveProperty("match_keys");
+
+    const unknownModel = await makeRouter(h.db, owner, { model: "RB951G-2HnD", boardName: "RB951G-2HnD" });
+    const before = await databaseFingerprint(h.db);
+    const none = await h.request("GET", `/api/routers/${unknownModel.id}/oem`, { token: owner.token });
+    expect(await databaseFingerprint(h.db)).toBe(before);
+    expect(none.status).toBe(404);
+    expect(ZApiError.safeParse(none.body).success).toBe(true);
+    expect(none.body).toMatchObject({ status: "fail", message: "No manufacturer data for model RB951G-2HnD." });
+  });
+
+  it.each(["1", "00000000-0000-0000-0000-00000000000g", "x".repeat(300)])(
+    "answers 404 for the malformed id %s",
+    async (id) => {
+      const owner = await h.login();
+      const res = await h.request("GET", `/api/routers/${id}/oem`, { token: owner.token });
+      expect(res.status).toBe(404);
+      expect(res.body).toMatchObject({ status: "fail", message: "Router not found." });
+    },
+  );
+
+  it("needs a token with routers:read", async () => {
+    const owner = await h.login();
+    const router = await makeRouter(h.db, owner, { model: "RB750Gr3" });
+    const anonymous = await h.request("GET", `/api/routers/${router.id}/oem`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.status).toBe("fail");
+    const limited = await h.login(undefined, { scope: "account:read routers:write" });
+    const mine = await makeRouter(h.db, limited, { model: "RB750Gr3" });
+    const forbidden = await h.request("GET", `/api/routers/${mine.id}/oem`, { token: limited.token });
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body).toMatchObject({ status: "fail", message: expect.stringContaining("routers:read") });
+  });
+
+  it("is documented under the routers tag with its path parameter", async () => {
+    const res = await h.request("GET", "/openapi.json");
+    const operation = res.body.paths["/api/routers/{router_id}/oem"]?.get;
+    expect(operation?.tags).toEqual(["routers"]);
+    expect(operation?.parameters?.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
+      "path:router_id",
+    ]);
+  });
+
+  describe("tRPC routers.oem", () => {
+    const call = async (token: string, routerId: string) => {
+      const input = encodeURIComponent(JSON.stringify({ router_id: routerId }));
+      const res = await fetch(`${h.api.url}/trpc/routers.oem?input=${input}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      return {
+        status: res.status,
+        body: (await res.json()) as {
+          result?: { data: unknown };
+          error?: { message: string; data: { httpStatus: number } };
+        },
+      };
+    };
+
+    it("answers the same body as REST", async () => {
+      const owner = await h.login();
+      const router = await makeRouter(h.db, owner, { model: "CCR2004-1G-12S+2XS", boardName: "CCR2004-1G-12S+2XS" });
+      const rest = await h.request("GET", `/api/routers/${router.id}/oem`, { token: owner.token });
+      const trpc = await call(owner.token, router.id);
+      expect(trpc.status).toBe(200);
+      expect(trpc.body.result?.data).toEqual(rest.body);
+    });
+
+    it("answers NOT_FOUND for an unknown router and for an unknown model", async () => {
+      const owner = await h.login();
+      const unknown = await call(owner.token, crypto.randomUUID());
+      expect(unknown.status).toBe(404);
+      expect(unknown.body.error?.message).toBe("Router not found.");
+      const router = await makeRouter(h.db, owner, { model: "RB000" });
+      const noData = await call(owner.token, router.id);
+      expect(noData.status).toBe(404);
+      expect(noData.body.error?.message).toBe("No manufacturer data for model RB000.");
+    });
+  });
+});
+
+// The backups endpoint's HTTP face (its rules: features/backups/backups.service.test.ts).
+describe("POST /api/routers/{router_id}/backups", () => {
+  it("answers 202 with the job in a JSend envelope", async () => {
+    const user = await h.login();
+    const router = await makeRouter(h.db, user);
+    const res = await h.request("POST", `/api/routers/${router.id}/backups`, { token: user.token });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ status: "success", data: { job_id: expect.any(String) } });
   });
 });
 

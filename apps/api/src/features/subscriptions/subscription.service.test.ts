@@ -18,6 +18,7 @@ import { createSubscriptionGateway, priceLookupKey } from "../../integrations/st
 import { BillingMirrorService } from "./billing-mirror.service.ts";
 import { currencyForCountry, managedRouterPrice } from "./managed-router-prices.ts";
 import { SubscriptionService } from "./subscription.service.ts";
+import { accountHolder, type BillingServices, billingServices } from "../../testing/billing-services.ts";
 import { rejection } from "../../testing/rejections.ts";
 
 let db: TestDatabase;
@@ -265,5 +266,150 @@ describe("syncQuantity", () => {
     // The next sync with the processor back repairs it.
     await service.syncQuantity(org.organizationId);
     expect((await rowOf(org.account.id))?.quantity).toBe(1);
+  });
+});
+
+// docs/billing.md "Failed payments" and the trial, with the services a card save and an enrollment
+// use (SubscriptionService, PaymentMethodsService, the billing mirror) on the emulator. An
+// enrollment is what RouterService.enroll asks of the subscription: ensureClearance, a router row,
+// syncQuantity (that a failed first charge enrolls nothing is RouterService's, in
+// routers.service.test.ts). Changes made at the processor reach the mirror by reconciliation here
+// (by signed events in production).
+describe("trial routers and failed payments", () => {
+  const TRIAL = 2;
+  let tier: BillingServices;
+  beforeAll(() => {
+    tier = billingServices(db, new URL(emulator.url), { trialRouters: TRIAL });
+  });
+
+  const holder = async (country = "US") => {
+    const made = await accountHolder(db, tier, { country });
+    const user = { organizationId: made.organizationId, teamId: made.claims.teamId ?? "" };
+    return { ...made, user };
+  };
+  /** What enrollment asks of the subscription module around the router it stores. */
+  const enroll = async (org: { organizationId: string; user: { organizationId: string; teamId: string } }) => {
+    await tier.subscriptions.ensureClearance(org.organizationId);
+    const router = await makeRouter(db, org.user);
+    await tier.subscriptions.syncQuantity(org.organizationId);
+    return router;
+  };
+  const saveCard = async (org: Awaited<ReturnType<typeof holder>>, pm: string) => {
+    const card = await stripe.paymentMethods.attach(pm, { customer: org.customerId });
+    await tier.paymentMethods.save(org.claims, card.id);
+    return card.id;
+  };
+  const mirrorCatchesUp = (org: Awaited<ReturnType<typeof holder>>) =>
+    tier.mirror.reconcile([
+      { id: org.accountId, organizationId: org.organizationId, stripeCustomerId: org.customerId },
+    ]);
+
+  it("without a card: TRIAL_ROUTERS routers enroll unbilled, the next is refused changing nothing; the first card bills them all", async () => {
+    const org = await holder("DE");
+    await enroll(org);
+    await enroll(org);
+    expect(await subscriptionsOf(org.customerId)).toEqual([]);
+    const before = await databaseFingerprint(db);
+    const refused = await rejection(tier.subscriptions.ensureClearance(org.organizationId));
+    expect(refused.status).toBe(402);
+    expect(refused.message).toBe(
+      "Without a payment method on file a billing account may run 2 routers, and this organization's account has 2. Save a card with POST /v1/account/payment-methods, then try again.",
+    );
+    expect(refused.extra).toMatchObject({ trial_routers: TRIAL, billing_organization_id: org.organizationId });
+    expect(await databaseFingerprint(db)).toBe(before);
+
+    // The first saved card starts the subscription for both trial routers, paid at once.
+    await saveCard(org, "pm_card_visa");
+    const [sub] = await subscriptionsOf(org.customerId);
+    expect(sub?.items.data.map((i) => [i.quantity, i.price.currency, i.price.unit_amount])).toEqual([[2, "eur", 900]]);
+    expect(await accountCurrency(org.accountId)).toBe("EUR");
+    const [invoice] = await tier.invoices.list(org.claims);
+    expect(invoice).toMatchObject({ currency: "EUR", currency_symbol: "€", amount_due: 18, status: "paid" });
+
+    // Past the trial now: the next router enrolls and is billed.
+    await enroll(org);
+    expect((await stripe.subscriptions.retrieve(sub?.id ?? "")).items.data[0]?.quantity).toBe(3);
+  });
+
+  it("a first charge that fails is refused naming the unpaid invoice, then blocks; only a working card unblocks", async () => {
+    const org = await holder();
+    // pm_card_chargeCustomerFail: Stripe's test card that attaches but declines every charge.
+    await saveCard(org, "pm_card_chargeCustomerFail");
+    await tier.subscriptions.ensureClearance(org.organizationId);
+    await makeRouter(db, org.user);
+    const first = await rejection(tier.subscriptions.syncQuantity(org.organizationId));
+    expect(first.status).toBe(402);
+    expect(first.message).toMatch(
+      /^The first charge of the subscription failed: invoice [A-Z0-9]+-0001 \(in_\w+, \$10\) is unpaid\. Save a working card with POST \/v1\/account\/payment-methods, then try again\.$/,
+    );
+    const [sub] = await subscriptionsOf(org.customerId);
+    expect(sub?.status).toBe("incomplete");
+    const invoiceId = String(sub?.latest_invoice);
+    expect(first.extra).toMatchObject({ subscription_status: "incomplete", invoice_id: invoiceId });
+    expect(await stripe.invoices.retrieve(invoiceId)).toMatchObject({ status: "open", attempt_count: 1 });
+
+    // Blocked by the mirror's subscription status, naming the open invoice; nothing changes.
+    const before = await databaseFingerprint(db);
+    const blocked = await rejection(tier.subscriptions.ensureClearance(org.organizationId));
+    expect(blocked.status).toBe(402);
+    expect(blocked.message).toContain('A payment of this organization\'s subscription failed (status "incomplete")');
+    expect(blocked.message).toContain(`(${invoiceId}, $10) is unpaid`);
+    expect(await databaseFingerprint(db)).toBe(before);
+    expect(await tier.invoices.list(org.claims)).toEqual([
+      expect.objectContaining({ id: invoiceId, status: "open", attempt_count: 1 }),
+    ]);
+
+    // Another failing card: saved, the invoice is charged again and fails again; still blocked.
+    await saveCard(org, "pm_card_chargeCustomerFail");
+    expect(await stripe.invoices.retrieve(invoiceId)).toMatchObject({ status: "open" });
+    expect((await rejection(tier.subscriptions.ensureClearance(org.organizationId))).status).toBe(402);
+
+    // A working card: saved as the default, the open invoice is charged again and paid; unblocked.
+    await saveCard(org, "pm_card_visa");
+    expect(await stripe.invoices.retrieve(invoiceId)).toMatchObject({ status: "paid" });
+    await tier.subscriptions.ensureClearance(org.organizationId);
+    expect(await tier.invoices.list(org.claims)).toEqual([
+      expect.objectContaining({ id: invoiceId, status: "paid", paid: true }),
+    ]);
+    expect((await stripe.subscriptions.retrieve(String(sub?.id))).status).toBe("active");
+  });
+
+  it("a subscription that falls past_due blocks new services, naming the unpaid invoice", async () => {
+    const org = await holder();
+    await saveCard(org, "pm_card_visa");
+    await enroll(org);
+    // The card starts failing; the next invoice of the subscription (a renewal, here a prorated
+    // change billed at once) fails and the processor moves the subscription to past_due.
+    const failing = await stripe.paymentMethods.attach("pm_card_chargeCustomerFail", { customer: org.customerId });
+    await stripe.customers.update(org.customerId, { invoice_settings: { default_payment_method: failing.id } });
+    const [sub] = (await stripe.subscriptions.list({ customer: org.customerId })).data;
+    await stripe.subscriptions.update(sub?.id ?? "", {
+      items: [{ id: sub?.items.data[0]?.id ?? "", quantity: 5 }],
+      proration_behavior: "always_invoice",
+    });
+    // Until the mirror hears of it, nothing blocks.
+    await tier.subscriptions.ensureClearance(org.organizationId);
+    await mirrorCatchesUp(org);
+    const blocked = await rejection(tier.subscriptions.ensureClearance(org.organizationId));
+    expect(blocked.status).toBe(402);
+    expect(blocked.message).toContain('(status "past_due")');
+    expect(blocked.message).toMatch(/: invoice [A-Z0-9]+-0002 \(in_\w+, \$40\) is unpaid\./);
+    expect(blocked.extra).toMatchObject({ subscription_status: "past_due" });
+  });
+
+  it("a subscription cancelled at the processor is replaced by a new one at the next router", async () => {
+    const org = await holder();
+    await saveCard(org, "pm_card_visa");
+    await enroll(org);
+    const [old] = (await stripe.subscriptions.list({ customer: org.customerId })).data;
+    await stripe.subscriptions.cancel(old?.id ?? "");
+    await mirrorCatchesUp(org);
+    await enroll(org);
+    const live = (await stripe.subscriptions.list({ customer: org.customerId })).data;
+    expect(live).toHaveLength(1);
+    expect(live[0]?.id).not.toBe(old?.id);
+    expect(live[0]?.status).toBe("active");
+    expect(live[0]?.items.data[0]?.quantity).toBe(2);
+    expect((await rowOf(org.accountId))?.stripeSubscriptionId).toBe(live[0]?.id);
   });
 });

@@ -106,6 +106,40 @@ describe("WebhooksService (service tier)", () => {
     // Another organization is not held by this one's cap.
     const other = await makeUser(db);
     await webhooks.create(other.organizationId, origin, body());
+    // Deleting one frees exactly one place.
+    const [first] = await repository().list(o.organizationId);
+    await webhooks.delete(o.organizationId, first?.id ?? "", origin);
+    await webhooks.create(o.organizationId, origin, body());
+    expect((await rejection(webhooks.create(o.organizationId, origin, body()))).code).toBe("rate_limited");
+  });
+
+  // docs/api.md "Audit log and webhooks": an IPv6 literal that embeds an IPv4 address is judged by
+  // the IPv4 address inside it (without WEBHOOK_ALLOW_PRIVATE).
+  it.each([
+    "https://[::127.0.0.1]/",
+    "https://[::10.0.0.1]/",
+    "https://[::7f00:1]/",
+    "https://[::ffff:7f00:1]/",
+    "https://[::ffff:0:a9fe:a9fe]/",
+    "https://[64:ff9b::169.254.169.254]/",
+    "https://[64:ff9b::a00:1]/",
+    "https://[2002:7f00:1::1]/",
+    "https://[2002:c0a8:101::]/",
+  ])("refuses %s (a non-public IPv4 address inside) naming url, changing nothing", async (url) => {
+    const webhooks = new WebhooksService({
+      db,
+      jobs: engine,
+      secrets,
+      clock: new ManualClock(T0),
+      allowPrivate: false,
+      onChange: () => undefined,
+    });
+    const o = await makeUser(db);
+    const before = await databaseFingerprint(db);
+    const refused = await rejection(webhooks.create(o.organizationId, origin, body({ url })));
+    expect(refused.code).toBe("validation_failed");
+    expect(Object.keys(refused.fields ?? {})).toEqual(["url"]);
+    expect(await databaseFingerprint(db)).toBe(before);
   });
 
   it("deletes with a webhook.deleted entry; another organization's, unknown and malformed ids are 404 and change nothing", async () => {
@@ -198,14 +232,21 @@ describe("WebhookDispatcher (service tier)", () => {
 });
 
 describe("WebhookDeliveryWorker (service tier)", () => {
-  it("disables a webhook failing for three days with one webhook.disabled entry and abandons the delivery", async () => {
+  it("disables a webhook failing for exactly three days (not a millisecond less) with one webhook.disabled entry and abandons the delivery", async () => {
     // Deliveries the tests above queued would be worked first: the queue is emptied of them.
     await db.query("delete from pgboss.job where name = $1", [WEBHOOK_DELIVERY_QUEUE]);
     const clock = new ManualClock(T0);
     const { webhooks } = service(clock);
     const o = await makeUser(db);
     const hook = await webhooks.create(o.organizationId, origin, body());
+    // The webhook's run of failures began 1 ms short of three days before T0 (planted, so two
+    // attempts suffice: each retry waits for real time): attempt 1 at T0 fails and leaves it
+    // enabled (or there would be no attempt 2); attempt 2, 1 ms later, fails exactly three days
+    // into the run and disables it.
+    const FAILING_SINCE = new Date(T0.getTime() - 3 * DAY + 1);
+    expect(await repository().updateFailingSince(hook.id, false, FAILING_SINCE)).toEqual(FAILING_SINCE);
     let attempts = 0;
+    const advances = [1];
     const worker = new WebhookDeliveryWorker({
       db,
       secrets,
@@ -214,10 +255,10 @@ describe("WebhookDeliveryWorker (service tier)", () => {
       allowPrivate: true,
       retryDelaySeconds: 1,
       pollingIntervalSeconds: 0.5,
-      // The receiving end answers 500, and three days pass between two attempts.
+      // The receiving end answers 500; time moves between attempts as `advances` says.
       send: async () => {
+        clock.advance(advances[attempts] ?? 0);
         attempts++;
-        clock.advance(3 * DAY);
         return { status: 500, body: "down", error: null };
       },
     });
@@ -231,7 +272,8 @@ describe("WebhookDeliveryWorker (service tier)", () => {
       );
       const [stored] = await repository().deliveries(hook.id, 10);
       expect(stored).toMatchObject({ id: delivery.id, status: "failed", attempts: 2, responseStatus: 500 });
-      expect(attempts).toBeGreaterThanOrEqual(2);
+      expect(attempts).toBe(2);
+      expect((await repository().get(o.organizationId, hook.id))?.disabledAt).toEqual(new Date(T0.getTime() + 1));
       const entries = await auditOf(hook.id);
       expect(entries.map((row) => row.action)).toEqual(["webhook.created", "webhook.disabled"]);
       expect(entries[1]?.details).toMatchObject({ url: "http://127.0.0.1:9/hook", failing_since: expect.any(String) });

@@ -1,25 +1,36 @@
-import { databaseFingerprint } from "@fleet/db/testing";
+import { createTestDatabase, databaseFingerprint, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { INVOICE_LIST_LIMIT } from "@fleet/shared";
 import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+import { unixInZone } from "../../testing/billing-fixtures.ts";
 import {
-  EMULATOR_SECRET_KEY,
-  emulatorSdk,
-  loginWithAccount,
-  unixInZone,
-  settleWebhooks,
-} from "../../testing/billing-fixtures.ts";
+  accountClaims,
+  accountHolder,
+  type BillingEmulator,
+  type BillingServices,
+  billingServices,
+  startBillingEmulator,
+  UNREACHABLE,
+} from "../../testing/billing-services.ts";
+import { rejection } from "../../testing/rejections.ts";
 
-let h: ApiHarness;
+// The service tier (docs/contributing.md "Add a test"): InvoicesService on a real database with
+// the real billing mirror, the processor = the Stripe emulator; invoices are made the way the
+// processor's own flows make them.
+
+let db: TestDatabase;
+let stripe: BillingEmulator;
+let billing: BillingServices;
 let server: Stripe;
 
 beforeAll(async () => {
-  h = await startApiHarness();
-  server = emulatorSdk(h, EMULATOR_SECRET_KEY);
+  [db, stripe] = await Promise.all([createTestDatabase(), startBillingEmulator()]);
+  server = stripe.server;
+  billing = billingServices(db, new URL(stripe.emulator.url));
 });
 afterAll(async () => {
-  await h?.close();
+  await stripe?.close();
+  await db?.close();
 });
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -64,22 +75,20 @@ const makeInvoices = async (customer: string, currency: string, amount: number) 
   return { paid, open, voided, declined, draft };
 };
 
-describe("GET /v1/account/invoices", () => {
+describe("InvoicesService.list", () => {
   it("maps USD invoices exactly: paid, open, void, uncollectible, draft; newest first", async () => {
     const tz = "America/New_York";
-    const { token, customerId } = await loginWithAccount(h, { timezone: tz });
+    const { claims, customerId } = await accountHolder(db, billing, { timezone: tz });
     const made = await makeInvoices(customerId, "usd", 1999);
-    await settleWebhooks(h);
-    const res = await h.request("GET", "/v1/account/invoices", { token });
-    expect(res.status).toBe(200);
-    expect(res.body.map((i: { id: string }) => i.id)).toEqual([
+    const listed = await billing.invoices.list(claims);
+    expect(listed.map((i) => i.id)).toEqual([
       made.draft.id,
       made.declined.id,
       made.voided.id,
       made.open.id,
       made.paid.id,
     ]);
-    const [draft, declined, voided, open, paid] = res.body;
+    const [draft, declined, voided, open, paid] = listed;
     const common = (inv: Stripe.Invoice) => ({
       id: inv.id,
       currency: "USD",
@@ -107,8 +116,8 @@ describe("GET /v1/account/invoices", () => {
       attempt_count: 1,
       attempted: true,
     });
-    expect(paid.invoice_pdf).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/i\/in_\w+\/pdf$/);
-    expect(paid.number).toMatch(/^[A-Z0-9]+-\d{4}$/);
+    expect(paid?.invoice_pdf).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/i\/in_\w+\/pdf$/);
+    expect(paid?.number).toMatch(/^[A-Z0-9]+-\d{4}$/);
 
     const due = made.open.due_date ?? 0;
     expect(due - made.open.created).toBe(30 * 86400);
@@ -159,11 +168,9 @@ describe("GET /v1/account/invoices", () => {
   });
 
   it("maps JPY (zero-decimal) amounts as whole yen", async () => {
-    const { token, customerId } = await loginWithAccount(h, { country: "JP" });
+    const { claims, customerId } = await accountHolder(db, billing, { country: "JP" });
     const made = await makeInvoices(customerId, "jpy", 1500);
-    await settleWebhooks(h);
-    const res = await h.request("GET", "/v1/account/invoices", { token });
-    const byId = new Map(res.body.map((i: { id: string }) => [i.id, i]));
+    const byId = new Map((await billing.invoices.list(claims)).map((i) => [i.id, i]));
     expect(byId.get(made.paid.id)).toMatchObject({
       currency: "JPY",
       currency_symbol: "¥",
@@ -187,14 +194,13 @@ describe("GET /v1/account/invoices", () => {
   });
 
   it("maps a three-decimal currency (KWD) to three places", async () => {
-    const { token, customerId } = await loginWithAccount(h, { country: "KW" });
+    const { claims, customerId } = await accountHolder(db, billing, { country: "KW" });
     await server.invoiceItems.create({ customer: customerId, amount: 12345, currency: "kwd" });
     const inv = await server.invoices.create({ customer: customerId, currency: "kwd" });
     await server.invoices.finalizeInvoice(inv.id);
-    await settleWebhooks(h);
-    const res = await h.request("GET", "/v1/account/invoices", { token });
-    expect(res.body).toHaveLength(1);
-    expect(res.body[0]).toMatchObject({
+    const listed = await billing.invoices.list(claims);
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({
       currency: "KWD",
       currency_symbol: "KWD",
       amount_due: 12.345,
@@ -204,44 +210,51 @@ describe("GET /v1/account/invoices", () => {
     });
   });
 
-  it("another organization never sees these invoices", async () => {
-    const a = await loginWithAccount(h);
+  it("another organization never sees these invoices; one without an account is refused, changing nothing", async () => {
+    const a = await accountHolder(db, billing);
     await makeInvoices(a.customerId, "usd", 700);
-    await settleWebhooks(h);
-    expect((await h.request("GET", "/v1/account/invoices", { token: a.token })).body).toHaveLength(5);
+    expect(await billing.invoices.list(a.claims)).toHaveLength(5);
 
-    const b = await loginWithAccount(h);
-    await settleWebhooks(h);
-    const res = await h.request("GET", "/v1/account/invoices", { token: b.token });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual([]);
+    const b = await accountHolder(db, billing);
+    expect(await billing.invoices.list(b.claims)).toEqual([]);
 
-    const none = await h.login();
-    const before = await databaseFingerprint(h.db);
-    const noAccount = await h.request("GET", "/v1/account/invoices", { token: none.token });
-    expect(noAccount.status).toBe(422);
-    expect(noAccount.body.message).toMatch(/Create one first/);
-    expect(await databaseFingerprint(h.db)).toBe(before);
+    const none = await makeUser(db);
+    const before = await databaseFingerprint(db);
+    const error = await rejection(billing.invoices.list(accountClaims(none)));
+    expect(error.status).toBe(422);
+    expect(error.message).toMatch(/Create one first/);
+    expect(await databaseFingerprint(db)).toBe(before);
   });
 
   it(`returns exactly ${INVOICE_LIST_LIMIT} at the cap and only the newest ${INVOICE_LIST_LIMIT} beyond it`, async () => {
-    const { token, customerId } = await loginWithAccount(h);
+    const { claims, customerId } = await accountHolder(db, billing);
     const ids: string[] = [];
     for (let i = 0; i < INVOICE_LIST_LIMIT; i++) {
       ids.push((await server.invoices.create({ customer: customerId, pending_invoice_items_behavior: "exclude" })).id);
     }
-    await settleWebhooks(h);
-    const atCap = await h.request("GET", "/v1/account/invoices", { token });
-    expect(atCap.body).toHaveLength(INVOICE_LIST_LIMIT);
-    expect(atCap.body.map((i: { id: string }) => i.id)).toEqual([...ids].reverse());
+    const atCap = await billing.invoices.list(claims);
+    expect(atCap.map((i) => i.id)).toEqual([...ids].reverse());
 
     const newest = (await server.invoices.create({ customer: customerId, pending_invoice_items_behavior: "exclude" }))
       .id;
-    await settleWebhooks(h);
-    const beyond = await h.request("GET", "/v1/account/invoices", { token });
-    expect(beyond.body).toHaveLength(INVOICE_LIST_LIMIT);
-    expect(beyond.body[0].id).toBe(newest);
-    expect(beyond.body.map((i: { id: string }) => i.id)).not.toContain(ids[0]);
-    expect(beyond.body.map((i: { id: string }) => i.id)).toEqual([newest, ...ids.slice(1).reverse()]);
+    const beyond = await billing.invoices.list(claims);
+    expect(beyond.map((i) => i.id)).toEqual([newest, ...ids.slice(1).reverse()]);
+  });
+
+  it("answers from the mirror, newest first and capped, while the processor is unreachable", async () => {
+    const { claims, customerId, accountId } = await accountHolder(db, billing);
+    const ids: string[] = [];
+    for (let i = 0; i <= INVOICE_LIST_LIMIT; i++) {
+      ids.push((await server.invoices.create({ customer: customerId, pending_invoice_items_behavior: "exclude" })).id);
+    }
+    await billing.mirror.reconcile([
+      { id: accountId, organizationId: claims.organizationId, stripeCustomerId: customerId },
+    ]);
+    const down = billingServices(db, UNREACHABLE);
+    const listed = await down.invoices.list(claims);
+    expect(listed.map((i) => i.id)).toEqual(ids.slice(1).reverse());
+    expect(down.errors.map((e) => e.context)).toEqual([
+      "the payment processor did not answer; listing invoices from the billing mirror",
+    ]);
   });
 });
