@@ -99,6 +99,8 @@ interface Operation {
   arrayKeys: readonly string[];
   successStatus: number;
   rest: ProcedureMeta["rest"];
+  /** The headers of a success (`answerHeaders` of this procedure without errors): fixed per operation. */
+  successHeaders: ReadonlyArray<[string, string]> | undefined;
 }
 
 /**
@@ -155,6 +157,7 @@ const operationsOf = (router: AppRouter): Map<string, Operation[]> => {
       arrayKeys,
       successStatus: meta.successStatus ?? 200,
       rest: meta.rest,
+      successHeaders: undefined,
     });
     byMethod.set(openapi.method, list);
   });
@@ -258,18 +261,19 @@ export const restAdapter = (
       type: operation.type,
       input,
     });
-    const headers = answerHeaders(metas, [operation.procedurePath], []);
+    operation.successHeaders ??= Object.entries(answerHeaders(metas, [operation.procedurePath], []));
+    const headers = operation.successHeaders;
     const text = operation.successStatus === 200 ? textRendering(operation.rest, req) : undefined;
     res.statusCode = operation.successStatus;
     if (text) {
       const rendered = text(data);
       res.setHeader("content-type", rendered.contentType);
-      for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+      for (const [name, value] of headers) res.setHeader(name, value);
       res.end(rendered.body);
       return;
     }
     res.setHeader("Content-Type", "application/json");
-    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    for (const [name, value] of headers) res.setHeader(name, value);
     res.end(JSON.stringify(data));
   };
 

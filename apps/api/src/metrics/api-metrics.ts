@@ -31,15 +31,90 @@ const webhookDeliveries = new Counter({
 
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
 
+/** The per-series state prom-client keeps (not in its types): by label hash, the series' values. */
+type SeriesMap<V> = Record<string, V | undefined>;
+interface CounterInternals {
+  hashMap: SeriesMap<{ value: number }>;
+}
+interface HistogramInternals {
+  hashMap: SeriesMap<{ sum: number; count: number; bucketValues: Record<string, number> }>;
+  upperBounds: number[];
+}
+
+/**
+ * A request counter and a duration histogram with the same label names, counted per label set
+ * without prom-client's per-call work: `inc(labels)` and `observe(labels, v)` sort and join the
+ * labels into a hash, validate them and turn the histogram's bound into a property name on every
+ * call. Here a label set's hash (the one prom-client's first `inc` answers) and the bounds' names
+ * are found once; later requests add to the series prom-client keeps under that hash, exactly as
+ * its own calls would. A series prom-client does not hold (the first of a label set, or after a
+ * `reset`) goes through prom-client's own calls. `api-metrics.test.ts` holds the scrape equal to
+ * prom-client's.
+ */
+type RequestLabel = "route" | "method" | "status";
+
+export class RequestSeries {
+  readonly #counter: Counter<RequestLabel>;
+  readonly #histogram: Histogram<RequestLabel>;
+  /** Each bound's property name in a series' `bucketValues`, in the order of the bounds. */
+  readonly #bounds: ReadonlyArray<{ bound: number; key: string }>;
+  readonly #bound = new Map<string, { labels: Record<RequestLabel, string>; hash: string | undefined }>();
+
+  constructor(counter: Counter<RequestLabel>, histogram: Histogram<RequestLabel>) {
+    this.#counter = counter;
+    this.#histogram = histogram;
+    this.#bounds = (histogram as unknown as HistogramInternals).upperBounds.map((bound) => ({
+      bound,
+      key: String(bound),
+    }));
+  }
+
+  /**
+   * One request of `route`, `method` and `status` that took `seconds`. At most `SERIES_KEPT` label
+   * sets are remembered here; the metrics' own series are unaffected by forgetting one.
+   */
+  observe(route: string, method: string, status: number, seconds: number): void {
+    const key = `${status} ${method} ${route}`;
+    let series = this.#bound.get(key);
+    if (!series) {
+      if (this.#bound.size >= SERIES_KEPT) this.#bound.clear();
+      series = { labels: { route, method, status: String(status) }, hash: undefined };
+      this.#bound.set(key, series);
+    }
+    const hash = series.hash;
+    const counted = hash === undefined ? undefined : (this.#counter as unknown as CounterInternals).hashMap[hash];
+    const timed = hash === undefined ? undefined : (this.#histogram as unknown as HistogramInternals).hashMap[hash];
+    if (counted === undefined || timed === undefined || !Number.isFinite(seconds)) {
+      // prom-client's own calls: they make the series, and answer the hash they keep it under.
+      series.hash = (this.#counter.inc(series.labels) as unknown as { labelHash: string }).labelHash;
+      this.#histogram.observe(series.labels, seconds);
+      return;
+    }
+    counted.value += 1;
+    timed.sum += seconds;
+    timed.count += 1;
+    for (const { bound, key: name } of this.#bounds) {
+      if (seconds <= bound) {
+        timed.bucketValues[name] = (timed.bucketValues[name] ?? 0) + 1;
+        break;
+      }
+    }
+  }
+}
+
+/** Label sets of request series remembered at most (routes x methods x statuses stay far below). */
+const SERIES_KEPT = 10_000;
+
+const requestSeries = new RequestSeries(httpRequests, httpDuration);
+
 /**
  * One answered request; `routes` comes from {@link RouteTemplates.matchAll}: one route, or one per
  * call of a tRPC batch (each call counted under its procedure, with the batch's status and time).
  */
 export const observeRequest = (routes: readonly string[], method: string, status: number, seconds: number): void => {
+  const labelMethod = METHODS.has(method) ? method : "OTHER";
   for (const route of routes) {
-    const labels = { route, method: METHODS.has(method) ? method : "OTHER", status: String(status) };
-    httpRequests.inc(labels);
-    httpDuration.observe(labels, seconds);
+    requestSeries.observe(route, labelMethod, status, seconds);
   }
 };
 

@@ -1,5 +1,5 @@
 import { AppError, type TScope } from "@fleet/shared";
-import { initTRPC } from "@trpc/server";
+import { getTRPCErrorFromUnknown, initTRPC, type TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { AuthClaims } from "../features/auth/token-verifier.ts";
@@ -7,6 +7,8 @@ import type { RequestContext } from "./context.ts";
 import { formatTrpcError, toTrpcError, validationError } from "./errors.ts";
 import { addressKey } from "./rate-limit.ts";
 import { inSpan, SpanStatusCode } from "@fleet/db";
+
+type Span = Parameters<Parameters<typeof inSpan>[2]>[0];
 
 /** How often an idle SSE subscription gets a ping event. */
 export const SSE_PING_INTERVAL_MS = 10_000;
@@ -70,23 +72,37 @@ const t = initTRPC
 
 export const router = t.router;
 
+/** What a middleware's `next` answers (tRPC's MiddlewareResult, as far as these middlewares read it). */
+type Outcome = { ok: true } | { ok: false; error: TRPCError };
+
+/**
+ * A failed outcome of `publicProcedure`'s span step: the span marked failed, and a domain error or a
+ * schema refusal thrown as the tRPC code of its status (both transports agree; a schema refusal
+ * becomes the 422 of REST, docs/api.md "Errors").
+ */
+const failedOutcome = <R extends Outcome>(outcome: R): R => {
+  if (outcome.ok) return outcome;
+  const cause = outcome.error.cause instanceof AppError ? outcome.error.cause : validationError(outcome.error);
+  if (cause) throw toTrpcError(cause);
+  return outcome;
+};
+
+/** The span step's own work on the outcome: a failure marks the span. */
+const markSpan = <R extends Outcome>(span: Span, outcome: R): R => {
+  if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.message });
+  return outcome;
+};
+
 /**
  * Every procedure starts here: domain code throws AppError, and this turns it into the tRPC code
  * of the same HTTP status so both transports agree.
  */
 export const publicProcedure = t.procedure.use(async ({ next, path }) => {
   // docs/operations.md "Tracing": a span per procedure, inside the request's span.
-  const result = await inSpan(`trpc ${path}`, { "rpc.system": "trpc", "rpc.method": path }, async (span) => {
-    const outcome = await next();
-    if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.message });
-    return outcome;
-  });
-  if (result.ok) return result;
-  // The input parser refuses with tRPC's BAD_REQUEST (400); the contract wants the 422 of REST
-  // (docs/api.md "Errors"), so a schema refusal becomes the same validation error REST renders.
-  const cause = result.error.cause instanceof AppError ? result.error.cause : validationError(result.error);
-  if (cause) throw toTrpcError(cause);
-  return result;
+  const result = await inSpan(`trpc ${path}`, { "rpc.system": "trpc", "rpc.method": path }, async (span) =>
+    markSpan(span, await next()),
+  );
+  return failedOutcome(result);
 });
 
 /**
@@ -103,35 +119,85 @@ export async function* trpcStream<T>(events: AsyncIterable<T>): AsyncGenerator<T
   }
 }
 
-/** A procedure that needs a verified access token carrying `scope`. */
+/** The claims a request acts with: the organization id resolved to ours. */
+const withOrganization = (claims: AuthClaims, organizationId: string): AuthClaims =>
+  organizationId === claims.organizationId ? claims : { ...claims, organizationId };
+
+/** The rate limiter's key of a verified credential. */
+const credentialKey = (claims: AuthClaims): string => claims.credentialId ?? `sub:${claims.userId}`;
+
+const lacksScope = (scope: TScope) => new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
+
+/**
+ * The authorization step of `authedProcedure`, with every await it may need: the credential
+ * verified, counted against its rate limit, its scope checked, its organization resolved.
+ */
+const authorize = async (ctx: RequestContext, scope: TScope): Promise<AuthClaims> => {
+  const limits = ctx.services.rateLimits;
+  // Requests without a valid credential are counted per source address (docs/api.md "Rate
+  // limits"); an address over its limit gets 429 and no database lookup of unknown API keys.
+  // The address key only when it is needed (IPv6 clients share their /56, which costs a parse).
+  const address = () => `ip:${addressKey(ctx.ip)}`;
+  let claims: AuthClaims;
+  try {
+    claims = await ctx.services.tokens.verify(ctx.authorization, {
+      refuseLookup: () => {
+        const key = address();
+        return limits.unauthenticated.isOver(key) ? limits.unauthenticated.refusal(key) : undefined;
+      },
+    });
+  } catch (error) {
+    if (error instanceof AppError && error.code === "unauthenticated") await limits.unauthenticated.hit(address());
+    throw error;
+  }
+  // Counted per verified credential, so a forged token can never spend someone else's quota.
+  await limits.api.hit(credentialKey(claims));
+  if (!claims.scopes.has(scope)) throw lacksScope(scope);
+  return withOrganization(claims, await ctx.services.organizations.resolve(claims.organizationId));
+};
+
+/**
+ * `authorize` without an await when the caches answer (a credential verified before, far from its
+ * limit, its organization known): the same checks in the same order and the same counts; anything
+ * else goes the awaited way. A throw here is a refusal, as a rejection of `authorize` is.
+ */
+const authorizeNow = (ctx: RequestContext, scope: TScope): AuthClaims | Promise<AuthClaims> => {
+  const claims = ctx.services.tokens.verifiedNow(ctx.authorization);
+  if (!claims || !ctx.services.rateLimits.api.admitNow(credentialKey(claims))) return authorize(ctx, scope);
+  if (!claims.scopes.has(scope)) throw lacksScope(scope);
+  const organizationId = ctx.services.organizations.resolvedNow(claims.organizationId);
+  if (organizationId !== undefined) return withOrganization(claims, organizationId);
+  return ctx.services.organizations.resolve(claims.organizationId).then((id) => withOrganization(claims, id));
+};
+
+/** A throw or rejection of a middleware's own work, as tRPC's `callRecursive` reports it to the step before. */
+const failed = (cause: unknown) => ({ ok: false as const, error: getTRPCErrorFromUnknown(cause) });
+
+/**
+ * A procedure that needs a verified access token carrying `scope`: `publicProcedure`'s step (span,
+ * error codes) and the authorization in one middleware, so a call passes one step fewer, and no
+ * await at all when the caches answer (`authorizeNow`). What it answers is what the two steps
+ * answered: an authorization failure becomes a failed outcome as tRPC's `callRecursive` makes it,
+ * marks the span and is rethrown as the tRPC code of its status.
+ */
 export const authedProcedure = (scope: TScope) =>
-  publicProcedure.use(async ({ ctx, next }) => {
-    const limits = ctx.services.rateLimits;
-    // Requests without a valid credential are counted per source address (docs/api.md "Rate
-    // limits"); an address over its limit gets 429 and no database lookup of unknown API keys.
-    // The address key only when it is needed (IPv6 clients share their /56, which costs a parse).
-    const address = () => `ip:${addressKey(ctx.ip)}`;
-    let claims: AuthClaims;
-    try {
-      claims = await ctx.services.tokens.verify(ctx.authorization, {
-        refuseLookup: () => {
-          const key = address();
-          return limits.unauthenticated.isOver(key) ? limits.unauthenticated.refusal(key) : undefined;
-        },
-      });
-    } catch (error) {
-      if (error instanceof AppError && error.code === "unauthenticated") await limits.unauthenticated.hit(address());
-      throw error;
-    }
-    // Counted per verified credential, so a forged token can never spend someone else's quota.
-    await limits.api.hit(claims.credentialId ?? `sub:${claims.userId}`);
-    if (!claims.scopes.has(scope)) {
-      throw new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
-    }
-    const organizationId = await ctx.services.organizations.resolve(claims.organizationId);
-    const auth = organizationId === claims.organizationId ? claims : { ...claims, organizationId };
+  t.procedure.use(({ ctx, next, path }) => {
     // tRPC merges what `next` is given into the context: only the new key is passed.
-    return next({ ctx: { auth } });
+    const proceed = (auth: AuthClaims) => next({ ctx: { auth } });
+    type Result = Awaited<ReturnType<typeof proceed>>;
+    const refused = (cause: unknown) => failed(cause) as unknown as Result;
+    // docs/operations.md "Tracing": a span per procedure, inside the request's span.
+    const outcome = inSpan(`trpc ${path}`, { "rpc.system": "trpc", "rpc.method": path }, (span) => {
+      let auth: AuthClaims | Promise<AuthClaims>;
+      try {
+        auth = authorizeNow(ctx, scope);
+      } catch (error) {
+        return Promise.resolve(markSpan(span, refused(error)));
+      }
+      const called = auth instanceof Promise ? auth.then(proceed, refused) : proceed(auth);
+      return called.then((result) => markSpan(span, result));
+    });
+    return outcome.then(failedOutcome);
   });
 
 /**

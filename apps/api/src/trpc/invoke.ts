@@ -30,26 +30,63 @@ type Middleware = ((
 interface ProcedureDef {
   middlewares: Middleware[];
   meta: unknown;
+  /** The schemas of the `.input()` calls, in order, which tRPC's input middlewares parse with. */
+  inputs?: unknown[];
   /** The schema of the last `.output()`, which tRPC's output middleware parses with. */
   output?: unknown;
 }
 
 /**
  * tRPC's output middleware (`createOutputMiddleware`) with a native spread: tRPC's copies the
- * result with the same transpiled helper, the largest cost of a call left after the options.
+ * result with the same transpiled helper, the largest cost of a call left after the options. Not
+ * an async function: a parser that answers at once (zod's sync parse, which tRPC's `getParseFn`
+ * tries first) costs no await; one that answers a promise is waited for.
  */
 const outputMiddleware = (parse: (value: unknown) => unknown): Middleware => {
-  const middleware: Middleware = async ({ next }) => {
-    const result = await next();
-    if (!result.ok) return result;
-    try {
-      const data = await parse(result.data);
-      return { ...result, data };
-    } catch (cause) {
-      throw new TRPCError({ message: "Output validation failed", code: "INTERNAL_SERVER_ERROR", cause });
-    }
+  const refused = (cause: unknown) => {
+    throw new TRPCError({ message: "Output validation failed", code: "INTERNAL_SERVER_ERROR", cause });
   };
+  const middleware: Middleware = ({ next }) =>
+    next().then((result) => {
+      if (!result.ok) return result;
+      let data: unknown;
+      try {
+        data = parse(result.data);
+      } catch (cause) {
+        return refused(cause);
+      }
+      if (data instanceof Promise) return data.then((parsed) => ({ ...result, data: parsed }), refused);
+      return { ...result, data };
+    });
   middleware._type = "output";
+  return middleware;
+};
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  !!value && !Array.isArray(value) && typeof value === "object";
+
+/**
+ * tRPC's input middleware (`createInputMiddleware`), likewise without an await for a parser that
+ * answers at once: the raw input, parsed (a refusal is tRPC's BAD_REQUEST carrying the parser's
+ * error), merged over the input of an earlier step when both are objects.
+ */
+const inputMiddleware = (parse: (value: unknown) => unknown): Middleware => {
+  const refused = (cause: unknown): never => {
+    throw new TRPCError({ code: "BAD_REQUEST", cause });
+  };
+  const middleware: Middleware = (opts) =>
+    opts.getRawInput().then((raw) => {
+      const proceed = (parsed: unknown) =>
+        opts.next({ input: isObject(opts.input) && isObject(parsed) ? { ...opts.input, ...parsed } : parsed });
+      let parsed: unknown;
+      try {
+        parsed = parse(raw);
+      } catch (cause) {
+        return refused(cause);
+      }
+      return parsed instanceof Promise ? parsed.then(proceed, refused) : proceed(parsed);
+    });
+  middleware._type = "input";
   return middleware;
 };
 
@@ -57,8 +94,9 @@ const chains = new WeakMap<ProcedureDef, Middleware[]>();
 
 /**
  * A procedure's middlewares as this module runs them, made once per procedure: tRPC's own, with
- * its output middleware replaced by the one above, parsing with the def's `output` (tRPC allows one
- * `.output()` per procedure; should a chain ever hold more, tRPC's own are kept).
+ * its input and output middlewares replaced by the ones above, parsing with the def's `inputs` and
+ * `output` (should a chain ever hold middlewares of a kind that cannot be told apart, tRPC's own
+ * are kept for that kind).
  */
 const chainOf = (def: ProcedureDef): Middleware[] => {
   let chain = chains.get(def);
@@ -66,7 +104,19 @@ const chainOf = (def: ProcedureDef): Middleware[] => {
     const outputs = def.middlewares.filter((middleware) => middleware._type === "output");
     const output =
       outputs.length === 1 && def.output !== undefined ? outputMiddleware(getParseFn(def.output as never)) : undefined;
-    chain = def.middlewares.map((middleware) => (output && middleware._type === "output" ? output : middleware));
+    // tRPC adds one input middleware per `.input()`, in the order of `inputs`.
+    const inputs = def.middlewares.filter((middleware) => middleware._type === "input");
+    const schemas = def.inputs ?? [];
+    const ownInputs =
+      inputs.length === schemas.length
+        ? schemas.map((schema) => inputMiddleware(getParseFn(schema as never)))
+        : undefined;
+    let nextInput = 0;
+    chain = def.middlewares.map((middleware) => {
+      if (output && middleware._type === "output") return output;
+      if (ownInputs && middleware._type === "input") return ownInputs[nextInput++] as Middleware;
+      return middleware;
+    });
     chains.set(def, chain);
   }
   return chain;

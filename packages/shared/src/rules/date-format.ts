@@ -37,20 +37,54 @@ const formatterFor = (timeZone: string): Intl.DateTimeFormat => {
 };
 
 /**
+ * Rendered instants by time zone ("UTC" too): the same few instants (an account's `created_at`)
+ * come back on every request, and rendering one costs far more than finding it. Each zone keeps at
+ * most `RENDERED_KEPT` (then starts over); at most `ZONES_KEPT` zones are kept.
+ */
+const rendered = new Map<string, Map<number, string>>();
+const RENDERED_KEPT = 1000;
+const ZONES_KEPT = 100;
+
+const renderedIn = (timeZone: string): Map<number, string> => {
+  let memo = rendered.get(timeZone);
+  if (!memo) {
+    if (rendered.size >= ZONES_KEPT) rendered.clear();
+    memo = new Map();
+    rendered.set(timeZone, memo);
+  }
+  return memo;
+};
+
+/** `render(date)`, or what it gave for the same instant in the same zone before. */
+const remembered = (timeZone: string, date: Date, render: (date: Date) => string): string => {
+  const memo = renderedIn(timeZone);
+  const ms = date.getTime();
+  let text = memo.get(ms);
+  if (text === undefined) {
+    text = render(date);
+    if (memo.size >= RENDERED_KEPT) memo.clear();
+    memo.set(ms, text);
+  }
+  return text;
+};
+
+/**
  * `YYYY-MM-DD HH:MM:SS` in the given IANA time zone (docs/api.md: account, setup intent, payment method and
  * invoice `created_at`). An unknown or absent zone renders UTC.
  */
 export const formatDateTime = (date: Date, timeZone?: string | null): string => {
-  if (!timeZone || timeZone === "UTC") return formatUtc(date);
+  if (!timeZone || timeZone === "UTC") return remembered("UTC", date, formatUtc);
   let formatter: Intl.DateTimeFormat;
   try {
     formatter = formatterFor(timeZone);
   } catch {
-    return formatUtc(date);
+    return remembered("UTC", date, formatUtc);
   }
-  const p: Record<string, string> = {};
-  for (const part of formatter.formatToParts(date)) p[part.type] = part.value;
-  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
+  return remembered(timeZone, date, (d) => {
+    const p: Record<string, string> = {};
+    for (const part of formatter.formatToParts(d)) p[part.type] = part.value;
+    return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
+  });
 };
 
 const formatUtc = (date: Date): string => date.toISOString().slice(0, 19).replace("T", " ");

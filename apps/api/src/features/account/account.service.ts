@@ -27,8 +27,9 @@ export class AccountService {
   }
 
   async get(auth: AuthClaims): Promise<TAccount> {
-    const account = await this.requireAccount(auth.organizationId);
-    return toAccountResponse(account, auth.timezone);
+    // `requireAccount`'s checks on the statement's answer, without its two async steps.
+    const context = await this.#deps.accounts.billingContext(auth.organizationId);
+    return toAccountResponse(this.#accountOf(this.#own(this.#known(context), auth.organizationId)), auth.timezone);
   }
 
   async create(auth: AuthClaims, input: TCreateAccountInput): Promise<TAccount> {
@@ -139,13 +140,20 @@ export class AccountService {
    * call this, so the no-account and billed-by-parent answers are the same everywhere.
    */
   async requireAccount(organizationId: string): Promise<AccountRecord> {
-    const context = await this.#ownContext(organizationId);
+    return this.#accountOf(await this.#ownContext(organizationId));
+  }
+
+  #accountOf(context: BillingContext): AccountRecord {
     if (!context.account) throw noAccountError(this.#deps.docsUrl);
     return context.account;
   }
 
   async #ownContext(organizationId: string): Promise<BillingContext> {
-    const context = await this.#context(organizationId);
+    return this.#own(this.#known(await this.#deps.accounts.billingContext(organizationId)), organizationId);
+  }
+
+  /** The context of an organization at the top of its tree; a child's bill goes to its root. */
+  #own(context: BillingContext, organizationId: string): BillingContext {
     if (context.rootOrganizationId !== organizationId) {
       throw new AppError(
         "billed_by_parent",
@@ -156,8 +164,7 @@ export class AccountService {
     return context;
   }
 
-  async #context(organizationId: string): Promise<BillingContext> {
-    const context = await this.#deps.accounts.billingContext(organizationId);
+  #known(context: BillingContext | null): BillingContext {
     if (!context) {
       throw new AppError("unauthenticated", "The organization named by the access token does not exist.");
     }

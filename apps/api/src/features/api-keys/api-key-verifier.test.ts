@@ -1,8 +1,8 @@
 import type { ApiKeyRecord } from "@fleet/db";
-import { AppError } from "@fleet/shared";
+import { AppError, ManualClock } from "@fleet/shared";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { type ApiKeyLookup, ApiKeyVerifier } from "./api-key-verifier.ts";
+import { type ApiKeyLookup, ApiKeyVerifier, hashApiKey } from "./api-key-verifier.ts";
 
 /** A lookup that counts its queries: the database is the cost a flood of random keys would cause. */
 class CountingLookup implements ApiKeyLookup {
@@ -31,5 +31,67 @@ describe('ApiKeyVerifier and unknown keys (docs/api.md "Rate limits")', () => {
     expect(keys.lookups).toBe(1);
     // Known (negatively cached) keys are answered from memory even then.
     await expect(verifier.verify(key, { refuseLookup: () => over })).rejects.toMatchObject({ code: "unauthenticated" });
+  });
+});
+
+/** One live key in the store; `revoked` makes the store answer none, as a deleted row does. */
+class OneKey implements ApiKeyLookup {
+  lookups = 0;
+  revoked = false;
+  readonly expiresAt: Date | null;
+  constructor(expiresAt: Date | null = null) {
+    this.expiresAt = expiresAt;
+  }
+  async findByHash(): Promise<ApiKeyRecord | null> {
+    this.lookups++;
+    if (this.revoked) return null;
+    return {
+      id: "key-1",
+      organizationId: "org-1",
+      teamId: null,
+      createdBy: "user-1",
+      name: "ci",
+      prefix: "fk_abcd",
+      scopes: ["account:read"],
+      createdAt: new Date(0),
+      expiresAt: this.expiresAt,
+      lastUsedAt: null,
+    };
+  }
+  async touch(): Promise<void> {}
+}
+
+describe("ApiKeyVerifier.verifiedNow (the request path's answer without an await)", () => {
+  it("answers only what verify's cache vouches for: never an unknown key, and not past the cache's time", async () => {
+    const time = new ManualClock();
+    const keys = new OneKey();
+    const verifier = new ApiKeyVerifier({ keys, logger: pino({ level: "silent" }), clock: time, cacheTtlMs: 10_000 });
+    const key = randomKey();
+    expect(verifier.verifiedNow(key)).toBeUndefined();
+    const claims = await verifier.verify(key);
+    expect(verifier.verifiedNow(key)).toBe(claims);
+    // Past the cache's time the key is looked up again (by verify): a revocation elsewhere shows.
+    keys.revoked = true;
+    time.advance(10_000);
+    expect(verifier.verifiedNow(key)).toBeUndefined();
+    await expect(verifier.verify(key)).rejects.toMatchObject({ code: "unauthenticated", message: /revoked/ });
+    // A negative entry is never an answer.
+    expect(verifier.verifiedNow(key)).toBeUndefined();
+    expect(keys.lookups).toBe(2);
+  });
+
+  it("forgets a key revoked in this process at once, and answers no expired key", async () => {
+    const time = new ManualClock();
+    const keys = new OneKey(new Date(time.nowMs() + 5_000));
+    const verifier = new ApiKeyVerifier({ keys, logger: pino({ level: "silent" }), clock: time });
+    const key = randomKey();
+    await verifier.verify(key);
+    expect(verifier.verifiedNow(key)?.credential.id).toBe("key-1");
+    verifier.forget(hashApiKey(key));
+    expect(verifier.verifiedNow(key)).toBeUndefined();
+    await verifier.verify(key);
+    time.advance(5_000);
+    expect(verifier.verifiedNow(key)).toBeUndefined();
+    await expect(verifier.verify(key)).rejects.toMatchObject({ code: "unauthenticated", message: /expired/ });
   });
 });
