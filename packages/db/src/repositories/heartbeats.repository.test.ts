@@ -3,7 +3,7 @@ import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
 import { AdoptionsRepository } from "./adoptions.repository.ts";
-import { type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
+import { FLUSH_STATEMENTS, type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
 
 // The flush's two statements (docs/architecture.md "Liveness: what a heartbeat writes"): a liveness
 // UPDATE for a router beating on time with nothing new, the full upsert for everything else. Both
@@ -304,4 +304,36 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
       expect(await identity(router.id)).not.toBe("late");
     },
   );
+
+  it("the steady statement's generic plan looks each router up once: no array condition in an index scan", async () => {
+    // A prepared statement's generic plan assumes 10 input rows. With `router_id = any($1)` beside
+    // the join it took a nested loop whose inner index scan re-read and re-sorted the whole id array
+    // for every row (quadratic; docs/scale.md). The plan is read under force_generic_plan, on a
+    // table big enough (20,000 rows, analyzed) that the planner looks rows up by index.
+    await db.query(
+      `with r as (
+         insert into routers (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
+         select gen_random_uuid(), $1, $2, 'plan ' || i, md5('plan' || i) || md5('plan-' || i), now()
+         from generate_series(1, 20000) as i returning id, heartbeat_token_hash
+       )
+       insert into router_liveness (router_id, has_pulse, last_seen_at, heartbeat_token_hash, facts_digest)
+       select id, true, now(), heartbeat_token_hash, 0 from r`,
+      [owner.organizationId, owner.teamId],
+    );
+    await db.query("analyze routers, router_liveness");
+    const plan = await db.transaction(async (query) => {
+      await query("set local plan_cache_mode = force_generic_plan");
+      await query(`prepare steady_flush as ${FLUSH_STATEMENTS.fast}`);
+      try {
+        const rows = await query<{ "QUERY PLAN": unknown }>(
+          "explain (format json) execute steady_flush(null, null, null, null, null, null, 0)",
+        );
+        return JSON.stringify(rows[0]?.["QUERY PLAN"]);
+      } finally {
+        await query("deallocate steady_flush");
+      }
+    });
+    expect(plan).toContain("router_liveness_pkey");
+    expect(plan).not.toMatch(/"Index Cond":\s*"[^"]*ANY/);
+  });
 });

@@ -169,9 +169,14 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 // are in `routers` already). One UPDATE of the narrow row, HOT (no index covers what it changes),
 // which keeps the values it replaces in `previous_*`: RETURNING then gives the state before the
 // heartbeat without a second lookup of the row (the statement's cost per row halved on PostgreSQL
-// 15, docs/scale.md). The `= any($1)` repeats the join as an index condition: without it the planner
-// may hash the whole liveness table once per flush when the table is small enough to look cheap.
-// `routers` is read only for the rows that come back (their team), one index lookup each.
+// 15, docs/scale.md). `routers` is read only for the rows that come back (their team), one index
+// lookup each.
+// No `l.router_id = any($1)` beside the join (it was there until 2026-11-28): the prepared
+// statement's generic plan assumes 10 input rows and takes a nested loop whose inner index scan
+// then carried both conditions, so every row re-read and re-sorted the whole id array: quadratic,
+// 2-3x the flush's cost at 167 rows (docs/scale.md "What the 20,000-router gap was"). The generic
+// plan is one primary-key lookup per row at every table size; a custom plan (a connection's first
+// five executions) may hash a small table instead, which costs little while it is small.
 // `missed`: every other row (no liveness row yet, a replaced token, a gone router, new facts), which
 // APPLY_SQL then takes; nothing was written for them here. Only the columns it needs travel.
 const FAST_SQL = `
@@ -187,8 +192,7 @@ with v as (
     last_seen_from = coalesce(v.peer, l.last_seen_from),
     uptime_seconds = coalesce(v.uptime, l.uptime_seconds)
   from v
-  where l.router_id = v.id and l.router_id = any($1::uuid[])
-    and l.heartbeat_token_hash = v.token_hash and l.facts_digest = v.facts_digest
+  where l.router_id = v.id and l.heartbeat_token_hash = v.token_hash and l.facts_digest = v.facts_digest
   returning l.router_id, l.previous_has_pulse, l.previous_seen_at, v.seen_ms
 )
 select f.router_id as id, false as missed, (select r.team_id from routers r where r.id = f.router_id) as team_id,
@@ -269,6 +273,9 @@ select v.id, v.token_hash, a.id is null as refused,
 from v left join a on a.id = v.id left join router_liveness o on o.router_id = v.id
 where a.id is null or o.has_pulse is not true or o.last_seen_at is null
   or v.seen_ms - extract(epoch from o.last_seen_at) * 1000 >= $13`;
+
+/** The flush's two statements, for tests that read their plans (heartbeats.repository.test.ts). */
+export const FLUSH_STATEMENTS = { fast: FAST_SQL, apply: APPLY_SQL } as const;
 
 const DOWNTIME_SQL = `
 insert into router_downtime_hours (router_id, hour, seconds_down)
