@@ -174,9 +174,9 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 // No `l.router_id = any($1)` beside the join (it was there until 2026-11-28): the prepared
 // statement's generic plan assumes 10 input rows and takes a nested loop whose inner index scan
 // then carried both conditions, so every row re-read and re-sorted the whole id array: quadratic,
-// 2-3x the flush's cost at 167 rows (docs/scale.md "What the 20,000-router gap was"). The generic
-// plan is one primary-key lookup per row at every table size; a custom plan (a connection's first
-// five executions) may hash a small table instead, which costs little while it is small.
+// 2-3x the flush's cost at 167 rows (docs/scale.md "The model"). The generic plan is one
+// primary-key lookup per row at every table size; a custom plan (a connection's first five
+// executions) may hash a small table instead, which costs little while it is small.
 // `missed`: every other row (no liveness row yet, a replaced token, a gone router, new facts), which
 // APPLY_SQL then takes; nothing was written for them here. Only the columns it needs travel.
 const FAST_SQL = `
@@ -230,13 +230,15 @@ const FACTS_CHANGED = `(v.identity is not null and v.identity is distinct from r
 // facts differ from what it holds (`a.changed`). `a` locks the routers rows it reads (FOR NO KEY
 // UPDATE, re-read if they changed meanwhile): a re-adoption committed while this statement runs is
 // waited for and its new token seen, so the old token never lands in the liveness row (where
-// FAST_SQL would then accept it), and two daemon processes writing one router's facts take turns.
+// FAST_SQL would then accept it), and two daemon processes writing one router's facts take turns
+// (in id order, so two flushes that share routers cannot deadlock on them).
 // The previous state comes from `o`, which reads the statement's snapshot (not the upsert's result).
 // A fault the sweeper opens concurrently may be missed by `o`; the writer therefore also completes
 // faults for every router whose silence was long enough to have one (see HeartbeatAftermath).
 const APPLY_SQL = `${INPUT_CTE}, a as (
   select v.id, v.seen_ms, v.peer, v.uptime, v.token_hash, v.facts_digest, r.team_id, ${FACTS_CHANGED} as changed
   from v join routers r on r.id = v.id and r.heartbeat_token_hash = v.token_hash
+  order by r.id
   for no key update of r
 ), l as (
   insert into router_liveness as l (router_id, has_pulse, last_seen_at, last_seen_from, uptime_seconds,
