@@ -1,5 +1,5 @@
 /**
- * `node bench/flush-statement-bench.ts [--routers 20000] [--rows 200] [--flushes 300] [--rounds 3]`:
+ * `node bench/flush-statement-bench.ts [--routers 20000] [--rows 200] [--flushes 300] [--rounds 3] [--plan generic|custom]`:
  * the heartbeat flush at the steady cadence on its own PostgreSQL backend (DATABASE_URL, default
  * postgres://postgres@127.0.0.1:5432/postgres; a fresh database is created and dropped). Every
  * router has a liveness row and reports what `routers` holds, as at the cadence; each flush carries
@@ -34,6 +34,14 @@ const STRIDE = (() => {
   while (gcd(s, ROUTERS) !== 1) s += 2;
   return s;
 })();
+/**
+ * `--plan generic` or `--plan custom`: the backend's plan_cache_mode (force_generic_plan /
+ * force_custom_plan) for the prepared flush. Default: PostgreSQL's choice (auto), which takes the
+ * generic plan after five executions whenever its estimate is the lower one. A generic plan cannot
+ * see how many rows a flush carries (it assumes 10), so a statement must be cheap under both.
+ */
+const PLAN = argv.includes("--plan") ? argv[argv.indexOf("--plan") + 1] : undefined;
+if (PLAN !== undefined && PLAN !== "generic" && PLAN !== "custom") throw new Error("--plan takes generic or custom");
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const RUN = Date.now().toString(36);
 const dbName = `bench_flush_${RUN}`;
@@ -100,6 +108,7 @@ try {
     const applied = await repo.applyHeartbeats(batch, quietGapMs);
     if (applied.gone.length + applied.replaced.length > 0) throw new Error("a heartbeat was not written");
   };
+  if (PLAN) await db.query(`set plan_cache_mode = force_${PLAN}_plan`);
   for (let k = 0; k < 50; k++) await flush(); // the prepared statements' plans settle
   const hot0 = await db.query<{ upd: string; hot: string }>(
     "select n_tup_upd as upd, n_tup_hot_upd as hot from pg_stat_user_tables where relname = 'router_liveness'",
@@ -133,7 +142,7 @@ try {
   const sorted = [...perRow].sort((a, b) => a - b);
   const f = (n: number | undefined) => (n ?? Number.NaN).toFixed(1);
   process.stdout.write(
-    `flush of ${ROWS} ${SPREAD ? "spread" : "consecutive"} heartbeats, ${ROUTERS} routers, ${FLUSHES} flushes x ${ROUNDS} rounds: PostgreSQL backend CPU per heartbeat ${f(sorted[0])} / **${f(sorted[Math.floor(sorted.length / 2)])}** / ${f(sorted[sorted.length - 1])} µs; HOT updates of router_liveness ${(hotShare * 100).toFixed(0)}% of ${updates}\n`,
+    `flush of ${ROWS} ${SPREAD ? "spread" : "consecutive"} heartbeats, ${ROUTERS} routers, ${PLAN ?? "auto"} plan, ${FLUSHES} flushes x ${ROUNDS} rounds: PostgreSQL backend CPU per heartbeat ${f(sorted[0])} / **${f(sorted[Math.floor(sorted.length / 2)])}** / ${f(sorted[sorted.length - 1])} µs; HOT updates of router_liveness ${(hotShare * 100).toFixed(0)}% of ${updates}\n`,
   );
 } finally {
   await db.close();

@@ -150,6 +150,13 @@ if (process.env.BENCH_LOG_STATEMENTS) {
   await admin.query(`alter database "${dbName}" set log_parameter_max_length = 0`);
   await admin.query(`alter database "${dbName}" set log_duration = on`);
 }
+// BENCH_LOG_DURATIONS=1: one log line per statement with its duration (log_min_duration_statement
+// = 0); the measured windows' times are printed, and bench/statement-log-summary.ts sums the
+// statements of a window by kind from the server's log.
+if (process.env.BENCH_LOG_DURATIONS) {
+  await admin.query(`alter database "${dbName}" set log_min_duration_statement = 0`);
+  await admin.query(`alter database "${dbName}" set log_parameter_max_length = 0`);
+}
 const url = new URL(BASE_URL);
 url.pathname = `/${dbName}`;
 const databaseUrl = url.toString();
@@ -253,19 +260,27 @@ const cpuSplit = async (servers: Child[]) => {
 /**
  * Waits until every daemon process has cached `tokens` tokens (each router's first heartbeat
  * reached it), at most `limitMs`: on a loaded machine the first-time lookups can take several
- * intervals, and a window that still holds them measures a restart, not the cadence.
+ * intervals, and a window that still holds them measures a restart, not the cadence. `spread`
+ * (WebSocket routers: each socket lands on one process, SO_REUSEPORT decides which): the processes
+ * together hold `tokens`. Asking each for its even share instead waited out `limitMs` (300 s at a
+ * 30 s interval) in every run, since the kernel never splits the sockets exactly evenly.
  */
-const untilTokensCached = async (servers: Child[], tokens: number, limitMs: number) => {
+const untilTokensCached = async (servers: Child[], tokens: number, limitMs: number, spread = false) => {
   const deadline = Date.now() + limitMs;
   for (;;) {
     let least = Number.POSITIVE_INFINITY;
+    let total = 0;
     for (const s of servers) {
       const { stats } = await s.call<{ stats: { tokensCached?: number } }>({ cmd: "stats" });
       least = Math.min(least, stats.tokensCached ?? Number.POSITIVE_INFINITY);
+      total += stats.tokensCached ?? Number.POSITIVE_INFINITY;
     }
-    if (least >= tokens) return;
+    const held = spread ? total : least;
+    if (held >= tokens) return;
     if (Date.now() > deadline) {
-      log(`  warm-up: a daemon process holds ${least} of ${tokens} tokens after ${limitMs / 1000} s; measuring anyway`);
+      log(
+        `  warm-up: ${spread ? "the daemon processes hold" : "a daemon process holds"} ${held} of ${tokens} tokens after ${limitMs / 1000} s; measuring anyway`,
+      );
       return;
     }
     await sleep(500);
@@ -352,6 +367,26 @@ const ownBackendTicks = async (): Promise<Map<number, number>> => {
     ticks.set(pid, Number(fields[11]) + Number(fields[12]));
   }
   return ticks;
+};
+/**
+ * BENCH_DEBUG: what each of the bench database's backends did in a window (its CPU, in ms, and
+ * the last statement it ran, which tells the daemon's pool from the status feed's LISTEN and the
+ * bench's own connections).
+ */
+const backendBreakdown = async (before: Map<number, number>, after: Map<number, number>) => {
+  const rows = await admin.query<{ pid: number; query: string; backend_start: Date }>(
+    "select pid, left(regexp_replace(query, '\\s+', ' ', 'g'), 60) as query, backend_start from pg_stat_activity where datname = $1",
+    [dbName],
+  );
+  const what = new Map(rows.rows.map((r) => [r.pid, r.query]));
+  return [...after]
+    .map(([pid, t]) => ({
+      pid,
+      ms: ((t - (before.get(pid) ?? 0)) * 1e3) / 100,
+      new: !before.has(pid),
+      last: what.get(pid) ?? "?",
+    }))
+    .sort((a, b) => b.ms - a.ms);
 };
 /** µs of CPU the bench database's backends used between two readings (a backend new since `before` counts whole). */
 const ownBackendUs = (before: Map<number, number>, after: Map<number, number>) => {
@@ -440,7 +475,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   // first heartbeat flips its pulse and publishes an event, work a steady cadence does not do).
   await sleep(INTERVAL + 2_000);
   if (mode === "daemon") {
-    await untilTokensCached(servers, Math.ceil(ROUTERS / WORKERS), 10 * INTERVAL);
+    await untilTokensCached(servers, ROUTERS, 10 * INTERVAL, true);
     await settleStatistics();
   }
   for (const srv of servers) await srv.call({ cmd: "stats" }); // resets the event-loop delay histogram
@@ -451,11 +486,16 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const split0 = await cpuSplit(servers);
   const c0 = split0.user + split0.system;
   const m0 = Date.now();
+  const window0 = new Date().toISOString();
   await sleep(MEASURE_MS);
   const split1 = await cpuSplit(servers);
   const c1 = split1.user + split1.system;
   const d1 = await databaseCpuUs();
   const o1 = await ownBackendTicks();
+  if (process.env.BENCH_DEBUG && mode === "daemon") {
+    log(`    ${mode} window ${window0} .. ${new Date().toISOString()}`);
+    for (const b of await backendBreakdown(o0, o1)) log(`    backend ${JSON.stringify(b)}`);
+  }
   const latencies: number[] = [];
   for (const l of loaders)
     latencies.push(...(await l.call<{ latencies: number[] }>({ cmd: "record", on: false })).latencies);
@@ -633,10 +673,16 @@ const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpResult> => {
   const o0 = await ownBackendTicks();
   const c0 = await cpu(servers);
   const m0 = Date.now();
+  const window0 = new Date().toISOString();
   await sleep(HTTP_MEASURE_MS);
   const c1 = await cpu(servers);
   const d1 = await databaseCpuUs();
   const o1 = await ownBackendTicks();
+  if (process.env.BENCH_DEBUG && mode === "daemon") {
+    log(`    ${mode} window ${window0} .. ${new Date().toISOString()}`);
+    for (const b of await backendBreakdown(o0, o1)) log(`    backend ${JSON.stringify(b)}`);
+    for (const srv of servers) log(`    ${mode} stats: ${JSON.stringify(await srv.call({ cmd: "stats" }))}`);
+  }
   const latencies: number[] = [];
   for (const l of loaders)
     latencies.push(...(await l.call<{ latencies: number[] }>({ cmd: "record", on: false })).latencies);

@@ -20,6 +20,13 @@ export const RouterLiveness = defineEntity({
     /** The pulse and last seen this row had before its latest heartbeat: the flush reads them back. */
     previousHasPulse: p.boolean().nullable(),
     previousSeenAt: p.datetime().nullable(),
+    /**
+     * The router's `heartbeat_token_hash`, kept in step by a trigger on `routers` (migration 034):
+     * the steady flush checks a heartbeat's token here without reading `routers`.
+     */
+    heartbeatTokenHash: p.string().length(64).nullable(),
+    /** The daemon's digest of the reported facts the last full write applied to `routers` (null: none yet). */
+    factsDigest: p.bigint("string").nullable(),
   },
 });
 export type TRouterLiveness = InferEntity<typeof RouterLiveness>;

@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { TOKEN_TO_LIVENESS_TRIGGER } from "../migrations/20261128-034-liveness-token.migration.ts";
 import { Organization } from "./organization.entity.ts";
 import { Team } from "./team.entity.ts";
 
@@ -30,5 +31,15 @@ export const Router = defineEntity({
     heartbeatTokenHash: p.string().length(64).unique(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
+  triggers: [
+    {
+      // The copy of the token in `router_liveness` follows the router's token in the same
+      // transaction (migration 034): the steady flush checks a heartbeat's token there.
+      ...TOKEN_TO_LIVENESS_TRIGGER,
+      timing: "after",
+      events: ["update"],
+      forEach: "row",
+    },
+  ],
 });
 export type TRouter = InferEntity<typeof Router>;

@@ -21,6 +21,7 @@ import { RouterAccessMigration } from "./20261125-018-router-access.migration.ts
 import { ObservabilityMigration } from "./20261125-017-observability.migration.ts";
 import { WireguardMigration } from "./20261125-016-wireguard.migration.ts";
 import { WireguardEndpointsMigration } from "./20261125-031-wireguard-endpoints.migration.ts";
+import { LivenessTokenMigration } from "./20261128-034-liveness-token.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -49,4 +50,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261125-031-wireguard-endpoints", class: WireguardEndpointsMigration },
   { name: "20261125-032-router-liveness", class: RouterLivenessMigration },
   { name: "20261125-033-liveness-previous", class: LivenessPreviousMigration },
+  { name: "20261128-034-liveness-token", class: LivenessTokenMigration },
 ];

@@ -1,8 +1,9 @@
 import { hashHeartbeatToken } from "@fleet/shared";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "@fleet/shared/testing";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
 import { AdoptionsRepository } from "./adoptions.repository.ts";
-import { type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
+import { FLUSH_STATEMENTS, type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
 
 // The flush's two statements (docs/architecture.md "Liveness: what a heartbeat writes"): a liveness
 // UPDATE for a router beating on time with nothing new, the full upsert for everything else. Both
@@ -41,6 +42,45 @@ const liveness = async (routerId: string) => {
   );
   return row;
 };
+
+const facts = async (routerId: string) =>
+  (
+    await db.query<{ identity: string; model: string; reported_metadata: Record<string, unknown> }>(
+      "select identity, model, reported_metadata from routers where id = $1",
+      [routerId],
+    )
+  )[0];
+
+/** The token and facts' digest the liveness row holds for the steady flush (migration 034). */
+const copied = async (routerId: string) =>
+  (
+    await db.query<{ heartbeat_token_hash: string | null; facts_digest: string | null }>(
+      "select heartbeat_token_hash, facts_digest::text from router_liveness where router_id = $1",
+      [routerId],
+    )
+  )[0];
+
+/** Which of the flush's statements one call ran: "fast" (liveness only) and "apply" (the full upsert). */
+const statementsOf = async <T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> => {
+  const spy = vi.spyOn(db, "query");
+  try {
+    const result = await work();
+    const statements = spy.mock.calls.map((call) =>
+      String((call[2] as { prepare?: string } | undefined)?.prepare ?? "other").replace("heartbeats_", ""),
+    );
+    return { result, statements };
+  } finally {
+    spy.mockRestore();
+  }
+};
+
+const reissue = (router: { id: string }, newToken: string) =>
+  new AdoptionsRepository(db).reissue(owner.teamId, router.id, hashHeartbeatToken(newToken), {
+    tokenHash: hashHeartbeatToken(`adopt_${router.id}_${newToken}`),
+    createdAt: new Date(T0),
+    expiresAt: new Date(T0 + 3_600_000),
+    countsFrom: new Date(T0),
+  });
 
 const identity = async (routerId: string) =>
   (await db.query<{ identity: string }>("select identity from routers where id = $1", [routerId]))[0]?.identity;
@@ -137,5 +177,163 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
     ]);
     expect((await liveness(steady.id))?.last_seen_ms).toBe(T0 + 30_000);
     expect((await liveness(fresh.id))?.last_seen_ms).toBe(T0 + 30_000);
+  });
+
+  it("takes the liveness row alone while the token and the reported facts stay those of the last full write", async () => {
+    const router = await makeRouter(db, owner);
+    await db.query("delete from router_liveness where router_id = $1", [router.id]);
+    const reported = { identity: "edge-1", model: "RB5009UG+S+", metadata: { site: "north" } };
+
+    const first = await statementsOf(() => heartbeats.applyHeartbeats([beat(router, T0, reported)], QUIET_GAP_MS));
+    expect(first.statements).toEqual(["fast", "apply"]);
+    expect((await copied(router.id))?.heartbeat_token_hash).toBe(hashHeartbeatToken(router.heartbeatToken));
+
+    const steady = await statementsOf(() =>
+      heartbeats.applyHeartbeats([beat(router, T0 + 30_000, reported)], QUIET_GAP_MS),
+    );
+    expect(steady.statements).toEqual(["fast"]);
+    expect(steady.result).toEqual({ notable: [], gone: [], replaced: [] });
+    expect((await liveness(router.id))?.last_seen_ms).toBe(T0 + 30_000);
+  });
+
+  it("writes every change of the reported facts to routers: a new value, new metadata, and a value reported again after a gap", async () => {
+    const router = await makeRouter(db, owner);
+    await heartbeats.applyHeartbeats([beat(router, T0, { identity: "a", metadata: { k: 1 } })], QUIET_GAP_MS);
+    expect(await facts(router.id)).toMatchObject({ identity: "a", reported_metadata: { k: 1 } });
+
+    // A new metadata key (identity unchanged): the full write, merged.
+    const merged = await statementsOf(() =>
+      heartbeats.applyHeartbeats([beat(router, T0 + 1_000, { identity: "a", metadata: { j: 2 } })], QUIET_GAP_MS),
+    );
+    expect(merged.statements).toEqual(["fast", "apply"]);
+    expect(await facts(router.id)).toMatchObject({ identity: "a", reported_metadata: { k: 1, j: 2 } });
+
+    // Facts not reported: nothing to write to routers, but the digest is the one of "nothing reported".
+    await heartbeats.applyHeartbeats([beat(router, T0 + 2_000)], QUIET_GAP_MS);
+    expect(await facts(router.id)).toMatchObject({ identity: "a" });
+    // Then a new identity, then the old one again: both reach routers.
+    await heartbeats.applyHeartbeats([beat(router, T0 + 3_000, { identity: "b" })], QUIET_GAP_MS);
+    expect(await identity(router.id)).toBe("b");
+    const back = await statementsOf(() =>
+      heartbeats.applyHeartbeats([beat(router, T0 + 4_000, { identity: "a" })], QUIET_GAP_MS),
+    );
+    expect(back.statements).toEqual(["fast", "apply"]);
+    expect(await identity(router.id)).toBe("a");
+    // The same again: nothing new, the liveness row alone.
+    const same = await statementsOf(() =>
+      heartbeats.applyHeartbeats([beat(router, T0 + 5_000, { identity: "a" })], QUIET_GAP_MS),
+    );
+    expect(same.statements).toEqual(["fast"]);
+    expect((await liveness(router.id))?.last_seen_ms).toBe(T0 + 5_000);
+  });
+
+  it("after a re-adoption the old token writes nothing on either statement, and the new token takes the liveness row alone", async () => {
+    const router = await makeRouter(db, owner);
+    const reported = { identity: "kept" };
+    await heartbeats.applyHeartbeats([beat(router, T0, reported)], QUIET_GAP_MS);
+    const digest = (await copied(router.id))?.facts_digest;
+    expect(digest).not.toBeNull();
+
+    expect(await reissue(router, "hb_readopted")).toBe(true);
+    // The trigger moved the copy with the token, in the re-adoption's transaction.
+    expect(await copied(router.id)).toEqual({
+      heartbeat_token_hash: hashHeartbeatToken("hb_readopted"),
+      facts_digest: digest,
+    });
+    const before = await liveness(router.id);
+
+    // The old token with the facts of the last full write (FAST_SQL's case) and with new ones (APPLY_SQL's).
+    for (const reportedNow of [reported, { identity: "thief" }]) {
+      const stale = await heartbeats.applyHeartbeats([beat(router, T0 + 30_000, reportedNow)], QUIET_GAP_MS);
+      expect(stale.replaced).toEqual([{ routerId: router.id, tokenHash: hashHeartbeatToken(router.heartbeatToken) }]);
+      expect(await liveness(router.id)).toEqual(before);
+      expect(await identity(router.id)).toBe("kept");
+    }
+
+    const renewed = { id: router.id, heartbeatToken: "hb_readopted" };
+    const first = await statementsOf(() =>
+      heartbeats.applyHeartbeats([beat(renewed, T0 + 30_000, reported)], QUIET_GAP_MS),
+    );
+    expect(first.statements).toEqual(["fast"]);
+    expect(first.result.replaced).toEqual([]);
+    expect((await liveness(router.id))?.last_seen_ms).toBe(T0 + 30_000);
+    const old = await heartbeats.applyHeartbeats([beat(router, T0 + 60_000, reported)], QUIET_GAP_MS);
+    expect(old.replaced).toHaveLength(1);
+    expect((await liveness(router.id))?.last_seen_ms).toBe(T0 + 30_000);
+  });
+
+  // Two connections at once: PostgreSQL only (PGlite has one, so nothing can interleave there).
+  it.runIf(process.env.DATABASE_URL)(
+    "a re-adoption committed while the full write waits for the router is seen: the old token lands nowhere",
+    async () => {
+      const router = await makeRouter(db, owner);
+      await db.query("delete from router_liveness where router_id = $1", [router.id]);
+      let updated = false;
+      let commit = () => {};
+      const held = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      const readoption = db.transaction(async (query) => {
+        await query("update routers set heartbeat_token_hash = $2 where id = $1", [
+          router.id,
+          hashHeartbeatToken("hb_raced"),
+        ]);
+        updated = true;
+        await held;
+      });
+      await eventually(() => updated, "the re-adoption's update");
+      // A first heartbeat with the old token: FAST_SQL finds no row, APPLY_SQL waits for the router's row.
+      const flush = heartbeats.applyHeartbeats([beat(router, T0, { identity: "late" })], QUIET_GAP_MS);
+      await eventually(
+        async () =>
+          (
+            await db.query<{ n: number }>(
+              "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+            )
+          )[0]?.n === 1,
+        "the flush waiting for the router's row",
+      );
+      commit();
+      await readoption;
+      const applied = await flush;
+      expect(applied.replaced).toEqual([{ routerId: router.id, tokenHash: hashHeartbeatToken(router.heartbeatToken) }]);
+      expect(await liveness(router.id)).toBeUndefined();
+      // And the old token keeps being refused (no liveness row holds it).
+      const again = await heartbeats.applyHeartbeats([beat(router, T0 + 1_000, { identity: "late" })], QUIET_GAP_MS);
+      expect(again.replaced).toHaveLength(1);
+      expect(await identity(router.id)).not.toBe("late");
+    },
+  );
+
+  it("the steady statement's generic plan looks each router up once: no array condition in an index scan", async () => {
+    // A prepared statement's generic plan assumes 10 input rows. With `router_id = any($1)` beside
+    // the join it took a nested loop whose inner index scan re-read and re-sorted the whole id array
+    // for every row (quadratic; docs/scale.md). The plan is read under force_generic_plan, on a
+    // table big enough (20,000 rows, analyzed) that the planner looks rows up by index.
+    await db.query(
+      `with r as (
+         insert into routers (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
+         select gen_random_uuid(), $1, $2, 'plan ' || i, md5('plan' || i) || md5('plan-' || i), now()
+         from generate_series(1, 20000) as i returning id, heartbeat_token_hash
+       )
+       insert into router_liveness (router_id, has_pulse, last_seen_at, heartbeat_token_hash, facts_digest)
+       select id, true, now(), heartbeat_token_hash, 0 from r`,
+      [owner.organizationId, owner.teamId],
+    );
+    await db.query("analyze routers, router_liveness");
+    const plan = await db.transaction(async (query) => {
+      await query("set local plan_cache_mode = force_generic_plan");
+      await query(`prepare steady_flush as ${FLUSH_STATEMENTS.fast}`);
+      try {
+        const rows = await query<{ "QUERY PLAN": unknown }>(
+          "explain (format json) execute steady_flush(null, null, null, null, null, null, 0)",
+        );
+        return JSON.stringify(rows[0]?.["QUERY PLAN"]);
+      } finally {
+        await query("deallocate steady_flush");
+      }
+    });
+    expect(plan).toContain("router_liveness_pkey");
+    expect(plan).not.toMatch(/"Index Cond":\s*"[^"]*ANY/);
   });
 });

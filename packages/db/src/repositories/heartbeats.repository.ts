@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { coverageOnStart, type HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { Query } from "../database.ts";
@@ -155,18 +156,61 @@ const POSTGRES_CHUNK = 20_000;
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
 // A flush is one statement at the steady cadence (FAST_SQL) and a second one for the rows it could
-// not take (APPLY_SQL). Both write a heartbeat only while the token it was made with ($14) is still
-// the router's: a re-adoption replaces the token, and a heartbeat with the old one must neither write
+// not take (APPLY_SQL). Both write a heartbeat only while the token it was made with is still the
+// router's: a re-adoption replaces the token, and a heartbeat with the old one must neither write
 // nor use up the new adoption URL, whatever a daemon still has cached (docs/routeros.md "Adoption").
 // Only the rows the daemon has work for come back: a router that had no pulse or had never been
-// seen, a gap of at least $13 ms (the writer's "quiet gap"), or a row not written (the router is
-// gone or its token was replaced). At the steady cadence a flush returns nothing.
+// seen, a gap of at least the writer's "quiet gap", or a row not written (the router is gone or its
+// token was replaced). At the steady cadence a flush returns nothing.
+
+// The steady cadence, on `router_liveness` alone: a router whose row holds the token the heartbeat
+// was made with (`heartbeat_token_hash`, kept in step with `routers` by a trigger, migration 034)
+// and the digest of the same reported facts as the row's last full write (`facts_digest`: the facts
+// are in `routers` already). One UPDATE of the narrow row, HOT (no index covers what it changes),
+// which keeps the values it replaces in `previous_*`: RETURNING then gives the state before the
+// heartbeat without a second lookup of the row (the statement's cost per row halved on PostgreSQL
+// 15, docs/scale.md). `routers` is read only for the rows that come back (their team), one index
+// lookup each.
+// No `l.router_id = any($1)` beside the join (it was there until 2026-11-28): the prepared
+// statement's generic plan assumes 10 input rows and takes a nested loop whose inner index scan
+// then carried both conditions, so every row re-read and re-sorted the whole id array: quadratic,
+// 2-3x the flush's cost at 167 rows (docs/scale.md "The model"). The generic plan is one
+// primary-key lookup per row at every table size; a custom plan (a connection's first five
+// executions) may hash a small table instead, which costs little while it is small.
+// `missed`: every other row (no liveness row yet, a replaced token, a gone router, new facts), which
+// APPLY_SQL then takes; nothing was written for them here. Only the columns it needs travel.
+const FAST_SQL = `
+with v as (
+  select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::bigint[], $5::text[], $6::bigint[])
+    as v(id, seen_ms, peer, uptime, token_hash, facts_digest)
+), f as (
+  update router_liveness l set
+    previous_has_pulse = l.has_pulse,
+    previous_seen_at = l.last_seen_at,
+    has_pulse = true,
+    last_seen_at = greatest(l.last_seen_at, to_timestamp(v.seen_ms / 1000.0)),
+    last_seen_from = coalesce(v.peer, l.last_seen_from),
+    uptime_seconds = coalesce(v.uptime, l.uptime_seconds)
+  from v
+  where l.router_id = v.id and l.heartbeat_token_hash = v.token_hash and l.facts_digest = v.facts_digest
+  returning l.router_id, l.previous_has_pulse, l.previous_seen_at, v.seen_ms
+)
+select f.router_id as id, false as missed, (select r.team_id from routers r where r.id = f.router_id) as team_id,
+  coalesce(f.previous_has_pulse, false) as previous_has_pulse, ${ms("f.previous_seen_at", "previous_seen_ms")}
+from f
+where f.previous_has_pulse is not true or f.previous_seen_at is null
+  or f.seen_ms - extract(epoch from f.previous_seen_at) * 1000 >= $7
+union all
+select v.id, true, null, null, null from v where not exists (select 1 from f where f.router_id = v.id)`;
+
+// Every column of a heartbeat, for APPLY_SQL. $14: the hash of the token it was made with; $15: the
+// digest of its reported facts (factsDigest).
 const INPUT_CTE = `
 with v as (
   select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[], $14::text[])
+    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[], $14::text[], $15::bigint[])
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
-      hardwareboard, uptime, metadata, token_hash)
+      hardwareboard, uptime, metadata, token_hash, facts_digest)
 )`;
 
 // Whether a heartbeat reports a fact `routers` (alias r) does not hold yet.
@@ -181,53 +225,34 @@ const FACTS_CHANGED = `(v.identity is not null and v.identity is distinct from r
         when pg_column_size(r.reported_metadata || v.metadata) > 16384 then v.metadata
         else r.reported_metadata || v.metadata end) is distinct from r.reported_metadata)`;
 
-// The steady cadence: a router that has a liveness row, still has this token and reports nothing
-// new. One UPDATE of the narrow row, HOT (no index covers what it changes), which keeps the values
-// it replaces in `previous_*`: RETURNING then gives the state before the heartbeat without a second
-// lookup of the row (the statement's cost per row halved on PostgreSQL 15, docs/scale.md). The
-// `= any($1)` repeats the join as an index condition: without it the planner may hash the whole
-// liveness table once per flush when the table is small enough to look cheap.
-// `missed`: every other row (no liveness row yet, a replaced token, a gone router, a new fact), which
-// APPLY_SQL then takes; nothing was written for them here.
-const FAST_SQL = `${INPUT_CTE}, f as (
-  update router_liveness l set
-    previous_has_pulse = l.has_pulse,
-    previous_seen_at = l.last_seen_at,
-    has_pulse = true,
-    last_seen_at = greatest(l.last_seen_at, to_timestamp(v.seen_ms / 1000.0)),
-    last_seen_from = coalesce(v.peer, l.last_seen_from),
-    uptime_seconds = coalesce(v.uptime, l.uptime_seconds)
-  from v join routers r on r.id = v.id and r.heartbeat_token_hash = v.token_hash
-  where l.router_id = v.id and l.router_id = any($1::uuid[]) and not (${FACTS_CHANGED})
-  returning l.router_id, r.team_id, l.previous_has_pulse, l.previous_seen_at, v.seen_ms
-)
-select f.router_id as id, false as missed, f.team_id, coalesce(f.previous_has_pulse, false) as previous_has_pulse,
-  ${ms("f.previous_seen_at", "previous_seen_ms")}
-from f
-where f.previous_has_pulse is not true or f.previous_seen_at is null
-  or f.seen_ms - extract(epoch from f.previous_seen_at) * 1000 >= $13
-union all
-select v.id, true, null, null, null from v where not exists (select 1 from f where f.router_id = v.id)`;
-
-// Everything FAST_SQL left. Liveness is an upsert into the narrow `router_liveness`; `routers` is
-// written only for the rows whose reported facts differ from what it holds (`a.changed`).
-// The previous state comes from `o`, which reads the statement's snapshot (not the upsert's result):
-// no row locks beyond the upsert's own. A fault the sweeper opens concurrently may be missed by `o`;
-// the writer therefore also completes faults for every router whose silence was long enough to
-// have one (see HeartbeatAftermath).
+// Everything FAST_SQL left. Liveness is an upsert into the narrow `router_liveness`, which records
+// the token and the facts' digest for FAST_SQL; `routers` is written only for the rows whose reported
+// facts differ from what it holds (`a.changed`). `a` locks the routers rows it reads (FOR NO KEY
+// UPDATE, re-read if they changed meanwhile): a re-adoption committed while this statement runs is
+// waited for and its new token seen, so the old token never lands in the liveness row (where
+// FAST_SQL would then accept it), and two daemon processes writing one router's facts take turns
+// (in id order, so two flushes that share routers cannot deadlock on them).
+// The previous state comes from `o`, which reads the statement's snapshot (not the upsert's result).
+// A fault the sweeper opens concurrently may be missed by `o`; the writer therefore also completes
+// faults for every router whose silence was long enough to have one (see HeartbeatAftermath).
 const APPLY_SQL = `${INPUT_CTE}, a as (
-  select v.id, v.seen_ms, v.peer, v.uptime, r.team_id, ${FACTS_CHANGED} as changed
+  select v.id, v.seen_ms, v.peer, v.uptime, v.token_hash, v.facts_digest, r.team_id, ${FACTS_CHANGED} as changed
   from v join routers r on r.id = v.id and r.heartbeat_token_hash = v.token_hash
+  order by r.id
+  for no key update of r
 ), l as (
-  insert into router_liveness as l (router_id, has_pulse, last_seen_at, last_seen_from, uptime_seconds)
-  select a.id, true, to_timestamp(a.seen_ms / 1000.0), a.peer, a.uptime from a
+  insert into router_liveness as l (router_id, has_pulse, last_seen_at, last_seen_from, uptime_seconds,
+    heartbeat_token_hash, facts_digest)
+  select a.id, true, to_timestamp(a.seen_ms / 1000.0), a.peer, a.uptime, a.token_hash, a.facts_digest from a
   on conflict (router_id) do update set
     previous_has_pulse = l.has_pulse,
     previous_seen_at = l.last_seen_at,
     has_pulse = true,
     last_seen_at = greatest(l.last_seen_at, excluded.last_seen_at),
     last_seen_from = coalesce(excluded.last_seen_from, l.last_seen_from),
-    uptime_seconds = coalesce(excluded.uptime_seconds, l.uptime_seconds)
+    uptime_seconds = coalesce(excluded.uptime_seconds, l.uptime_seconds),
+    heartbeat_token_hash = excluded.heartbeat_token_hash,
+    facts_digest = excluded.facts_digest
 ), u as (
   update routers r set
     identity = coalesce(v.identity, r.identity),
@@ -250,6 +275,9 @@ select v.id, v.token_hash, a.id is null as refused,
 from v left join a on a.id = v.id left join router_liveness o on o.router_id = v.id
 where a.id is null or o.has_pulse is not true or o.last_seen_at is null
   or v.seen_ms - extract(epoch from o.last_seen_at) * 1000 >= $13`;
+
+/** The flush's two statements, for tests that read their plans (heartbeats.repository.test.ts). */
+export const FLUSH_STATEMENTS = { fast: FAST_SQL, apply: APPLY_SQL } as const;
 
 const DOWNTIME_SQL = `
 insert into router_downtime_hours (router_id, hour, seconds_down)
@@ -327,8 +355,50 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 
 const text = (value: string | null | undefined): string | null => (value === undefined ? null : value);
 
-/** The parameters of FAST_SQL and APPLY_SQL (the same for both). */
-const applyParams = (part: readonly HeartbeatWrite[], quietGapMs: number): unknown[] => [
+const uptime = (w: HeartbeatWrite): number | null =>
+  w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds);
+
+const metadataText = (w: HeartbeatWrite): string | null => (w.metadata ? JSON.stringify(w.metadata) : null);
+
+/**
+ * The digest of the reported facts a heartbeat carries (what APPLY_SQL writes to `routers`; a fact
+ * not reported counts as null), as the text of a signed 64-bit integer: the first 8 bytes of a
+ * SHA-256. Equal digests mean the same facts, so a router that keeps reporting what its last full
+ * write applied takes FAST_SQL; a different digest (a new fact, or one reported no more) takes
+ * APPLY_SQL once, which compares the facts with `routers` itself. A collision could only keep one
+ * router's own new facts out of `routers` until they change again.
+ */
+export const factsDigest = (w: HeartbeatWrite): string =>
+  createHash("sha256")
+    .update(
+      JSON.stringify([
+        text(w.identity),
+        text(w.serialNumber),
+        text(w.softwareVersion),
+        text(w.softwareId),
+        text(w.model),
+        text(w.boardName),
+        w.hardwareboard ?? null,
+        metadataText(w),
+      ]),
+    )
+    .digest()
+    .readBigInt64BE(0)
+    .toString();
+
+/** The parameters of FAST_SQL: only what a liveness row takes, the token and the digest. */
+const fastParams = (part: readonly HeartbeatWrite[], digests: readonly string[], quietGapMs: number): unknown[] => [
+  plainArray(part.map((w) => w.routerId)),
+  plainArray(part.map((w) => w.seenAt.getTime())),
+  textArray(part.map((w) => w.peer)),
+  plainArray(part.map(uptime)),
+  textArray(part.map((w) => w.tokenHash)),
+  plainArray(digests),
+  quietGapMs,
+];
+
+/** The parameters of APPLY_SQL. */
+const applyParams = (part: readonly HeartbeatWrite[], digests: readonly string[], quietGapMs: number): unknown[] => [
   plainArray(part.map((w) => w.routerId)),
   plainArray(part.map((w) => w.seenAt.getTime())),
   textArray(part.map((w) => w.peer)),
@@ -339,12 +409,11 @@ const applyParams = (part: readonly HeartbeatWrite[], quietGapMs: number): unkno
   textArray(part.map((w) => text(w.model))),
   textArray(part.map((w) => text(w.boardName))),
   plainArray(part.map((w) => w.hardwareboard ?? null)),
-  plainArray(
-    part.map((w) => (w.uptimeSeconds === null || w.uptimeSeconds === undefined ? null : Math.floor(w.uptimeSeconds))),
-  ),
-  textArray(part.map((w) => (w.metadata ? JSON.stringify(w.metadata) : null))),
+  plainArray(part.map(uptime)),
+  textArray(part.map(metadataText)),
   quietGapMs,
   textArray(part.map((w) => w.tokenHash)),
+  plainArray(digests),
 ];
 
 const notableFromRow = (
@@ -420,20 +489,27 @@ export class HeartbeatsRepository {
     const parts = chunks(writes, this.chunkSize);
     for (const [index, part] of parts.entries()) {
       if (index > 0 && this.#db.driver === "pglite") await yieldToEventLoop();
+      const digests = part.map(factsDigest);
       const fast = await this.#db.query<{
         id: string;
         missed: boolean;
         team_id: string | null;
         previous_has_pulse: boolean | null;
         previous_seen_ms: unknown;
-      }>(FAST_SQL, applyParams(part, quietGapMs), { prepare: "heartbeats_fast" });
+      }>(FAST_SQL, fastParams(part, digests, quietGapMs), { prepare: "heartbeats_fast" });
       const missed = new Set<string>();
       for (const row of fast) {
         if (row.missed) missed.add(row.id);
         else if (row.team_id !== null) result.notable.push(notableFromRow(row.id, row.team_id, row));
       }
       if (missed.size === 0) continue;
-      const rest = part.filter((w) => missed.has(w.routerId));
+      const rest: HeartbeatWrite[] = [];
+      const restDigests: string[] = [];
+      for (const [i, w] of part.entries()) {
+        if (!missed.has(w.routerId)) continue;
+        rest.push(w);
+        restDigests.push(digests[i] as string);
+      }
       const rows = await this.#db.query<{
         id: string;
         token_hash: string;
@@ -442,7 +518,7 @@ export class HeartbeatsRepository {
         team_id: string | null;
         previous_has_pulse: boolean | null;
         previous_seen_ms: unknown;
-      }>(APPLY_SQL, applyParams(rest, quietGapMs), { prepare: "heartbeats_apply" });
+      }>(APPLY_SQL, applyParams(rest, restDigests, quietGapMs), { prepare: "heartbeats_apply" });
       for (const row of rows) {
         if (row.gone) {
           result.gone.push(row.id);
