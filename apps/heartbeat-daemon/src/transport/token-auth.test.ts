@@ -278,8 +278,13 @@ describe("TokenAuthenticator", () => {
     expect(auth.cachedBearer(header, true)).toMatchObject({ routerId: "r1" });
     expect(auth.headersRemembered).toBe(1);
     expect(auth.cachedBearer(header, true)).toMatchObject({ routerId: "r1" });
-    // Another spelling of the same token is another header, and the same owner.
-    expect(auth.cachedBearer(`bearer\t${token(1)} `, true)).toMatchObject({ routerId: "r1" });
+    // Other spellings of the same token answer the same owner, but only `Bearer <token>` is
+    // remembered: a router cannot fill the map with its token padded with spaces.
+    for (const spelling of [`bearer\t${token(1)}`, `Bearer ${token(1)} `, `Bearer  ${token(1)}`, `BEARER ${token(1)}`])
+      expect(auth.cachedBearer(spelling, true)).toMatchObject({ routerId: "r1" });
+    expect(auth.headersRemembered).toBe(1);
+    await auth.authenticate(token(2), true);
+    expect(auth.cachedBearer(`Bearer ${token(2)}`, true)).toMatchObject({ routerId: "r2" });
     expect(auth.headersRemembered).toBe(2);
     // Refused without a lookup, and not remembered: malformed, missing, unknown.
     for (const bad of [undefined, "Bearer short", "Basic abc", `Bearer ${token(1)} x`])

@@ -56,6 +56,8 @@ interface Entry {
 }
 
 const LOOKUP_BATCH = 1_000;
+/** The one spelling of the `Authorization` header `cachedBearer` remembers. */
+const PLAIN_BEARER = "Bearer ";
 /**
  * Tokens per background re-check query. The re-checks of a period go out in one statement, so the
  * statements per second stay flat in the router count (100,000 HTTP routers at a 30 s interval
@@ -86,8 +88,8 @@ export class TokenAuthenticator {
   readonly #unknown = new Map<string, number>();
   readonly #hashByRouter = new Map<string, string>();
   /**
-   * `Authorization` header -> the hash of its token, for headers whose token was a cached owner's
-   * (the HTTP path, `cachedBearer`): a router sends the same header at every heartbeat, and this
+   * `Authorization` header -> the hash of its token, for plain `Bearer <token>` headers whose token
+   * was a cached owner's (the HTTP path, `cachedBearer`): a router sends the same header at every heartbeat, and this
    * spares parsing it and hashing the token each time. Only the hashing is skipped: the hash is then
    * checked against the cache like any other (TTL, revocation), so an entry left behind by a revoked or
    * replaced token finds nothing and the header is parsed and hashed again. Bounded like the cache.
@@ -175,10 +177,18 @@ export class TokenAuthenticator {
         this.#hashByHeader.delete(header);
       }
     }
-    const hash = heartbeatTokenLookupHash(bearerToken(header));
+    const token = bearerToken(header);
+    const hash = heartbeatTokenLookupHash(token);
     if (hash === null) return null;
     const owner = this.#cachedHash(hash, allowStale);
-    if (owner && header !== undefined) {
+    // Only the plain spelling `Bearer <token>` (what RouterOS sends): one header per token, at most
+    // 263 characters, so a router cannot fill the map with spellings of its token padded with spaces.
+    if (
+      owner &&
+      header !== undefined &&
+      header.length === PLAIN_BEARER.length + (token?.length ?? 0) &&
+      header.startsWith(PLAIN_BEARER)
+    ) {
       if (this.#hashByHeader.size >= this.#maxEntries) {
         const oldest = this.#hashByHeader.keys().next();
         if (!oldest.done) this.#hashByHeader.delete(oldest.value);
