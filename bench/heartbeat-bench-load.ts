@@ -150,6 +150,8 @@ let httpAgent: http.Agent | undefined;
 let httpTimers: NodeJS.Timeout[] = [];
 let httpStopped = false;
 let httpErrors = 0;
+/** Answers by HTTP status (and failed requests as "failed") since the last http-cadence or http-saturate. */
+let httpStatuses: Record<string, number> = {};
 
 const post = (target: URL, runId: string, index: number): Promise<boolean> =>
   new Promise((resolve) => {
@@ -170,6 +172,8 @@ const post = (target: URL, runId: string, index: number): Promise<boolean> =>
       },
       (res) => {
         res.resume();
+        const status = String(res.statusCode);
+        httpStatuses[status] = (httpStatuses[status] ?? 0) + 1;
         res.on("end", () => {
           if (res.statusCode === 200) {
             acks += 1;
@@ -183,6 +187,7 @@ const post = (target: URL, runId: string, index: number): Promise<boolean> =>
       },
     );
     req.on("error", () => {
+      httpStatuses.failed = (httpStatuses.failed ?? 0) + 1;
       httpErrors += 1;
       resolve(false);
     });
@@ -284,6 +289,7 @@ process.on("message", async (message: Command) => {
       stopHttp();
       httpStopped = false;
       httpErrors = 0;
+      httpStatuses = {};
       httpAgent = new http.Agent({ keepAlive: true, maxSockets: message.pool, scheduling: "fifo" });
       const target = new URL(message.url);
       const count = message.to - message.from;
@@ -314,6 +320,7 @@ process.on("message", async (message: Command) => {
       stopHttp();
       httpStopped = false;
       httpErrors = 0;
+      httpStatuses = {};
       httpAgent = new http.Agent({ keepAlive: true, maxSockets: message.pool });
       const target = new URL(message.url);
       const count = message.to - message.from;
@@ -330,7 +337,7 @@ process.on("message", async (message: Command) => {
       await Promise.all(Array.from({ length: message.pool }, worker));
       const done = acks - before;
       stopHttp();
-      reply({ ok: true, acks: done, errors: httpErrors });
+      reply({ ok: true, acks: done, errors: httpErrors, statuses: httpStatuses });
       break;
     }
     case "http-stop":

@@ -388,6 +388,82 @@ const backendBreakdown = async (before: Map<number, number>, after: Map<number, 
     }))
     .sort((a, b) => b.ms - a.ms);
 };
+/** CPU ticks (user + system) of one process so far (Linux /proc; 0 when unreadable). */
+const processTicks = async (pid: number | undefined) => {
+  const { readFile } = await import("node:fs/promises");
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return stat === "" ? 0 : Number(fields[11]) + Number(fields[12]);
+};
+/** The machine's CPU ticks by kind (/proc/stat's first line), for BENCH_DEBUG. */
+const machineTicks = async () => {
+  const { readFile } = await import("node:fs/promises");
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = (await readFile("/proc/stat", "utf8"))
+    .split("\n")[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number) as number[];
+  return { busy: user! + nice! + system! + irq! + softirq!, idle: idle! + iowait!, steal: steal! };
+};
+/** Every process's name and CPU ticks so far (Linux /proc), for BENCH_DEBUG's list of who else used the cores. */
+const processTable = async () => {
+  const { readdir, readFile } = await import("node:fs/promises");
+  const table = new Map<number, { name: string; ticks: number }>();
+  for (const pid of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^[0-9]+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+    const close = stat.lastIndexOf(")");
+    if (close < 0) continue;
+    const fields = stat.slice(close + 2).split(" ");
+    const cmdline = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0").join(" ").trim();
+    table.set(Number(pid), {
+      name: cmdline || stat.slice(stat.indexOf("(") + 1, close),
+      ticks: Number(fields[11]) + Number(fields[12]),
+    });
+  }
+  return table;
+};
+interface CpuShares {
+  at: number;
+  table: Map<number, { name: string; ticks: number }>;
+  server: number;
+  loaders: number;
+  postgres: number;
+  machine: { busy: number; idle: number; steal: number };
+}
+/** BENCH_DEBUG: where the cores go (server, load generators, every postgres process, the machine). */
+const cpuShares = async (servers: Child[], loaders: Child[]): Promise<CpuShares> => {
+  let server = 0;
+  for (const s of servers) server += await processTicks(s.proc.pid);
+  let load = 0;
+  for (const l of loaders) load += await processTicks(l.proc.pid);
+  return {
+    at: Date.now(),
+    table: await processTable(),
+    server,
+    loaders: load,
+    postgres: (await databaseCpuUs()) / 1e4,
+    machine: await machineTicks(),
+  };
+};
+const describeShares = (a: CpuShares, b: CpuShares) => {
+  const seconds = (b.at - a.at) / 1000;
+  const cores = (ticks: number) => fmt(ticks / 100 / seconds, 2);
+  const busy = b.machine.busy - a.machine.busy;
+  const others = busy - (b.server - a.server) - (b.loaders - a.loaders) - (b.postgres - a.postgres);
+  const busiest = [...b.table]
+    .filter(
+      ([pid, p]) => pid !== process.pid && !p.name.includes("bench/heartbeat-bench") && !p.name.startsWith("postgres"),
+    )
+    .map(([pid, p]) => ({ name: p.name, ticks: p.ticks - (a.table.get(pid)?.ticks ?? 0) }))
+    .filter((p) => p.ticks > 0)
+    .sort((x, y) => y.ticks - x.ticks)
+    .slice(0, 3)
+    .map((p) => `${cores(p.ticks)} ${p.name.slice(0, 80)}`)
+    .join("; ");
+  return `server ${cores(b.server - a.server)}, load generators ${cores(b.loaders - a.loaders)}, postgres ${cores(b.postgres - a.postgres)}, everything else ${cores(others)}, idle ${cores(b.machine.idle - a.machine.idle)}, steal ${cores(b.machine.steal - a.machine.steal)}; busiest others: ${busiest}`;
+};
 /** µs of CPU the bench database's backends used between two readings (a backend new since `before` counts whole). */
 const ownBackendUs = (before: Map<number, number>, after: Map<number, number>) => {
   let ticks = 0;
@@ -632,7 +708,7 @@ interface HttpResult {
   pgOwnUsPerHb: number;
 }
 
-const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpResult> => {
+const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpSide> => {
   const port = await freePort();
   const servers = await startServers(mode, 1, port, INTERVAL, 10);
   const url = `http://127.0.0.1:${port}/v1/heartbeat`;
@@ -691,43 +767,115 @@ const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpResult> => {
   let errors = 0;
   for (const l of loaders) errors += (await l.call<{ errors: number }>({ cmd: "http-stop" })).errors;
   latencies.sort((a, b) => a - b);
-  await sleep(1_000);
-  // Saturation: closed loop on the pool, one server process.
+  return {
+    servers,
+    loaders,
+    url,
+    pool,
+    result: {
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      p999: percentile(latencies, 99.9),
+      rate: latencies.length / elapsed,
+      errors,
+      cpuUsPerHb: (c1 - c0) / Math.max(1, latencies.length),
+      xactsQuarter,
+      xactsFull,
+      satRate: Number.NaN,
+      satCpuUsPerHb: Number.NaN,
+      pgUsPerHb: (d1 - d0) / Math.max(1, latencies.length),
+      pgOwnUsPerHb: ownBackendUs(o0, o1) / Math.max(1, latencies.length),
+    },
+  };
+};
+
+interface HttpSide {
+  servers: Child[];
+  loaders: Child[];
+  url: string;
+  pool: number;
+  result: HttpResult;
+}
+
+/** Saturation slices per server (--http-saturation-slices): the two servers take turns, ABBA. */
+const SAT_SLICES = Math.max(1, opt("http-saturation-slices", 5));
+
+/**
+ * HTTP saturation, both servers at once: a closed loop on the pool (each connection posts the next
+ * router's heartbeat when the last is answered) against one server process, the baseline and the
+ * daemon taking turns in short slices (ABBA: b d d b b d ...), driven by the same load generators.
+ * The server is not what limits this loop: on the bench's 2 cores the load generators use about 1.6
+ * times the server's CPU per request, and the others' work on a shared machine takes the rest, so
+ * heartbeats/s is the server's share of the cores over its CPU per heartbeat. Measured one after
+ * the other (10 s of baseline, minutes later 10 s of daemon), the two windows met different loads
+ * from the rest of the machine (BENCH_DEBUG: 0.64 vs 1.05 cores, and 1.29 vs 1.02 in another run),
+ * and the ratio swung 0.73-1.45 with the same code. Turns of a few seconds put both servers under
+ * the same outside load. Each server's CPU counts from the start of its slice to the start of the
+ * next one, so what its slice leaves behind (the daemon's last flush) is its own.
+ */
+const httpSaturation = async (baseline: HttpSide, daemon: HttpSide) => {
+  const loaders = daemon.loaders;
   const satRouters = Math.min(SAT_SOCKETS, ROUTERS);
   const parts = slices(satRouters, loaders.length);
-  const s0 = await cpu(servers);
-  const counts = await Promise.all(
-    loaders.map((l, k) =>
-      l.call<{ acks: number; errors: number }>({
-        cmd: "http-saturate",
-        url,
-        runId: RUN,
-        from: parts[k]?.[0],
-        to: parts[k]?.[1],
-        pool,
-        durationMs: SAT_MS,
-      }),
-    ),
-  );
-  const s1 = await cpu(servers);
-  const satAcks = counts.reduce((n, c) => n + c.acks, 0);
-  errors += counts.reduce((n, c) => n + c.errors, 0);
-  await closeAll(loaders);
-  await closeAll(servers);
-  return {
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    p999: percentile(latencies, 99.9),
-    rate: latencies.length / elapsed,
-    errors,
-    cpuUsPerHb: (c1 - c0) / Math.max(1, latencies.length),
-    xactsQuarter,
-    xactsFull,
-    satRate: satAcks / (SAT_MS / 1000),
-    satCpuUsPerHb: (s1 - s0) / Math.max(1, satAcks),
-    pgUsPerHb: (d1 - d0) / Math.max(1, latencies.length),
-    pgOwnUsPerHb: ownBackendUs(o0, o1) / Math.max(1, latencies.length),
+  const sliceMs = Math.max(500, Math.round(SAT_MS / SAT_SLICES));
+  const sides = { baseline, daemon };
+  const tally = {
+    baseline: { acks: 0, errors: 0, cpuUs: 0, ms: 0, statuses: {} as Record<string, number>, shares: [] as string[] },
+    daemon: { acks: 0, errors: 0, cpuUs: 0, ms: 0, statuses: {} as Record<string, number>, shares: [] as string[] },
   };
+  const order: Array<"baseline" | "daemon"> = [];
+  for (let k = 0; k < SAT_SLICES; k++)
+    order.push(...(k % 2 === 0 ? (["baseline", "daemon"] as const) : (["daemon", "baseline"] as const)));
+  await sleep(1_000);
+  let open: { mode: "baseline" | "daemon"; c0: number; split0?: CpuShares } | undefined;
+  const closeSlice = async () => {
+    if (!open) return;
+    const side = sides[open.mode];
+    const t = tally[open.mode];
+    t.cpuUs += (await cpu(side.servers)) - open.c0;
+    if (open.split0) t.shares.push(describeShares(open.split0, await cpuShares(side.servers, loaders)));
+    open = undefined;
+  };
+  for (const mode of order) {
+    await closeSlice();
+    const side = sides[mode];
+    const split0 = process.env.BENCH_DEBUG ? await cpuShares(side.servers, loaders) : undefined;
+    open = { mode, c0: await cpu(side.servers), ...(split0 ? { split0 } : {}) };
+    const started = Date.now();
+    const counts = await Promise.all(
+      loaders.map((l, k) =>
+        l.call<{ acks: number; errors: number; statuses: Record<string, number> }>({
+          cmd: "http-saturate",
+          url: side.url,
+          runId: RUN,
+          from: parts[k]?.[0],
+          to: parts[k]?.[1],
+          pool: side.pool,
+          durationMs: sliceMs,
+        }),
+      ),
+    );
+    const t = tally[mode];
+    t.ms += Date.now() - started;
+    for (const c of counts) {
+      t.acks += c.acks;
+      t.errors += c.errors;
+      for (const [k, n] of Object.entries(c.statuses)) t.statuses[k] = (t.statuses[k] ?? 0) + n;
+    }
+  }
+  await sleep(500);
+  await closeSlice();
+  for (const mode of ["baseline", "daemon"] as const) {
+    const t = tally[mode];
+    const r = sides[mode].result;
+    r.satRate = t.acks / (t.ms / 1000);
+    r.satCpuUsPerHb = t.cpuUs / Math.max(1, t.acks);
+    r.errors += t.errors;
+    if (process.env.BENCH_DEBUG) {
+      log(`  ${mode} HTTP saturation: ${t.acks} acks in ${t.ms} ms, answers by status ${JSON.stringify(t.statuses)}`);
+      for (const share of t.shares) log(`    ${mode} slice, cores used: ${share}`);
+    }
+  }
 };
 
 // ---- 7: several daemon processes on one PostgreSQL ------------------------------------------
@@ -1041,8 +1189,15 @@ try {
       log(
         `[run ${r}/${REPEAT}] 3. HTTP: ${ROUTERS} routers POSTing every ${INTERVAL / 1000} s over ${HTTP_POOL} keep-alive connections to 1 server process, then saturation`,
       );
-      web.baseline.push(await httpPhase("baseline"));
-      web.daemon.push(await httpPhase("daemon"));
+      const baseline = await httpPhase("baseline");
+      // The baseline's server stays up for the shared saturation; its load generators are done.
+      await closeAll(baseline.loaders);
+      const daemon = await httpPhase("daemon");
+      await httpSaturation(baseline, daemon);
+      await closeAll(daemon.loaders);
+      await closeAll([...baseline.servers, ...daemon.servers]);
+      web.baseline.push(baseline.result);
+      web.daemon.push(daemon.result);
       log(`  run ${r} HTTP: ${JSON.stringify({ baseline: web.baseline.at(-1), daemon: web.daemon.at(-1) })}`);
     }
   }

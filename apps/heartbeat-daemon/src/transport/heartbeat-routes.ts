@@ -65,7 +65,7 @@ export const heartbeatRoutes = (o: HeartbeatRoutesOptions) => {
     if (path === HEARTBEAT_PATH && req.method === "POST" && !o.isClosing()) {
       // The hot path: the heartbeat tells the guard itself when its token is refused.
       try {
-        o.http.handle(req, res, (error) => fail(res, error));
+        o.http.handle(req, res, fail);
       } catch (error) {
         fail(res, error);
       }

@@ -116,6 +116,24 @@ describe('HTTP heartbeats (docs/api.md "Routers and heartbeats")', () => {
     }
   });
 
+  it("refuses a router's header with 401 once the router is gone, though the daemon remembered that header", async () => {
+    const router = await makeRouter(db, owner);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      // The second heartbeat finds the owner cached, and its header is remembered from then on.
+      for (let n = 0; n < 2; n++) expect((await post(agent, router.heartbeatToken, beat())).status).toBe(200);
+      await db.query("delete from routers where id = $1", [router.id]);
+      // Deleted without notice: still cached, so acknowledged; the flush finds the row gone and revokes the router.
+      expect((await post(agent, router.heartbeatToken, beat())).status).toBe(200);
+      await h.daemon.flush();
+      const refused = await post(agent, router.heartbeatToken, beat());
+      expect(refused).toMatchObject({ status: 401, body: { type: "error" } });
+      expect(refused.headers["www-authenticate"]).toMatch(/^Bearer/);
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it("answers 415 to a body that is not JSON by its content type, writing nothing", async () => {
     const router = await makeRouter(db, owner);
     const agent = new Agent({ keepAlive: true });

@@ -11,6 +11,9 @@ import type { CachedOwner, TokenAuthenticator } from "./token-auth.ts";
 import { UNAUTHORIZED } from "./ws-heartbeats.ts";
 import { countHeartbeat } from "../metrics/prometheus.ts";
 
+/** Answers a request whose handling threw (a 500, or the socket closed once headers went out). */
+export type Fail = (res: ServerResponse, error: unknown) => void;
+
 export interface HttpHeartbeatsOptions {
   tuning: HeartbeatTuning;
   auth: TokenAuthenticator;
@@ -55,22 +58,23 @@ export class HttpHeartbeats {
 
   /**
    * Answers one heartbeat. Synchronous while the token is cached (nearly always): no promise per
-   * request. `fail` gets what throws, also from the body's callbacks.
+   * request. `fail` gets what throws, also from the body's callbacks (one function for every
+   * request, given the response: no closure per request).
    */
-  handle(req: IncomingMessage, res: ServerResponse, fail: (error: unknown) => void): void {
-    const token = bearerToken(req.headers.authorization);
-    const owner = this.#o.auth.cached(token, true);
+  handle(req: IncomingMessage, res: ServerResponse, fail: Fail): void {
+    const header = req.headers.authorization;
+    const owner = this.#o.auth.cachedBearer(header, true);
     if (owner !== undefined) {
       this.#owned(req, res, owner, fail);
       return;
     }
-    this.#o.auth.authenticate(token, true).then(
+    this.#o.auth.authenticate(bearerToken(header), true).then(
       (found) => this.#owned(req, res, found, fail),
-      (error) => fail(error),
+      (error) => fail(res, error),
     );
   }
 
-  #owned(req: IncomingMessage, res: ServerResponse, owner: CachedOwner | null, fail: (error: unknown) => void): void {
+  #owned(req: IncomingMessage, res: ServerResponse, owner: CachedOwner | null, fail: Fail): void {
     if (!owner) {
       req.resume();
       sendJson(res, 401, this.#unauthorized, { "www-authenticate": 'Bearer realm="heartbeat"' });
@@ -93,7 +97,7 @@ export class HttpHeartbeats {
       try {
         this.#accept(req, res, owner, body);
       } catch (error) {
-        fail(error);
+        fail(res, error);
       }
     });
   }

@@ -268,6 +268,77 @@ describe("TokenAuthenticator", () => {
     expect(s.calls).toHaveLength(6);
   });
 
+  it("answers a header as its token would be, remembering the headers of cached owners only", async () => {
+    const { auth } = staleAuthenticator([1, 2]);
+    const header = `Bearer ${token(1)}`;
+    // Not cached yet: only the database can tell, and nothing is remembered.
+    expect(auth.cachedBearer(header, true)).toBeUndefined();
+    expect(auth.headersRemembered).toBe(0);
+    await auth.authenticate(token(1), true);
+    expect(auth.cachedBearer(header, true)).toMatchObject({ routerId: "r1" });
+    expect(auth.headersRemembered).toBe(1);
+    expect(auth.cachedBearer(header, true)).toMatchObject({ routerId: "r1" });
+    // Other spellings of the same token answer the same owner, but only `Bearer <token>` is
+    // remembered: a router cannot fill the map with its token padded with spaces.
+    for (const spelling of [`bearer\t${token(1)}`, `Bearer ${token(1)} `, `Bearer  ${token(1)}`, `BEARER ${token(1)}`])
+      expect(auth.cachedBearer(spelling, true)).toMatchObject({ routerId: "r1" });
+    expect(auth.headersRemembered).toBe(1);
+    await auth.authenticate(token(2), true);
+    expect(auth.cachedBearer(`Bearer ${token(2)}`, true)).toMatchObject({ routerId: "r2" });
+    expect(auth.headersRemembered).toBe(2);
+    // Refused without a lookup, and not remembered: malformed, missing, unknown.
+    for (const bad of [undefined, "Bearer short", "Basic abc", `Bearer ${token(1)} x`])
+      expect(auth.cachedBearer(bad, true)).toBeNull();
+    await auth.authenticate(token(3), true);
+    expect(auth.cachedBearer(`Bearer ${token(3)}`, true)).toBeNull();
+    expect(auth.headersRemembered).toBe(2);
+  });
+
+  it("a remembered header is refused once its router is revoked, and asks again once its token is replaced or expired", async () => {
+    const { owners, s, clock, auth } = staleAuthenticator([1, 2]);
+    await auth.authenticate(token(1), true);
+    await auth.authenticate(token(2), true);
+    const one = `Bearer ${token(1)}`;
+    const two = `Bearer ${token(2)}`;
+    expect(auth.cachedBearer(one, true)).toMatchObject({ routerId: "r1" });
+    expect(auth.cachedBearer(two, true)).toMatchObject({ routerId: "r2" });
+    auth.revokeRouter("r1");
+    expect(auth.cachedBearer(one, true)).toBeNull();
+    auth.forgetRouter("r2");
+    expect(auth.cachedBearer(two, true)).toBeUndefined();
+    expect(await auth.authenticate(token(2), true)).toMatchObject({ routerId: "r2" });
+    expect(auth.cachedBearer(two, true)).toMatchObject({ routerId: "r2" });
+    // Past the TTL and the stale window (1 s + 10 s) the header is no shortcut: the database is asked.
+    owners.clear();
+    clock.set(11_000);
+    expect(auth.cachedBearer(two, true)).toBeUndefined();
+    const before = s.calls.length;
+    expect(await auth.authenticate(token(2), true)).toBeNull();
+    expect(s.calls.length).toBe(before + 1);
+    expect(auth.cachedBearer(two, true)).toBeNull();
+  });
+
+  it("remembers at most maxEntries headers: at the limit the oldest goes", async () => {
+    const numbers = [0, 1, 2, 3];
+    const owners = new Map(numbers.map((n) => [hashToken(token(n)), ownerOf(n)] as const));
+    const auth = new TokenAuthenticator({
+      lookup: store(owners).lookup,
+      ttlMs: 60_000,
+      maxEntries: 3,
+      clock: new ManualClock(0),
+    });
+    await Promise.all([0, 1, 2].map((n) => auth.authenticate(token(n))));
+    for (const n of [0, 1, 2]) expect(auth.cachedBearer(`Bearer ${token(n)}`)).toMatchObject({ routerId: `r${n}` });
+    expect(auth.headersRemembered).toBe(3);
+    // A fourth (the cache's own limit evicts r0's entry too): still 3 headers, r0's went first.
+    await auth.authenticate(token(3));
+    expect(auth.cachedBearer(`Bearer ${token(3)}`)).toMatchObject({ routerId: "r3" });
+    expect(auth.headersRemembered).toBe(3);
+    expect(auth.cachedBearer(`Bearer ${token(0)}`)).toBeUndefined();
+    expect(auth.headersRemembered).toBe(3);
+    for (const n of [1, 2, 3]) expect(auth.cachedBearer(`Bearer ${token(n)}`)).toMatchObject({ routerId: `r${n}` });
+  });
+
   it("reads the bearer token from the header", () => {
     expect(bearerToken("Bearer abc")).toBe("abc");
     expect(bearerToken("bearer   abc ")).toBe("abc");

@@ -1,5 +1,5 @@
 import type { TokenOwner } from "@fleet/db";
-import { type Clock, heartbeatTokenLookupHash } from "@fleet/shared";
+import { bearerToken, type Clock, heartbeatTokenLookupHash } from "@fleet/shared";
 import { countTokenLookup } from "../metrics/prometheus.ts";
 import type { FloodGuard } from "./flood-guard.ts";
 
@@ -56,6 +56,8 @@ interface Entry {
 }
 
 const LOOKUP_BATCH = 1_000;
+/** The one spelling of the `Authorization` header `cachedBearer` remembers. */
+const PLAIN_BEARER = "Bearer ";
 /**
  * Tokens per background re-check query. The re-checks of a period go out in one statement, so the
  * statements per second stay flat in the router count (100,000 HTTP routers at a 30 s interval
@@ -85,6 +87,14 @@ export class TokenAuthenticator {
   readonly #cache = new Map<string, Entry>();
   readonly #unknown = new Map<string, number>();
   readonly #hashByRouter = new Map<string, string>();
+  /**
+   * `Authorization` header -> the hash of its token, for plain `Bearer <token>` headers whose token
+   * was a cached owner's (the HTTP path, `cachedBearer`): a router sends the same header at every heartbeat, and this
+   * spares parsing it and hashing the token each time. Only the hashing is skipped: the hash is then
+   * checked against the cache like any other (TTL, revocation), so an entry left behind by a revoked or
+   * replaced token finds nothing and the header is parsed and hashed again. Bounded like the cache.
+   */
+  readonly #hashByHeader = new Map<string, string>();
   #pending = new Map<string, Array<(owner: TokenOwner | null) => void>>();
   /** Database lookups made (one per batch of uncached tokens): cache misses, for stats and metrics. */
   lookups = 0;
@@ -149,6 +159,52 @@ export class TokenAuthenticator {
     // Shape and hash from @fleet/shared heartbeat-token.ts, as the API stored them; implausible tokens are refused unhashed.
     const hash = heartbeatTokenLookupHash(token);
     if (hash === null) return null;
+    return this.#cachedHash(hash, allowStale);
+  }
+
+  /**
+   * `cached` for an `Authorization` header (the HTTP path: every heartbeat): the same answer, but a
+   * header seen before with a cached owner's token is not parsed or hashed again. `token` is what
+   * `authenticate` needs when the answer is undefined (the header's token, parsed only then).
+   */
+  cachedBearer(header: string | undefined, allowStale = false): CachedOwner | null | undefined {
+    if (header !== undefined) {
+      const known = this.#hashByHeader.get(header);
+      if (known !== undefined) {
+        const owner = this.#cache.has(known) ? this.#cachedHash(known, allowStale) : undefined;
+        if (owner) return owner;
+        // Revoked, replaced or expired since: forget the shortcut and take the long way.
+        this.#hashByHeader.delete(header);
+      }
+    }
+    const token = bearerToken(header);
+    const hash = heartbeatTokenLookupHash(token);
+    if (hash === null) return null;
+    const owner = this.#cachedHash(hash, allowStale);
+    // Only the plain spelling `Bearer <token>` (what RouterOS sends): one header per token, at most
+    // 263 characters, so a router cannot fill the map with spellings of its token padded with spaces.
+    if (
+      owner &&
+      header !== undefined &&
+      header.length === PLAIN_BEARER.length + (token?.length ?? 0) &&
+      header.startsWith(PLAIN_BEARER)
+    ) {
+      if (this.#hashByHeader.size >= this.#maxEntries) {
+        const oldest = this.#hashByHeader.keys().next();
+        if (!oldest.done) this.#hashByHeader.delete(oldest.value);
+      }
+      // The owner's tokenHash is the cache key's own string (see #remember): no second copy per router.
+      this.#hashByHeader.set(header, owner.tokenHash === hash ? owner.tokenHash : hash);
+    }
+    return owner;
+  }
+
+  /** Headers remembered by `cachedBearer` (tests, stats). */
+  get headersRemembered(): number {
+    return this.#hashByHeader.size;
+  }
+
+  #cachedHash(hash: string, allowStale: boolean): CachedOwner | null | undefined {
     const now = this.#clock.nowMs();
     const entry = this.#cache.get(hash);
     if (entry && now - entry.checkedAt < this.#ttlMs) {
