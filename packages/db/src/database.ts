@@ -245,13 +245,10 @@ const wrap = (
     // docs/operations.md "Tracing": a span per statement, with its text (never its values).
     query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
       if (closed) throw new Error("database is closed");
-      // Awaited rather than returned: an async function that returns a promise resolves with it in
-      // two more microtask steps than one that awaits it. `raw` is async itself, so the span's work
-      // is handed its promise as it is (a throw of `raw` is a rejection, never a synchronous throw).
-      return await inSpan(
+      return inSpan(
         options?.prepare ?? "db.query",
         { "db.system.name": driver, "db.query.text": sql.length > 2000 ? sql.slice(0, 2000) : sql },
-        () => raw(sql, [...params], options) as Promise<T[]>,
+        async () => (await raw(sql, [...params], options)) as T[],
         SpanKind.CLIENT,
       );
     },
