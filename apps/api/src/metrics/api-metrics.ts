@@ -53,6 +53,13 @@ interface HistogramInternals {
  */
 type RequestLabel = "route" | "method" | "status";
 
+/**
+ * The one door to prom-client's undocumented fields (its series by label hash, a histogram's
+ * bounds, the hash `inc` answers): the types above say what is read; api-metrics.test.ts holds the
+ * scrape equal to prom-client's own, so an upgrade that moves them fails there, not in production.
+ */
+const internals = <T>(value: unknown): T => value as T;
+
 export class RequestSeries {
   readonly #counter: Counter<RequestLabel>;
   readonly #histogram: Histogram<RequestLabel>;
@@ -63,7 +70,7 @@ export class RequestSeries {
   constructor(counter: Counter<RequestLabel>, histogram: Histogram<RequestLabel>) {
     this.#counter = counter;
     this.#histogram = histogram;
-    this.#bounds = (histogram as unknown as HistogramInternals).upperBounds.map((bound) => ({
+    this.#bounds = internals<HistogramInternals>(histogram).upperBounds.map((bound) => ({
       bound,
       key: String(bound),
     }));
@@ -82,11 +89,11 @@ export class RequestSeries {
       this.#bound.set(key, series);
     }
     const hash = series.hash;
-    const counted = hash === undefined ? undefined : (this.#counter as unknown as CounterInternals).hashMap[hash];
-    const timed = hash === undefined ? undefined : (this.#histogram as unknown as HistogramInternals).hashMap[hash];
+    const counted = hash === undefined ? undefined : internals<CounterInternals>(this.#counter).hashMap[hash];
+    const timed = hash === undefined ? undefined : internals<HistogramInternals>(this.#histogram).hashMap[hash];
     if (counted === undefined || timed === undefined || !Number.isFinite(seconds)) {
       // prom-client's own calls: they make the series, and answer the hash they keep it under.
-      series.hash = (this.#counter.inc(series.labels) as unknown as { labelHash: string }).labelHash;
+      series.hash = internals<{ labelHash: string }>(this.#counter.inc(series.labels)).labelHash;
       this.#histogram.observe(series.labels, seconds);
       return;
     }
