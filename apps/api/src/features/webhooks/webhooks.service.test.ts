@@ -16,6 +16,7 @@ import { WEBHOOK_RETRY_LIMIT, WebhookDeliveryWorker } from "./webhook-delivery.w
 import { WebhookDispatcher } from "./webhook-dispatcher.ts";
 import { SecretBox } from "./webhook-secret.ts";
 import { WebhooksService } from "./webhooks.service.ts";
+import { EMBEDDED_PRIVATE_IPV4_URLS } from "../../testing/webhook-urls.ts";
 
 // The service tier (docs/contributing.md "Add a test"): the service, dispatcher and worker called
 // directly on a real database with the real migrations, repositories and job engine; only time and
@@ -115,32 +116,25 @@ describe("WebhooksService (service tier)", () => {
 
   // docs/api.md "Audit log and webhooks": an IPv6 literal that embeds an IPv4 address is judged by
   // the IPv4 address inside it (without WEBHOOK_ALLOW_PRIVATE).
-  it.each([
-    "https://[::127.0.0.1]/",
-    "https://[::10.0.0.1]/",
-    "https://[::7f00:1]/",
-    "https://[::ffff:7f00:1]/",
-    "https://[::ffff:0:a9fe:a9fe]/",
-    "https://[64:ff9b::169.254.169.254]/",
-    "https://[64:ff9b::a00:1]/",
-    "https://[2002:7f00:1::1]/",
-    "https://[2002:c0a8:101::]/",
-  ])("refuses %s (a non-public IPv4 address inside) naming url, changing nothing", async (url) => {
-    const webhooks = new WebhooksService({
-      db,
-      jobs: engine,
-      secrets,
-      clock: new ManualClock(T0),
-      allowPrivate: false,
-      onChange: () => undefined,
-    });
-    const o = await makeUser(db);
-    const before = await databaseFingerprint(db);
-    const refused = await rejection(webhooks.create(o.organizationId, origin, body({ url })));
-    expect(refused.code).toBe("validation_failed");
-    expect(Object.keys(refused.fields ?? {})).toEqual(["url"]);
-    expect(await databaseFingerprint(db)).toBe(before);
-  });
+  it.each(EMBEDDED_PRIVATE_IPV4_URLS)(
+    "refuses %s (a non-public IPv4 address inside) naming url, changing nothing",
+    async (url) => {
+      const webhooks = new WebhooksService({
+        db,
+        jobs: engine,
+        secrets,
+        clock: new ManualClock(T0),
+        allowPrivate: false,
+        onChange: () => undefined,
+      });
+      const o = await makeUser(db);
+      const before = await databaseFingerprint(db);
+      const refused = await rejection(webhooks.create(o.organizationId, origin, body({ url })));
+      expect(refused.code).toBe("validation_failed");
+      expect(Object.keys(refused.fields ?? {})).toEqual(["url"]);
+      expect(await databaseFingerprint(db)).toBe(before);
+    },
+  );
 
   it("deletes with a webhook.deleted entry; another organization's, unknown and malformed ids are 404 and change nothing", async () => {
     const { webhooks } = service();

@@ -11,6 +11,7 @@ import { createClient } from "../../client.ts";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
 import { WEBHOOK_CONCURRENCY_PER_ORGANIZATION } from "./webhook-delivery.worker.ts";
 import { checkWebhookUrl, sendWebhook } from "./webhook-target.ts";
+import { EMBEDDED_PRIVATE_IPV4_URLS } from "../../testing/webhook-urls.ts";
 
 interface Received {
   headers: http.IncomingHttpHeaders;
@@ -539,17 +540,6 @@ describe("SSRF rules without WEBHOOK_ALLOW_PRIVATE", () => {
   // docs/api.md "Audit log and webhooks": an IPv6 literal that embeds an IPv4 address is judged by
   // the IPv4 address inside it, at creation (over HTTP, on an API without WEBHOOK_ALLOW_PRIVATE)
   // and at delivery.
-  const EMBEDDED = [
-    "https://[::127.0.0.1]/",
-    "https://[::10.0.0.1]/",
-    "https://[::7f00:1]/",
-    "https://[::ffff:7f00:1]/",
-    "https://[::ffff:0:a9fe:a9fe]/",
-    "https://[64:ff9b::169.254.169.254]/",
-    "https://[64:ff9b::a00:1]/",
-    "https://[2002:7f00:1::1]/",
-    "https://[2002:c0a8:101::]/",
-  ];
 
   // Refused at creation: webhooks.service.test.ts "refuses %s (a non-public IPv4 address inside) ...".
   it("accepts the same forms around a public IPv4 address", async () => {
@@ -568,7 +558,7 @@ describe("SSRF rules without WEBHOOK_ALLOW_PRIVATE", () => {
       expect(result.error).toMatch(/refused/);
     }
     expect(receiver.received).toEqual([]);
-    for (const url of EMBEDDED) expect((await checkWebhookUrl(url, false)).ok, url).toBe(false);
+    for (const url of EMBEDDED_PRIVATE_IPV4_URLS) expect((await checkWebhookUrl(url, false)).ok, url).toBe(false);
   });
 
   it("checks the resolved address again at delivery: nothing reaches a loopback target", async () => {
