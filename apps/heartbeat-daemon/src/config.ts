@@ -41,6 +41,11 @@ export interface HeartbeatConfig {
 export interface HeartbeatTuning {
   /** Acknowledged heartbeats are written at least this often. */
   flushIntervalMs: number;
+  /**
+   * While every pending heartbeat is a router beating on time (it changes nothing but its liveness
+   * row), the flush waits this long instead (heartbeats/heartbeat-writer.ts): fewer, larger flushes.
+   */
+  steadyFlushMs: number;
   /** ... or as soon as this many routers are pending. */
   maxBatchRows: number;
   /** How often the fault sweeper looks for routers past their threshold while one can be due. */
@@ -89,6 +94,8 @@ export interface HeartbeatTuning {
 
 export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
   flushIntervalMs: 250,
+  // A second at the default 30 s interval; a short interval (tests, demos) keeps 250 ms.
+  steadyFlushMs: Math.min(1_000, Math.max(250, Math.round(intervalMs / 30))),
   maxBatchRows: 10_000,
   sweepIntervalMs: 250,
   sweepIdleMs: 1_000,

@@ -14,6 +14,9 @@ export interface HeartbeatIntakeOptions {
   binder?: WireguardBinder;
 }
 
+/** A cached owner as the intake marks it (the writer defers the flush of a router beating on time). */
+type Beating = TokenOwner & { lastSeenMs?: number };
+
 /**
  * What both transports do with one heartbeat's text once the router is known: parse it with the one
  * parser, compare a reported tunnel address with the assigned one (never written), and hand the
@@ -35,7 +38,13 @@ export class HeartbeatIntake {
     if (!parsed.ok) return parsed;
     this.#tunnelClaims.check(owner, parsed.frame.tunnel_ip);
     this.#o.binder?.check(owner, parsed.frame.wireguard_public_key);
-    this.#o.writer.enqueue(toWrite(owner, parsed.frame, this.#o.clock.now(), peer));
+    const write = toWrite(owner, parsed.frame, this.#o.clock.now(), peer);
+    // The owner is the token cache's entry for the router (one object per cached token, shared by
+    // its connections): it remembers when this process last took a heartbeat of the router.
+    const beating = owner as Beating;
+    const previous = beating.lastSeenMs;
+    beating.lastSeenMs = write.seenAt.getTime();
+    this.#o.writer.enqueue(write, previous);
     return null;
   }
 }

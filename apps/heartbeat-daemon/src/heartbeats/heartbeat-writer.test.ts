@@ -1,10 +1,11 @@
 import { acquireStatusFeed, HeartbeatsRepository, type HeartbeatWrite, type StatusFeedHandle } from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
-import { hashHeartbeatToken } from "@fleet/shared";
+import { hashHeartbeatToken, ManualClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capturingLogger } from "../testing/daemon-harness.ts";
-import { HeartbeatWriter, mergeWrites } from "./heartbeat-writer.ts";
+import { HeartbeatIntake } from "./heartbeat-intake.ts";
+import { HeartbeatWriter, type HeartbeatWriterOptions, mergeWrites } from "./heartbeat-writer.ts";
 import { ResumptionService } from "./resumption.service.ts";
 
 let db: TestDatabase;
@@ -43,7 +44,7 @@ afterAll(async () => {
   await db?.close();
 });
 
-const startWriter = async () => {
+const startWriter = async (options: Partial<HeartbeatWriterOptions> = {}) => {
   const store = new HeartbeatsRepository(db);
   const { lines, logger } = capturingLogger();
   const writer = new HeartbeatWriter({
@@ -64,6 +65,7 @@ const startWriter = async () => {
     logger,
     onGone: () => {},
     onReplaced: () => {},
+    ...options,
   });
   return { writer, lines };
 };
@@ -174,6 +176,74 @@ describe("HeartbeatWriter's own schedule", () => {
     expect(writer.pending).toBe(0);
     // Written: nothing pending, so no retry is armed (no timer wakes the process for nothing).
     expect(writer.flushScheduled).toBe(false);
+    await writer.close();
+  });
+});
+
+describe("HeartbeatWriter: routers beating on time wait for the steady interval", () => {
+  // startWriter: a 1 s interval and 3 missed heartbeats, so the quiet gap is 1.5 s (1 s + the
+  // jitter tolerance); flushes 250 ms apart, a steady flush 60 s after the last.
+  const QUIET_GAP = 1_500;
+  const NOW = 1_000_000;
+
+  it("defers a flush while every pending heartbeat is on time; one at the quiet gap (not 1 ms less) or a first one brings it forward", async () => {
+    const [a, b, c] = [
+      await makeRouter(db, owner, { identity: "" }),
+      await makeRouter(db, owner, { identity: "" }),
+      await makeRouter(db, owner, { identity: "" }),
+    ];
+    const { writer } = await startWriter({ steadyFlushMs: 60_000, now: () => NOW });
+    const t = Date.now();
+    writer.enqueue(write(a, { seenAt: new Date(t) }));
+    // A first heartbeat: flushed at once (an immediate); the last flush was then at NOW.
+    await eventually(() => writer.flushDueAt === null && writer.pending === 0, "the first flush");
+
+    writer.enqueue(write(a, { seenAt: new Date(t + QUIET_GAP - 1), identity: "steady" }), t);
+    expect(writer.flushDueAt).toBe(NOW + 60_000);
+    writer.enqueue(write(b, { seenAt: new Date(t + QUIET_GAP), identity: "after-gap" }), t);
+    expect(writer.flushDueAt).toBe(NOW + 250);
+    // The timer armed for it writes both, with no flush() from here.
+    await eventually(async () => (await row(b.id))?.identity === "after-gap", "the flush brought forward");
+    expect((await row(a.id))?.identity).toBe("steady");
+    expect(writer.flushDueAt).toBeNull();
+
+    writer.enqueue(write(a, { seenAt: new Date(t + QUIET_GAP) }), t + QUIET_GAP - 1);
+    expect(writer.flushDueAt).toBe(NOW + 60_000);
+    writer.enqueue(write(c, { seenAt: new Date(t + QUIET_GAP), identity: "first" }));
+    expect(writer.flushDueAt).toBe(NOW + 250);
+    await eventually(async () => (await row(c.id))?.identity === "first", "a first heartbeat's flush");
+    await writer.close();
+  });
+
+  it("the intake remembers a router's last heartbeat on its cached owner: the next one on time is steady, one through a fresh owner is not", async () => {
+    const router = await makeRouter(db, owner, { identity: "" });
+    const clock = new ManualClock(Date.now());
+    const { writer } = await startWriter({ steadyFlushMs: 60_000, now: () => NOW });
+    const { logger } = capturingLogger();
+    const settled = () => eventually(() => writer.flushDueAt === null, "the armed flush to run");
+    const intake = new HeartbeatIntake({ writer, clock, logger });
+    const cached = {
+      routerId: router.id,
+      teamId: owner.teamId,
+      tunnelIp: null,
+      tokenHash: hashHeartbeatToken(router.heartbeatToken),
+    };
+    const beat = (who: typeof cached) => expect(intake.accept(who, '{"type":"heartbeat"}', "192.0.2.1")).toBeNull();
+
+    beat(cached);
+    expect(writer.flushDueAt).toBe(Number.NEGATIVE_INFINITY); // never flushed: at once
+    await settled();
+    clock.advance(QUIET_GAP - 1);
+    beat(cached);
+    expect(writer.flushDueAt).toBe(NOW + 60_000);
+    await writer.flush();
+    clock.advance(QUIET_GAP);
+    beat(cached);
+    expect(writer.flushDueAt).toBe(NOW + 250);
+    await writer.flush();
+    clock.advance(1);
+    beat({ ...cached }); // the token was checked again: a new cache entry knows no heartbeat yet
+    expect(writer.flushDueAt).toBe(NOW + 250);
     await writer.close();
   });
 });

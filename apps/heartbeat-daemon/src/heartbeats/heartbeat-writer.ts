@@ -25,12 +25,19 @@ export interface HeartbeatWriterOptions {
   /** MISSED_HEARTBEATS: a silence this long may have opened a fault. */
   missedHeartbeats: number;
   flushIntervalMs: number;
+  /**
+   * How long heartbeats that can change nothing but the liveness row (see `enqueue`) may wait for
+   * their flush: at least `flushIntervalMs`. The sweeper's grace covers it (wiring/faults.wiring.ts).
+   */
+  steadyFlushMs?: number;
   maxBatchRows: number;
   logger: Logger;
   /** Routers whose row is gone: their tokens are revoked and their sockets closed. */
   onGone: (routerIds: string[]) => void;
   /** Heartbeats made with a token the router no longer has (nothing was written): that token is revoked. */
   onReplaced: (replaced: ReplacedToken[]) => void;
+  /** Monotonic milliseconds for the flush schedule (default `performance.now`); tests pass their own. */
+  now?: () => number;
 }
 
 export interface FlushStats {
@@ -60,8 +67,12 @@ interface FlushOutcome {
 
 /**
  * Acknowledged heartbeats wait here, one entry per router (the latest wins), and are written in
- * batches: a heartbeat never waits for its own SQL. A flush runs every `flushIntervalMs` or as soon
- * as `maxBatchRows` routers are pending; flushes never overlap. A failed flush puts its rows back
+ * batches: a heartbeat never waits for its own SQL. A flush runs as soon as `maxBatchRows` routers
+ * are pending, else `flushIntervalMs` after the last one when a pending heartbeat may change more
+ * than the liveness row (a router this process has not seen beat within the quiet gap: a first
+ * heartbeat, a pulse coming back, a fault to complete), else `steadyFlushMs` after it: a router
+ * beating on time only moves its `last_seen_at`, and fewer, larger flushes cost the database less
+ * per heartbeat (each statement and commit has a fixed cost; docs/scale.md). Flushes never overlap. A failed flush puts its rows back
  * (unless newer ones arrived), and `close()` flushes what is left, so nothing acknowledged is lost
  * on a graceful shutdown.
  */
@@ -75,6 +86,12 @@ export class HeartbeatWriter {
   #timer: NodeJS.Timeout | undefined;
   #started = false;
   #soon = false;
+  /** When the armed timer fires (the writer's `now`), while `#soon`. */
+  #dueAt = Number.POSITIVE_INFINITY;
+  /** A pending heartbeat may change more than the liveness row: the next flush is not deferred. */
+  #eventful = false;
+  readonly #steadyFlushMs: number;
+  readonly #now: () => number;
   #lastFlushAt = Number.NEGATIVE_INFINITY;
   readonly stats: FlushStats = { flushes: 0, rows: 0, failures: 0, dropped: 0, lastFlushMs: 0 };
   readonly #poisonLoggedAt = new Map<string, number>();
@@ -90,6 +107,8 @@ export class HeartbeatWriter {
 
   constructor(options: HeartbeatWriterOptions) {
     this.#o = options;
+    this.#now = options.now ?? (() => performance.now());
+    this.#steadyFlushMs = Math.max(options.flushIntervalMs, options.steadyFlushMs ?? options.flushIntervalMs);
     this.#quietGapMs = Math.min(
       options.intervalMs + jitterToleranceMs(options.intervalMs),
       options.missedHeartbeats * options.intervalMs,
@@ -110,24 +129,46 @@ export class HeartbeatWriter {
     return this.#soon;
   }
 
-  enqueue(write: HeartbeatWrite): void {
+  /** When the scheduled flush runs, in the writer's `now` (null: none is scheduled). */
+  get flushDueAt(): number | null {
+    return this.#soon ? this.#dueAt : null;
+  }
+
+  /**
+   * Takes an acknowledged heartbeat. `previousSeenMs`: when this process last took a heartbeat of
+   * the router (undefined: not that it knows). A heartbeat within the quiet gap of that one is
+   * steady: the row it updates had a pulse a moment ago, so the flush reports nothing for it and
+   * it may wait `steadyFlushMs`. Any other schedules the flush `flushIntervalMs` after the last.
+   */
+  enqueue(write: HeartbeatWrite, previousSeenMs?: number): void {
     const earlier = this.#pending.get(write.routerId);
     // Heartbeats made with two tokens (one replaced) never merge: the newer stands alone.
     if (earlier && earlier.tokenHash === write.tokenHash) mergeInto(earlier, write);
     else this.#pending.set(write.routerId, write);
+    if (
+      !this.#eventful &&
+      (previousSeenMs === undefined || write.seenAt.getTime() - previousSeenMs >= this.#quietGapMs)
+    )
+      this.#eventful = true;
     if (this.#pending.size >= this.#o.maxBatchRows) void this.flush();
     else this.#flushSoon();
   }
 
   /**
-   * Write as soon as one flush interval has passed since the last flush: a quiet daemon writes
-   * within milliseconds, a busy one flushes once per interval with everything pending. No timer
-   * runs while nothing is pending (a timer that finds nothing to do still wakes the process).
+   * Write once the flush interval (or, while every pending heartbeat is steady, `steadyFlushMs`)
+   * has passed since the last flush: a quiet daemon writes a router's first heartbeat within
+   * milliseconds, a busy one flushes once per interval with everything pending. An eventful
+   * heartbeat brings a deferred flush forward. No timer runs while nothing is pending (a timer
+   * that finds nothing to do still wakes the process).
    */
   #flushSoon(): void {
-    if (this.#soon) return;
+    const dueAt = this.#lastFlushAt + (this.#eventful ? this.#o.flushIntervalMs : this.#steadyFlushMs);
+    // Armed already, as early or due now (an immediate, which clearTimeout would not cancel).
+    if (this.#soon && (dueAt >= this.#dueAt || this.#dueAt <= this.#now())) return;
+    clearTimeout(this.#timer);
     this.#soon = true;
-    const wait = Math.max(0, this.#lastFlushAt + this.#o.flushIntervalMs - performance.now());
+    this.#dueAt = dueAt;
+    const wait = Math.max(0, dueAt - this.#now());
     const run = () => {
       this.#soon = false;
       void this.flush();
@@ -161,7 +202,8 @@ export class HeartbeatWriter {
     if (this.#pending.size === 0) return;
     const batch = [...this.#pending.values()];
     this.#pending = new Map();
-    this.#lastFlushAt = performance.now();
+    this.#eventful = false;
+    this.#lastFlushAt = this.#now();
     const started = performance.now();
     const outcome: FlushOutcome = {
       notable: [],
@@ -185,6 +227,8 @@ export class HeartbeatWriter {
         if (!newer) this.#pending.set(write.routerId, write);
         else if (newer.tokenHash === write.tokenHash) this.#pending.set(write.routerId, mergeWrites(write, newer));
       }
+      // Rows put back are retried at the flush interval, whatever they were.
+      this.#eventful = true;
       if (this.#started) this.#flushSoon();
     } else if (this.#failingSince !== null) {
       this.#o.logger.info(

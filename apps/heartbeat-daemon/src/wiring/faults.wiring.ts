@@ -32,7 +32,8 @@ export const wireFaults = (
       coverage,
       intervalMs: config.intervalMs,
       missedHeartbeats: config.missedHeartbeats,
-      graceMs: 2 * tuning.flushIntervalMs,
+      // The longest an acknowledged heartbeat waits for its flush, twice (heartbeats/heartbeat-writer.ts).
+      graceMs: 2 * Math.max(tuning.flushIntervalMs, tuning.steadyFlushMs),
       limit: tuning.sweepLimit,
     });
 

@@ -47,6 +47,7 @@ export const wireHeartbeats = async (
     intervalMs: config.intervalMs,
     missedHeartbeats: config.missedHeartbeats,
     flushIntervalMs: tuning.flushIntervalMs,
+    steadyFlushMs: tuning.steadyFlushMs,
     maxBatchRows: tuning.maxBatchRows,
     logger,
     onGone: (routerIds) => {

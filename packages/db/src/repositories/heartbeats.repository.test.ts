@@ -1,6 +1,7 @@
 import { hashHeartbeatToken } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { Query } from "../database.ts";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
 import { AdoptionsRepository } from "./adoptions.repository.ts";
 import { FLUSH_STATEMENTS, type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
@@ -304,6 +305,62 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
       expect(await identity(router.id)).not.toBe("late");
     },
   );
+
+  it("the flush and a sweep that opens nothing commit without waiting for the disk; a sweep that opens a fault waits", async () => {
+    const router = await makeRouter(db, owner);
+    const setting = async (query: Query) =>
+      (await query<{ s: string }>("select current_setting('synchronous_commit') as s"))[0]?.s;
+    // The setting a transaction holds when it commits is the one its commit obeys: the repository's
+    // statements run here inside one open transaction, so what they leave can be read before it ends.
+    const inTransaction = (writes: HeartbeatWrite[]) =>
+      db.transaction(async (query) => {
+        const statements: (string | undefined)[] = [];
+        const repo = new HeartbeatsRepository({
+          ...db,
+          driver: db.driver,
+          query: (sql, params, options) => {
+            statements.push(options?.prepare);
+            return query(sql, params);
+          },
+        });
+        expect(await setting(query)).toBe("on");
+        await repo.applyHeartbeats(writes, QUIET_GAP_MS);
+        return { statements, commit: await setting(query) };
+      });
+    // A first heartbeat takes both statements (the steady one misses, the full upsert writes it) ...
+    expect(await inTransaction([beat(router, T0)])).toEqual({
+      statements: ["heartbeats_fast", "heartbeats_apply"],
+      commit: "off",
+    });
+    // ... the next one on time the steady statement alone.
+    expect(await inTransaction([beat(router, T0 + 1_000)])).toEqual({ statements: ["heartbeats_fast"], commit: "off" });
+    expect(await liveness(router.id)).toMatchObject({ has_pulse: true, last_seen_ms: T0 + 1_000 });
+
+    await heartbeats.startCoverage(new Date(T0), 5_000, 1_000);
+    const sweep = async (open: boolean) => {
+      const seen: (string | undefined)[] = [];
+      await heartbeats.sweep(
+        {
+          now: new Date(T0 + 2_000),
+          intervalMs: 1_000,
+          missedHeartbeats: 3,
+          graceMs: 0,
+          toleranceMs: 0,
+          limit: 10,
+          scan: false,
+        },
+        async (tx) => {
+          seen.push(await setting(tx.query));
+          if (open)
+            await tx.open([{ routerId: router.id, message: "Site Offline: test", createdAt: new Date(T0 + 1_500) }]);
+          seen.push(await setting(tx.query));
+        },
+      );
+      return seen;
+    };
+    expect(await sweep(false)).toEqual(["off", "off"]);
+    expect(await sweep(true)).toEqual(["off", "on"]);
+  });
 
   it("the steady statement's generic plan looks each router up once: no array condition in an index scan", async () => {
     // A prepared statement's generic plan assumes 10 input rows. With `router_id = any($1)` beside

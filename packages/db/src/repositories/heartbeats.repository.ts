@@ -153,6 +153,16 @@ const SWEEP_LOCK_KEY = 727_274_005;
 const PGLITE_CHUNK = 2_000;
 const POSTGRES_CHUNK = 20_000;
 
+// The flush's statements and the daemons' sweeps commit without waiting for the WAL to reach the
+// disk (`synchronous_commit` off for their own transaction only; the WAL writer syncs it within
+// 3 x wal_writer_delay, 600 ms by default). Heartbeats are acknowledged before they are written
+// anyway: a crash of PostgreSQL can lose the last moment of liveness, which the next heartbeat
+// writes again, never a fault, its audit entry or downtime (those commit as usual). Waiting for the
+// disk at every flush was a third of the database's CPU per heartbeat at 83 rows a flush
+// (bench/flush-statement-bench.ts; docs/scale.md). The CTE is materialized and read by the input
+// rows, so it runs once, before anything is written.
+const ASYNC_COMMIT = "async_commit as materialized (select set_config('synchronous_commit', 'off', true))";
+
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
 // A flush is one statement at the steady cadence (FAST_SQL) and a second one for the rows it could
@@ -162,6 +172,11 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 // Only the rows the daemon has work for come back: a router that had no pulse or had never been
 // seen, a gap of at least the writer's "quiet gap", or a row not written (the router is gone or its
 // token was replaced). At the steady cadence a flush returns nothing.
+
+// The quiet gap is compared as timestamps: `extract(epoch ...)` is numeric, and numeric arithmetic
+// on every row was a fifth of the steady statement's cost (333 rows a flush: 10.6-13.6 -> 8.6-8.8
+// µs per heartbeat, bench/flush-statement-bench.ts). `to_timestamp` rounds to the microsecond as
+// the write did, so the gap's edge is exact to the millisecond.
 
 // The steady cadence, on `router_liveness` alone: a router whose row holds the token the heartbeat
 // was made with (`heartbeat_token_hash`, kept in step with `routers` by a trigger, migration 034)
@@ -180,8 +195,9 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 // `missed`: every other row (no liveness row yet, a replaced token, a gone router, new facts), which
 // APPLY_SQL then takes; nothing was written for them here. Only the columns it needs travel.
 const FAST_SQL = `
-with v as (
-  select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::bigint[], $5::text[], $6::bigint[])
+with ${ASYNC_COMMIT}, v as (
+  select v.* from async_commit cross join
+    unnest($1::uuid[], $2::float8[], $3::text[], $4::bigint[], $5::text[], $6::bigint[])
     as v(id, seen_ms, peer, uptime, token_hash, facts_digest)
 ), f as (
   update router_liveness l set
@@ -199,15 +215,15 @@ select f.router_id as id, false as missed, (select r.team_id from routers r wher
   coalesce(f.previous_has_pulse, false) as previous_has_pulse, ${ms("f.previous_seen_at", "previous_seen_ms")}
 from f
 where f.previous_has_pulse is not true or f.previous_seen_at is null
-  or f.seen_ms - extract(epoch from f.previous_seen_at) * 1000 >= $7
+  or f.previous_seen_at <= to_timestamp((f.seen_ms - $7) / 1000.0)
 union all
 select v.id, true, null, null, null from v where not exists (select 1 from f where f.router_id = v.id)`;
 
 // Every column of a heartbeat, for APPLY_SQL. $14: the hash of the token it was made with; $15: the
 // digest of its reported facts (factsDigest).
 const INPUT_CTE = `
-with v as (
-  select * from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+with ${ASYNC_COMMIT}, v as (
+  select v.* from async_commit cross join unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[], $14::text[], $15::bigint[])
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
       hardwareboard, uptime, metadata, token_hash, facts_digest)
@@ -274,7 +290,7 @@ select v.id, v.token_hash, a.id is null as refused,
   a.team_id, coalesce(o.has_pulse, false) as previous_has_pulse, ${ms("o.last_seen_at", "previous_seen_ms")}
 from v left join a on a.id = v.id left join router_liveness o on o.router_id = v.id
 where a.id is null or o.has_pulse is not true or o.last_seen_at is null
-  or v.seen_ms - extract(epoch from o.last_seen_at) * 1000 >= $13`;
+  or o.last_seen_at <= to_timestamp((v.seen_ms - $13) / 1000.0)`;
 
 /** The flush's two statements, for tests that read their plans (heartbeats.repository.test.ts). */
 export const FLUSH_STATEMENTS = { fast: FAST_SQL, apply: APPLY_SQL } as const;
@@ -605,7 +621,11 @@ export class HeartbeatsRepository {
    */
   async sweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
     return this.#db.transaction(async (query) => {
-      const locked = await query<{ ok: boolean }>("select pg_try_advisory_xact_lock($1) as ok", [SWEEP_LOCK_KEY]);
+      // The sweep's own transaction commits asynchronously (ASYNC_COMMIT) unless it opens faults.
+      const locked = await query<{ ok: boolean }>(
+        "select pg_try_advisory_xact_lock($1) as ok, set_config('synchronous_commit', 'off', true) as commit",
+        [SWEEP_LOCK_KEY],
+      );
       if (locked[0]?.ok !== true) return null;
       // The oldest pulse comes with the coverage (one round trip; a scan of the narrow liveness
       // table): the daemon sweeps less often while no router can be due, and scans not at all.
@@ -653,6 +673,8 @@ export class HeartbeatsRepository {
 
   async #open(query: Query, faults: readonly NewFault[]): Promise<OwnedFault[]> {
     if (faults.length === 0) return [];
+    // Faults and their audit entries are durable at commit, as every other write (see ASYNC_COMMIT).
+    await query("select set_config('synchronous_commit', 'on', true)");
     const rows = await query<Record<string, unknown>>(OPEN_SQL, [
       faults.map((f) => f.routerId),
       faults.map((f) => f.message),
