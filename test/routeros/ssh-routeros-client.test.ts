@@ -17,6 +17,7 @@ import {
   type SshRouterOsConnectorOptions,
 } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
 import { generateEd25519KeyPair } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
 
 const HOST = "127.0.0.1";
 const clientKey = generateEd25519KeyPair();
@@ -175,6 +176,37 @@ describe("SshRouterOsConnector", () => {
       connector({ connectTimeoutMs: 300 }).connect({ routerId: ROUTER_ID, host: HOST, port }),
     ).rejects.toThrow(/Timed out/);
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("fails a connect that the router ends cleanly before login, instead of waiting forever", async () => {
+    // What a router that shuts down (or the simulator's close) does to a login in progress: after
+    // the version exchange it sends SSH_DISCONNECT_BY_APPLICATION and ends the connection. ssh2
+    // then emits neither 'error' nor 'ready', and clears its own ready timeout.
+    const server = new ssh2.Server({ hostKeys: [generateEd25519KeyPair().private] }, (client) => {
+      client.on("error", () => undefined);
+      client.end();
+    });
+    server.listen(0, HOST);
+    await once(server, "listening");
+    cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+    const port = (server.address() as net.AddressInfo).port;
+    let outcome: unknown;
+    connector()
+      .connect({ routerId: ROUTER_ID, host: HOST, port })
+      .then(
+        (client) => {
+          client.close();
+          outcome = "connected";
+        },
+        (error: unknown) => {
+          outcome = error;
+        },
+      );
+    const error = await eventually(() => outcome, "the connect to settle");
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toBe(
+      `SSH connection to router ${ROUTER_ID} (at ${HOST}:${port}) closed before login`,
+    );
   });
 
   it("fails pending commands when the router goes away", async () => {

@@ -245,10 +245,14 @@ const wrap = (
     // docs/operations.md "Tracing": a span per statement, with its text (never its values).
     query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
       if (closed) throw new Error("database is closed");
-      return inSpan(
+      // Awaited rather than returned: an async function that returns a promise resolves with it in
+      // two more microtask steps than one that awaits it. The span's work is handed raw's promise as
+      // it is; a synchronous throw still ends as a rejection (inSpan and this async function both
+      // turn it into one).
+      return await inSpan(
         options?.prepare ?? "db.query",
         { "db.system.name": driver, "db.query.text": sql.length > 2000 ? sql.slice(0, 2000) : sql },
-        async () => (await raw(sql, [...params], options)) as T[],
+        () => raw(sql, [...params], options) as Promise<T[]>,
         SpanKind.CLIENT,
       );
     },

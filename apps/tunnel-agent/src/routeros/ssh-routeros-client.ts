@@ -107,9 +107,19 @@ export class SshRouterOsConnector implements RouterOsConnector {
         conn.end();
         reject(mismatch ?? err);
       };
+      // A server that ends the connection cleanly before login (SSH_DISCONNECT_BY_APPLICATION after
+      // the version exchange: a router shutting down or restarting its SSH service) makes ssh2 emit
+      // 'close' alone: no 'error', no 'ready', and its ready timeout is cleared. Without this the
+      // connect would never settle, and the job awaiting it would hold its router's lock and the
+      // head of the router's queue for good (a retry after the lease waits behind the same lock).
+      const onClose = (): void => {
+        reject(mismatch ?? new Error(`SSH connection to router ${routerId} (at ${host}:${port}) closed before login`));
+      };
       conn.on("error", onError);
+      conn.once("close", onClose);
       conn.once("ready", () => {
         conn.off("error", onError);
+        conn.off("close", onClose);
         resolve();
       });
       conn.connect({
