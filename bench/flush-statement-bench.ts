@@ -132,6 +132,13 @@ try {
     await db.query("set auto_explain.log_min_duration = -1");
     process.stdout.write("the plan of one flush is in the server's log (auto_explain)\n");
   }
+  // Which plans the prepared flush ran with (PostgreSQL's choice under `auto`): a custom plan is
+  // planned again at every execution's bind.
+  const plans = await db.query<{ name: string; generic_plans: string; custom_plans: string }>(
+    "select name, generic_plans, custom_plans from pg_prepared_statements where name like 'heartbeats_%'",
+  );
+  for (const p of plans)
+    process.stdout.write(`${p.name}: ${p.generic_plans} generic, ${p.custom_plans} custom plans\n`);
   await new Promise((resolve) => setTimeout(resolve, 1_500)); // the backend's statistics are flushed
   const hot1 = await db.query<{ upd: string; hot: string }>(
     "select n_tup_upd as upd, n_tup_hot_upd as hot from pg_stat_user_tables where relname = 'router_liveness'",

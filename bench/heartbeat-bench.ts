@@ -209,9 +209,7 @@ const vacuumOnce = async () => {
 };
 let vacuuming: Promise<unknown> = Promise.resolve();
 const vacuum = () => {
-  vacuuming = vacuuming
-    .then(vacuumOnce)
-    .catch((error: Error) => log(`vacuum failed: ${error.message}`));
+  vacuuming = vacuuming.then(vacuumOnce).catch((error: Error) => log(`vacuum failed: ${error.message}`));
   return vacuuming;
 };
 const startVacuumer = () => (autovacuumOn ? undefined : setInterval(() => void vacuum(), 60_000));

@@ -312,7 +312,7 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
       (await query<{ s: string }>("select current_setting('synchronous_commit') as s"))[0]?.s;
     // The setting a transaction holds when it commits is the one its commit obeys: the repository's
     // statements run here inside one open transaction, so what they leave can be read before it ends.
-    const inTransaction = (writes: HeartbeatWrite[]) =>
+    const inTransaction = <T>(work: (repo: HeartbeatsRepository) => Promise<T>) =>
       db.transaction(async (query) => {
         const statements: (string | undefined)[] = [];
         const repo = new HeartbeatsRepository({
@@ -324,38 +324,43 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
           },
         });
         expect(await setting(query)).toBe("on");
-        await repo.applyHeartbeats(writes, QUIET_GAP_MS);
-        return { statements, commit: await setting(query) };
+        const result = await work(repo);
+        return { statements, commit: await setting(query), result };
       });
     // A first heartbeat takes both statements (the steady one misses, the full upsert writes it) ...
-    expect(await inTransaction([beat(router, T0)])).toEqual({
+    expect(await inTransaction((repo) => repo.applyHeartbeats([beat(router, T0)], QUIET_GAP_MS))).toMatchObject({
       statements: ["heartbeats_fast", "heartbeats_apply"],
       commit: "off",
     });
     // ... the next one on time the steady statement alone.
-    expect(await inTransaction([beat(router, T0 + 1_000)])).toEqual({ statements: ["heartbeats_fast"], commit: "off" });
+    expect(await inTransaction((repo) => repo.applyHeartbeats([beat(router, T0 + 1_000)], QUIET_GAP_MS))).toMatchObject(
+      { statements: ["heartbeats_fast"], commit: "off" },
+    );
     expect(await liveness(router.id)).toMatchObject({ has_pulse: true, last_seen_ms: T0 + 1_000 });
 
     await heartbeats.startCoverage(new Date(T0), 5_000, 1_000);
+    const params = (scan: boolean, atMs: number) => ({
+      now: new Date(atMs),
+      intervalMs: 1_000,
+      missedHeartbeats: 3,
+      graceMs: 0,
+      toleranceMs: 0,
+      limit: 10,
+      scan,
+    });
+    // A sweep that reads no router (the steady state) is one statement that marks the daemons alive.
+    const idle = await inTransaction((repo) => repo.sweep(params(false, T0 + 2_000), async (tx) => tx.coverage));
+    expect(idle).toMatchObject({ statements: ["heartbeat_alive"], commit: "off" });
+    expect(idle.result?.aliveAt.getTime()).toBe(T0 + 2_000);
+    // A sweep that scans is a transaction: asynchronous until it opens a fault.
     const sweep = async (open: boolean) => {
       const seen: (string | undefined)[] = [];
-      await heartbeats.sweep(
-        {
-          now: new Date(T0 + 2_000),
-          intervalMs: 1_000,
-          missedHeartbeats: 3,
-          graceMs: 0,
-          toleranceMs: 0,
-          limit: 10,
-          scan: false,
-        },
-        async (tx) => {
-          seen.push(await setting(tx.query));
-          if (open)
-            await tx.open([{ routerId: router.id, message: "Site Offline: test", createdAt: new Date(T0 + 1_500) }]);
-          seen.push(await setting(tx.query));
-        },
-      );
+      await heartbeats.sweep(params(true, T0 + 2_000), async (tx) => {
+        seen.push(await setting(tx.query));
+        if (open)
+          await tx.open([{ routerId: router.id, message: "Site Offline: test", createdAt: new Date(T0 + 1_500) }]);
+        seen.push(await setting(tx.query));
+      });
       return seen;
     };
     expect(await sweep(false)).toEqual(["off", "off"]);
