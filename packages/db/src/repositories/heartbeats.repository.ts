@@ -9,7 +9,7 @@ import {
   type FaultRecord,
   faultFromRow,
 } from "./routers.repository.ts";
-import { plainArray, textArray } from "./pg-arrays.ts";
+import { binaryArray, plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A router a heartbeat token belongs to. */
@@ -378,14 +378,14 @@ const metadataText = (w: HeartbeatWrite): string | null => (w.metadata ? JSON.st
 
 /**
  * The digest of the reported facts a heartbeat carries (what APPLY_SQL writes to `routers`; a fact
- * not reported counts as null), as the text of a signed 64-bit integer: the first 8 bytes of a
- * SHA-256. Equal digests mean the same facts, so a router that keeps reporting what its last full
+ * not reported counts as null): the first 8 bytes of a SHA-256, which are the binary form of the
+ * signed 64-bit integer the liveness row keeps (sent as is, see binaryArray). Equal digests mean the same facts, so a router that keeps reporting what its last full
  * write applied takes FAST_SQL; a different digest (a new fact, or one reported no more) takes
  * APPLY_SQL once, which compares the facts with `routers` itself. A collision could only keep one
  * router's own new facts out of `routers` until they change again. One-shot `hash`: no Hash object
  * per row (1.8 -> 1.3 µs).
  */
-export const factsDigest = (w: HeartbeatWrite): string =>
+export const factsDigest = (w: HeartbeatWrite): Buffer =>
   hash(
     "sha256",
     JSON.stringify([
@@ -399,23 +399,36 @@ export const factsDigest = (w: HeartbeatWrite): string =>
       metadataText(w),
     ]),
     "buffer",
-  )
-    .readBigInt64BE(0)
-    .toString();
+  ).subarray(0, 8);
 
-/** The parameters of FAST_SQL: only what a liveness row takes, the token and the digest. */
-const fastParams = (part: readonly HeartbeatWrite[], digests: readonly string[], quietGapMs: number): unknown[] => [
-  plainArray(part.map((w) => w.routerId)),
-  plainArray(part.map((w) => w.seenAt.getTime())),
-  textArray(part.map((w) => w.peer)),
-  plainArray(part.map(uptime)),
-  textArray(part.map((w) => w.tokenHash)),
-  plainArray(digests),
+/**
+ * The parameters of FAST_SQL: only what a liveness row takes, the token and the digest. In
+ * PostgreSQL's binary array format: the database parses no text for them (binaryArray).
+ */
+const fastParams = (part: readonly HeartbeatWrite[], digests: readonly Buffer[], quietGapMs: number): unknown[] => [
+  binaryArray(
+    "uuid",
+    part.map((w) => w.routerId),
+  ),
+  binaryArray(
+    "float8",
+    part.map((w) => w.seenAt.getTime()),
+  ),
+  binaryArray(
+    "text",
+    part.map((w) => w.peer),
+  ),
+  binaryArray("int8", part.map(uptime)),
+  binaryArray(
+    "text",
+    part.map((w) => w.tokenHash),
+  ),
+  binaryArray("int8", digests),
   quietGapMs,
 ];
 
 /** The parameters of APPLY_SQL. */
-const applyParams = (part: readonly HeartbeatWrite[], digests: readonly string[], quietGapMs: number): unknown[] => [
+const applyParams = (part: readonly HeartbeatWrite[], digests: readonly Buffer[], quietGapMs: number): unknown[] => [
   plainArray(part.map((w) => w.routerId)),
   plainArray(part.map((w) => w.seenAt.getTime())),
   textArray(part.map((w) => w.peer)),
@@ -430,7 +443,7 @@ const applyParams = (part: readonly HeartbeatWrite[], digests: readonly string[]
   textArray(part.map(metadataText)),
   quietGapMs,
   textArray(part.map((w) => w.tokenHash)),
-  plainArray(digests),
+  binaryArray("int8", digests),
 ];
 
 const notableFromRow = (
@@ -521,11 +534,11 @@ export class HeartbeatsRepository {
       }
       if (missed.size === 0) continue;
       const rest: HeartbeatWrite[] = [];
-      const restDigests: string[] = [];
+      const restDigests: Buffer[] = [];
       for (const [i, w] of part.entries()) {
         if (!missed.has(w.routerId)) continue;
         rest.push(w);
-        restDigests.push(digests[i] as string);
+        restDigests.push(digests[i] as Buffer);
       }
       const rows = await this.#db.query<{
         id: string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../testing/index.ts";
-import { plainArray, textArray } from "./pg-arrays.ts";
+import { binaryArray, plainArray, textArray } from "./pg-arrays.ts";
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -48,5 +48,39 @@ describe("array literals", () => {
     expect(() => plainArray(["a,b"])).toThrow(RangeError);
     expect(() => plainArray([Number.NaN])).toThrow(RangeError);
     expect(plainArray([])).toBe("{}");
+  });
+});
+
+describe("binary arrays", () => {
+  it("round-trip uuids, float8, int8 and text through the database, nulls and edges included", async () => {
+    const ids = [crypto.randomUUID(), "00000000-0000-4000-8000-000000000000", "FFFFFFFF-FFFF-4FFF-BFFF-FFFFFFFFFFFF"];
+    const int8 = Buffer.from([0x80, 0, 0, 0, 0, 0, 0, 1]); // the smallest int8 + 1, as a digest is sent
+    const rows = await db.query<{ u: string | null; f: number | null; i: string | null; t: string | null }>(
+      `select u::text, f, i::text, t
+       from unnest($1::uuid[], $2::float8[], $3::bigint[], $4::text[]) with ordinality as x(u, f, i, t, n) order by n`,
+      [
+        binaryArray("uuid", [...ids, null]),
+        binaryArray("float8", [1_795_262_400_123, -0.5, 0, null]),
+        binaryArray("int8", [Number.MAX_SAFE_INTEGER, -42, int8, "-9223372036854775808"]),
+        binaryArray("text", ["ünïcødé ✓", 'quote " and \\ {x,y}', "", null]),
+      ],
+    );
+    expect(rows).toEqual([
+      { u: ids[0], f: 1_795_262_400_123, i: String(Number.MAX_SAFE_INTEGER), t: "ünïcødé ✓" },
+      { u: ids[1], f: -0.5, i: "-42", t: 'quote " and \\ {x,y}' },
+      { u: ids[2]?.toLowerCase(), f: 0, i: "-9223372036854775807", t: "" },
+      { u: null, f: null, i: "-9223372036854775808", t: null },
+    ]);
+    const empty = await db.query<{ n: number }>("select cardinality($1::uuid[]) as n", [binaryArray("uuid", [])]);
+    expect(empty).toEqual([{ n: 0 }]);
+  });
+
+  it("refuses what is not of the element type before anything is sent", () => {
+    expect(() => binaryArray("uuid", ["not-a-uuid"])).toThrow(RangeError);
+    expect(() => binaryArray("uuid", ["0000000-00000-4000-8000-000000000000"])).toThrow(RangeError); // 36 chars, a dash moved
+    expect(() => binaryArray("uuid", ["g0000000-0000-4000-8000-000000000000"])).toThrow(RangeError);
+    expect(() => binaryArray("float8", [Number.POSITIVE_INFINITY])).toThrow(RangeError);
+    expect(() => binaryArray("int8", [1.5])).toThrow(RangeError);
+    expect(() => binaryArray("int8", [Buffer.alloc(4)])).toThrow(RangeError);
   });
 });
