@@ -27,6 +27,12 @@ export const RouterLiveness = defineEntity({
     heartbeatTokenHash: p.string().length(64).nullable(),
     /** The daemon's digest of the reported facts the last full write applied to `routers` (null: none yet). */
     factsDigest: p.bigint("string").nullable(),
+    /**
+     * Room for the next heartbeats' row versions: inserted as 240 bytes, set to null by the row's
+     * first steady update, so pages hold fewer rows than the fillfactor allows and are pruned less
+     * often (migration 035, docs/scale.md "Room on the page").
+     */
+    room: p.text().nullable(),
   },
 });
 export type TRouterLiveness = InferEntity<typeof RouterLiveness>;

@@ -22,6 +22,7 @@ import { ObservabilityMigration } from "./20261125-017-observability.migration.t
 import { WireguardMigration } from "./20261125-016-wireguard.migration.ts";
 import { WireguardEndpointsMigration } from "./20261125-031-wireguard-endpoints.migration.ts";
 import { LivenessTokenMigration } from "./20261128-034-liveness-token.migration.ts";
+import { LivenessRoomMigration } from "./20261128-035-liveness-room.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -51,4 +52,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261125-032-router-liveness", class: RouterLivenessMigration },
   { name: "20261125-033-liveness-previous", class: LivenessPreviousMigration },
   { name: "20261128-034-liveness-token", class: LivenessTokenMigration },
+  { name: "20261128-035-liveness-room", class: LivenessRoomMigration },
 ];

@@ -3,6 +3,7 @@ import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Query } from "../database.ts";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
+import { LIVENESS_ROOM_BYTES } from "../migrations/20261128-035-liveness-room.migration.ts";
 import { AdoptionsRepository } from "./adoptions.repository.ts";
 import { FLUSH_STATEMENTS, type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
 
@@ -305,6 +306,28 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
       expect(await identity(router.id)).not.toBe("late");
     },
   );
+
+  it("a new liveness row carries room for later versions until its first steady update", async () => {
+    const router = await makeRouter(db, owner);
+    const room = async () =>
+      (
+        await db.query<{ bytes: number | null }>(
+          "select octet_length(room) as bytes from router_liveness where router_id = $1",
+          [router.id],
+        )
+      )[0]?.bytes;
+    // A router that never beat has no liveness row (the factory gives it one).
+    await db.query("delete from router_liveness where router_id = $1", [router.id]);
+    const first = await statementsOf(() => heartbeats.applyHeartbeats([beat(router, T0)], QUIET_GAP_MS));
+    expect(first.statements).toEqual(["fast", "apply"]);
+    expect(await room()).toBe(LIVENESS_ROOM_BYTES);
+    const steady = await statementsOf(() => heartbeats.applyHeartbeats([beat(router, T0 + 1_000)], QUIET_GAP_MS));
+    expect(steady.statements).toEqual(["fast"]);
+    expect(await room()).toBeNull();
+    // A full write of a row that exists (a new fact) leaves no room either.
+    await heartbeats.applyHeartbeats([beat(router, T0 + 2_000, { identity: "new" })], QUIET_GAP_MS);
+    expect(await room()).toBeNull();
+  });
 
   it("the flush and a sweep that opens nothing commit without waiting for the disk; a sweep that opens a fault waits", async () => {
     const router = await makeRouter(db, owner);

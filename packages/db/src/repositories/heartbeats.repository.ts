@@ -9,6 +9,7 @@ import {
   type FaultRecord,
   faultFromRow,
 } from "./routers.repository.ts";
+import { LIVENESS_ROOM_BYTES } from "../migrations/20261128-035-liveness-room.migration.ts";
 import { binaryArray, plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -206,7 +207,8 @@ with ${ASYNC_COMMIT}, v as (
     has_pulse = true,
     last_seen_at = greatest(l.last_seen_at, to_timestamp(v.seen_ms / 1000.0)),
     last_seen_from = coalesce(v.peer, l.last_seen_from),
-    uptime_seconds = coalesce(v.uptime, l.uptime_seconds)
+    uptime_seconds = coalesce(v.uptime, l.uptime_seconds),
+    room = null
   from v
   where l.router_id = v.id and l.heartbeat_token_hash = v.token_hash and l.facts_digest = v.facts_digest
   returning l.router_id, l.previous_has_pulse, l.previous_seen_at, v.seen_ms
@@ -258,8 +260,9 @@ const APPLY_SQL = `${INPUT_CTE}, a as (
   for no key update of r
 ), l as (
   insert into router_liveness as l (router_id, has_pulse, last_seen_at, last_seen_from, uptime_seconds,
-    heartbeat_token_hash, facts_digest)
-  select a.id, true, to_timestamp(a.seen_ms / 1000.0), a.peer, a.uptime, a.token_hash, a.facts_digest from a
+    heartbeat_token_hash, facts_digest, room)
+  select a.id, true, to_timestamp(a.seen_ms / 1000.0), a.peer, a.uptime, a.token_hash, a.facts_digest,
+    repeat(' ', ${LIVENESS_ROOM_BYTES}) from a
   on conflict (router_id) do update set
     previous_has_pulse = l.has_pulse,
     previous_seen_at = l.last_seen_at,
@@ -268,7 +271,8 @@ const APPLY_SQL = `${INPUT_CTE}, a as (
     last_seen_from = coalesce(excluded.last_seen_from, l.last_seen_from),
     uptime_seconds = coalesce(excluded.uptime_seconds, l.uptime_seconds),
     heartbeat_token_hash = excluded.heartbeat_token_hash,
-    facts_digest = excluded.facts_digest
+    facts_digest = excluded.facts_digest,
+    room = null
 ), u as (
   update routers r set
     identity = coalesce(v.identity, r.identity),
