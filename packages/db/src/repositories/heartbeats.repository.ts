@@ -162,7 +162,11 @@ const POSTGRES_CHUNK = 20_000;
 // disk at every flush was a third of the database's CPU per heartbeat at 83 rows a flush
 // (bench/flush-statement-bench.ts; docs/scale.md). The CTE is materialized and read by the input
 // rows, so it runs once, before anything is written.
-const ASYNC_COMMIT = "async_commit as materialized (select set_config('synchronous_commit', 'off', true))";
+const COMMIT_ASYNC = "set_config('synchronous_commit', 'off', true)";
+const ASYNC_COMMIT = `async_commit as materialized (select ${COMMIT_ASYNC})`;
+/** Marks the daemons alive at $1 (ms) with the interval $2 (the sweeps' statements). */
+const MARK_ALIVE =
+  "update heartbeat_coverage set alive_at = greatest(alive_at, to_timestamp($1::float8 / 1000.0)), interval_ms = $2::int";
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
@@ -642,18 +646,16 @@ export class HeartbeatsRepository {
     return this.#db.transaction(async (query) => {
       // The sweep's own transaction commits asynchronously (ASYNC_COMMIT) unless it opens faults.
       const locked = await query<{ ok: boolean }>(
-        "select pg_try_advisory_xact_lock($1) as ok, set_config('synchronous_commit', 'off', true) as commit",
+        `select pg_try_advisory_xact_lock($1) as ok, ${COMMIT_ASYNC} as commit`,
         [SWEEP_LOCK_KEY],
       );
       if (locked[0]?.ok !== true) return null;
       // The oldest pulse comes with the coverage (one round trip; a scan of the narrow liveness
-      // table): the daemon sweeps less often while no router can be due, and scans not at all.
-      const scan = params.scan !== false;
+      // table): the daemon sweeps less often while no router can be due.
       const coverageRows = await query<Record<string, unknown>>(
-        `update heartbeat_coverage set alive_at = greatest(alive_at, to_timestamp($1::float8 / 1000.0)), interval_ms = $2::int
-         where id = 1 returning ${COVERAGE_COLUMNS},
-           case when $3::boolean then (select ${ms("min(l.last_seen_at)", "m")} from router_liveness l where l.has_pulse) end as oldest_seen_ms`,
-        [params.now.getTime(), params.intervalMs, scan],
+        `${MARK_ALIVE} where id = 1 returning ${COVERAGE_COLUMNS},
+           (select ${ms("min(l.last_seen_at)", "m")} from router_liveness l where l.has_pulse) as oldest_seen_ms`,
+        [params.now.getTime(), params.intervalMs],
       );
       const coverageRow = coverageRows[0];
       if (!coverageRow) return null;
@@ -662,8 +664,8 @@ export class HeartbeatsRepository {
         coverageRow.oldest_seen_ms === null || coverageRow.oldest_seen_ms === undefined
           ? null
           : new Date(toNumber(coverageRow.oldest_seen_ms));
-      const due = scan ? await this.#due(query, params, coverage) : [];
-      return work({ coverage, due, oldestSeenAt, scanned: scan, open: (faults) => this.#open(query, faults), query });
+      const due = await this.#due(query, params, coverage);
+      return work({ coverage, due, oldestSeenAt, scanned: true, open: (faults) => this.#open(query, faults), query });
     });
   }
 
@@ -675,11 +677,8 @@ export class HeartbeatsRepository {
    */
   async #markAlive<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
     const rows = await this.#db.query<Record<string, unknown>>(
-      `with lock as materialized (
-         select pg_try_advisory_xact_lock($3) as ok, set_config('synchronous_commit', 'off', true) as commit
-       )
-       update heartbeat_coverage set alive_at = greatest(alive_at, to_timestamp($1::float8 / 1000.0)), interval_ms = $2::int
-       where id = 1 and (select ok from lock) returning ${COVERAGE_COLUMNS}`,
+      `with lock as materialized (select pg_try_advisory_xact_lock($3) as ok, ${COMMIT_ASYNC} as commit)
+       ${MARK_ALIVE} where id = 1 and (select ok from lock) returning ${COVERAGE_COLUMNS}`,
       [params.now.getTime(), params.intervalMs, SWEEP_LOCK_KEY],
       { prepare: "heartbeat_alive" },
     );
