@@ -117,6 +117,9 @@ on conflict (id) do update set stripe_subscription_id = excluded.stripe_subscrip
   attempt_count = greatest(billing_invoices.attempt_count, excluded.attempt_count), synced_at = excluded.synced_at
 where billing_invoices.status not in ('paid', 'void') or billing_invoices.status = excluded.status`;
 
+// Not FOR UPDATE: a card's or invoice's foreign key check (FOR KEY SHARE) on the account is not blocked.
+const ACCOUNT_LOCK = "for no key update";
+
 /** The writes of the mirror, on one connection (inside a transaction when made by `transaction`). */
 export class BillingMirrorWriter {
   readonly #q: Query;
@@ -133,13 +136,23 @@ export class BillingMirrorWriter {
     return rows.length === 1;
   }
 
+  /** The account, locked for the rest of the transaction (see `lockAccount`). */
   async accountByCustomer(customerId: string): Promise<MirrorAccount | null> {
     const rows = await this.#q<Row>(
-      "select id, organization_id, stripe_customer_id from billing_accounts where stripe_customer_id = $1",
+      `select id, organization_id, stripe_customer_id from billing_accounts where stripe_customer_id = $1 ${ACCOUNT_LOCK}`,
       [customerId],
     );
     const r = rows[0];
     return r ? { id: String(r.id), organizationId: String(r.organization_id), stripeCustomerId: customerId } : null;
+  }
+
+  /**
+   * Every transaction that writes one account's mirror takes this lock before its first row, so two
+   * of them (the API's own write and a processor event about the same change) run one after the
+   * other instead of locking the account's cards in opposite orders and deadlocking.
+   */
+  async lockAccount(accountId: string): Promise<void> {
+    await this.#q(`select id from billing_accounts where id = $1 ${ACCOUNT_LOCK}`, [accountId]);
   }
 
   async upsertCard(accountId: string, card: MirrorCard, at: Date): Promise<void> {
@@ -265,8 +278,18 @@ export class BillingMirrorRepository {
     return new BillingMirrorWriter(await this.#query());
   }
 
+  /** A transaction whose writer finds its account itself (`accountByCustomer` locks it). */
   async transaction<T>(work: (writer: BillingMirrorWriter) => Promise<T>): Promise<T> {
     return this.#db.transaction((query) => work(new BillingMirrorWriter(query)));
+  }
+
+  /** A transaction on one account's mirror, its account locked first (`BillingMirrorWriter.lockAccount`). */
+  async accountTransaction<T>(accountId: string, work: (writer: BillingMirrorWriter) => Promise<T>): Promise<T> {
+    return this.#db.transaction(async (query) => {
+      const writer = new BillingMirrorWriter(query);
+      await writer.lockAccount(accountId);
+      return work(writer);
+    });
   }
 
   /** Oldest first, like the processor lists them. */

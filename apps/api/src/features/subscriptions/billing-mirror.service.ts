@@ -88,7 +88,7 @@ export class BillingMirrorService {
 
   async cardSaved(accountId: string, card: MirrorCard, isDefault: boolean): Promise<void> {
     const at = this.#deps.clock.now();
-    await this.#deps.repository.transaction(async (writer) => {
+    await this.#deps.repository.accountTransaction(accountId, async (writer) => {
       await writer.upsertCard(accountId, card, at);
       if (isDefault) await writer.setDefaultCard(accountId, card.id);
     });

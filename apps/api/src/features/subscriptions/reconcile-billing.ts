@@ -4,7 +4,7 @@ import type { PaymentsGateway } from "../../integrations/stripe/payments-gateway
 import type { SubscriptionGateway } from "../../integrations/stripe/subscription-gateway.ts";
 
 export interface ReconcileBillingDeps {
-  mirror: Pick<BillingMirrorRepository, "accounts" | "transaction">;
+  mirror: Pick<BillingMirrorRepository, "accounts" | "accountTransaction">;
   payments: Pick<PaymentsGateway, "listCards" | "defaultPaymentMethodId" | "listInvoices">;
   subscriptions: Pick<SubscriptionGateway, "currentSubscription">;
   clock: Clock;
@@ -52,7 +52,7 @@ const reconcileAccount = async (deps: ReconcileBillingDeps, account: MirrorAccou
     deps.subscriptions.currentSubscription(customerId, account.id),
   ]);
   const at = new Date(Math.floor(deps.clock.now().getTime() / 1000) * 1000);
-  await deps.mirror.transaction(async (writer) => {
+  await deps.mirror.accountTransaction(account.id, async (writer) => {
     await writer.replaceCards(
       account.id,
       cards.filter((c) => c.type === "card"),
