@@ -27,6 +27,14 @@ const card = (id: string, createdMs: number): MirrorCard => ({
   created: new Date(createdMs),
 });
 
+/** An organization with a billing account. */
+const accountHolder = async () => {
+  const user = await makeUser(db);
+  const account = await makeAccount(db, user.organizationId);
+  if (!account) throw new Error("the account was not created");
+  return { user, account };
+};
+
 const defaults = async (accountId: string) =>
   (
     await db.query<{ id: string }>(
@@ -37,8 +45,7 @@ const defaults = async (accountId: string) =>
 
 describe("writers of one account's mirror", () => {
   it("an account transaction and an event's transaction both find their account", async () => {
-    const user = await makeUser(db);
-    const account = await makeAccount(db, user.organizationId);
+    const { user, account } = await accountHolder();
     const first = card(`pm_${crypto.randomUUID()}`, 1_000);
     await mirror.accountTransaction(account.id, async (writer) => {
       await writer.upsertCard(account.id, first, new Date());
@@ -57,8 +64,7 @@ describe("writers of one account's mirror", () => {
   it.runIf(process.env.DATABASE_URL)(
     "a saved card's write and the processor's event of the new default run one after the other, without a deadlock",
     async () => {
-      const user = await makeUser(db);
-      const account = await makeAccount(db, user.organizationId);
+      const { account } = await accountHolder();
       const first = card(`pm_a_${crypto.randomUUID()}`, 1_000);
       const second = card(`pm_b_${crypto.randomUUID()}`, 2_000);
       await mirror.accountTransaction(account.id, async (writer) => {
