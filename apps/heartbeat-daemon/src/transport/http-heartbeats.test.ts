@@ -7,6 +7,7 @@ let db: TestDatabase;
 let h: DaemonHarness;
 let owner: { organizationId: string; teamId: string };
 const FLOOD_BURST = 3;
+const NEVER_MS = 3_600_000;
 
 interface Answer {
   status: number;
@@ -56,7 +57,12 @@ beforeAll(async () => {
   db = await createTestDatabase();
   owner = await makeUser(db);
   // A tiny bucket that refills slowly: the bound is reached in a few requests, whatever the machine's speed.
-  h = await startDaemonHarness(db, { intervalMs: 1_000, tuning: { floodBurst: FLOOD_BURST, floodPerSecond: 0.1 } });
+  // The writer flushes only when a test says so (h.daemon.flush): a timer's flush between two steps
+  // would make what a step sees depend on the machine's speed.
+  h = await startDaemonHarness(db, {
+    intervalMs: 1_000,
+    tuning: { floodBurst: FLOOD_BURST, floodPerSecond: 0.1, flushIntervalMs: NEVER_MS, steadyFlushMs: NEVER_MS },
+  });
 });
 
 afterAll(async () => {
