@@ -84,7 +84,10 @@ export class RouterJobWorker {
       },
       this.#handle,
     );
-    await this.#o.engine.work<RouterJobData>(ROUTER_JOBS_DEAD_LETTER, { pollingIntervalSeconds: 5 }, async (job) => {
+    // Polled as often as the queue itself: until this runs, the failed original holds its router's
+    // later jobs back (pg-boss sends no notification when it moves a job to the dead-letter queue).
+    const deadLetterPoll = { pollingIntervalSeconds: this.#o.pollSeconds };
+    await this.#o.engine.work<RouterJobData>(ROUTER_JOBS_DEAD_LETTER, deadLetterPoll, async (job) => {
       const [original] = job.sourceId
         ? await this.#o.engine.findJobs<RouterJobData>(ROUTER_JOBS_QUEUE, { id: job.sourceId })
         : [];
