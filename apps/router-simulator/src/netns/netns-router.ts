@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
@@ -74,6 +74,10 @@ const stop = async (child: ChildProcess | undefined) => {
 
 /** wireguard-go for `linkName` inside `namespace`, answered once its UAPI socket exists. */
 const spawnWireguardGo = async (namespace: string, linkName: string): Promise<ChildProcess> => {
+  const socketPath = `${WG_SOCKET_DIR}/${linkName}.sock`;
+  // A socket left by a killed wireguard-go of an earlier process with the same pid would look
+  // ready and refuse every connection.
+  rmSync(socketPath, { force: true });
   // setpriv: the kernel ends wireguard-go when the simulator dies, even by SIGKILL.
   const child = spawn(
     "ip",
@@ -103,8 +107,25 @@ const spawnWireguardGo = async (namespace: string, linkName: string): Promise<Ch
   child.on("error", (error) => {
     exited = `wireguard-go could not start: ${error.message}`;
   });
+  // Ready when its UAPI socket accepts a connection: the file alone can be there a moment before
+  // wireguard-go listens on it (bind, then listen), and a connection then is refused.
+  let accepting = false;
+  let probing = false;
   await waitFor(
-    () => existsSync(`${WG_SOCKET_DIR}/${linkName}.sock`),
+    () => {
+      if (!accepting && !probing && existsSync(socketPath)) {
+        probing = true;
+        const probe = net.createConnection(socketPath);
+        probe.once("connect", () => {
+          accepting = true;
+          probe.destroy();
+        });
+        probe.once("error", () => {
+          probing = false;
+        });
+      }
+      return accepting;
+    },
     `${linkName}'s socket`,
     () => exited,
   );
