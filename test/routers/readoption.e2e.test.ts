@@ -120,6 +120,8 @@ beforeAll(async () => {
   const env = testSystemEnv({
     HEARTBEAT_INTERVAL_MS: String(INTERVAL_MS),
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
+    // No fault opens however slow the machine: the test compares has_pulse before and after.
+    MISSED_HEARTBEATS: "1000",
   });
   const logger = pino({ level: "silent" });
   a = await startAll({ config: loadAllInOneConfig(env), logger, db });

@@ -63,11 +63,7 @@ describe("simulator against the whole system", () => {
         }).then((r) => r.json() as Promise<any>)
       ).data as Array<Record<string, unknown>>;
 
-    await eventually(
-      async () => (await list()).filter((r) => r.has_pulse).length === 4,
-      "four routers with a pulse",
-      10_000,
-    );
+    await eventually(async () => (await list()).filter((r) => r.has_pulse).length === 4, "four routers with a pulse");
     const routers = await list();
     const silentId = enrolled[0]?.router_id;
     // Each router answers at, and beats from, the tunnel address the system assigned (development:
@@ -85,7 +81,7 @@ describe("simulator against the whole system", () => {
     clock.advance(10 * 60_000);
     const now = formatDateTime(clock.now());
     await expect
-      .poll(async () => (await list()).filter((r) => r.last_seen_at === now).length, { timeout: 10_000 })
+      .poll(async () => (await list()).filter((r) => r.last_seen_at === now).length, { timeout: 15_000 })
       .toBe(3);
     await system.heartbeat.sweep();
 

@@ -13,6 +13,10 @@ import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
 import { connectOk, type DaemonHarness, startDaemonHarness } from "../testing/daemon-harness.ts";
 import { nextSweepInMs, type SweepMemo, type SweepResult, sweepFaults } from "./fault-sweeper.ts";
 
+// On PostgreSQL events reach the feed through NOTIFY on another connection: the default 1 s of
+// expect.poll is too short under load.
+const EVENTS_DELIVERED = { timeout: 15_000 };
+
 const I = 1_000;
 const MISSED = 3;
 const GRACE = 500; // 2 x flushIntervalMs
@@ -117,10 +121,10 @@ describe("fault state table", () => {
     expect((await h.daemon.sweep()).nextDueAt).toBeNull();
     expect(await faultsOf(router.id)).toHaveLength(1);
     await expect
-      .poll(() => events)
+      .poll(() => events, EVENTS_DELIVERED)
       .toContainEqual(expect.objectContaining({ type: "pulse", router_id: router.id, has_pulse: false }));
     await expect
-      .poll(() => events)
+      .poll(() => events, EVENTS_DELIVERED)
       .toContainEqual(
         expect.objectContaining({
           type: "fault",
@@ -152,10 +156,10 @@ describe("fault state table", () => {
       }),
     ]);
     await expect
-      .poll(() => events)
+      .poll(() => events, EVENTS_DELIVERED)
       .toContainEqual(expect.objectContaining({ type: "pulse", router_id: router.id, has_pulse: true }));
     await expect
-      .poll(() => events)
+      .poll(() => events, EVENTS_DELIVERED)
       .toContainEqual(
         expect.objectContaining({
           type: "fault",
