@@ -1,6 +1,6 @@
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, makeAccount, makeUser, type TestDatabase } from "../testing/index.ts";
+import { createTestDatabase, lockWaiters, makeAccount, makeUser, type TestDatabase } from "../testing/index.ts";
 import { BillingMirrorRepository, type MirrorCard } from "./billing-mirror.repository.ts";
 
 // The mirror's writers of one account: the API's own write after a card is saved and the
@@ -92,15 +92,7 @@ describe("writers of one account's mirror", () => {
         if (!found) throw new Error("no account");
         await writer.setDefaultCard(found.id, second.id);
       });
-      await eventually(
-        async () =>
-          (
-            await db.query<{ n: number }>(
-              "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
-            )
-          )[0]?.n === 1,
-        "the event's transaction waiting",
-      );
+      await eventually(async () => (await lockWaiters(db)) === 1, "the event's transaction waiting");
       proceed();
       await expect(save).resolves.toBeUndefined();
       await expect(event).resolves.toBeUndefined();

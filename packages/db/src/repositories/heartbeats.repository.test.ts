@@ -2,7 +2,7 @@ import { hashHeartbeatToken } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Query } from "../database.ts";
-import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
+import { createTestDatabase, lockWaiters, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
 import { LIVENESS_ROOM_BYTES } from "../migrations/20261128-035-liveness-room.migration.ts";
 import { AdoptionsRepository } from "./adoptions.repository.ts";
 import { FLUSH_STATEMENTS, type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
@@ -286,15 +286,7 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
       await eventually(() => updated, "the re-adoption's update");
       // A first heartbeat with the old token: FAST_SQL finds no row, APPLY_SQL waits for the router's row.
       const flush = heartbeats.applyHeartbeats([beat(router, T0, { identity: "late" })], QUIET_GAP_MS);
-      await eventually(
-        async () =>
-          (
-            await db.query<{ n: number }>(
-              "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
-            )
-          )[0]?.n === 1,
-        "the flush waiting for the router's row",
-      );
+      await eventually(async () => (await lockWaiters(db)) === 1, "the flush waiting for the router's row");
       commit();
       await readoption;
       const applied = await flush;

@@ -79,6 +79,14 @@ const createPostgresDatabase = async (
 const USE_BOOKKEEPING: Record<string, string[]> = { api_keys: ["last_used_at"] };
 
 /** A digest of every application row: proves "nothing changed", not just "same count". */
+/** Sessions of this database waiting for a lock (PostgreSQL: tests that interleave two transactions). */
+export const lockWaiters = async (db: Pick<Database, "query">): Promise<number> =>
+  (
+    await db.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+    )
+  )[0]?.n ?? 0;
+
 export const databaseFingerprint = async (db: Database): Promise<string> => {
   const tables = await db.query<{ tablename: string }>(
     // Request counters are bookkeeping of every request, refused ones included, not application state.
