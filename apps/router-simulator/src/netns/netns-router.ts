@@ -54,9 +54,9 @@ const setPrivateKey = (linkName: string, privateKey: string): Promise<void> =>
     );
   });
 
-const waitFor = async (check: () => boolean, what: string, failed: () => string | undefined) => {
+const waitFor = async (check: () => boolean | Promise<boolean>, what: string, failed: () => string | undefined) => {
   const deadline = Date.now() + START_TIMEOUT_MS;
-  while (!check()) {
+  while (!(await check())) {
     const failure = failed();
     if (failure) throw new Error(failure);
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -72,7 +72,18 @@ const stop = async (child: ChildProcess | undefined) => {
   if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 };
 
-/** wireguard-go for `linkName` inside `namespace`, answered once its UAPI socket exists. */
+/** True when a Unix socket takes a connection (closed again at once). */
+const accepts = (path: string): Promise<boolean> =>
+  new Promise((resolve) => {
+    const probe = net.createConnection(path);
+    probe.once("connect", () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once("error", () => resolve(false));
+  });
+
+/** wireguard-go for `linkName` inside `namespace`, answered once its UAPI socket takes connections. */
 const spawnWireguardGo = async (namespace: string, linkName: string): Promise<ChildProcess> => {
   const socketPath = `${WG_SOCKET_DIR}/${linkName}.sock`;
   // A socket left by a killed wireguard-go of an earlier process with the same pid would look
@@ -109,23 +120,8 @@ const spawnWireguardGo = async (namespace: string, linkName: string): Promise<Ch
   });
   // Ready when its UAPI socket accepts a connection: the file alone can be there a moment before
   // wireguard-go listens on it (bind, then listen), and a connection then is refused.
-  let accepting = false;
-  let probing = false;
   await waitFor(
-    () => {
-      if (!accepting && !probing && existsSync(socketPath)) {
-        probing = true;
-        const probe = net.createConnection(socketPath);
-        probe.once("connect", () => {
-          accepting = true;
-          probe.destroy();
-        });
-        probe.once("error", () => {
-          probing = false;
-        });
-      }
-      return accepting;
-    },
+    async () => existsSync(socketPath) && (await accepts(socketPath)),
     `${linkName}'s socket`,
     () => exited,
   );

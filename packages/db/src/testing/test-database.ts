@@ -78,7 +78,6 @@ const createPostgresDatabase = async (
  */
 const USE_BOOKKEEPING: Record<string, string[]> = { api_keys: ["last_used_at"] };
 
-/** A digest of every application row: proves "nothing changed", not just "same count". */
 /** Sessions of this database waiting for a lock (PostgreSQL: tests that interleave two transactions). */
 export const lockWaiters = async (db: Pick<Database, "query">): Promise<number> =>
   (
@@ -87,6 +86,7 @@ export const lockWaiters = async (db: Pick<Database, "query">): Promise<number> 
     )
   )[0]?.n ?? 0;
 
+/** A digest of every application row: proves "nothing changed", not just "same count". */
 export const databaseFingerprint = async (db: Database): Promise<string> => {
   const tables = await db.query<{ tablename: string }>(
     // Request counters are bookkeeping of every request, refused ones included, not application state.
