@@ -25,6 +25,7 @@ export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
 export * from "./runtime/feature-wiring.ts";
 export * from "./rules/text-rules.ts";
+export * from "./rules/json-depth.ts";
 export * from "./rules/uuid.ts";
 export * from "./crypto/ssh-keys.ts";
 export * from "./routeros/routeros-script.ts";

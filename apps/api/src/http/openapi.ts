@@ -13,7 +13,7 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
 
 /** What each error status means, per docs/api.md "Errors" (the body schema depends on the prefix). */
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: "Malformed JSON, or JSON nested deeper than 32 levels.",
+  400: "Malformed JSON.",
   401: "Missing, malformed, expired or wrongly signed credential.",
   402: "Payment required: no billing account at the billing root, or the card was declined.",
   403: "The token lacks the scope, or names a team of another organization.",
@@ -22,7 +22,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: "The request conflicts with the current state (already exists, billed by a parent organization, ...).",
   413: "Body larger than 100 KiB.",
   415: "A body whose content type is not application/json.",
-  422: "Validation failed (the fields are named), or the organization has no billing account yet.",
+  422: "Validation failed (the fields are named; JSON nested deeper than 32 levels included), or the organization has no billing account yet.",
   429: "Too many requests: wait for `Retry-After` seconds.",
   500: "Unexpected error.",
   502: "The payment processor failed or is unreachable.",

@@ -124,9 +124,19 @@ export class WsHeartbeats {
       const peer = peers.get(this);
       if (peer) registry.remove(peer.owner.routerId, this);
     };
+    const internal = errorFrame("Internal error: the frame was not processed.");
     this.#onMessage = function (this: WebSocket, data: RawData, isBinary: boolean) {
       const peer = peers.get(this);
-      if (peer) onFrame(this, peer, data, isBinary);
+      if (!peer) return;
+      // docs/api.md "Errors": one frame fails alone. Whatever its handling throws is answered with
+      // an error frame on this socket; nothing reaches the emitter (an uncaught throw there would
+      // end the process, and every router's connection with it).
+      try {
+        onFrame(this, peer, data, isBinary);
+      } catch (error) {
+        logger.error({ err: error, routerId: peer.owner.routerId }, "heartbeat frame failed");
+        if (this.readyState === this.OPEN) this.send(internal);
+      }
     };
     const periodMs = options.tuning.pingIntervalMs;
     this.#stopPinger = startPinger(this.#registry, periodMs, clock, (ws, now) => {
