@@ -14,6 +14,7 @@ describe("API configuration", () => {
     WEBHOOK_ENCRYPTION_KEY: SECRET,
     TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
     ACCESS_PASSWORD_KEY: SECRET,
+    METRICS_TOKEN: "scrape-token",
   };
 
   it("has the contract's defaults", () => {
@@ -142,6 +143,7 @@ describe("API configuration", () => {
       WEBHOOK_ENCRYPTION_KEY: SECRET,
       TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
       ACCESS_PASSWORD_KEY: SECRET,
+      METRICS_TOKEN: "scrape-token",
     };
     /** TUNNEL_MODE=wireguard on top: adoption scripts name the hub. */
     const wireguard = {
@@ -205,8 +207,18 @@ describe("API configuration", () => {
       ["TUNNEL_SSH_KEY", { TUNNEL_SSH_PUBLIC_KEY: undefined }],
       ["ACCESS_PASSWORD_KEY", { ACCESS_PASSWORD_KEY: undefined }],
       ["STRIPE_WEBHOOK_SECRET", { STRIPE_WEBHOOK_SECRET: undefined }],
+      ["METRICS_TOKEN", { METRICS_TOKEN: undefined }],
     ])("without %s it stops naming it", (variable, without) => {
       expect(refusal({ ...complete, ...without })).toBe(variable);
+    });
+
+    // /metrics is never anonymous on the public ports: a token, or a port of its own.
+    it("without METRICS_TOKEN stops with one line naming it, unless METRICS_PORT moves /metrics off", () => {
+      expect(() => loadApiConfig({ ...complete, METRICS_TOKEN: undefined })).toThrow(
+        /^Invalid configuration: METRICS_TOKEN must be set with NODE_ENV=production \(or METRICS_PORT\): /,
+      );
+      expect(refusal({ ...complete, METRICS_TOKEN: undefined, METRICS_PORT: "9100" })).toBeNull();
+      expect(refusal({ ...complete, NODE_ENV: "development", METRICS_TOKEN: undefined })).toBeNull();
     });
 
     it("in wireguard mode, without the hub's key it stops naming TUNNEL_WG_PUBLIC_KEY", () => {
@@ -267,6 +279,7 @@ describe("API configuration", () => {
           WEBHOOK_ENCRYPTION_KEY_FILE: file("webhook-prod", SECRET),
           ACCESS_PASSWORD_KEY_FILE: file("access-prod", `${SECRET}\n`),
           TUNNEL_SSH_KEY: "/run/secrets/key",
+          METRICS_TOKEN_FILE: file("metrics-prod", "scrape-me\n"),
         }),
       ).toBeNull();
     });

@@ -20,6 +20,7 @@ import {
   type TunnelModeEnv,
   type TunnelNetwork,
   requireInProduction,
+  requireMetricsGuardInProduction,
   requireStripeInProduction,
   withSecretFiles,
 } from "@fleet/shared";
@@ -190,6 +191,7 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
     "the API and every tunnel agent derive the same temporary router passwords from it",
   );
   requireWireguardHubKeyInProduction(env);
+  requireMetricsGuardInProduction(env);
   return {
     host: envString(env, "HOST", "127.0.0.1"),
     port: envPort(env, "PORT", 3000),

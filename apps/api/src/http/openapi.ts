@@ -46,7 +46,7 @@ const errorStatuses = (method: string, path: string, meta: ProcedureMeta): numbe
   const auth = meta.rest?.auth ?? "token";
   if (auth === "token") for (const status of [401, 403, 429]) statuses.add(status);
   if (auth === "none") statuses.add(429);
-  if (auth === "login-hook") statuses.add(401);
+  if (auth === "login-hook") for (const status of [401, 429]) statuses.add(status);
   if (path.includes("{")) statuses.add(404);
   return [...statuses].sort((a, b) => a - b);
 };

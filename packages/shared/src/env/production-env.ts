@@ -81,3 +81,14 @@ export const requireStripeInProduction = (env: TEnv): boolean => {
   }
   return emulator;
 };
+
+/**
+ * `/metrics` is never anonymous on the public ports in production (docs/operations.md
+ * "Production"): `METRICS_TOKEN`, or `METRICS_PORT` (then metrics are served only there).
+ */
+export const requireMetricsGuardInProduction = (env: TEnv): void =>
+  requireInProduction(
+    env,
+    ["METRICS_TOKEN", "METRICS_PORT"],
+    "/metrics would otherwise answer anyone on the public ports with fleet-wide figures",
+  );
