@@ -63,6 +63,8 @@ export interface RouterOsSshServer {
   logins(): number;
   /** The router's local users (temporary access users among them), passwords included. */
   users(): SimUser[];
+  /** The router's local groups with their policies (built-in ones included). */
+  groups(): Array<{ name: string; policy: string[] }>;
   /** Names of the scheduler entries. */
   schedulerEntries(): string[];
   /** Runs every scheduler entry's script now, as the router's clock would when they come due. */
@@ -307,6 +309,7 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     commands: () => [...commandLine.received],
     logins: () => logins,
     users: () => users.users(),
+    groups: () => users.groups(),
     schedulerEntries: () => users.schedulerEntries(),
     fireSchedulers: () => users.fireAll(),
     async close() {
