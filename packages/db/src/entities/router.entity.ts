@@ -27,6 +27,8 @@ export const Router = defineEntity({
     tunnelIp: p.string().length(45).nullable().unique(),
     reportedMetadata: p.json<Record<string, unknown>>().default("{}"),
     userMetadata: p.json<Record<string, unknown>>().default("{}"),
+    /** Set through the API (docs/api.md "Routers"); alert rules and maintenance windows select by them. */
+    tags: p.json<string[]>().default("[]"),
     /** SHA-256 (hex) of the heartbeat token; the token itself is shown once at enrollment. */
     heartbeatTokenHash: p.string().length(64).unique(),
     createdAt: p.datetime().onCreate(() => new Date()),

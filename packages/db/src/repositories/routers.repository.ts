@@ -27,6 +27,7 @@ export interface RouterRecord {
   tunnelHandshakeAt?: Date | null;
   reportedMetadata: Record<string, unknown>;
   userMetadata: Record<string, unknown>;
+  tags: string[];
   createdAt: Date;
 }
 
@@ -78,7 +79,7 @@ export const LIVENESS_JOIN = "left join router_liveness l on l.router_id = r.id"
 export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
   r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8 as uptime_seconds,
   coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
-  ${ms("r.created_at", "created_ms")},
+  r.tags, ${ms("r.created_at", "created_ms")},
   exists (select 1 from router_wireguard_peers w where w.router_id = r.id) as tunnel_bound,
   ${ms("(select w.handshake_at from router_wireguard_peers w where w.router_id = r.id)", "tunnel_handshake_ms")}`;
 
@@ -90,6 +91,11 @@ type Row = Record<string, unknown>;
 const json = (value: unknown): Record<string, unknown> => {
   const parsed = typeof value === "string" ? JSON.parse(value) : value;
   return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+};
+
+const stringList = (value: unknown): string[] => {
+  const parsed = typeof value === "string" ? JSON.parse(value) : value;
+  return Array.isArray(parsed) ? parsed.map(String) : [];
 };
 
 const dateOrNull = (value: unknown): Date | null =>
@@ -116,6 +122,7 @@ export const routerFromRow = (row: Row): RouterRecord => ({
   tunnelHandshakeAt: dateOrNull(row.tunnel_handshake_ms),
   reportedMetadata: json(row.reported_metadata),
   userMetadata: json(row.user_metadata),
+  tags: stringList(row.tags),
   createdAt: new Date(toNumber(row.created_ms)),
 });
 
@@ -154,10 +161,12 @@ export class RoutersRepository {
     this.#db = db;
   }
 
-  async listByTeam(teamId: string): Promise<RouterRecord[]> {
+  /** The team's routers; with `tag`, only those carrying it. */
+  async listByTeam(teamId: string, filter: { tag?: string | undefined } = {}): Promise<RouterRecord[]> {
     const rows = await this.#db.query<Row>(
-      `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.team_id = $1 order by r.created_at, r.id`,
-      [teamId],
+      `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.team_id = $1
+         and ($2::jsonb is null or r.tags @> $2::jsonb) order by r.created_at, r.id`,
+      [teamId, filter.tag === undefined ? null : JSON.stringify([filter.tag])],
     );
     return rows.map(routerFromRow);
   }
@@ -295,6 +304,17 @@ export class RoutersRepository {
       const result = updated[0];
       return result ? routerFromRow(result) : null;
     });
+  }
+
+  /** Replaces a router's tags; null when the router is not the team's. */
+  async updateTags(teamId: string, routerId: string, tags: readonly string[]): Promise<RouterRecord | null> {
+    if (!isUuid(routerId)) return null;
+    const rows = await this.#db.query<Row>(
+      `with updated as (update routers set tags = $3::jsonb where id = $1 and team_id = $2 returning *)
+       select ${ROUTER_COLUMNS} from updated r ${LIVENESS_JOIN}`,
+      [routerId, teamId, JSON.stringify(tags)],
+    );
+    return rows[0] ? routerFromRow(rows[0]) : null;
   }
 
   /** The router's most recent faults, newest first. */

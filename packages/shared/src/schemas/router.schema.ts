@@ -1,7 +1,14 @@
 import { z } from "zod";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
 import { isCanonicalIpv4 } from "../rules/ipv4-rules.ts";
-import { breaksTextRule, findTextRuleViolation, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
+import {
+  breaksTextRule,
+  findTextRuleViolation,
+  stringError,
+  TEXT_RULE_MESSAGE,
+  text,
+  textRule,
+} from "../rules/text-rules.ts";
 
 /** The `/api` success envelope (docs/api.md "Routers": `status` and `data`). */
 export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
@@ -28,6 +35,9 @@ export const ZRouter = z
     board_name: z.string(),
     last_seen_at: z.string().nullable().meta({ description: "YYYY-MM-DD HH:MM:SS (UTC)." }),
     created_at: z.string().meta({ description: "YYYY-MM-DD HH:MM:SS (UTC)." }),
+    tags: z
+      .array(z.string())
+      .meta({ description: "Set with PATCH /api/routers/{id}; used by alert rules and maintenance windows." }),
   })
   .meta({ id: "Router" });
 export type TRouter = z.infer<typeof ZRouter>;
@@ -123,7 +133,29 @@ export const ROUTER_LIMITS = {
   /** ... and all user keys together at most this many bytes of JSON. */
   metadataTotalBytes: 16_384,
   url: 2_048,
+  /** Tags of one router (docs/api.md "Routers": PATCH /api/routers/{id}) ... */
+  tags: 20,
+  /** ... each 1..40 characters under the text rule. */
+  tagLength: 40,
 } as const;
+
+/** One router tag (also a filter value of `GET /api/routers?tag=`, alert rules and maintenance windows). */
+export const ZRouterTag = text({ min: 1, max: ROUTER_LIMITS.tagLength, error: stringError });
+
+/** A router's whole tag list: replaced, never merged; duplicates collapse. */
+export const ZRouterTags = z
+  .array(ZRouterTag, { error: "must be an array of strings" })
+  .max(ROUTER_LIMITS.tags, { error: `must hold at most ${ROUTER_LIMITS.tags} tags` });
+
+/** `GET /api/routers` filters (docs/api.md "Routers"). */
+export const ZListRoutersQuery = z.object({ tag: ZRouterTag.optional() }).optional();
+export type TListRoutersQuery = z.infer<typeof ZListRoutersQuery>;
+
+/** The body of `PATCH /api/routers/{id}`: the fields of the router itself (metadata has its own PATCH). */
+export const ZUpdateRouterBody = z.object({ tags: ZRouterTags.optional() });
+
+export const ZUpdateRouterInput = z.preprocess(routerIdAlias, ZUpdateRouterBody.extend({ router_id: routerId }));
+export type TUpdateRouterInput = z.infer<typeof ZUpdateRouterInput>;
 
 /** POST /api/routers. */
 export const ZEnrollRouterInput = z.object({

@@ -1,4 +1,4 @@
-import { successEnvelope, ZRouter } from "@fleet/shared";
+import { successEnvelope, ZListRoutersQuery, ZRouter } from "@fleet/shared";
 import { z } from "zod";
 import { teamProcedure } from "../../trpc/init.ts";
 import { jsend } from "../../trpc/envelopes.ts";
@@ -10,9 +10,10 @@ export const listRouters = teamProcedure("routers:read")
       path: "/api/routers",
       tags: ["routers"],
       summary: "List the routers of the token's team",
+      description: "`tag` keeps the routers that carry that tag.",
     },
     successStatus: 200,
   })
-  .input(z.void())
+  .input(ZListRoutersQuery)
   .output(successEnvelope(z.array(ZRouter)))
-  .query(jsend(({ ctx }) => ctx.services.routers.list(ctx.teamId)));
+  .query(jsend(({ ctx, input }) => ctx.services.routers.list(ctx.teamId, input)));

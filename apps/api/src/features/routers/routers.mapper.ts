@@ -40,6 +40,7 @@ export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
     board_name: router.boardName,
     last_seen_at: router.lastSeenAt ? formatDateTime(router.lastSeenAt) : null,
     created_at: formatDateTime(router.createdAt),
+    tags: router.tags,
   };
 };
 

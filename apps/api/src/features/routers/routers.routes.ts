@@ -8,6 +8,7 @@ import { listRouters } from "./list-routers.ts";
 import { onRouterStatus } from "./on-router-status.ts";
 import { reissueAdoption } from "./reissue-adoption.ts";
 import { removeRouter } from "./remove-router.ts";
+import { updateRouter } from "./update-router.ts";
 import { updateRouterMetadata } from "./update-router-metadata.ts";
 
 /** docs/api.md "tRPC": `routers.*` (plus the `onStatus` subscription). */
@@ -16,6 +17,7 @@ export const routersRouter = router({
   enroll: enrollRouter,
   remove: removeRouter,
   metadata: getRouterMetadata,
+  update: updateRouter,
   updateMetadata: updateRouterMetadata,
   oem: getRouterOem,
   metrics: getRouterMetrics,

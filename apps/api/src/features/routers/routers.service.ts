@@ -25,6 +25,8 @@ import {
   type TEnrolledRouter,
   type TPlatformScope,
   type TEnrollRouterInput,
+  type TListRoutersQuery,
+  type TUpdateRouterInput,
   type TFault,
   type TMetric,
   type TRouter,
@@ -48,7 +50,8 @@ import {
 
 /** The persistence the service needs (RoutersRepository in production). */
 export interface RouterStore extends TunnelAddressStore {
-  listByTeam(teamId: string): Promise<RouterRecord[]>;
+  listByTeam(teamId: string, filter?: { tag?: string | undefined }): Promise<RouterRecord[]>;
+  updateTags(teamId: string, routerId: string, tags: readonly string[]): Promise<RouterRecord | null>;
   findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
   insert(input: NewRouter, query: Query): Promise<RouterRecord>;
   deleteInTeam(query: Query, teamId: string, routerId: string): Promise<DeletedRouter | null>;
@@ -122,9 +125,24 @@ export class RouterService {
     this.#deps = deps;
   }
 
-  async list(teamId: string): Promise<TRouter[]> {
+  async list(teamId: string, query: TListRoutersQuery = {}): Promise<TRouter[]> {
     const now = this.#deps.clock.now();
-    return (await this.#deps.routers.listByTeam(teamId)).map((r) => toRouterResponse(r, now));
+    return (await this.#deps.routers.listByTeam(teamId, { tag: query?.tag })).map((r) => toRouterResponse(r, now));
+  }
+
+  /**
+   * `PATCH /api/routers/{id}`: the router's own fields (docs/api.md "Routers"). `tags` replaces the
+   * list (duplicates collapse, order kept); a field left out is left alone.
+   */
+  async update(teamId: string, input: TUpdateRouterInput): Promise<TRouter> {
+    let updated: RouterRecord | null = null;
+    if (input.tags !== undefined) {
+      updated = await this.#deps.routers.updateTags(teamId, input.router_id, [...new Set(input.tags)]);
+    } else {
+      updated = await this.#deps.routers.findInTeam(teamId, input.router_id);
+    }
+    if (!updated) throw notFound();
+    return toRouterResponse(updated, this.#deps.clock.now());
   }
 
   /**
