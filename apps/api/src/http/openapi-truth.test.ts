@@ -118,10 +118,12 @@ describe("the OpenAPI document tells the truth", () => {
     await call("POST", "/api/routers", { token: reader.token, body: {} });
     await call("POST", "/api/routers", { token: t, rawBody: "x", headers: { "content-type": "text/plain" } });
     await call("GET", "/api/routers", { token: t });
+    await call("GET", "/api/routers?limit=1&q=truth&sort=last_seen&status=offline", { token: t });
+    await call("GET", "/api/routers?limit=0", { token: t });
     await call("GET", "/api/routers");
     await call("PUT", "/api/routers", { token: t, body: {} });
     const id = enrolled.body.data.router.id as string;
-    for (const suffix of ["/metadata", "/oem", "/metrics", "/faults", "/transient-forwarding"]) {
+    for (const suffix of ["", "/metadata", "/oem", "/metrics", "/faults", "/transient-forwarding"]) {
       await call("GET", `/api/routers/${id}${suffix}`, { token: t });
       await call("GET", `/api/routers/${UNKNOWN}${suffix}`, { token: t });
       await call("GET", `/api/routers/${id}${suffix}`);

@@ -22,6 +22,7 @@ import { ObservabilityMigration } from "./20261125-017-observability.migration.t
 import { WireguardMigration } from "./20261125-016-wireguard.migration.ts";
 import { WireguardEndpointsMigration } from "./20261125-031-wireguard-endpoints.migration.ts";
 import { LivenessTokenMigration } from "./20261128-034-liveness-token.migration.ts";
+import { RouterListMigration } from "./20261129-070-router-list.migration.ts";
 import { LivenessRoomMigration } from "./20261128-035-liveness-room.migration.ts";
 import { RouterTagsMigration } from "./20261129-100-router-tags.migration.ts";
 
@@ -55,4 +56,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261128-034-liveness-token", class: LivenessTokenMigration },
   { name: "20261128-035-liveness-room", class: LivenessRoomMigration },
   { name: "20261129-100-router-tags", class: RouterTagsMigration },
+  { name: "20261129-070-router-list", class: RouterListMigration },
 ];

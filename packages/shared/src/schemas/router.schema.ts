@@ -17,6 +17,7 @@ export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ stat
 export const ZRouter = z
   .object({
     id: z.string().meta({ description: "v4 UUID." }),
+    name: z.string().meta({ description: "The metadata's `name` (set at enrollment or by PATCH); empty when unset." }),
     identity: z.string(),
     serial_number: z.string().meta({ description: "For virtual (cloud-hosted) instances, the software id." }),
     software_version: z.string(),
@@ -117,6 +118,29 @@ const routerId = textRule(z.string({ error: "must be a string" }));
 export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: routerId }));
 export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;
 
+/** docs/api.md "Listing a fleet": the bounds of `GET /api/routers`; exported so tests probe the edges. */
+export const ROUTER_LIST_LIMITS = { min: 1, max: 500, query: 100, cursor: 500 } as const;
+
+const LIMIT_ERROR = `must be an integer between ${ROUTER_LIST_LIMITS.min} and ${ROUTER_LIST_LIMITS.max}`;
+
+/** The answer of GET /api/routers: `next_cursor` only when `limit` was given (null on the last page). */
+export const ZRouterList = z
+  .object({
+    status: z.literal("success"),
+    data: z.array(ZRouter),
+    next_cursor: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: "With `limit`: pass as ?cursor= for the next page; null on the last one." }),
+  })
+  .meta({ id: "RouterList" });
+export type TRouterList = z.infer<typeof ZRouterList>;
+
+/** routers.counts (tRPC): the team's routers, online and offline. */
+export const ZRouterCounts = z.object({ total: z.number().int(), online: z.number().int(), offline: z.number().int() });
+export type TRouterCounts = z.infer<typeof ZRouterCounts>;
+
 /** docs/api.md "Limits" for routers; exported so tests probe the exact edges. */
 export const ROUTER_LIMITS = {
   name: 100,
@@ -146,10 +170,6 @@ export const ZRouterTag = text({ min: 1, max: ROUTER_LIMITS.tagLength, error: st
 export const ZRouterTags = z
   .array(ZRouterTag, { error: "must be an array of strings" })
   .max(ROUTER_LIMITS.tags, { error: `must hold at most ${ROUTER_LIMITS.tags} tags` });
-
-/** `GET /api/routers` filters (docs/api.md "Routers"). */
-export const ZListRoutersQuery = z.object({ tag: ZRouterTag.optional() }).optional();
-export type TListRoutersQuery = z.infer<typeof ZListRoutersQuery>;
 
 /** The body of `PATCH /api/routers/{id}`: the fields of the router itself (metadata has its own PATCH). */
 export const ZUpdateRouterBody = z.object({ tags: ZRouterTags.optional() });
@@ -220,6 +240,41 @@ export const tunnelStatus = (bound: boolean, handshakeAt: Date | null, now: Date
   if (!bound) return "pending";
   return handshakeAt !== null && now.getTime() - handshakeAt.getTime() < 180_000 ? "up" : "down";
 };
+
+/**
+ * GET /api/routers (docs/api.md "Listing a fleet"): without `limit` the whole (filtered, sorted)
+ * list; with it one page and `next_cursor`. Query strings arrive as text, so `limit` is coerced.
+ */
+export const ZListRoutersInput = z
+  .object({
+    limit: z.coerce
+      .number({ error: LIMIT_ERROR })
+      .int({ error: LIMIT_ERROR })
+      .min(ROUTER_LIST_LIMITS.min, { error: LIMIT_ERROR })
+      .max(ROUTER_LIST_LIMITS.max, { error: LIMIT_ERROR })
+      .optional(),
+    cursor: textRule(
+      z
+        .string({ error: "must be a next_cursor from a previous page" })
+        .max(ROUTER_LIST_LIMITS.cursor, { error: "must be a next_cursor from a previous page" }),
+    ).optional(),
+    q: textRule(
+      z
+        .string({ error: "must be a string" })
+        .max(ROUTER_LIST_LIMITS.query, { error: `must be at most ${ROUTER_LIST_LIMITS.query} characters` }),
+    )
+      .optional()
+      .meta({
+        description: "Case-insensitive substring of identity, name, serial number, model or last-seen address.",
+      }),
+    status: z.enum(["online", "offline"], { error: "must be online or offline" }).optional(),
+    tag: ZRouterTag.optional().meta({ description: "Only the routers that carry this tag." }),
+    sort: z.enum(["name", "last_seen"], { error: "must be name or last_seen" }).optional().meta({
+      description: "name (default): A to Z, case-insensitive; last_seen: most recently seen first, never seen last.",
+    }),
+  })
+  .optional();
+export type TListRoutersInput = z.infer<typeof ZListRoutersInput>;
 
 const METADATA_KEY = /^[A-Za-z0-9_.:-]+$/;
 

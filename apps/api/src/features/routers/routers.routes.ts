@@ -1,5 +1,7 @@
 import { router } from "../../trpc/init.ts";
+import { countRouters } from "./count-routers.ts";
 import { enrollRouter } from "./enroll-router.ts";
+import { getRouter } from "./get-router.ts";
 import { getRouterFaults } from "./get-router-faults.ts";
 import { getRouterMetadata } from "./get-router-metadata.ts";
 import { getRouterMetrics } from "./get-router-metrics.ts";
@@ -14,6 +16,8 @@ import { updateRouterMetadata } from "./update-router-metadata.ts";
 /** docs/api.md "tRPC": `routers.*` (plus the `onStatus` subscription). */
 export const routersRouter = router({
   list: listRouters,
+  get: getRouter,
+  counts: countRouters,
   enroll: enrollRouter,
   remove: removeRouter,
   metadata: getRouterMetadata,
