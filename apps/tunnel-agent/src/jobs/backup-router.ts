@@ -19,7 +19,7 @@ import {
 } from "@fleet/shared";
 import { diffLines } from "diff";
 import type { Logger } from "pino";
-import type { RouterOsConnector } from "../routeros/routeros-client.ts";
+import { type RouterOsConnector, RouterOsOutputTooLargeError } from "../routeros/routeros-client.ts";
 import { exportConfiguration } from "../routeros/routeros-commands.ts";
 import { describeJobError, jobPayload, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
@@ -37,7 +37,17 @@ export interface BackupJobDeps {
   tunnelNetwork: TunnelNetwork;
   /** BACKUP_RETENTION. */
   retention: number;
+  /** BACKUP_MAX_BYTES: the read stops at this many bytes of export. */
+  maxBytes: number;
 }
+
+/**
+ * Why an export cannot be stored, or undefined. NUL is never part of a RouterOS export and
+ * PostgreSQL refuses it in `text`: a read holding one is refused here, as a failure the router's
+ * backup list shows, rather than failing in the insert.
+ */
+export const unstorableExport = (content: string): string | undefined =>
+  content.includes("\u0000") ? "the router's export holds a NUL character; nothing was stored" : undefined;
 
 /** Lines added and removed between two exports, their dated first lines ignored. */
 export const countChangedLines = (previous: string, next: string): { added: number; removed: number } => {
@@ -111,20 +121,41 @@ export const backupRouterHandler =
       deps.logger.info({ routerId }, "router gone or without an assigned tunnel address; no backup");
       return;
     }
-    let content: string;
+    let outcome: StoreOutcome | null;
     try {
       const target = tunnelTarget(deps, routerId, tunnelIp);
-      content = await withRouterSession(deps.connector, target, (router) => router.exec(exportConfiguration()));
+      let content: string;
+      try {
+        content = await withRouterSession(deps.connector, target, (router) =>
+          router.exec(exportConfiguration(), { maxBytes: deps.maxBytes }),
+        );
+      } catch (error) {
+        // A router that answers more than the cap answers it again: no retry (docs/api.md "Configuration backups").
+        if (error instanceof RouterOsOutputTooLargeError) {
+          throw new PermanentJobError(
+            `the router's export is larger than BACKUP_MAX_BYTES (${deps.maxBytes} bytes); the read was stopped at the cap and nothing was stored`,
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+      const refusal = unstorableExport(content);
+      if (refusal) throw new PermanentJobError(refusal);
+      outcome = await storeConfigRead(
+        deps.db,
+        { routerId, content, ...digestConfigExport(content), at: deps.clock.now(), retention: deps.retention },
+        countChangedLines,
+      );
     } catch (error) {
+      // Every failed read is shown beside the list (a refused export, the store itself), once no
+      // retry is left to fix it.
       const final = job.attempts >= BACKUP_JOB_ATTEMPTS || error instanceof PermanentJobError;
-      if (final) await deps.backups.recordFailure(routerId, deps.clock.now(), describeJobError(error));
+      if (final) {
+        const reason = error instanceof PermanentJobError ? error.message : describeJobError(error);
+        await deps.backups.recordFailure(routerId, deps.clock.now(), reason);
+      }
       throw error;
     }
-    const outcome = await storeConfigRead(
-      deps.db,
-      { routerId, content, ...digestConfigExport(content), at: deps.clock.now(), retention: deps.retention },
-      countChangedLines,
-    );
     if (outcome?.kind === "created") {
       deps.logger.info(
         { routerId, backupId: outcome.backup.id, added: outcome.linesAdded, removed: outcome.linesRemoved },

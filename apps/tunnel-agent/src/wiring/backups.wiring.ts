@@ -46,6 +46,7 @@ export const wireBackups = (
         sshPort: config.ssh.port,
         tunnelNetwork: config.tunnelNetwork,
         retention: config.backups.retention,
+        maxBytes: config.backups.maxBytes,
       }),
       // A backup follows every change the agent made on a router.
       thenBackup:
