@@ -10,19 +10,13 @@ import {
   type StoreOutcome,
   SYSTEM_ORIGIN,
 } from "@fleet/db";
-import {
-  type Clock,
-  digestConfigExport,
-  normalizeConfigExport,
-  type TunnelNetwork,
-  ZReconcileJobPayload,
-} from "@fleet/shared";
-import { diffLines } from "diff";
+import { type Clock, digestConfigExport, type TunnelNetwork, ZReconcileJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
 import { type RouterOsConnector, RouterOsOutputTooLargeError } from "../routeros/routeros-client.ts";
 import { exportConfiguration } from "../routeros/routeros-commands.ts";
 import { describeJobError, jobPayload, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
+import { countChangedLinesLinear, type LineChanges, offLoopLineCounts } from "./count-changes.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface BackupJobDeps {
@@ -49,43 +43,46 @@ export interface BackupJobDeps {
 export const unstorableExport = (content: string): string | undefined =>
   content.includes("\u0000") ? "the router's export holds a NUL character; nothing was stored" : undefined;
 
-/** Lines added and removed between two exports, their dated first lines ignored. */
-export const countChangedLines = (previous: string, next: string): { added: number; removed: number } => {
-  let added = 0;
-  let removed = 0;
-  for (const part of diffLines(normalizeConfigExport(previous), normalizeConfigExport(next))) {
-    if (part.added) added += part.count;
-    else if (part.removed) removed += part.count;
-  }
-  return { added, removed };
-};
+/** Lines added and removed between two exports, off the event loop (count-changes.ts). */
+export const countChangedLines = offLoopLineCounts();
 
 const withoutContent = ({ content: _, ...record }: BackupRecord & { content: string }): BackupRecord => record;
 
 /**
- * Stores a read: equal to the newest version (same digest) only moves its `checked_at`; else a new
- * version, audited as `router.config.changed` when there was a previous one, and the oldest
- * versions beyond the retention go. `countChanges` compares the previous text with the new one.
- * The router's row is locked, so two reads of one router store one after the other; null when the
- * router is gone.
+ * Stores a read: equal to the newest version (same normalized digest) only moves its `checked_at`;
+ * else a new version, audited as `router.config.changed` when there was a previous one, and the
+ * oldest versions beyond the retention go. `countChanges` compares the previous text with the new
+ * one; it runs before the transaction (a diff may take seconds, in a worker thread), so it never
+ * holds the router's lock or PGlite's one connection. The router's row is locked, so two reads of
+ * one router store one after the other; null when the router is gone.
  */
-export const storeConfigRead = (
+export const storeConfigRead = async (
   db: Pick<Database, "transaction">,
   read: ConfigRead,
-  countChanges: (previous: string, next: string) => { added: number; removed: number },
-): Promise<StoreOutcome | null> =>
-  db.transaction(async (query): Promise<StoreOutcome | null> => {
+  countChanges: (previous: string, next: string) => LineChanges | Promise<LineChanges>,
+): Promise<StoreOutcome | null> => {
+  const before = await db.transaction((query) => new ConfigBackupsRepository(query).latest(read.routerId));
+  const counted =
+    before && before.normalizedSha256 !== read.normalizedSha256
+      ? { id: before.id, changes: await countChanges(before.content, read.content) }
+      : undefined;
+  return db.transaction(async (query): Promise<StoreOutcome | null> => {
     const backups = new ConfigBackupsRepository(query);
     const router = await backups.lockRouter(read.routerId);
     if (!router) return null;
     const latest = await backups.latest(read.routerId);
     await backups.clearFailure(read.routerId);
-    if (latest && latest.sha256 === read.sha256) {
+    if (latest && latest.normalizedSha256 === read.normalizedSha256) {
       await backups.markChecked(latest.id, read.at);
       return { kind: "unchanged", backup: { ...withoutContent(latest), checkedAt: read.at } };
     }
     const backup = await backups.insert(read);
-    const changes = latest ? countChanges(latest.content, read.content) : { added: read.lines, removed: 0 };
+    // Another read stored in between (rare): the linear count, rather than a diff under the lock.
+    const changes = !latest
+      ? { added: read.lines, removed: 0 }
+      : counted?.id === latest.id
+        ? counted.changes
+        : countChangedLinesLinear(latest.content, read.content);
     const previous = latest ? withoutContent(latest) : null;
     if (previous) {
       await insertAuditEntry(query, {
@@ -106,6 +103,7 @@ export const storeConfigRead = (
     await backups.pruneBeyond(read.routerId, read.retention);
     return { kind: "created", backup, previous, linesAdded: changes.added, linesRemoved: changes.removed };
   });
+};
 
 /**
  * `router.backup`: reads the router's configuration with `/export terse` and stores it (a new
