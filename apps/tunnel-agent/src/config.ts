@@ -82,6 +82,8 @@ export interface TunnelAgentConfig {
     intervalHours: number;
     /** `BACKUP_RETENTION` (default 100): versions kept per router. */
     retention: number;
+    /** `BACKUP_MAX_BYTES` (default 4 MiB): an export over it is not read further, not stored, and reported as the backup's failure. */
+    maxBytes: number;
   };
   /** `ACCESS_PASSWORD_KEY` (>= 32 bytes, shared with the API); dev: the file `access-password-key` in DATA_DIR. */
   accessPasswordKey: string | undefined;
@@ -139,6 +141,7 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
     backups: {
       intervalHours: envInt(env, "BACKUP_INTERVAL_HOURS", 24, 0, 8_760),
       retention: envInt(env, "BACKUP_RETENTION", 100, 1, 10_000),
+      maxBytes: envInt(env, "BACKUP_MAX_BYTES", 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     },
     accessPasswordKey: envSecret(env, "ACCESS_PASSWORD_KEY", 32),
   };

@@ -24,6 +24,7 @@ export * from "./contracts/status-feed.ts";
 export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";
 export * from "./runtime/feature-wiring.ts";
+export * from "./runtime/worker-runner.ts";
 export * from "./rules/text-rules.ts";
 export * from "./rules/json-depth.ts";
 export * from "./rules/uuid.ts";

@@ -25,6 +25,7 @@ import { LivenessTokenMigration } from "./20261128-034-liveness-token.migration.
 import { RouterListMigration } from "./20261129-070-router-list.migration.ts";
 import { LivenessRoomMigration } from "./20261128-035-liveness-room.migration.ts";
 import { RouterTagsMigration } from "./20261129-100-router-tags.migration.ts";
+import { BackupServedHashMigration } from "./20261129-040-backup-served-hash.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -57,4 +58,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261128-035-liveness-room", class: LivenessRoomMigration },
   { name: "20261129-100-router-tags", class: RouterTagsMigration },
   { name: "20261129-070-router-list", class: RouterListMigration },
+  { name: "20261129-040-backup-served-hash", class: BackupServedHashMigration },
 ];

@@ -9,6 +9,8 @@ export const ERROR_STATUS = {
   validation_failed: 422,
   /** The organization has no billing account yet (docs/api.md "No-account error"). */
   no_account: 422,
+  /** Two backup versions too far apart to diff within the time limit (docs/api.md "Configuration backups"). */
+  diff_too_large: 422,
   /** Malformed JSON or a structurally unacceptable request (too deep, bad batch). */
   bad_request: 400,
   /** Missing, malformed, expired or wrongly signed access token. */
