@@ -46,6 +46,8 @@ interface Peer extends Liveness {
   socket: Socket;
   address: string | null;
   guard: FloodGuard;
+  /** Acks waiting for a write (a token's first heartbeat): later acks go after them, in order. */
+  acking?: Promise<void> | undefined;
 }
 
 /**
@@ -236,8 +238,27 @@ export class WsHeartbeats {
       return;
     }
     countHeartbeat("ws");
+    const spending = this.#o.intake.beforeAck(peer.owner);
+    if (spending !== undefined || peer.acking !== undefined) {
+      this.#ackLater(ws, peer, spending);
+      return;
+    }
     // Safe beside ws's own writes: without compression its sender writes every frame whole and at
     // once (nothing queued), so frames never interleave; a closing socket gets no ack.
     if (ws.readyState === ws.OPEN) peer.socket.write(this.#ackWire);
+  }
+
+  /** The ack once `spending` (a token's first heartbeat spends its adoption URL) and earlier acks are done. */
+  #ackLater(ws: WebSocket, peer: Peer, spending: Promise<void> | undefined): void {
+    const before = peer.acking;
+    const acked = Promise.all([before, spending])
+      .then(() => {
+        if (ws.readyState === ws.OPEN) peer.socket.write(this.#ackWire);
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        if (peer.acking === acked) peer.acking = undefined;
+      });
+    peer.acking = acked;
   }
 }

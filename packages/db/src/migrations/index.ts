@@ -26,6 +26,8 @@ import { RouterListMigration } from "./20261129-070-router-list.migration.ts";
 import { LivenessRoomMigration } from "./20261128-035-liveness-room.migration.ts";
 import { RouterTagsMigration } from "./20261129-100-router-tags.migration.ts";
 import { BackupServedHashMigration } from "./20261129-040-backup-served-hash.migration.ts";
+import { AdoptionSpentMigration } from "./20261129-055-adoption-spent.migration.ts";
+import { TunnelAnsweredMigration } from "./20261129-056-tunnel-answered.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -59,4 +61,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-100-router-tags", class: RouterTagsMigration },
   { name: "20261129-070-router-list", class: RouterListMigration },
   { name: "20261129-040-backup-served-hash", class: BackupServedHashMigration },
+  { name: "20261129-055-adoption-spent", class: AdoptionSpentMigration },
+  { name: "20261129-056-tunnel-answered", class: TunnelAnsweredMigration },
 ];

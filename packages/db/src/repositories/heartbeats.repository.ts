@@ -33,6 +33,11 @@ export interface TokenOwner {
    * (a re-adoption replaces it), and sockets opened with a replaced token are told apart by it.
    */
   tokenHash: string;
+  /**
+   * The router has an adoption URL no heartbeat spent yet (docs/routeros.md "Adoption"): its next
+   * heartbeat spends it before the ack. False for nearly every router, so a beat costs nothing more.
+   */
+  adoptionOpen?: boolean;
 }
 
 /** One router's latest heartbeat of a flush window (docs/api.md "Routers and heartbeats"). Undefined/null: not reported. */
@@ -495,8 +500,10 @@ export class HeartbeatsRepository {
       team_id: string;
       tunnel_ip: string | null;
       wireguard_key: string | null;
+      adoption_open: boolean;
     }>(
-      `select r.heartbeat_token_hash as hash, r.id, r.team_id, r.tunnel_ip, w.public_key as wireguard_key
+      `select r.heartbeat_token_hash as hash, r.id, r.team_id, r.tunnel_ip, w.public_key as wireguard_key,
+         exists (select 1 from router_adoptions a where a.router_id = r.id and a.spent_at is null) as adoption_open
        from routers r left join router_wireguard_peers w on w.router_id = r.id
        where r.heartbeat_token_hash = any($1::text[])`,
       [hashes],
@@ -511,8 +518,22 @@ export class HeartbeatsRepository {
           tunnelIp: r.tunnel_ip === null ? null : String(r.tunnel_ip),
           wireguardKey: r.wireguard_key ?? null,
           tokenHash: r.hash,
+          adoptionOpen: r.adoption_open === true,
         },
       ]),
+    );
+  }
+
+  /**
+   * The first heartbeat made with the router's current token spends its adoption URLs
+   * (docs/routeros.md "Adoption"); a token that is no longer the router's spends nothing.
+   */
+  async spendAdoption(routerId: string, tokenHash: string, at: Date): Promise<void> {
+    await this.#db.query(
+      `update router_adoptions set spent_at = to_timestamp($3::float8 / 1000.0)
+       where router_id = $1::uuid and spent_at is null
+         and exists (select 1 from routers r where r.id = $1::uuid and r.heartbeat_token_hash = $2)`,
+      [routerId, tokenHash, at.getTime()],
     );
   }
 
