@@ -45,3 +45,4 @@ export * from "./repositories/config-backups.repository.ts";
 export * from "./repositories/access.repository.ts";
 export * from "./telemetry/tracing.ts";
 export * from "./repositories/wireguard-peers.repository.ts";
+export { isDatabaseUnreachable } from "./database-unreachable.ts";

@@ -26,7 +26,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   429: "Too many requests: wait for `Retry-After` seconds.",
   500: "Unexpected error.",
   502: "The payment processor failed or is unreachable.",
-  503: "A finite pool is used up (every entry-point port is taken).",
+  503: "The database is unreachable (retry after `Retry-After` seconds), or a finite pool is used up.",
 };
 
 /** A schema with a registered id comes back as a `$ref` plus definitions: keep the definition. */
@@ -41,7 +41,8 @@ const componentSchema = (schema: z.ZodType, id: string): unknown => {
 
 /** The statuses an operation can answer, from its method, path and meta (docs/api.md "Errors"). */
 const errorStatuses = (method: string, path: string, meta: ProcedureMeta): number[] => {
-  const statuses = new Set<number>([422, 500, ...(meta.rest?.errors ?? [])]);
+  // 503: every operation needs the database (docs/api.md "Errors": an outage answers 503).
+  const statuses = new Set<number>([422, 500, 503, ...(meta.rest?.errors ?? [])]);
   if (BODY_METHODS.has(method)) for (const status of [400, 413, 415]) statuses.add(status);
   const auth = meta.rest?.auth ?? "token";
   if (auth === "token") for (const status of [401, 403, 429]) statuses.add(status);
@@ -92,12 +93,12 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
 
   const errorResponse = (path: string, status: number) => ({
     description: ERROR_DESCRIPTIONS[status] ?? "Error.",
-    ...(status === 429 || status === 405
+    ...(status === 429 || status === 503 || status === 405
       ? {
           headers:
-            status === 429
-              ? { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } }
-              : { Allow: { description: "The methods this path offers.", schema: { type: "string" } } },
+            status === 405
+              ? { Allow: { description: "The methods this path offers.", schema: { type: "string" } } }
+              : { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } },
         }
       : {}),
     content: {

@@ -11,6 +11,7 @@ import { BillingSubscription } from "./billing-subscription.entity.ts";
 import { ClusterLease } from "./cluster-lease.entity.ts";
 import { Forward } from "./forward.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
+import { HeartbeatDaemon } from "./heartbeat-daemon.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
@@ -49,6 +50,7 @@ export const ENTITIES = [
   RouterFault,
   RouterDowntimeHour,
   HeartbeatCoverage,
+  HeartbeatDaemon,
   ClusterLease,
   OemProduct,
   Forward,
@@ -77,6 +79,7 @@ export {
   StripeWebhookEvent,
   Forward,
   HeartbeatCoverage,
+  HeartbeatDaemon,
   ClusterLease,
   SshHostKey,
   OemProduct,

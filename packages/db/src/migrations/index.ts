@@ -28,6 +28,7 @@ import { RouterTagsMigration } from "./20261129-100-router-tags.migration.ts";
 import { BackupServedHashMigration } from "./20261129-040-backup-served-hash.migration.ts";
 import { AdoptionSpentMigration } from "./20261129-055-adoption-spent.migration.ts";
 import { TunnelAnsweredMigration } from "./20261129-056-tunnel-answered.migration.ts";
+import { HeartbeatDaemonsMigration } from "./20261129-060-heartbeat-daemons.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -63,4 +64,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-040-backup-served-hash", class: BackupServedHashMigration },
   { name: "20261129-055-adoption-spent", class: AdoptionSpentMigration },
   { name: "20261129-056-tunnel-answered", class: TunnelAnsweredMigration },
+  { name: "20261129-060-heartbeat-daemons", class: HeartbeatDaemonsMigration },
 ];

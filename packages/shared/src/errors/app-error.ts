@@ -39,6 +39,11 @@ export const ERROR_STATUS = {
   upstream_failed: 502,
   /** Not ready yet (database unreachable, migrations pending). */
   unavailable: 503,
+  /**
+   * The database cannot be reached (refused or cut connections, a server shutting down, pool
+   * timeouts): an outage, not a bug. Answered with `Retry-After` (docs/api.md "Errors").
+   */
+  database_unavailable: 503,
   /** A finite pool the request draws from is used up (e.g. every entry-point port is taken). */
   capacity_exhausted: 503,
   /** Anything unexpected. The message shown to clients is generic. */
