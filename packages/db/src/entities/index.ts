@@ -13,6 +13,7 @@ import { Forward } from "./forward.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
+import { Invitation } from "./invitation.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
 import { Organization } from "./organization.entity.ts";
 import { RouterAccess } from "./router-access.entity.ts";
@@ -37,6 +38,7 @@ export const ENTITIES = [
   Organization,
   OrganizationExternalId,
   OrganizationMember,
+  Invitation,
   Team,
   BillingAccount,
   BillingSubscription,

@@ -1,7 +1,13 @@
 import { z } from "zod";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
 import { isCanonicalIpv4 } from "../rules/ipv4-rules.ts";
-import { breaksTextRule, findTextRuleViolation, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
+import {
+  breaksTextRule,
+  findTextRuleViolation,
+  stringError,
+  TEXT_RULE_MESSAGE,
+  textRule,
+} from "../rules/text-rules.ts";
 
 /** The `/api` success envelope (docs/api.md "Routers": `status` and `data`). */
 export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
@@ -367,3 +373,12 @@ export const toFaultResponse = (fault: FaultFields): TFault => ({
   duration: fault.durationSeconds,
   status: fault.status,
 });
+
+/** PATCH /api/routers/{router_id}: moves the router to another team of its organization (docs/api.md "Teams"). */
+export const ZMoveRouterInput = z.preprocess(
+  routerIdAlias,
+  z.object({ router_id: routerId, team_id: textRule(z.string({ error: stringError }).max(100)) }),
+);
+export type TMoveRouterInput = z.infer<typeof ZMoveRouterInput>;
+export const ZMoveRouterBody = z.object({ team_id: z.string() });
+export const ZMovedRouter = z.object({ id: z.string(), team_id: z.string() }).meta({ id: "MovedRouter" });

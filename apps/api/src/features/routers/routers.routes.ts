@@ -5,6 +5,7 @@ import { getRouterMetadata } from "./get-router-metadata.ts";
 import { getRouterMetrics } from "./get-router-metrics.ts";
 import { getRouterOem } from "./get-router-oem.ts";
 import { listRouters } from "./list-routers.ts";
+import { moveRouter } from "./move-router.ts";
 import { onRouterStatus } from "./on-router-status.ts";
 import { reissueAdoption } from "./reissue-adoption.ts";
 import { removeRouter } from "./remove-router.ts";
@@ -22,4 +23,5 @@ export const routersRouter = router({
   faults: getRouterFaults,
   onStatus: onRouterStatus,
   adoption: reissueAdoption,
+  update: moveRouter,
 });
