@@ -65,6 +65,39 @@ export class MembershipsRepository {
     return rows.map(fromRow);
   }
 
+  /**
+   * The organizations of the user's memberships with their names, and every membership the user
+   * holds in the chain above each of them (depth from that organization): enough to know the
+   * effective role in each.
+   */
+  async organizationsOf(userId: string): Promise<Array<{ id: string; name: string; held: MembershipRecord[] }>> {
+    if (!isUuid(userId)) return [];
+    const rows = await this.#query<Record<string, unknown>>(
+      `with recursive chain (start_id, id, parent_id, depth) as (
+         select o.id, o.id, o.parent_id, 0 from organizations o
+           join organization_members m on m.organization_id = o.id and m.user_id = $1
+         union all
+         select c.start_id, o.id, o.parent_id, c.depth + 1
+         from organizations o join chain c on o.id = c.parent_id where c.depth < ${MAX_WALK}
+       )
+       select c.start_id, s.name as start_name, m.user_id, u.email, m.organization_id, m.role, m.team_id, c.depth,
+         (extract(epoch from m.created_at) * 1000)::float8 as created_ms
+       from chain c join organizations s on s.id = c.start_id
+       join organization_members m on m.organization_id = c.id and m.user_id = $1
+       join users u on u.id = m.user_id
+       order by s.name, c.start_id, c.depth`,
+      [userId],
+    );
+    const byStart = new Map<string, { id: string; name: string; held: MembershipRecord[] }>();
+    for (const row of rows) {
+      const id = String(row.start_id);
+      const entry = byStart.get(id) ?? { id, name: String(row.start_name), held: [] };
+      entry.held.push(fromRow(row));
+      byStart.set(id, entry);
+    }
+    return [...byStart.values()];
+  }
+
   /** Every membership of the user, wherever it is held. */
   async ofUser(userId: string): Promise<Array<{ organizationId: string; role: TRole; teamId: string | null }>> {
     if (!isUuid(userId)) return [];

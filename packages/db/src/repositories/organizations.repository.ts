@@ -12,6 +12,8 @@ export interface OrganizationNode {
   /** The top of the tree: it pays for everything below it. */
   billingRootId: string;
   routers: number;
+  /** Routers with a pulse now. */
+  online: number;
   createdAt: Date;
 }
 
@@ -74,7 +76,9 @@ export class OrganizationsRepository {
        )
        select t.id, t.parent_id, t.name, t.level, (select id from top) as billing_root_id,
          ${ms("t.created_at")} as created_ms,
-         (select count(*) from routers r where r.organization_id = t.id) as routers
+         (select count(*) from routers r where r.organization_id = t.id) as routers,
+         (select count(*) from routers r join router_liveness l on l.router_id = r.id
+           where r.organization_id = t.id and l.has_pulse) as online
        from tree t order by t.level, t.created_at, t.id`,
       [rootId],
     );
@@ -85,6 +89,7 @@ export class OrganizationsRepository {
       level: toNumber(r.level),
       billingRootId: String(r.billing_root_id),
       routers: toNumber(r.routers),
+      online: toNumber(r.online),
       createdAt: new Date(toNumber(r.created_ms)),
     }));
   }

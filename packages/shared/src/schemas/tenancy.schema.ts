@@ -39,6 +39,7 @@ export const ZOrganization = z
     billing_root_id: z.string().meta({ description: "The organization that pays: the top of the tree." }),
     role: ZRole.nullable().meta({ description: "The caller's effective role there." }),
     routers: z.number().int(),
+    online: z.number().int().optional().meta({ description: "Routers with a pulse now (in lists)." }),
     created_at: z.string(),
   })
   .meta({ id: "Organization" });

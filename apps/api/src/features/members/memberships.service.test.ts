@@ -100,6 +100,31 @@ describe("effective roles (service tier)", () => {
     );
   });
 
+  it("names the organizations of a user's memberships with the effective role in each", async () => {
+    const { top, mid } = await tree();
+    const person = await makeMember(db, top, "technician");
+    await new MembershipsRepository(queryOf(db)).upsert({
+      organizationId: mid,
+      userId: person.userId,
+      role: "viewer",
+      teamId: null,
+      createdAt: new Date(),
+    });
+    const own = await db.query<{ current_organization_id: string }>(
+      "select current_organization_id from users where id = $1",
+      [person.userId],
+    );
+    const found = await svc.organizationsOf(person.userId);
+    expect(found.map((o) => [o.id, o.role]).sort()).toEqual(
+      [
+        [own[0]?.current_organization_id, "owner"],
+        [top, "technician"],
+        [mid, "technician"],
+      ].sort(),
+    );
+    expect(found.every((o) => typeof o.name === "string" && o.name.length > 0)).toBe(true);
+  });
+
   it("answers from its cache without a query, and a change in another process within the TTL", async () => {
     const { top } = await tree();
     const tech = await makeMember(db, top, "technician");

@@ -112,6 +112,18 @@ export class MembershipsService {
     return entry.known ? (entry.role?.role ?? null) : roleOfScopes(auth.scopes);
   }
 
+  /**
+   * The organizations of the user's memberships, each with the user's effective role there (a
+   * role held above may be higher than the membership's own): `GET /v1/me`'s `organizations`.
+   */
+  async organizationsOf(userId: string): Promise<Array<{ id: string; name: string; role: TRole }>> {
+    const found = await new MembershipsRepository(queryOf(this.#d.db)).organizationsOf(userId);
+    return found.flatMap((o) => {
+      const role = effectiveRoleOf(o.held)?.role;
+      return role ? [{ id: o.id, name: o.name, role }] : [];
+    });
+  }
+
   /** Refuses (403) a credential whose role in the organization is neither owner nor admin. */
   async requireManager(auth: AuthClaims, organizationId: string): Promise<TRole> {
     const role = await this.actorRole(auth, organizationId);

@@ -140,14 +140,14 @@ describe("organizations (service tier)", () => {
     const other = claimsOf(stranger.userId, stranger.organizationId);
     const before = await databaseFingerprint(db);
     for (const attempt of [
-      svc.organizations.create(fromChild, origin, { name: "x", parent_id: top }),
-      svc.organizations.create(other, origin, { name: "x", parent_id: child }),
-      svc.organizations.update(other, origin, { id: child, name: "mine now" }),
-      svc.organizations.update(fromChild, origin, { id: top, name: "above" }),
-      svc.organizations.delete(other, origin, child),
-      svc.organizations.create(other, origin, { name: "x", parent_id: "not-a-uuid" }),
+      () => svc.organizations.create(fromChild, origin, { name: "x", parent_id: top }),
+      () => svc.organizations.create(other, origin, { name: "x", parent_id: child }),
+      () => svc.organizations.update(other, origin, { id: child, name: "mine now" }),
+      () => svc.organizations.update(fromChild, origin, { id: top, name: "above" }),
+      () => svc.organizations.delete(other, origin, child),
+      () => svc.organizations.create(other, origin, { name: "x", parent_id: "not-a-uuid" }),
     ]) {
-      expect((await rejection(attempt)).status).toBe(404);
+      expect((await rejection(attempt())).status).toBe(404);
     }
     expect(await databaseFingerprint(db)).toBe(before);
   });

@@ -69,6 +69,7 @@ export class OrganizationsService {
         billing_root_id: n.billingRootId,
         role: roleIn(n.id),
         routers: n.routers,
+        online: n.online,
         created_at: formatIsoUtc(n.createdAt),
       })),
     };
