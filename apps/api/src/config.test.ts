@@ -133,6 +133,30 @@ describe("API configuration", () => {
     }
   });
 
+  it("SMTP_URL and MAIL_FROM: off by default; together; a bad value stops start-up naming it, without the password", () => {
+    expect(loadApiConfig({}).mail).toEqual({ smtpUrl: undefined, from: undefined });
+    expect(
+      loadApiConfig({ SMTP_URL: "smtps://u:p@mail.example.com:465", MAIL_FROM: "Fleet <fleet@example.com>" }).mail,
+    ).toEqual({
+      smtpUrl: "smtps://u:p@mail.example.com:465",
+      from: "Fleet <fleet@example.com>",
+    });
+    expect(() => loadApiConfig({ SMTP_URL: "smtp://u:hunter2@mail.example.com" })).toThrow(
+      /MAIL_FROM must be set together/,
+    );
+    for (const bad of ["http://mail.example.com", "not a url"]) {
+      let message = "";
+      try {
+        loadApiConfig({ SMTP_URL: bad.replace("mail", "u:hunter2@mail"), MAIL_FROM: "fleet@example.com" });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toMatch(/SMTP_URL/);
+      expect(message).not.toContain("hunter2");
+    }
+    expect(() => loadApiConfig({ SMTP_URL: "smtp://mail.example.com", MAIL_FROM: "nobody" })).toThrow(/MAIL_FROM/);
+  });
+
   describe('NODE_ENV=production refuses a half configuration (docs/operations.md "Production")', () => {
     const complete = {
       NODE_ENV: "production",

@@ -119,6 +119,13 @@ export interface ApiConfig {
     /** `WEBHOOK_ENCRYPTION_KEY` (>= 32 bytes): encrypts webhook secrets at rest; dev: generated in DATA_DIR. */
     webhookEncryptionKey: string | undefined;
   };
+  /** Invitation mail (docs/api.md "Members and invitations"); no `smtpUrl`: links are only returned. */
+  mail: {
+    /** `SMTP_URL`: `smtp://user:pass@host:port` or `smtps://...`. */
+    smtpUrl: string | undefined;
+    /** `MAIL_FROM`: the sender of invitation mail; required with `SMTP_URL`. */
+    from: string | undefined;
+  };
 }
 
 /** docs/operations.md "Configuration": the variables adoption scripts are built from. */
@@ -248,7 +255,18 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
       webhookAllowPrivate: envBool(env, "WEBHOOK_ALLOW_PRIVATE", false),
       webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),
     },
+    mail: loadMailConfig(env),
   };
+};
+
+const loadMailConfig = (env: TEnv): ApiConfig["mail"] => {
+  const smtpUrl = envUrl(env, "SMTP_URL", ["smtp:", "smtps:"]);
+  const from = envOptional(env, "MAIL_FROM");
+  if (smtpUrl && !from) throw new ConfigError("MAIL_FROM", "must be set together with SMTP_URL");
+  if (from !== undefined && !/^[^\s@<>]+@[^\s@<>]+$|^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(from)) {
+    throw new ConfigError("MAIL_FROM", 'must be an address such as fleet@example.com or "Fleet <fleet@example.com>"');
+  }
+  return { smtpUrl: smtpUrl?.toString(), from };
 };
 
 /**

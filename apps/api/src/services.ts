@@ -20,6 +20,10 @@ import type { TeamResolver } from "./features/teams/team-resolver.ts";
 import type { RateLimiter } from "./trpc/rate-limit.ts";
 import type { SharedRateLimiter } from "./trpc/shared-rate-limit.ts";
 import type { WebhooksService } from "./features/webhooks/webhooks.service.ts";
+import type { InvitationsService } from "./features/invitations/invitations.service.ts";
+import type { MembershipsService } from "./features/members/memberships.service.ts";
+import type { OrganizationsService } from "./features/organizations/organizations.service.ts";
+import type { TeamsService } from "./features/teams/teams.service.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
 export interface Services {
@@ -50,4 +54,11 @@ export interface Services {
   availability: AvailabilityService;
   backups: BackupsService;
   access: AccessService;
+  /** Effective roles down the tree, and members (docs/api.md "Roles and scopes"). */
+  memberships: MembershipsService;
+  /** The organization tree below a token's organization (docs/api.md "Organizations"). */
+  organizationTree: OrganizationsService;
+  invitations: InvitationsService;
+  /** Teams of an organization and moving routers between them (docs/api.md "Teams"). */
+  teamAdmin: TeamsService;
 }

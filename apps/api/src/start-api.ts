@@ -27,6 +27,8 @@ import { wireAuth } from "./wiring/auth.wiring.ts";
 import { wireBilling } from "./wiring/billing.wiring.ts";
 import { type WebhookTiming, wireEvents } from "./wiring/events.wiring.ts";
 import { wireRateLimits } from "./wiring/rate-limits.wiring.ts";
+import { wireTenancy } from "./wiring/tenancy.wiring.ts";
+import type { MailQueueTiming } from "./features/invitations/invitation-mail.ts";
 import { type AdoptionSources, wireRouters } from "./wiring/routers.wiring.ts";
 import type { Wired, WiringContext } from "./wiring/wiring.ts";
 
@@ -55,6 +57,8 @@ export interface StartApiOptions {
   accessPasswordKey?: string;
   /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
   webhookTiming?: WebhookTiming;
+  /** Invitation mail retry timing (tests shrink it). */
+  mailTiming?: MailQueueTiming;
   /**
    * Register the features' cluster-wide schedules (default true). The API harness leaves them off:
    * a cron slot that fell inside a test (the billing reconciliation every quarter hour) changed
@@ -112,6 +116,12 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       accessPasswordKey: options.accessPasswordKey,
     });
     wired.add(routers);
+    const tenancy = await wireTenancy(ctx, {
+      memberships: auth.services.memberships,
+      publicUrl: () => config.adoption.apiPublicUrl ?? boundUrl,
+      ...(options.mailTiming ? { mailTiming: options.mailTiming } : {}),
+    });
+    wired.add(tenancy);
 
     const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
     const services: Services = {
@@ -120,6 +130,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...events.services,
       ...rateLimits.services,
       ...routers.services,
+      ...tenancy.services,
       clientAddress: (req) =>
         clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.trust.trustProxy),
     };

@@ -6,8 +6,11 @@ import { Link, useLocation } from "./navigation.tsx";
 import { ApiKeysPage } from "./pages/api-keys-page.tsx";
 import { AuditLogPage } from "./pages/audit-log-page.tsx";
 import { BillingPage } from "./pages/billing-page.tsx";
+import { CustomersPage } from "./pages/customers-page.tsx";
 import { EnrollPage } from "./pages/enroll-page.tsx";
 import { FleetPage } from "./pages/fleet-page.tsx";
+import { InvitationPage } from "./pages/invitation-page.tsx";
+import { MembersPage } from "./pages/members-page.tsx";
 import { RouterPage } from "./pages/router-page.tsx";
 import { WebhooksPage } from "./pages/webhooks-page.tsx";
 import { session } from "./session.ts";
@@ -19,11 +22,15 @@ const NAV = [
   { to: "/api-keys", label: "API keys" },
   { to: "/webhooks", label: "Webhooks" },
   { to: "/audit-log", label: "Audit log" },
+  { to: "/customers", label: "Customers" },
+  { to: "/members", label: "Members" },
 ] as const;
 
 const pageFor = (path: string) => {
   const router = /^\/routers\/([^/]+)$/.exec(path);
   if (router?.[1]) return <RouterPage routerId={decodeURIComponent(router[1])} />;
+  const invitation = /^\/invitations\/([^/]+)$/.exec(path);
+  if (invitation?.[1]) return <InvitationPage token={decodeURIComponent(invitation[1])} />;
   switch (path) {
     case "/":
       return <FleetPage />;
@@ -37,6 +44,10 @@ const pageFor = (path: string) => {
       return <WebhooksPage />;
     case "/audit-log":
       return <AuditLogPage />;
+    case "/customers":
+      return <CustomersPage />;
+    case "/members":
+      return <MembersPage />;
     default:
       return (
         <section aria-labelledby="not-found">

@@ -46,3 +46,7 @@ export * from "./repositories/access.repository.ts";
 export * from "./telemetry/tracing.ts";
 export * from "./repositories/wireguard-peers.repository.ts";
 export { isDatabaseUnreachable } from "./database-unreachable.ts";
+export * from "./repositories/organizations.repository.ts";
+export * from "./repositories/memberships.repository.ts";
+export * from "./repositories/invitations.repository.ts";
+export * from "./repositories/teams.repository.ts";

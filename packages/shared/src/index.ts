@@ -50,3 +50,5 @@ export * from "./crypto/wireguard-keys.ts";
 export * from "./env/tunnel-mode-env.ts";
 export * from "./routeros/wireguard-script.ts";
 export * from "./tokens/bearer.ts";
+export * from "./rules/roles.ts";
+export * from "./schemas/tenancy.schema.ts";

@@ -226,6 +226,64 @@ describe("the OpenAPI document tells the truth", () => {
     await call("DELETE", `/api/webhooks/${UNKNOWN}`, { token: t });
     await call("DELETE", `/api/webhooks/${hook.body.data?.id ?? UNKNOWN}`, { token: t });
 
+    // organizations, members, invitations and teams (a fresh credential: the owner's is near its limit)
+    const msp = await h.login();
+    const m = msp.token;
+    const customer = await call("POST", "/v1/organizations", { token: m, body: { name: "Customer" } });
+    await call("POST", "/v1/organizations", { token: m, body: { name: "" } });
+    await call("POST", "/v1/organizations", { token: reader.token, body: { name: "x" } });
+    await call("POST", "/v1/organizations", { token: m, body: { name: "x", parent_id: UNKNOWN } });
+    await call("GET", "/v1/organizations", { token: m });
+    await call("GET", "/v1/organizations");
+    const cid = customer.body.id as string;
+    await call("PATCH", `/v1/organizations/${cid}`, { token: m, body: { name: "Renamed" } });
+    await call("PATCH", `/v1/organizations/${UNKNOWN}`, { token: m, body: { name: "x" } });
+    await call("DELETE", `/v1/organizations/${msp.organizationId}`, { token: m });
+    await call("GET", `/v1/organizations/${cid}/members`, { token: m });
+    await call("GET", `/v1/organizations/${UNKNOWN}/members`, { token: m });
+    await call("PATCH", `/v1/organizations/${msp.organizationId}/members/${msp.userId}`, {
+      token: m,
+      body: { role: "viewer" },
+    });
+    await call("PATCH", `/v1/organizations/${cid}/members/${msp.userId}`, { token: m, body: { role: "nope" } });
+    await call("DELETE", `/v1/organizations/${cid}/members/${UNKNOWN}`, { token: m });
+    await call("DELETE", `/v1/organizations/${msp.organizationId}/members/${msp.userId}`, { token: m });
+    const invited = await call("POST", `/v1/organizations/${cid}/invitations`, {
+      token: m,
+      body: { email: "truth-invitee@example.com", role: "technician" },
+    });
+    await call("POST", `/v1/organizations/${cid}/invitations`, { token: m, body: { email: "x", role: "root" } });
+    await call("GET", `/v1/organizations/${cid}/invitations`, { token: m });
+    const invitee = await h.login("truth-invitee@example.com");
+    const invitationToken = String(invited.body.url).split("/").pop();
+    await call("POST", `/v1/invitations/${invitationToken}/accept`, { token: m });
+    await call("POST", `/v1/invitations/${invitationToken}/accept`, { token: invitee.token });
+    await call("POST", `/v1/invitations/${invitationToken}/accept`, { token: invitee.token });
+    await call("POST", "/v1/invitations/unknown-token/accept", { token: invitee.token });
+    await call("DELETE", `/v1/organizations/${cid}/invitations/${UNKNOWN}`, { token: m });
+    const again = await call("POST", `/v1/organizations/${cid}/invitations`, {
+      token: m,
+      body: { email: "second@example.com", role: "viewer" },
+    });
+    await call("DELETE", `/v1/organizations/${cid}/invitations/${again.body.id}`, { token: m });
+    const team = await call("POST", `/v1/organizations/${cid}/teams`, { token: m, body: { name: "Field" } });
+    await call("POST", `/v1/organizations/${cid}/teams`, { token: m, body: { name: "" } });
+    await call("GET", `/v1/organizations/${cid}/teams`, { token: m });
+    await call("PATCH", `/v1/organizations/${cid}/teams/${team.body.id}`, { token: m, body: { name: "Field 2" } });
+    await call("PATCH", `/v1/organizations/${cid}/teams/${UNKNOWN}`, { token: m, body: { name: "x" } });
+    const defaultTeam = (await call("GET", `/v1/organizations/${cid}/teams`, { token: m })).body.data[0].id;
+    await call("DELETE", `/v1/organizations/${cid}/teams/${defaultTeam}`, { token: m });
+    await call("DELETE", `/v1/organizations/${cid}/teams/${team.body.id}`, { token: m });
+    const ownTeam = await call("POST", `/v1/organizations/${msp.organizationId}/teams`, {
+      token: m,
+      body: { name: "B" },
+    });
+    const moved = await makeRouter(h.db, msp);
+    await call("PATCH", `/api/routers/${moved.id}`, { token: m, body: { team_id: ownTeam.body.id } });
+    await call("PATCH", `/api/routers/${moved.id}`, { token: m, body: { team_id: UNKNOWN } });
+    await call("PATCH", `/api/routers/${UNKNOWN}`, { token: m, body: { team_id: ownTeam.body.id } });
+    await call("DELETE", `/v1/organizations/${cid}`, { token: m });
+
     // the rate limit: a fresh credential up to the limit and one more
     const busy = await h.login();
     for (let i = 0; i <= RATE_LIMIT; i++) await call("GET", "/api/routers", { token: busy.token });

@@ -6,9 +6,13 @@ import { accessRouter } from "../features/access/access.routes.ts";
 import { availabilityRouter } from "../features/availability/availability.routes.ts";
 import { backupsRouter } from "../features/backups/backups.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
+import { invitationsRouter } from "../features/invitations/invitations.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
+import { membersRouter } from "../features/members/members.routes.ts";
+import { organizationsRouter } from "../features/organizations/organizations.routes.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
 import { routersRouter } from "../features/routers/routers.routes.ts";
+import { teamsRouter } from "../features/teams/teams.routes.ts";
 import { webhooksRouter } from "../features/webhooks/webhooks.routes.ts";
 import { router } from "./init.ts";
 
@@ -26,6 +30,10 @@ export const appRouter = router({
   availability: availabilityRouter,
   backups: backupsRouter,
   access: accessRouter,
+  organizations: organizationsRouter,
+  members: membersRouter,
+  invitations: invitationsRouter,
+  teams: teamsRouter,
 });
 
 export type AppRouter = typeof appRouter;

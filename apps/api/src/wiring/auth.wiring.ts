@@ -5,6 +5,7 @@ import { AuthService } from "../features/auth/auth.service.ts";
 import { CredentialWatch } from "../features/auth/credential-watch.ts";
 import { OrganizationResolver } from "../features/auth/organization-resolver.ts";
 import { TokenSigner, TokenVerifier } from "../features/auth/token-verifier.ts";
+import { MembershipsService } from "../features/members/memberships.service.ts";
 import { TeamResolver } from "../features/teams/team-resolver.ts";
 import type { Wired, WiringContext } from "./wiring.ts";
 
@@ -15,6 +16,7 @@ export interface AuthServices {
   teams: TeamResolver;
   apiKeys: ApiKeysService;
   streams: CredentialWatch;
+  memberships: MembershipsService;
 }
 
 export interface WiredAuth extends Wired<AuthServices> {
@@ -46,6 +48,7 @@ export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): Wire
       ? new TokenSigner({ secret: jwtSecret, issuer: config.auth.issuer, audience: config.auth.audience })
       : undefined;
   const teams = new TeamResolver(identity);
+  const memberships = new MembershipsService({ db, clock: wallClock });
   return {
     services: {
       tokens,
@@ -58,7 +61,8 @@ export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): Wire
         clock: wallClock,
         forget: (hash) => apiKeys.forget(hash),
       }),
-      streams: new CredentialWatch({ apiKeys: apiKeyStore, organizations: identity, clock: wallClock }),
+      streams: new CredentialWatch({ apiKeys: apiKeyStore, organizations: identity, memberships, clock: wallClock }),
+      memberships,
     },
     schedules: [],
     signer,

@@ -14,6 +14,7 @@ import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
 import { HeartbeatDaemon } from "./heartbeat-daemon.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
+import { Invitation } from "./invitation.entity.ts";
 import { OrganizationMember } from "./organization-member.entity.ts";
 import { Organization } from "./organization.entity.ts";
 import { RouterAccess } from "./router-access.entity.ts";
@@ -38,6 +39,7 @@ export const ENTITIES = [
   Organization,
   OrganizationExternalId,
   OrganizationMember,
+  Invitation,
   Team,
   BillingAccount,
   BillingSubscription,

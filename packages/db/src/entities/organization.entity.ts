@@ -10,7 +10,7 @@ export const Organization = defineEntity({
   properties: {
     id: p.uuid().primary(),
     name: p.string().length(200),
-    parent: () => p.manyToOne(Organization).nullable(),
+    parent: () => p.manyToOne(Organization).nullable().index(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
 });

@@ -29,6 +29,7 @@ import { BackupServedHashMigration } from "./20261129-040-backup-served-hash.mig
 import { AdoptionSpentMigration } from "./20261129-055-adoption-spent.migration.ts";
 import { TunnelAnsweredMigration } from "./20261129-056-tunnel-answered.migration.ts";
 import { HeartbeatDaemonsMigration } from "./20261129-060-heartbeat-daemons.migration.ts";
+import { TenancyMigration } from "./20261129-090-tenancy.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -65,4 +66,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-055-adoption-spent", class: AdoptionSpentMigration },
   { name: "20261129-056-tunnel-answered", class: TunnelAnsweredMigration },
   { name: "20261129-060-heartbeat-daemons", class: HeartbeatDaemonsMigration },
+  { name: "20261129-090-tenancy", class: TenancyMigration },
 ];

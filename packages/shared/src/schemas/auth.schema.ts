@@ -1,8 +1,17 @@
 import { z } from "zod";
 import { stringError, textRule } from "../rules/text-rules.ts";
 
-/** Every scope the system knows (docs/api.md "Authentication"). */
-export const ALL_SCOPES = ["account:read", "account:write", "routers:read", "routers:write"] as const;
+/**
+ * Every scope the system knows (docs/api.md "Authentication"); `organizations:write` changes the
+ * organization tree, members and invitations (docs/api.md "Roles and scopes").
+ */
+export const ALL_SCOPES = [
+  "account:read",
+  "account:write",
+  "routers:read",
+  "routers:write",
+  "organizations:write",
+] as const;
 export type TScope = (typeof ALL_SCOPES)[number];
 
 // Every field names its problem in the words of docs/api.md "Errors", never the validator's own text.

@@ -43,6 +43,14 @@ export const AUDIT_ACTIONS = [
   "router.access.expired",
   "router.access.connection.accepted",
   "router.access.connection.denied",
+  "organization.created",
+  "organization.updated",
+  "organization.deleted",
+  "member.invited",
+  "member.joined",
+  "member.updated",
+  "member.removed",
+  "invitation.revoked",
 ] as const;
 export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
 

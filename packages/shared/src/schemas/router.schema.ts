@@ -172,7 +172,12 @@ export const ZRouterTags = z
   .max(ROUTER_LIMITS.tags, { error: `must hold at most ${ROUTER_LIMITS.tags} tags` });
 
 /** The body of `PATCH /api/routers/{id}`: the fields of the router itself (metadata has its own PATCH). */
-export const ZUpdateRouterBody = z.object({ tags: ZRouterTags.optional() });
+export const ZUpdateRouterBody = z.object({
+  tags: ZRouterTags.optional(),
+  team_id: textRule(z.string({ error: stringError }).max(100))
+    .optional()
+    .meta({ description: "Moves the router to this team of its organization (a credential not bound to a team)." }),
+});
 
 export const ZUpdateRouterInput = z.preprocess(routerIdAlias, ZUpdateRouterBody.extend({ router_id: routerId }));
 export type TUpdateRouterInput = z.infer<typeof ZUpdateRouterInput>;

@@ -53,6 +53,7 @@ describe("AuthService.devLogin", () => {
     expect(String(payload.scope).split(" ").sort()).toEqual([
       "account:read",
       "account:write",
+      "organizations:write",
       "routers:read",
       "routers:write",
     ]);

@@ -10,6 +10,8 @@ export interface CredentialWatchDeps {
   /** Looked up afresh, never from a cache: a key revoked in another process ends the stream too. */
   apiKeys: { findByHash(keyHash: string): Promise<ApiKeyRecord | null> };
   organizations: { organizationExists(organizationId: string): Promise<boolean> };
+  /** Asked afresh too: a member removed or demoted in another process ends the stream as well. */
+  memberships: { problem(auth: AuthClaims): Promise<string | null> };
   /** The API's `wallClock` (tests move it to expire tokens). */
   clock: Clock;
   recheckMs?: number;
@@ -59,7 +61,7 @@ export class CredentialWatch {
     if (!(await this.#d.organizations.organizationExists(auth.organizationId))) {
       return "The organization of this credential has been removed.";
     }
-    return null;
+    return this.#d.memberships.problem(auth);
   }
 
   /**

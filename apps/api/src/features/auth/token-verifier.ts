@@ -1,5 +1,13 @@
 import { createSecretKey, type KeyObject } from "node:crypto";
-import { AppError, bearerToken, breaksTextRule, type Clock, isKnownTimeZone, systemClock } from "@fleet/shared";
+import {
+  AppError,
+  bearerToken,
+  breaksTextRule,
+  type Clock,
+  isKnownTimeZone,
+  systemClock,
+  type TRole,
+} from "@fleet/shared";
 import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
 
 /** What a verified access token grants (docs/api.md "Authentication"). */
@@ -19,6 +27,11 @@ export interface AuthClaims {
   credential: { type: "token" | "api_key"; id: string };
   /** The same as one string (`sub:<user>` or `key:<id>`), what the rate limiter keys on. */
   credentialId?: string;
+  /**
+   * The holder's effective role in the organization, set once the request's authorization narrowed
+   * the credential to it (docs/api.md "Roles and scopes"); absent for a subject that is no user of ours.
+   */
+  role?: TRole;
 }
 
 /** How one verification may spend work. */

@@ -909,6 +909,42 @@ describe("routers.onStatus ends with its credential", () => {
     }
   }, 60_000);
 
+  it("a removed or demoted member: the stream ends within 10 s (removed here, demoted by another process)", async () => {
+    const memberIds: string[] = [];
+    // Each stream is a technician's in an owner's organization (their token's `id`).
+    const { users, busy, idle } = await twoStreams(async (owner) => {
+      const email = `member-${crypto.randomUUID()}@example.com`;
+      const member = await h.login(email);
+      memberIds.push(member.userId);
+      await h.db.query(
+        "insert into organization_members (id, organization_id, user_id, role, created_at) values (gen_random_uuid(), $1, $2, 'technician', now())",
+        [owner.organizationId, member.userId],
+      );
+      await h.db.query("update users set current_organization_id = $1 where id = $2", [
+        owner.organizationId,
+        member.userId,
+      ]);
+      return (await h.login(email)).token;
+    });
+    try {
+      const changedAt = Date.now();
+      const removed = await h.request(
+        "DELETE",
+        `/v1/organizations/${users[0].organizationId}/members/${memberIds[0]}`,
+        {
+          token: users[0].token,
+        },
+      );
+      expect(removed.status).toBe(204);
+      // Another process demotes the second to billing (no routers:read): only the database changes.
+      await h.db.query("update organization_members set role = 'billing' where user_id = $1", [memberIds[1]]);
+      await afterInvalid(busy, idle, users[0].teamId, changedAt);
+    } finally {
+      busy.close();
+      idle.close();
+    }
+  }, 60_000);
+
   it("a valid credential keeps its stream through several recheck periods", async () => {
     const user = await h.login();
     const stream = await openStream(user.token);

@@ -1,0 +1,169 @@
+import { isUuid } from "@fleet/shared";
+import type { Query } from "../database.ts";
+import { toNumber } from "./sql-values.ts";
+
+/** An organization with its place in its tree (docs/api.md "Organizations"). */
+export interface OrganizationNode {
+  id: string;
+  name: string;
+  parentId: string | null;
+  /** 1 for the top of the tree. */
+  level: number;
+  /** The top of the tree: it pays for everything below it. */
+  billingRootId: string;
+  routers: number;
+  /** Routers with a pulse now. */
+  online: number;
+  createdAt: Date;
+}
+
+/** What keeps an organization from being deleted (docs/api.md "Organizations"). */
+export interface OrganizationContents {
+  routers: number;
+  children: number;
+  activeForwards: number;
+  activeAccess: number;
+  billingAccount: boolean;
+}
+
+/** Deeper than any tree we allow: a guard against a cycle someone wrote by hand. */
+const MAX_WALK = 32;
+
+// The organization and every one above it, nearest first (depth 0 = itself).
+const CHAIN = `with recursive chain (id, parent_id, name, created_at, depth) as (
+  select id, parent_id, name, created_at, 0 from organizations where id = $1
+  union all
+  select o.id, o.parent_id, o.name, o.created_at, c.depth + 1
+  from organizations o join chain c on o.id = c.parent_id where c.depth < ${MAX_WALK}
+)`;
+
+const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
+
+/**
+ * The organization tree: reads and writes of `organizations` on the `query` it is given. Trees are
+ * at most 10 levels deep, so a recursive walk up or down is a handful of index lookups.
+ */
+export class OrganizationsRepository {
+  readonly #query: Query;
+  constructor(query: Query) {
+    this.#query = query;
+  }
+
+  /** The organization and its ancestors, nearest first; empty for an unknown id. */
+  async chain(organizationId: string): Promise<Array<{ id: string; parentId: string | null; name: string }>> {
+    if (!isUuid(organizationId)) return [];
+    const rows = await this.#query<{ id: string; parent_id: string | null; name: string }>(
+      `${CHAIN} select id, parent_id, name from chain order by depth`,
+      [organizationId],
+    );
+    return rows.map((r) => ({ id: r.id, parentId: r.parent_id, name: r.name }));
+  }
+
+  /**
+   * `rootId` and every organization below it, parents before children, with their levels (the
+   * root's level counted from the top of its tree) and router counts.
+   */
+  async subtree(rootId: string): Promise<OrganizationNode[]> {
+    if (!isUuid(rootId)) return [];
+    const rows = await this.#query<Record<string, unknown>>(
+      `${CHAIN},
+       top as (select id, (select count(*) from chain) as level from chain where parent_id is null),
+       tree (id, parent_id, name, created_at, level) as (
+         select o.id, o.parent_id, o.name, o.created_at, (select level from top)::int from organizations o where o.id = $1
+         union all
+         select o.id, o.parent_id, o.name, o.created_at, t.level + 1
+         from organizations o join tree t on o.parent_id = t.id where t.level < ${MAX_WALK}
+       )
+       select t.id, t.parent_id, t.name, t.level, (select id from top) as billing_root_id,
+         ${ms("t.created_at")} as created_ms,
+         (select count(*) from routers r where r.organization_id = t.id) as routers,
+         (select count(*) from routers r join router_liveness l on l.router_id = r.id
+           where r.organization_id = t.id and l.has_pulse) as online
+       from tree t order by t.level, t.created_at, t.id`,
+      [rootId],
+    );
+    return rows.map((r) => ({
+      id: String(r.id),
+      name: String(r.name),
+      parentId: r.parent_id === null ? null : String(r.parent_id),
+      level: toNumber(r.level),
+      billingRootId: String(r.billing_root_id),
+      routers: toNumber(r.routers),
+      online: toNumber(r.online),
+      createdAt: new Date(toNumber(r.created_ms)),
+    }));
+  }
+
+  /** Locks the organization's row until the transaction ends (children and members change under it). */
+  async lock(organizationId: string): Promise<boolean> {
+    if (!isUuid(organizationId)) return false;
+    const rows = await this.#query(`select id from organizations where id = $1 for update`, [organizationId]);
+    return rows.length > 0;
+  }
+
+  async countChildren(organizationId: string): Promise<number> {
+    const rows = await this.#query<{ n: unknown }>(`select count(*) as n from organizations where parent_id = $1`, [
+      organizationId,
+    ]);
+    return toNumber(rows[0]?.n ?? 0);
+  }
+
+  async countRouters(organizationId: string): Promise<number> {
+    const rows = await this.#query<{ n: unknown }>(`select count(*) as n from routers where organization_id = $1`, [
+      organizationId,
+    ]);
+    return toNumber(rows[0]?.n ?? 0);
+  }
+
+  async createdAt(organizationId: string): Promise<Date | null> {
+    const rows = await this.#query<{ created_ms: unknown }>(
+      `select ${ms("created_at")} as created_ms from organizations where id = $1`,
+      [organizationId],
+    );
+    return rows[0] ? new Date(toNumber(rows[0].created_ms)) : null;
+  }
+
+  async insert(input: { id: string; name: string; parentId: string; createdAt: Date }): Promise<void> {
+    await this.#query(`insert into organizations (id, name, parent_id, created_at) values ($1, $2, $3, $4)`, [
+      input.id,
+      input.name,
+      input.parentId,
+      input.createdAt,
+    ]);
+  }
+
+  async rename(organizationId: string, name: string): Promise<void> {
+    await this.#query(`update organizations set name = $2 where id = $1`, [organizationId, name]);
+  }
+
+  /** What is left in the organization (routers, children, live sessions, its own billing account). */
+  async contents(organizationId: string, now: Date): Promise<OrganizationContents> {
+    const rows = await this.#query<Record<string, unknown>>(
+      `select
+         (select count(*) from routers where organization_id = $1) as routers,
+         (select count(*) from organizations where parent_id = $1) as children,
+         (select count(*) from forwards f join routers r on r.id = f.router_id
+           where r.organization_id = $1 and f.status = 'active' and f.expires_at > $2) as forwards,
+         (select count(*) from router_access a join routers r on r.id = a.router_id
+           where r.organization_id = $1 and a.status = 'active' and a.expires_at > $2) as access,
+         exists (select 1 from billing_accounts where organization_id = $1) as account`,
+      [organizationId, now],
+    );
+    const row = rows[0] ?? {};
+    return {
+      routers: toNumber(row.routers ?? 0),
+      children: toNumber(row.children ?? 0),
+      activeForwards: toNumber(row.forwards ?? 0),
+      activeAccess: toNumber(row.access ?? 0),
+      billingAccount: row.account === true,
+    };
+  }
+
+  /**
+   * Deletes the organization; its teams, memberships, invitations, keys and webhooks go with it, and
+   * users whose current organization it was have none (the next sign-in picks one).
+   */
+  async delete(organizationId: string): Promise<void> {
+    await this.#query(`delete from organizations where id = $1`, [organizationId]);
+  }
+}
