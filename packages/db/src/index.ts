@@ -45,3 +45,5 @@ export * from "./repositories/config-backups.repository.ts";
 export * from "./repositories/access.repository.ts";
 export * from "./telemetry/tracing.ts";
 export * from "./repositories/wireguard-peers.repository.ts";
+export * from "./repositories/sign-in.repository.ts";
+export * from "./repositories/memberships-lookup.repository.ts";

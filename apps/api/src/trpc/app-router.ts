@@ -6,6 +6,7 @@ import { accessRouter } from "../features/access/access.routes.ts";
 import { availabilityRouter } from "../features/availability/availability.routes.ts";
 import { backupsRouter } from "../features/backups/backups.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
+import { meRouter } from "../features/me/me.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
 import { routersRouter } from "../features/routers/routers.routes.ts";
@@ -26,6 +27,7 @@ export const appRouter = router({
   availability: availabilityRouter,
   backups: backupsRouter,
   access: accessRouter,
+  me: meRouter,
 });
 
 export type AppRouter = typeof appRouter;

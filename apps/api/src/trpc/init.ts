@@ -132,7 +132,7 @@ const lacksScope = (scope: TScope) => new AppError("forbidden", `This access tok
  * The authorization step of `authedProcedure`, with every await it may need: the credential
  * verified, counted against its rate limit, its scope checked, its organization resolved.
  */
-const authorize = async (ctx: RequestContext, scope: TScope): Promise<AuthClaims> => {
+const authorize = async (ctx: RequestContext, scope: TScope | null): Promise<AuthClaims> => {
   const limits = ctx.services.rateLimits;
   // Requests without a valid credential are counted per source address (docs/api.md "Rate
   // limits"); an address over its limit gets 429 and no database lookup of unknown API keys.
@@ -152,7 +152,7 @@ const authorize = async (ctx: RequestContext, scope: TScope): Promise<AuthClaims
   }
   // Counted per verified credential, so a forged token can never spend someone else's quota.
   await limits.api.hit(credentialKey(claims));
-  if (!claims.scopes.has(scope)) throw lacksScope(scope);
+  if (scope !== null && !claims.scopes.has(scope)) throw lacksScope(scope);
   return withOrganization(claims, await ctx.services.organizations.resolve(claims.organizationId));
 };
 
@@ -161,10 +161,10 @@ const authorize = async (ctx: RequestContext, scope: TScope): Promise<AuthClaims
  * limit, its organization known): the same checks in the same order and the same counts; anything
  * else goes the awaited way. A throw here is a refusal, as a rejection of `authorize` is.
  */
-const authorizeNow = (ctx: RequestContext, scope: TScope): AuthClaims | Promise<AuthClaims> => {
+const authorizeNow = (ctx: RequestContext, scope: TScope | null): AuthClaims | Promise<AuthClaims> => {
   const claims = ctx.services.tokens.verifiedNow(ctx.authorization);
   if (!claims || !ctx.services.rateLimits.api.admitNow(credentialKey(claims))) return authorize(ctx, scope);
-  if (!claims.scopes.has(scope)) throw lacksScope(scope);
+  if (scope !== null && !claims.scopes.has(scope)) throw lacksScope(scope);
   const organizationId = ctx.services.organizations.resolvedNow(claims.organizationId);
   if (organizationId !== undefined) return withOrganization(claims, organizationId);
   return ctx.services.organizations.resolve(claims.organizationId).then((id) => withOrganization(claims, id));
@@ -174,13 +174,14 @@ const authorizeNow = (ctx: RequestContext, scope: TScope): AuthClaims | Promise<
 const failed = (cause: unknown) => ({ ok: false as const, error: getTRPCErrorFromUnknown(cause) });
 
 /**
- * A procedure that needs a verified access token carrying `scope`: `publicProcedure`'s step (span,
+ * A procedure that needs a verified access token carrying `scope` (null: any valid token, as
+ * `GET /v1/me`): `publicProcedure`'s step (span,
  * error codes) and the authorization in one middleware, so a call passes one step fewer, and no
  * await at all when the caches answer (`authorizeNow`). What it answers is what the two steps
  * answered: an authorization failure becomes a failed outcome as tRPC's `callRecursive` makes it,
  * marks the span and is rethrown as the tRPC code of its status.
  */
-export const authedProcedure = (scope: TScope) =>
+export const authedProcedure = (scope: TScope | null) =>
   t.procedure.use(({ ctx, next, path }) => {
     // tRPC merges what `next` is given into the context: only the new key is passed.
     const proceed = (auth: AuthClaims) => next({ ctx: { auth } });
