@@ -279,6 +279,51 @@ describe("the token endpoint and the session", () => {
     expect(replay.status).toBe(401);
   });
 
+  it("a session ended by another API process stops its tokens here within 10 s (this process's cache warm)", async () => {
+    const { jar } = await signedIn();
+    const { access_token: accessToken } = (await tokenOf(jar)).body;
+    expect((await h.request("GET", "/v1/me", { token: accessToken })).status).toBe(200);
+    const sid = decodeJwt(accessToken).sid;
+    await h.db.query(`update auth_sessions set ended_at = now() where id = $1`, [sid]);
+    try {
+      // The cache trusts a live session for 5 s: on the API's clock, 6 s later it asks again.
+      h.clock.offsetMs = 6_000;
+      expect((await h.request("GET", "/v1/me", { token: accessToken })).status).toBe(401);
+    } finally {
+      h.clock.offsetMs = 0;
+    }
+  });
+
+  it("logout ends the streams opened with the session's tokens within 10 s", async () => {
+    const { jar } = await signedIn();
+    const { access_token: accessToken } = (await tokenOf(jar)).body;
+    const abort = new AbortController();
+    const stream = await fetch(`${api}/trpc/routers.onStatus`, {
+      headers: { accept: "text/event-stream", authorization: `Bearer ${accessToken}` },
+      signal: abort.signal,
+    });
+    expect(stream.status).toBe(200);
+    let text = "";
+    const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+    const ended = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done) return Date.now();
+        text += new TextDecoder().decode(value);
+      }
+    })();
+    try {
+      const loggedOutAt = Date.now();
+      expect((await jar.fetch(`${api}/v1/auth/logout`, { method: "POST" })).status).toBe(200);
+      const endedAt = await ended;
+      expect(endedAt - loggedOutAt).toBeLessThan(10_000);
+      expect(text).toMatch(/event: serialized-error/);
+      expect(text).toMatch(/"code":"UNAUTHORIZED"/);
+    } finally {
+      abort.abort();
+    }
+  }, 30_000);
+
   it("a session ends SESSION_TTL_HOURS after sign-in, and its tokens never outlive it", async () => {
     const { jar } = await signedIn();
     try {
