@@ -50,3 +50,5 @@ export * from "./repositories/organizations.repository.ts";
 export * from "./repositories/memberships.repository.ts";
 export * from "./repositories/invitations.repository.ts";
 export * from "./repositories/teams.repository.ts";
+export * from "./repositories/sign-in.repository.ts";
+export * from "./repositories/memberships-lookup.repository.ts";

@@ -16,6 +16,7 @@ import { sendRestError } from "./error-shapes.ts";
 import { carriesBody, isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
+import { SIGN_IN_PATH, signInRoutes } from "./sign-in-routes.ts";
 import { sendTrpcError, trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
 
 export interface AppOptions {
@@ -83,7 +84,11 @@ const frontDispatch =
       });
       return;
     }
-    if ((url.startsWith("/v1/") || url.startsWith("/api/")) && !ADOPTION_PATH.test(req.path)) {
+    if (
+      (url.startsWith("/v1/") || url.startsWith("/api/")) &&
+      !ADOPTION_PATH.test(req.path) &&
+      !SIGN_IN_PATH.test(req.path)
+    ) {
       restPrepare(req, res, () => restDispatch(req, res, next));
       return;
     }
@@ -206,6 +211,15 @@ export const createApp = (options: AppOptions): Express => {
   app.get("/openapi.json", (_req, res) => {
     res.json(openapi);
   });
+  // docs/api.md "Sign-in": the public keys of the system's own access tokens.
+  app.get("/.well-known/jwks.json", async (_req, res, next) => {
+    try {
+      res.setHeader("Cache-Control", "public, max-age=300");
+      res.json(await services.signIn.jwks());
+    } catch (error) {
+      next(error);
+    }
+  });
   app.use(under(/^\/docs(?:\/|$)/i, docsRouter()));
   // Before the JSON-only body rules: the console's card form posts the processor's own form encoding.
   if (options.console) app.use(under(/^\/console(?:\/|$)/i, consoleRouter(options.console)));
@@ -260,6 +274,7 @@ export const createApp = (options: AppOptions): Express => {
   );
 
   app.use(under(ADOPTION_PATH, adoptionScriptRoute(services)));
+  app.use(under(SIGN_IN_PATH, signInRoutes(services)));
 
   app.use(restPrepare, restDispatch);
 

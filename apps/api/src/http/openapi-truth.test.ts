@@ -52,6 +52,13 @@ describe("the OpenAPI document tells the truth", () => {
     await call("POST", "/v1/auth/login-hook", { headers: hookAuth, body: { email: "hook@example.com" } });
     await call("POST", "/v1/auth/login-hook", { headers: hookAuth, body: { email: 42 } });
     await call("POST", "/v1/auth/login-hook", { body: { email: 42 } });
+    // sign-in sessions (the whole flow through a provider: features/auth/sign-in.test.ts)
+    await call("POST", "/v1/auth/token", { body: {} });
+    await call("POST", "/v1/auth/token", { body: {}, headers: { origin: "https://evil.example" } });
+    await call("POST", "/v1/auth/token", { body: { organization_id: 42 } });
+    await call("POST", "/v1/auth/logout", { body: {} });
+    await call("GET", "/v1/me", { token: t });
+    await call("GET", "/v1/me");
 
     // account: no account, create, conflict, read, update, aliases, refused and unlisted methods
     await call("GET", "/v1/account", { token: bare.token });

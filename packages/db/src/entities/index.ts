@@ -32,6 +32,9 @@ import { WebhookDelivery } from "./webhook-delivery.entity.ts";
 import { Webhook } from "./webhook.entity.ts";
 import { TunnelAddress } from "./tunnel-address.entity.ts";
 import { RateLimitCounter } from "./rate-limit-counter.entity.ts";
+import { AuthSession } from "./auth-session.entity.ts";
+import { OidcLogin } from "./oidc-login.entity.ts";
+import { UserIdentity } from "./user-identity.entity.ts";
 
 /** Every entity, listed explicitly (no folder discovery): add new ones here. */
 export const ENTITIES = [
@@ -68,10 +71,16 @@ export const ENTITIES = [
   RouterBackupState,
   RouterAccess,
   RouterLiveness,
+  UserIdentity,
+  AuthSession,
+  OidcLogin,
 ];
 
 export {
   ApiKey,
+  AuthSession,
+  OidcLogin,
+  UserIdentity,
   AuditLogEntry,
   BillingAccount,
   BillingInvoice,

@@ -30,6 +30,7 @@ import { AdoptionSpentMigration } from "./20261129-055-adoption-spent.migration.
 import { TunnelAnsweredMigration } from "./20261129-056-tunnel-answered.migration.ts";
 import { HeartbeatDaemonsMigration } from "./20261129-060-heartbeat-daemons.migration.ts";
 import { TenancyMigration } from "./20261129-090-tenancy.migration.ts";
+import { SignInMigration } from "./20261129-080-sign-in.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -67,4 +68,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-056-tunnel-answered", class: TunnelAnsweredMigration },
   { name: "20261129-060-heartbeat-daemons", class: HeartbeatDaemonsMigration },
   { name: "20261129-090-tenancy", class: TenancyMigration },
+  { name: "20261129-080-sign-in", class: SignInMigration },
 ];
