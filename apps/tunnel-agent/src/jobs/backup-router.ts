@@ -1,6 +1,5 @@
 import {
   BACKUP_JOB_ATTEMPTS,
-  type BackupRecord,
   ConfigBackupsRepository,
   type ConfigRead,
   type Database,
@@ -46,8 +45,6 @@ export const unstorableExport = (content: string): string | undefined =>
 /** Lines added and removed between two exports, off the event loop (count-changes.ts). */
 export const countChangedLines = offLoopLineCounts();
 
-const withoutContent = ({ content: _, ...record }: BackupRecord & { content: string }): BackupRecord => record;
-
 /**
  * Stores a read: equal to the newest version (same normalized digest) only moves its `checked_at`;
  * else a new version, audited as `router.config.changed` when there was a previous one, and the
@@ -70,20 +67,23 @@ export const storeConfigRead = async (
     const backups = new ConfigBackupsRepository(query);
     const router = await backups.lockRouter(read.routerId);
     if (!router) return null;
-    const latest = await backups.latest(read.routerId);
+    // The newest version's row without its text: the text was read (and compared) before.
+    const [latest] = await backups.list(read.routerId, 1);
     await backups.clearFailure(read.routerId);
     if (latest && latest.normalizedSha256 === read.normalizedSha256) {
       await backups.markChecked(latest.id, read.at);
-      return { kind: "unchanged", backup: { ...withoutContent(latest), checkedAt: read.at } };
+      return { kind: "unchanged", backup: { ...latest, checkedAt: read.at } };
     }
     const backup = await backups.insert(read);
-    // Another read stored in between (rare): the linear count, rather than a diff under the lock.
-    const changes = !latest
-      ? { added: read.lines, removed: 0 }
-      : counted?.id === latest.id
-        ? counted.changes
-        : countChangedLinesLinear(latest.content, read.content);
-    const previous = latest ? withoutContent(latest) : null;
+    let changes: LineChanges;
+    if (!latest) changes = { added: read.lines, removed: 0 };
+    else if (counted?.id === latest.id) changes = counted.changes;
+    else {
+      // Another read stored in between (rare): the linear count, rather than a diff under the lock.
+      const text = (await backups.get(read.routerId, latest.id))?.content ?? "";
+      changes = countChangedLinesLinear(text, read.content);
+    }
+    const previous = latest ?? null;
     if (previous) {
       await insertAuditEntry(query, {
         organizationId: router.organizationId,
