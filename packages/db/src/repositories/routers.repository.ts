@@ -25,6 +25,8 @@ export interface RouterRecord {
   tunnelBound?: boolean;
   /** The hub's latest handshake with the router. */
   tunnelHandshakeAt?: Date | null;
+  /** The router's latest answer at its tunnel address through the tunnel (the hub's probe). */
+  tunnelAnsweredAt?: Date | null;
   reportedMetadata: Record<string, unknown>;
   userMetadata: Record<string, unknown>;
   createdAt: Date;
@@ -80,7 +82,8 @@ export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.ide
   coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
   ${ms("r.created_at", "created_ms")},
   exists (select 1 from router_wireguard_peers w where w.router_id = r.id) as tunnel_bound,
-  ${ms("(select w.handshake_at from router_wireguard_peers w where w.router_id = r.id)", "tunnel_handshake_ms")}`;
+  ${ms("(select w.handshake_at from router_wireguard_peers w where w.router_id = r.id)", "tunnel_handshake_ms")},
+  ${ms("(select w.answered_at from router_wireguard_peers w where w.router_id = r.id)", "tunnel_answered_ms")}`;
 
 const FAULT_COLUMNS = `f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
   ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds`;
@@ -114,6 +117,7 @@ export const routerFromRow = (row: Row): RouterRecord => ({
   tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
   tunnelBound: row.tunnel_bound === true,
   tunnelHandshakeAt: dateOrNull(row.tunnel_handshake_ms),
+  tunnelAnsweredAt: dateOrNull(row.tunnel_answered_ms),
   reportedMetadata: json(row.reported_metadata),
   userMetadata: json(row.user_metadata),
   createdAt: new Date(toNumber(row.created_ms)),
