@@ -25,6 +25,8 @@ export interface RouterRecord {
   tunnelBound?: boolean;
   /** The hub's latest handshake with the router. */
   tunnelHandshakeAt?: Date | null;
+  /** The router's latest answer at its tunnel address through the tunnel (the hub's probe). */
+  tunnelAnsweredAt?: Date | null;
   reportedMetadata: Record<string, unknown>;
   userMetadata: Record<string, unknown>;
   tags: string[];
@@ -82,7 +84,8 @@ export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.ide
   r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8 as uptime_seconds,
   coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
   r.tags, ${ms("r.created_at", "created_ms")},
-  w.router_id is not null as tunnel_bound, ${ms("w.handshake_at", "tunnel_handshake_ms")}`;
+  w.router_id is not null as tunnel_bound, ${ms("w.handshake_at", "tunnel_handshake_ms")},
+  ${ms("w.answered_at", "tunnel_answered_ms")}`;
 
 const FAULT_COLUMNS = `f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
   ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds`;
@@ -121,6 +124,7 @@ export const routerFromRow = (row: Row): RouterRecord => ({
   tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
   tunnelBound: row.tunnel_bound === true,
   tunnelHandshakeAt: dateOrNull(row.tunnel_handshake_ms),
+  tunnelAnsweredAt: dateOrNull(row.tunnel_answered_ms),
   reportedMetadata: json(row.reported_metadata),
   userMetadata: json(row.user_metadata),
   tags: stringList(row.tags),

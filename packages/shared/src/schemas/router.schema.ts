@@ -240,10 +240,20 @@ export const READ_ONLY_METADATA_KEYS: ReadonlySet<string> = new Set([
   "tunnel_handshake_at",
 ]);
 
-/** docs/api.md "Router Metadata": the management tunnel's state from the binding and the hub's last handshake. */
-export const tunnelStatus = (bound: boolean, handshakeAt: Date | null, now: Date): "pending" | "up" | "down" => {
+/**
+ * docs/api.md "Router Metadata": the management tunnel's state from the binding, the hub's last
+ * handshake and the router's last answer at its tunnel address through the tunnel. A handshake
+ * alone only proves that someone holds the bound key: both must be under 3 minutes old.
+ */
+export const tunnelStatus = (
+  bound: boolean,
+  handshakeAt: Date | null,
+  answeredAt: Date | null,
+  now: Date,
+): "pending" | "up" | "down" => {
   if (!bound) return "pending";
-  return handshakeAt !== null && now.getTime() - handshakeAt.getTime() < 180_000 ? "up" : "down";
+  const recent = (at: Date | null) => at !== null && now.getTime() - at.getTime() < 180_000;
+  return recent(handshakeAt) && recent(answeredAt) ? "up" : "down";
 };
 
 /**

@@ -82,7 +82,12 @@ export const toMetadataResponse = (
     // TUNNEL_MODE=wireguard only: in external mode the system knows nothing of the tunnel's state.
     ...(tunnelNow
       ? {
-          tunnel_status: tunnelStatus(router.tunnelBound === true, router.tunnelHandshakeAt ?? null, tunnelNow),
+          tunnel_status: tunnelStatus(
+            router.tunnelBound === true,
+            router.tunnelHandshakeAt ?? null,
+            router.tunnelAnsweredAt ?? null,
+            tunnelNow,
+          ),
           tunnel_handshake_at: router.tunnelHandshakeAt ? formatIsoUtc(router.tunnelHandshakeAt) : null,
         }
       : {}),
