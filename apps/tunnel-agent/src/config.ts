@@ -69,6 +69,8 @@ export interface TunnelAgentConfig {
     pollSeconds: number;
     /** Jobs one agent runs at once (different routers; one router's jobs never overlap). */
     concurrency: number;
+    /** Further jobs at once that are only forward and access applies/removals (never behind bulk work). */
+    interactiveConcurrency: number;
   };
   /** `TUNNEL_RECONCILE_INTERVAL_MS`: period of the router-vs-database reconciliation (also run at start). */
   reconcileIntervalMs: number;
@@ -134,6 +136,7 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
       leaseMs: envInt(env, "TUNNEL_JOB_LEASE_MS", 60_000, 1_000, 3_600_000),
       pollSeconds: 1,
       concurrency: 4,
+      interactiveConcurrency: 2,
     },
     reconcileIntervalMs: envInt(env, "TUNNEL_RECONCILE_INTERVAL_MS", 60_000, 1_000, 86_400_000),
     expirySweepIntervalMs: 30_000,

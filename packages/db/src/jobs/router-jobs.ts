@@ -60,6 +60,26 @@ export const routerJobsQueue = (leaseSeconds = 60): JobQueueDefinition => ({
   retentionSeconds: 14 * 24 * 3600,
 });
 
+/**
+ * Someone waits for these (docs/api.md "Tunnel agent and entry point": a forward's or an access
+ * session's apply never waits behind bulk work): they are taken before backups, reconciliation and
+ * offboarding, and the agent keeps a lane of workers that takes only them (INTERACTIVE_JOB_PRIORITY),
+ * so no number of slow bulk jobs can hold them back. One router's jobs still run one at a time, in order.
+ */
+const INTERACTIVE_KINDS: ReadonlySet<TForwardJobKind> = new Set([
+  FORWARD_JOB_KINDS.apply,
+  FORWARD_JOB_KINDS.remove,
+  FORWARD_JOB_KINDS.accessApply,
+  FORWARD_JOB_KINDS.accessRemove,
+]);
+
+/** The priority of interactive router jobs (bulk jobs have 0). */
+export const INTERACTIVE_JOB_PRIORITY = 10;
+
+/** The queue priority of a router job of this kind. */
+export const routerJobPriority = (kind: TForwardJobKind): number =>
+  INTERACTIVE_KINDS.has(kind) ? INTERACTIVE_JOB_PRIORITY : 0;
+
 /** Queues a router job; with `executor` it commits or rolls back with the caller's transaction. */
 export const queueRouterJob = (
   engine: JobEngine,
@@ -69,6 +89,7 @@ export const queueRouterJob = (
 ) =>
   engine.send(ROUTER_JOBS_QUEUE, data, {
     singletonKey: data.router_id,
+    priority: routerJobPriority(data.kind),
     ...(executor ? { executor } : {}),
     ...(options.retryLimit === undefined ? {} : { retryLimit: options.retryLimit }),
   });
