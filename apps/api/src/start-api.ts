@@ -197,3 +197,6 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
 
 /** For the admin CLI's bootstrap key (docs/operations.md "Commands"). */
 export { mintApiKey, storeApiKey } from "./features/api-keys/api-keys.service.ts";
+
+/** For the role lookup bench (`npm run bench:roles`) and other apps' tests of authorization. */
+export { MembershipsService, ROLE_CACHE_TTL_MS } from "./features/members/memberships.service.ts";

@@ -44,6 +44,8 @@ interface RoleEntry {
   known: boolean;
   role: EffectiveRole | null;
   checkedAtMs: number;
+  /** Replaced or forgotten: a credential narrowed with it must look again. */
+  stale?: boolean;
 }
 
 const CACHE_LIMIT = 50_000;
@@ -84,6 +86,12 @@ export class MembershipsService {
    * from another issuer, an admin CLI key) keeps its own scopes. Synchronous when the cache answers.
    */
   limit(claims: AuthClaims): AuthClaims | Promise<AuthClaims> {
+    // The same verified claims object comes back with every request of a credential: a repeat
+    // costs one WeakMap lookup and a clock read.
+    const done = this.#limited.get(claims);
+    if (done && !done.entry.stale && this.#d.clock.nowMs() - done.entry.checkedAtMs < this.#d.cacheTtlMs) {
+      return done.claims;
+    }
     const entry = this.#fresh(claims.userId, claims.organizationId);
     if (entry) return this.#narrow(claims, entry);
     return this.#load(claims.userId, claims.organizationId).then((loaded) => this.#narrow(claims, loaded));
@@ -141,7 +149,11 @@ export class MembershipsService {
   /** Drops what this process remembers of a user's roles (their membership just changed here). */
   forget(userId: string): void {
     const prefix = `${userId}\u0000`;
-    for (const key of this.#cache.keys()) if (key.startsWith(prefix)) this.#cache.delete(key);
+    for (const [key, entry] of this.#cache) {
+      if (!key.startsWith(prefix)) continue;
+      entry.stale = true;
+      this.#cache.delete(key);
+    }
   }
 
   /** Who acts in the organization and where each role comes from (one entry per person). */
@@ -286,16 +298,20 @@ export class MembershipsService {
     const known = held.length > 0 || (await members.userExists(userId));
     const entry: RoleEntry = { known, role: effectiveRoleOf(held), checkedAtMs };
     if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
-    this.#cache.set(this.#key(userId, organizationId), entry);
+    const key = this.#key(userId, organizationId);
+    const previous = this.#cache.get(key);
+    if (previous) previous.stale = true;
+    this.#cache.set(key, entry);
     return entry;
   }
 
   #narrow(claims: AuthClaims, entry: RoleEntry): AuthClaims {
-    if (!entry.known) return claims;
+    if (!entry.known) {
+      this.#limited.set(claims, { entry, claims });
+      return claims;
+    }
     const role = entry.role;
     if (!role) throw new AppError("unauthenticated", "You are not a member of this organization (or no longer).");
-    const done = this.#limited.get(claims);
-    if (done?.entry === entry) return done.claims;
     const allowed = allowedScopes(role.role);
     const narrowed: AuthClaims = {
       ...claims,
