@@ -71,15 +71,6 @@ export class MembershipsLookupRepository {
     return rows[0]?.email ?? null;
   }
 
-  async currentOrganization(userId: string): Promise<string | null> {
-    if (!isUuid(userId)) return null;
-    const rows = await this.#query<{ id: string | null }>(
-      `select current_organization_id as id from users where id = $1`,
-      [userId],
-    );
-    return rows[0]?.id ?? null;
-  }
-
   /** docs/api.md "Sign-in": the chosen organization becomes the user's current one. */
   async setCurrentOrganization(userId: string, organizationId: string): Promise<void> {
     await this.#query(

@@ -27,10 +27,7 @@ export interface SignInServiceDeps {
   oidc: OidcClient | undefined;
   signIn: SignInRepository;
   identity: Pick<IdentityRepository, "loginByEmail">;
-  lookup: Pick<
-    MembershipsLookupRepository,
-    "organizationsOf" | "userEmail" | "currentOrganization" | "setCurrentOrganization"
-  >;
+  lookup: Pick<MembershipsLookupRepository, "organizationsOf" | "userEmail" | "setCurrentOrganization">;
   memberships: MembershipResolver;
   tokens: SystemTokens;
   sessions: SessionCheck;
@@ -199,7 +196,7 @@ export class SignInService {
       membership = await this.#d.memberships.resolveMembership(session.userId, chosen);
       if (!membership) throw new AppError("not_found", "No such organization.");
     } else {
-      const current = await this.#d.lookup.currentOrganization(session.userId);
+      const current = session.currentOrganizationId;
       if (current) membership = await this.#d.memberships.resolveMembership(session.userId, current);
       chosen = current ?? undefined;
       if (!membership) {
@@ -213,7 +210,7 @@ export class SignInService {
       if (!membership || chosen === undefined)
         throw new AppError("not_found", "You are not a member of any organization.");
     }
-    await this.#d.lookup.setCurrentOrganization(session.userId, chosen);
+    if (chosen !== session.currentOrganizationId) await this.#d.lookup.setCurrentOrganization(session.userId, chosen);
     const expiresAt = new Date(Math.min(now.getTime() + SYSTEM_TOKEN_TTL_SECONDS * 1000, session.expiresAt.getTime()));
     const accessToken = await this.#d.tokens.sign(
       {
