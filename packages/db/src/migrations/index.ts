@@ -23,6 +23,7 @@ import { WireguardMigration } from "./20261125-016-wireguard.migration.ts";
 import { WireguardEndpointsMigration } from "./20261125-031-wireguard-endpoints.migration.ts";
 import { LivenessTokenMigration } from "./20261128-034-liveness-token.migration.ts";
 import { LivenessRoomMigration } from "./20261128-035-liveness-room.migration.ts";
+import { TeamScopeMigration } from "./20261129-050-team-scope.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -53,4 +54,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261125-033-liveness-previous", class: LivenessPreviousMigration },
   { name: "20261128-034-liveness-token", class: LivenessTokenMigration },
   { name: "20261128-035-liveness-room", class: LivenessRoomMigration },
+  { name: "20261129-050-team-scope", class: TeamScopeMigration },
 ];
