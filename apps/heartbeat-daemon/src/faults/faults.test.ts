@@ -229,6 +229,8 @@ describe("fault state table", () => {
       actor: { type: "system", id: null },
       target: { type: "router", id: router.id },
       routerId: router.id,
+      // The router's team (docs/api.md "Audit log and webhooks").
+      teamId: owner.teamId,
       sourceIp: null,
     };
     expect(entries).toEqual([

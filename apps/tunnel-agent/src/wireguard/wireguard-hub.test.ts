@@ -274,6 +274,7 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
         actor: { type: "system", id: null },
         target: { type: "router", id: router.id },
         routerId: router.id,
+        teamId: owner.teamId,
         sourceIp: null,
         details: { tunnel_ip: tunnelIp },
       })),

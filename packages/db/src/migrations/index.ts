@@ -31,6 +31,7 @@ import { TunnelAnsweredMigration } from "./20261129-056-tunnel-answered.migratio
 import { HeartbeatDaemonsMigration } from "./20261129-060-heartbeat-daemons.migration.ts";
 import { TenancyMigration } from "./20261129-090-tenancy.migration.ts";
 import { SignInMigration } from "./20261129-080-sign-in.migration.ts";
+import { TeamScopeMigration } from "./20261129-050-team-scope.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -69,4 +70,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-060-heartbeat-daemons", class: HeartbeatDaemonsMigration },
   { name: "20261129-090-tenancy", class: TenancyMigration },
   { name: "20261129-080-sign-in", class: SignInMigration },
+  { name: "20261129-050-team-scope", class: TeamScopeMigration },
 ];
