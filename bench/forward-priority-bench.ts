@@ -40,7 +40,7 @@ const engine = await acquireJobEngine(db);
 await engine.defineQueue(routerJobsQueue());
 const locks = openRouterJobLocks(db);
 const started = Date.now();
-for (let i = 0; i < BACKUPS; i++) await queueBackupJob(engine, crypto.randomUUID());
+for (let i = 0; i < BACKUPS; i++) await queueBackupJob(engine, db, crypto.randomUUID());
 console.log(`queued ${BACKUPS} backups in ${Date.now() - started} ms`);
 
 let running = 0;

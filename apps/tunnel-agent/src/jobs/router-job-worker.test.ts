@@ -38,7 +38,7 @@ afterAll(async () => {
 it("applies a forward and an access session while backups queued before them hold every bulk worker", async () => {
   const BACKUPS = 40;
   const CONCURRENCY = 2;
-  for (let i = 0; i < BACKUPS; i++) await queueBackupJob(engine, crypto.randomUUID());
+  for (let i = 0; i < BACKUPS; i++) await queueBackupJob(engine, db, crypto.randomUUID());
   const forward = { kind: FORWARD_JOB_KINDS.apply, router_id: crypto.randomUUID(), forward_id: crypto.randomUUID() };
   const access = {
     kind: FORWARD_JOB_KINDS.accessApply,
