@@ -1,4 +1,4 @@
-import type { SshHostKeysRepository } from "@fleet/db";
+import { type Database, queryOf, SshHostKeysRepository } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
 import { AddressPinRefusedError, type HostKeyStore, RouterRemovedError } from "./host-key-store.ts";
 
@@ -7,11 +7,13 @@ import { AddressPinRefusedError, type HostKeyStore, RouterRemovedError } from ".
  * trusts the same keys (docs/api.md "Routers and heartbeats").
  */
 export class DbHostKeyStore implements HostKeyStore {
+  readonly #db: Pick<Database, "query" | "transaction">;
   readonly #keys: SshHostKeysRepository;
   readonly #clock: Clock;
 
-  constructor(keys: SshHostKeysRepository, clock: Clock) {
-    this.#keys = keys;
+  constructor(db: Pick<Database, "query" | "transaction">, clock: Clock) {
+    this.#db = db;
+    this.#keys = new SshHostKeysRepository(queryOf(db));
     this.#clock = clock;
   }
 
@@ -22,7 +24,10 @@ export class DbHostKeyStore implements HostKeyStore {
   }
 
   async set(routerId: string, fingerprint: string): Promise<void> {
-    const result = await this.#keys.pin(routerId, fingerprint, this.#clock.now());
+    // One transaction: the router's and the address's rows stay locked from the read to the pin.
+    const result = await this.#db.transaction((query) =>
+      new SshHostKeysRepository(query).pin(routerId, fingerprint, this.#clock.now()),
+    );
     if ("removed" in result) throw new RouterRemovedError(routerId);
     if ("refused" in result)
       throw new AddressPinRefusedError(routerId, result.refused.tunnelIp, result.refused.routerId);

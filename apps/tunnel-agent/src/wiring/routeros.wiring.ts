@@ -1,4 +1,3 @@
-import { SshHostKeysRepository } from "@fleet/db";
 import { loopbackAgentAddress } from "@fleet/shared";
 import { resolveAgentKey } from "../routeros/agent-key.ts";
 import { DbHostKeyStore } from "../routeros/db-host-key-store.ts";
@@ -29,7 +28,7 @@ export const wireRouterOs = (
           privateKey: key.privateKey,
           connectTimeoutMs: config.ssh.connectTimeoutMs,
           commandTimeoutMs: config.ssh.commandTimeoutMs,
-          hostKeys: new DbHostKeyStore(new SshHostKeysRepository(db), clock),
+          hostKeys: new DbHostKeyStore(db, clock),
           localAddress: loopbackAgentAddress(config.tunnelNetwork),
         }),
     },
