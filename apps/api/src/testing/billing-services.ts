@@ -1,4 +1,10 @@
-import { AccountsRepository, BillingMirrorRepository, type Database, SubscriptionsRepository } from "@fleet/db";
+import {
+  AccountsRepository,
+  BillingMirrorRepository,
+  type Database,
+  queryOf,
+  SubscriptionsRepository,
+} from "@fleet/db";
 import { makeUser } from "@fleet/db/testing";
 import { systemClock } from "@fleet/shared";
 import { type StripeEmulator, startStripeEmulator } from "@fleet/stripe-emulator";
@@ -87,8 +93,9 @@ export const billingServices = (db: Database, apiBase: URL, options: { trialRout
     onError,
   });
   const subscriptions = new SubscriptionService({
+    db,
     accounts: accountsRepository,
-    subscriptions: new SubscriptionsRepository(db),
+    subscriptions: new SubscriptionsRepository(queryOf(db)),
     gateway: subscriptionGateway,
     docsUrl: DOCS_URL,
     mirror: mirrorRepository,

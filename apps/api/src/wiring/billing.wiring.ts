@@ -1,4 +1,4 @@
-import { BillingMirrorRepository, SubscriptionsRepository } from "@fleet/db";
+import { BillingMirrorRepository, queryOf, SubscriptionsRepository } from "@fleet/db";
 import { AccountsRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import { serverUrl } from "@fleet/shared";
@@ -92,8 +92,9 @@ export const wireBilling = async ({ config, db, logger, wallClock }: WiringConte
     onError: (error, context) => billingLogger.warn({ err: error }, context),
   });
   const subscriptionService = new SubscriptionService({
+    db,
     accounts,
-    subscriptions: new SubscriptionsRepository(db),
+    subscriptions: new SubscriptionsRepository(queryOf(db)),
     gateway: subscriptionGateway,
     docsUrl: config.docsUrl,
     mirror: mirrorRepository,

@@ -1,5 +1,5 @@
-import type { Database } from "../database.ts";
-import { isUniqueViolation, toNumber } from "./sql-values.ts";
+import type { Query } from "../database.ts";
+import { toNumber } from "./sql-values.ts";
 
 export interface SubscriptionRecord {
   id: string;
@@ -51,13 +51,14 @@ const fromRow = (row: SubscriptionRow): SubscriptionRecord => ({
 
 /** Billing subscriptions and the router count they bill for. */
 export class SubscriptionsRepository {
-  readonly #db: Database;
-  constructor(db: Database) {
-    this.#db = db;
+  readonly #query: Query;
+  /** On `queryOf(db)`, or on a transaction's `query` for `insert` (its caller opens it). */
+  constructor(query: Query) {
+    this.#query = query;
   }
 
   async findByAccount(accountId: string): Promise<SubscriptionRecord | null> {
-    const rows = await this.#db.query<SubscriptionRow>(
+    const rows = await this.#query<SubscriptionRow>(
       `select ${SUBSCRIPTION_COLUMNS} from billing_subscriptions where account_id = $1`,
       [accountId],
     );
@@ -65,41 +66,34 @@ export class SubscriptionsRepository {
   }
 
   /**
-   * Records the first subscription and, in the same transaction, sets the account's currency when
-   * it is still empty (docs/api.md "Account": currency is set at the first subscription). Null when the
-   * account already has one (a concurrent creator won).
+   * Records the first subscription and sets the account's currency when it is still empty
+   * (docs/api.md "Account": currency is set at the first subscription); run it in a transaction. A
+   * second subscription of the account is a unique violation (a concurrent creator won).
    */
-  async insert(input: NewSubscription): Promise<SubscriptionRecord | null> {
-    try {
-      return await this.#db.transaction(async (query) => {
-        const rows = await query<SubscriptionRow>(
-          `insert into billing_subscriptions (id, account_id, stripe_subscription_id, stripe_item_id, currency, quantity,
-             created_at, updated_at)
-           values ($1, $2, $3, $4, $5, $6, now(), now())
-           returning ${SUBSCRIPTION_COLUMNS}`,
-          [
-            crypto.randomUUID(),
-            input.accountId,
-            input.stripeSubscriptionId,
-            input.stripeItemId,
-            input.currency,
-            input.quantity,
-          ],
-        );
-        await query(`update billing_accounts set currency = $2, updated_at = now() where id = $1 and currency = ''`, [
-          input.accountId,
-          input.currency.toUpperCase(),
-        ]);
-        return fromRow(rows[0] as SubscriptionRow);
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) return null;
-      throw error;
-    }
+  async insert(input: NewSubscription): Promise<SubscriptionRecord> {
+    const rows = await this.#query<SubscriptionRow>(
+      `insert into billing_subscriptions (id, account_id, stripe_subscription_id, stripe_item_id, currency, quantity,
+         created_at, updated_at)
+       values ($1, $2, $3, $4, $5, $6, now(), now())
+       returning ${SUBSCRIPTION_COLUMNS}`,
+      [
+        crypto.randomUUID(),
+        input.accountId,
+        input.stripeSubscriptionId,
+        input.stripeItemId,
+        input.currency,
+        input.quantity,
+      ],
+    );
+    await this.#query(`update billing_accounts set currency = $2, updated_at = now() where id = $1 and currency = ''`, [
+      input.accountId,
+      input.currency.toUpperCase(),
+    ]);
+    return fromRow(rows[0] as SubscriptionRow);
   }
 
   async updateQuantity(id: string, quantity: number): Promise<void> {
-    const rows = await this.#db.query(
+    const rows = await this.#query(
       "update billing_subscriptions set quantity = $2, updated_at = now() where id = $1 returning id",
       [id, quantity],
     );
@@ -108,7 +102,7 @@ export class SubscriptionsRepository {
 
   /** Routers of every organization in the tree under (and including) the billing root. */
   async countRoutersInTree(rootOrganizationId: string): Promise<number> {
-    const rows = await this.#db.query<{ n: unknown }>(ROUTERS_IN_TREE_SQL, [rootOrganizationId]);
+    const rows = await this.#query<{ n: unknown }>(ROUTERS_IN_TREE_SQL, [rootOrganizationId]);
     return toNumber(rows[0]?.n ?? 0);
   }
 }

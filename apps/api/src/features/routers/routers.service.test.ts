@@ -95,8 +95,9 @@ const clearance = (trialRouters: number) => {
     clock: systemClock,
   };
   return new SubscriptionService({
+    db,
     accounts: new AccountsRepository(db),
-    subscriptions: new SubscriptionsRepository(db),
+    subscriptions: new SubscriptionsRepository(queryOf(db)),
     gateway: createSubscriptionGateway(stripe),
     docsUrl: "http://localhost:3000/docs",
     mirror,

@@ -1,4 +1,4 @@
-import { AccountsRepository, BillingMirrorRepository, SubscriptionsRepository } from "@fleet/db";
+import { AccountsRepository, BillingMirrorRepository, queryOf, SubscriptionsRepository } from "@fleet/db";
 import {
   createTestDatabase,
   databaseFingerprint,
@@ -44,8 +44,9 @@ const newMirror = (client: Stripe = stripe) => {
 
 const newService = (client: Stripe = stripe, trialRouters = 3) =>
   new SubscriptionService({
+    db,
     accounts: new AccountsRepository(db),
-    subscriptions: new SubscriptionsRepository(db),
+    subscriptions: new SubscriptionsRepository(queryOf(db)),
     gateway: createSubscriptionGateway(client),
     docsUrl: DOCS,
     mirror: new BillingMirrorRepository(db),
@@ -85,7 +86,7 @@ const billedOrganization = async (country = "DE") => {
 const subscriptionsOf = async (customerId: string) =>
   (await stripe.subscriptions.list({ customer: customerId, status: "all" })).data;
 
-const rowOf = async (accountId: string) => new SubscriptionsRepository(db).findByAccount(accountId);
+const rowOf = async (accountId: string) => new SubscriptionsRepository(queryOf(db)).findByAccount(accountId);
 
 const accountCurrency = async (accountId: string) =>
   (await db.query<{ currency: string }>("select currency from billing_accounts where id = $1", [accountId]))[0]

@@ -1,4 +1,12 @@
-import type { AccountRecord, BillingContext, MirrorInvoice, NewSubscription, SubscriptionRecord } from "@fleet/db";
+import {
+  type AccountRecord,
+  type BillingContext,
+  type Database,
+  isUniqueViolation,
+  type MirrorInvoice,
+  type SubscriptionRecord,
+  SubscriptionsRepository,
+} from "@fleet/db";
 import { AppError, currencySymbol, fromMinorUnits, isAppError } from "@fleet/shared";
 import type { InvoiceSnapshot, PaymentsGateway } from "../../integrations/stripe/payments-gateway.ts";
 import type { SubscriptionGateway, SubscriptionSnapshot } from "../../integrations/stripe/subscription-gateway.ts";
@@ -6,10 +14,11 @@ import type { ServiceClearance } from "../routers/service-clearance.ts";
 import { currencyForCountry, managedRouterPrice } from "./managed-router-prices.ts";
 
 export interface SubscriptionServiceDeps {
+  /** Opens the transaction that records a first subscription with the account's currency. */
+  db: Pick<Database, "transaction">;
   accounts: { billingContext(organizationId: string): Promise<BillingContext | null> };
   subscriptions: {
     findByAccount(accountId: string): Promise<SubscriptionRecord | null>;
-    insert(input: NewSubscription): Promise<SubscriptionRecord | null>;
     updateQuantity(id: string, quantity: number): Promise<void>;
     countRoutersInTree(rootOrganizationId: string): Promise<number>;
   };
@@ -169,13 +178,21 @@ export class SubscriptionService implements ServiceClearance {
     if (!(await this.#deps.mirror.hasCard(account.id))) return;
 
     const created = await this.#createOrAdopt(account, quantity, previous);
-    const row = await subscriptions.insert({
-      accountId: account.id,
-      stripeSubscriptionId: created.id,
-      stripeItemId: created.itemId,
-      currency: created.currency,
-      quantity,
-    });
+    // Null when the account already has one: a concurrent creator won (the unique account key).
+    const row = await this.#deps.db
+      .transaction((query) =>
+        new SubscriptionsRepository(query).insert({
+          accountId: account.id,
+          stripeSubscriptionId: created.id,
+          stripeItemId: created.itemId,
+          currency: created.currency,
+          quantity,
+        }),
+      )
+      .catch((error: unknown) => {
+        if (isUniqueViolation(error)) return null;
+        throw error;
+      });
     if (row) {
       await this.#deps.mirrorWrites.subscriptionSeen(account.id, created);
       // docs/billing.md "Failed payments": a first charge that fails creates no service.
