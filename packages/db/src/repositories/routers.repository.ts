@@ -364,35 +364,31 @@ export class RoutersRepository {
     );
   }
 
-  /**
-   * Read-modify-write of the user metadata under a row lock, so concurrent PATCHes both land.
-   * `change` gets the current record and returns the new user metadata and name, or throws to
-   * abort (nothing is written then).
-   */
-  async updateUserMetadata(
-    teamId: string,
-    routerId: string,
-    change: (current: RouterRecord) => { userMetadata: Record<string, unknown>; name: string },
-  ): Promise<RouterRecord | null> {
+  /** The team's router, its row locked until `query`'s transaction ends; null when not the team's. */
+  async lockInTeam(query: Query, teamId: string, routerId: string): Promise<RouterRecord | null> {
     if (!isUuid(routerId)) return null;
-    return this.#db.transaction(async (query) => {
-      const rows = await query<Row>(
-        `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.id = $1 and r.team_id = $2 for update of r`,
-        [routerId, teamId],
-      );
-      const row = rows[0];
-      if (!row) return null;
-      const next = change(routerFromRow(row));
-      const updated = await query<Row>(
-        `update routers as r set user_metadata = $2::jsonb, name = $3
-         from routers x left join router_liveness l on l.router_id = x.id
-           left join router_wireguard_peers w on w.router_id = x.id
-         where r.id = $1 and x.id = r.id returning ${ROUTER_COLUMNS}`,
-        [routerId, JSON.stringify(next.userMetadata), next.name],
-      );
-      const result = updated[0];
-      return result ? routerFromRow(result) : null;
-    });
+    const rows = await query<Row>(
+      `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.id = $1 and r.team_id = $2 for update of r`,
+      [routerId, teamId],
+    );
+    return rows[0] ? routerFromRow(rows[0]) : null;
+  }
+
+  /** Writes the user metadata and name of a router (locked first with `lockInTeam`). */
+  async setUserMetadata(
+    query: Query,
+    routerId: string,
+    userMetadata: Record<string, unknown>,
+    name: string,
+  ): Promise<RouterRecord | null> {
+    const updated = await query<Row>(
+      `update routers as r set user_metadata = $2::jsonb, name = $3
+       from routers x left join router_liveness l on l.router_id = x.id
+         left join router_wireguard_peers w on w.router_id = x.id
+       where r.id = $1 and x.id = r.id returning ${ROUTER_COLUMNS}`,
+      [routerId, JSON.stringify(userMetadata), name],
+    );
+    return updated[0] ? routerFromRow(updated[0]) : null;
   }
 
   /** Replaces a router's tags; null when the router is not the team's. */

@@ -73,10 +73,12 @@ export interface RouterStore extends TunnelAddressStore {
     at: Date,
     quarantineUntil: Date,
   ): Promise<void>;
-  updateUserMetadata(
-    teamId: string,
+  lockInTeam(query: Query, teamId: string, routerId: string): Promise<RouterRecord | null>;
+  setUserMetadata(
+    query: Query,
     routerId: string,
-    change: (current: RouterRecord) => { userMetadata: Record<string, unknown>; name: string },
+    userMetadata: Record<string, unknown>,
+    name: string,
   ): Promise<RouterRecord | null>;
   faults(routerId: string, limit: number): Promise<FaultRecord[]>;
   downtimeHours(routerId: string, from: Date, to: Date): Promise<Map<number, number>>;
@@ -325,7 +327,11 @@ export class RouterService {
   /** Merges user keys; `null` removes one. `name` is the router's name. */
   async updateMetadata(teamId: string, input: TUpdateRouterMetadataInput): Promise<TRouterMetadata> {
     const { router_id: routerId, ...patch } = input;
-    const updated = await this.#deps.routers.updateUserMetadata(teamId, routerId, (current) => {
+    // Read-modify-write under the router's row lock, so concurrent PATCHes both land; a refusal
+    // rolls the transaction back and writes nothing.
+    const updated = await this.#deps.db.transaction(async (query) => {
+      const current = await this.#deps.routers.lockInTeam(query, teamId, routerId);
+      if (!current) return null;
       const userMetadata: Record<string, unknown> = { ...current.userMetadata };
       let name = current.name;
       for (const [key, value] of Object.entries(patch)) {
@@ -347,7 +353,7 @@ export class RouterService {
           },
         );
       }
-      return { userMetadata, name };
+      return this.#deps.routers.setUserMetadata(query, routerId, userMetadata, name);
     });
     if (!updated) throw notFound();
     return this.#metadataOf(updated);
