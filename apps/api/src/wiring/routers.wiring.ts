@@ -74,7 +74,8 @@ export const wireRouters = async (
   const defaultHeartbeatUrl = `http://${hostForUrl.includes(":") ? `[${hostForUrl}]` : hostForUrl}:${adoptionConfig.heartbeatPort}`;
   const sources = options.adoptionSources;
   const adoption = new AdoptionService({
-    store: new AdoptionsRepository(db),
+    store: new AdoptionsRepository(queryOf(db)),
+    db,
     clock,
     logger: logger.child({ feature: "adoption" }),
     feed: statusFeed.feed,

@@ -122,16 +122,18 @@ describe('binding a router\'s WireGuard key (docs/routeros.md "The management tu
     await eventually(() => keyOf(router.id), "the binding");
     const newToken = `hb_${crypto.randomUUID().replaceAll("-", "")}`;
     const { createHash } = await import("node:crypto");
-    const reissued = await new AdoptionsRepository(db).reissue(
-      owner.teamId,
-      router.id,
-      createHash("sha256").update(newToken).digest("hex"),
-      {
-        tokenHash: "a".repeat(64),
-        createdAt: new Date(),
-        expiresAt: new Date(Date.now() + 3_600_000),
-        countsFrom: new Date(),
-      },
+    const reissued = await db.transaction((query) =>
+      new AdoptionsRepository(query).reissue(
+        owner.teamId,
+        router.id,
+        createHash("sha256").update(newToken).digest("hex"),
+        {
+          tokenHash: "a".repeat(64),
+          createdAt: new Date(),
+          expiresAt: new Date(Date.now() + 3_600_000),
+          countsFrom: new Date(),
+        },
+      ),
     );
     expect(reissued).toBe(true);
     expect(await keyOf(router.id)).toBeNull();

@@ -118,12 +118,14 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
       await eventually(async () => (await peersOf(device)).has(key), "the new peer", 1_000);
 
       // Re-adoption clears the binding: the peer goes.
-      await new AdoptionsRepository(db).reissue(owner.teamId, router.id, "b".repeat(64), {
-        tokenHash: "c".repeat(64),
-        createdAt: new Date(),
-        expiresAt: new Date(Date.now() + 3_600_000),
-        countsFrom: new Date(),
-      });
+      await db.transaction((query) =>
+        new AdoptionsRepository(query).reissue(owner.teamId, router.id, "b".repeat(64), {
+          tokenHash: "c".repeat(64),
+          createdAt: new Date(),
+          expiresAt: new Date(Date.now() + 3_600_000),
+          countsFrom: new Date(),
+        }),
+      );
       await feed.feed.publish([{ type: "tunnel_binding", router_id: router.id, team_id: owner.teamId }]);
       await eventually(async () => !(await peersOf(device)).has(key), "the re-adopted router's peer to go", 1_000);
 

@@ -1,5 +1,5 @@
 import { isUuid } from "@fleet/shared";
-import type { Database } from "../database.ts";
+import type { Query } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A new adoption URL: only hashes are stored (docs/routeros.md "Adoption"). */
@@ -34,14 +34,15 @@ type Row = Record<string, unknown>;
 
 /** Adoption URLs of routers (one table, `router_adoptions`). */
 export class AdoptionsRepository {
-  readonly #db: Database;
-  constructor(db: Database) {
-    this.#db = db;
+  readonly #query: Query;
+  /** On `queryOf(db)`, or on a transaction's `query` for `reissue` (its caller opens it). */
+  constructor(query: Query) {
+    this.#query = query;
   }
 
   /** Records the adoption URL of a router just enrolled. */
   async insert(routerId: string, adoption: NewAdoption): Promise<void> {
-    await this.#db.query(
+    await this.#query(
       `insert into router_adoptions (token_hash, router_id, created_at, expires_at, counts_from)
        values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0))`,
       [
@@ -56,42 +57,41 @@ export class AdoptionsRepository {
 
   /**
    * A router that was reset: its heartbeat token is replaced (the old one stops working) and a new
-   * adoption URL recorded, in one transaction. Its URLs that expired are dropped on the way. False
+   * adoption URL recorded; run it in one transaction. Its URLs that expired are dropped on the way. False
    * when the router is not in the team (nothing changes then).
    */
   async reissue(teamId: string, routerId: string, heartbeatTokenHash: string, adoption: NewAdoption): Promise<boolean> {
     if (!isUuid(routerId)) return false;
-    return this.#db.transaction(async (query) => {
-      const updated = await query(
-        "update routers set heartbeat_token_hash = $3 where id = $1 and team_id = $2 returning id",
-        [routerId, teamId, heartbeatTokenHash],
-      );
-      if (updated.length === 0) return false;
-      // Re-adoption clears the tunnel binding (docs/routeros.md "The management tunnel"): the next
-      // heartbeat with the new token binds whatever key the device then has.
-      await query("delete from router_wireguard_peers where router_id = $1", [routerId]);
-      await query(
-        "delete from router_adoptions where router_id = $1 and expires_at < to_timestamp($2::float8 / 1000.0)",
-        [routerId, adoption.createdAt.getTime()],
-      );
-      await query(
-        `insert into router_adoptions (token_hash, router_id, created_at, expires_at, counts_from)
-         values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0))`,
-        [
-          adoption.tokenHash,
-          routerId,
-          adoption.createdAt.getTime(),
-          adoption.expiresAt.getTime(),
-          adoption.countsFrom.getTime(),
-        ],
-      );
-      return true;
-    });
+    const query = this.#query;
+    const updated = await query(
+      "update routers set heartbeat_token_hash = $3 where id = $1 and team_id = $2 returning id",
+      [routerId, teamId, heartbeatTokenHash],
+    );
+    if (updated.length === 0) return false;
+    // Re-adoption clears the tunnel binding (docs/routeros.md "The management tunnel"): the next
+    // heartbeat with the new token binds whatever key the device then has.
+    await query("delete from router_wireguard_peers where router_id = $1", [routerId]);
+    await query(
+      "delete from router_adoptions where router_id = $1 and expires_at < to_timestamp($2::float8 / 1000.0)",
+      [routerId, adoption.createdAt.getTime()],
+    );
+    await query(
+      `insert into router_adoptions (token_hash, router_id, created_at, expires_at, counts_from)
+       values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0))`,
+      [
+        adoption.tokenHash,
+        routerId,
+        adoption.createdAt.getTime(),
+        adoption.expiresAt.getTime(),
+        adoption.countsFrom.getTime(),
+      ],
+    );
+    return true;
   }
 
   /** The adoption URL with this token hash and its router's state; null when unknown. */
   async find(tokenHash: string): Promise<AdoptionLookup | null> {
-    const rows = await this.#db.query<Row>(
+    const rows = await this.#query<Row>(
       `select a.router_id, r.name, r.heartbeat_token_hash, r.tunnel_ip, ${ms("a.created_at", "created_ms")},
          ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("l.last_seen_at", "last_seen_ms")},
          ${ms("a.spent_at", "spent_ms")}

@@ -77,12 +77,14 @@ const statementsOf = async <T>(work: () => Promise<T>): Promise<{ result: T; sta
 };
 
 const reissue = (router: { id: string }, newToken: string) =>
-  new AdoptionsRepository(db).reissue(owner.teamId, router.id, hashHeartbeatToken(newToken), {
-    tokenHash: hashHeartbeatToken(`adopt_${router.id}_${newToken}`),
-    createdAt: new Date(T0),
-    expiresAt: new Date(T0 + 3_600_000),
-    countsFrom: new Date(T0),
-  });
+  db.transaction((query) =>
+    new AdoptionsRepository(query).reissue(owner.teamId, router.id, hashHeartbeatToken(newToken), {
+      tokenHash: hashHeartbeatToken(`adopt_${router.id}_${newToken}`),
+      createdAt: new Date(T0),
+      expiresAt: new Date(T0 + 3_600_000),
+      countsFrom: new Date(T0),
+    }),
+  );
 
 const identity = async (routerId: string) =>
   (await db.query<{ identity: string }>("select identity from routers where id = $1", [routerId]))[0]?.identity;
@@ -144,12 +146,14 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
   it("writes nothing for a replaced token, whichever statement the row meets, and tells gone routers apart", async () => {
     const router = await makeRouter(db, owner, { identity: "kept" });
     await heartbeats.applyHeartbeats([beat(router, T0, { identity: "kept" })], QUIET_GAP_MS);
-    const reissued = await new AdoptionsRepository(db).reissue(owner.teamId, router.id, hashHeartbeatToken("hb_new"), {
-      tokenHash: hashHeartbeatToken(`adopt_${router.id}`),
-      createdAt: new Date(T0),
-      expiresAt: new Date(T0 + 3_600_000),
-      countsFrom: new Date(T0),
-    });
+    const reissued = await db.transaction((query) =>
+      new AdoptionsRepository(query).reissue(owner.teamId, router.id, hashHeartbeatToken("hb_new"), {
+        tokenHash: hashHeartbeatToken(`adopt_${router.id}`),
+        createdAt: new Date(T0),
+        expiresAt: new Date(T0 + 3_600_000),
+        countsFrom: new Date(T0),
+      }),
+    );
     expect(reissued).toBe(true);
     const before = await liveness(router.id);
 

@@ -112,7 +112,8 @@ const service = (options: { cidr?: string; trialRouters?: number; quarantineDays
   const clock = new ManualClock(T0);
   const cidr = options.cidr ?? "100.64.0.0/10";
   const adoption = new AdoptionService({
-    store: new AdoptionsRepository(db),
+    store: new AdoptionsRepository(queryOf(db)),
+    db,
     clock,
     logger,
     feed: feed.feed,

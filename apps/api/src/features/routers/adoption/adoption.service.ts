@@ -1,4 +1,4 @@
-import type { AdoptionLookup, NewAdoption } from "@fleet/db";
+import { type AdoptionLookup, AdoptionsRepository, type Database, type NewAdoption } from "@fleet/db";
 import {
   type AdoptionWireguard,
   AppError,
@@ -16,13 +16,13 @@ import { heartbeatTokenFor, isAdoptionToken, newAdoptionToken } from "./adoption
 /** The persistence adoption needs (AdoptionsRepository in production). */
 export interface AdoptionStore {
   insert(routerId: string, adoption: NewAdoption): Promise<void>;
-  /** Also clears the router's WireGuard binding (docs/routeros.md "The management tunnel"). */
-  reissue(teamId: string, routerId: string, heartbeatTokenHash: string, adoption: NewAdoption): Promise<boolean>;
   find(tokenHash: string): Promise<AdoptionLookup | null>;
 }
 
 export interface AdoptionServiceDeps {
   store: AdoptionStore;
+  /** Re-adoption replaces the token, clears the tunnel binding and records the URL in one transaction. */
+  db: Pick<Database, "transaction">;
   clock: Clock;
   logger: Logger;
   /**
@@ -110,11 +110,13 @@ export class AdoptionService {
   /** A router that was reset: new heartbeat token (the old one stops working) and a new URL. */
   async reissue(teamId: string, routerId: string): Promise<TAdoption> {
     const minted = this.mint();
-    const found = await this.#deps.store.reissue(
-      teamId,
-      routerId,
-      this.heartbeatTokenHash(minted),
-      this.#row(minted, REPLACED_TOKEN_GRACE_MS),
+    const found = await this.#deps.db.transaction((query) =>
+      new AdoptionsRepository(query).reissue(
+        teamId,
+        routerId,
+        this.heartbeatTokenHash(minted),
+        this.#row(minted, REPLACED_TOKEN_GRACE_MS),
+      ),
     );
     if (!found) throw new AppError("not_found", "Router not found.");
     // The binding is gone with the old token; hubs drop the peer when they hear of it (and at their next reconciliation otherwise).
