@@ -34,21 +34,20 @@ const api = async (method: string, path: string, body?: unknown) => {
 const heartbeat = JSON.stringify({ type: "heartbeat", identity: "spender", uptime: 60 });
 const scriptStatus = async (url: string) => (await fetch(url)).status;
 
-/** One frame over a new socket, answered by the daemon's next frame. */
+/** Frames sent at once over a new socket; resolves with the daemon's answers, one per frame, in order. */
 const overWebSocket = (token: string, frames: string[]): Promise<unknown[]> =>
   new Promise((resolve, reject) => {
     const ws = new WebSocket(system.heartbeat.wsUrl, { headers: { authorization: `Bearer ${token}` } });
     const answers: unknown[] = [];
     ws.on("error", reject);
-    ws.on("open", () => ws.send(frames[0] ?? ""));
+    ws.on("open", () => {
+      for (const frame of frames) ws.send(frame);
+    });
     ws.on("message", (data) => {
       answers.push(JSON.parse(data.toString()));
-      const next = frames[answers.length];
-      if (next !== undefined) ws.send(next);
-      else {
-        ws.close();
-        resolve(answers);
-      }
+      if (answers.length < frames.length) return;
+      ws.close();
+      resolve(answers);
     });
   });
 
@@ -112,7 +111,12 @@ describe("the first heartbeat spends the adoption URL before it is acknowledged"
     expect(newToken).not.toBe(token);
     expect(await scriptStatus(again.body.data.url)).toBe(200);
     // Well inside the re-adoption's grace for clocks that disagree: the spend does not wait it out.
-    expect(await overWebSocket(newToken, [heartbeat, heartbeat])).toEqual([ACK, ACK]);
+    // Frames behind the first are acknowledged after it, in order; a bad one still gets its error.
+    expect(await overWebSocket(newToken, [heartbeat, "{", heartbeat])).toEqual([
+      ACK,
+      expect.objectContaining({ type: "error" }),
+      ACK,
+    ]);
     expect(await scriptStatus(again.body.data.url)).toBe(410);
   });
 

@@ -312,6 +312,89 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
     expect(await tunnelStatus(router.id)).toBe("pending");
   }, 30_000);
 
+  it("key squatting: a router that binds another device's key never shows up, though that device handshakes", async () => {
+    // Router 1 was re-adopted above: its device still holds its old key, now bound to nobody, and
+    // keeps dialling the hub. Another tenant's router binds that key with its own heartbeat.
+    const victim = fleet?.routers[1];
+    if (!victim) throw new Error("no router 1");
+    const victimKey = execFileSync("ip", [
+      "netns",
+      "exec",
+      victim.namespace,
+      "wg",
+      "show",
+      victim.linkName,
+      "public-key",
+    ])
+      .toString()
+      .trim();
+    const email = `squatter-${crypto.randomUUID()}@example.com`;
+    const squatterApi = new FleetApi(system?.api.url ?? "");
+    await squatterApi.login(email);
+    await squatterApi.ensureAccount(email);
+    const squatter = await squatterApi.enroll("squatter");
+    const squatterToken = (
+      (await (
+        await fetch(`${system?.api.url}/v1/auth/dev-login`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email }),
+        })
+      ).json()) as { access_token: string }
+    ).access_token;
+    const asSquatter = async (path: string): Promise<unknown> => {
+      const res = await fetch(`${system?.api.url}${path}`, { headers: { authorization: `Bearer ${squatterToken}` } });
+      return ((await res.json()) as { data: unknown }).data;
+    };
+    const beat = await fetch(`${system?.heartbeat.url}/v1/heartbeat`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${squatter.heartbeat_token}`, "content-type": "application/json" },
+      body: JSON.stringify({ type: "heartbeat", identity: "squatter", wireguard_public_key: victimKey }),
+    });
+    expect(beat.status).toBe(200);
+    const metadata = async () =>
+      (await asSquatter(`/api/routers/${squatter.router_id}/metadata`)) as Record<string, unknown>;
+    const squatterIp = (await metadata()).tunnel_ip;
+    expect(squatterIp).toMatch(/^100\.127\./);
+    await eventually(
+      async () => (await hubPeers()).get(`${squatterIp}/32`) === victimKey,
+      "the hub's peer for the squatter's binding",
+    );
+    // The device holding the key handshakes at once: its hub peer is set again (a new peer sends
+    // its first keepalive, which starts a handshake), as it would at its next rekey anyway.
+    const wg = (...args: string[]) =>
+      execFileSync("ip", ["netns", "exec", victim.namespace, "wg", ...args])
+        .toString()
+        .trim();
+    const [hubKey, , endpoint, allowed, , , , keepalive] = (
+      wg("show", victim.linkName, "dump").split("\n")[1] ?? ""
+    ).split("\t");
+    wg("set", victim.linkName, "peer", hubKey ?? "", "remove");
+    wg("set", victim.linkName, "peer", hubKey ?? "", "endpoint", endpoint ?? "", "allowed-ips", allowed ?? "");
+    wg("set", victim.linkName, "peer", hubKey ?? "", "persistent-keepalive", keepalive ?? "25");
+    // The hub recorded the handshake with the squatter's key...
+    await eventually(async () => (await metadata()).tunnel_handshake_at, "the handshake recorded", 30_000);
+    // ... yet nothing answers at the squatter's address through the tunnel: it is never up.
+    expect((await metadata()).tunnel_status).toBe("down");
+    // Its tenant's audit log has no router.tunnel.up (it is written with the handshake that flips it).
+    const audit = (await asSquatter(`/api/audit-log?router_id=${squatter.router_id}`)) as Array<{ action: string }>;
+    expect(audit.map((e) => e.action)).not.toContain("router.tunnel.up");
+
+    // The device's owner adopts it again: the script makes the device a new key (CONTRACT 13), which
+    // binds to its router and comes up; the key the squatter bound opens nothing of it.
+    const owner = routers[1];
+    const device = fleet?.fleet.routers[1];
+    if (!owner || !device) throw new Error("no router 1");
+    const again = await call("POST", `/api/routers/${owner.id}/adoption`);
+    expect(again.status).toBe(201);
+    await device.device.run(again.body.data.command);
+    const newKey = wg("show", victim.linkName, "public-key");
+    expect(newKey).not.toBe(victimKey);
+    await eventually(async () => (await hubPeers()).get(`${owner.tunnelIp}/32`) === newKey, "the new key's peer");
+    await eventually(async () => (await tunnelStatus(owner.id)) === "up", "the re-adopted router up", 30_000);
+    expect((await metadata()).tunnel_status).toBe("down");
+  }, 90_000);
+
   it("the address-takeover replay: another tenant given a removed router's address reaches nothing of its device", async () => {
     // Router 2 (tenant A's) was removed above; its device still runs, with its address X and its
     // tunnel to the hub configured, and keeps dialling the hub.

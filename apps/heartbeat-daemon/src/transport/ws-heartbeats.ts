@@ -234,13 +234,18 @@ export class WsHeartbeats {
     const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : data.toString("utf8");
     const refused = this.#o.intake.accept(peer.owner, text, peer.address);
     if (refused) {
-      this.#send(ws, errorFrame(refused.message, refused.errors));
+      const frame = errorFrame(refused.message, refused.errors);
+      // Behind an ack still waiting (a first heartbeat): answers keep the frames' order.
+      if (peer.acking !== undefined) this.#after(peer, undefined, () => this.#send(ws, frame));
+      else this.#send(ws, frame);
       return;
     }
     countHeartbeat("ws");
     const spending = this.#o.intake.beforeAck(peer.owner);
     if (spending !== undefined || peer.acking !== undefined) {
-      this.#ackLater(ws, peer, spending);
+      this.#after(peer, spending, () => {
+        if (ws.readyState === ws.OPEN) peer.socket.write(this.#ackWire);
+      });
       return;
     }
     // Safe beside ws's own writes: without compression its sender writes every frame whole and at
@@ -248,17 +253,14 @@ export class WsHeartbeats {
     if (ws.readyState === ws.OPEN) peer.socket.write(this.#ackWire);
   }
 
-  /** The ack once `spending` (a token's first heartbeat spends its adoption URL) and earlier acks are done. */
-  #ackLater(ws: WebSocket, peer: Peer, spending: Promise<void> | undefined): void {
-    const before = peer.acking;
-    const acked = Promise.all([before, spending])
-      .then(() => {
-        if (ws.readyState === ws.OPEN) peer.socket.write(this.#ackWire);
-      })
+  /** `answer` once `spending` (a token's first heartbeat spends its adoption URL) and earlier answers are done. */
+  #after(peer: Peer, spending: Promise<void> | undefined, answer: () => void): void {
+    const answered = Promise.all([peer.acking, spending])
+      .then(answer)
       .catch(() => undefined)
       .finally(() => {
-        if (peer.acking === acked) peer.acking = undefined;
+        if (peer.acking === answered) peer.acking = undefined;
       });
-    peer.acking = acked;
+    peer.acking = answered;
   }
 }
