@@ -1,5 +1,6 @@
 import {
   dataDirSecret,
+  type Database,
   AdoptionsRepository,
   AvailabilityRepository,
   acquireStatusFeed,
@@ -67,7 +68,7 @@ export const wireRouters = async (
   options: RoutersWiringOptions,
 ): Promise<Wired<RoutersServices>> => {
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
-  const oemCatalog = new OemRepository(db);
+  const oemCatalog = new OemRepository(queryOf(db));
   const availability = new AvailabilityRepository(db);
   const hostForUrl = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const { adoption: adoptionConfig } = config;
@@ -134,13 +135,13 @@ export const wireRouters = async (
       patch: offLoopPatch(),
     }),
   };
-  await installOemSnapshot(oemCatalog, clock.now(), logger);
+  await installOemSnapshot(db, clock.now(), logger);
   let oemRefresh: OemRefreshSchedule | undefined;
   if (config.oem.catalogUrl) {
     oemRefresh = await scheduleOemRefresh(jobs, {
       url: config.oem.catalogUrl,
       cron: config.oem.refreshCron,
-      catalog: oemCatalog,
+      db,
       logger: logger.child({ job: "oem-refresh" }),
       clock,
     });
@@ -174,9 +175,10 @@ export const wireRouters = async (
  * A database seeded by an older release gets the shipped catalogue; refreshed data is kept. Never
  * fatal: instances starting together may race here, and the data already there is still good.
  */
-const installOemSnapshot = async (catalog: OemRepository, now: Date, logger: Logger) => {
+const installOemSnapshot = async (db: Pick<Database, "transaction">, now: Date, logger: Logger) => {
   try {
-    if (await catalog.installSnapshot(loadOemSnapshot(), now)) logger.info("installed the shipped OEM catalogue");
+    const installed = await db.transaction((query) => new OemRepository(query).installSnapshot(loadOemSnapshot(), now));
+    if (installed) logger.info("installed the shipped OEM catalogue");
   } catch (error) {
     logger.warn({ err: error }, "could not install the shipped OEM catalogue; keeping the stored one");
   }

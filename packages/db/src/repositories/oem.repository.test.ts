@@ -1,6 +1,7 @@
 import type { TOemCatalog, TOemProduct } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadOemSnapshot, snapshotSource } from "../oem/oem-snapshot.ts";
+import { queryOf } from "../database.ts";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
 import { OemRepository } from "./oem.repository.ts";
 
@@ -18,7 +19,7 @@ let repo: OemRepository;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  repo = new OemRepository(db);
+  repo = new OemRepository(queryOf(db));
 });
 afterAll(async () => {
   await db.close();
@@ -89,7 +90,11 @@ describe("OemRepository replacing the catalogue", () => {
       version: "test",
       products: [entry("alpha", { match_keys: ["ALPHA-1", "Alpha Board"] }), entry("beta")],
     };
-    expect(await repo.replaceAll(catalog, "https://vendor.example/catalog.json", NOW)).toBe(2);
+    expect(
+      await db.transaction((query) =>
+        new OemRepository(query).replaceAll(catalog, "https://vendor.example/catalog.json", NOW),
+      ),
+    ).toBe(2);
     expect(await repo.status()).toEqual({ count: 2, source: "https://vendor.example/catalog.json", updatedAt: NOW });
     expect((await repo.findForRouter("", "alpha board"))?.slug).toBe("alpha");
     expect((await repo.findForRouter("test-beta", ""))?.slug).toBe("beta");
@@ -97,45 +102,63 @@ describe("OemRepository replacing the catalogue", () => {
   });
 
   it("prefers a current model over an archived one claiming the same key", async () => {
-    await repo.replaceAll(
-      { products: [entry("old", { archived: true, match_keys: ["SAME"] }), entry("new", { match_keys: ["SAME"] })] },
-      "https://vendor.example/catalog.json",
-      NOW,
+    await db.transaction((query) =>
+      new OemRepository(query).replaceAll(
+        { products: [entry("old", { archived: true, match_keys: ["SAME"] }), entry("new", { match_keys: ["SAME"] })] },
+        "https://vendor.example/catalog.json",
+        NOW,
+      ),
     );
     expect((await repo.findForRouter("same", ""))?.slug).toBe("new");
   });
 
   it("a failing replacement leaves the previous catalogue untouched", async () => {
-    await repo.replaceAll({ products: [entry("kept")] }, "https://vendor.example/catalog.json", NOW);
+    await db.transaction((query) =>
+      new OemRepository(query).replaceAll({ products: [entry("kept")] }, "https://vendor.example/catalog.json", NOW),
+    );
     const before = await databaseFingerprint(db);
     // Duplicate slugs get past a caller that skipped validation; the primary key stops them.
-    await expect(repo.replaceAll({ products: [entry("dup"), entry("dup")] }, "x", NOW)).rejects.toThrow();
+    await expect(
+      db.transaction((query) =>
+        new OemRepository(query).replaceAll({ products: [entry("dup"), entry("dup")] }, "x", NOW),
+      ),
+    ).rejects.toThrow();
     expect(await databaseFingerprint(db)).toBe(before);
     expect((await repo.findForRouter("TEST-kept", ""))?.slug).toBe("kept");
   });
 
   it("installSnapshot never overwrites refreshed data", async () => {
-    expect(await repo.installSnapshot(snapshot, NOW)).toBe(false);
+    expect(await db.transaction((query) => new OemRepository(query).installSnapshot(snapshot, NOW))).toBe(false);
     expect((await repo.status()).source).toBe("https://vendor.example/catalog.json");
   });
 
   it("installSnapshot replaces an older snapshot, and is a no-op for the same one", async () => {
-    await repo.replaceAll({ version: "2000-01-01", products: [entry("ancient")] }, "snapshot:2000-01-01", NOW);
-    expect(await repo.installSnapshot(snapshot, NOW)).toBe(true);
+    await db.transaction((query) =>
+      new OemRepository(query).replaceAll(
+        { version: "2000-01-01", products: [entry("ancient")] },
+        "snapshot:2000-01-01",
+        NOW,
+      ),
+    );
+    expect(await db.transaction((query) => new OemRepository(query).installSnapshot(snapshot, NOW))).toBe(true);
     expect(await repo.status()).toEqual({
       count: snapshot.products.length,
       source: snapshotSource(snapshot),
       updatedAt: NOW,
     });
     const before = await databaseFingerprint(db);
-    expect(await repo.installSnapshot(snapshot, new Date(NOW.getTime() + 1000))).toBe(false);
+    expect(
+      await db.transaction((query) =>
+        new OemRepository(query).installSnapshot(snapshot, new Date(NOW.getTime() + 1000)),
+      ),
+    ).toBe(false);
     expect(await databaseFingerprint(db)).toBe(before);
   });
 
   it("installSnapshot fills an empty table", async () => {
     await db.query("delete from oem_products");
     expect(await repo.status()).toEqual({ count: 0, source: null, updatedAt: null });
-    expect(await repo.installSnapshot(snapshot, NOW)).toBe(true);
+    expect(await db.transaction((query) => new OemRepository(query).installSnapshot(snapshot, NOW))).toBe(true);
     expect((await repo.findForRouter("", "CHR"))?.slug).toBe("chr");
   });
 });

@@ -1,5 +1,5 @@
 import { oemLookupKeys, type TOemCatalog, type TOemProduct, isUuid } from "@fleet/shared";
-import type { Database } from "../database.ts";
+import type { Query } from "../database.ts";
 import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
 import { textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
@@ -26,9 +26,10 @@ const parseDocument = (value: unknown): TOemProduct =>
 
 /** The manufacturer catalogue (`oem_products`): matching a router to a model, and replacing it. */
 export class OemRepository {
-  readonly #db: Database;
-  constructor(db: Database) {
-    this.#db = db;
+  readonly #query: Query;
+  /** On `queryOf(db)`, or on a transaction's `query` for the writes (their caller opens it). */
+  constructor(query: Query) {
+    this.#query = query;
   }
 
   /**
@@ -47,7 +48,7 @@ export class OemRepository {
   async findByKeys(keys: readonly string[]): Promise<TOemProduct | null> {
     if (keys.length === 0) return null;
     const rank = keys.map((_, i) => `when $${i + 1} = any(match_keys) then ${i}`).join(" ");
-    const rows = await this.#db.query<{ document: unknown }>(
+    const rows = await this.#query<{ document: unknown }>(
       `select document from oem_products
        where ${keys.map((_, i) => `$${i + 1} = any(match_keys)`).join(" or ")}
        order by case ${rank} end, coalesce((document->>'archived')::boolean, false), slug
@@ -61,7 +62,7 @@ export class OemRepository {
   /** Model and board name of a router of `teamId`; null for an unknown id or another team's router. */
   async routerModel(teamId: string, routerId: string): Promise<RouterModelRef | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#db.query<{ model: string; board_name: string }>(
+    const rows = await this.#query<{ model: string; board_name: string }>(
       `select model, board_name from routers where id = $1 and team_id = $2`,
       [routerId, teamId],
     );
@@ -70,27 +71,26 @@ export class OemRepository {
   }
 
   /**
-   * Swaps the whole catalogue in one transaction: readers see the old one or the new one, and a
-   * failure leaves the old one in place. Returns the number of entries stored.
+   * Swaps the whole catalogue; run it in one transaction, so readers see the old one or the new one
+   * and a failure leaves the old one in place. Returns the number of entries stored.
    */
   async replaceAll(catalog: TOemCatalog, source: string, now: Date): Promise<number> {
     const products = catalog.products;
-    await this.#db.transaction(async (query) => {
-      await query("delete from oem_products");
-      for (let start = 0; start < products.length; start += INSERT_CHUNK) {
-        const chunk = products.slice(start, start + INSERT_CHUNK);
-        const params: unknown[] = [source, now];
-        const values = chunk.map((product) => {
-          params.push(product.slug, textArray(oemMatchKeys(product)), JSON.stringify(product));
-          const n = params.length;
-          return `($${n - 2}, $${n - 1}::text[], $${n}::jsonb, $1, $2)`;
-        });
-        await query(
-          `insert into oem_products (slug, match_keys, document, source, updated_at) values ${values.join(", ")}`,
-          params,
-        );
-      }
-    });
+    const query = this.#query;
+    await query("delete from oem_products");
+    for (let start = 0; start < products.length; start += INSERT_CHUNK) {
+      const chunk = products.slice(start, start + INSERT_CHUNK);
+      const params: unknown[] = [source, now];
+      const values = chunk.map((product) => {
+        params.push(product.slug, textArray(oemMatchKeys(product)), JSON.stringify(product));
+        const n = params.length;
+        return `($${n - 2}, $${n - 1}::text[], $${n}::jsonb, $1, $2)`;
+      });
+      await query(
+        `insert into oem_products (slug, match_keys, document, source, updated_at) values ${values.join(", ")}`,
+        params,
+      );
+    }
     return products.length;
   }
 
@@ -100,7 +100,7 @@ export class OemRepository {
    */
   async installSnapshot(catalog: TOemCatalog, now: Date): Promise<boolean> {
     const source = snapshotSource(catalog);
-    const rows = await this.#db.query<{ source: string }>(`select distinct source from oem_products`);
+    const rows = await this.#query<{ source: string }>(`select distinct source from oem_products`);
     const sources = rows.map((r) => r.source);
     if (sources.length === 1 && sources[0] === source) return false;
     if (sources.some((s) => !s.startsWith(SNAPSHOT_SOURCE_PREFIX))) return false;
@@ -109,7 +109,7 @@ export class OemRepository {
   }
 
   async status(): Promise<OemCatalogStatus> {
-    const rows = await this.#db.query<{ n: unknown; source: string | null; updated_at: unknown }>(
+    const rows = await this.#query<{ n: unknown; source: string | null; updated_at: unknown }>(
       `select count(*)::int as n, max(source) as source, max(updated_at) as updated_at from oem_products`,
     );
     const row = rows[0];

@@ -1,16 +1,12 @@
-import { type JobEngine, registerScheduledTask } from "@fleet/db";
+import { type Database, type JobEngine, OemRepository, registerScheduledTask } from "@fleet/db";
 import { type Clock, type TOemCatalog, ZOemCatalog } from "@fleet/shared";
 import type { Logger } from "pino";
-
-/** What the refresh writes to. */
-export interface OemCatalogWriter {
-  replaceAll(catalog: TOemCatalog, source: string, now: Date): Promise<number>;
-}
 
 export interface OemRefreshDeps {
   /** `OEM_CATALOG_URL`: serves `{ "version"?: "...", "products": [OemProduct, ...] }`. */
   url: URL;
-  catalog: OemCatalogWriter;
+  /** The catalogue is swapped in one transaction (docs/api.md "OEM Information"). */
+  db: Pick<Database, "transaction">;
   logger: Logger;
   clock: Clock;
   /** Whole request, headers and body. */
@@ -54,7 +50,10 @@ export const refreshOemCatalog = async (deps: OemRefreshDeps): Promise<OemRefres
         `the catalogue does not match the product schema${where}: ${issue?.message ?? "invalid"}`,
       );
     }
-    const count = await deps.catalog.replaceAll(parsed.data, source, deps.clock.now());
+    const catalog = parsed.data;
+    const count = await deps.db.transaction((query) =>
+      new OemRepository(query).replaceAll(catalog, source, deps.clock.now()),
+    );
     deps.logger.info({ source, count }, "OEM catalogue refreshed");
     return { ok: true, count };
   } catch (error) {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { acquireJobEngine, loadOemSnapshot, OemRepository, snapshotSource } from "@fleet/db";
+import { acquireJobEngine, loadOemSnapshot, OemRepository, queryOf, snapshotSource } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
 import { ConfigError, ManualClock, type TOemProduct } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
@@ -35,7 +35,7 @@ const clock = new ManualClock(new Date("2026-12-01T03:17:00Z"));
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  repo = new OemRepository(db);
+  repo = new OemRepository(queryOf(db));
   server = createServer((req, res) => {
     hits++;
     handler(req, res);
@@ -55,7 +55,7 @@ beforeEach(() => {
 
 const deps = (overrides: Partial<Parameters<typeof refreshOemCatalog>[0]> = {}) => ({
   url: new URL(`${baseUrl}/catalog.json?token=s3cr3t-query-token`),
-  catalog: repo,
+  db,
   logger,
   clock,
   timeoutMs: 2_000,
@@ -68,7 +68,9 @@ const expectKeptAfter = async (
   reason: RegExp,
   overrides: Partial<Parameters<typeof refreshOemCatalog>[0]> = {},
 ) => {
-  await repo.replaceAll(snapshot, snapshotSource(snapshot), new Date("2026-11-21T00:00:00Z"));
+  await db.transaction((query) =>
+    new OemRepository(query).replaceAll(snapshot, snapshotSource(snapshot), new Date("2026-11-21T00:00:00Z")),
+  );
   const before = await databaseFingerprint(db);
   handler = failing;
   const used = deps(overrides);
@@ -167,7 +169,9 @@ describe("refreshOemCatalog", () => {
 
 describe("scheduleOemRefresh", () => {
   it("keeps one cluster-wide schedule, runs the same refresh on demand and through a job", async () => {
-    await repo.replaceAll(snapshot, snapshotSource(snapshot), clock.now());
+    await db.transaction((query) =>
+      new OemRepository(query).replaceAll(snapshot, snapshotSource(snapshot), clock.now()),
+    );
     const engine = await acquireJobEngine(db);
     try {
       const schedule = await scheduleOemRefresh(engine, { ...deps(), cron: "17 3 * * *" });

@@ -1,4 +1,4 @@
-import { loadOemSnapshot, OemRepository } from "@fleet/db";
+import { loadOemSnapshot, OemRepository, queryOf } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { ZOemInfoResponse } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,8 +19,8 @@ const bySlug = (slug: string) => {
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const catalog = new OemRepository(db);
-  await catalog.installSnapshot(snapshot, new Date());
+  const catalog = new OemRepository(queryOf(db));
+  await db.transaction((query) => new OemRepository(query).installSnapshot(snapshot, new Date()));
   oem = new OemService({ catalog });
 });
 afterAll(async () => {

@@ -132,7 +132,7 @@ const service = (options: { cidr?: string; trialRouters?: number; quarantineDays
     feed: feed.feed,
     clock,
     logger,
-    oem: new OemRepository(db),
+    oem: new OemRepository(queryOf(db)),
     adoption,
     tunnelNetwork: network(cidr),
     ...(options.quarantineDays === undefined ? {} : { quarantineDays: options.quarantineDays }),
@@ -421,7 +421,7 @@ describe("RouterService metadata and reads (service tier)", () => {
     const { routers } = service();
     const owner = await makeUser(db);
     const known = await makeRouter(db, owner, { model: "RB5009UG+S+", boardName: "RB5009UG+S+" });
-    const product = await new OemRepository(db).findForRouter("RB5009UG+S+", "RB5009UG+S+");
+    const product = await new OemRepository(queryOf(db)).findForRouter("RB5009UG+S+", "RB5009UG+S+");
     expect(product).not.toBeNull();
     const meta = await routers.metadata(owner.teamId, known.id);
     expect(meta).toMatchObject({ slug: product?.slug, model: "RB5009UG+S+" });
