@@ -5,7 +5,10 @@
  * printed as min / median / max over the rounds.
  * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 3),
  * --log-level L (the API's LOG_LEVEL, default info: one log line per request, as in production),
- * --only <target> (one target, measured after a warm-up run). `BENCH_NODE_ARGS=--cpu-prof` profiles
+ * --only <target> (one target, measured after a warm-up run).
+ * Then `GET /api/routers?limit=100` on a team of --fleet-routers routers (default 10,000), the first
+ * page and one deep in the cursor (docs/api.md "Listing a fleet"; target p99 < 50 ms), at
+ * --fleet-concurrency connections (default 4: latency, not throughput); `--only fleet` runs it alone. `BENCH_NODE_ARGS=--cpu-prof` profiles
  * both servers (`node bench/cpuprofile-top.ts <file>` summarises a profile). Server CPU is user + system time
  * (/proc); the system share is printed too, since loopback socket sends also run the receiving side.
  */
@@ -27,8 +30,12 @@ const { values } = parseArgs({
     only: { type: "string" },
     // The API as it runs in production writes one log line per request (docs/operations.md).
     "log-level": { type: "string", default: "info" },
+    "fleet-routers": { type: "string", default: "10000" },
+    "fleet-concurrency": { type: "string", default: "4" },
   },
 });
+const fleetRouters = Number(values["fleet-routers"]);
+const fleetConcurrency = Number(values["fleet-concurrency"]);
 const durationMs = Number(values["duration-ms"]);
 const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
@@ -46,10 +53,23 @@ const db = await openDatabase({ databaseUrl: dbUrl.toString(), dataDir: "memory"
 await db.migrate();
 const user = await makeUser(db);
 await makeAccount(db, user.organizationId, { name: "Bench Networks", country: "DE" });
+// The fleet: routers with names, identities, models and addresses, a third of them offline.
+await db.query(
+  `with r as (
+     insert into routers (id, organization_id, team_id, name, identity, serial_number, model, heartbeat_token_hash, created_at)
+     select gen_random_uuid(), $1, $2, 'site-' || md5(i::text), 'gw-' || i, 'SN' || i, 'RB5009UG+S+', md5('hb' || i) || md5(i::text), now()
+     from generate_series(1, $3::int) i returning id
+   )
+   insert into router_liveness (router_id, has_pulse, last_seen_at, last_seen_from)
+   select id, random() > 0.33, now() - random() * interval '1 hour', '203.0.113.' || (1 + floor(random() * 250))::int from r`,
+  [user.organizationId, user.teamId, fleetRouters],
+);
+// What autovacuum does soon after such a load: without statistics the planner misjudges the table.
+await db.query("analyze routers, router_liveness");
 await db.close();
 
 const secret = `bench-secret-${crypto.randomUUID()}`;
-const token = await new SignJWT({ id: user.organizationId, scope: "account:read" })
+const token = await new SignJWT({ id: user.organizationId, scope: "account:read routers:read" })
   .setProtectedHeader({ alg: "HS256" })
   .setSubject(user.userId)
   .setExpirationTime("2h")
@@ -181,15 +201,43 @@ type Measured = LoadResult & {
 const report = (result: Measured) =>
   `${formatRow(result)}   server CPU ${result.cpuUsPerRequest.toFixed(0)} µs/request (system ${result.systemUsPerRequest.toFixed(0)})   syscalls ${result.readsPerRequest.toFixed(2)} r + ${result.writesPerRequest.toFixed(2)} w /request   SQL transactions ${result.commitsPerRequest.toFixed(2)} /request`;
 
+/** `GET /api/routers?limit=100`, first page and deep page, each a warm-up and then `rounds` measured runs. */
+async function runFleet() {
+  const page = (cursor?: string) =>
+    `http://127.0.0.1:${apiPort}/api/routers?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+  // The cursor after 90 pages: 9,000 routers in.
+  let cursor: string | undefined;
+  for (let i = 0; i < Math.floor((fleetRouters * 0.9) / 100); i++) {
+    const answer = (await (await fetch(page(cursor), { headers: auth })).json()) as { next_cursor: string | null };
+    cursor = answer.next_cursor ?? undefined;
+  }
+  const options = { concurrency: fleetConcurrency, durationMs, expectStatus: 200 };
+  console.log(
+    `\nGET /api/routers?limit=100 on ${fleetRouters} routers, ${fleetConcurrency} connections (target p99 < 50 ms)`,
+  );
+  for (const [label, url] of [
+    ["first page", page()],
+    ["deep page (9,000 in)", page(cursor)],
+  ] as const) {
+    await runLoad(label, url, auth, options);
+    for (let round = 0; round < rounds; round++)
+      console.log(`  ${report(await measured(api.pid, () => runLoad(label, url, auth, options)))}`);
+  }
+}
+
 try {
   // Warm-up round: JIT, connection pools, token cache.
-  if (values.only) {
+  if (values.only === "fleet") await runFleet();
+  else if (values.only) {
     const run = targets[values.only as keyof typeof targets];
     await run();
     const result = await run();
     console.log(report(result));
     process.exitCode = 0;
-  } else await runAll();
+  } else {
+    await runAll();
+    await runFleet();
+  }
 } finally {
   await stopProcess(api);
   await stopProcess(baseline);

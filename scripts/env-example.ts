@@ -59,8 +59,9 @@ export const renderEnvExample = (markdown: string, secrets: readonly string[]): 
     "# development; with NODE_ENV=production start-up refuses to run without JWT_SECRET (or",
     "# JWT_JWKS_URL), STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (unless STRIPE_EMULATOR=true),",
     "# WEBHOOK_ENCRYPTION_KEY, ACCESS_PASSWORD_KEY, the agent's key (TUNNEL_SSH_KEY, or",
-    "# TUNNEL_SSH_PUBLIC_KEY for an API alone) and, with TUNNEL_MODE=wireguard, the hub's key",
-    "# (TUNNEL_WG_PRIVATE_KEY, or TUNNEL_WG_PUBLIC_KEY for an API alone).",
+    "# TUNNEL_SSH_PUBLIC_KEY for an API alone), METRICS_TOKEN (or METRICS_PORT) and, with",
+    "# TUNNEL_MODE=wireguard, the hub's key (TUNNEL_WG_PRIVATE_KEY, or TUNNEL_WG_PUBLIC_KEY for",
+    "# an API alone).",
     "# A secret may instead be read from a file: <NAME>_FILE=/run/secrets/<name>.",
     "",
   ];

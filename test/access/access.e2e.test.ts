@@ -5,9 +5,11 @@ import { createClient } from "@fleet/api/client";
 import { countOpenRouterJobs } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeAccount, makeRouter, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
-import { ManualClock } from "@fleet/shared";
+import { generateEd25519KeyPair, ManualClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { proxyV1Header } from "@fleet/tunnel-agent";
+import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
+import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
 import pino from "pino";
 import ssh2 from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,16 +22,22 @@ import { testSystemEnv } from "../support/system-env.ts";
  * point with the password the API showed once. Sources are presented with PROXY headers.
  */
 const TUNNEL = "127.0.0.61";
+/** A router whose `fleet-full` group someone widened before the agent came (CONTRACT 14). */
+const TUNNEL_WIDENED = "127.0.0.64";
 const ENGINEER = "8.8.8.8";
+/** Someone else with a key on the widened router: the router's own administrator. */
+const adminKey = generateEd25519KeyPair();
 
 let db: TestDatabase;
 let system: RunningSystem;
 let router: SimulatedRouterOs;
+let widened: SimulatedRouterOs;
+let sshPort: number;
 const clock = new ManualClock(new Date());
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const sshPort = await freePortOn([TUNNEL]);
+  sshPort = await freePortOn([TUNNEL, TUNNEL_WIDENED]);
   const config = loadAllInOneConfig({
     ...testSystemEnv(),
     ENTRY_POINT_PORTS: "63400-63499",
@@ -50,11 +58,18 @@ beforeAll(async () => {
     sshUser: "fleet",
     authorizedKeys: [system.tunnelAgent.publicKey],
   });
+  widened = await startSimulatedRouterOs({
+    tunnelIp: TUNNEL_WIDENED,
+    sshPort,
+    sshUser: "fleet",
+    authorizedKeys: [system.tunnelAgent.publicKey, adminKey.public],
+  });
 });
 
 afterAll(async () => {
   await system?.close();
   await router?.close();
+  await widened?.close();
   await db?.close();
 });
 
@@ -211,6 +226,53 @@ describe("temporary SSH access to a simulated router through the entry point", (
     expect(connections).toContainEqual(
       expect.objectContaining({ action: "router.access.connection.denied", source_ip: "9.9.9.9" }),
     );
+  });
+
+  it("a full user's group is set back to exactly its policy, and the user cannot make itself permanent", async () => {
+    const user = await login();
+    const { id: routerId } = await makeRouter(db, user, { tunnelIp: TUNNEL_WIDENED });
+    // The router's administrator widened fleet-full (an earlier session, or by hand).
+    const admin = await new SshRouterOsConnector({
+      username: "fleet",
+      privateKey: adminKey.private,
+      connectTimeoutMs: 5000,
+      commandTimeoutMs: 5000,
+      hostKeys: new InMemoryHostKeyStore(),
+    }).connect({ routerId: "admin", host: TUNNEL_WIDENED, port: sshPort });
+    await admin.exec('/user group add name="fleet-full" policy="read,ssh,write,policy,sensitive,password"');
+    admin.close();
+    const groupPolicy = () =>
+      widened.ssh
+        .groups()
+        .find((g) => g.name === "fleet-full")
+        ?.policy.join(",");
+    expect(groupPolicy()).toContain("policy");
+
+    const created = await api("POST", `/api/routers/${routerId}/access`, user.token, body({ level: "full" }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const access = created.body.data;
+    await eventually(() => system.tunnelAgent.relay.listening().some((l) => l.id === access.id), "the relay");
+    expect(widened.ssh.users().find((u) => u.name === access.username)).toMatchObject({ group: "fleet-full" });
+    // CONTRACT 14: exactly this, never `policy`, `sensitive` or `password`.
+    expect(groupPolicy()).toBe("read,winbox,ssh,web,test,write,reboot");
+
+    const engineer = await sshThroughEntryPoint(access.port, access.username, access.password);
+    expect(await engineer.run("/ip address add address=10.9.8.1/24 interface=bridge")).toBe("");
+    const denied = "failure: not enough permissions (9)";
+    expect(await engineer.run('/user add name=forever group=full password="x"')).toBe(denied);
+    expect(
+      await engineer.run(
+        '/user group set [find where name="fleet-full"] policy="read,write,policy,sensitive,password"',
+      ),
+    ).toBe(denied);
+    expect(await engineer.run(`/system scheduler remove [find where name="${access.username}"]`)).toBe(denied);
+    expect(widened.ssh.users().map((u) => u.name)).toEqual([access.username]);
+    expect(widened.ssh.schedulerEntries()).toEqual([access.username]);
+    expect(groupPolicy()).toBe("read,winbox,ssh,web,test,write,reboot");
+    engineer.end();
+    expect((await api("DELETE", `/api/routers/${routerId}/access/${access.id}`, user.token)).status).toBe(204);
+    await eventually(() => widened.ssh.users().length === 0, "the user to go");
+    await settled();
   });
 
   it("expiry closes the session at its time, audited as router.access.expired, and queues the user's removal", async () => {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
 import { createClient } from "@fleet/api/client";
 import { countOpenRouterJobs } from "@fleet/db";
@@ -17,15 +18,21 @@ import { testSystemEnv } from "../support/system-env.ts";
 const TUNNEL = "127.0.0.41";
 const OTHER_TUNNEL = "127.0.0.42";
 const DEAD_TUNNEL = "127.0.0.43";
+const HUGE_TUNNEL = "127.0.0.45";
+const NUL_TUNNEL = "127.0.0.46";
+/** BACKUP_MAX_BYTES of this system: far above the simulated exports, far below the hostile one. */
+const MAX_BYTES = 64 * 1024;
 
 let db: TestDatabase;
 let system: RunningSystem;
 let router: SimulatedRouterOs;
 let other: SimulatedRouterOs;
+let huge: SimulatedRouterOs;
+let nul: SimulatedRouterOs;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const sshPort = await freePortOn([TUNNEL, OTHER_TUNNEL, DEAD_TUNNEL]);
+  const sshPort = await freePortOn([TUNNEL, OTHER_TUNNEL, DEAD_TUNNEL, HUGE_TUNNEL, NUL_TUNNEL]);
   const config = loadAllInOneConfig({
     ...testSystemEnv(),
     ENTRY_POINT_PORTS: "63200-63299",
@@ -35,6 +42,7 @@ beforeAll(async () => {
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
     // The schedule is called directly below; its cron slot must not race the tests.
     BACKUP_INTERVAL_HOURS: "0",
+    BACKUP_MAX_BYTES: String(MAX_BYTES),
     TUNNEL_NETWORK: "127.0.0.0/8",
     ENTRY_POINT_TUNNEL_SOURCE: "127.0.0.1",
   });
@@ -42,12 +50,29 @@ beforeAll(async () => {
   const authorizedKeys = [system.tunnelAgent.publicKey];
   router = await startSimulatedRouterOs({ tunnelIp: TUNNEL, sshPort, sshUser: "fleet", authorizedKeys });
   other = await startSimulatedRouterOs({ tunnelIp: OTHER_TUNNEL, sshPort, sshUser: "fleet", authorizedKeys });
+  // Hostile routers: an export of 16 MiB, and one holding NUL.
+  huge = await startSimulatedRouterOs({
+    tunnelIp: HUGE_TUNNEL,
+    sshPort,
+    sshUser: "fleet",
+    authorizedKeys,
+    exportText: (standard) => `${standard}\r\n${"/system note set note=x\r\n".repeat(700_000)}`,
+  });
+  nul = await startSimulatedRouterOs({
+    tunnelIp: NUL_TUNNEL,
+    sshPort,
+    sshUser: "fleet",
+    authorizedKeys,
+    exportText: (standard) => `${standard}\r\n/system note set note=a\u0000b`,
+  });
 });
 
 afterAll(async () => {
   await system?.close();
   await router?.close();
   await other?.close();
+  await huge?.close();
+  await nul?.close();
   await db?.close();
 });
 
@@ -161,7 +186,11 @@ describe("configuration backups of a simulated router", () => {
     const same = (await api("GET", `${base}/${withoutRule[0]?.id}/diff?against=${first?.id}`, user.token))
       .body as string;
     expect(same).not.toContain("@@");
-    expect(withoutRule[0]?.sha256).toBe(first?.sha256);
+    // sha256 is the hash of the text served (its dated first line included, so it differs here).
+    for (const version of [first, withoutRule[0]]) {
+      const served = (await api("GET", `${base}/${version?.id}`, user.token)).body as string;
+      expect(version?.sha256).toBe(createHash("sha256").update(Buffer.from(served, "utf8")).digest("hex"));
+    }
 
     // Newest first, a page at a time.
     const page1 = await versions(user.token, routerId, "?limit=2");
@@ -206,6 +235,36 @@ describe("configuration backups of a simulated router", () => {
       [routerId],
     );
     expect(job?.retry_count).toBe(2);
+  });
+
+  it("an export over BACKUP_MAX_BYTES or holding NUL is refused at once, recorded as last_failure, and stores nothing", async () => {
+    const user = await login();
+    const cases: Array<[string, RegExp]> = [
+      [HUGE_TUNNEL, new RegExp(`larger than BACKUP_MAX_BYTES \\(${MAX_BYTES} bytes\\)`)],
+      [NUL_TUNNEL, /NUL/],
+    ];
+    for (const [tunnelIp, reason] of cases) {
+      const { id: routerId } = await makeRouter(db, user, { tunnelIp });
+      expect((await api("POST", `/api/routers/${routerId}/backups`, user.token)).status).toBe(202);
+      const page = await eventually(async () => {
+        const found = await versions(user.token, routerId);
+        return found.last_failure ? found : undefined;
+      }, "the refusal to be recorded");
+      expect(page.data).toEqual([]);
+      expect(page.last_failure?.reason).toMatch(reason);
+      const [stored] = await db.query<{ n: number }>(
+        "select count(*)::int as n from router_config_backups where router_id = $1",
+        [routerId],
+      );
+      expect(stored?.n).toBe(0);
+      // Not retried: a hostile answer is the same answer again.
+      const [job] = await db.query<{ retry_count: number }>(
+        "select retry_count from pgboss.job where name = 'router.jobs' and data->>'router_id' = $1 order by created_on desc limit 1",
+        [routerId],
+      );
+      expect(job?.retry_count).toBe(0);
+    }
+    await settled();
   });
 
   it("refuses another team's router, a foreign version, bad pages and routers without a tunnel address", async () => {

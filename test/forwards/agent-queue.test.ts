@@ -369,10 +369,12 @@ describe("durable jobs", () => {
       manualJobs: true,
     });
     try {
-      // Other routers' reconciliations (from earlier tests) may run in the same drain.
+      // Other routers' reconciliations (from earlier tests) may run in the same drain, after the
+      // apply (it has priority): on a slow machine its 1 s retry may come due within that drain.
       expect(await agent.drain()).toBeGreaterThanOrEqual(1);
       const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
-      expect(job).toMatchObject({ state: "retry", attempts: 1 });
+      expect(job.state).toBe("retry");
+      expect(job.attempts).toBeGreaterThanOrEqual(1);
       expect(job.lastError).toMatch(/ECONNREFUSED/);
       expect(job.startAfter.getTime()).toBeGreaterThan(job.createdOn.getTime());
       // The backoff is the queue's: 1 s doubled per attempt up to 5 minutes, 10 attempts in all,
@@ -388,7 +390,7 @@ describe("durable jobs", () => {
       await eventually(
         async () => {
           await agent.drain();
-          return (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).attempts === 2;
+          return (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).attempts >= 2;
         },
         "the second attempt",
         30_000,

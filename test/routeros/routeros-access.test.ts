@@ -133,13 +133,52 @@ describe("temporary access on the simulated router", () => {
         allowedAddress: "127.0.0.1",
       }),
     );
+    await agent.exec(addAccessScheduler(ID_FULL, 15 * 60_000));
     const engineer = await login("fleet-tmp-9f8e7d6c", "FullPassw0rd01234567");
     expect(await engineer.run("/ip address add address=10.9.9.1/24 interface=bridge")).toBe("");
     expect(await engineer.run("/ip address print")).toContain("10.9.9.1/24");
+    // CONTRACT 14: no `policy` right, so it cannot make itself permanent: no new user, no wider
+    // group, its expiry entry stays, and no scheduler entry of its own with rights it lacks.
+    const denied = "failure: not enough permissions (9)";
+    expect(await engineer.run('/user add name=evil group=full password="x"')).toBe(denied);
+    expect(
+      await engineer.run(
+        '/user group set [find where name="fleet-full"] policy="read,write,policy,sensitive,password"',
+      ),
+    ).toBe(denied);
+    expect(await engineer.run('/user group add name=evil policy="read,write,policy"')).toBe(denied);
+    expect(await engineer.run('/system scheduler remove [find where name="fleet-tmp-9f8e7d6c"]')).toBe(denied);
+    expect(
+      await engineer.run(
+        '/system scheduler add name=evil interval=60s on-event="/user add name=x" policy="read,write,policy"',
+      ),
+    ).toBe(denied);
+    expect(server.users().map((u) => u.name)).not.toContain("evil");
+    expect(
+      server
+        .groups()
+        .find((g) => g.name === "fleet-full")
+        ?.policy.join(","),
+    ).toBe("read,winbox,ssh,web,test,write,reboot");
+    expect(server.schedulerEntries()).toEqual(expect.arrayContaining(["fleet-tmp-9f8e7d6c"]));
+    expect(server.schedulerEntries()).not.toContain("evil");
     for (const command of removeAccessCommands(ID_FULL)) await agent.exec(command);
     await engineer.closed;
     expect(server.users().some((u) => u.name === "fleet-tmp-9f8e7d6c")).toBe(false);
     expect(await refused("fleet-tmp-9f8e7d6c", "FullPassw0rd01234567")).toBe(true);
+  });
+
+  it("an existing fleet-full group someone widened is set back to exactly the contract's policy", async () => {
+    await agent.exec('/user group set [find where name="fleet-full"] policy="read,write,policy,sensitive,password"');
+    expect(server.groups().find((g) => g.name === "fleet-full")?.policy).toContain("policy");
+    await expect(agent.exec(addAccessGroup("full"))).rejects.toThrow(/already exists/);
+    await agent.exec(setAccessGroupPolicy("full"));
+    expect(
+      server
+        .groups()
+        .find((g) => g.name === "fleet-full")
+        ?.policy.join(","),
+    ).toBe("read,winbox,ssh,web,test,write,reboot");
   });
 
   it("the router's own scheduler removes the user and itself when its time comes", async () => {

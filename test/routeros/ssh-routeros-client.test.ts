@@ -8,11 +8,13 @@ import {
   startRouterOsSshServer,
 } from "@fleet/router-simulator/routeros/routeros-ssh-server";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
-import { listForwardRules } from "@fleet/tunnel-agent/routeros/routeros-commands";
+import { exportConfiguration, listForwardRules } from "@fleet/tunnel-agent/routeros/routeros-commands";
+import { RouterOsOutputTooLargeError } from "@fleet/tunnel-agent/routeros/routeros-client";
 import {
   HostKeyMismatchError,
   RouterOsCommandError,
   RouterOsTimeoutError,
+  DEFAULT_MAX_OUTPUT_BYTES,
   SshRouterOsConnector,
   type SshRouterOsConnectorOptions,
 } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
@@ -163,6 +165,25 @@ describe("SshRouterOsConnector", () => {
     await expect(router.exec(listForwardRules())).rejects.toBeInstanceOf(RouterOsTimeoutError);
     expect(Date.now() - started).toBeLessThan(1500);
     await expect(router.exec(listForwardRules())).rejects.toThrow(/closed/);
+  });
+
+  it("reads at most the cap of a command's output: n bytes pass, n + 1 stop the read and drop the session", async () => {
+    let size = 0;
+    // The simulator answers `<text>\r\n`: `size` bytes in all.
+    const sim = await startSim({ exportText: () => "x".repeat(size - 2) });
+    const cap = 64 * 1024;
+    size = cap;
+    const router = await connect(sim);
+    expect(Buffer.byteLength(await router.exec(exportConfiguration(), { maxBytes: cap }))).toBe(cap);
+    size = cap + 1;
+    const error = await router.exec(exportConfiguration(), { maxBytes: cap }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RouterOsOutputTooLargeError);
+    expect(error).toMatchObject({ limitBytes: cap, message: expect.stringMatching(/exceeded 65536 bytes/) });
+    await expect(router.exec(listForwardRules())).rejects.toThrow(/closed/);
+    // Without a cap of its own a command gets the connector's (1 MiB), not an unbounded buffer.
+    size = DEFAULT_MAX_OUTPUT_BYTES + 1;
+    const other = await connect(sim);
+    await expect(other.exec(exportConfiguration())).rejects.toBeInstanceOf(RouterOsOutputTooLargeError);
   });
 
   it("times out a connect to a silent endpoint", async () => {

@@ -104,11 +104,15 @@ describe("configuration errors", () => {
     WEBHOOK_ENCRYPTION_KEY: "w".repeat(32),
     ACCESS_PASSWORD_KEY: "a".repeat(32),
     TUNNEL_SSH_KEY: "/nonexistent/key",
+    METRICS_TOKEN: "scrape-token",
   };
   it.each([
     ["apps/all-in-one/src/main.ts", {}, "STRIPE_SECRET_KEY"],
     ["apps/all-in-one/src/main.ts", { STRIPE_EMULATOR: "true", ACCESS_PASSWORD_KEY: undefined }, "ACCESS_PASSWORD_KEY"],
     ["apps/tunnel-agent/src/main.ts", { ACCESS_PASSWORD_KEY: undefined }, "ACCESS_PASSWORD_KEY"],
+    // /metrics is never anonymous on the public ports (docs/operations.md "Production").
+    ["apps/all-in-one/src/main.ts", { STRIPE_EMULATOR: "true", METRICS_TOKEN: undefined }, "METRICS_TOKEN"],
+    ["apps/heartbeat-daemon/src/main.ts", { METRICS_TOKEN: undefined }, "METRICS_TOKEN"],
   ])("NODE_ENV=production: %s with %o stops start-up with one line naming %s", async (entry, change, variable) => {
     const env = Object.fromEntries(
       Object.entries({ ...production, ...change }).filter((pair): pair is [string, string] => pair[1] !== undefined),

@@ -227,6 +227,7 @@ describe.each<Launch>(["image", "npm"])("SIGTERM to the process started as %s do
       WEBHOOK_ENCRYPTION_KEY: `signals-${crypto.randomUUID()}`,
       ACCESS_PASSWORD_KEY: `signals-${crypto.randomUUID()}`,
       TUNNEL_SSH_KEY: keyFile,
+      METRICS_TOKEN: `signals-${crypto.randomUUID()}`,
       LOG_LEVEL: "info",
     };
     if (databaseUrl) {

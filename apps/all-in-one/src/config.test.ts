@@ -9,6 +9,7 @@ const PRODUCTION = {
   WEBHOOK_ENCRYPTION_KEY: SECRET,
   TUNNEL_SSH_KEY: "/run/secrets/key",
   ACCESS_PASSWORD_KEY: SECRET,
+  METRICS_TOKEN: "scrape-token",
 };
 
 // docs/operations.md "Configuration": `npm start` keeps the API's own dev-login default, so a

@@ -30,6 +30,6 @@ export interface AdminConfig {
  * which the apps' production checks would otherwise refuse.
  */
 export const loadAdminConfig = (env: TEnv = process.env): AdminConfig => {
-  const heartbeat = loadHeartbeatConfig(env);
+  const heartbeat = loadHeartbeatConfig(env, { serving: false });
   return { databaseUrl: heartbeat.databaseUrl, dataDir: heartbeat.dataDir, heartbeatIntervalMs: heartbeat.intervalMs };
 };

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,6 +15,7 @@ describe("API configuration", () => {
     WEBHOOK_ENCRYPTION_KEY: SECRET,
     TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
     ACCESS_PASSWORD_KEY: SECRET,
+    METRICS_TOKEN: "scrape-token",
   };
 
   it("has the contract's defaults", () => {
@@ -166,6 +168,7 @@ describe("API configuration", () => {
       WEBHOOK_ENCRYPTION_KEY: SECRET,
       TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
       ACCESS_PASSWORD_KEY: SECRET,
+      METRICS_TOKEN: "scrape-token",
     };
     /** TUNNEL_MODE=wireguard on top: adoption scripts name the hub. */
     const wireguard = {
@@ -229,8 +232,18 @@ describe("API configuration", () => {
       ["TUNNEL_SSH_KEY", { TUNNEL_SSH_PUBLIC_KEY: undefined }],
       ["ACCESS_PASSWORD_KEY", { ACCESS_PASSWORD_KEY: undefined }],
       ["STRIPE_WEBHOOK_SECRET", { STRIPE_WEBHOOK_SECRET: undefined }],
+      ["METRICS_TOKEN", { METRICS_TOKEN: undefined }],
     ])("without %s it stops naming it", (variable, without) => {
       expect(refusal({ ...complete, ...without })).toBe(variable);
+    });
+
+    // /metrics is never anonymous on the public ports: a token, or a port of its own.
+    it("without METRICS_TOKEN stops with one line naming it, unless METRICS_PORT moves /metrics off", () => {
+      expect(() => loadApiConfig({ ...complete, METRICS_TOKEN: undefined })).toThrow(
+        /^Invalid configuration: METRICS_TOKEN must be set with NODE_ENV=production \(or METRICS_PORT\): /,
+      );
+      expect(refusal({ ...complete, METRICS_TOKEN: undefined, METRICS_PORT: "9100" })).toBeNull();
+      expect(refusal({ ...complete, NODE_ENV: "development", METRICS_TOKEN: undefined })).toBeNull();
     });
 
     it("in wireguard mode, without the hub's key it stops naming TUNNEL_WG_PUBLIC_KEY", () => {
@@ -291,6 +304,7 @@ describe("API configuration", () => {
           WEBHOOK_ENCRYPTION_KEY_FILE: file("webhook-prod", SECRET),
           ACCESS_PASSWORD_KEY_FILE: file("access-prod", `${SECRET}\n`),
           TUNNEL_SSH_KEY: "/run/secrets/key",
+          METRICS_TOKEN_FILE: file("metrics-prod", "scrape-me\n"),
         }),
       ).toBeNull();
     });
@@ -304,5 +318,81 @@ describe("API configuration", () => {
         return error.variable;
       }
     };
+  });
+});
+
+describe('sign-in through an OpenID Connect provider (docs/api.md "Sign-in")', () => {
+  const ed25519 = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+  const p256 = generateKeyPairSync("ec", { namedCurve: "P-256" })
+    .privateKey.export({ type: "pkcs8", format: "pem" })
+    .toString();
+  const rsa = generateKeyPairSync("rsa", { modulusLength: 1024 })
+    .privateKey.export({ type: "pkcs8", format: "pem" })
+    .toString();
+  const oidc = { OIDC_ISSUER: "https://idp.example/realms/msp", OIDC_CLIENT_ID: "fleet", OIDC_CLIENT_SECRET: "s3cret" };
+  const production = {
+    NODE_ENV: "production",
+    STRIPE_EMULATOR: "true",
+    WEBHOOK_ENCRYPTION_KEY: "s".repeat(32),
+    TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+    ACCESS_PASSWORD_KEY: "s".repeat(32),
+  };
+  const failure = (env: Record<string, string>): string | null => {
+    try {
+      loadApiConfig(env);
+      return null;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      expect(error.message).not.toContain("\n");
+      expect(error.message).not.toContain("s3cret");
+      expect(error.message).not.toContain("PRIVATE KEY");
+      return error.message;
+    }
+  };
+
+  it("is off by default, with a 12-hour session and the button's default name", () => {
+    const config = loadApiConfig({});
+    expect(config.auth.oidc).toBeUndefined();
+    expect(config.auth.sessionTtlHours).toBe(12);
+    expect(loadApiConfig(oidc).auth.oidc).toEqual({
+      issuer: new URL(oidc.OIDC_ISSUER),
+      clientId: "fleet",
+      clientSecret: "s3cret",
+      displayName: "Single sign-on",
+    });
+  });
+
+  it("needs the client with the issuer, and an https issuer in production", () => {
+    expect(failure({ OIDC_ISSUER: oidc.OIDC_ISSUER })).toMatch(/OIDC_CLIENT_ID must be set/);
+    expect(failure({ ...oidc, OIDC_CLIENT_SECRET: "" })).toMatch(/OIDC_CLIENT_SECRET must be set/);
+    expect(failure({ OIDC_CLIENT_ID: "fleet" })).toMatch(/OIDC_ISSUER must be set/);
+    expect(failure({ ...oidc, OIDC_ISSUER: "not a url" })).toMatch(/OIDC_ISSUER/);
+    expect(failure({ ...oidc, OIDC_ISSUER: "http://idp.example", ...production, AUTH_SIGNING_KEY: ed25519 })).toMatch(
+      /OIDC_ISSUER must use https:/,
+    );
+    expect(failure({ ...oidc, OIDC_DISPLAY_NAME: "a\u0007b" })).toMatch(/OIDC_DISPLAY_NAME/);
+  });
+
+  it("SESSION_TTL_HOURS: 1..8760", () => {
+    expect(loadApiConfig({ SESSION_TTL_HOURS: "1" }).auth.sessionTtlHours).toBe(1);
+    expect(loadApiConfig({ SESSION_TTL_HOURS: "8760" }).auth.sessionTtlHours).toBe(8760);
+    expect(failure({ SESSION_TTL_HOURS: "0" })).toMatch(/SESSION_TTL_HOURS/);
+    expect(failure({ SESSION_TTL_HOURS: "8761" })).toMatch(/SESSION_TTL_HOURS/);
+  });
+
+  it("AUTH_SIGNING_KEY: an Ed25519 or P-256 PKCS#8 PEM, required with OIDC_ISSUER in production", () => {
+    expect(loadApiConfig({ AUTH_SIGNING_KEY: ed25519 }).auth.signingKey?.trim()).toBe(ed25519.trim());
+    expect(loadApiConfig({ AUTH_SIGNING_KEY: p256 }).auth.signingKey?.trim()).toBe(p256.trim());
+    expect(failure({ AUTH_SIGNING_KEY: rsa })).toBe(
+      "Invalid configuration: AUTH_SIGNING_KEY must be an Ed25519 or P-256 (prime256v1) private key",
+    );
+    expect(failure({ AUTH_SIGNING_KEY: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----" })).toMatch(
+      /AUTH_SIGNING_KEY is not a PKCS#8 PEM private key/,
+    );
+    expect(failure({ ...production, ...oidc })).toBe(
+      "Invalid configuration: AUTH_SIGNING_KEY must be set with NODE_ENV=production: every replica must sign access tokens with the same key",
+    );
+    // With the key, OIDC alone satisfies production's need for a token verifier.
+    expect(failure({ ...production, ...oidc, AUTH_SIGNING_KEY: ed25519 })).toBeNull();
   });
 });

@@ -1,5 +1,7 @@
+import { createPrivateKey, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import {
+  breaksTextRule,
   ConfigError,
   envBool,
   envInt,
@@ -20,6 +22,7 @@ import {
   type TunnelModeEnv,
   type TunnelNetwork,
   requireInProduction,
+  requireMetricsGuardInProduction,
   requireStripeInProduction,
   withSecretFiles,
 } from "@fleet/shared";
@@ -56,6 +59,12 @@ export interface ApiConfig {
     devLoginWarning: string | undefined;
     /** Shared secret of POST /v1/auth/login-hook; the endpoint is off without it. */
     loginHookSecret: string | undefined;
+    /** `OIDC_*`: sign-in through an OpenID Connect provider (docs/api.md "Sign-in"); undefined: off. */
+    oidc: OidcConfig | undefined;
+    /** `SESSION_TTL_HOURS`: absolute lifetime of a sign-in session. */
+    sessionTtlHours: number;
+    /** `AUTH_SIGNING_KEY`: PKCS#8 PEM (Ed25519 or P-256) of the system's own tokens; dev: generated in DATA_DIR. */
+    signingKey: string | undefined;
   };
   stripe: {
     secretKey: string | undefined;
@@ -127,6 +136,16 @@ export interface ApiConfig {
   };
 }
 
+/** docs/api.md "Sign-in": the system's client at an OpenID Connect provider. */
+export interface OidcConfig {
+  /** `OIDC_ISSUER`: its discovery document is read at start. */
+  issuer: URL;
+  clientId: string;
+  clientSecret: string;
+  /** `OIDC_DISPLAY_NAME`: the console's sign-in button. */
+  displayName: string;
+}
+
 /** docs/operations.md "Configuration": the variables adoption scripts are built from. */
 export interface AdoptionConfig {
   /** `API_PUBLIC_URL`; unset = `http://HOST:PORT` as the API is bound. */
@@ -183,7 +202,11 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
       ? `AUTH_DEV_LOGIN=true although ${production ? "NODE_ENV=production" : "JWT_SECRET is set"}: POST /v1/auth/dev-login gives anyone who reaches the API a token for any email`
       : undefined;
   // docs/operations.md "Production": what production needs, or start-up stops naming it.
-  requireInProduction(env, ["JWT_SECRET", "JWT_JWKS_URL"], "tokens must verify in every replica and after a restart");
+  requireInProduction(
+    env,
+    ["JWT_SECRET", "JWT_JWKS_URL", "OIDC_ISSUER"],
+    "tokens must verify in every replica and after a restart",
+  );
   requireStripeInProduction(env);
   requireInProduction(
     env,
@@ -197,6 +220,10 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
     "the API and every tunnel agent derive the same temporary router passwords from it",
   );
   requireWireguardHubKeyInProduction(env);
+  requireMetricsGuardInProduction(env);
+  const oidc = loadOidcConfig(env, production);
+  const signingKey = envSigningKey(env);
+  if (oidc) requireInProduction(env, ["AUTH_SIGNING_KEY"], "every replica must sign access tokens with the same key");
   return {
     host: envString(env, "HOST", "127.0.0.1"),
     port: envPort(env, "PORT", 3000),
@@ -215,6 +242,9 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
       devLogin,
       devLoginWarning,
       loginHookSecret: envSecret(env, "AUTH_LOGIN_HOOK_SECRET", 32),
+      oidc,
+      sessionTtlHours: envInt(env, "SESSION_TTL_HOURS", 12, 1, 8760),
+      signingKey,
     },
     stripe: {
       secretKey,
@@ -278,6 +308,45 @@ const requireWireguardHubKeyInProduction = (env: TEnv): void => {
     ["TUNNEL_WG_PUBLIC_KEY", "TUNNEL_WG_PRIVATE_KEY"],
     "with TUNNEL_MODE=wireguard adoption scripts name the hub's public key",
   );
+};
+
+const loadOidcConfig = (env: TEnv, production: boolean): OidcConfig | undefined => {
+  const issuer = envUrl(env, "OIDC_ISSUER", production ? ["https:"] : ["http:", "https:"]);
+  const clientId = envOptional(env, "OIDC_CLIENT_ID");
+  const clientSecret = envOptional(env, "OIDC_CLIENT_SECRET");
+  if (!issuer) {
+    if (clientId !== undefined) throw new ConfigError("OIDC_ISSUER", "must be set together with OIDC_CLIENT_ID");
+    return undefined;
+  }
+  if (issuer.search || issuer.hash || issuer.username || issuer.password) {
+    throw new ConfigError("OIDC_ISSUER", "must be the provider's issuer URL, without credentials, query or fragment");
+  }
+  if (clientId === undefined) throw new ConfigError("OIDC_CLIENT_ID", "must be set together with OIDC_ISSUER");
+  if (clientSecret === undefined) {
+    throw new ConfigError("OIDC_CLIENT_SECRET", "must be set together with OIDC_ISSUER (or OIDC_CLIENT_SECRET_FILE)");
+  }
+  const displayName = envString(env, "OIDC_DISPLAY_NAME", "Single sign-on");
+  if (displayName.length > 100 || breaksTextRule(displayName)) {
+    throw new ConfigError("OIDC_DISPLAY_NAME", "must be at most 100 characters without control characters");
+  }
+  return { issuer, clientId, clientSecret, displayName };
+};
+
+/** A PKCS#8 PEM of an Ed25519 or P-256 private key; the value is never echoed. */
+const envSigningKey = (env: TEnv): string | undefined => {
+  const pem = envOptional(env, "AUTH_SIGNING_KEY");
+  if (pem === undefined) return undefined;
+  let key: KeyObject;
+  try {
+    key = createPrivateKey({ key: pem, format: "pem" });
+  } catch {
+    throw new ConfigError("AUTH_SIGNING_KEY", "is not a PKCS#8 PEM private key");
+  }
+  const p256 = key.asymmetricKeyType === "ec" && key.asymmetricKeyDetails?.namedCurve === "prime256v1";
+  if (key.asymmetricKeyType !== "ed25519" && !p256) {
+    throw new ConfigError("AUTH_SIGNING_KEY", "must be an Ed25519 or P-256 (prime256v1) private key");
+  }
+  return pem;
 };
 
 const PUBLIC_KEY_LINE = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}( .*)?$/;

@@ -10,6 +10,7 @@ import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import type { CredentialWatch } from "./features/auth/credential-watch.ts";
 import type { TokenVerifier } from "./features/auth/token-verifier.ts";
+import type { SignInService } from "./features/auth/sign-in.service.ts";
 import type { OemService } from "./features/oem/oem.service.ts";
 import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
@@ -61,4 +62,6 @@ export interface Services {
   invitations: InvitationsService;
   /** Teams of an organization and moving routers between them (docs/api.md "Teams"). */
   teamAdmin: TeamsService;
+  /** Sign-in through an OpenID Connect provider, sessions and the system's own tokens (docs/api.md "Sign-in"). */
+  signIn: SignInService;
 }

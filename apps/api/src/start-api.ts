@@ -103,7 +103,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
   try {
     const billing = await wireBilling(ctx);
     wired.add(billing);
-    const auth = wireAuth(ctx);
+    const auth = wireAuth(ctx, { apiUrl: () => boundUrl });
     wired.add(auth);
     const events = wireEvents(ctx, options.webhookTiming);
     wired.add(events);
@@ -155,6 +155,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       console: {
         dir: config.consoleDir,
         devLogin: auth.signer !== undefined,
+        oidc: config.auth.oidc ? { displayName: config.auth.oidc.displayName } : undefined,
         processor:
           !usesRealStripe && stripe.apiBase ? { kind: "emulator", apiBase: stripe.apiBase } : { kind: "stripe" },
       },

@@ -3,6 +3,7 @@ import { useEffect, useState } from "react";
 import { connection } from "./connection.ts";
 import { Shell } from "./shell.tsx";
 import { SignInPage } from "./pages/sign-in-page.tsx";
+import { providerSession } from "./provider-session.ts";
 import { session, useSession } from "./session.ts";
 import { isConnectionError, isUnauthorized, makeClient, TRPCProvider } from "./trpc.ts";
 
@@ -31,10 +32,16 @@ export const App = () => {
   useEffect(() => {
     if (!token) queryClient.clear();
   }, [token]);
+  // Signed in at the identity provider (a session cookie): a token of it, without asking anyone.
+  const [resuming, setResuming] = useState(providerSession.enabled() && !token);
+  useEffect(() => {
+    if (!resuming) return;
+    void providerSession.resume(client).finally(() => setResuming(false));
+  }, [resuming, client]);
   return (
     <QueryClientProvider client={queryClient}>
       <TRPCProvider trpcClient={client} queryClient={queryClient}>
-        {token ? <Shell /> : <SignInPage />}
+        {token ? <Shell /> : resuming ? null : <SignInPage />}
       </TRPCProvider>
     </QueryClientProvider>
   );

@@ -6,8 +6,8 @@ import { session } from "./session.ts";
 import { isUnauthorized, useTRPC } from "./trpc.ts";
 
 /**
- * `routers.onStatus` for the whole signed-in session (docs/console.md "Live state"): pulse flips
- * are written into the cached fleet list at once, fault and removal events refetch what they
+ * `routers.onStatus` for the whole signed-in session (docs/console.md "Live state"): a pulse flip
+ * is written into the cached router at once and refetches the fleet's lists and counts, fault and removal events refetch what they
  * change, and after a reconnect every view refetches, so nothing missed while away stays stale.
  */
 export const useLiveStatus = () => {
@@ -17,18 +17,14 @@ export const useLiveStatus = () => {
     trpc.routers.onStatus.subscriptionOptions(undefined, {
       onData: (event) => {
         if (event.type === "pulse") {
-          queryClient.setQueryData(trpc.routers.list.queryKey(), (list) =>
-            list
-              ? {
-                  ...list,
-                  data: list.data.map((router) =>
-                    router.id === event.router_id ? { ...router, has_pulse: event.has_pulse } : router,
-                  ),
-                }
-              : list,
+          // The router page's router flips at once; lists and counts (paged, filtered: the flip may
+          // move a router between pages) and last_seen come with the next read.
+          queryClient.setQueryData(trpc.routers.get.queryKey({ router_id: event.router_id }), (answer) =>
+            answer ? { ...answer, data: { ...answer.data, has_pulse: event.has_pulse } } : answer,
           );
-          // last_seen and the open fault come with the next read.
-          void queryClient.invalidateQueries({ queryKey: trpc.routers.list.queryKey() });
+          void queryClient.invalidateQueries({ queryKey: trpc.routers.list.pathKey() });
+          void queryClient.invalidateQueries({ queryKey: trpc.routers.counts.queryKey() });
+          void queryClient.invalidateQueries({ queryKey: trpc.routers.get.queryKey({ router_id: event.router_id }) });
           void queryClient.invalidateQueries({
             queryKey: trpc.routers.faults.queryKey({ router_id: event.router_id }),
           });
@@ -40,7 +36,8 @@ export const useLiveStatus = () => {
             queryKey: trpc.routers.metrics.queryKey({ router_id: event.router_id }),
           });
         } else {
-          void queryClient.invalidateQueries({ queryKey: trpc.routers.list.queryKey() });
+          void queryClient.invalidateQueries({ queryKey: trpc.routers.list.pathKey() });
+          void queryClient.invalidateQueries({ queryKey: trpc.routers.counts.queryKey() });
         }
       },
       onError: (error) => {

@@ -2,6 +2,8 @@
 export interface PageConfig {
   /** dev-login is on: the sign-in page offers it. */
   devLogin: boolean;
+  /** Sign-in through the identity provider is on: its button, with this name. */
+  oidc?: { displayName: string } | null;
   /** Real Stripe (Stripe.js) or the built-in emulator's client-side endpoints under `path`. */
   processor: { kind: "stripe" } | { kind: "emulator"; path: string };
 }

@@ -1,14 +1,18 @@
 import { useSyncExternalStore } from "react";
 
 /**
- * The signed-in credential (an access token or an API key). Kept in sessionStorage: it survives a
- * reload of the tab but not the tab itself, and no other tab or site sees it.
+ * The signed-in credential (an access token or an API key). A pasted one or dev-login's is kept in
+ * sessionStorage: it survives a reload of the tab but not the tab itself, and no other tab or site
+ * sees it. A token of the identity provider's sign-in is kept in memory only: the session cookie
+ * (HttpOnly, never readable here) mints a new one after a reload (docs/console.md "Signing in").
  */
 const KEY = "fleet.console.token";
 const listeners = new Set<() => void>();
 
 interface SessionState {
   token: string | undefined;
+  /** The token came from the sign-in session (`auth.token`), not from a paste or dev-login. */
+  fromProvider?: boolean;
   /** Why the user was sent back to sign-in, shown there. */
   notice: string | undefined;
 }
@@ -17,7 +21,7 @@ let state: SessionState = { token: sessionStorage.getItem(KEY) ?? undefined, not
 
 const set = (next: SessionState) => {
   state = next;
-  if (next.token) sessionStorage.setItem(KEY, next.token);
+  if (next.token && !next.fromProvider) sessionStorage.setItem(KEY, next.token);
   else sessionStorage.removeItem(KEY);
   for (const listener of listeners) listener();
 };
@@ -25,6 +29,9 @@ const set = (next: SessionState) => {
 export const session = {
   token: (): string | undefined => state.token,
   signIn: (token: string) => set({ token, notice: undefined }),
+  /** A token minted from the sign-in session: in memory only. */
+  signInFromProvider: (token: string) => set({ token, fromProvider: true, notice: undefined }),
+  fromProvider: (): boolean => state.fromProvider === true,
   signOut: () => set({ token: undefined, notice: undefined }),
   /** The server refused the credential (expired, revoked): back to sign-in, saying why. */
   expire: () => {

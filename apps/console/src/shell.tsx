@@ -13,7 +13,8 @@ import { InvitationPage } from "./pages/invitation-page.tsx";
 import { MembersPage } from "./pages/members-page.tsx";
 import { RouterPage } from "./pages/router-page.tsx";
 import { WebhooksPage } from "./pages/webhooks-page.tsx";
-import { session } from "./session.ts";
+import { providerSession } from "./provider-session.ts";
+import { useTRPCClient } from "./trpc.ts";
 
 const NAV = [
   { to: "/", label: "Fleet" },
@@ -65,6 +66,7 @@ export const Shell = () => {
   const lost = useConnectionLost();
   useLiveStatus();
   const queryClient = useQueryClient();
+  const client = useTRPCClient();
   // The browser knows first when its network goes; the next answer after it returns clears the banner.
   useEffect(() => {
     const offline = () => connection.set(true);
@@ -97,7 +99,7 @@ export const Shell = () => {
             })}
           </ul>
         </nav>
-        <button type="button" className="secondary" onClick={() => session.signOut()}>
+        <button type="button" className="secondary" onClick={() => void providerSession.signOut(client)}>
           Sign out
         </button>
       </header>

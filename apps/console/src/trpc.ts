@@ -8,7 +8,7 @@ import { session } from "./session.ts";
  * The console's one way to the system: the typed client of `@fleet/api/client` (docs/console.md
  * "How it talks to the system"). Types come from the server's `AppRouter`; none is copied here.
  */
-export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
+export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
 
 export type Outputs = inferRouterOutputs<AppRouter>;
 export type Inputs = inferRouterInputs<AppRouter>;

@@ -51,4 +51,15 @@ describe("heartbeat daemon configuration", () => {
     expect(() => loadHeartbeatConfig(env)).toThrow(ConfigError);
     expect(() => loadHeartbeatConfig(env)).toThrow(new RegExp(`^Invalid configuration: ${variable} `));
   });
+
+  // docs/operations.md "Production": /metrics is never anonymous on the public ports.
+  it("with NODE_ENV=production needs METRICS_TOKEN or METRICS_PORT, in one line naming METRICS_TOKEN", () => {
+    expect(() => loadHeartbeatConfig({ NODE_ENV: "production" })).toThrow(
+      /^Invalid configuration: METRICS_TOKEN must be set with NODE_ENV=production \(or METRICS_PORT\): /,
+    );
+    expect(loadHeartbeatConfig({ NODE_ENV: "production", METRICS_TOKEN: "t" }).metricsToken).toBe("t");
+    expect(loadHeartbeatConfig({ NODE_ENV: "production", METRICS_PORT: "9100" }).metricsPort).toBe(9100);
+    // The admin CLI reads only the database settings and serves nothing.
+    expect(loadHeartbeatConfig({ NODE_ENV: "production" }, { serving: false }).port).toBe(3001);
+  });
 });

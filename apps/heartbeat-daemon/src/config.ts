@@ -9,6 +9,7 @@ import {
   envPortOptional,
   envString,
   envUrl,
+  requireMetricsGuardInProduction,
   type TEnv,
 } from "@fleet/shared";
 
@@ -114,10 +115,14 @@ export const defaultTuning = (intervalMs: number): HeartbeatTuning => ({
   evictWaitingAfterMs: 2_000,
 });
 
-/** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
-export const loadHeartbeatConfig = (given: TEnv = process.env): HeartbeatConfig => {
+/**
+ * The only reader of the environment. Throws ConfigError naming the variable on a bad value.
+ * `serving: false` (the admin CLI reads the database settings only): no production check of the port.
+ */
+export const loadHeartbeatConfig = (given: TEnv = process.env, { serving = true } = {}): HeartbeatConfig => {
   // `<NAME>_FILE` of every secret (docs/operations.md "Configuration").
   const env = withSecretFiles(given, (file) => readFileSync(file, "utf8"));
+  if (serving) requireMetricsGuardInProduction(env);
   const databaseUrl = envUrl(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
   const workers = envInt(env, "HEARTBEAT_WORKERS", 1, 1, 64);
   if (workers > 1 && !databaseUrl) {

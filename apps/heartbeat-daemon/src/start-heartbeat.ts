@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { acquireStatusFeed, type Database, HeartbeatsRepository } from "@fleet/db";
 import { type Clock, FeatureWiring, monotonicClock, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
@@ -67,6 +68,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
     transportClock: monotonicClock,
     store: new HeartbeatsRepository(db),
     feed: feedHandle.feed,
+    daemonId: randomUUID(),
   };
 
   const wiring = new FeatureWiring<Wired<unknown>>(() => feedHandle.release());
@@ -85,7 +87,7 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
       await wireTransports(ctx, { auth, writer, reusePort: options.reusePort ?? false }),
     ).services;
     closeRouter = server.closeRouter;
-    const { sweep } = wire(wireFaults(ctx, { coverage })).services;
+    const { sweep } = wire(wireFaults(ctx, { coverage, caughtUp: () => writer.caughtUp })).services;
     wire(wireMetrics(ctx, { writer }));
     if (options.timers !== false) {
       for (const feature of wiring.features) for (const schedule of feature.schedules) wiring.started(schedule.start());

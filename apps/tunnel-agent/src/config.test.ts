@@ -25,6 +25,7 @@ describe("loadTunnelAgentConfig", () => {
     expect(config.tunnelNetwork).toEqual({ cidr: "127.64.0.0/10", base: 0x7f400000, prefix: 10 });
     expect(config.ssh).toMatchObject({ port: 2222, user: "mgmt", keyFile: undefined });
     expect(config).toMatchObject({ databaseUrl: undefined, dataDir: "./.data", logLevel: "info" });
+    expect(config.backups.maxBytes).toBe(4_194_304);
     const production = loadTunnelAgentConfig({
       NODE_ENV: "production",
       TUNNEL_SSH_KEY: "/etc/fleet/key",
@@ -65,6 +66,7 @@ describe("loadTunnelAgentConfig", () => {
     );
     expect(config.ssh).toMatchObject({ port: 2222, user: "fleet", keyFile: "/etc/fleet/key" });
     expect(config.jobs.leaseMs).toBe(5000);
+    expect(loadTunnelAgentConfig({ BACKUP_MAX_BYTES: "1048576" }).backups.maxBytes).toBe(1_048_576);
     expect(config.databaseUrl).toBe("postgres://u@db.example:5432/fleet");
   });
 
@@ -78,6 +80,8 @@ describe("loadTunnelAgentConfig", () => {
     ["TUNNEL_SSH_PORT", "0"],
     ["TUNNEL_SSH_PORT", "65536"],
     ["TUNNEL_JOB_LEASE_MS", "10"],
+    ["BACKUP_MAX_BYTES", "4MiB"],
+    ["BACKUP_MAX_BYTES", "0"],
     ["DATABASE_URL", "mysql://x"],
     ["TUNNEL_NETWORK", "100.64.0.0"],
     ["TUNNEL_NETWORK", "100.64.0.0/31"],

@@ -69,6 +69,8 @@ export interface TunnelAgentConfig {
     pollSeconds: number;
     /** Jobs one agent runs at once (different routers; one router's jobs never overlap). */
     concurrency: number;
+    /** Further jobs at once that are only forward and access applies/removals (never behind bulk work). */
+    interactiveConcurrency: number;
   };
   /** `TUNNEL_RECONCILE_INTERVAL_MS`: period of the router-vs-database reconciliation (also run at start). */
   reconcileIntervalMs: number;
@@ -82,6 +84,8 @@ export interface TunnelAgentConfig {
     intervalHours: number;
     /** `BACKUP_RETENTION` (default 100): versions kept per router. */
     retention: number;
+    /** `BACKUP_MAX_BYTES` (default 4 MiB): an export over it is not read further, not stored, and reported as the backup's failure. */
+    maxBytes: number;
   };
   /** `ACCESS_PASSWORD_KEY` (>= 32 bytes, shared with the API); dev: the file `access-password-key` in DATA_DIR. */
   accessPasswordKey: string | undefined;
@@ -132,6 +136,7 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
       leaseMs: envInt(env, "TUNNEL_JOB_LEASE_MS", 60_000, 1_000, 3_600_000),
       pollSeconds: 1,
       concurrency: 4,
+      interactiveConcurrency: 2,
     },
     reconcileIntervalMs: envInt(env, "TUNNEL_RECONCILE_INTERVAL_MS", 60_000, 1_000, 86_400_000),
     expirySweepIntervalMs: 30_000,
@@ -139,6 +144,7 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
     backups: {
       intervalHours: envInt(env, "BACKUP_INTERVAL_HOURS", 24, 0, 8_760),
       retention: envInt(env, "BACKUP_RETENTION", 100, 1, 10_000),
+      maxBytes: envInt(env, "BACKUP_MAX_BYTES", 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     },
     accessPasswordKey: envSecret(env, "ACCESS_PASSWORD_KEY", 32),
   };

@@ -15,6 +15,8 @@ export const DATA_DIR_SECRETS = {
   accessPassword: "access-password-key",
   /** WEBHOOK_ENCRYPTION_KEY: webhook signing secrets at rest. */
   webhookEncryption: "webhook-encryption-key",
+  /** AUTH_SIGNING_KEY: the PKCS#8 PEM the API signs its own access tokens with (docs/api.md "Sign-in"). */
+  authSigning: "auth-signing-key.pem",
 } as const;
 
 // DATA_DIR=memory: one value per key for the life of the process, so the API and the tunnel agent
@@ -27,10 +29,15 @@ const inMemory = new Map<string, string>();
  * A file that holds no key (a truncated write) stops start-up rather than being replaced, which
  * would change the key under processes already using it.
  */
-export const dataDirSecret = (dataDir: string, name: keyof typeof DATA_DIR_SECRETS): string => {
+export const dataDirSecret = (
+  dataDir: string,
+  name: keyof typeof DATA_DIR_SECRETS,
+  /** Makes a new key (default: 48 random bytes, base64url); a key pair's PEM for signing keys. */
+  generate: () => string = () => randomBytes(48).toString("base64url"),
+): string => {
   const fileName = DATA_DIR_SECRETS[name];
   if (dataDir === "memory") {
-    const existing = inMemory.get(fileName) ?? randomBytes(48).toString("base64url");
+    const existing = inMemory.get(fileName) ?? generate();
     inMemory.set(fileName, existing);
     return existing;
   }
@@ -42,7 +49,7 @@ export const dataDirSecret = (dataDir: string, name: keyof typeof DATA_DIR_SECRE
     // First start: create it.
   }
   mkdirSync(path.dirname(file), { recursive: true });
-  const secret = randomBytes(48).toString("base64url");
+  const secret = generate().trim();
   try {
     writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });
     return secret;

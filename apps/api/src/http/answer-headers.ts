@@ -16,13 +16,17 @@ export const procedureMetas = (router: AppRouter): Map<string, ProcedureMeta> =>
   return metas;
 };
 
-/** `Retry-After` in whole seconds (at least 1) for a 429, else nothing. */
-export const retryAfterSeconds = (error: DescribedError): number | undefined =>
-  error.status === 429 ? Math.max(1, Math.ceil(error.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS)) : undefined;
+/** `Retry-After` in whole seconds (at least 1) for a 429, or a 503 that knows its retry time, else nothing. */
+export const retryAfterSeconds = (error: DescribedError): number | undefined => {
+  if (error.status === 429) return Math.max(1, Math.ceil(error.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS));
+  if (error.status === 503 && error.retryAfterSeconds !== undefined)
+    return Math.max(1, Math.ceil(error.retryAfterSeconds));
+  return undefined;
+};
 
 /**
  * The headers every transport adds to an answer (REST, tRPC's adapter, the fast path): `Retry-After`
- * on a 429 (the longest of a batch), `Cache-Control: no-store` when any procedure called is marked
+ * on a 429 or a 503 of a database outage (the longest of a batch), `Cache-Control: no-store` when any procedure called is marked
  * `noStore` in its meta (docs/api.md "Authentication").
  */
 export const answerHeaders = (

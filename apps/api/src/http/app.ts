@@ -1,7 +1,7 @@
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { renderMetrics, SpanStatusCode, serverSpan } from "@fleet/db";
-import { requestIdFrom, runWithRequestId } from "@fleet/shared";
+import { AppError, findDepthViolation, JSON_DEPTH_MESSAGE, requestIdFrom, runWithRequestId } from "@fleet/shared";
 import type { Logger } from "pino";
 import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";
 import type { Services } from "../services.ts";
@@ -13,11 +13,11 @@ import { type ConsoleOptions, consoleRouter } from "./console-page.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError } from "../trpc/errors.ts";
 import { sendRestError } from "./error-shapes.ts";
-import { exceedsDepth } from "./json-depth.ts";
 import { carriesBody, isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
-import { trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
+import { SIGN_IN_PATH, signInRoutes } from "./sign-in-routes.ts";
+import { sendTrpcError, trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
 
 export interface AppOptions {
   router: AppRouter;
@@ -37,8 +37,6 @@ export interface AppOptions {
   console?: ConsoleOptions;
 }
 
-/** docs/api.md "Errors": JSON nested deeper than this is refused with 400. */
-export const MAX_JSON_DEPTH = 32;
 /** docs/api.md "Errors": bodies over 100 KiB answer 413. */
 export const MAX_BODY_BYTES = 100 * 1024;
 /** A tRPC batch may hold at most this many calls. */
@@ -86,7 +84,11 @@ const frontDispatch =
       });
       return;
     }
-    if ((url.startsWith("/v1/") || url.startsWith("/api/")) && !ADOPTION_PATH.test(req.path)) {
+    if (
+      (url.startsWith("/v1/") || url.startsWith("/api/")) &&
+      !ADOPTION_PATH.test(req.path) &&
+      !SIGN_IN_PATH.test(req.path)
+    ) {
       restPrepare(req, res, () => restDispatch(req, res, next));
       return;
     }
@@ -209,6 +211,15 @@ export const createApp = (options: AppOptions): Express => {
   app.get("/openapi.json", (_req, res) => {
     res.json(openapi);
   });
+  // docs/api.md "Sign-in": the public keys of the system's own access tokens.
+  app.get("/.well-known/jwks.json", async (_req, res, next) => {
+    try {
+      res.setHeader("Cache-Control", "public, max-age=300");
+      res.json(await services.signIn.jwks());
+    } catch (error) {
+      next(error);
+    }
+  });
   app.use(under(/^\/docs(?:\/|$)/i, docsRouter()));
   // Before the JSON-only body rules: the console's card form posts the processor's own form encoding.
   if (options.console) app.use(under(/^\/console(?:\/|$)/i, consoleRouter(options.console)));
@@ -233,17 +244,17 @@ export const createApp = (options: AppOptions): Express => {
   app.use(
     // Only `application/json` (any parameters) is parsed; other types never reach a procedure.
     express.json({ limit: MAX_BODY_BYTES, strict: true, type: (req) => isJsonMediaType(req.headers["content-type"]) }),
-    (req: Request, _res: Response, next: NextFunction) => {
-      if (req.body !== undefined && exceedsDepth(req.body, MAX_JSON_DEPTH)) {
-        next(
-          Object.assign(new Error(`JSON nested deeper than ${MAX_JSON_DEPTH} levels is refused.`), {
-            status: 400,
-            expose: true,
-          }),
-        );
-        return;
-      }
-      next();
+    (req: Request, res: Response, next: NextFunction) => {
+      // docs/api.md "Errors": refused like a bad field (422 naming it), before any procedure or
+      // rule walks the value; tRPC answers in its own shape.
+      const deep = req.body === undefined ? undefined : findDepthViolation(req.body);
+      if (deep === undefined) return next();
+      const field = deep.length > 0 ? deep.join(".") : "body";
+      const error = new AppError("validation_failed", `The given data was invalid: ${field} ${JSON_DEPTH_MESSAGE}.`, {
+        fields: { [field]: [JSON_DEPTH_MESSAGE] },
+      });
+      if (req.path.startsWith("/trpc/")) sendTrpcError(router, res, error);
+      else sendRestError(req, res, error);
     },
   );
 
@@ -263,6 +274,7 @@ export const createApp = (options: AppOptions): Express => {
   );
 
   app.use(under(ADOPTION_PATH, adoptionScriptRoute(services)));
+  app.use(under(SIGN_IN_PATH, signInRoutes(services)));
 
   app.use(restPrepare, restDispatch);
 

@@ -12,6 +12,8 @@ export interface ConsoleOptions {
   dir: string;
   /** dev-login is on: the sign-in page offers it. */
   devLogin: boolean;
+  /** Sign-in through an identity provider is on: the sign-in page shows its button with this name. */
+  oidc?: { displayName: string } | undefined;
   /**
    * The card form's processor: real Stripe (Stripe.js from Stripe's origin, the only foreign origin
    * the policy admits) or the built-in emulator, whose two client-side endpoints are passed through
@@ -56,6 +58,7 @@ export const consoleContentSecurityPolicy = (processor: ConsoleOptions["processo
 const pageConfig = (o: ConsoleOptions) =>
   JSON.stringify({
     devLogin: o.devLogin,
+    oidc: o.oidc ?? null,
     processor: o.processor.kind === "stripe" ? { kind: "stripe" } : { kind: "emulator", path: CONSOLE_PROCESSOR_PATH },
   }).replaceAll("<", "\\u003c");
 

@@ -56,13 +56,31 @@ describe("request edges", () => {
     },
   );
 
-  it("JSON nested deeper than 32 levels is 400; 32 levels is accepted", async () => {
-    const deep = await h.request("PATCH", "/v1/account", { token, body: { address: nested(33) } });
-    expect(deep.status).toBe(400);
-    expect(deep.body.message).toMatch(/32/);
-    const ok = await h.request("PATCH", "/v1/account", { token, body: { x: nested(31) } });
+  it("JSON nested deeper than 32 levels is 422 naming the field in every prefix's shape; 32 levels is accepted", async () => {
+    // The body is level 1 and nested(n) holds n - 1 objects: `{address: nested(33)}` is 33 levels.
+    const deep = await h.refused("PATCH", "/v1/account", { token, body: { address: nested(33) } });
+    expect(deep.status).toBe(422);
+    expect(deep.body).toMatchObject({ code: "validation_failed", errors: { address: [expect.stringMatching(/32/)] } });
+    const ok = await h.request("PATCH", "/v1/account", { token, body: { x: nested(32) } });
     // 32 levels pass the parser; the missing account is what answers.
-    expect(ok.status).toBe(422);
+    expect(ok).toMatchObject({ status: 422, body: { code: "no_account" } });
+    // The attack's shape (7,000 arrays, 14 KB) on /api: refused, never a 500.
+    const attack = `{"metadata":${"[".repeat(7_000)}${"]".repeat(7_000)}}`;
+    const api = await h.refused("PATCH", `/api/routers/${crypto.randomUUID()}/metadata`, {
+      token,
+      rawBody: attack,
+      headers: { "content-type": "application/json" },
+    });
+    expect(api).toMatchObject({ status: 422, body: { status: "fail", data: { metadata: expect.any(String) } } });
+    const trpc = await fetch(`${h.api.url}/trpc/account.update`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ address: nested(33) }),
+    });
+    expect(trpc.status).toBe(422);
+    expect(await trpc.json()).toMatchObject({
+      error: { data: { code: "UNPROCESSABLE_CONTENT", errors: { address: [expect.any(String)] } } },
+    });
   });
 
   it("a non-JSON content type with a body is 415", async () => {

@@ -52,6 +52,13 @@ describe("the OpenAPI document tells the truth", () => {
     await call("POST", "/v1/auth/login-hook", { headers: hookAuth, body: { email: "hook@example.com" } });
     await call("POST", "/v1/auth/login-hook", { headers: hookAuth, body: { email: 42 } });
     await call("POST", "/v1/auth/login-hook", { body: { email: 42 } });
+    // sign-in sessions (the whole flow through a provider: features/auth/sign-in.test.ts)
+    await call("POST", "/v1/auth/token", { body: {} });
+    await call("POST", "/v1/auth/token", { body: {}, headers: { origin: "https://evil.example" } });
+    await call("POST", "/v1/auth/token", { body: { organization_id: 42 } });
+    await call("POST", "/v1/auth/logout", { body: {} });
+    await call("GET", "/v1/me", { token: t });
+    await call("GET", "/v1/me");
 
     // account: no account, create, conflict, read, update, aliases, refused and unlisted methods
     await call("GET", "/v1/account", { token: bare.token });
@@ -118,10 +125,12 @@ describe("the OpenAPI document tells the truth", () => {
     await call("POST", "/api/routers", { token: reader.token, body: {} });
     await call("POST", "/api/routers", { token: t, rawBody: "x", headers: { "content-type": "text/plain" } });
     await call("GET", "/api/routers", { token: t });
+    await call("GET", "/api/routers?limit=1&q=truth&sort=last_seen&status=offline", { token: t });
+    await call("GET", "/api/routers?limit=0", { token: t });
     await call("GET", "/api/routers");
     await call("PUT", "/api/routers", { token: t, body: {} });
     const id = enrolled.body.data.router.id as string;
-    for (const suffix of ["/metadata", "/oem", "/metrics", "/faults", "/transient-forwarding"]) {
+    for (const suffix of ["", "/metadata", "/oem", "/metrics", "/faults", "/transient-forwarding"]) {
       await call("GET", `/api/routers/${id}${suffix}`, { token: t });
       await call("GET", `/api/routers/${UNKNOWN}${suffix}`, { token: t });
       await call("GET", `/api/routers/${id}${suffix}`);

@@ -13,7 +13,7 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
 
 /** What each error status means, per docs/api.md "Errors" (the body schema depends on the prefix). */
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: "Malformed JSON, or JSON nested deeper than 32 levels.",
+  400: "Malformed JSON.",
   401: "Missing, malformed, expired or wrongly signed credential.",
   402: "Payment required: no billing account at the billing root, or the card was declined.",
   403: "The token lacks the scope, or names a team of another organization.",
@@ -22,11 +22,11 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: "The request conflicts with the current state (already exists, billed by a parent organization, ...).",
   413: "Body larger than 100 KiB.",
   415: "A body whose content type is not application/json.",
-  422: "Validation failed (the fields are named), or the organization has no billing account yet.",
+  422: "Validation failed (the fields are named; JSON nested deeper than 32 levels included), or the organization has no billing account yet.",
   429: "Too many requests: wait for `Retry-After` seconds.",
   500: "Unexpected error.",
   502: "The payment processor failed or is unreachable.",
-  503: "A finite pool is used up (every entry-point port is taken).",
+  503: "The database is unreachable (retry after `Retry-After` seconds), or a finite pool is used up.",
 };
 
 /** A schema with a registered id comes back as a `$ref` plus definitions: keep the definition. */
@@ -41,12 +41,13 @@ const componentSchema = (schema: z.ZodType, id: string): unknown => {
 
 /** The statuses an operation can answer, from its method, path and meta (docs/api.md "Errors"). */
 const errorStatuses = (method: string, path: string, meta: ProcedureMeta): number[] => {
-  const statuses = new Set<number>([422, 500, ...(meta.rest?.errors ?? [])]);
+  // 503: every operation needs the database (docs/api.md "Errors": an outage answers 503).
+  const statuses = new Set<number>([422, 500, 503, ...(meta.rest?.errors ?? [])]);
   if (BODY_METHODS.has(method)) for (const status of [400, 413, 415]) statuses.add(status);
   const auth = meta.rest?.auth ?? "token";
   if (auth === "token") for (const status of [401, 403, 429]) statuses.add(status);
   if (auth === "none") statuses.add(429);
-  if (auth === "login-hook") statuses.add(401);
+  if (auth === "login-hook") for (const status of [401, 429]) statuses.add(status);
   if (path.includes("{")) statuses.add(404);
   return [...statuses].sort((a, b) => a - b);
 };
@@ -92,12 +93,12 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
 
   const errorResponse = (path: string, status: number) => ({
     description: ERROR_DESCRIPTIONS[status] ?? "Error.",
-    ...(status === 429 || status === 405
+    ...(status === 429 || status === 503 || status === 405
       ? {
           headers:
-            status === 429
-              ? { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } }
-              : { Allow: { description: "The methods this path offers.", schema: { type: "string" } } },
+            status === 405
+              ? { Allow: { description: "The methods this path offers.", schema: { type: "string" } } }
+              : { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } },
         }
       : {}),
     content: {

@@ -7,7 +7,8 @@ import type { RequestContext } from "../trpc/context.ts";
 import { invokeProcedure, proceduresOf } from "../trpc/invoke.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders } from "./answer-headers.ts";
-import { describeError } from "../trpc/errors.ts";
+import { describeError, toTrpcError } from "../trpc/errors.ts";
+import type { AppError } from "@fleet/shared";
 
 interface FastPathOptions {
   router: AppRouter;
@@ -123,6 +124,27 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
  * `multipart/form-data` and `application/octet-stream` as procedure input; this answers every
  * non-JSON type with the adapter's own 415 envelope, so both paths stay equal.
  */
+/**
+ * A refusal made before tRPC reads the request (a body nested too deep), in tRPC's error envelope
+ * with the status and `data` of the same refusal made by a procedure (docs/api.md "Errors").
+ */
+export const sendTrpcError = (router: AppRouter, res: Response, cause: AppError): void => {
+  const error = toTrpcError(cause);
+  const body = {
+    error: getTRPCErrorShape({
+      config: router._def._config,
+      error,
+      type: "unknown",
+      path: undefined,
+      input: undefined,
+      ctx: undefined,
+    }),
+  };
+  const payload = Buffer.from(JSON.stringify(body));
+  res.writeHead(cause.status, { "content-type": "application/json", "content-length": payload.length });
+  res.end(payload);
+};
+
 export const trpcRefuseNonJson = (router: AppRouter): RequestHandler => {
   const config = router._def._config;
   return (req: Request, res: Response, next: NextFunction) => {

@@ -49,13 +49,15 @@ export interface ApiHarnessOptions {
   webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
   /** Register the cluster-wide schedules (default off: tests call the scheduled functions). */
   schedules?: boolean;
+  /** A database the test made itself (default: a private one from createTestDatabase). */
+  db?: TestDatabase;
 }
 
 export const startApiHarness = async (
   env: Record<string, string> = {},
   options: ApiHarnessOptions = {},
 ): Promise<ApiHarness> => {
-  const db = await createTestDatabase();
+  const db = options.db ?? (await createTestDatabase());
   const config = loadApiConfig({
     PORT: "0",
     STRIPE_EMULATOR_PORT: "0",

@@ -7,6 +7,7 @@ import { availabilityRouter } from "../features/availability/availability.routes
 import { backupsRouter } from "../features/backups/backups.routes.ts";
 import { forwardsRouter } from "../features/forwards/forwards.routes.ts";
 import { invitationsRouter } from "../features/invitations/invitations.routes.ts";
+import { meRouter } from "../features/me/me.routes.ts";
 import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
 import { membersRouter } from "../features/members/members.routes.ts";
 import { organizationsRouter } from "../features/organizations/organizations.routes.ts";
@@ -34,6 +35,7 @@ export const appRouter = router({
   members: membersRouter,
   invitations: invitationsRouter,
   teams: teamsRouter,
+  me: meRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -7,12 +7,22 @@ import type { DescribedError } from "./errors.ts";
  * resolver: `.query(jsend(async ({ ctx }) => data))`. The error envelope is rendered by the REST
  * transport (http/error-shapes.ts) for every error of an `/api` path.
  */
-export const jsend =
+export const jsend = Object.assign(
   <TOptions, TData>(resolve: (options: TOptions) => Promise<TData>) =>
-  async (options: TOptions): Promise<{ status: "success"; data: TData }> => ({
-    status: "success",
-    data: await resolve(options),
-  });
+    async (options: TOptions): Promise<{ status: "success"; data: TData }> =>
+      envelope({ data: await resolve(options) }),
+  {
+    /** A paged list: the resolver's `data` and `next_cursor` go beside `status`. */
+    page:
+      <TOptions, TPage extends { data: unknown; next_cursor?: string | null }>(
+        resolve: (options: TOptions) => Promise<TPage>,
+      ) =>
+      async (options: TOptions): Promise<{ status: "success" } & TPage> =>
+        envelope(await resolve(options)),
+  },
+);
+
+const envelope = <T extends { data: unknown }>(body: T): { status: "success" } & T => ({ status: "success", ...body });
 
 /** `/api/...` error body: JSend `fail` for 4xx (field errors as `data`), `error` for 5xx. */
 export const jsendError = (e: DescribedError): Record<string, unknown> => {

@@ -1,3 +1,4 @@
+import { isDatabaseUnreachable } from "@fleet/db";
 import { AppError, type TErrorCode, type TFieldErrors } from "@fleet/shared";
 import { type TRPC_ERROR_CODE_KEY, TRPCError } from "@trpc/server";
 
@@ -30,6 +31,21 @@ export const STATUS_BY_TRPC_CODE: Record<string, number> = Object.fromEntries(
   Object.entries(BY_STATUS).map(([status, code]) => [code, Number(status)]),
 );
 
+/** docs/api.md "Errors": while the database is unreachable, clients are told to retry after this. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A driver error that means the database cannot be reached, as the one AppError of an outage
+ * (docs/api.md "Errors": 503 with `Retry-After`, never 500); undefined for any other error.
+ */
+export const databaseUnavailable = (error: unknown): AppError | undefined =>
+  isDatabaseUnreachable(error)
+    ? new AppError("database_unavailable", "The database is unreachable; try again shortly.", {
+        retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
+        cause: error,
+      })
+    : undefined;
+
 /** An error reduced to what any transport needs to render it. */
 export interface DescribedError {
   status: number;
@@ -37,7 +53,7 @@ export interface DescribedError {
   message: string;
   fields: TFieldErrors | undefined;
   extra: Record<string, unknown>;
-  /** Seconds until a retry may succeed (429s); rendered as `Retry-After` by every transport. */
+  /** Seconds until a retry may succeed (429s, 503s); rendered as `Retry-After` by every transport. */
   retryAfterSeconds?: number | undefined;
 }
 
@@ -87,7 +103,8 @@ interface HttpLikeError {
 
 /** One place that decides status, code and message for anything thrown. */
 export const describeError = (error: unknown): DescribedError => {
-  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+  const thrown = error instanceof TRPCError && error.cause ? error.cause : error;
+  const cause = thrown instanceof AppError ? thrown : (databaseUnavailable(thrown) ?? thrown);
   if (cause instanceof AppError) {
     return {
       status: cause.status,

@@ -4,7 +4,7 @@ import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { AuthClaims } from "../features/auth/token-verifier.ts";
 import type { RequestContext } from "./context.ts";
-import { formatTrpcError, toTrpcError, validationError } from "./errors.ts";
+import { databaseUnavailable, formatTrpcError, toTrpcError, validationError } from "./errors.ts";
 import { addressKey } from "./rate-limit.ts";
 import { inSpan, SpanStatusCode } from "@fleet/db";
 
@@ -82,7 +82,10 @@ type Outcome = { ok: true } | { ok: false; error: TRPCError };
  */
 const failedOutcome = <R extends Outcome>(outcome: R): R => {
   if (outcome.ok) return outcome;
-  const cause = outcome.error.cause instanceof AppError ? outcome.error.cause : validationError(outcome.error);
+  const cause =
+    outcome.error.cause instanceof AppError
+      ? outcome.error.cause
+      : (databaseUnavailable(outcome.error.cause) ?? validationError(outcome.error));
   if (cause) throw toTrpcError(cause);
   return outcome;
 };

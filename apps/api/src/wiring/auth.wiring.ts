@@ -1,9 +1,21 @@
-import { ApiKeysRepository, dataDirSecret, IdentityRepository, queryOf } from "@fleet/db";
+import {
+  ApiKeysRepository,
+  dataDirSecret,
+  IdentityRepository,
+  MembershipsLookupRepository,
+  queryOf,
+  SignInRepository,
+} from "@fleet/db";
 import { ApiKeyVerifier } from "../features/api-keys/api-key-verifier.ts";
 import { ApiKeysService } from "../features/api-keys/api-keys.service.ts";
 import { AuthService } from "../features/auth/auth.service.ts";
 import { CredentialWatch } from "../features/auth/credential-watch.ts";
+import { type MembershipResolver, TreeMembershipResolver } from "../features/auth/membership-resolver.ts";
+import { OidcClient } from "../features/auth/oidc-client.ts";
 import { OrganizationResolver } from "../features/auth/organization-resolver.ts";
+import { SessionCheck } from "../features/auth/session-check.ts";
+import { SignInService } from "../features/auth/sign-in.service.ts";
+import { generateSigningKeyPem, SystemTokens } from "../features/auth/system-tokens.ts";
 import { TokenSigner, TokenVerifier } from "../features/auth/token-verifier.ts";
 import { MembershipsService } from "../features/members/memberships.service.ts";
 import { TeamResolver } from "../features/teams/team-resolver.ts";
@@ -17,6 +29,7 @@ export interface AuthServices {
   apiKeys: ApiKeysService;
   streams: CredentialWatch;
   memberships: MembershipsService;
+  signIn: SignInService;
 }
 
 export interface WiredAuth extends Wired<AuthServices> {
@@ -25,8 +38,35 @@ export interface WiredAuth extends Wired<AuthServices> {
 }
 
 /** Bearer tokens (JWTs and API keys), dev-login, organizations and teams (docs/api.md "Authentication"). */
-export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): WiredAuth => {
+export const wireAuth = (
+  { config, db, logger, wallClock }: WiringContext,
+  options: {
+    /** The API's base URL once it listens (API_PUBLIC_URL, else the bound address). */
+    apiUrl: () => string;
+    /** Who may act where; default: today's memberships up the organization tree. */
+    memberships?: MembershipResolver;
+  },
+): WiredAuth => {
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
+  const signInStore = new SignInRepository(queryOf(db));
+  const lookup = new MembershipsLookupRepository(queryOf(db));
+  const sessions = new SessionCheck({ sessions: signInStore, clock: wallClock });
+  // docs/api.md "Sign-in": AUTH_SIGNING_KEY, else (development) a key made once in DATA_DIR. A
+  // production API without sign-in mints no tokens of its own: a key of the process's own will do.
+  const systemTokens = new SystemTokens(
+    config.auth.signingKey ??
+      (config.development
+        ? dataDirSecret(config.dataDir, "authSigning", generateSigningKeyPem)
+        : generateSigningKeyPem()),
+  );
+  const oidc = config.auth.oidc ? new OidcClient(config.auth.oidc, { allowHttp: config.development }) : undefined;
+  // Read at start (docs/api.md "Sign-in"); a provider down now is asked again at the first sign-in.
+  oidc
+    ?.configuration()
+    .catch((error: unknown) =>
+      logger.warn({ reason: error instanceof Error ? error.message : String(error) }, "OIDC_ISSUER: discovery failed"),
+    );
+  const publicUrl = config.adoption.apiPublicUrl;
   const apiKeyStore = new ApiKeysRepository(queryOf(db));
   const identity = new IdentityRepository(db);
   const apiKeys = new ApiKeyVerifier({
@@ -42,6 +82,7 @@ export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): Wire
     audience: config.auth.audience,
     apiKeys,
     clock: wallClock,
+    system: { tokens: systemTokens, sessions },
   });
   const signer =
     config.auth.devLogin && jwtSecret
@@ -61,8 +102,35 @@ export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): Wire
         clock: wallClock,
         forget: (hash) => apiKeys.forget(hash),
       }),
-      streams: new CredentialWatch({ apiKeys: apiKeyStore, organizations: identity, memberships, clock: wallClock }),
+      streams: new CredentialWatch({
+        apiKeys: apiKeyStore,
+        organizations: identity,
+        memberships,
+        sessions,
+        clock: wallClock,
+      }),
       memberships,
+      signIn: new SignInService({
+        oidc,
+        signIn: signInStore,
+        identity,
+        lookup,
+        memberships: options.memberships ?? {
+          // docs/api.md "Roles and scopes": the effective role, cached like credentials.
+          resolveMembership: async (userId, organizationId) => {
+            const effective = await memberships.effectiveRole(userId, organizationId);
+            return effective && { role: effective.role, teamId: effective.teamId };
+          },
+        },
+        tokens: systemTokens,
+        sessions,
+        clock: wallClock,
+        sessionTtlHours: config.auth.sessionTtlHours,
+        redirectUri: () => `${publicUrl ?? options.apiUrl()}/v1/auth/oidc/callback`,
+        publicOrigin: publicUrl ? new URL(publicUrl).origin : undefined,
+        secureCookies: publicUrl?.startsWith("https:") ?? false,
+        logger: logger.child({ feature: "sign-in" }),
+      }),
     },
     schedules: [],
     signer,

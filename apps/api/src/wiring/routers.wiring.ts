@@ -15,6 +15,7 @@ import type { ApiConfig } from "../config.ts";
 import { AccessService } from "../features/access/access.service.ts";
 import { AvailabilityService } from "../features/availability/availability.service.ts";
 import { pruneDowntime } from "../features/availability/prune-downtime.job.ts";
+import { offLoopPatch } from "../features/backups/config-diff.ts";
 import { BackupsService } from "../features/backups/backups.service.ts";
 import { ForwardsService } from "../features/forwards/forwards.service.ts";
 import { type OemRefreshSchedule, scheduleOemRefresh, unscheduleOemRefresh } from "../features/oem/oem-refresh.job.ts";
@@ -128,7 +129,8 @@ export const wireRouters = async (
     backups: new BackupsService({
       backups: new ConfigBackupsRepository(queryOf(db)),
       routers: new RoutersRepository(db),
-      queue: (routerId) => queueBackupJob(jobs, routerId),
+      queue: (routerId) => queueBackupJob(jobs, db, routerId),
+      patch: offLoopPatch(),
     }),
   };
   await installOemSnapshot(oemCatalog, clock.now(), logger);

@@ -14,7 +14,7 @@ export const EnrollPage = () => {
   const [name, setName] = useState("");
   const enroll = useMutation(
     trpc.routers.enroll.mutationOptions({
-      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.routers.list.queryKey() }),
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.routers.pathKey() }),
     }),
   );
   const submit = (event: FormEvent) => {

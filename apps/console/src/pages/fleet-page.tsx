@@ -1,48 +1,46 @@
-import { useQuery } from "@tanstack/react-query";
-import { useMemo, useState } from "react";
+import { keepPreviousData, useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useDeferredValue, useState } from "react";
 import { usePageTitle } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
 import { Link } from "../navigation.tsx";
 import { type Router, useTRPC } from "../trpc.ts";
 
-type Sort = "seen-desc" | "seen-asc" | "name";
+type Sort = "name" | "last_seen";
+type Status = "all" | "online" | "offline";
 
-export const routerLabel = (router: Pick<Router, "identity" | "id">) =>
-  router.identity || `Router ${router.id.slice(0, 8)}`;
+/** Routers a page of the fleet list holds (docs/console.md "Fleet"). */
+export const FLEET_PAGE_SIZE = 100;
 
-/** `last_seen_at` is "YYYY-MM-DD HH:MM:SS" (UTC): its text order is its time order; never seen sorts last. */
-const bySort = (sort: Sort) => (a: Router, b: Router) => {
-  if (sort === "name") return routerLabel(a).localeCompare(routerLabel(b));
-  const x = a.last_seen_at ?? "";
-  const y = b.last_seen_at ?? "";
-  if (x === y) return routerLabel(a).localeCompare(routerLabel(b));
-  if (!x) return 1;
-  if (!y) return -1;
-  return sort === "seen-desc" ? y.localeCompare(x) : x.localeCompare(y);
-};
+/** What the router calls itself, else the name it was enrolled with, else its id. */
+export const routerLabel = (router: Pick<Router, "identity" | "name" | "id">) =>
+  router.identity || router.name || `Router ${router.id.slice(0, 8)}`;
 
 export const StatusBadge = ({ online }: { online: boolean }) => (
   <span className={online ? "badge online" : "badge offline"}>{online ? "Online" : "Offline"}</span>
 );
 
-/** docs/console.md "Fleet": every router of the team, online state live from `routers.onStatus`. */
+/**
+ * docs/console.md "Fleet": the team's routers a page at a time, searched, filtered and sorted by
+ * the server; counts from `routers.counts`; online state live from `routers.onStatus`.
+ */
 export const FleetPage = () => {
   usePageTitle("Fleet");
   const trpc = useTRPC();
-  const list = useQuery(trpc.routers.list.queryOptions());
   const [search, setSearch] = useState("");
-  const [sort, setSort] = useState<Sort>("seen-desc");
-  const routers = list.data?.data ?? [];
-  const online = routers.filter((r) => r.has_pulse).length;
-  const shown = useMemo(() => {
-    const needle = search.trim().toLowerCase();
-    const match = (r: Router) =>
-      !needle ||
-      [r.identity, r.model, r.board_name, r.serial_number, r.last_seen_from ?? "", r.id].some((v) =>
-        v.toLowerCase().includes(needle),
-      );
-    return routers.filter(match).sort(bySort(sort));
-  }, [routers, search, sort]);
+  const [sort, setSort] = useState<Sort>("last_seen");
+  const [status, setStatus] = useState<Status>("all");
+  // Typing stays responsive; the list follows the settled text.
+  const q = useDeferredValue(search.trim());
+  const counts = useQuery(trpc.routers.counts.queryOptions());
+  const list = useInfiniteQuery(
+    trpc.routers.list.infiniteQueryOptions(
+      { limit: FLEET_PAGE_SIZE, sort, ...(q ? { q } : {}), ...(status === "all" ? {} : { status }) },
+      { getNextPageParam: (page) => page.next_cursor ?? undefined, placeholderData: keepPreviousData },
+    ),
+  );
+  const shown = list.data?.pages.flatMap((page) => page.data) ?? [];
+  const total = counts.data?.total;
+  const filtered = q !== "" || status !== "all";
 
   return (
     <section aria-labelledby="fleet-title">
@@ -52,33 +50,42 @@ export const FleetPage = () => {
           Enroll a router
         </Link>
       </div>
-      <ul className="counts" aria-label="Router counts">
-        <li>
-          <strong>{routers.length}</strong> routers
-        </li>
-        <li>
-          <strong>{online}</strong> online
-        </li>
-        <li>
-          <strong>{routers.length - online}</strong> offline
-        </li>
-      </ul>
+      {counts.data ? (
+        <ul className="counts" aria-label="Router counts">
+          <li>
+            <strong>{counts.data.total}</strong> routers
+          </li>
+          <li>
+            <strong>{counts.data.online}</strong> online
+          </li>
+          <li>
+            <strong>{counts.data.offline}</strong> offline
+          </li>
+        </ul>
+      ) : null}
       <div className="toolbar">
         <div className="field inline">
           <label htmlFor="fleet-search">Search routers</label>
           <input id="fleet-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
         </div>
         <div className="field inline">
+          <label htmlFor="fleet-status">Status</label>
+          <select id="fleet-status" value={status} onChange={(e) => setStatus(e.target.value as Status)}>
+            <option value="all">All</option>
+            <option value="online">Online</option>
+            <option value="offline">Offline</option>
+          </select>
+        </div>
+        <div className="field inline">
           <label htmlFor="fleet-sort">Sort by</label>
           <select id="fleet-sort" value={sort} onChange={(e) => setSort(e.target.value as Sort)}>
-            <option value="seen-desc">Last seen, newest first</option>
-            <option value="seen-asc">Last seen, oldest first</option>
+            <option value="last_seen">Last seen, newest first</option>
             <option value="name">Name</option>
           </select>
         </div>
       </div>
-      <QueryState isPending={list.isPending} error={list.error} what="routers" />
-      {list.data && routers.length === 0 ? (
+      <QueryState isPending={list.isPending} error={list.error ?? counts.error} what="routers" />
+      {total === 0 ? (
         <p>
           No routers yet. <Link to="/enroll">Enroll your first router</Link>.
         </p>
@@ -88,6 +95,7 @@ export const FleetPage = () => {
           <thead>
             <tr>
               <th scope="col">Router</th>
+              <th scope="col">Name</th>
               <th scope="col">Status</th>
               <th scope="col">Model</th>
               <th scope="col">RouterOS</th>
@@ -101,6 +109,7 @@ export const FleetPage = () => {
                 <th scope="row">
                   <Link to={`/routers/${router.id}`}>{routerLabel(router)}</Link>
                 </th>
+                <td>{router.name || "—"}</td>
                 <td>
                   <StatusBadge online={router.has_pulse} />
                 </td>
@@ -113,7 +122,12 @@ export const FleetPage = () => {
           </tbody>
         </table>
       ) : null}
-      {routers.length > 0 && shown.length === 0 ? <p>No router matches “{search}”.</p> : null}
+      {list.hasNextPage ? (
+        <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
+          {list.isFetchingNextPage ? "Loading…" : `Show ${FLEET_PAGE_SIZE} more`}
+        </button>
+      ) : null}
+      {list.data && filtered && shown.length === 0 ? <p>No router matches.</p> : null}
     </section>
   );
 };

@@ -28,10 +28,10 @@ const SECTIONS: ReadonlyArray<{ id: string; title: string; render: (routerId: st
 
 export const RouterPage = ({ routerId }: { routerId: string }) => {
   const trpc = useTRPC();
-  const list = useQuery(trpc.routers.list.queryOptions());
-  const router = list.data?.data.find((r) => r.id === routerId);
+  const answer = useQuery(trpc.routers.get.queryOptions({ router_id: routerId }));
+  const router = answer.data?.data;
   usePageTitle(router ? routerLabel(router) : "Router");
-  if (list.data && !router) {
+  if (httpStatus(answer.error) === 404) {
     return (
       <section aria-labelledby="router-missing">
         <h1 id="router-missing">Router not found</h1>
@@ -50,9 +50,11 @@ export const RouterPage = ({ routerId }: { routerId: string }) => {
         <h1 id="router-title">{router ? routerLabel(router) : "Router"}</h1>
         {router ? <StatusBadge online={router.has_pulse} /> : null}
       </div>
-      <QueryState isPending={list.isPending} error={list.error} what="the router" />
+      <QueryState isPending={answer.isPending} error={answer.error} what="the router" />
       {router ? (
         <dl className="facts">
+          <dt>Name</dt>
+          <dd>{router.name || "—"}</dd>
           <dt>Model</dt>
           <dd>{router.model || "—"}</dd>
           <dt>RouterOS</dt>

@@ -3,12 +3,13 @@ import { type FormEvent, useState } from "react";
 import { Field, FormError } from "../components/field.tsx";
 import { usePageTitle } from "../components/hooks.ts";
 import { pageConfig } from "../page-config.ts";
+import { providerSession } from "../provider-session.ts";
 import { session, useSession } from "../session.ts";
 import { fieldErrors, messageOf, useTRPC } from "../trpc.ts";
 
 /**
- * docs/console.md "Signing in": dev-login where the deployment has it on; everywhere, a pasted
- * access token (from the identity provider) or an API key.
+ * docs/console.md "Signing in": the identity provider's button when sign-in is configured, dev-login
+ * where the deployment has it on; everywhere, a pasted access token or an API key.
  */
 export const SignInPage = () => {
   usePageTitle("Sign in");
@@ -36,6 +37,14 @@ export const SignInPage = () => {
         <p role="alert" className="banner">
           {notice}
         </p>
+      ) : null}
+      {pageConfig.oidc ? (
+        <section aria-labelledby="provider-title" className="card">
+          <h2 id="provider-title">Sign in</h2>
+          <button type="button" onClick={() => providerSession.start()}>
+            Sign in with {pageConfig.oidc.displayName}
+          </button>
+        </section>
       ) : null}
       {pageConfig.devLogin ? (
         <form onSubmit={signInWithEmail} aria-labelledby="dev-login-title" className="card">

@@ -31,6 +31,11 @@ export interface SweepDeps {
   limit: number;
   /** Kept by the daemon's sweep loop between sweeps: lets a sweep skip its scans (see SweepMemo). */
   memo?: SweepMemo;
+  /**
+   * This process as a daemon whose writes the sweep waits for (SweepParams.daemon): `caughtUp` is
+   * false while its heartbeat writes fail. Absent: routers are judged up to `now` (a bare sweep).
+   */
+  daemon?: { id: string; caughtUp: () => boolean; slackMs: number; dropAfterMs: number };
 }
 
 /**
@@ -51,6 +56,8 @@ export interface SweepMemo {
 export interface SweepResult {
   /** False when another daemon process held the sweep. */
   swept: boolean;
+  /** Routers were judged only up to here: some daemon's heartbeat writes lag (a database outage). */
+  heldAt: Date | null;
   opened: OwnedFault[];
   /**
    * No router can be due before this (ms, the clock's time): the oldest pulse plus the threshold
@@ -85,10 +92,21 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
     graceMs: deps.graceMs,
     toleranceMs: jitterToleranceMs(deps.intervalMs),
     limit: deps.limit,
+    ...(deps.daemon
+      ? {
+          daemon: {
+            id: deps.daemon.id,
+            caughtUp: deps.daemon.caughtUp(),
+            slackMs: deps.daemon.slackMs,
+            dropAfterMs: deps.daemon.dropAfterMs,
+          },
+        }
+      : {}),
   };
   const opened: OwnedFault[] = [];
   let swept = false;
   let nextDueAt: number | null = null;
+  let heldAt: Date | null = null;
   for (;;) {
     const round = await deps.store.sweep(params, async (tx) => {
       const thresholdMs = deps.missedHeartbeats * deps.intervalMs + deps.graceMs;
@@ -100,6 +118,7 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
         memo.scannedAt = nowMs;
       }
       deps.coverage.current = tx.coverage;
+      heldAt = tx.heldAt;
       const faults: NewFault[] = tx.due.map((router) => ({
         routerId: router.routerId,
         message: siteOfflineMessage({ identity: router.identity, name: router.name, id: router.routerId }),
@@ -122,7 +141,7 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
     }
     await deps.feed.publish(events).catch(() => {});
   }
-  return { swept, opened, nextDueAt };
+  return { swept, opened, nextDueAt, heldAt };
 };
 
 /**

@@ -229,6 +229,8 @@ describe("fault state table", () => {
       actor: { type: "system", id: null },
       target: { type: "router", id: router.id },
       routerId: router.id,
+      // The router's team (docs/api.md "Audit log and webhooks").
+      teamId: owner.teamId,
       sourceIp: null,
     };
     expect(entries).toEqual([
@@ -409,12 +411,12 @@ describe("sweep memo", () => {
 
 describe("sweep schedule", () => {
   const schedule = { sweepIntervalMs: 250, sweepIdleMs: 1_000 };
-  const swept = (nextDueAt: number | null): SweepResult => ({ swept: true, opened: [], nextDueAt });
+  const swept = (nextDueAt: number | null): SweepResult => ({ swept: true, opened: [], nextDueAt, heldAt: null });
   it("sweeps at the interval while a router can be due, or when nothing is known", () => {
     expect(nextSweepInMs(swept(10_000), 10_000, schedule)).toBe(250);
     expect(nextSweepInMs(swept(9_000), 10_000, schedule)).toBe(250);
     expect(nextSweepInMs(swept(10_250), 10_000, schedule)).toBe(250);
-    expect(nextSweepInMs({ swept: false, opened: [], nextDueAt: null }, 10_000, schedule)).toBe(250);
+    expect(nextSweepInMs({ swept: false, opened: [], nextDueAt: null, heldAt: null }, 10_000, schedule)).toBe(250);
     expect(nextSweepInMs(null, 10_000, schedule)).toBe(250);
   });
   it("waits until the next router can be due, at most the idle wait", () => {

@@ -1,5 +1,12 @@
 import type { HeartbeatWrite, TokenOwner } from "@fleet/db";
-import { firstFrameIssue, readPlainHeartbeat, type THeartbeatFrame, ZHeartbeatFrame } from "@fleet/shared";
+import {
+  findDepthViolation,
+  firstFrameIssue,
+  JSON_DEPTH_MESSAGE,
+  readPlainHeartbeat,
+  type THeartbeatFrame,
+  ZHeartbeatFrame,
+} from "@fleet/shared";
 
 /**
  * `json`: not JSON at all (HTTP 400); `schema`: JSON but not a heartbeat (HTTP 422). `errors` names the
@@ -26,6 +33,18 @@ export const parseHeartbeat = (text: string): FrameResult => {
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     return { ok: false, kind: "schema", message: 'Not a heartbeat: send a JSON object with "type": "heartbeat".' };
+  }
+  // docs/api.md "Errors": refused like a bad field before anything walks the value (a flat frame
+  // costs one pass over its own values).
+  const deep = findDepthViolation(json);
+  if (deep !== undefined) {
+    const field = deep[0] ?? "body";
+    return {
+      ok: false,
+      kind: "schema",
+      message: `Not a valid heartbeat: ${field} ${JSON_DEPTH_MESSAGE}.`,
+      errors: { [field]: [JSON_DEPTH_MESSAGE] },
+    };
   }
   const plain = readPlainHeartbeat(json as Record<string, unknown>);
   if (plain) return { ok: true, frame: plain };

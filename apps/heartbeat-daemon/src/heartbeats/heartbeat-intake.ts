@@ -5,6 +5,7 @@ import { type FrameRefusal, parseHeartbeat, toWrite } from "./heartbeat-frame.ts
 import type { HeartbeatWriter } from "./heartbeat-writer.ts";
 import { TunnelClaims } from "./tunnel-claims.ts";
 import type { WireguardBinder } from "./wireguard-binder.ts";
+import type { AdoptionSpender } from "./adoption-spender.ts";
 
 export interface HeartbeatIntakeOptions {
   writer: HeartbeatWriter;
@@ -12,6 +13,8 @@ export interface HeartbeatIntakeOptions {
   logger: Logger;
   /** Binds a reported WireGuard key off the heartbeat's path (docs/routeros.md "The management tunnel"). */
   binder?: WireguardBinder;
+  /** Spends an unspent adoption URL with the token's first heartbeat, before the ack. */
+  spender?: AdoptionSpender;
 }
 
 /** A cached owner as the intake marks it (the writer defers the flush of a router beating on time). */
@@ -46,5 +49,13 @@ export class HeartbeatIntake {
     beating.lastSeenMs = write.seenAt.getTime();
     this.#o.writer.enqueue(write, previous);
     return null;
+  }
+
+  /**
+   * After `accept`: undefined when the ack may go at once (nearly always), else what it waits for:
+   * the write that spends the router's adoption URL (a token's first heartbeat).
+   */
+  beforeAck(owner: TokenOwner): Promise<void> | undefined {
+    return this.#o.spender?.spend(owner);
   }
 }

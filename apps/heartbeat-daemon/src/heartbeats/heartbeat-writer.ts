@@ -104,11 +104,14 @@ export class HeartbeatWriter {
    * tolerance) and end no fault (the threshold): the store does not report it back.
    */
   readonly #quietGapMs: number;
+  /** Two heartbeats further apart than this have a silence between them (the jitter rule). */
+  readonly #onTimeMs: number;
 
   constructor(options: HeartbeatWriterOptions) {
     this.#o = options;
     this.#now = options.now ?? (() => performance.now());
     this.#steadyFlushMs = Math.max(options.flushIntervalMs, options.steadyFlushMs ?? options.flushIntervalMs);
+    this.#onTimeMs = options.intervalMs + jitterToleranceMs(options.intervalMs);
     this.#quietGapMs = Math.min(
       options.intervalMs + jitterToleranceMs(options.intervalMs),
       options.missedHeartbeats * options.intervalMs,
@@ -118,6 +121,11 @@ export class HeartbeatWriter {
   /** Retries of failed flushes from now on (heartbeats schedule their own flush; see `enqueue`). */
   start(): void {
     this.#started = true;
+  }
+
+  /** False while writes fail (a database outage): acknowledged heartbeats wait here for it. */
+  get caughtUp(): boolean {
+    return this.#failingSince === null || this.#pending.size === 0;
   }
 
   get pending(): number {
@@ -143,7 +151,7 @@ export class HeartbeatWriter {
   enqueue(write: HeartbeatWrite, previousSeenMs?: number): void {
     const earlier = this.#pending.get(write.routerId);
     // Heartbeats made with two tokens (one replaced) never merge: the newer stands alone.
-    if (earlier && earlier.tokenHash === write.tokenHash) mergeInto(earlier, write);
+    if (earlier && earlier.tokenHash === write.tokenHash) mergeInto(earlier, write, this.#onTimeMs);
     else this.#pending.set(write.routerId, write);
     if (
       !this.#eventful &&
@@ -225,7 +233,8 @@ export class HeartbeatWriter {
       for (const write of outcome.retry) {
         const newer = this.#pending.get(write.routerId);
         if (!newer) this.#pending.set(write.routerId, write);
-        else if (newer.tokenHash === write.tokenHash) this.#pending.set(write.routerId, mergeWrites(write, newer));
+        else if (newer.tokenHash === write.tokenHash)
+          this.#pending.set(write.routerId, mergeWrites(write, newer, this.#onTimeMs));
       }
       // Rows put back are retried at the flush interval, whatever they were.
       this.#eventful = true;
@@ -324,7 +333,15 @@ export class HeartbeatWriter {
  * heartbeat sets the fields it reports). Writes into `older` (a pending entry only the writer holds):
  * a router beating faster than the flush allocates nothing here.
  */
-export const mergeInto = (older: HeartbeatWrite, newer: HeartbeatWrite): HeartbeatWrite => {
+export const mergeInto = (older: HeartbeatWrite, newer: HeartbeatWrite, onTimeMs?: number): HeartbeatWrite => {
+  // What the router did while its heartbeats waited (a database outage): the first one's time and
+  // any silence between them (`onTimeMs` apart or more), for the downtime and faults they close.
+  const newerFirst = newer.firstSeenAt ?? newer.seenAt;
+  if (onTimeMs !== undefined && newerFirst.getTime() - older.seenAt.getTime() > onTimeMs) {
+    older.silences = [...(older.silences ?? []), { from: older.seenAt, to: newerFirst }];
+  }
+  if (newer.silences) older.silences = [...(older.silences ?? []), ...newer.silences];
+  older.firstSeenAt = older.firstSeenAt ?? older.seenAt;
   older.seenAt = newer.seenAt;
   older.peer = newer.peer ?? older.peer;
   older.identity = newer.identity ?? older.identity;
@@ -341,5 +358,5 @@ export const mergeInto = (older: HeartbeatWrite, newer: HeartbeatWrite): Heartbe
 };
 
 /** `mergeInto` without touching either write (a failed flush's row meeting a newer pending one). */
-export const mergeWrites = (older: HeartbeatWrite, newer: HeartbeatWrite): HeartbeatWrite =>
-  mergeInto({ ...older }, newer);
+export const mergeWrites = (older: HeartbeatWrite, newer: HeartbeatWrite, onTimeMs?: number): HeartbeatWrite =>
+  mergeInto({ ...older }, newer, onTimeMs);

@@ -60,29 +60,40 @@ export class ResumptionService {
     for (const row of notable) {
       const write = byRouter.get(row.routerId);
       if (!write) continue;
+      // The first heartbeat of the write ends the silence before it (several waited in the buffer
+      // through a database outage); silences between them are downtime of their own.
+      const resumedAt = write.firstSeenAt ?? write.seenAt;
       const closed = downtimeClosedBy({
         routerId: row.routerId,
         previousSeenAt: row.previousSeenAt,
-        seenAt: write.seenAt,
+        seenAt: resumedAt,
         coverage,
         intervalMs: this.#o.intervalMs,
       });
       for (const part of closed) downtime.push(part);
+      for (const silence of write.silences ?? []) {
+        const inner = { routerId: row.routerId, previousSeenAt: silence.from, seenAt: silence.to, coverage };
+        for (const part of downtimeClosedBy({ ...inner, intervalMs: this.#o.intervalMs })) downtime.push(part);
+      }
       if (!row.previousHasPulse)
         events.push(pulseEvent({ routerId: row.routerId, teamId: row.teamId, hasPulse: true, at: write.seenAt }));
       // Any router silent for the whole threshold may have a fault, even if the flush read its
       // state just before the sweeper opened it: completing a fault that is not there is a no-op.
       const silentLongEnough =
         row.previousSeenAt !== null &&
-        write.seenAt.getTime() - row.previousSeenAt.getTime() >= this.#o.missedHeartbeats * this.#o.intervalMs;
+        resumedAt.getTime() - row.previousSeenAt.getTime() >= this.#o.missedHeartbeats * this.#o.intervalMs;
       if (row.previousSeenAt && (!row.previousHasPulse || silentLongEnough)) {
         completions.push({
           routerId: row.routerId,
-          resolvedAt: write.seenAt,
+          resolvedAt: resumedAt,
           cause: inferFaultCause({
             lastSeen: row.previousSeenAt,
-            resumedAt: write.seenAt,
-            uptimeSeconds: write.uptimeSeconds,
+            resumedAt,
+            // The uptime the latest heartbeat reported, as it was at the first one.
+            uptimeSeconds:
+              write.uptimeSeconds === null || write.uptimeSeconds === undefined
+                ? write.uptimeSeconds
+                : write.uptimeSeconds - (write.seenAt.getTime() - resumedAt.getTime()) / 1000,
           }),
         });
       }

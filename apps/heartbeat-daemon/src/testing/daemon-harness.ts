@@ -1,5 +1,5 @@
 import type { Database } from "@fleet/db";
-import { ManualClock } from "@fleet/shared";
+import { ManualClock, systemClock } from "@fleet/shared";
 import { Writable } from "node:stream";
 import pino, { type Logger } from "pino";
 import WebSocket from "ws";
@@ -10,7 +10,9 @@ export interface DaemonHarnessOptions {
   intervalMs?: number;
   missedHeartbeats?: number;
   tuning?: Partial<HeartbeatTuning>;
-  clock?: ManualClock;
+  clock?: ManualClock | undefined;
+  /** The system clock instead of a ManualClock (the harness's `clock` is then not the daemon's). */
+  realClock?: boolean;
   /** Timers on (real flushes and sweeps); off by default so tests drive flush() and sweep(). */
   timers?: boolean;
   /** METRICS_TOKEN of the daemon. */
@@ -43,7 +45,7 @@ export const startDaemonHarness = async (db: Database, options: DaemonHarnessOpt
     config,
     db,
     logger: options.logger ?? pino({ level: "silent" }),
-    clock,
+    clock: options.realClock ? systemClock : clock,
     timers: options.timers ?? false,
   });
   return { daemon, config, clock, close: () => daemon.close() };

@@ -6,6 +6,7 @@ import type { HeartbeatTuning } from "../config.ts";
 import { HeartbeatIntake } from "../heartbeats/heartbeat-intake.ts";
 import type { HeartbeatWriter } from "../heartbeats/heartbeat-writer.ts";
 import type { WireguardBinder } from "../heartbeats/wireguard-binder.ts";
+import type { AdoptionSpender } from "../heartbeats/adoption-spender.ts";
 import { heartbeatRoutes } from "./heartbeat-routes.ts";
 import { HttpHeartbeats } from "./http-heartbeats.ts";
 import type { TokenAuthenticator } from "./token-auth.ts";
@@ -48,6 +49,8 @@ export interface HeartbeatServerOptions {
   writer: HeartbeatWriter;
   /** Binds WireGuard keys reported by heartbeats (docs/routeros.md "The management tunnel"). */
   binder?: WireguardBinder;
+  /** Spends a router's adoption URL with its token's first heartbeat, before the ack (docs/routeros.md "Adoption"). */
+  spender?: AdoptionSpender;
   /** Time of the heartbeats written (the daemon's clock). */
   clock: Clock;
   /** Elapsed time of the transport: timeouts, token cache, flood buckets, pings (`monotonicClock`). */
@@ -84,6 +87,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     clock: o.clock,
     logger: o.logger,
     ...(o.binder ? { binder: o.binder } : {}),
+    ...(o.spender ? { spender: o.spender } : {}),
   });
   const ws = new WsHeartbeats({
     tuning: o.tuning,

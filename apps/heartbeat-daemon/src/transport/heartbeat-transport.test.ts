@@ -2,7 +2,7 @@ import { acquireStatusFeed, type StatusFeedHandle } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { HEARTBEAT_MAX_FRAME_BYTES, type TRouterStatusEvent } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { WebSocket } from "ws";
 import {
   capturingLogger,
@@ -12,6 +12,7 @@ import {
   postHeartbeat,
   startDaemonHarness,
 } from "../testing/daemon-harness.ts";
+import { HeartbeatIntake } from "../heartbeats/heartbeat-intake.ts";
 
 let db: TestDatabase;
 let h: DaemonHarness;
@@ -188,6 +189,49 @@ describe("WebSocket heartbeats", () => {
     await h.daemon.flush();
     expect(await databaseFingerprint(db)).toBe(before);
     // Still open and working.
+    socket.send({ type: "heartbeat" });
+    expect(await socket.next()).toEqual({ type: "ack", interval_ms: 1_000 });
+    await socket.close();
+  });
+
+  it("refuses JSON nested deeper than 32 levels with an error frame, keeps the socket, and survives 7,000 levels", async () => {
+    const router = await makeRouter(db, owner);
+    const socket = await connectOk(h.daemon.wsUrl, router.heartbeatToken);
+    await h.daemon.flush();
+    const before = await databaseFingerprint(db);
+    // The attack: 14 KB, under the frame limit, metadata 7,000 arrays deep.
+    const attack = `{"type":"heartbeat","metadata":{"a":${"[".repeat(7_000)}${"]".repeat(7_000)}}}`;
+    expect(Buffer.byteLength(attack)).toBeLessThan(HEARTBEAT_MAX_FRAME_BYTES);
+    socket.send(attack);
+    expect(await socket.next()).toEqual({
+      type: "error",
+      message: expect.stringMatching(/metadata must not nest .* deeper than 32 levels/),
+      errors: { metadata: [expect.stringMatching(/32 levels/)] },
+    });
+    // 33 levels (the frame is the first) are refused wherever they are; 32 pass.
+    socket.send(`{"type":"heartbeat","metadata":{"a":${"[".repeat(31)}${"]".repeat(31)}}}`);
+    expect(await socket.next()).toMatchObject({ type: "error", errors: { metadata: [expect.any(String)] } });
+    socket.send(`{"type":"heartbeat","extra":${"[".repeat(32)}${"]".repeat(32)}}`);
+    expect(await socket.next()).toMatchObject({ type: "error", errors: { extra: [expect.any(String)] } });
+    await h.daemon.flush();
+    expect(await databaseFingerprint(db)).toBe(before);
+    socket.send(`{"type":"heartbeat","metadata":{"a":${"[".repeat(30)}${"]".repeat(30)}}}`);
+    expect(await socket.next()).toMatchObject({ type: "ack" });
+    await socket.close();
+  });
+
+  it("answers a frame whose handling throws with an error frame and keeps the socket", async () => {
+    const router = await makeRouter(db, owner);
+    const socket = await connectOk(h.daemon.wsUrl, router.heartbeatToken);
+    const failing = vi.spyOn(HeartbeatIntake.prototype, "accept").mockImplementationOnce(() => {
+      throw new Error("planted failure");
+    });
+    try {
+      socket.send({ type: "heartbeat" });
+      expect(await socket.next()).toEqual({ type: "error", message: expect.stringMatching(/Internal error/) });
+    } finally {
+      failing.mockRestore();
+    }
     socket.send({ type: "heartbeat" });
     expect(await socket.next()).toEqual({ type: "ack", interval_ms: 1_000 });
     await socket.close();
@@ -392,6 +436,12 @@ describe("HTTP heartbeats", () => {
       metadata: { site: { note: "\u001b[31m" } },
     });
     expect(meta).toMatchObject({ status: 422, body: { errors: { "metadata.site.note": [expect.any(String)] } } });
+    const deep = await postHeartbeat(
+      h.daemon.url,
+      router.heartbeatToken,
+      `{"type":"heartbeat","metadata":{"a":${"[".repeat(7_000)}${"]".repeat(7_000)}}}`,
+    );
+    expect(deep).toMatchObject({ status: 422, body: { type: "error", errors: { metadata: [expect.any(String)] } } });
     expect(
       (await postHeartbeat(h.daemon.url, router.heartbeatToken, frameOfSize(HEARTBEAT_MAX_FRAME_BYTES + 1))).status,
     ).toBe(413);

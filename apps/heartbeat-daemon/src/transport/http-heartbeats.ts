@@ -123,8 +123,20 @@ export class HttpHeartbeats {
       return;
     }
     countHeartbeat("http");
-    res.writeHead(200, this.#ackHeaders);
-    res.end(this.#o.ack);
+    const spending = this.#o.intake.beforeAck(owner);
+    if (spending === undefined) {
+      res.writeHead(200, this.#ackHeaders);
+      res.end(this.#o.ack);
+      return;
+    }
+    // A token's first heartbeat: its adoption URL is spent before the ack (never rejects).
+    spending
+      .then(() => {
+        if (res.writableEnded || res.destroyed) return;
+        res.writeHead(200, this.#ackHeaders);
+        res.end(this.#o.ack);
+      })
+      .catch(() => res.destroy());
   }
 }
 

@@ -46,6 +46,8 @@ interface Peer extends Liveness {
   socket: Socket;
   address: string | null;
   guard: FloodGuard;
+  /** Acks waiting for a write (a token's first heartbeat): later acks go after them, in order. */
+  acking?: Promise<void> | undefined;
 }
 
 /**
@@ -124,9 +126,19 @@ export class WsHeartbeats {
       const peer = peers.get(this);
       if (peer) registry.remove(peer.owner.routerId, this);
     };
+    const internal = errorFrame("Internal error: the frame was not processed.");
     this.#onMessage = function (this: WebSocket, data: RawData, isBinary: boolean) {
       const peer = peers.get(this);
-      if (peer) onFrame(this, peer, data, isBinary);
+      if (!peer) return;
+      // docs/api.md "Errors": one frame fails alone. Whatever its handling throws is answered with
+      // an error frame on this socket; nothing reaches the emitter (an uncaught throw there would
+      // end the process, and every router's connection with it).
+      try {
+        onFrame(this, peer, data, isBinary);
+      } catch (error) {
+        logger.error({ err: error, routerId: peer.owner.routerId }, "heartbeat frame failed");
+        if (this.readyState === this.OPEN) this.send(internal);
+      }
     };
     const periodMs = options.tuning.pingIntervalMs;
     this.#stopPinger = startPinger(this.#registry, periodMs, clock, (ws, now) => {
@@ -226,8 +238,27 @@ export class WsHeartbeats {
       return;
     }
     countHeartbeat("ws");
+    const spending = this.#o.intake.beforeAck(peer.owner);
+    if (spending !== undefined || peer.acking !== undefined) {
+      this.#ackLater(ws, peer, spending);
+      return;
+    }
     // Safe beside ws's own writes: without compression its sender writes every frame whole and at
     // once (nothing queued), so frames never interleave; a closing socket gets no ack.
     if (ws.readyState === ws.OPEN) peer.socket.write(this.#ackWire);
+  }
+
+  /** The ack once `spending` (a token's first heartbeat spends its adoption URL) and earlier acks are done. */
+  #ackLater(ws: WebSocket, peer: Peer, spending: Promise<void> | undefined): void {
+    const before = peer.acking;
+    const acked = Promise.all([before, spending])
+      .then(() => {
+        if (ws.readyState === ws.OPEN) peer.socket.write(this.#ackWire);
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        if (peer.acking === acked) peer.acking = undefined;
+      });
+    peer.acking = acked;
   }
 }

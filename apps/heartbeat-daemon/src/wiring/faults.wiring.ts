@@ -9,8 +9,8 @@ export interface FaultsServices {
 
 /** The fault sweeper (docs/architecture.md "How a heartbeat travels", step 5). */
 export const wireFaults = (
-  { config, logger, clock, store, feed }: DaemonContext,
-  { coverage }: { coverage: CoverageHolder },
+  { config, logger, clock, store, feed, daemonId }: DaemonContext,
+  { coverage, caughtUp }: { coverage: CoverageHolder; caughtUp: () => boolean },
 ): Wired<FaultsServices> => {
   const { tuning } = config;
   const sweepMemo: SweepMemo = { notDueBefore: null, scannedAt: null };
@@ -35,6 +35,14 @@ export const wireFaults = (
       // The longest an acknowledged heartbeat waits for its flush, twice (heartbeats/heartbeat-writer.ts).
       graceMs: 2 * Math.max(tuning.flushIntervalMs, tuning.steadyFlushMs),
       limit: tuning.sweepLimit,
+      // Each sweep tick marks this daemon's row, at most sweepIdleMs apart: a row older than that is
+      // a daemon whose writes fail (or a slow tick, which only delays a fault a little).
+      daemon: {
+        id: daemonId,
+        caughtUp,
+        slackMs: tuning.sweepIdleMs,
+        dropAfterMs: Math.max(tuning.coverageGapMs, config.missedHeartbeats * config.intervalMs),
+      },
     });
 
   // Not node-cron: the next sweep's time follows from the last one (nextSweepInMs), below a second.
@@ -45,6 +53,7 @@ export const wireFaults = (
       let sweeping: Promise<unknown> | null = null;
       let sweepTimer: NodeJS.Timeout | undefined;
       let sweepsStopped = false;
+      let held = false;
       const scheduleSweep = (inMs: number) => {
         if (sweepsStopped) return;
         sweepTimer = setTimeout(() => {
@@ -52,6 +61,8 @@ export const wireFaults = (
           sweeping = sweep()
             .then((result) => {
               if (result.opened.length > 0) logger.info({ faults: result.opened.length }, "faults opened");
+              if (result.heldAt && !held) logger.warn({ heldAt: result.heldAt }, "heartbeat writes lag; faults wait");
+              held = result.heldAt !== null || (held && !result.swept);
               return result;
             })
             .catch((error) => {

@@ -20,7 +20,7 @@ export interface HeartbeatsServices {
  * again, and the revocation of gone routers' and replaced tokens.
  */
 export const wireHeartbeats = async (
-  { config, db, logger, clock, store, feed }: DaemonContext,
+  { config, db, logger, clock, store, feed, daemonId }: DaemonContext,
   deps: { auth: TokenAuthenticator; closeRouter: CloseRouter },
 ): Promise<Wired<HeartbeatsServices>> => {
   const { tuning } = config;
@@ -74,6 +74,10 @@ export const wireHeartbeats = async (
         },
       },
     ],
-    close: () => writer.close(),
+    close: async () => {
+      await writer.close();
+      // Closed cleanly: the sweepers need not wait for this daemon's writes any more.
+      await store.removeDaemon(daemonId).catch((error) => logger.warn({ err: error }, "daemon row not removed"));
+    },
   };
 };

@@ -1,6 +1,7 @@
 import { WireguardPeersRepository } from "@fleet/db";
 import type { HeartbeatWriter } from "../heartbeats/heartbeat-writer.ts";
 import { WireguardBinder } from "../heartbeats/wireguard-binder.ts";
+import { AdoptionSpender } from "../heartbeats/adoption-spender.ts";
 import { type HeartbeatServer, startHeartbeatServer } from "../transport/heartbeat-server.ts";
 import type { TokenAuthenticator } from "../transport/token-auth.ts";
 import type { DaemonContext, Wired } from "./wiring.ts";
@@ -16,7 +17,7 @@ export interface TransportsServices {
  * and close sockets at once.
  */
 export const wireTransports = async (
-  { config, db, logger, clock, transportClock, feed }: DaemonContext,
+  { config, db, logger, clock, transportClock, feed, store }: DaemonContext,
   deps: { auth: TokenAuthenticator; writer: HeartbeatWriter; reusePort: boolean },
 ): Promise<Wired<TransportsServices>> => {
   const { auth, writer } = deps;
@@ -26,9 +27,11 @@ export const wireTransports = async (
     clock,
     logger: logger.child({ part: "wireguard-keys" }),
   });
+  const spender = new AdoptionSpender({ store, clock, logger: logger.child({ part: "adoption" }) });
   let migrated = false;
   const server = await startHeartbeatServer({
     binder,
+    spender,
     host: config.host,
     port: config.port,
     reusePort: deps.reusePort,

@@ -19,6 +19,8 @@ export interface DaemonContext {
   store: HeartbeatsRepository;
   /** Removals, re-adoptions and status events, shared with the other apps on the same database. */
   feed: StatusFeed;
+  /** This process's row in `heartbeat_daemons` (random per start). */
+  daemonId: string;
 }
 
 /**

@@ -38,6 +38,11 @@ export interface RouterOsSshServerOptions {
   /** Delay before each command is answered, to simulate a slow router. */
   commandDelayMs?: number;
   /**
+   * What `/export terse` answers instead of the simulated configuration (given as `standard`): a
+   * hostile or broken router (an export of hundreds of megabytes, one holding NUL) for tests.
+   */
+  exportText?: (standard: string) => string;
+  /**
    * Real RouterOS keeps established connections when their NAT rule is removed, until
    * `/ip firewall connection remove`. Default false: removing a rule also ends its relays.
    */
@@ -63,6 +68,8 @@ export interface RouterOsSshServer {
   logins(): number;
   /** The router's local users (temporary access users among them), passwords included. */
   users(): SimUser[];
+  /** The router's local groups with their policies (built-in ones included). */
+  groups(): Array<{ name: string; policy: string[] }>;
   /** Names of the scheduler entries. */
   schedulerEntries(): string[];
   /** Runs every scheduler entry's script now, as the router's clock would when they come due. */
@@ -115,7 +122,10 @@ class RouterOsCommandLine {
     const [opts, nat, users] = [this.#opts, this.#nat, this.#users];
     this.received.push(line);
     if (opts.commandDelayMs) await sleep(opts.commandDelayMs);
-    if (line.trim() === "/export terse") return this.#exportTerse();
+    if (line.trim() === "/export terse") {
+      const standard = this.#exportTerse();
+      return opts.exportText ? opts.exportText(standard) : standard;
+    }
     if (RouterOsUsers.handles(line)) {
       const out = users.execute(line, user);
       if (out !== "" || !opts.configuration) return out;
@@ -307,6 +317,7 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
     commands: () => [...commandLine.received],
     logins: () => logins,
     users: () => users.users(),
+    groups: () => users.groups(),
     schedulerEntries: () => users.schedulerEntries(),
     fireSchedulers: () => users.fireAll(),
     async close() {

@@ -28,6 +28,9 @@ interface Group {
 interface SchedulerEntry {
   name: string;
   onEvent: string;
+  /** Who added it (undefined: the agent); only its owner or a user with `policy` may change it. */
+  owner: string | undefined;
+  policy: string[];
   timer: NodeJS.Timeout;
 }
 
@@ -155,6 +158,11 @@ export class RouterOsUsers {
     return lines;
   }
 
+  /** Every group with its policy (the built-in ones included). */
+  groups(): Array<{ name: string; policy: string[] }> {
+    return [...this.#groups.values()].map((g) => ({ name: g.name, policy: [...g.policy] }));
+  }
+
   /** The policy of a logged-in user's group. */
   policyOf(username: string): string[] {
     return this.#policy(username);
@@ -182,11 +190,8 @@ export class RouterOsUsers {
       return error instanceof UsersError ? error.message : `syntax error: ${(error as Error).message}`;
     }
     if (user !== undefined) {
-      const policy = this.#policy(user);
-      if (!policy.includes("read")) return "failure: not enough permissions (9)";
-      if (WRITE_VERBS.has(verb) && !policy.includes(menu[0] === "user" ? "policy" : "write")) {
-        return "failure: not enough permissions (9)";
-      }
+      const refused = this.#refusal(user, menu.join(" "), verb, args);
+      if (refused) return refused;
     }
     const key = `${menu.join(" ")}|${verb}`;
     switch (key) {
@@ -244,9 +249,10 @@ export class RouterOsUsers {
         const seconds = /^(\d+)s$/.exec(args.named.get("interval") ?? "");
         if (!seconds?.[1]) return "failure: invalid interval";
         const onEvent = args.named.get("on-event") ?? "";
+        const policy = (args.named.get("policy") ?? "").split(",").filter(Boolean);
         const timer = setTimeout(() => this.#fire(name), Number(seconds[1]) * 1000);
         timer.unref();
-        this.#scheduler.set(name, { name, onEvent, timer });
+        this.#scheduler.set(name, { name, onEvent, owner: user, policy, timer });
         return "";
       }
       case "system scheduler|remove": {
@@ -279,6 +285,26 @@ export class RouterOsUsers {
       default:
         return `bad command name ${verb} (line 1 column ${line.indexOf(verb, line.indexOf(menu.at(-1) ?? "") + 1) + 1})`;
     }
+  }
+
+  /**
+   * RouterOS's permission check for a password user (undefined: allowed): `read` to do anything,
+   * `policy` to change users, groups and sessions, `write` to change the rest; a scheduler entry
+   * another user owns takes `policy` too, and a new one may not carry a right its author lacks.
+   */
+  #refusal(user: string, menu: string, verb: string, args: Args): string | undefined {
+    const refused = "failure: not enough permissions (9)";
+    const policy = this.#policy(user);
+    if (!policy.includes("read")) return refused;
+    if (!WRITE_VERBS.has(verb)) return undefined;
+    if (!policy.includes(menu.startsWith("user") ? "policy" : "write")) return refused;
+    if (menu !== "system scheduler" || policy.includes("policy")) return undefined;
+    if (verb === "add") {
+      const wanted = (args.named.get("policy") ?? "").split(",").filter(Boolean);
+      return wanted.every((p) => policy.includes(p)) ? undefined : refused;
+    }
+    const others = [...this.#scheduler.values()].some((e) => matches({ name: e.name }, args.find) && e.owner !== user);
+    return others ? refused : undefined;
   }
 
   /** A scheduler entry's time came: its script runs as the system, one command after another. */

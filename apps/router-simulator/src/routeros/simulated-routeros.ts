@@ -29,6 +29,8 @@ export interface SimulatedRouterOsOptions {
   hostKey?: string;
   /** Delay before each command is answered (a slow router). */
   commandDelayMs?: number;
+  /** What `/export terse` answers instead of the simulated configuration (a hostile router in tests). */
+  exportText?: (standard: string) => string;
   /** Where the LAN devices listen (default 127.0.0.1). */
   lanHost?: string;
   /** The router's public address (another loopback address in tests): unpinned rules open here too. */
@@ -102,6 +104,7 @@ export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions):
       ...(options.authorize ? { authorize: options.authorize } : {}),
       ...(options.configuration ? { configuration: options.configuration } : {}),
       ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
+      ...(options.exportText ? { exportText: options.exportText } : {}),
       ...(options.wanAddress ? { wanAddress: options.wanAddress } : {}),
     });
   } catch (error) {

@@ -1,6 +1,5 @@
 import {
   BACKUP_JOB_ATTEMPTS,
-  type BackupRecord,
   ConfigBackupsRepository,
   type ConfigRead,
   type Database,
@@ -10,19 +9,13 @@ import {
   type StoreOutcome,
   SYSTEM_ORIGIN,
 } from "@fleet/db";
-import {
-  type Clock,
-  digestConfigExport,
-  normalizeConfigExport,
-  type TunnelNetwork,
-  ZReconcileJobPayload,
-} from "@fleet/shared";
-import { diffLines } from "diff";
+import { type Clock, digestConfigExport, type TunnelNetwork, ZReconcileJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
-import type { RouterOsConnector } from "../routeros/routeros-client.ts";
+import { type RouterOsConnector, RouterOsOutputTooLargeError } from "../routeros/routeros-client.ts";
 import { exportConfiguration } from "../routeros/routeros-commands.ts";
 import { describeJobError, jobPayload, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
+import { countChangedLinesLinear, type LineChanges, offLoopLineCounts } from "./count-changes.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface BackupJobDeps {
@@ -37,46 +30,60 @@ export interface BackupJobDeps {
   tunnelNetwork: TunnelNetwork;
   /** BACKUP_RETENTION. */
   retention: number;
+  /** BACKUP_MAX_BYTES: the read stops at this many bytes of export. */
+  maxBytes: number;
 }
 
-/** Lines added and removed between two exports, their dated first lines ignored. */
-export const countChangedLines = (previous: string, next: string): { added: number; removed: number } => {
-  let added = 0;
-  let removed = 0;
-  for (const part of diffLines(normalizeConfigExport(previous), normalizeConfigExport(next))) {
-    if (part.added) added += part.count;
-    else if (part.removed) removed += part.count;
-  }
-  return { added, removed };
-};
+/**
+ * Why an export cannot be stored, or undefined. NUL is never part of a RouterOS export and
+ * PostgreSQL refuses it in `text`: a read holding one is refused here, as a failure the router's
+ * backup list shows, rather than failing in the insert.
+ */
+export const unstorableExport = (content: string): string | undefined =>
+  content.includes("\u0000") ? "the router's export holds a NUL character; nothing was stored" : undefined;
 
-const withoutContent = ({ content: _, ...record }: BackupRecord & { content: string }): BackupRecord => record;
+/** Lines added and removed between two exports, off the event loop (count-changes.ts). */
+export const countChangedLines = offLoopLineCounts();
 
 /**
- * Stores a read: equal to the newest version (same digest) only moves its `checked_at`; else a new
- * version, audited as `router.config.changed` when there was a previous one, and the oldest
- * versions beyond the retention go. `countChanges` compares the previous text with the new one.
- * The router's row is locked, so two reads of one router store one after the other; null when the
- * router is gone.
+ * Stores a read: equal to the newest version (same normalized digest) only moves its `checked_at`;
+ * else a new version, audited as `router.config.changed` when there was a previous one, and the
+ * oldest versions beyond the retention go. `countChanges` compares the previous text with the new
+ * one; it runs before the transaction (a diff may take seconds, in a worker thread), so it never
+ * holds the router's lock or PGlite's one connection. The router's row is locked, so two reads of
+ * one router store one after the other; null when the router is gone.
  */
-export const storeConfigRead = (
+export const storeConfigRead = async (
   db: Pick<Database, "transaction">,
   read: ConfigRead,
-  countChanges: (previous: string, next: string) => { added: number; removed: number },
-): Promise<StoreOutcome | null> =>
-  db.transaction(async (query): Promise<StoreOutcome | null> => {
+  countChanges: (previous: string, next: string) => LineChanges | Promise<LineChanges>,
+): Promise<StoreOutcome | null> => {
+  const before = await db.transaction((query) => new ConfigBackupsRepository(query).latest(read.routerId));
+  const counted =
+    before && before.normalizedSha256 !== read.normalizedSha256
+      ? { id: before.id, changes: await countChanges(before.content, read.content) }
+      : undefined;
+  return db.transaction(async (query): Promise<StoreOutcome | null> => {
     const backups = new ConfigBackupsRepository(query);
     const router = await backups.lockRouter(read.routerId);
     if (!router) return null;
-    const latest = await backups.latest(read.routerId);
+    // The newest version's row without its text: the text was read (and compared) before.
+    const [latest] = await backups.list(read.routerId, 1);
     await backups.clearFailure(read.routerId);
-    if (latest && latest.sha256 === read.sha256) {
+    if (latest && latest.normalizedSha256 === read.normalizedSha256) {
       await backups.markChecked(latest.id, read.at);
-      return { kind: "unchanged", backup: { ...withoutContent(latest), checkedAt: read.at } };
+      return { kind: "unchanged", backup: { ...latest, checkedAt: read.at } };
     }
     const backup = await backups.insert(read);
-    const changes = latest ? countChanges(latest.content, read.content) : { added: read.lines, removed: 0 };
-    const previous = latest ? withoutContent(latest) : null;
+    let changes: LineChanges;
+    if (!latest) changes = { added: read.lines, removed: 0 };
+    else if (counted?.id === latest.id) changes = counted.changes;
+    else {
+      // Another read stored in between (rare): the linear count, rather than a diff under the lock.
+      const text = (await backups.get(read.routerId, latest.id))?.content ?? "";
+      changes = countChangedLinesLinear(text, read.content);
+    }
+    const previous = latest ?? null;
     if (previous) {
       await insertAuditEntry(query, {
         organizationId: router.organizationId,
@@ -96,6 +103,7 @@ export const storeConfigRead = (
     await backups.pruneBeyond(read.routerId, read.retention);
     return { kind: "created", backup, previous, linesAdded: changes.added, linesRemoved: changes.removed };
   });
+};
 
 /**
  * `router.backup`: reads the router's configuration with `/export terse` and stores it (a new
@@ -111,20 +119,41 @@ export const backupRouterHandler =
       deps.logger.info({ routerId }, "router gone or without an assigned tunnel address; no backup");
       return;
     }
-    let content: string;
+    let outcome: StoreOutcome | null;
     try {
       const target = tunnelTarget(deps, routerId, tunnelIp);
-      content = await withRouterSession(deps.connector, target, (router) => router.exec(exportConfiguration()));
+      let content: string;
+      try {
+        content = await withRouterSession(deps.connector, target, (router) =>
+          router.exec(exportConfiguration(), { maxBytes: deps.maxBytes }),
+        );
+      } catch (error) {
+        // A router that answers more than the cap answers it again: no retry (docs/api.md "Configuration backups").
+        if (error instanceof RouterOsOutputTooLargeError) {
+          throw new PermanentJobError(
+            `the router's export is larger than BACKUP_MAX_BYTES (${deps.maxBytes} bytes); the read was stopped at the cap and nothing was stored`,
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+      const refusal = unstorableExport(content);
+      if (refusal) throw new PermanentJobError(refusal);
+      outcome = await storeConfigRead(
+        deps.db,
+        { routerId, content, ...digestConfigExport(content), at: deps.clock.now(), retention: deps.retention },
+        countChangedLines,
+      );
     } catch (error) {
+      // Every failed read is shown beside the list (a refused export, the store itself), once no
+      // retry is left to fix it.
       const final = job.attempts >= BACKUP_JOB_ATTEMPTS || error instanceof PermanentJobError;
-      if (final) await deps.backups.recordFailure(routerId, deps.clock.now(), describeJobError(error));
+      if (final) {
+        const reason = error instanceof PermanentJobError ? error.message : describeJobError(error);
+        await deps.backups.recordFailure(routerId, deps.clock.now(), reason);
+      }
       throw error;
     }
-    const outcome = await storeConfigRead(
-      deps.db,
-      { routerId, content, ...digestConfigExport(content), at: deps.clock.now(), retention: deps.retention },
-      countChangedLines,
-    );
     if (outcome?.kind === "created") {
       deps.logger.info(
         { routerId, backupId: outcome.backup.id, added: outcome.linesAdded, removed: outcome.linesRemoved },

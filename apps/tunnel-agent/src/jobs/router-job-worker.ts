@@ -1,5 +1,6 @@
 import {
   type EngineJob,
+  INTERACTIVE_JOB_PRIORITY,
   type JobEngine,
   type JobRecord,
   ROUTER_JOBS_DEAD_LETTER,
@@ -24,6 +25,11 @@ export interface RouterJobWorkerOptions {
   logger: Logger;
   /** Jobs this agent runs at once (of different routers: one router's jobs never overlap). */
   concurrency: number;
+  /**
+   * Further workers that take only interactive jobs (forward and access apply/remove,
+   * INTERACTIVE_JOB_PRIORITY): however many slow backups fill the others, one of these is free.
+   */
+  interactiveConcurrency: number;
   /** Poll period when no notification arrives (a job held back behind its router's head). */
   pollSeconds: number;
   /** Called after each attempt (the relay re-reads forwards then; metrics). */
@@ -73,15 +79,21 @@ export class RouterJobWorker {
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
+    const work = {
+      pollingIntervalSeconds: this.#o.pollSeconds,
+      isPermanent: isPermanentJobError,
+      describeError: describeJobError,
+      onSettled: this.#settled,
+    };
+    // Every worker takes interactive jobs first (priority); the interactive lane takes nothing else.
     await this.#o.engine.work<RouterJobData>(
       ROUTER_JOBS_QUEUE,
-      {
-        localConcurrency: this.#o.concurrency,
-        pollingIntervalSeconds: this.#o.pollSeconds,
-        isPermanent: isPermanentJobError,
-        describeError: describeJobError,
-        onSettled: this.#settled,
-      },
+      { ...work, localConcurrency: this.#o.concurrency },
+      this.#handle,
+    );
+    await this.#o.engine.work<RouterJobData>(
+      ROUTER_JOBS_QUEUE,
+      { ...work, localConcurrency: this.#o.interactiveConcurrency, minPriority: INTERACTIVE_JOB_PRIORITY },
       this.#handle,
     );
     // Polled as often as the queue itself: until this runs, the failed original holds its router's

@@ -1,8 +1,10 @@
 import { ConfigBackupsRepository, queryOf } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { createHash } from "node:crypto";
 import { digestConfigExport } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countChangedLines, storeConfigRead } from "./backup-router.ts";
+import { countChangedLinesLinear, offLoopLineCounts } from "./count-changes.ts";
 
 // The service tier (docs/contributing.md "Add a test"): the backup use case on a real database
 // with the real migrations and repositories; the router's export is given as text.
@@ -75,5 +77,46 @@ describe("storeConfigRead (service tier)", () => {
     const before = await databaseFingerprint(db);
     expect(await read(crypto.randomUUID(), exportOf(["add comment=x"]), 9)).toBeNull();
     expect(await databaseFingerprint(db)).toBe(before);
+  });
+
+  it("a version's sha256 is the hash of the text it serves; an unchanged read is recognised by the normalized one", async () => {
+    const router = await makeRouter(db, await makeUser(db));
+    const content = exportOf(["add chain=input action=accept"]);
+    const first = await read(router.id, content, 0);
+    const [row] = await db.query<{ sha256: string; content: string }>(
+      "select sha256, content from router_config_backups where id = $1",
+      [first?.backup.id],
+    );
+    expect(row?.sha256).toBe(
+      createHash("sha256")
+        .update(Buffer.from(row?.content ?? "", "utf8"))
+        .digest("hex"),
+    );
+    expect(first?.backup.sha256).toBe(row?.sha256);
+    // Another date on the first line: the same configuration, no new version.
+    const again = await read(router.id, content.replace("12:00:00", "13:00:00"), 1);
+    expect(again).toMatchObject({ kind: "unchanged", backup: { id: first?.backup.id, sha256: row?.sha256 } });
+  });
+});
+
+describe("counting changed lines off the event loop", () => {
+  const lines = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `add comment=${tag}-${i}`);
+
+  it("counts with a diff in a worker thread: a moved line is a removal and an addition", async () => {
+    // A last empty entry: every line ends with its line break.
+    const before = exportOf(["a", "b", "c", ""]);
+    const moved = exportOf(["b", "c", "a", ""]);
+    expect(await countChangedLines(before, moved)).toEqual({ added: 1, removed: 1 });
+    expect(await countChangedLines(before, exportOf(["a", "x", "c", "d", ""]))).toEqual({ added: 2, removed: 1 });
+  });
+
+  it("past its time the diff gives way to the linear count, which stores the version anyway", async () => {
+    // 8,000 lines that all change: quadratic for jsdiff, far beyond a 1 ms budget.
+    const counted = await offLoopLineCounts(1)(exportOf(lines("a", 8_000)), exportOf(lines("b", 8_000)));
+    expect(counted).toEqual({ added: 8_000, removed: 8_000 });
+    expect(countChangedLinesLinear(exportOf(["a", "b", "b"]), exportOf(["b", "c", "a"]))).toEqual({
+      added: 1,
+      removed: 1,
+    });
   });
 });

@@ -13,10 +13,11 @@ import {
 const ID = "0a1b2c3d-1111-4222-8333-444455556666";
 
 describe("temporary access commands", () => {
-  it("groups carry exactly the contract's policies, never sensitive or password", () => {
+  it("groups carry exactly the contract's policies, never policy, sensitive or password", () => {
     expect(ACCESS_GROUPS.read.policy).toBe("read,winbox,ssh,web,test");
-    expect(ACCESS_GROUPS.full.policy).toBe("read,winbox,ssh,web,test,write,policy,reboot");
+    expect(ACCESS_GROUPS.full.policy).toBe("read,winbox,ssh,web,test,write,reboot");
     for (const group of Object.values(ACCESS_GROUPS)) {
+      expect(group.policy.split(",")).not.toContain("policy");
       expect(group.policy.split(",")).not.toContain("sensitive");
       expect(group.policy.split(",")).not.toContain("password");
     }
@@ -24,7 +25,7 @@ describe("temporary access commands", () => {
       '/user group add name="fleet-read" policy="read,winbox,ssh,web,test" comment="fleet temporary access"',
     );
     expect(setAccessGroupPolicy("full")).toBe(
-      '/user group set [find where name="fleet-full"] policy="read,winbox,ssh,web,test,write,policy,reboot"',
+      '/user group set [find where name="fleet-full"] policy="read,winbox,ssh,web,test,write,reboot"',
     );
   });
 

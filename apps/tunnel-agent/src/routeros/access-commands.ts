@@ -16,10 +16,14 @@ import {
  * one escaping renderer, so no name, password or address can end a quote or start an expansion.
  */
 
-/** docs/api.md "Temporary router access": the two groups and their exact policies. */
+/**
+ * docs/api.md "Temporary router access": the two groups and their exact policies. Never `policy`
+ * (RouterOS's right to manage users, groups and other users' scheduler entries: with it a temporary
+ * user could add a permanent one, widen its own group or remove its expiry), `sensitive` or `password`.
+ */
 export const ACCESS_GROUPS = {
   read: { name: "fleet-read", policy: "read,winbox,ssh,web,test" },
-  full: { name: "fleet-full", policy: "read,winbox,ssh,web,test,write,policy,reboot" },
+  full: { name: "fleet-full", policy: "read,winbox,ssh,web,test,write,reboot" },
 } as const;
 
 export type TAccessLevel = keyof typeof ACCESS_GROUPS;

@@ -1,9 +1,34 @@
 import type { HostKeyStore } from "./host-key-store.ts";
 
-/** One session on a router. `exec` resolves with the command's output, or rejects when RouterOS reports an error. */
+/** What one command may read back. */
+export interface ExecOptions {
+  /**
+   * Output (stdout and stderr together) beyond this many bytes is not read: the command fails with
+   * `RouterOsOutputTooLargeError` and the channel is closed. Default: the connector's own cap.
+   */
+  maxBytes?: number;
+}
+
+/**
+ * One session on a router. `exec` resolves with the command's output, or rejects when RouterOS
+ * reports an error or answers more than the output cap (the router is data from outside).
+ */
 export interface RouterOsClient {
-  exec(command: string): Promise<string>;
+  exec(command: string, options?: ExecOptions): Promise<string>;
   close(): void;
+}
+
+/** A command answered more bytes than it may (docs/api.md "Configuration backups": `BACKUP_MAX_BYTES`). */
+export class RouterOsOutputTooLargeError extends Error {
+  readonly command: string;
+  readonly limitBytes: number;
+
+  constructor(command: string, limitBytes: number) {
+    super(`the router's answer exceeded ${limitBytes} bytes; the read was stopped at the cap`);
+    this.name = "RouterOsOutputTooLargeError";
+    this.command = command;
+    this.limitBytes = limitBytes;
+  }
 }
 
 /**

@@ -2,7 +2,13 @@ import { createHash } from "node:crypto";
 import type { ClientChannel, Client as Ssh2Client } from "ssh2";
 import ssh2 from "ssh2";
 import type { HostKeyStore } from "./host-key-store.ts";
-import type { RouterOsClient, RouterOsConnector, RouterOsTarget } from "./routeros-client.ts";
+import {
+  type ExecOptions,
+  type RouterOsClient,
+  type RouterOsConnector,
+  RouterOsOutputTooLargeError,
+  type RouterOsTarget,
+} from "./routeros-client.ts";
 import { inSpan, SpanKind } from "@fleet/db";
 
 const { Client } = ssh2;
@@ -16,6 +22,11 @@ export interface SshRouterOsConnectorOptions {
   /** Covers TCP connect, key exchange and authentication. */
   connectTimeoutMs: number;
   commandTimeoutMs: number;
+  /**
+   * Output a command may answer unless it asks for another cap (`exec`'s `maxBytes`): a router is
+   * data from outside, and an unbounded answer would be buffered whole. Default 1 MiB.
+   */
+  maxOutputBytes?: number;
   hostKeys: HostKeyStore;
   /**
    * Source address of the agent's connections: an address inside TUNNEL_NETWORK, which adopted
@@ -74,6 +85,9 @@ export function sshFingerprint(publicKeyBlob: Buffer): string {
 // RouterOS reports command errors in-band on stdout, usually with exit status 0.
 const ROUTEROS_ERROR =
   /^(?:failure:|error:|syntax error\b|expected |bad command name |no such item|invalid value|input does not match|ambiguous value|missing value)|\(line \d+ column \d+\)\s*$/m;
+
+/** Every command but the configuration export answers a few kilobytes; 1 MiB is far beyond any. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 
 export class SshRouterOsConnector implements RouterOsConnector {
   readonly #options: SshRouterOsConnectorOptions;
@@ -154,19 +168,25 @@ export class SshRouterOsConnector implements RouterOsConnector {
       conn.setNoDelay(true);
     });
 
-    return new SshRouterOsClient(conn, this.#options.commandTimeoutMs);
+    return new SshRouterOsClient(
+      conn,
+      this.#options.commandTimeoutMs,
+      this.#options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+    );
   }
 }
 
 class SshRouterOsClient implements RouterOsClient {
   readonly #conn: Ssh2Client;
   readonly #commandTimeoutMs: number;
+  readonly #maxOutputBytes: number;
   readonly #pending = new Set<(err: Error) => void>();
   #closed: Error | undefined;
 
-  constructor(conn: Ssh2Client, commandTimeoutMs: number) {
+  constructor(conn: Ssh2Client, commandTimeoutMs: number, maxOutputBytes: number) {
     this.#conn = conn;
     this.#commandTimeoutMs = commandTimeoutMs;
+    this.#maxOutputBytes = maxOutputBytes;
     const fail = (err: Error): void => {
       this.#closed ??= err;
       for (const reject of this.#pending) reject(this.#closed);
@@ -176,7 +196,7 @@ class SshRouterOsClient implements RouterOsClient {
     conn.on("close", () => fail(new Error("SSH connection to router closed")));
   }
 
-  exec(command: string): Promise<string> {
+  exec(command: string, options: ExecOptions = {}): Promise<string> {
     // Only the command's menu path and verb (the words before the first `name=value`): its
     // arguments may carry comments or addresses worth keeping private.
     const words = command.trim().split(/\s+/);
@@ -184,12 +204,12 @@ class SshRouterOsClient implements RouterOsClient {
     return inSpan(
       "ssh exec",
       { "rpc.system": "ssh", "routeros.command": path },
-      () => this.#exec(command),
+      () => this.#exec(command, options.maxBytes ?? this.#maxOutputBytes),
       SpanKind.CLIENT,
     );
   }
 
-  #exec(command: string): Promise<string> {
+  #exec(command: string, maxBytes: number): Promise<string> {
     if (this.#closed) return Promise.reject(this.#closed);
     return new Promise<string>((resolve, reject) => {
       let channel: ClientChannel | undefined;
@@ -215,9 +235,25 @@ class SshRouterOsClient implements RouterOsClient {
           if (err) return settle(err);
           channel = stream;
           const chunks: Buffer[] = [];
+          let size = 0;
           let exitCode: number | null = null;
-          stream.on("data", (d: Buffer) => chunks.push(d));
-          stream.stderr.on("data", (d: Buffer) => chunks.push(d));
+          // Reading stops at the cap: nothing more is kept, the command fails, and the session is
+          // dropped (a router that floods one channel is not trusted with the next command).
+          const onData = (d: Buffer): void => {
+            if (size < 0) return;
+            size += d.length;
+            if (size <= maxBytes) {
+              chunks.push(d);
+              return;
+            }
+            size = -1;
+            chunks.length = 0;
+            settle(new RouterOsOutputTooLargeError(command, maxBytes));
+            stream.close();
+            this.close();
+          };
+          stream.on("data", onData);
+          stream.stderr.on("data", onData);
           stream.on("exit", (code: number | null) => {
             exitCode = code;
           });

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { resolveHubPrivateKey } from "./hub-key.ts";
 import { createWireguardDevice } from "./wireguard-interface.ts";
 import { WireguardHub } from "./wireguard-hub.ts";
+import { type TunnelProbe, tcpTunnelProbe } from "./tunnel-probe.ts";
 import type { WireguardDevice } from "./wireguard-device.ts";
 
 export interface StartHubOptions {
@@ -24,6 +25,10 @@ export interface StartHubOptions {
   schedules?: boolean;
   /** Tests: a device instead of creating one. */
   device?: WireguardDevice;
+  /** `TUNNEL_SSH_PORT`: the port a router is asked to answer on at its tunnel address (`tunnel_status`). */
+  probePort: number;
+  /** Tests: instead of a TCP connection to `probePort`. */
+  probe?: TunnelProbe;
 }
 
 export interface RunningHub {
@@ -66,6 +71,7 @@ export const startWireguardHub = async (o: StartHubOptions): Promise<RunningHub>
     feed: o.feed,
     clock: o.clock,
     logger: o.logger,
+    probe: o.probe ?? tcpTunnelProbe({ port: o.probePort }),
   });
   const tasks: Array<{ stop(): void | Promise<void> }> = [];
   try {

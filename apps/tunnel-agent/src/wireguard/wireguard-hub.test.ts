@@ -209,6 +209,7 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
     const router = await makeRouter(db, owner);
     const key = await bind(router.id);
     let handshake: Date | null = null;
+    const probed: string[] = [];
     const reading: WireguardDevice = {
       ...device,
       name: device.name,
@@ -228,6 +229,10 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
       feed: feed.feed,
       clock,
       logger,
+      probe: async (ip) => {
+        probed.push(ip);
+        return true;
+      },
     });
     const [{ tunnel_ip: tunnelIp } = { tunnel_ip: null }] = await db.query<{ tunnel_ip: string | null }>(
       "select tunnel_ip from routers where id = $1",
@@ -269,6 +274,7 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
         actor: { type: "system", id: null },
         target: { type: "router", id: router.id },
         routerId: router.id,
+        teamId: owner.teamId,
         sourceIp: null,
         details: { tunnel_ip: tunnelIp },
       })),
@@ -278,7 +284,77 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
       [router.id],
     );
     expect(Number(stored[0]?.ms)).toBe(handshake.getTime());
+    // Only routers with a fresh handshake are asked, at their own address, each at most once a minute.
+    expect(new Set(probed)).toEqual(new Set([tunnelIp]));
+    expect(probed).toHaveLength(2);
     hub.close();
+  });
+
+  it("a router that bound a key it does not hold never shows up: the key's holder does not answer at its address", async () => {
+    const squatter = await makeRouter(db, owner);
+    // Another device's key (say one its previous owner knew), unbound: the squatter binds it.
+    const key = await bind(squatter.id);
+    const [{ tunnel_ip: tunnelIp } = { tunnel_ip: "" }] = await db.query<{ tunnel_ip: string }>(
+      "select tunnel_ip from routers where id = $1",
+      [squatter.id],
+    );
+    // The device holding the key handshakes with the hub all along, but it does not have the
+    // squatter's address: nothing answers there through the tunnel.
+    const answering = new Set<string>();
+    const probed: string[] = [];
+    const reading: WireguardDevice = {
+      ...device,
+      name: device.name,
+      implementation: device.implementation,
+      apply: (batch) => device.apply(batch),
+      close: () => device.close(),
+      state: async () => ({
+        publicKey: null,
+        listenPort: 0,
+        peers: [{ publicKey: key, allowedIps: [`${tunnelIp}/32`], lastHandshakeAt: clock.now(), endpoint: null }],
+      }),
+    };
+    const hub = new WireguardHub({
+      device: reading,
+      store: new WireguardPeersRepository(db),
+      db,
+      feed: feed.feed,
+      clock,
+      logger,
+      probe: async (ip) => {
+        probed.push(ip);
+        return answering.has(ip);
+      },
+    });
+    const status = async () =>
+      (
+        await db.query<{ up: boolean; handshake: boolean; answered: boolean }>(
+          "select up, handshake_at is not null as handshake, answered_at is not null as answered from router_wireguard_peers where router_id = $1",
+          [squatter.id],
+        )
+      )[0];
+    try {
+      for (let i = 0; i < 5; i++) {
+        expect(await hub.pollHandshakes()).toEqual([]);
+        clock.advance(10_000);
+      }
+      expect(await status()).toEqual({ up: false, handshake: true, answered: false });
+      expect(probed.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(probed)).toEqual(new Set([tunnelIp]));
+      const audit = await new AuditLogRepository(db).list({
+        organizationId: owner.organizationId,
+        routerId: squatter.id,
+        limit: 10,
+      });
+      expect(audit.filter((e) => e.action === "router.tunnel.up")).toEqual([]);
+
+      // Had the router itself held the key, it would answer, and be up at the next probe.
+      answering.add(tunnelIp);
+      expect(await hub.pollHandshakes()).toEqual([expect.objectContaining({ routerId: squatter.id, up: true })]);
+      expect(await status()).toEqual({ up: true, handshake: true, answered: true });
+    } finally {
+      hub.close();
+    }
   });
 
   it("stores each peer's endpoint when it changes, and a restarted hub primes its peers with them", async () => {
@@ -357,6 +433,7 @@ describe.skipIf(unavailable !== undefined)("the WireGuard hub on a real wireguar
       reconcileCron: "*/30 * * * * *",
       statusPollMs: 10_000,
       schedules: false,
+      probePort: 22,
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).variable).toBe("TUNNEL_MODE");

@@ -5,12 +5,14 @@ import {
   type NewAuditEntry,
   type Query,
   SYSTEM_ORIGIN,
+  TUNNEL_UP_WINDOW_MS,
   type TunnelTransition,
   type WireguardBinding,
 } from "@fleet/db";
 import type { Clock, StatusFeed } from "@fleet/shared";
 import type { Logger } from "pino";
 import { countHubApply, setHubPeers } from "./hub-metrics.ts";
+import type { TunnelProbe } from "./tunnel-probe.ts";
 import { checkedEndpoint } from "./uapi-client.ts";
 import type { WireguardDevice, WireguardPeerBatch } from "./wireguard-device.ts";
 
@@ -43,7 +45,29 @@ export interface WireguardHubOptions {
   /** First retry of a failed apply; doubles up to `maxRetryMs`. */
   retryMs?: number;
   maxRetryMs?: number;
+  /**
+   * Asks a router with a fresh handshake to answer at its tunnel address through the tunnel
+   * (`tunnel_status` is `up` only then). Absent: nobody answers, nothing is ever `up`.
+   */
+  probe?: TunnelProbe;
+  /** A router that answered is asked again after this long (default 60 s; its answer holds 3 minutes). */
+  probeEveryMs?: number;
+  /** A router that did not answer is asked again after this long (default 10 s). */
+  probeRetryMs?: number;
 }
+
+/** What the hub last learnt from probing a router, for the binding it probed. */
+interface ProbeRecord {
+  publicKey: string;
+  tunnelIp: string;
+  triedAt: number;
+  ok: boolean;
+  /** The last answer (ms), while the binding stays the same. */
+  answeredAt: number | undefined;
+}
+
+/** Probes at once: a poll of thousands of fresh handshakes stays a bounded burst of connections. */
+const PROBE_CONCURRENCY = 32;
 
 const validEndpoint = (endpoint: string): boolean => {
   try {
@@ -81,6 +105,8 @@ export class WireguardHub {
   #synced = false;
   /** Failed applies since the last success (for logs; the metric counts all). */
   failures = 0;
+  readonly #probes = new Map<string, ProbeRecord>();
+  #polling: Promise<TunnelTransition[]> | undefined;
 
   constructor(options: WireguardHubOptions) {
     this.#o = options;
@@ -122,16 +148,47 @@ export class WireguardHub {
     return this.#running;
   }
 
-  /** Reads every peer's last handshake and records it (`tunnel_status`, audit on a flip). */
-  async pollHandshakes(): Promise<TunnelTransition[]> {
+  /**
+   * Reads every peer's last handshake, asks the routers with a fresh one to answer at their tunnel
+   * address through the tunnel, and records both (`tunnel_status`, audit on a flip). A handshake
+   * only proves that someone holds the bound key; the answer proves that the key's holder is the
+   * router the key was bound to (a router that bound another device's key never answers). Calls
+   * while one runs share it.
+   */
+  pollHandshakes(): Promise<TunnelTransition[]> {
+    this.#polling ??= this.#poll().finally(() => {
+      this.#polling = undefined;
+    });
+    return this.#polling;
+  }
+
+  async #poll(): Promise<TunnelTransition[]> {
     const state = await this.#o.device.state();
-    const readings = state.peers.map((p) => ({
-      publicKey: p.publicKey,
-      handshakeAt: p.lastHandshakeAt,
-      endpoint: p.endpoint,
-    }));
-    if (readings.length === 0) return [];
+    if (state.peers.length === 0) return [];
     const { store } = this.#o;
+    const fresh = (at: Date | null) =>
+      at !== null && this.#o.clock.now().getTime() - at.getTime() < TUNNEL_UP_WINDOW_MS;
+    const bindings = state.peers.some((p) => fresh(p.lastHandshakeAt)) ? await store.bindings() : undefined;
+    const byKey = new Map((bindings ?? []).map((b) => [b.publicKey, b]));
+    if (bindings) {
+      await this.#probeAll(
+        state.peers.filter((p) => fresh(p.lastHandshakeAt)).flatMap((p) => byKey.get(p.publicKey) ?? []),
+      );
+      const bound = new Set(bindings.map((b) => b.routerId));
+      for (const routerId of this.#probes.keys()) if (!bound.has(routerId)) this.#probes.delete(routerId);
+    }
+    const readings = state.peers.map((p) => {
+      const binding = byKey.get(p.publicKey);
+      const probe = binding ? this.#probes.get(binding.routerId) : undefined;
+      const answered =
+        binding &&
+        probe?.answeredAt !== undefined &&
+        probe.publicKey === p.publicKey &&
+        probe.tunnelIp === binding.tunnelIp
+          ? { routerId: binding.routerId, at: new Date(probe.answeredAt) }
+          : null;
+      return { publicKey: p.publicKey, handshakeAt: p.lastHandshakeAt, endpoint: p.endpoint, answered };
+    });
     const now = this.#o.clock.now();
     // The flips and their audit entries commit together.
     const transitions = await this.#o.db.transaction(async (query) => {
@@ -146,6 +203,35 @@ export class WireguardHub {
       this.#o.logger.info({ routerId: t.routerId, tunnelStatus: t.up ? "up" : "down" }, "router tunnel status changed");
     }
     return transitions;
+  }
+
+  /** Probes the bindings whose last probe is stale (or of another key or address), PROBE_CONCURRENCY at a time. */
+  async #probeAll(bindings: WireguardBinding[]): Promise<void> {
+    const probe = this.#o.probe;
+    if (!probe) return;
+    const now = this.#o.clock.now().getTime();
+    const due = bindings.filter((b) => {
+      const last = this.#probes.get(b.routerId);
+      if (!last || last.publicKey !== b.publicKey || last.tunnelIp !== b.tunnelIp) return true;
+      return now - last.triedAt >= (last.ok ? (this.#o.probeEveryMs ?? 60_000) : (this.#o.probeRetryMs ?? 10_000));
+    });
+    let next = 0;
+    const worker = async () => {
+      for (let b = due[next++]; b !== undefined; b = due[next++]) {
+        const ok = await probe(b.tunnelIp).catch(() => false);
+        const at = this.#o.clock.now().getTime();
+        const last = this.#probes.get(b.routerId);
+        const same = last?.publicKey === b.publicKey && last.tunnelIp === b.tunnelIp;
+        this.#probes.set(b.routerId, {
+          publicKey: b.publicKey,
+          tunnelIp: b.tunnelIp,
+          triedAt: at,
+          ok,
+          answeredAt: ok ? at : same ? last?.answeredAt : undefined,
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PROBE_CONCURRENCY, due.length) }, worker));
   }
 
   close(): void {

@@ -31,7 +31,7 @@ export const wireBackups = (
     // With the schedule off (0), a direct call still leaves a router queued within the last hour alone.
     const hours = Math.max(1, config.backups.intervalHours);
     const due = await backups.claimDue(new Date(now.getTime() - hours * 3_600_000), now, 10_000);
-    for (const routerId of due) await queueBackupJob(jobs, routerId);
+    for (const routerId of due) await queueBackupJob(jobs, db, routerId);
     return due.length;
   };
   return {
@@ -46,6 +46,7 @@ export const wireBackups = (
         sshPort: config.ssh.port,
         tunnelNetwork: config.tunnelNetwork,
         retention: config.backups.retention,
+        maxBytes: config.backups.maxBytes,
       }),
       // A backup follows every change the agent made on a router.
       thenBackup:
@@ -53,7 +54,7 @@ export const wireBackups = (
         async (job: JobRecord): Promise<void> => {
           await handler(job);
           const routerId = job.payload.router_id;
-          if (typeof routerId === "string") await queueBackupJob(jobs, routerId);
+          if (typeof routerId === "string") await queueBackupJob(jobs, db, routerId);
         },
       scheduleBackups,
     },

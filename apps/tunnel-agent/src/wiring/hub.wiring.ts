@@ -31,6 +31,7 @@ export const wireHub = async (
       logger: logger.child({ part: "wireguard-hub" }),
       reconcileCron: config.wireguardReconcileCron,
       statusPollMs: config.wireguardStatusPollMs,
+      probePort: config.ssh.port,
       ...(device ? { device, schedules: false } : {}),
     });
   } catch (error) {

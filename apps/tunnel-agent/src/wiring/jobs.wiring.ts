@@ -74,6 +74,7 @@ export const wireJobs = (
     },
     logger: logger.child({ part: "jobs" }),
     concurrency: config.jobs.concurrency,
+    interactiveConcurrency: config.jobs.interactiveConcurrency,
     pollSeconds: config.jobs.pollSeconds,
     onJobFinished: deps.refreshRelay,
   });

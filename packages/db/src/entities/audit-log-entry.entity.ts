@@ -15,6 +15,8 @@ export const AuditLogEntry = defineEntity({
     { name: "audit_log_org_occurred_index", properties: ["organization", "occurredAt", "id"] },
     { name: "audit_log_org_router_occurred_index", properties: ["organization", "routerId", "occurredAt", "id"] },
     { name: "audit_log_org_action_occurred_index", properties: ["organization", "action", "occurredAt", "id"] },
+    // A team-bound credential's view (docs/api.md "Audit log and webhooks").
+    { name: "audit_log_org_team_occurred_index", properties: ["organization", "teamId", "occurredAt", "id"] },
     // Retention deletes by age: BRIN suits an append-mostly time column, stays tiny, and is never
     // mistaken by the planner for a way to read one organization's page in order.
     { name: "audit_log_occurred_at_brin", properties: ["occurredAt"], type: "brin" },
@@ -31,6 +33,8 @@ export const AuditLogEntry = defineEntity({
     targetType: p.string().length(32),
     targetId: p.string().length(255),
     routerId: p.uuid().nullable(),
+    /** The entry's team: its router's, or the acting team-bound credential's; null: organization-wide. No foreign key, like `routerId`. */
+    teamId: p.uuid().nullable(),
     sourceIp: p.string().length(45).nullable(),
     details: p.json<Record<string, unknown>>(),
     dispatchedAt: p.datetime().nullable(),

@@ -11,6 +11,7 @@ import { BillingSubscription } from "./billing-subscription.entity.ts";
 import { ClusterLease } from "./cluster-lease.entity.ts";
 import { Forward } from "./forward.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
+import { HeartbeatDaemon } from "./heartbeat-daemon.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
 import { OrganizationExternalId } from "./organization-external-id.entity.ts";
 import { Invitation } from "./invitation.entity.ts";
@@ -31,6 +32,9 @@ import { WebhookDelivery } from "./webhook-delivery.entity.ts";
 import { Webhook } from "./webhook.entity.ts";
 import { TunnelAddress } from "./tunnel-address.entity.ts";
 import { RateLimitCounter } from "./rate-limit-counter.entity.ts";
+import { AuthSession } from "./auth-session.entity.ts";
+import { OidcLogin } from "./oidc-login.entity.ts";
+import { UserIdentity } from "./user-identity.entity.ts";
 
 /** Every entity, listed explicitly (no folder discovery): add new ones here. */
 export const ENTITIES = [
@@ -51,6 +55,7 @@ export const ENTITIES = [
   RouterFault,
   RouterDowntimeHour,
   HeartbeatCoverage,
+  HeartbeatDaemon,
   ClusterLease,
   OemProduct,
   Forward,
@@ -66,10 +71,16 @@ export const ENTITIES = [
   RouterBackupState,
   RouterAccess,
   RouterLiveness,
+  UserIdentity,
+  AuthSession,
+  OidcLogin,
 ];
 
 export {
   ApiKey,
+  AuthSession,
+  OidcLogin,
+  UserIdentity,
   AuditLogEntry,
   BillingAccount,
   BillingInvoice,
@@ -79,6 +90,7 @@ export {
   StripeWebhookEvent,
   Forward,
   HeartbeatCoverage,
+  HeartbeatDaemon,
   ClusterLease,
   SshHostKey,
   OemProduct,

@@ -3,7 +3,8 @@ import { Router } from "./router.entity.ts";
 
 /**
  * A one-time adoption script URL (docs/routeros.md "Adoption"): the SHA-256 of its token, the router it
- * adopts, and when it stops working. Whether its first heartbeat happened is read from the router.
+ * adopts, and when it stops working: at `expiresAt`, or once its first heartbeat spent it (`spentAt`,
+ * or, for URLs used before that column, the router's last heartbeat).
  */
 export const RouterAdoption = defineEntity({
   name: "RouterAdoption",
@@ -15,6 +16,8 @@ export const RouterAdoption = defineEntity({
     expiresAt: p.datetime(),
     /** Heartbeats at or after this instant use the URL up. */
     countsFrom: p.datetime(),
+    /** Written by the heartbeat daemon before it acknowledges the token's first heartbeat. */
+    spentAt: p.datetime().nullable(),
   },
 });
 export type TRouterAdoption = InferEntity<typeof RouterAdoption>;

@@ -3,8 +3,9 @@ import { Router } from "./router.entity.ts";
 
 /**
  * One version of a router's configuration (docs/api.md "Configuration backups"): the text of
- * `/export terse` as read. A read equal to the newest version (by `sha256`, which ignores the dated
- * first line) stores nothing new; only `checkedAt` moves. At most BACKUP_RETENTION per router.
+ * `/export terse` as read; `sha256` is the hash of that text. A read equal to the newest version (by
+ * `normalizedSha256`, which ignores the dated first line) stores nothing new; only `checkedAt`
+ * moves. At most BACKUP_RETENTION per router.
  */
 export const RouterConfigBackup = defineEntity({
   name: "RouterConfigBackup",
@@ -16,6 +17,7 @@ export const RouterConfigBackup = defineEntity({
     createdAt: p.datetime(),
     checkedAt: p.datetime(),
     sha256: p.string().length(64),
+    normalizedSha256: p.string().length(64).nullable(),
     bytes: p.integer(),
     lines: p.integer(),
     content: p.text(),

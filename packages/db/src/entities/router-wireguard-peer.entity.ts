@@ -16,10 +16,15 @@ export const RouterWireguardPeer = defineEntity({
     boundAt: p.datetime(),
     /** The hub's latest handshake with the router (null: none yet). */
     handshakeAt: p.datetime().nullable(),
-    /** The last `tunnel_status` audited (`router.tunnel.up`/`down`): up = a handshake under 3 minutes old. */
+    /**
+     * The last `tunnel_status` audited (`router.tunnel.up`/`down`): up = a handshake and an answer at
+     * the router's tunnel address through the tunnel, both under 3 minutes old.
+     */
     up: p.boolean().default(false),
     /** `ip:port` the hub last saw the router's tunnel from (its NAT's mapping); primes a restarted hub. */
     endpoint: p.string().length(64).nullable(),
+    /** The router's latest answer at its tunnel address through the tunnel, probed by the hub (null: none). */
+    answeredAt: p.datetime().nullable(),
   },
 });
 export type TRouterWireguardPeer = InferEntity<typeof RouterWireguardPeer>;

@@ -1,5 +1,6 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { TOKEN_TO_LIVENESS_TRIGGER } from "../migrations/20261128-034-liveness-token.migration.ts";
+import { ROUTER_LIST_INDEX } from "../migrations/20261129-070-router-list.migration.ts";
 import { Organization } from "./organization.entity.ts";
 import { Team } from "./team.entity.ts";
 
@@ -14,7 +15,7 @@ export const Router = defineEntity({
   properties: {
     id: p.uuid().primary(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade").index(),
-    team: () => p.manyToOne(Team).deleteRule("cascade").index(),
+    team: () => p.manyToOne(Team).deleteRule("cascade"),
     name: p.string().length(100).default(""),
     identity: p.string().length(255).default(""),
     serialNumber: p.string().length(255).default(""),
@@ -27,10 +28,16 @@ export const Router = defineEntity({
     tunnelIp: p.string().length(45).nullable().unique(),
     reportedMetadata: p.json<Record<string, unknown>>().default("{}"),
     userMetadata: p.json<Record<string, unknown>>().default("{}"),
+    /** Set through the API (docs/api.md "Routers"); alert rules and maintenance windows select by them. */
+    tags: p.json<string[]>().default("[]"),
     /** SHA-256 (hex) of the heartbeat token; the token itself is shown once at enrollment. */
     heartbeatTokenHash: p.string().length(64).unique(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
+  indexes: [
+    // Keyset pages of a team's fleet in name order (docs/api.md "Listing a fleet").
+    ROUTER_LIST_INDEX,
+  ],
   triggers: [
     {
       // The copy of the token in `router_liveness` follows the router's token in the same

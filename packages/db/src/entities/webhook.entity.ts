@@ -1,5 +1,6 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Organization } from "./organization.entity.ts";
+import { Team } from "./team.entity.ts";
 
 /**
  * An outbound webhook of an organization (docs/api.md "Audit log and webhooks"). The signing secret
@@ -14,6 +15,8 @@ export const Webhook = defineEntity({
   properties: {
     id: p.uuid().primary(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade"),
+    /** Set when a team-bound credential made it: it receives only that team's events. */
+    team: () => p.manyToOne(Team).deleteRule("cascade").nullable().index(),
     url: p.string().length(2048),
     /** Actions subscribed to, or ["*"]. */
     events: p.json<string[]>(),

@@ -51,6 +51,8 @@ export interface JobSendOptions {
   retryLimit?: number;
   /** The ordering key of a `key_strict_fifo` queue (required there), else the singleton key. */
   singletonKey?: string;
+  /** Higher first: a queue's workers take due jobs by priority, then age (pg-boss `priority`). */
+  priority?: number;
   /**
    * Insert through this executor instead of the engine's own connection: the job commits or rolls
    * back with the caller's transaction (`db.transaction`).
@@ -85,6 +87,8 @@ export interface JobWorkOptions {
   localGroupConcurrency?: number;
   /** Poll period when no notification wakes the worker (pg-boss minimum 0.5). */
   pollingIntervalSeconds?: number;
+  /** Only jobs of at least this priority: a lane of workers that bulk work cannot occupy. */
+  minPriority?: number;
   /** Errors that retrying cannot fix: the job goes straight to the dead-letter queue. */
   isPermanent?: (error: unknown) => boolean;
   /** The text kept on a failed job (never a secret); `name: message` by default. */
@@ -300,6 +304,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
         ...(sendOptions.startAfter === undefined ? {} : { startAfter: sendOptions.startAfter }),
         ...(sendOptions.retryLimit === undefined ? {} : { retryLimit: sendOptions.retryLimit }),
         ...(sendOptions.singletonKey === undefined ? {} : { singletonKey: sendOptions.singletonKey }),
+        ...(sendOptions.priority === undefined ? {} : { priority: sendOptions.priority }),
         ...(sendOptions.executor === undefined ? {} : { db: executorDb(sendOptions.executor) }),
       }),
     work: async <T>(queue: string, workOptions: JobWorkOptions, handler: JobHandler<T>) => {
@@ -316,6 +321,7 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
           // so the backstop poll must stay as short as the plain one.
           notifyPollingIntervalSeconds: workOptions.pollingIntervalSeconds ?? 2,
           ...(workOptions.groupConcurrency === undefined ? {} : { groupConcurrency: workOptions.groupConcurrency }),
+          ...(workOptions.minPriority === undefined ? {} : { minPriority: workOptions.minPriority }),
           ...(workOptions.localGroupConcurrency === undefined
             ? {}
             : { localGroupConcurrency: workOptions.localGroupConcurrency }),

@@ -60,6 +60,26 @@ export const routerJobsQueue = (leaseSeconds = 60): JobQueueDefinition => ({
   retentionSeconds: 14 * 24 * 3600,
 });
 
+/**
+ * Someone waits for these (docs/api.md "Tunnel agent and entry point": a forward's or an access
+ * session's apply never waits behind bulk work): they are taken before backups, reconciliation and
+ * offboarding, and the agent keeps a lane of workers that takes only them (INTERACTIVE_JOB_PRIORITY),
+ * so no number of slow bulk jobs can hold them back. One router's jobs still run one at a time, in order.
+ */
+const INTERACTIVE_KINDS: ReadonlySet<TForwardJobKind> = new Set([
+  FORWARD_JOB_KINDS.apply,
+  FORWARD_JOB_KINDS.remove,
+  FORWARD_JOB_KINDS.accessApply,
+  FORWARD_JOB_KINDS.accessRemove,
+]);
+
+/** The priority of interactive router jobs (bulk jobs have 0). */
+export const INTERACTIVE_JOB_PRIORITY = 10;
+
+/** The queue priority of a router job of this kind. */
+export const routerJobPriority = (kind: TForwardJobKind): number =>
+  INTERACTIVE_KINDS.has(kind) ? INTERACTIVE_JOB_PRIORITY : 0;
+
 /** Queues a router job; with `executor` it commits or rolls back with the caller's transaction. */
 export const queueRouterJob = (
   engine: JobEngine,
@@ -69,6 +89,7 @@ export const queueRouterJob = (
 ) =>
   engine.send(ROUTER_JOBS_QUEUE, data, {
     singletonKey: data.router_id,
+    priority: routerJobPriority(data.kind),
     ...(executor ? { executor } : {}),
     ...(options.retryLimit === undefined ? {} : { retryLimit: options.retryLimit }),
   });
@@ -79,19 +100,28 @@ export const BACKUP_JOB_ATTEMPTS = 3;
 /**
  * Queues a backup of one router (docs/api.md "Configuration backups") behind its other router jobs;
  * a backup of the router still waiting in the queue is the one answered instead: it runs after
- * every change queued before now, so a burst of changes costs one read of the router.
+ * every change queued before now, so a burst of changes or requests costs one read of the router.
+ * The look and the send are one transaction under a lock per router, so concurrent callers (any
+ * process) cannot both find nothing and both queue.
  */
-export const queueBackupJob = async (engine: JobEngine, routerId: string): Promise<string | null> => {
-  const [waiting] = await engine.findJobs(ROUTER_JOBS_QUEUE, {
-    key: routerId,
-    data: { kind: FORWARD_JOB_KINDS.backup },
-    queued: true,
+export const queueBackupJob = (
+  engine: JobEngine,
+  db: Pick<Database, "transaction">,
+  routerId: string,
+): Promise<string | null> =>
+  db.transaction(async (query) => {
+    // Raw SQL on purpose: a transaction-scoped advisory lock keyed by the router, and pg-boss's own table.
+    await query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [`router.backup:${routerId}`]);
+    const [waiting] = await query<{ id: string }>(
+      `select id from pgboss.job where name = $1 and singleton_key = $2 and state in ('created', 'retry')
+         and data->>'kind' = $3 order by created_on limit 1`,
+      [ROUTER_JOBS_QUEUE, routerId, FORWARD_JOB_KINDS.backup],
+    );
+    if (waiting) return String(waiting.id);
+    return queueRouterJob(engine, { kind: FORWARD_JOB_KINDS.backup, router_id: routerId }, query, {
+      retryLimit: BACKUP_JOB_ATTEMPTS - 1,
+    });
   });
-  if (waiting) return waiting.id;
-  return queueRouterJob(engine, { kind: FORWARD_JOB_KINDS.backup, router_id: routerId }, undefined, {
-    retryLimit: BACKUP_JOB_ATTEMPTS - 1,
-  });
-};
 
 /** pg-boss's job states, as the admin CLI and tests read them. */
 export type TRouterJobState = "created" | "retry" | "active" | "completed" | "cancelled" | "failed";

@@ -22,8 +22,16 @@ import { ObservabilityMigration } from "./20261125-017-observability.migration.t
 import { WireguardMigration } from "./20261125-016-wireguard.migration.ts";
 import { WireguardEndpointsMigration } from "./20261125-031-wireguard-endpoints.migration.ts";
 import { LivenessTokenMigration } from "./20261128-034-liveness-token.migration.ts";
+import { RouterListMigration } from "./20261129-070-router-list.migration.ts";
 import { LivenessRoomMigration } from "./20261128-035-liveness-room.migration.ts";
+import { RouterTagsMigration } from "./20261129-100-router-tags.migration.ts";
+import { BackupServedHashMigration } from "./20261129-040-backup-served-hash.migration.ts";
+import { AdoptionSpentMigration } from "./20261129-055-adoption-spent.migration.ts";
+import { TunnelAnsweredMigration } from "./20261129-056-tunnel-answered.migration.ts";
+import { HeartbeatDaemonsMigration } from "./20261129-060-heartbeat-daemons.migration.ts";
 import { TenancyMigration } from "./20261129-090-tenancy.migration.ts";
+import { SignInMigration } from "./20261129-080-sign-in.migration.ts";
+import { TeamScopeMigration } from "./20261129-050-team-scope.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -54,5 +62,13 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261125-033-liveness-previous", class: LivenessPreviousMigration },
   { name: "20261128-034-liveness-token", class: LivenessTokenMigration },
   { name: "20261128-035-liveness-room", class: LivenessRoomMigration },
+  { name: "20261129-100-router-tags", class: RouterTagsMigration },
+  { name: "20261129-070-router-list", class: RouterListMigration },
+  { name: "20261129-040-backup-served-hash", class: BackupServedHashMigration },
+  { name: "20261129-055-adoption-spent", class: AdoptionSpentMigration },
+  { name: "20261129-056-tunnel-answered", class: TunnelAnsweredMigration },
+  { name: "20261129-060-heartbeat-daemons", class: HeartbeatDaemonsMigration },
   { name: "20261129-090-tenancy", class: TenancyMigration },
+  { name: "20261129-080-sign-in", class: SignInMigration },
+  { name: "20261129-050-team-scope", class: TeamScopeMigration },
 ];

@@ -24,6 +24,8 @@ export interface AdoptionLookup {
   /** The router's assigned tunnel address (the WireGuard part of the script puts it on the router). */
   tunnelIp: string | null;
   lastSeenAt: Date | null;
+  /** When the first heartbeat with its token spent it (null: not recorded). */
+  spentAt: Date | null;
 }
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
@@ -91,7 +93,8 @@ export class AdoptionsRepository {
   async find(tokenHash: string): Promise<AdoptionLookup | null> {
     const rows = await this.#db.query<Row>(
       `select a.router_id, r.name, r.heartbeat_token_hash, r.tunnel_ip, ${ms("a.created_at", "created_ms")},
-         ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("l.last_seen_at", "last_seen_ms")}
+         ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("l.last_seen_at", "last_seen_ms")},
+         ${ms("a.spent_at", "spent_ms")}
        from router_adoptions a join routers r on r.id = a.router_id left join router_liveness l on l.router_id = r.id where a.token_hash = $1`,
       [tokenHash],
     );
@@ -107,6 +110,7 @@ export class AdoptionsRepository {
       countsFrom: new Date(toNumber(row.counts_ms)),
       lastSeenAt:
         row.last_seen_ms === null || row.last_seen_ms === undefined ? null : new Date(toNumber(row.last_seen_ms)),
+      spentAt: row.spent_ms === null || row.spent_ms === undefined ? null : new Date(toNumber(row.spent_ms)),
     };
   }
 }

@@ -114,14 +114,24 @@ export class ApiKeysRepository {
   }
 
   /** Deletes the key; null when it does not exist in the organization. */
-  async delete(organizationId: string, id: string): Promise<{ name: string; prefix: string; keyHash: string } | null> {
+  async delete(
+    organizationId: string,
+    id: string,
+  ): Promise<{ name: string; prefix: string; keyHash: string; teamId: string | null } | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#query<Row>(
-      "delete from api_keys where id = $1 and organization_id = $2 returning id, name, prefix, key_hash",
+      "delete from api_keys where id = $1 and organization_id = $2 returning id, name, prefix, key_hash, team_id",
       [id, organizationId],
     );
     const row = rows[0];
-    return row ? { name: String(row.name), prefix: String(row.prefix), keyHash: String(row.key_hash) } : null;
+    return row
+      ? {
+          name: String(row.name),
+          prefix: String(row.prefix),
+          keyHash: String(row.key_hash),
+          teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
+        }
+      : null;
   }
 
   /** The key with this hash, or null (revoked or never existed). */

@@ -28,6 +28,11 @@ export interface NewAuditEntry {
   actor: AuditActor;
   target: { type: string; id: string };
   routerId?: string | null;
+  /**
+   * The team the entry belongs to (docs/api.md "Audit log and webhooks"): given by a team-bound
+   * credential's action or a team webhook's; else its router's team (looked up at insert).
+   */
+  teamId?: string | null;
   sourceIp?: string | null;
   details?: Record<string, unknown>;
 }
@@ -40,12 +45,16 @@ export interface AuditRecord {
   actor: AuditActor;
   target: { type: string; id: string };
   routerId: string | null;
+  /** Null: an organization-wide entry, seen only by organization-wide credentials. */
+  teamId: string | null;
   sourceIp: string | null;
   details: Record<string, unknown>;
 }
 
 export interface AuditListFilter {
   organizationId: string;
+  /** Only the entries of this team (a team-bound credential's view). */
+  teamId?: string | undefined;
   limit: number;
   routerId?: string | undefined;
   action?: string | undefined;
@@ -58,7 +67,7 @@ type Row = Record<string, unknown>;
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
 export const AUDIT_COLUMNS = `a.id, a.organization_id, ${ms("a.occurred_at", "occurred_ms")}, a.action, a.actor_type,
-  a.actor_id, a.target_type, a.target_id, a.router_id, a.source_ip, a.details`;
+  a.actor_id, a.target_type, a.target_id, a.router_id, a.team_id, a.source_ip, a.details`;
 
 /**
  * `dispatched_at` of a new entry: null (waiting in the outbox) only when its organization has an
@@ -69,18 +78,28 @@ const outboxState = (organizationId: string, occurredAt: string) =>
   `(case when exists (select 1 from webhooks w where w.organization_id = ${organizationId} and w.disabled_at is null)
     then null else ${occurredAt} end)`;
 
+/**
+ * `team_id` of a new entry: the one given, else its router's team, else (the router was removed in
+ * this transaction or before) the team of the router's latest entry. COALESCE evaluates lazily, so
+ * an entry that names its team costs no lookup.
+ */
+const teamOf = (organizationId: string, routerId: string, given: string) =>
+  `coalesce(${given}, (select tr.team_id from routers tr where tr.id = ${routerId}),
+    (select ta.team_id from audit_log ta where ta.organization_id = ${organizationId} and ta.router_id = ${routerId}
+      and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))`;
+
 const INSERT_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type,
-  target_id, router_id, source_ip, details, dispatched_at)
+  target_id, router_id, source_ip, details, dispatched_at, team_id)
   values (gen_random_uuid(), $1::uuid, to_timestamp($2::float8 / 1000.0), $3, $4, $5, $6, $7, $8, $9, $10::jsonb,
-    ${outboxState("$1::uuid", "to_timestamp($2::float8 / 1000.0)")})`;
+    ${outboxState("$1::uuid", "to_timestamp($2::float8 / 1000.0)")}, ${teamOf("$1::uuid", "$8::uuid", "$11::uuid")})`;
 
 // Batched inserts (the relay's connection log): rows whose forward no longer exists are dropped,
 // and the organization and router come from the forward, so a caller cannot misfile an entry.
 const INSERT_FORWARD_EVENTS_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
-  target_type, target_id, router_id, source_ip, details, dispatched_at)
+  target_type, target_id, router_id, source_ip, details, dispatched_at, team_id)
   select gen_random_uuid(), r.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, 'system', null,
     'forward', f.id::text, f.router_id, v.source_ip, v.details,
-    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}
+    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}, r.team_id
   from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::jsonb[]) as v(forward_id, occurred_ms, action, source_ip, details)
   join forwards f on f.id = v.forward_id
   join routers r on r.id = f.router_id`;
@@ -88,11 +107,11 @@ const INSERT_FORWARD_EVENTS_SQL = `insert into audit_log (id, organization_id, o
 // The same batch for temporary router access (the relay serves both): `forward.connection.*` is
 // recorded as `router.access.connection.*` against the access session.
 const INSERT_ACCESS_EVENTS_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
-  target_type, target_id, router_id, source_ip, details, dispatched_at)
+  target_type, target_id, router_id, source_ip, details, dispatched_at, team_id)
   select gen_random_uuid(), r.organization_id, to_timestamp(v.occurred_ms / 1000.0),
     replace(v.action, 'forward.connection.', 'router.access.connection.'), 'system', null,
     'router_access', a.id::text, a.router_id, v.source_ip, v.details,
-    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}
+    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}, r.team_id
   from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::jsonb[]) as v(forward_id, occurred_ms, action, source_ip, details)
   join router_access a on a.id = v.forward_id
   join routers r on r.id = a.router_id`;
@@ -100,13 +119,15 @@ const INSERT_ACCESS_EVENTS_SQL = `insert into audit_log (id, organization_id, oc
 // Many entries in one statement (a sweep's faults, a hub's tunnel flips): the same columns and
 // outbox rule as INSERT_SQL, one row per array element.
 const INSERT_MANY_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
-  target_type, target_id, router_id, source_ip, details, dispatched_at)
+  target_type, target_id, router_id, source_ip, details, dispatched_at, team_id)
   select gen_random_uuid(), v.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, v.actor_type, v.actor_id,
     v.target_type, v.target_id, v.router_id, v.source_ip, v.details,
-    ${outboxState("v.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}
+    ${outboxState("v.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")},
+    ${teamOf("v.organization_id", "v.router_id", "v.team_id")}
   from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::uuid[],
-    $9::text[], $10::jsonb[])
-    as v(organization_id, occurred_ms, action, actor_type, actor_id, target_type, target_id, router_id, source_ip, details)`;
+    $9::text[], $10::jsonb[], $11::uuid[])
+    as v(organization_id, occurred_ms, action, actor_type, actor_id, target_type, target_id, router_id, source_ip, details,
+      team_id)`;
 
 /** Parameters of one audit insert, in the order of {@link INSERT_SQL}. */
 const insertParams = (entry: NewAuditEntry): unknown[] => [
@@ -120,6 +141,7 @@ const insertParams = (entry: NewAuditEntry): unknown[] => [
   entry.routerId ?? null,
   entry.sourceIp ?? null,
   JSON.stringify(entry.details ?? {}),
+  entry.teamId ?? null,
 ];
 
 /** Writes one entry through `query`, so it commits or rolls back with the change it records. */
@@ -144,6 +166,7 @@ export const insertAuditEntries = async (query: Query, entries: readonly NewAudi
     textArray(entries.map((e) => e.routerId ?? null)),
     textArray(entries.map((e) => e.sourceIp ?? null)),
     textArray(entries.map((e) => JSON.stringify(e.details ?? {}))),
+    textArray(entries.map((e) => e.teamId ?? null)),
   ]);
 };
 
@@ -158,6 +181,7 @@ export const auditFromRow = (row: Row): AuditRecord => ({
   },
   target: { type: String(row.target_type), id: String(row.target_id) },
   routerId: row.router_id === null || row.router_id === undefined ? null : String(row.router_id),
+  teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
   sourceIp: row.source_ip === null || row.source_ip === undefined ? null : String(row.source_ip),
   details: (typeof row.details === "string" ? JSON.parse(row.details) : (row.details ?? {})) as Record<string, unknown>,
 });
@@ -234,6 +258,10 @@ export class AuditLogRepository {
 const listQuery = (filter: AuditListFilter): { text: string; params: unknown[] } => {
   const params: unknown[] = [filter.organizationId];
   const where = ["a.organization_id = $1"];
+  if (filter.teamId !== undefined) {
+    params.push(filter.teamId);
+    where.push(`a.team_id = $${params.length}::uuid`);
+  }
   if (filter.routerId !== undefined) {
     params.push(filter.routerId);
     where.push(`a.router_id = $${params.length}::uuid`);

@@ -9,7 +9,10 @@ export interface BackupRecord {
   routerId: string;
   createdAt: Date;
   checkedAt: Date;
+  /** SHA-256 of the text as read and served. */
   sha256: string;
+  /** SHA-256 of the normalized text (no dated first line): what a new read is compared by; null on rows written without it. */
+  normalizedSha256: string | null;
   bytes: number;
   lines: number;
 }
@@ -24,6 +27,7 @@ export interface ConfigRead {
   routerId: string;
   content: string;
   sha256: string;
+  normalizedSha256: string;
   bytes: number;
   lines: number;
   at: Date;
@@ -35,7 +39,7 @@ export type StoreOutcome =
   | { kind: "unchanged"; backup: BackupRecord }
   | { kind: "created"; backup: BackupRecord; previous: BackupRecord | null; linesAdded: number; linesRemoved: number };
 
-const COLUMNS = `b.id, b.router_id, ${ms("b.created_at", "created_ms")}, ${ms("b.checked_at", "checked_ms")}, b.sha256, b.bytes, b.lines`;
+const COLUMNS = `b.id, b.router_id, ${ms("b.created_at", "created_ms")}, ${ms("b.checked_at", "checked_ms")}, b.sha256, b.normalized_sha256, b.bytes, b.lines`;
 
 const fromRow = (row: Record<string, unknown>): BackupRecord => ({
   id: String(row.id),
@@ -43,6 +47,8 @@ const fromRow = (row: Record<string, unknown>): BackupRecord => ({
   createdAt: new Date(toNumber(row.created_ms)),
   checkedAt: new Date(toNumber(row.checked_ms)),
   sha256: String(row.sha256),
+  normalizedSha256:
+    row.normalized_sha256 === null || row.normalized_sha256 === undefined ? null : String(row.normalized_sha256),
   bytes: toNumber(row.bytes),
   lines: toNumber(row.lines),
 });
@@ -96,9 +102,9 @@ export class ConfigBackupsRepository {
   async insert(read: Omit<ConfigRead, "retention">): Promise<BackupRecord> {
     const id = crypto.randomUUID();
     await this.#query(
-      `insert into router_config_backups (id, router_id, created_at, checked_at, sha256, bytes, lines, content)
-       values ($1::uuid, $2::uuid, to_timestamp($3::float8 / 1000.0), to_timestamp($3::float8 / 1000.0), $4, $5, $6, $7)`,
-      [id, read.routerId, read.at.getTime(), read.sha256, read.bytes, read.lines, read.content],
+      `insert into router_config_backups (id, router_id, created_at, checked_at, sha256, normalized_sha256, bytes, lines, content)
+       values ($1::uuid, $2::uuid, to_timestamp($3::float8 / 1000.0), to_timestamp($3::float8 / 1000.0), $4, $5, $6, $7, $8)`,
+      [id, read.routerId, read.at.getTime(), read.sha256, read.normalizedSha256, read.bytes, read.lines, read.content],
     );
     return {
       id,
@@ -106,6 +112,7 @@ export class ConfigBackupsRepository {
       createdAt: read.at,
       checkedAt: read.at,
       sha256: read.sha256,
+      normalizedSha256: read.normalizedSha256,
       bytes: read.bytes,
       lines: read.lines,
     };

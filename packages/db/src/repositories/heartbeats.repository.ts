@@ -33,6 +33,11 @@ export interface TokenOwner {
    * (a re-adoption replaces it), and sockets opened with a replaced token are told apart by it.
    */
   tokenHash: string;
+  /**
+   * The router has an adoption URL no heartbeat spent yet (docs/routeros.md "Adoption"): its next
+   * heartbeat spends it before the ack. False for nearly every router, so a beat costs nothing more.
+   */
+  adoptionOpen?: boolean;
 }
 
 /** One router's latest heartbeat of a flush window (docs/api.md "Routers and heartbeats"). Undefined/null: not reported. */
@@ -51,6 +56,13 @@ export interface HeartbeatWrite {
   hardwareboard?: boolean | null | undefined;
   uptimeSeconds?: number | null | undefined;
   metadata?: Record<string, unknown> | null | undefined;
+  /**
+   * Not written: when several heartbeats waited in the daemon's buffer as this one write (a
+   * database outage), the first one's time and the silences between them, so the downtime and
+   * faults they close are judged on what the router did (docs/architecture.md).
+   */
+  firstSeenAt?: Date | undefined;
+  silences?: Array<{ from: Date; to: Date }> | undefined;
 }
 
 /** What the router looked like before the heartbeat landed: the daemon derives faults and downtime from it. */
@@ -128,6 +140,14 @@ export interface SweepParams {
    * routers, sparing a scan of router_liveness. Default true.
    */
   scan?: boolean;
+  /**
+   * The sweeping process's own daemon row (docs/architecture.md "How a heartbeat travels", step 5):
+   * marked written through `now` when `caughtUp` (none of its writes is failing), and no router is
+   * judged past the oldest daemon row plus `slackMs`: a daemon whose writes fail (a database outage)
+   * stops moving its row, so routers whose heartbeats wait in its buffer are not judged until they
+   * land. A row stale for `dropAfterMs` is a daemon that died without closing: it is dropped.
+   */
+  daemon?: { id: string; caughtUp: boolean; slackMs: number; dropAfterMs: number };
 }
 
 export interface SweepTransaction {
@@ -141,6 +161,8 @@ export interface SweepTransaction {
   oldestSeenAt: Date | null;
   /** False when the sweep did not read (`scan: false`): `due` is empty and `oldestSeenAt` null. */
   scanned: boolean;
+  /** Judged only up to here (a daemon's writes lag: see SweepParams.daemon); null: up to `now`. */
+  heldAt: Date | null;
   /** Flips has_pulse and opens the faults; a router with an ongoing fault is skipped. */
   open(faults: readonly NewFault[]): Promise<OwnedFault[]>;
   /** The sweep's transaction, for what the sweeper writes with the faults (their audit entries). */
@@ -347,6 +369,24 @@ order by l.last_seen_at
 limit $8::int
 for update of l skip locked`;
 
+// A daemon's own row: written through $2 (ms); never moved back (clocks of processes differ a little).
+const MARK_DAEMON_SQL = `insert into heartbeat_daemons (id, written_through, stale_since)
+values ($1::uuid, to_timestamp($2::float8 / 1000.0), null)
+on conflict (id) do update set written_through = greatest(heartbeat_daemons.written_through, excluded.written_through), stale_since = null`;
+
+// $1 now (ms), $2 slack, $3 drop after. The CTEs and the final select read the same snapshot, so
+// the select leaves out by itself the rows the statement drops.
+const HELD_AT_SQL = `
+with noted as (
+  update heartbeat_daemons set stale_since = to_timestamp($1::float8 / 1000.0)
+  where stale_since is null and written_through < to_timestamp(($1::float8 - $2::float8) / 1000.0)
+),
+dropped as (
+  delete from heartbeat_daemons where stale_since < to_timestamp(($1::float8 - $3::float8) / 1000.0)
+)
+select (extract(epoch from min(written_through)) * 1000 + $2::float8)::float8 as held_ms
+from heartbeat_daemons where stale_since is null or stale_since >= to_timestamp(($1::float8 - $3::float8) / 1000.0)`;
+
 const OPEN_SQL = `
 with v as (select * from unnest($1::uuid[], $2::text[], $3::float8[]) as v(router_id, message, created_ms)),
 flipped as (
@@ -495,8 +535,10 @@ export class HeartbeatsRepository {
       team_id: string;
       tunnel_ip: string | null;
       wireguard_key: string | null;
+      adoption_open: boolean;
     }>(
-      `select r.heartbeat_token_hash as hash, r.id, r.team_id, r.tunnel_ip, w.public_key as wireguard_key
+      `select r.heartbeat_token_hash as hash, r.id, r.team_id, r.tunnel_ip, w.public_key as wireguard_key,
+         exists (select 1 from router_adoptions a where a.router_id = r.id and a.spent_at is null) as adoption_open
        from routers r left join router_wireguard_peers w on w.router_id = r.id
        where r.heartbeat_token_hash = any($1::text[])`,
       [hashes],
@@ -511,8 +553,22 @@ export class HeartbeatsRepository {
           tunnelIp: r.tunnel_ip === null ? null : String(r.tunnel_ip),
           wireguardKey: r.wireguard_key ?? null,
           tokenHash: r.hash,
+          adoptionOpen: r.adoption_open === true,
         },
       ]),
+    );
+  }
+
+  /**
+   * The first heartbeat made with the router's current token spends its adoption URLs
+   * (docs/routeros.md "Adoption"); a token that is no longer the router's spends nothing.
+   */
+  async spendAdoption(routerId: string, tokenHash: string, at: Date): Promise<void> {
+    await this.#db.query(
+      `update router_adoptions set spent_at = to_timestamp($3::float8 / 1000.0)
+       where router_id = $1::uuid and spent_at is null
+         and exists (select 1 from routers r where r.id = $1::uuid and r.heartbeat_token_hash = $2)`,
+      [routerId, tokenHash, at.getTime()],
     );
   }
 
@@ -642,6 +698,10 @@ export class HeartbeatsRepository {
    * another process holds the sweep.
    */
   async sweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
+    const daemon = params.daemon;
+    if (daemon?.caughtUp) {
+      await this.#db.query(MARK_DAEMON_SQL, [daemon.id, params.now.getTime()], { prepare: "heartbeat_daemon_mark" });
+    }
     if (params.scan === false) return this.#markAlive(params, work);
     return this.#db.transaction(async (query) => {
       // The sweep's own transaction commits asynchronously (ASYNC_COMMIT) unless it opens faults.
@@ -664,8 +724,18 @@ export class HeartbeatsRepository {
         coverageRow.oldest_seen_ms === null || coverageRow.oldest_seen_ms === undefined
           ? null
           : new Date(toNumber(coverageRow.oldest_seen_ms));
-      const due = await this.#due(query, params, coverage);
-      return work({ coverage, due, oldestSeenAt, scanned: true, open: (faults) => this.#open(query, faults), query });
+      const heldAt = daemon ? await this.#heldAt(query, params.now, daemon) : null;
+      const judgedAt = heldAt && heldAt.getTime() < params.now.getTime() ? heldAt : null;
+      const due = await this.#due(query, judgedAt ? { ...params, now: judgedAt } : params, coverage);
+      return work({
+        coverage,
+        due,
+        oldestSeenAt,
+        scanned: true,
+        heldAt: judgedAt,
+        open: (faults) => this.#open(query, faults),
+        query,
+      });
     });
   }
 
@@ -690,12 +760,28 @@ export class HeartbeatsRepository {
       due: [],
       oldestSeenAt: null,
       scanned: false,
+      heldAt: null,
       open: async (faults) => {
         if (faults.length > 0) throw new Error("a sweep that read no router cannot open faults");
         return [];
       },
       query,
     });
+  }
+
+  /**
+   * The oldest daemon row plus the slack (null: no row). Rows stale past the slack are noted, and
+   * those noted for `dropAfterMs` dropped (a daemon killed without closing) and no longer counted.
+   */
+  async #heldAt(query: Query, now: Date, daemon: NonNullable<SweepParams["daemon"]>): Promise<Date | null> {
+    const rows = await query<{ held_ms: unknown }>(HELD_AT_SQL, [now.getTime(), daemon.slackMs, daemon.dropAfterMs]);
+    const held = rows[0]?.held_ms;
+    return held === null || held === undefined ? null : new Date(toNumber(held));
+  }
+
+  /** A daemon that closes takes its row with it: the sweepers stop waiting for its writes. */
+  async removeDaemon(id: string): Promise<void> {
+    await this.#db.query("delete from heartbeat_daemons where id = $1", [id]);
   }
 
   async #due(query: Query, p: SweepParams, coverage: CoverageRecord): Promise<DueRouter[]> {

@@ -25,8 +25,11 @@ export interface RouterRecord {
   tunnelBound?: boolean;
   /** The hub's latest handshake with the router. */
   tunnelHandshakeAt?: Date | null;
+  /** The router's latest answer at its tunnel address through the tunnel (the hub's probe). */
+  tunnelAnsweredAt?: Date | null;
   reportedMetadata: Record<string, unknown>;
   userMetadata: Record<string, unknown>;
+  tags: string[];
   createdAt: Date;
 }
 
@@ -70,17 +73,19 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 
 /**
  * Joins a router `r` to its liveness `l` (router_liveness: pulse, last seen, uptime; no row: never
- * seen). Every read of ROUTER_COLUMNS has it after `routers r`.
+ * seen) and its WireGuard peer `w` (no row: no key bound). Every read of ROUTER_COLUMNS has it after
+ * `routers r`: joins, not a subquery per row, so a list of thousands is one pass.
  */
-export const LIVENESS_JOIN = "left join router_liveness l on l.router_id = r.id";
+export const LIVENESS_JOIN =
+  "left join router_liveness l on l.router_id = r.id left join router_wireguard_peers w on w.router_id = r.id";
 
 /** A router's columns; the query joins its liveness (`from routers r ${LIVENESS_JOIN}`). */
 export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
   r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8 as uptime_seconds,
   coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
-  ${ms("r.created_at", "created_ms")},
-  exists (select 1 from router_wireguard_peers w where w.router_id = r.id) as tunnel_bound,
-  ${ms("(select w.handshake_at from router_wireguard_peers w where w.router_id = r.id)", "tunnel_handshake_ms")}`;
+  r.tags, ${ms("r.created_at", "created_ms")},
+  w.router_id is not null as tunnel_bound, ${ms("w.handshake_at", "tunnel_handshake_ms")},
+  ${ms("w.answered_at", "tunnel_answered_ms")}`;
 
 const FAULT_COLUMNS = `f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
   ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds`;
@@ -90,6 +95,11 @@ type Row = Record<string, unknown>;
 const json = (value: unknown): Record<string, unknown> => {
   const parsed = typeof value === "string" ? JSON.parse(value) : value;
   return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+};
+
+const stringList = (value: unknown): string[] => {
+  const parsed = typeof value === "string" ? JSON.parse(value) : value;
+  return Array.isArray(parsed) ? parsed.map(String) : [];
 };
 
 const dateOrNull = (value: unknown): Date | null =>
@@ -114,8 +124,10 @@ export const routerFromRow = (row: Row): RouterRecord => ({
   tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
   tunnelBound: row.tunnel_bound === true,
   tunnelHandshakeAt: dateOrNull(row.tunnel_handshake_ms),
+  tunnelAnsweredAt: dateOrNull(row.tunnel_answered_ms),
   reportedMetadata: json(row.reported_metadata),
   userMetadata: json(row.user_metadata),
+  tags: stringList(row.tags),
   createdAt: new Date(toNumber(row.created_ms)),
 });
 
@@ -147,6 +159,31 @@ export const COVERAGE_COLUMNS = `${ms("covered_since", "covered_since_ms")}, ${m
 const QUARANTINED = (address: string, now: string) => `exists (select 1 from tunnel_addresses q
   where q.tunnel_ip = ${address} and q.removed_at is not null and q.offboarded_at is null and q.quarantined_until > ${now})`;
 
+/** Where a page of a router list ends (and the next begins): the sort key and the id. */
+export type RouterListPosition =
+  | { sort: "name"; name: string; id: string }
+  /** `lastSeenMicros`: epoch microseconds as decimal text; null: never seen. */
+  | { sort: "last_seen"; lastSeenMicros: string | null; id: string };
+
+/** docs/api.md "Listing a fleet". */
+export interface RouterListFilter {
+  teamId: string;
+  /** Case-insensitive substring of identity, name, serial number, model or last-seen address. */
+  q?: string | undefined;
+  status?: "online" | "offline" | undefined;
+  /** Only routers carrying this tag. */
+  tag?: string | undefined;
+  sort: "name" | "last_seen";
+  /** Rows strictly after this position (same `sort`). */
+  after?: RouterListPosition | undefined;
+  limit?: number | undefined;
+}
+
+export interface RouterListRow {
+  router: RouterRecord;
+  position: RouterListPosition;
+}
+
 /** The router inventory as the API sees it: always scoped to a team. */
 export class RoutersRepository {
   readonly #db: Database;
@@ -154,12 +191,72 @@ export class RoutersRepository {
     this.#db = db;
   }
 
-  async listByTeam(teamId: string): Promise<RouterRecord[]> {
+  /**
+   * A team's routers, filtered and in `sort` order, after `after` and at most `limit` of them
+   * (docs/api.md "Listing a fleet"). Keyset paging on (sort key, id): the name order walks the
+   * index `routers_team_name_id_index` from the position on, so a deep page costs what the first
+   * does. The last-seen order sorts the team's rows (`router_liveness` has no index on what every
+   * heartbeat changes, docs/architecture.md "Liveness: what a heartbeat writes").
+   */
+  async listByTeam(filter: RouterListFilter): Promise<RouterListRow[]> {
+    const params: unknown[] = [filter.teamId];
+    const where = ["r.team_id = $1"];
+    if (filter.q !== undefined && filter.q !== "") {
+      params.push(`%${filter.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      const p = `$${params.length}`;
+      where.push(
+        `(r.identity ilike ${p} or r.name ilike ${p} or r.serial_number ilike ${p} or r.model ilike ${p} or l.last_seen_from ilike ${p})`,
+      );
+    }
+    if (filter.status !== undefined)
+      where.push(filter.status === "online" ? "l.has_pulse" : "not coalesce(l.has_pulse, false)");
+    if (filter.tag !== undefined) {
+      params.push(JSON.stringify([filter.tag]));
+      where.push(`r.tags @> $${params.length}::jsonb`);
+    }
+    // Exact microseconds (numeric, then int8), so a cursor resumes exactly where the page ended.
+    const lastSeen = "coalesce((extract(epoch from l.last_seen_at) * 1000000)::int8, -1)";
+    const byName = `lower(r.name) collate "C"`;
+    const after = filter.after;
+    if (after?.sort === "name") {
+      params.push(after.name, after.id);
+      where.push(`(${byName}, r.id) > (lower($${params.length - 1}::text) collate "C", $${params.length}::uuid)`);
+    } else if (after?.sort === "last_seen") {
+      params.push(after.lastSeenMicros ?? "-1", after.id);
+      where.push(`(${lastSeen}, r.id) < ($${params.length - 1}::int8, $${params.length}::uuid)`);
+    }
+    const order = filter.sort === "name" ? `${byName}, r.id` : `${lastSeen} desc, r.id desc`;
+    let limit = "";
+    if (filter.limit !== undefined) {
+      params.push(filter.limit);
+      limit = ` limit $${params.length}::int`;
+    }
     const rows = await this.#db.query<Row>(
-      `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.team_id = $1 order by r.created_at, r.id`,
+      `select ${ROUTER_COLUMNS}, ${lastSeen}::text as last_seen_us
+       from routers r ${LIVENESS_JOIN} where ${where.join(" and ")} order by ${order}${limit}`,
+      params,
+    );
+    return rows.map((row) => {
+      const router = routerFromRow(row);
+      const micros = String(row.last_seen_us);
+      return {
+        router,
+        position:
+          filter.sort === "name"
+            ? { sort: "name", name: router.name, id: router.id }
+            : { sort: "last_seen", lastSeenMicros: micros === "-1" ? null : micros, id: router.id },
+      };
+    });
+  }
+
+  /** How many routers the team has, and how many of them are online. */
+  async countByTeam(teamId: string): Promise<{ total: number; online: number }> {
+    const [row] = await this.#db.query<{ total: unknown; online: unknown }>(
+      `select count(*)::int as total, count(*) filter (where l.has_pulse)::int as online
+       from routers r left join router_liveness l on l.router_id = r.id where r.team_id = $1`,
       [teamId],
     );
-    return rows.map(routerFromRow);
+    return { total: toNumber(row?.total ?? 0), online: toNumber(row?.online ?? 0) };
   }
 
   /** The router if it exists in `teamId`; null for unknown ids, malformed ids and other teams. */
@@ -289,12 +386,24 @@ export class RoutersRepository {
       const updated = await query<Row>(
         `update routers as r set user_metadata = $2::jsonb, name = $3
          from routers x left join router_liveness l on l.router_id = x.id
+           left join router_wireguard_peers w on w.router_id = x.id
          where r.id = $1 and x.id = r.id returning ${ROUTER_COLUMNS}`,
         [routerId, JSON.stringify(next.userMetadata), next.name],
       );
       const result = updated[0];
       return result ? routerFromRow(result) : null;
     });
+  }
+
+  /** Replaces a router's tags; null when the router is not the team's. */
+  async updateTags(teamId: string, routerId: string, tags: readonly string[]): Promise<RouterRecord | null> {
+    if (!isUuid(routerId)) return null;
+    const rows = await this.#db.query<Row>(
+      `with updated as (update routers set tags = $3::jsonb where id = $1 and team_id = $2 returning *)
+       select ${ROUTER_COLUMNS} from updated r ${LIVENESS_JOIN}`,
+      [routerId, teamId, JSON.stringify(tags)],
+    );
+    return rows[0] ? routerFromRow(rows[0]) : null;
   }
 
   /** The router's most recent faults, newest first. */

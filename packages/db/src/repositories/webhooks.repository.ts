@@ -9,6 +9,8 @@ export type TDeliveryStatus = "pending" | "succeeded" | "failed";
 export interface WebhookRecord {
   id: string;
   organizationId: string;
+  /** Set when a team-bound credential made it: it receives only that team's events. */
+  teamId: string | null;
   url: string;
   events: string[];
   description: string;
@@ -21,6 +23,7 @@ export interface WebhookRecord {
 
 export interface NewWebhook {
   organizationId: string;
+  teamId: string | null;
   url: string;
   events: readonly string[];
   description: string;
@@ -70,7 +73,7 @@ const dateOrNull = (value: unknown): Date | null =>
   value === null || value === undefined ? null : new Date(toNumber(value));
 const textOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
 
-const WEBHOOK_COLUMNS = `w.id, w.organization_id, w.url, w.events, w.description, w.format, w.secret_ciphertext,
+const WEBHOOK_COLUMNS = `w.id, w.organization_id, w.team_id, w.url, w.events, w.description, w.format, w.secret_ciphertext,
   ${ms("w.created_at", "created_ms")}, ${ms("w.failing_since", "failing_ms")}, ${ms("w.disabled_at", "disabled_ms")}`;
 
 const DELIVERY_COLUMNS = `d.id, d.webhook_id, d.audit_id, d.message_id, d.event_type, d.body, d.status, d.attempts,
@@ -80,6 +83,7 @@ const DELIVERY_COLUMNS = `d.id, d.webhook_id, d.audit_id, d.message_id, d.event_
 const webhookFromRow = (row: Row): WebhookRecord => ({
   id: String(row.id),
   organizationId: String(row.organization_id),
+  teamId: textOrNull(row.team_id),
   url: String(row.url),
   events: (typeof row.events === "string" ? JSON.parse(row.events) : row.events) as string[],
   description: String(row.description),
@@ -136,8 +140,9 @@ export class WebhooksRepository {
 
   async insert(input: NewWebhook): Promise<WebhookRecord> {
     const rows = await this.#query<Row>(
-      `insert into webhooks as w (id, organization_id, url, events, description, format, secret_ciphertext, created_at)
-       values (gen_random_uuid(), $1, $2, $3::jsonb, $4, $5, $6, to_timestamp($7::float8 / 1000.0))
+      `insert into webhooks as w (id, organization_id, url, events, description, format, secret_ciphertext, created_at,
+         team_id)
+       values (gen_random_uuid(), $1, $2, $3::jsonb, $4, $5, $6, to_timestamp($7::float8 / 1000.0), $8::uuid)
        returning ${WEBHOOK_COLUMNS}`,
       [
         input.organizationId,
@@ -147,6 +152,7 @@ export class WebhooksRepository {
         input.format,
         input.secretCiphertext,
         input.createdAt.getTime(),
+        input.teamId,
       ],
     );
     const row = rows[0];
@@ -159,31 +165,43 @@ export class WebhooksRepository {
     return (await this.#query("select 1 from webhooks where disabled_at is null limit 1")).length > 0;
   }
 
-  async list(organizationId: string): Promise<WebhookRecord[]> {
+  /** The organization's webhooks; with `teamId`, only that team's (a team-bound credential's view). */
+  async list(organizationId: string, teamId?: string): Promise<WebhookRecord[]> {
     const rows = await this.#query<Row>(
-      `select ${WEBHOOK_COLUMNS} from webhooks w where w.organization_id = $1 order by w.created_at, w.id`,
-      [organizationId],
+      `select ${WEBHOOK_COLUMNS} from webhooks w where w.organization_id = $1
+         and ($2::uuid is null or w.team_id = $2::uuid) order by w.created_at, w.id`,
+      [organizationId, teamId ?? null],
     );
     return rows.map(webhookFromRow);
   }
 
-  async get(organizationId: string, id: string): Promise<WebhookRecord | null> {
+  /** One webhook of the organization (with `teamId`: of that team); null otherwise. */
+  async get(organizationId: string, id: string, teamId?: string): Promise<WebhookRecord | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#query<Row>(
-      `select ${WEBHOOK_COLUMNS} from webhooks w where w.id = $1 and w.organization_id = $2`,
-      [id, organizationId],
+      `select ${WEBHOOK_COLUMNS} from webhooks w where w.id = $1 and w.organization_id = $2
+         and ($3::uuid is null or w.team_id = $3::uuid)`,
+      [id, organizationId, teamId ?? null],
     );
     return rows[0] ? webhookFromRow(rows[0]) : null;
   }
 
-  /** Deletes the webhook and (by cascade) its delivery log; null when it is not the organization's. */
-  async delete(organizationId: string, id: string): Promise<{ url: string } | null> {
+  /**
+   * Deletes the webhook and (by cascade) its delivery log; null when it is not the organization's
+   * (with `teamId`: not that team's).
+   */
+  async delete(
+    organizationId: string,
+    id: string,
+    teamId?: string,
+  ): Promise<{ url: string; teamId: string | null } | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>("delete from webhooks where id = $1 and organization_id = $2 returning url", [
-      id,
-      organizationId,
-    ]);
-    return rows[0] ? { url: String(rows[0].url) } : null;
+    const rows = await this.#query<Row>(
+      `delete from webhooks where id = $1 and organization_id = $2 and ($3::uuid is null or team_id = $3::uuid)
+       returning url, team_id`,
+      [id, organizationId, teamId ?? null],
+    );
+    return rows[0] ? { url: String(rows[0].url), teamId: textOrNull(rows[0].team_id) } : null;
   }
 
   /** Enabled webhooks of these organizations (the dispatcher's fan-out). */
@@ -250,7 +268,8 @@ export class WebhooksRepository {
   async delivery(id: string): Promise<{ delivery: DeliveryRecord; webhook: WebhookRecord } | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#query<Row>(
-      `select ${DELIVERY_COLUMNS}, w.id as w_id, w.organization_id as w_organization_id, w.url as w_url,
+      `select ${DELIVERY_COLUMNS}, w.id as w_id, w.organization_id as w_organization_id, w.team_id as w_team_id,
+         w.url as w_url,
          w.events as w_events, w.description as w_description, w.format as w_format,
          w.secret_ciphertext as w_secret_ciphertext, ${ms("w.created_at", "w_created_ms")},
          ${ms("w.failing_since", "w_failing_ms")}, ${ms("w.disabled_at", "w_disabled_ms")}
@@ -317,16 +336,17 @@ export class WebhooksRepository {
   async disable(
     webhookId: string,
     now: Date,
-  ): Promise<{ organizationId: string; url: string; failingSince: Date | null } | null> {
+  ): Promise<{ organizationId: string; teamId: string | null; url: string; failingSince: Date | null } | null> {
     const rows = await this.#query<Row>(
       `update webhooks set disabled_at = to_timestamp($2::float8 / 1000.0)
-       where id = $1 and disabled_at is null returning organization_id, url, ${ms("failing_since", "failing_ms")}`,
+       where id = $1 and disabled_at is null returning organization_id, team_id, url, ${ms("failing_since", "failing_ms")}`,
       [webhookId, now.getTime()],
     );
     const row = rows[0];
     if (!row) return null;
     return {
       organizationId: String(row.organization_id),
+      teamId: textOrNull(row.team_id),
       url: String(row.url),
       failingSince: dateOrNull(row.failing_ms),
     };

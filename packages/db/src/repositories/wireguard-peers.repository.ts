@@ -25,6 +25,12 @@ export interface HandshakeReading {
   handshakeAt: Date | null;
   /** `ip:port` the peer was last seen from (null: not known; a stored endpoint is then kept). */
   endpoint?: string | null;
+  /**
+   * When the router last answered at its tunnel address through the tunnel (null/absent: not
+   * known; a stored answer is then kept), and which router was probed: it counts only for that
+   * router's binding, so a key re-bound meanwhile never inherits another router's answer.
+   */
+  answered?: { routerId: string; at: Date } | null;
 }
 
 /** A router whose `tunnel_status` flipped, with what its audit entry names. */
@@ -36,7 +42,10 @@ export interface TunnelTransition {
   up: boolean;
 }
 
-/** `tunnel_status` is `up` while the last handshake is younger than this (docs/api.md "Router Metadata"). */
+/**
+ * `tunnel_status` is `up` while the last handshake, and the router's last answer at its tunnel
+ * address through the tunnel, are younger than this (docs/api.md "Router Metadata").
+ */
 export const TUNNEL_UP_WINDOW_MS = 180_000;
 
 const BIND_SQL = `
@@ -51,25 +60,33 @@ inserted as (
 select (select count(*) from inserted)::int as inserted, (select public_key from existing) as existing_key`;
 
 // The previous `up` comes from a self-join (the statement's snapshot), so a flip is known from the
-// same statement. Only rows whose handshake moved, whose status flips or whose
+// same statement. Only rows whose handshake or answer moved, whose status flips or whose
 // endpoint changed are written (a roaming router, or a new NAT mapping, is rare).
 const HANDSHAKES_SQL = `
 with v as (
-  select * from unnest($1::text[], $2::float8[], $5::text[]) as v(public_key, handshake_ms, endpoint)
+  select * from unnest($1::text[], $2::float8[], $5::text[], $6::text[], $7::float8[])
+    as v(public_key, handshake_ms, endpoint, answered_router, answered_ms)
 ), next as (
   select o.router_id, o.up as was_up,
     greatest(v.handshake_ms, extract(epoch from o.handshake_at) * 1000) as latest_ms,
+    greatest(case when v.answered_router = o.router_id::text then v.answered_ms end,
+      extract(epoch from o.answered_at) * 1000) as answered_ms,
     coalesce(v.endpoint, o.endpoint) as endpoint
   from v join router_wireguard_peers o on o.public_key = v.public_key
+), judged as (
+  select n.*, coalesce(n.latest_ms > $3::float8 - $4::float8 and n.answered_ms > $3::float8 - $4::float8, false) as up
+  from next n
 ), changed as (
   update router_wireguard_peers w set
     handshake_at = to_timestamp(n.latest_ms / 1000.0),
-    up = coalesce(n.latest_ms > $3::float8 - $4::float8, false),
+    answered_at = to_timestamp(n.answered_ms / 1000.0),
+    up = n.up,
     endpoint = n.endpoint
-  from next n
+  from judged n
   where w.router_id = n.router_id
     and (n.latest_ms is distinct from extract(epoch from w.handshake_at) * 1000
-      or w.up <> coalesce(n.latest_ms > $3::float8 - $4::float8, false)
+      or n.answered_ms is distinct from extract(epoch from w.answered_at) * 1000
+      or w.up <> n.up
       or n.endpoint is distinct from w.endpoint)
   returning w.router_id, w.up, n.was_up
 ), flipped as (
@@ -131,8 +148,9 @@ export class WireguardPeersRepository {
   }
 
   /**
-   * Stores the hub's handshake readings (and each peer's endpoint when it changed) and flips `up`
-   * where the last handshake crossed the 3-minute window; returns the flips. In the caller's
+   * Stores the hub's handshake readings (each peer's endpoint and its router's answer when they
+   * changed) and flips `up` where the last handshake or answer crossed the 3-minute window
+   * (both recent: up); returns the flips. In the caller's
    * transaction (`query`), which audits them.
    */
   async recordHandshakes(query: Query, readings: readonly HandshakeReading[], now: Date): Promise<TunnelTransition[]> {
@@ -149,6 +167,8 @@ export class WireguardPeersRepository {
       now.getTime(),
       TUNNEL_UP_WINDOW_MS,
       textArray(readings.map((r) => r.endpoint ?? null)),
+      textArray(readings.map((r) => r.answered?.routerId ?? null)),
+      plainArray(readings.map((r) => (r.answered ? r.answered.at.getTime() : null))),
     ]);
     return rows.map((r) => ({
       routerId: String(r.router_id),

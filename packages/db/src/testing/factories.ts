@@ -60,17 +60,21 @@ export const makeRouter = async (
     model: string;
     boardName: string;
     identity: string;
+    serialNumber: string;
     heartbeatToken: string;
+    lastSeenAt: Date | null;
+    lastSeenFrom: string | null;
   }> = {},
 ): Promise<{ id: string; heartbeatToken: string }> => {
   const id = crypto.randomUUID();
   const heartbeatToken = overrides.heartbeatToken ?? `hb_${crypto.randomUUID().replaceAll("-", "")}`;
   await db.query(
     `with r as (
-       insert into routers (id, organization_id, team_id, name, identity, model, board_name, tunnel_ip, heartbeat_token_hash, created_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $9, $10, now()) returning id
+       insert into routers (id, organization_id, team_id, name, identity, model, board_name, tunnel_ip, heartbeat_token_hash, created_at, serial_number)
+       values ($1, $2, $3, $4, $5, $6, $7, $9, $10, now(), $11) returning id
      )
-     insert into router_liveness (router_id, has_pulse) select id, $8 from r`,
+     insert into router_liveness (router_id, has_pulse, last_seen_at, last_seen_from)
+     select id, $8, to_timestamp($12::float8 / 1000.0), $13 from r`,
     [
       id,
       owner.organizationId,
@@ -82,6 +86,9 @@ export const makeRouter = async (
       overrides.hasPulse ?? true,
       overrides.tunnelIp === undefined ? uniqueTunnelIp() : overrides.tunnelIp,
       createHash("sha256").update(heartbeatToken).digest("hex"),
+      overrides.serialNumber ?? "",
+      overrides.lastSeenAt?.getTime() ?? null,
+      overrides.lastSeenFrom ?? null,
     ],
   );
   return { id, heartbeatToken };

@@ -15,6 +15,8 @@ export const SECRET_VARIABLES = [
   "METRICS_TOKEN",
   "ACCESS_PASSWORD_KEY",
   "TUNNEL_WG_PRIVATE_KEY",
+  "OIDC_CLIENT_SECRET",
+  "AUTH_SIGNING_KEY",
 ] as const;
 
 /**
@@ -81,3 +83,14 @@ export const requireStripeInProduction = (env: TEnv): boolean => {
   }
   return emulator;
 };
+
+/**
+ * `/metrics` is never anonymous on the public ports in production (docs/operations.md
+ * "Production"): `METRICS_TOKEN`, or `METRICS_PORT` (then metrics are served only there).
+ */
+export const requireMetricsGuardInProduction = (env: TEnv): void =>
+  requireInProduction(
+    env,
+    ["METRICS_TOKEN", "METRICS_PORT"],
+    "/metrics would otherwise answer anyone on the public ports with fleet-wide figures",
+  );

@@ -9,6 +9,8 @@ export const ERROR_STATUS = {
   validation_failed: 422,
   /** The organization has no billing account yet (docs/api.md "No-account error"). */
   no_account: 422,
+  /** Two backup versions too far apart to diff within the time limit (docs/api.md "Configuration backups"). */
+  diff_too_large: 422,
   /** Malformed JSON or a structurally unacceptable request (too deep, bad batch). */
   bad_request: 400,
   /** Missing, malformed, expired or wrongly signed access token. */
@@ -37,6 +39,11 @@ export const ERROR_STATUS = {
   upstream_failed: 502,
   /** Not ready yet (database unreachable, migrations pending). */
   unavailable: 503,
+  /**
+   * The database cannot be reached (refused or cut connections, a server shutting down, pool
+   * timeouts): an outage, not a bug. Answered with `Retry-After` (docs/api.md "Errors").
+   */
+  database_unavailable: 503,
   /** A finite pool the request draws from is used up (e.g. every entry-point port is taken). */
   capacity_exhausted: 503,
   /** Anything unexpected. The message shown to clients is generic. */

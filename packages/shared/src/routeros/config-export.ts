@@ -16,8 +16,13 @@ export const normalizeConfigExport = (content: string): string => {
 };
 
 export interface ConfigExportDigest {
-  /** Hex SHA-256 of the normalized export: equal configurations have equal digests. */
+  /** Hex SHA-256 of the export as read, UTF-8: the text `GET .../backups/{id}` serves. */
   sha256: string;
+  /**
+   * Hex SHA-256 of the normalized export (`normalizeConfigExport`): equal configurations have equal
+   * digests whatever their dated first line; a read is compared with the newest version by it.
+   */
+  normalizedSha256: string;
   /** UTF-8 bytes of the export as read. */
   bytes: number;
   /** Lines of the export as read. */
@@ -28,7 +33,8 @@ export const digestConfigExport = (content: string): ConfigExportDigest => {
   const normalized = normalizeConfigExport(content);
   const text = content.replace(/\r\n/g, "\n");
   return {
-    sha256: createHash("sha256").update(normalized).digest("hex"),
+    sha256: createHash("sha256").update(content, "utf8").digest("hex"),
+    normalizedSha256: createHash("sha256").update(normalized, "utf8").digest("hex"),
     bytes: Buffer.byteLength(content, "utf8"),
     lines: text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0),
   };

@@ -3,10 +3,7 @@ import { isWireguardKey } from "../crypto/wireguard-keys.ts";
 import {
   command,
   comment,
-  equal,
   findWhere,
-  globalCommand,
-  ifThen,
   num,
   type RosStatement,
   RouterOsScriptError,
@@ -73,9 +70,8 @@ const tagged = { comment: str(WIREGUARD_OBJECTS.comment) };
 /**
  * Takes off everything the tunnel part installed: filter rules, route and address (by their
  * comment), the interface's peers, and, with `withInterface`, the interface itself (the router's
- * WireGuard private key goes with it). Missing objects are no error. The adoption script runs it
- * without the interface, so a second run keeps the router's key (and its binding); offboarding
- * runs it with.
+ * WireGuard private key goes with it). Missing objects are no error. The adoption script and
+ * offboarding both run it with the interface: every adoption makes the router a new key.
  */
 export const removeWireguardStatements = (withInterface: boolean): RosStatement[] => {
   const name = str(WIREGUARD_OBJECTS.interface);
@@ -89,8 +85,9 @@ export const removeWireguardStatements = (withInterface: boolean): RosStatement[
 };
 
 /**
- * The tunnel part of the adoption script. The interface is created only when missing: the router
- * makes its key pair once, and the private key never leaves it. Then one peer (the hub), the
+ * The tunnel part of the adoption script. The interface is removed and added again: the router
+ * makes a new key pair at every adoption (the private key never leaves it), so whoever knew an
+ * earlier key of the device (a previous owner) cannot bind it. Then one peer (the hub), the
  * router's address as a /32, a route to the hub alone (the router's own WAN may lie in
  * 100.64.0.0/10), and two filter rules moved to the top: input from the hub to the service ports,
  * and forwarded connections the dst-nat rules of forwards made, from the hub only.
@@ -100,15 +97,12 @@ export const wireguardAdoptionStatements = (w: AdoptionWireguard): RosStatement[
   const o = WIREGUARD_OBJECTS;
   const name = str(o.interface);
   const hub = word(w.hubAddress);
-  const existing = command("interface wireguard", "find", { name }, [word("where")]);
   const toTop = (chain: string) =>
     command("ip firewall filter", "move", { destination: num(0) }, [findWhere({ ...tagged, chain: word(chain) })]);
   return [
     comment('management tunnel (docs/routeros.md "The management tunnel")'),
-    ...removeWireguardStatements(false),
-    ifThen(equal(sub(globalCommand("len", {}, [sub(existing)])), num(0)), [
-      command("interface wireguard", "add", { name, comment: str(o.comment) }),
-    ]),
+    ...removeWireguardStatements(true),
+    command("interface wireguard", "add", { name, comment: str(o.comment) }),
     command("interface wireguard peers", "add", {
       interface: name,
       "public-key": str(w.hubPublicKey),

@@ -42,3 +42,24 @@ describe("text rule", () => {
     expect(text({ max: 3 }).safeParse("abcd").success).toBe(false);
   });
 });
+
+describe("free-form input nested beyond any call stack", () => {
+  const deep = (levels: number, leaf: unknown): unknown => {
+    let value = leaf;
+    for (let i = 0; i < levels; i++) value = [value];
+    return value;
+  };
+
+  it("walks 100,000 levels without overflowing and names the path", () => {
+    expect(findTextRuleViolation({ m: deep(100_000, "fine") })).toBeUndefined();
+    const found = findTextRuleViolation({ m: deep(100_000, "bad\u0000") });
+    expect(found?.split(".")).toHaveLength(100_001);
+    expect(found?.startsWith("m.0.0.")).toBe(true);
+  });
+
+  it("meets keys and values in document order", () => {
+    expect(findTextRuleViolation({ a: { "x\u0001": 1 }, "b\u0000": 2 })).toBe("a.x\u0001");
+    expect(findTextRuleViolation({ a: ["\u0002"], "b\u0000": 2 })).toBe("a.0");
+    expect(findTextRuleViolation("x\u0000", ["meta", "k"])).toBe("meta.k");
+  });
+});

@@ -29,24 +29,45 @@ export const breaksTextRule = (value: string, options: { multiline?: boolean } =
   return false;
 };
 
+/** A node waiting to be checked, with the way to it (a linked path: no array copied per node). */
+interface Pending {
+  value: unknown;
+  key: string | undefined;
+  parent: Pending | undefined;
+}
+
+const pathOf = (pending: Pending | undefined): string => {
+  const keys: string[] = [];
+  for (let at = pending; at !== undefined; at = at.parent) if (at.key !== undefined) keys.push(at.key);
+  return keys.reverse().join(".");
+};
+
 /**
  * The dotted path of the first string (key or value) inside `value` that breaks the text rule, or
- * undefined. For free-form input (metadata objects) whose shape no schema fixes.
+ * undefined. For free-form input (metadata objects) whose shape no schema fixes. Iterative, depth
+ * first in document order: no nesting, however deep, can overflow the call stack.
  */
 export const findTextRuleViolation = (value: unknown, path: string[] = []): string | undefined => {
-  if (typeof value === "string") return breaksTextRule(value) ? path.join(".") : undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findTextRuleViolation(value[i], [...path, String(i)]);
-      if (found !== undefined) return found;
+  const root: Pending = { value, key: path.length > 0 ? path.join(".") : undefined, parent: undefined };
+  const stack: Pending[] = [root];
+  while (stack.length > 0) {
+    const at = stack.pop() as Pending;
+    const current = at.value;
+    if (typeof current === "string") {
+      if (breaksTextRule(current)) return pathOf(at);
+      continue;
     }
-    return undefined;
-  }
-  if (value !== null && typeof value === "object") {
-    for (const [key, inner] of Object.entries(value)) {
-      if (breaksTextRule(key)) return [...path, key].join(".");
-      const found = findTextRuleViolation(inner, [...path, key]);
-      if (found !== undefined) return found;
+    if (current === null || typeof current !== "object") continue;
+    if (Array.isArray(current)) {
+      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], key: String(i), parent: at });
+      continue;
+    }
+    const keys = Object.keys(current);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i] as string;
+      stack.push({ value: (current as Record<string, unknown>)[key], key, parent: at });
+      // The key itself, met just before its value (a string at the same path).
+      stack.push({ value: key, key, parent: at });
     }
   }
   return undefined;

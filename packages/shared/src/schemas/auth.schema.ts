@@ -56,3 +56,32 @@ export const ZLoginHookResult = z
   .object({ user_id: z.string(), organization_id: z.string(), team_id: z.string() })
   .meta({ id: "LoginHookResult" });
 export type TLoginHookResult = z.infer<typeof ZLoginHookResult>;
+
+/** `POST /v1/auth/token` (docs/api.md "Sign-in"): the organization to act in; default the current one. */
+export const ZAuthTokenInput = z
+  .object({ organization_id: bounded(255).optional() })
+  .optional()
+  .transform((input) => input ?? {});
+export type TAuthTokenInput = z.infer<typeof ZAuthTokenInput>;
+
+export const ZAuthTokenResult = z
+  .object({
+    access_token: z.string(),
+    token_type: z.literal("Bearer"),
+    expires_in: z.number().int(),
+    organization_id: z.string(),
+    role: z.string(),
+  })
+  .meta({ id: "AuthTokenResult" });
+
+export const ZLogoutResult = z.object({ signed_out: z.literal(true) }).meta({ id: "LogoutResult" });
+
+export const ZMe = z
+  .object({
+    user_id: z.string(),
+    email: z.string(),
+    organization_id: z.string(),
+    role: z.string().nullable(),
+    organizations: z.array(z.object({ id: z.string(), name: z.string(), role: z.string() })),
+  })
+  .meta({ id: "Me" });

@@ -6,6 +6,7 @@ import {
   findTextRuleViolation,
   stringError,
   TEXT_RULE_MESSAGE,
+  text,
   textRule,
 } from "../rules/text-rules.ts";
 
@@ -16,6 +17,7 @@ export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ stat
 export const ZRouter = z
   .object({
     id: z.string().meta({ description: "v4 UUID." }),
+    name: z.string().meta({ description: "The metadata's `name` (set at enrollment or by PATCH); empty when unset." }),
     identity: z.string(),
     serial_number: z.string().meta({ description: "For virtual (cloud-hosted) instances, the software id." }),
     software_version: z.string(),
@@ -34,6 +36,9 @@ export const ZRouter = z
     board_name: z.string(),
     last_seen_at: z.string().nullable().meta({ description: "YYYY-MM-DD HH:MM:SS (UTC)." }),
     created_at: z.string().meta({ description: "YYYY-MM-DD HH:MM:SS (UTC)." }),
+    tags: z
+      .array(z.string())
+      .meta({ description: "Set with PATCH /api/routers/{id}; used by alert rules and maintenance windows." }),
   })
   .meta({ id: "Router" });
 export type TRouter = z.infer<typeof ZRouter>;
@@ -113,6 +118,29 @@ const routerId = textRule(z.string({ error: "must be a string" }));
 export const ZRouterIdInput = z.preprocess(routerIdAlias, z.object({ router_id: routerId }));
 export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;
 
+/** docs/api.md "Listing a fleet": the bounds of `GET /api/routers`; exported so tests probe the edges. */
+export const ROUTER_LIST_LIMITS = { min: 1, max: 500, query: 100, cursor: 500 } as const;
+
+const LIMIT_ERROR = `must be an integer between ${ROUTER_LIST_LIMITS.min} and ${ROUTER_LIST_LIMITS.max}`;
+
+/** The answer of GET /api/routers: `next_cursor` only when `limit` was given (null on the last page). */
+export const ZRouterList = z
+  .object({
+    status: z.literal("success"),
+    data: z.array(ZRouter),
+    next_cursor: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: "With `limit`: pass as ?cursor= for the next page; null on the last one." }),
+  })
+  .meta({ id: "RouterList" });
+export type TRouterList = z.infer<typeof ZRouterList>;
+
+/** routers.counts (tRPC): the team's routers, online and offline. */
+export const ZRouterCounts = z.object({ total: z.number().int(), online: z.number().int(), offline: z.number().int() });
+export type TRouterCounts = z.infer<typeof ZRouterCounts>;
+
 /** docs/api.md "Limits" for routers; exported so tests probe the exact edges. */
 export const ROUTER_LIMITS = {
   name: 100,
@@ -129,7 +157,30 @@ export const ROUTER_LIMITS = {
   /** ... and all user keys together at most this many bytes of JSON. */
   metadataTotalBytes: 16_384,
   url: 2_048,
+  /** Tags of one router (docs/api.md "Routers": PATCH /api/routers/{id}) ... */
+  tags: 20,
+  /** ... each 1..40 characters under the text rule. */
+  tagLength: 40,
 } as const;
+
+/** One router tag (also a filter value of `GET /api/routers?tag=`, alert rules and maintenance windows). */
+export const ZRouterTag = text({ min: 1, max: ROUTER_LIMITS.tagLength, error: stringError });
+
+/** A router's whole tag list: replaced, never merged; duplicates collapse. */
+export const ZRouterTags = z
+  .array(ZRouterTag, { error: "must be an array of strings" })
+  .max(ROUTER_LIMITS.tags, { error: `must hold at most ${ROUTER_LIMITS.tags} tags` });
+
+/** The body of `PATCH /api/routers/{id}`: the fields of the router itself (metadata has its own PATCH). */
+export const ZUpdateRouterBody = z.object({
+  tags: ZRouterTags.optional(),
+  team_id: textRule(z.string({ error: stringError }).max(100))
+    .optional()
+    .meta({ description: "Moves the router to this team of its organization (a credential not bound to a team)." }),
+});
+
+export const ZUpdateRouterInput = z.preprocess(routerIdAlias, ZUpdateRouterBody.extend({ router_id: routerId }));
+export type TUpdateRouterInput = z.infer<typeof ZUpdateRouterInput>;
 
 /** POST /api/routers. */
 export const ZEnrollRouterInput = z.object({
@@ -189,11 +240,56 @@ export const READ_ONLY_METADATA_KEYS: ReadonlySet<string> = new Set([
   "tunnel_handshake_at",
 ]);
 
-/** docs/api.md "Router Metadata": the management tunnel's state from the binding and the hub's last handshake. */
-export const tunnelStatus = (bound: boolean, handshakeAt: Date | null, now: Date): "pending" | "up" | "down" => {
+/**
+ * docs/api.md "Router Metadata": the management tunnel's state from the binding, the hub's last
+ * handshake and the router's last answer at its tunnel address through the tunnel. A handshake
+ * alone only proves that someone holds the bound key: both must be under 3 minutes old.
+ */
+export const tunnelStatus = (
+  bound: boolean,
+  handshakeAt: Date | null,
+  answeredAt: Date | null,
+  now: Date,
+): "pending" | "up" | "down" => {
   if (!bound) return "pending";
-  return handshakeAt !== null && now.getTime() - handshakeAt.getTime() < 180_000 ? "up" : "down";
+  const recent = (at: Date | null) => at !== null && now.getTime() - at.getTime() < 180_000;
+  return recent(handshakeAt) && recent(answeredAt) ? "up" : "down";
 };
+
+/**
+ * GET /api/routers (docs/api.md "Listing a fleet"): without `limit` the whole (filtered, sorted)
+ * list; with it one page and `next_cursor`. Query strings arrive as text, so `limit` is coerced.
+ */
+export const ZListRoutersInput = z
+  .object({
+    limit: z.coerce
+      .number({ error: LIMIT_ERROR })
+      .int({ error: LIMIT_ERROR })
+      .min(ROUTER_LIST_LIMITS.min, { error: LIMIT_ERROR })
+      .max(ROUTER_LIST_LIMITS.max, { error: LIMIT_ERROR })
+      .optional(),
+    cursor: textRule(
+      z
+        .string({ error: "must be a next_cursor from a previous page" })
+        .max(ROUTER_LIST_LIMITS.cursor, { error: "must be a next_cursor from a previous page" }),
+    ).optional(),
+    q: textRule(
+      z
+        .string({ error: "must be a string" })
+        .max(ROUTER_LIST_LIMITS.query, { error: `must be at most ${ROUTER_LIST_LIMITS.query} characters` }),
+    )
+      .optional()
+      .meta({
+        description: "Case-insensitive substring of identity, name, serial number, model or last-seen address.",
+      }),
+    status: z.enum(["online", "offline"], { error: "must be online or offline" }).optional(),
+    tag: ZRouterTag.optional().meta({ description: "Only the routers that carry this tag." }),
+    sort: z.enum(["name", "last_seen"], { error: "must be name or last_seen" }).optional().meta({
+      description: "name (default): A to Z, case-insensitive; last_seen: most recently seen first, never seen last.",
+    }),
+  })
+  .optional();
+export type TListRoutersInput = z.infer<typeof ZListRoutersInput>;
 
 const METADATA_KEY = /^[A-Za-z0-9_.:-]+$/;
 
@@ -373,12 +469,3 @@ export const toFaultResponse = (fault: FaultFields): TFault => ({
   duration: fault.durationSeconds,
   status: fault.status,
 });
-
-/** PATCH /api/routers/{router_id}: moves the router to another team of its organization (docs/api.md "Teams"). */
-export const ZMoveRouterInput = z.preprocess(
-  routerIdAlias,
-  z.object({ router_id: routerId, team_id: textRule(z.string({ error: stringError }).max(100)) }),
-);
-export type TMoveRouterInput = z.infer<typeof ZMoveRouterInput>;
-export const ZMoveRouterBody = z.object({ team_id: z.string() });
-export const ZMovedRouter = z.object({ id: z.string(), team_id: z.string() }).meta({ id: "MovedRouter" });

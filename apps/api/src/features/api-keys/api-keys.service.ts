@@ -68,6 +68,8 @@ export const storeApiKey = (
       occurredAt: input.createdAt,
       action: "api_key.created",
       actor: origin.actor,
+      // A team-bound key's entries are its team's (docs/api.md "Audit log and webhooks").
+      teamId: key.teamId,
       sourceIp: origin.sourceIp,
       target: { type: "api_key", id: key.id },
       details: {
@@ -140,6 +142,7 @@ export class ApiKeysService {
         occurredAt: now,
         action: "api_key.revoked",
         actor: origin.actor,
+        teamId: deleted.teamId,
         sourceIp: origin.sourceIp,
         target: { type: "api_key", id },
         details: { name: deleted.name, prefix: deleted.prefix },

@@ -13,7 +13,8 @@ export class AuditLogService {
     this.#audit = audit;
   }
 
-  async list(organizationId: string, query: TAuditLogQuery): Promise<TAuditLogPage> {
+  /** `teamId` (a team-bound credential): only that team's entries (docs/api.md "Audit log and webhooks"). */
+  async list(organizationId: string, query: TAuditLogQuery, teamId?: string): Promise<TAuditLogPage> {
     const limit = query.limit ?? EVENT_LIMITS.auditPage.default;
     const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
     if (before === null) {
@@ -33,6 +34,7 @@ export class AuditLogService {
     // One row more than asked tells whether another page exists.
     const rows = await this.#audit.list({
       organizationId,
+      teamId,
       limit: limit + 1,
       routerId: query.router_id,
       action: query.action,

@@ -25,6 +25,11 @@ export class AuthService {
     this.#deps = deps;
   }
 
+  /** POST /v1/auth/login-hook is on (AUTH_LOGIN_HOOK_SECRET is set). */
+  get loginHookEnabled(): boolean {
+    return this.#deps.loginHookSecret !== undefined;
+  }
+
   get devLoginEnabled(): boolean {
     return this.#deps.signer !== undefined;
   }

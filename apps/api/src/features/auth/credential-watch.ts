@@ -12,6 +12,8 @@ export interface CredentialWatchDeps {
   organizations: { organizationExists(organizationId: string): Promise<boolean> };
   /** Asked afresh too: a member removed or demoted in another process ends the stream as well. */
   memberships: { problem(auth: AuthClaims): Promise<string | null> };
+  /** Sign-in sessions of system tokens (`sid`), asked afresh like the keys. */
+  sessions?: { problem(sessionId: string): Promise<string | null> };
   /** The API's `wallClock` (tests move it to expire tokens). */
   clock: Clock;
   recheckMs?: number;
@@ -39,7 +41,7 @@ interface Watched {
  * streams costs a round or two, not a query per stream and event).
  */
 export class CredentialWatch {
-  readonly #d: Required<CredentialWatchDeps>;
+  readonly #d: Required<Omit<CredentialWatchDeps, "sessions">> & Pick<CredentialWatchDeps, "sessions">;
   readonly #watched = new Set<Watched>();
   #round: { startedAt: number; done: Promise<void> } | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -57,6 +59,12 @@ export class CredentialWatch {
       const key = await this.#d.apiKeys.findByHash(keyHash ?? "");
       if (!key || key.id !== auth.credential.id) return "The API key has been revoked.";
       if (key.expiresAt && key.expiresAt.getTime() <= this.#d.clock.nowMs()) return "The API key has expired.";
+    }
+    if (auth.sessionId !== undefined) {
+      const ended = this.#d.sessions
+        ? await this.#d.sessions.problem(auth.sessionId)
+        : "The sign-in session has ended.";
+      if (ended) return ended;
     }
     if (!(await this.#d.organizations.organizationExists(auth.organizationId))) {
       return "The organization of this credential has been removed.";
@@ -129,7 +137,7 @@ export class CredentialWatch {
     const streams = [...this.#watched];
     const byCredential = new Map<string, Watched[]>();
     for (const w of streams) {
-      const key = `${w.auth.credential.type}:${w.auth.credential.id}:${w.keyHash ?? ""}:${w.auth.organizationId}:${w.auth.exp}`;
+      const key = `${w.auth.credential.type}:${w.auth.credential.id}:${w.keyHash ?? ""}:${w.auth.organizationId}:${w.auth.exp}:${w.auth.sessionId ?? ""}`;
       const group = byCredential.get(key);
       if (group) group.push(w);
       else byCredential.set(key, [w]);

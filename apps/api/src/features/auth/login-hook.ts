@@ -1,5 +1,6 @@
 import { ZLoginHookInput, ZLoginHookResult } from "@fleet/shared";
 import { publicProcedure } from "../../trpc/init.ts";
+import { addressKey } from "../../trpc/rate-limit.ts";
 
 export const loginHook = publicProcedure
   .meta({
@@ -15,8 +16,12 @@ export const loginHook = publicProcedure
     rest: { auth: "login-hook", errors: [404] },
     noStore: true,
   })
-  // The caller first: a wrong secret answers 401 whatever the body holds (docs/api.md "Authentication").
-  .use(({ ctx, next }) => {
+  // docs/api.md "Rate limits": every call counts against its source address's limit of requests
+  // without a user's credential (the shared secret cannot be guessed at speed); then the caller,
+  // so a wrong secret answers 401 whatever the body holds (docs/api.md "Authentication").
+  .use(async ({ ctx, next }) => {
+    if (ctx.services.auth.loginHookEnabled)
+      await ctx.services.rateLimits.unauthenticated.hit(`ip:${addressKey(ctx.ip)}`);
     ctx.services.auth.assertLoginHookCaller(ctx.authorization);
     return next();
   })

@@ -9,6 +9,8 @@ import {
   type TRole,
 } from "@fleet/shared";
 import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
+import type { SessionCheck } from "./session-check.ts";
+import type { SystemTokens } from "./system-tokens.ts";
 
 /** What a verified access token grants (docs/api.md "Authentication"). */
 export interface AuthClaims {
@@ -32,6 +34,11 @@ export interface AuthClaims {
    * the credential to it (docs/api.md "Roles and scopes"); absent for a subject that is no user of ours.
    */
   role?: TRole;
+  /**
+   * The sign-in session a system token was minted from (`sid`, docs/api.md "Sign-in"): the token
+   * holds only while the session does.
+   */
+  sessionId?: string;
 }
 
 /** How one verification may spend work. */
@@ -61,6 +68,11 @@ export interface TokenVerifierOptions {
   clock?: Clock;
   /** API keys are accepted wherever a JWT is. */
   apiKeys?: ApiKeyCheck;
+  /**
+   * The system's own tokens (docs/api.md "Sign-in"), accepted beside those of the secret or the
+   * JWKS: told apart by their key id, and valid only while their session is.
+   */
+  system?: { tokens: SystemTokens; sessions: SessionCheck };
 }
 
 const ASYMMETRIC = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"];
@@ -72,7 +84,7 @@ const CACHE_LIMIT = 20_000;
  * its claims, so a repeat costs a map lookup.
  */
 export class TokenVerifier {
-  readonly #key: KeyObject | ReturnType<typeof createRemoteJWKSet>;
+  readonly #key: KeyObject | ReturnType<typeof createRemoteJWKSet> | undefined;
   readonly #algorithms: string[];
   readonly #options: TokenVerifierOptions;
   readonly #cache = new Map<string, AuthClaims>();
@@ -87,8 +99,11 @@ export class TokenVerifier {
     } else if (options.secret) {
       this.#key = createSecretKey(Buffer.from(options.secret));
       this.#algorithms = ["HS256"];
+    } else if (options.system) {
+      this.#key = undefined;
+      this.#algorithms = [];
     } else {
-      throw new Error("TokenVerifier needs a secret or a JWKS URL");
+      throw new Error("TokenVerifier needs a secret, a JWKS URL or the system's signing key");
     }
   }
 
@@ -100,7 +115,11 @@ export class TokenVerifier {
   verifiedNow(authorization: string | undefined): AuthClaims | undefined {
     if (authorization === undefined) return undefined;
     const cached = this.#cache.get(authorization);
-    if (cached) return cached.exp * 1000 > this.#clock.nowMs() ? cached : undefined;
+    if (cached) {
+      if (cached.exp * 1000 <= this.#clock.nowMs()) return undefined;
+      if (cached.sessionId === undefined) return cached;
+      return this.#options.system?.sessions.liveNow(cached.sessionId) === true ? cached : undefined;
+    }
     const apiKeys = this.#options.apiKeys;
     if (!apiKeys?.verifiedNow) return undefined;
     const token = bearerToken(authorization);
@@ -113,12 +132,27 @@ export class TokenVerifier {
     // verified JWTs are ever stored (API keys have their own cache), so a hit is one of them.
     const cached = authorization === undefined ? undefined : this.#cache.get(authorization);
     if (cached) {
-      if (cached.exp * 1000 > this.#clock.nowMs()) return cached;
+      if (cached.exp * 1000 > this.#clock.nowMs()) return this.#sessionHolds(cached);
       this.#cache.delete(authorization as string);
       throw unauthenticated("The access token has expired.");
     }
     const token = bearer(authorization);
     if (this.#options.apiKeys?.owns(token)) return this.#options.apiKeys.verify(token, options);
+    const system = this.#options.system;
+    if (system?.tokens.owns(token)) {
+      let systemPayload: JWTPayload;
+      try {
+        systemPayload = await system.tokens.verify(token, this.#clock.now());
+      } catch (error) {
+        if (error instanceof joseErrors.JWTExpired) throw unauthenticated("The access token has expired.");
+        throw unauthenticated("The access token is invalid.");
+      }
+      const claims = toClaims(systemPayload);
+      if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
+      this.#cache.set(authorization as string, claims);
+      return this.#sessionHolds(claims);
+    }
+    if (this.#key === undefined) throw unauthenticated("The access token is invalid.");
     let payload: JWTPayload;
     try {
       const result = await jwtVerify(token, this.#key as KeyObject, {
@@ -133,9 +167,20 @@ export class TokenVerifier {
       if (error instanceof joseErrors.JWTExpired) throw unauthenticated("The access token has expired.");
       throw unauthenticated("The access token is invalid.");
     }
-    const claims = toClaims(payload);
+    // A `sid` means something only in the system's own tokens.
+    const { sessionId: _ignored, ...claims } = toClaims(payload);
     if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
     this.#cache.set(authorization as string, claims);
+    return claims;
+  }
+
+  /** A system token holds while its session does (docs/api.md "Sign-in"). */
+  async #sessionHolds(claims: AuthClaims): Promise<AuthClaims> {
+    if (claims.sessionId === undefined) return claims;
+    const sessions = this.#options.system?.sessions;
+    if (!sessions || !(await sessions.live(claims.sessionId))) {
+      throw unauthenticated("The sign-in session of this access token has ended.");
+    }
     return claims;
   }
 }
@@ -179,7 +224,9 @@ const toClaims = (payload: JWTPayload): AuthClaims => {
   const scope = typeof payload.scope === "string" ? payload.scope : "";
   const tz = typeof payload.timezone === "string" && isKnownTimeZone(payload.timezone) ? payload.timezone : undefined;
   const team = typeof payload.team === "string" ? payload.team : undefined;
+  const sid = typeof payload.sid === "string" && wellFormedId(payload.sid) ? payload.sid : undefined;
   return {
+    ...(sid === undefined ? {} : { sessionId: sid }),
     userId: sub,
     organizationId: id,
     teamId: team,

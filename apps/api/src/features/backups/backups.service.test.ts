@@ -9,10 +9,11 @@ import {
   routerJobsQueue,
 } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
-import { FORWARD_JOB_KINDS } from "@fleet/shared";
+import { digestConfigExport, FORWARD_JOB_KINDS } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rejection } from "../../testing/rejections.ts";
 import { BackupsService } from "./backups.service.ts";
+import { offLoopPatch } from "./config-diff.ts";
 
 // The service tier (docs/contributing.md "Add a test"): BackupsService on a real database with the
 // real repositories and job engine, wired as wiring/routers.wiring.ts wires it.
@@ -28,7 +29,8 @@ beforeAll(async () => {
   backups = new BackupsService({
     backups: new ConfigBackupsRepository(queryOf(db)),
     routers: new RoutersRepository(db),
-    queue: (routerId) => queueBackupJob(engine, routerId),
+    queue: (routerId) => queueBackupJob(engine, db, routerId),
+    patch: offLoopPatch(),
   });
 });
 afterAll(async () => {
@@ -54,6 +56,17 @@ describe("BackupsService.take", () => {
     expect((await backupJobsOf(other.id)).map((j) => j.id)).toEqual([third.data.job_id]);
   });
 
+  it("a burst of 20 concurrent requests queues one job and answers its id to every request", async () => {
+    const owner = await makeUser(db);
+    const router = await makeRouter(db, owner);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => backups.take(owner.teamId, { router_id: router.id })),
+    );
+    const jobs = await backupJobsOf(router.id);
+    expect(jobs).toHaveLength(1);
+    expect(new Set(answers.map((a) => a.data.job_id))).toEqual(new Set([jobs[0]?.id]));
+  });
+
   it("another team's router is not found, like an unknown one, and nothing is queued", async () => {
     const owner = await makeUser(db);
     const stranger = await makeUser(db);
@@ -75,5 +88,49 @@ describe("BackupsService.take", () => {
     expect(error.status).toBe(409);
     expect(error.message).toMatch(/no assigned tunnel address/);
     expect(await databaseFingerprint(db)).toBe(before);
+  });
+});
+
+describe("BackupsService.diff", () => {
+  const store = async (routerId: string, content: string, at: number) =>
+    new ConfigBackupsRepository(queryOf(db)).insert({
+      routerId,
+      content,
+      ...digestConfigExport(content),
+      at: new Date(Date.UTC(2026, 10, 21, 12) + at * 60_000),
+    });
+  const exportOf = (lines: readonly string[]) =>
+    ["# 2026-11-21 12:00:00 by RouterOS 7.16.2", "/ip firewall filter", ...lines, ""].join("\r\n");
+
+  it("answers a unified diff computed off the event loop, without the dated first line", async () => {
+    const owner = await makeUser(db);
+    const router = await makeRouter(db, owner);
+    const first = await store(router.id, exportOf(["add chain=input action=accept"]), 0);
+    const second = await store(router.id, exportOf(["add chain=input action=drop"]), 1);
+    const patch = await backups.diff(owner.teamId, { router_id: router.id, id: second.id });
+    expect(patch.split("\n").filter((l) => /^[-+][^-+]/.test(l))).toEqual([
+      "-add chain=input action=accept",
+      "+add chain=input action=drop",
+    ]);
+    expect(patch).toContain(`--- backup-${first.id}`);
+    expect(patch).not.toContain("by RouterOS");
+  });
+
+  it("versions too far apart for the time limit answer 422 diff_too_large", async () => {
+    const owner = await makeUser(db);
+    const router = await makeRouter(db, owner);
+    // 8,000 lines that all change: quadratic for jsdiff, far beyond a 1 ms budget.
+    const lines = (tag: string) => Array.from({ length: 8_000 }, (_, i) => `add comment=${tag}-${i}`);
+    await store(router.id, exportOf(lines("a")), 0);
+    const second = await store(router.id, exportOf(lines("b")), 1);
+    const bounded = new BackupsService({
+      backups: new ConfigBackupsRepository(queryOf(db)),
+      routers: new RoutersRepository(db),
+      queue: async () => null,
+      patch: offLoopPatch(1),
+    });
+    const error = await rejection(bounded.diff(owner.teamId, { router_id: router.id, id: second.id }));
+    expect(error).toMatchObject({ status: 422, code: "diff_too_large" });
+    expect(error.message).toMatch(/too far apart/);
   });
 });

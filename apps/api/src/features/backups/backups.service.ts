@@ -13,7 +13,7 @@ import {
   type TListBackupsInput,
   type TTakeBackupInput,
 } from "@fleet/shared";
-import { createTwoFilesPatch } from "diff";
+import type { DiffPatch } from "./config-diff.ts";
 
 type StoredBackup = BackupRecord & { content: string };
 
@@ -29,6 +29,8 @@ export interface BackupsServiceDeps {
   routers: { findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null> };
   /** Queues the router's backup job (`queueBackupJob`); its id, or null when the queue refused it. */
   queue(routerId: string): Promise<string | null>;
+  /** Computes a unified diff off the event loop, bounded in time (`offLoopPatch`). */
+  patch: DiffPatch;
 }
 
 const toBackup = (b: BackupRecord): TBackup => ({
@@ -124,13 +126,13 @@ export class BackupsService {
       input.against === undefined
         ? await this.#deps.backups.previous(backup)
         : await this.#backup(router.id, input.against);
-    return createTwoFilesPatch(
-      base ? `backup-${base.id}` : "/dev/null",
-      `backup-${backup.id}`,
-      base ? normalizeConfigExport(base.content) : "",
-      normalizeConfigExport(backup.content),
-      base ? formatIsoUtc(base.createdAt) : undefined,
-      formatIsoUtc(backup.createdAt),
-    );
+    return this.#deps.patch({
+      oldName: base ? `backup-${base.id}` : "/dev/null",
+      newName: `backup-${backup.id}`,
+      oldText: base ? normalizeConfigExport(base.content) : "",
+      newText: normalizeConfigExport(backup.content),
+      oldHeader: base ? formatIsoUtc(base.createdAt) : undefined,
+      newHeader: formatIsoUtc(backup.createdAt),
+    });
   }
 }

@@ -11,10 +11,12 @@ export const diffBackup = teamProcedure("routers:read")
       summary: "What changed: a unified diff (`text/plain`)",
       description:
         "From `against` (another version of the same router; default: the version before) to this one, " +
-        "both without RouterOS's dated first comment line.",
+        "both without RouterOS's dated first comment line. Computed off the event loop within 5 s; " +
+        "versions too far apart for that answer 422 `diff_too_large`, and 503 with `Retry-After` while " +
+        "too many diffs are being computed.",
     },
     successStatus: 200,
-    rest: { text: "text/plain" },
+    rest: { text: "text/plain", errors: [503] },
   })
   .input(ZDiffBackupInput)
   .output(z.string())

@@ -19,6 +19,7 @@ beforeAll(async () => {
     WEBHOOK_ENCRYPTION_KEY: "w".repeat(32),
     ACCESS_PASSWORD_KEY: "a".repeat(32),
     TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+    METRICS_TOKEN: "scrape-token",
     ENTRY_POINT_HOST: "limits.fleet.test",
     ENTRY_POINT_PORTS: `${FIRST_PORT}-${LAST_PORT}`,
   });

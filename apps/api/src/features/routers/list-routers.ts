@@ -1,5 +1,4 @@
-import { successEnvelope, ZRouter } from "@fleet/shared";
-import { z } from "zod";
+import { ZListRoutersInput, ZRouterList } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
 import { jsend } from "../../trpc/envelopes.ts";
 
@@ -10,9 +9,12 @@ export const listRouters = teamProcedure("routers:read")
       path: "/api/routers",
       tags: ["routers"],
       summary: "List the routers of the token's team",
+      description:
+        "Without `limit`, every router; with `limit` (1..500) one page and `next_cursor` (pass it back as `cursor`). " +
+        "`q`, `status` and `sort` filter and order the list either way.",
     },
     successStatus: 200,
   })
-  .input(z.void())
-  .output(successEnvelope(z.array(ZRouter)))
-  .query(jsend(({ ctx }) => ctx.services.routers.list(ctx.teamId)));
+  .input(ZListRoutersInput)
+  .output(ZRouterList)
+  .query(jsend.page(({ ctx, input }) => ctx.services.routers.list(ctx.teamId, input)));

@@ -1,9 +1,12 @@
-import type { FaultRecord, RouterRecord } from "@fleet/db";
+import type { FaultRecord, RouterListPosition, RouterRecord } from "@fleet/db";
 import {
   formatDateTime,
   formatDuration,
   formatIsoUtc,
   formatTimeAgo,
+  breaksTextRule,
+  isUuid,
+  ROUTER_LIMITS,
   type HourlyDowntime,
   type TFault,
   type TMetric,
@@ -27,6 +30,7 @@ export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
   }
   return {
     id: router.id,
+    name: router.name,
     identity: router.identity,
     serial_number: router.serialNumber,
     software_version: router.softwareVersion,
@@ -40,6 +44,7 @@ export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
     board_name: router.boardName,
     last_seen_at: router.lastSeenAt ? formatDateTime(router.lastSeenAt) : null,
     created_at: formatDateTime(router.createdAt),
+    tags: router.tags,
   };
 };
 
@@ -77,7 +82,12 @@ export const toMetadataResponse = (
     // TUNNEL_MODE=wireguard only: in external mode the system knows nothing of the tunnel's state.
     ...(tunnelNow
       ? {
-          tunnel_status: tunnelStatus(router.tunnelBound === true, router.tunnelHandshakeAt ?? null, tunnelNow),
+          tunnel_status: tunnelStatus(
+            router.tunnelBound === true,
+            router.tunnelHandshakeAt ?? null,
+            router.tunnelAnsweredAt ?? null,
+            tunnelNow,
+          ),
           tunnel_handshake_at: router.tunnelHandshakeAt ? formatIsoUtc(router.tunnelHandshakeAt) : null,
         }
       : {}),
@@ -91,3 +101,32 @@ export const toMetricResponse = (hour: HourlyDowntime): TMetric => ({
 });
 
 export const toFault = (fault: FaultRecord): TFault => toFaultResponse(fault);
+
+/** Where a list page ended, opaque to clients: the sort, its key and the id (docs/api.md "Listing a fleet"). */
+export const encodeListCursor = (position: RouterListPosition): string =>
+  Buffer.from(
+    JSON.stringify(
+      position.sort === "name"
+        ? ["name", position.name, position.id]
+        : ["last_seen", position.lastSeenMicros, position.id],
+    ),
+  ).toString("base64url");
+
+/** The position a cursor names; null when it is not one {@link encodeListCursor} made. */
+export const decodeListCursor = (cursor: string): RouterListPosition | null => {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(value) || value.length !== 3) return null;
+  const [sort, key, id] = value as unknown[];
+  if (typeof id !== "string" || !isUuid(id)) return null;
+  // A name as enrollment stores it (nothing a text column refuses, such as NUL, reaches the query).
+  if (sort === "name" && typeof key === "string" && key.length <= ROUTER_LIMITS.name && !breaksTextRule(key))
+    return { sort, name: key, id };
+  if (sort === "last_seen" && (key === null || (typeof key === "string" && /^\d{1,19}$/.test(key))))
+    return { sort, lastSeenMicros: key, id };
+  return null;
+};

@@ -31,6 +31,7 @@ import {
   parseTunnelNetwork,
   ROUTER_LIMITS,
   systemClock,
+  type TListRoutersInput,
   type TRouterStatusEvent,
   type TunnelNetwork,
 } from "@fleet/shared";
@@ -253,7 +254,7 @@ describe("RouterService.enroll (service tier)", () => {
     const third = await rejection(routers.enroll(claims(owner), owner.teamId, {}, SYSTEM_ORIGIN));
     expect(third).toMatchObject({ code: "payment_required", extra: { trial_routers: 2 } });
     expect(await databaseFingerprint(db)).toBe(before);
-    expect(await routers.list(owner.teamId)).toHaveLength(2);
+    expect((await routers.list(owner.teamId)).data).toHaveLength(2);
   });
 
   it("enrolls nothing when the subscription's first charge fails (docs/billing.md, Failed payments)", async () => {
@@ -264,7 +265,7 @@ describe("RouterService.enroll (service tier)", () => {
     const refused = await rejection(routers.enroll(claims(owner), owner.teamId, { name: "edge" }, SYSTEM_ORIGIN));
     expect(refused).toMatchObject({ code: "payment_required", extra: { subscription_status: "incomplete" } });
     expect(refused.message).toMatch(/^The first charge of the subscription failed/);
-    expect(await routers.list(owner.teamId)).toEqual([]);
+    expect((await routers.list(owner.teamId)).data).toEqual([]);
     const rows = await db.query("select id from routers where organization_id = $1", [owner.organizationId]);
     expect(rows).toEqual([]);
   });
@@ -356,7 +357,7 @@ describe("RouterService.remove (service tier)", () => {
     } finally {
       unsubscribe();
     }
-    expect(await routers.list(owner.teamId)).toEqual([]);
+    expect((await routers.list(owner.teamId)).data).toEqual([]);
     expect(await auditActions(router.id)).toEqual(["router.enrolled", "router.removed"]);
     expect(await listRouterJobs(db, { routerId: router.id })).toMatchObject([
       { kind: "router.offboard", routerId: router.id, state: "created" },
@@ -519,6 +520,198 @@ describe("RouterService metadata and reads (service tier)", () => {
       }
     }
     expect(await databaseFingerprint(db)).toBe(before);
-    expect((await routers.list(stranger.teamId)).map((r) => r.id)).not.toContain(router.id);
+    expect((await routers.list(stranger.teamId)).data.map((r) => r.id)).not.toContain(router.id);
+  });
+});
+
+describe('RouterService list and get (docs/api.md "Listing a fleet")', () => {
+  /** Every page of `input` at `limit`, following next_cursor to the end. */
+  const allPages = async (
+    routers: RouterService,
+    teamId: string,
+    limit: number,
+    input: Omit<TListRoutersInput & object, "limit" | "cursor"> = {},
+  ) => {
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await routers.list(teamId, { ...input, limit, ...(cursor === undefined ? {} : { cursor }) });
+      pages.push(page.data.map((r) => r.name));
+      if (page.next_cursor === null) return pages;
+      expect(page.next_cursor).toEqual(expect.any(String));
+      cursor = page.next_cursor ?? undefined;
+    }
+  };
+
+  /** `count` routers named `prefix-00001`... in one statement (enough rows to page without a slow setup). */
+  const manyRouters = async (owner: Owner, count: number, prefix: string) => {
+    await db.query(
+      `with r as (
+         insert into routers (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
+         select gen_random_uuid(), $1, $2, $3 || '-' || lpad(i::text, 5, '0'), md5(random()::text || i::text) || md5(i::text), now()
+         from generate_series(1, $4::int) i returning id
+       )
+       insert into router_liveness (router_id, has_pulse) select id, false from r`,
+      [owner.organizationId, owner.teamId, prefix, count],
+    );
+  };
+
+  it("answers the whole team without limit, by name case-insensitively, carrying the enrollment name", async () => {
+    const { routers } = service();
+    const owner = await makeUser(db);
+    for (const name of ["delta", "Bravo", "alpha", "", "Charlie"]) await makeRouter(db, owner, { name });
+    const all = await routers.list(owner.teamId);
+    expect(all).not.toHaveProperty("next_cursor");
+    expect(all.data.map((r) => r.name)).toEqual(["", "alpha", "Bravo", "Charlie", "delta"]);
+  });
+
+  it("pages by name through ties, the last page's next_cursor null, the pages together the whole list", async () => {
+    const { routers } = service();
+    const owner = await makeUser(db);
+    for (const name of ["e", "a", "c", "c", "C", "b", "d"]) await makeRouter(db, owner, { name });
+    const whole = (await routers.list(owner.teamId)).data.map((r) => r.name);
+    const pages = await allPages(routers, owner.teamId, 3);
+    expect(pages.map((p) => p.length)).toEqual([3, 3, 1]);
+    expect(pages.flat()).toEqual(whole);
+    const ids = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const page = await routers.list(owner.teamId, { limit: 2, ...(cursor === undefined ? {} : { cursor }) });
+      for (const r of page.data) ids.add(r.id);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+    expect(ids.size).toBe(7);
+    // A page that ends exactly at the last router says so.
+    expect((await routers.list(owner.teamId, { limit: 7 })).next_cursor).toBeNull();
+    expect((await routers.list(owner.teamId, { limit: 6 })).next_cursor).toEqual(expect.any(String));
+  });
+
+  it("pages 501 routers as 500 and 1 at limit 500", async () => {
+    const { routers } = service();
+    const owner = await makeUser(db);
+    await manyRouters(owner, 501, "fleet");
+    const first = await routers.list(owner.teamId, { limit: 500 });
+    expect(first.data).toHaveLength(500);
+    expect(first.data.at(-1)?.name).toBe("fleet-00500");
+    const second = await routers.list(owner.teamId, { limit: 500, cursor: first.next_cursor ?? "" });
+    expect(second.data.map((r) => r.name)).toEqual(["fleet-00501"]);
+    expect(second.next_cursor).toBeNull();
+    expect((await routers.list(owner.teamId)).data).toHaveLength(501);
+  });
+
+  it("searches identity, name, serial number, model and last-seen address as case-insensitive substrings", async () => {
+    const { routers } = service();
+    const owner = await makeUser(db);
+    const byIdentity = await makeRouter(db, owner, { name: "r1", identity: "Core-GW" });
+    const byName = await makeRouter(db, owner, { name: "Branch office" });
+    const bySerial = await makeRouter(db, owner, { name: "r3", serialNumber: "HF2090SN" });
+    const byModel = await makeRouter(db, owner, { name: "r4", model: "RB5009UG+S+IN" });
+    const byAddress = await makeRouter(db, owner, { name: "r5", lastSeenFrom: "203.0.113.77" });
+    const literal = await makeRouter(db, owner, { name: "100%_off" });
+    const ids = async (q: string) => (await routers.list(owner.teamId, { q })).data.map((r) => r.id);
+    expect(await ids("core-gw")).toEqual([byIdentity.id]);
+    expect(await ids("BRANCH")).toEqual([byName.id]);
+    expect(await ids("2090sn")).toEqual([bySerial.id]);
+    expect(await ids("5009ug")).toEqual([byModel.id]);
+    expect(await ids("113.77")).toEqual([byAddress.id]);
+    // LIKE's wildcards are literal characters in q.
+    expect(await ids("%_")).toEqual([literal.id]);
+    expect(await ids("0_o")).toEqual([]);
+    expect(await ids("nothing-like-it")).toEqual([]);
+    const paged = await routers.list(owner.teamId, { q: "r", limit: 2 });
+    expect(paged.data.map((r) => r.name)).toEqual(["Branch office", "r1"]);
+  });
+
+  it("filters by status online and offline", async () => {
+    const { routers } = service();
+    const owner = await makeUser(db);
+    const up = await makeRouter(db, owner, { name: "up", hasPulse: true });
+    const down = await makeRouter(db, owner, { name: "down", hasPulse: false });
+    // A router that never sent a heartbeat has no liveness row: offline.
+    const enrolled = await makeRouter(db, owner, { name: "new" });
+    await db.query("delete from router_liveness where router_id = $1", [enrolled.id]);
+    expect(await routers.counts(owner.teamId)).toEqual({ total: 3, online: 1, offline: 2 });
+    expect((await routers.list(owner.teamId, { status: "online" })).data.map((r) => r.id)).toEqual([up.id]);
+    expect((await routers.list(owner.teamId, { status: "offline" })).data.map((r) => r.id)).toEqual([
+      down.id,
+      enrolled.id,
+    ]);
+  });
+
+  it("sorts by last_seen, most recent first and never seen last, paging through equal times", async () => {
+    const { routers } = service();
+    const owner = await makeUser(db);
+    const at = (ms: number) => new Date(T0.getTime() - ms);
+    await makeRouter(db, owner, { name: "old", lastSeenAt: at(60_000) });
+    await makeRouter(db, owner, { name: "never-1", lastSeenAt: null });
+    await makeRouter(db, owner, { name: "recent", lastSeenAt: at(1_000) });
+    await makeRouter(db, owner, { name: "same-a", lastSeenAt: at(5_000) });
+    await makeRouter(db, owner, { name: "same-b", lastSeenAt: at(5_000) });
+    await makeRouter(db, owner, { name: "never-2", lastSeenAt: null });
+    const whole = (await routers.list(owner.teamId, { sort: "last_seen" })).data.map((r) => r.name);
+    expect(whole.slice(0, 1)).toEqual(["recent"]);
+    expect(new Set(whole.slice(1, 3))).toEqual(new Set(["same-a", "same-b"]));
+    expect(whole.slice(3, 4)).toEqual(["old"]);
+    expect(new Set(whole.slice(4))).toEqual(new Set(["never-1", "never-2"]));
+    for (const limit of [1, 2, 4]) {
+      expect((await allPages(routers, owner.teamId, limit, { sort: "last_seen" })).flat()).toEqual(whole);
+    }
+    // Times a microsecond apart: a cursor rounded to the millisecond would skip or repeat one.
+    const micro = await makeUser(db);
+    for (const name of ["m0", "m1", "m2"]) await makeRouter(db, micro, { name, lastSeenAt: at(2_000) });
+    await db.query(
+      `update router_liveness l set last_seen_at = l.last_seen_at + (right(r.name, 1)::int * interval '1 microsecond')
+       from routers r where r.id = l.router_id and r.team_id = $1`,
+      [micro.teamId],
+    );
+    expect((await allPages(routers, micro.teamId, 1, { sort: "last_seen" })).flat()).toEqual(["m2", "m1", "m0"]);
+  });
+
+  it("refuses a cursor it did not hand out, or one of another sort, naming cursor", async () => {
+    const { routers } = service();
+    const owner = await makeUser(db);
+    for (const name of ["a", "b", "c"]) await makeRouter(db, owner, { name });
+    const byName = await routers.list(owner.teamId, { limit: 1 });
+    const nul = Buffer.from(JSON.stringify(["name", "a\u0000", crypto.randomUUID()])).toString("base64url");
+    const badId = Buffer.from(JSON.stringify(["name", "a", "not-a-uuid"])).toString("base64url");
+    const badTime = Buffer.from(JSON.stringify(["last_seen", "1e9", crypto.randomUUID()])).toString("base64url");
+    for (const [cursor, sort] of [
+      ["garbage", undefined],
+      ["", undefined],
+      [nul, undefined],
+      [badId, undefined],
+      [badTime, "last_seen"],
+      [byName.next_cursor ?? "", "last_seen"],
+    ] as const) {
+      const refused = await rejection(routers.list(owner.teamId, { limit: 1, cursor, ...(sort ? { sort } : {}) }));
+      expect(refused).toMatchObject({ code: "validation_failed", fields: { cursor: [expect.any(String)] } });
+    }
+  });
+
+  it("never shows another team's routers, and get answers one router of the team or not_found", async () => {
+    const { routers } = service();
+    const owner = await makeUser(db);
+    const stranger = await makeUser(db);
+    const mine = await makeRouter(db, owner, { name: "shared-name", identity: "gw" });
+    const theirs = await makeRouter(db, stranger, { name: "shared-name", identity: "gw" });
+    expect((await routers.list(owner.teamId, { q: "shared" })).data.map((r) => r.id)).toEqual([mine.id]);
+    // A cursor only names a position: followed in another team it pages that team alone.
+    const page = await routers.list(stranger.teamId, { limit: 1 });
+    expect(page.data.map((r) => r.id)).toEqual([theirs.id]);
+    expect(page.next_cursor).toBeNull();
+    const cursor = Buffer.from(JSON.stringify(["name", "", crypto.randomUUID()])).toString("base64url");
+    expect((await routers.list(stranger.teamId, { limit: 5, cursor })).data.map((r) => r.id)).toEqual([theirs.id]);
+    expect(await routers.get(owner.teamId, mine.id)).toMatchObject({
+      id: mine.id,
+      name: "shared-name",
+      identity: "gw",
+    });
+    for (const [teamId, routerId] of [
+      [owner.teamId, theirs.id],
+      [owner.teamId, crypto.randomUUID()],
+      [owner.teamId, "not-a-uuid"],
+    ] as const) {
+      expect(await rejection(routers.get(teamId, routerId))).toMatchObject({ code: "not_found" });
+    }
   });
 });

@@ -9,6 +9,8 @@ import {
   type NewRouter,
   type Query,
   queueRouterJob,
+  type RouterListFilter,
+  type RouterListRow,
   type RouterRecord,
   TunnelIpTakenError,
 } from "@fleet/db";
@@ -25,9 +27,12 @@ import {
   type TEnrolledRouter,
   type TPlatformScope,
   type TEnrollRouterInput,
+  type TUpdateRouterInput,
   type TFault,
+  type TListRoutersInput,
   type TMetric,
   type TRouter,
+  type TRouterCounts,
   type TRouterMetadata,
   type TRouterStatusEvent,
   type TUpdateRouterMetadataInput,
@@ -37,7 +42,14 @@ import {
 import type { Logger } from "pino";
 import type { AuthClaims } from "../auth/token-verifier.ts";
 import type { AdoptionService } from "./adoption/adoption.service.ts";
-import { toFault, toMetadataResponse, toMetricResponse, toRouterResponse } from "./routers.mapper.ts";
+import {
+  decodeListCursor,
+  encodeListCursor,
+  toFault,
+  toMetadataResponse,
+  toMetricResponse,
+  toRouterResponse,
+} from "./routers.mapper.ts";
 import type { ServiceClearance } from "./service-clearance.ts";
 import {
   checkRequestedTunnelIp,
@@ -48,7 +60,9 @@ import {
 
 /** The persistence the service needs (RoutersRepository in production). */
 export interface RouterStore extends TunnelAddressStore {
-  listByTeam(teamId: string): Promise<RouterRecord[]>;
+  listByTeam(filter: RouterListFilter): Promise<RouterListRow[]>;
+  updateTags(teamId: string, routerId: string, tags: readonly string[]): Promise<RouterRecord | null>;
+  countByTeam(teamId: string): Promise<{ total: number; online: number }>;
   findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
   insert(input: NewRouter, query: Query): Promise<RouterRecord>;
   deleteInTeam(query: Query, teamId: string, routerId: string): Promise<DeletedRouter | null>;
@@ -122,9 +136,61 @@ export class RouterService {
     this.#deps = deps;
   }
 
-  async list(teamId: string): Promise<TRouter[]> {
+  /**
+   * docs/api.md "Listing a fleet": the team's routers, filtered and sorted; without `limit` all of
+   * them, with it one page and `next_cursor` (null on the last page).
+   */
+  async list(teamId: string, input: TListRoutersInput = {}): Promise<{ data: TRouter[]; next_cursor?: string | null }> {
+    const sort = input.sort ?? "name";
+    const after = input.cursor === undefined ? undefined : decodeListCursor(input.cursor);
+    if (after === null || (after && after.sort !== sort)) {
+      throw new AppError("validation_failed", "The cursor is not one this API handed out for this sort.", {
+        fields: { cursor: ["must be a next_cursor from a previous page of the same sort"] },
+      });
+    }
+    const limit = input.limit;
+    // One row more than asked tells whether another page exists.
+    const rows = await this.#deps.routers.listByTeam({
+      teamId,
+      q: input.q,
+      status: input.status,
+      tag: input.tag,
+      sort,
+      after,
+      limit: limit === undefined ? undefined : limit + 1,
+    });
     const now = this.#deps.clock.now();
-    return (await this.#deps.routers.listByTeam(teamId)).map((r) => toRouterResponse(r, now));
+    const page = limit === undefined ? rows : rows.slice(0, limit);
+    const data = page.map((row) => toRouterResponse(row.router, now));
+    if (limit === undefined) return { data };
+    const last = page.at(-1);
+    return { data, next_cursor: rows.length > limit && last ? encodeListCursor(last.position) : null };
+  }
+
+  /** docs/api.md "tRPC": the team's router counts (the console's fleet header). */
+  async counts(teamId: string): Promise<TRouterCounts> {
+    const { total, online } = await this.#deps.routers.countByTeam(teamId);
+    return { total, online, offline: total - online };
+  }
+
+  /**
+   * `PATCH /api/routers/{id}`: the router's own fields (docs/api.md "Routers"). `tags` replaces the
+   * list (duplicates collapse, order kept); a field left out is left alone.
+   */
+  async update(teamId: string, input: TUpdateRouterInput): Promise<TRouter> {
+    const updated =
+      input.tags !== undefined
+        ? await this.#deps.routers.updateTags(teamId, input.router_id, [...new Set(input.tags)])
+        : await this.#deps.routers.findInTeam(teamId, input.router_id);
+    if (!updated) throw notFound();
+    return toRouterResponse(updated, this.#deps.clock.now());
+  }
+
+  /** docs/api.md "Routers": one router of the team; unknown, malformed and other teams' ids: 404. */
+  async get(teamId: string, routerId: string): Promise<TRouter> {
+    const router = await this.#deps.routers.findInTeam(teamId, routerId);
+    if (!router) throw notFound();
+    return toRouterResponse(router, this.#deps.clock.now());
   }
 
   /**

@@ -67,6 +67,7 @@ describe("POST /api/routers", () => {
     const { router, heartbeat_token: token } = res.body.data;
     expect(router).toEqual({
       id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+      name: "Office",
       identity: "",
       serial_number: "",
       software_version: "",
@@ -80,6 +81,7 @@ describe("POST /api/routers", () => {
       board_name: "",
       last_seen_at: null,
       created_at: "2026-11-21 13:20:00",
+      tags: [],
     });
     expect(token).toMatch(/^hb_[A-Za-z0-9_-]{43}$/);
     // A tunnel address assigned from the default TUNNEL_NETWORK 100.64.0.0/10, never claimed by the router.
@@ -165,6 +167,63 @@ describe("GET /api/routers", () => {
     const empty = await h.request("GET", "/api/routers", { token: (await h.login()).token });
     expect(empty.body).toEqual({ status: "success", data: [] });
   });
+
+  // Paging, search and sort rules: routers.service.test.ts; here the HTTP face.
+  it("pages with limit and cursor: next_cursor beside data, null on the last page", async () => {
+    const user = await h.login();
+    for (const name of ["b", "a", "c"]) await makeRouter(h.db, user, { name });
+    const first = await h.request("GET", "/api/routers?limit=2", { token: user.token });
+    expect(first.status).toBe(200);
+    expect(Object.keys(first.body)).toEqual(["status", "data", "next_cursor"]);
+    expect(first.body.data.map((r: { name: string }) => r.name)).toEqual(["a", "b"]);
+    const next = await h.request("GET", `/api/routers?limit=2&cursor=${encodeURIComponent(first.body.next_cursor)}`, {
+      token: user.token,
+    });
+    expect(next.body).toMatchObject({ status: "success", data: [{ name: "c" }], next_cursor: null });
+    const filtered = await h.request("GET", "/api/routers?q=B&status=online&sort=last_seen", { token: user.token });
+    expect(filtered.body).toEqual({ status: "success", data: [expect.objectContaining({ name: "b" })] });
+    const edge = await h.request("GET", "/api/routers?limit=500", { token: user.token });
+    expect(edge.body).toMatchObject({ status: "success", next_cursor: null });
+  });
+
+  it("answers 422 naming the bad value: limit 0, 501 or not a number, status, sort, cursor", async () => {
+    const user = await h.login();
+    for (const [query, field] of [
+      ["limit=0", "limit"],
+      ["limit=501", "limit"],
+      ["limit=ten", "limit"],
+      ["limit=1.5", "limit"],
+      ["status=up", "status"],
+      ["sort=created", "sort"],
+      ["cursor=garbage&limit=5", "cursor"],
+      ["q=%00", "q"],
+    ]) {
+      const res = await h.request("GET", `/api/routers?${query}`, { token: user.token });
+      expect([query, res.status]).toEqual([query, 422]);
+      expect(res.body).toMatchObject({ status: "fail", data: { [field as string]: expect.any(String) } });
+    }
+  });
+});
+
+describe("GET /api/routers/{router_id}", () => {
+  it("answers one router in the JSend envelope, 404 for another team's, and needs routers:read", async () => {
+    const user = await billedUser();
+    const stranger = await h.login();
+    const { router } = await enroll(user, { name: "Branch" });
+    const res = await h.request("GET", `/api/routers/${router.id}`, { token: user.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      status: "success",
+      data: expect.objectContaining({ id: router.id, name: "Branch", has_pulse: false, last_seen: "never" }),
+    });
+    const list = await h.request("GET", "/api/routers", { token: user.token });
+    expect(list.body.data).toEqual([res.body.data]);
+    const foreign = await h.request("GET", `/api/routers/${router.id}`, { token: stranger.token });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toMatchObject({ status: "fail", message: "Router not found." });
+    const noScope = await h.login(undefined, { scope: "account:read" });
+    expect((await h.request("GET", `/api/routers/${router.id}`, { token: noScope.token })).status).toBe(403);
+  });
 });
 
 describe("team scoping", () => {
@@ -180,6 +239,7 @@ describe("team scoping", () => {
         ["GET", `/api/routers/${id}/metrics`],
         ["GET", `/api/routers/${id}/faults`],
         ["GET", `/api/routers/${id}/oem`],
+        ["GET", `/api/routers/${id}`],
         ["DELETE", `/api/routers/${id}`],
       ] as Array<[string, string, object?]>) {
         const res = await h.request(method, path, { token: stranger.token, ...(body ? { body } : {}) });
@@ -407,6 +467,10 @@ describe("tRPC", () => {
     expect(enrolled.status).toBe("success");
     const id = enrolled.data.router.id;
     expect((await client.routers.list.query()).data.map((r) => r.id)).toEqual([id]);
+    const page = await client.routers.list.query({ limit: 1, q: "VIA", sort: "last_seen" });
+    expect(page).toEqual({ status: "success", data: [expect.objectContaining({ id })], next_cursor: null });
+    expect((await client.routers.get.query({ router_id: id })).data).toMatchObject({ id, name: "via trpc" });
+    expect(await client.routers.counts.query()).toEqual({ total: 1, online: 0, offline: 1 });
     expect((await client.routers.metadata.query({ router_id: id })).data.name).toBe("via trpc");
     expect((await client.routers.updateMetadata.mutate({ router_id: id, timezone: "UTC" })).data.timezone).toBe("UTC");
     expect((await client.routers.metrics.query({ router_id: id })).data).toHaveLength(24);
@@ -466,7 +530,10 @@ describe("OpenAPI", () => {
   it("documents every router path", async () => {
     const doc = (await h.request("GET", "/openapi.json")).body;
     expect(Object.keys(doc.paths["/api/routers"])).toEqual(expect.arrayContaining(["get", "post"]));
-    expect(Object.keys(doc.paths["/api/routers/{router_id}"])).toContain("delete");
+    expect(Object.keys(doc.paths["/api/routers/{router_id}"])).toEqual(expect.arrayContaining(["get", "delete"]));
+    expect(doc.paths["/api/routers"].get.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(["limit", "cursor", "q", "status", "sort"]),
+    );
     expect(Object.keys(doc.paths["/api/routers/{router_id}/metadata"])).toEqual(
       expect.arrayContaining(["get", "patch"]),
     );

@@ -15,6 +15,15 @@ export class TeamResolver {
     this.#identity = identity;
   }
 
+  /**
+   * The team a credential is bound to (a token's `team` claim, an API key made with one), checked as
+   * `resolve` checks it; undefined for an organization-wide credential. Organization-wide things
+   * (the audit log, webhooks) are narrowed to this team (docs/api.md "Audit log and webhooks").
+   */
+  async bound(auth: AuthClaims): Promise<string | undefined> {
+    return auth.teamId === undefined ? undefined : this.resolve(auth);
+  }
+
   async resolve(auth: AuthClaims): Promise<string> {
     const key = `${auth.organizationId}:${auth.teamId ?? ""}`;
     const cached = this.#cache.get(key);

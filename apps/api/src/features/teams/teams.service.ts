@@ -5,7 +5,6 @@ import {
   formatIsoUtc,
   type TCreateTeamInput,
   TENANCY_LIMITS,
-  type TMoveRouterInput,
   type TTeam,
   type TTeamList,
   type TUpdateTeamInput,
@@ -100,7 +99,10 @@ export class TeamsService {
    * Moves a router to another team of its organization (docs/api.md "Teams"), for a credential
    * that is not bound to a team (one that is reaches only its own team).
    */
-  async moveRouter(auth: AuthClaims, input: TMoveRouterInput): Promise<{ id: string; team_id: string }> {
+  async moveRouter(
+    auth: AuthClaims,
+    input: { router_id: string; team_id: string },
+  ): Promise<{ id: string; team_id: string }> {
     if (auth.teamId !== undefined) {
       throw new AppError("forbidden", "A credential bound to a team cannot move routers between teams.");
     }

@@ -19,4 +19,13 @@ export const createWebhook = authedProcedure("routers:write")
   })
   .input(ZCreateWebhookInput)
   .output(successEnvelope(ZCreatedWebhook))
-  .mutation(jsend(({ ctx, input }) => ctx.services.webhooks.create(ctx.auth.organizationId, auditOrigin(ctx), input)));
+  .mutation(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.webhooks.create(
+        ctx.auth.organizationId,
+        auditOrigin(ctx),
+        input,
+        await ctx.services.teams.bound(ctx.auth),
+      ),
+    ),
+  );

@@ -15,5 +15,6 @@ export const deleteWebhook = authedProcedure("routers:write")
   .input(ZIdPath)
   .output(ZNoContent)
   .mutation(async ({ ctx, input }) => {
-    await ctx.services.webhooks.delete(ctx.auth.organizationId, input.id, auditOrigin(ctx));
+    const teamId = await ctx.services.teams.bound(ctx.auth);
+    await ctx.services.webhooks.delete(ctx.auth.organizationId, input.id, auditOrigin(ctx), teamId);
   });

@@ -15,4 +15,8 @@ export const listWebhookDeliveries = authedProcedure("routers:read")
   })
   .input(ZIdPath)
   .output(successEnvelope(z.array(ZWebhookDelivery)))
-  .query(jsend(({ ctx, input }) => ctx.services.webhooks.deliveries(ctx.auth.organizationId, input.id)));
+  .query(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.webhooks.deliveries(ctx.auth.organizationId, input.id, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

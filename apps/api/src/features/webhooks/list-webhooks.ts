@@ -10,4 +10,8 @@ export const listWebhooks = authedProcedure("routers:read")
   })
   .input(z.void())
   .output(successEnvelope(z.array(ZWebhook)))
-  .query(jsend(({ ctx }) => ctx.services.webhooks.list(ctx.auth.organizationId)));
+  .query(
+    jsend(async ({ ctx }) =>
+      ctx.services.webhooks.list(ctx.auth.organizationId, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

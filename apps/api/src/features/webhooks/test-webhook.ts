@@ -16,5 +16,5 @@ export const testWebhook = authedProcedure("routers:write")
   .output(successEnvelope(ZWebhookDelivery))
   .mutation(async ({ ctx, input }) => ({
     status: "success" as const,
-    data: await ctx.services.webhooks.test(ctx.auth.organizationId, input.id),
+    data: await ctx.services.webhooks.test(ctx.auth.organizationId, input.id, await ctx.services.teams.bound(ctx.auth)),
   }));

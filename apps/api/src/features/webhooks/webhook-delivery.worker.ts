@@ -192,6 +192,7 @@ export class WebhookDeliveryWorker {
         occurredAt: now,
         action: "webhook.disabled",
         actor: SYSTEM_ORIGIN.actor,
+        teamId: disabled.teamId,
         target: { type: "webhook", id: webhookId },
         details: {
           url: disabled.url,

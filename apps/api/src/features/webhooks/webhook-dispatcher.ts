@@ -69,7 +69,8 @@ export class WebhookDispatcher {
   /**
    * One dispatcher pass: takes up to `limit` undispatched audit entries (SKIP LOCKED, so API
    * processes share the work), queues a delivery for every enabled webhook of the entry's
-   * organization that subscribes to its action, and marks the entries dispatched: all in one
+   * organization that subscribes to its action (a team's webhook: only to that team's entries,
+   * docs/api.md "Audit log and webhooks"), and marks the entries dispatched: all in one
    * transaction, so an entry is either fully handed to the queue or still in the outbox.
    * Returns how many entries it took.
    */
@@ -89,6 +90,7 @@ export class WebhookDispatcher {
           .filter(
             (hook) =>
               hook.organizationId === entry.organizationId &&
+              (hook.teamId === null || hook.teamId === entry.teamId) &&
               (hook.events.includes("*") || hook.events.includes(entry.action)),
           )
           .map((hook) => ({

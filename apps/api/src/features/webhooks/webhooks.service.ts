@@ -51,10 +51,12 @@ export class WebhooksService {
     this.#d = deps;
   }
 
+  /** `teamId`: the creating credential's team, when it is bound to one; the webhook then belongs to it. */
   async create(
     organizationId: string,
     origin: AuditOrigin,
     input: TCreateWebhookInput,
+    teamId?: string,
   ): Promise<TWebhook & { secret: string }> {
     const target = await (this.#d.checkUrl ?? checkWebhookUrl)(input.url, this.#d.allowPrivate);
     if (!target.ok) {
@@ -71,6 +73,7 @@ export class WebhooksService {
       if ((await webhooks.countForOrganization(organizationId)) >= max) return null;
       const created = await webhooks.insert({
         organizationId,
+        teamId: teamId ?? null,
         url: target.url.toString(),
         events: input.events.includes("*") ? ["*"] : [...new Set(input.events)],
         description: input.description ?? "",
@@ -83,6 +86,7 @@ export class WebhooksService {
         occurredAt: now,
         action: "webhook.created",
         actor: origin.actor,
+        teamId: created.teamId,
         sourceIp: origin.sourceIp,
         target: { type: "webhook", id: created.id },
         details: { url: created.url, events: created.events, format: created.format },
@@ -103,20 +107,25 @@ export class WebhooksService {
     return { ...toWebhookResponse(webhook), secret };
   }
 
-  async list(organizationId: string): Promise<TWebhook[]> {
-    return (await this.#read().list(organizationId)).map(toWebhookResponse);
+  /**
+   * With `teamId` (a team-bound credential) every method below sees only that team's webhooks:
+   * another's answers 404 as another organization's does.
+   */
+  async list(organizationId: string, teamId?: string): Promise<TWebhook[]> {
+    return (await this.#read().list(organizationId, teamId)).map(toWebhookResponse);
   }
 
-  async delete(organizationId: string, id: string, origin: AuditOrigin): Promise<void> {
+  async delete(organizationId: string, id: string, origin: AuditOrigin, teamId?: string): Promise<void> {
     const now = this.#d.clock.now();
     const deleted = await this.#d.db.transaction(async (query) => {
-      const removed = await new WebhooksRepository(query).delete(organizationId, id);
+      const removed = await new WebhooksRepository(query).delete(organizationId, id, teamId);
       if (!removed) return false;
       await insertAuditEntry(query, {
         organizationId,
         occurredAt: now,
         action: "webhook.deleted",
         actor: origin.actor,
+        teamId: removed.teamId,
         sourceIp: origin.sourceIp,
         target: { type: "webhook", id },
         details: { url: removed.url },
@@ -128,8 +137,8 @@ export class WebhooksService {
   }
 
   /** Queues a `webhook.test` event to this webhook only; answers the pending delivery. */
-  async test(organizationId: string, id: string): Promise<TWebhookDelivery> {
-    const webhook = await this.#read().get(organizationId, id);
+  async test(organizationId: string, id: string, teamId?: string): Promise<TWebhookDelivery> {
+    const webhook = await this.#read().get(organizationId, id, teamId);
     if (!webhook) throw notFound();
     if (webhook.disabledAt) {
       throw new AppError(
@@ -156,9 +165,9 @@ export class WebhooksService {
     return toDeliveryResponse(delivery);
   }
 
-  async deliveries(organizationId: string, id: string): Promise<TWebhookDelivery[]> {
+  async deliveries(organizationId: string, id: string, teamId?: string): Promise<TWebhookDelivery[]> {
     const webhooks = this.#read();
-    const webhook = await webhooks.get(organizationId, id);
+    const webhook = await webhooks.get(organizationId, id, teamId);
     if (!webhook) throw notFound();
     return (await webhooks.deliveries(webhook.id, EVENT_LIMITS.deliveryPage)).map(toDeliveryResponse);
   }

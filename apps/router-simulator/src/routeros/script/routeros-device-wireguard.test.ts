@@ -102,21 +102,29 @@ describe("the adoption script's management tunnel (TUNNEL_MODE=wireguard)", () =
     d.stop();
   });
 
-  it("run twice leaves one of each object and keeps the router's key (its binding stays valid)", async () => {
+  it("run twice leaves one of each object, and every run makes the router a new key", async () => {
     const changes: number[] = [];
     const { d, requests } = device(async (dev) => {
       changes.push(dev.items("interface wireguard peers").length);
     });
+    // A key someone else knows (a previous owner's, or one set by hand) is not kept.
+    await d.run(`/interface wireguard add name=fleet-wg comment="mine"`);
+    const known = props(d, "interface wireguard")[0]?.["public-key"];
     await d.run(adoptionScript(INPUT));
     const key = props(d, "interface wireguard")[0]?.["public-key"];
+    expect(isWireguardKey(key)).toBe(true);
+    expect(key).not.toBe(known);
     await d.run(adoptionScript(INPUT));
     expect(props(d, "interface wireguard")).toHaveLength(1);
-    expect(props(d, "interface wireguard")[0]?.["public-key"]).toBe(key);
+    const second = props(d, "interface wireguard")[0]?.["public-key"];
+    expect(isWireguardKey(second)).toBe(true);
+    expect(second).not.toBe(key);
     expect(props(d, "interface wireguard peers")).toHaveLength(1);
     expect(props(d, "ip address")).toHaveLength(1);
     expect(props(d, "ip route")).toHaveLength(1);
     expect(props(d, "ip firewall filter")).toHaveLength(2);
-    expect(requests.map((r) => JSON.parse(r.body ?? "{}").wireguard_public_key)).toEqual([key, key]);
+    // Each run's heartbeat carries the key that run made.
+    expect(requests.map((r) => JSON.parse(r.body ?? "{}").wireguard_public_key)).toEqual([key, second]);
     expect(changes.length).toBeGreaterThan(0);
     d.stop();
   });

@@ -74,6 +74,7 @@ describe("adoption configuration", () => {
       WEBHOOK_ENCRYPTION_KEY: "s".repeat(32),
       ACCESS_PASSWORD_KEY: "s".repeat(32),
       TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
+      METRICS_TOKEN: "scrape-token",
     }).adoption;
     expect(production.tunnelNetwork).toBe("100.64.0.0/10");
     expect(production.sshPort).toBe(22);

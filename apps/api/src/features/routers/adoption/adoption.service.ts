@@ -150,8 +150,10 @@ export class AdoptionService {
     const heartbeatToken = heartbeatTokenFor(adoptionToken);
     const now = this.#deps.clock.now();
     const replaced = found.heartbeatTokenHash !== hashHeartbeatToken(heartbeatToken);
-    // Heartbeats before `countsFrom` were (or may have been) made with an older token.
-    const used = found.lastSeenAt !== null && found.lastSeenAt.getTime() >= found.countsFrom.getTime();
+    // The daemon records the first heartbeat with this token before acknowledging it; heartbeats
+    // before `countsFrom` were (or may have been) made with an older token.
+    const used =
+      found.spentAt !== null || (found.lastSeenAt !== null && found.lastSeenAt.getTime() >= found.countsFrom.getTime());
     if (replaced || used || now.getTime() >= found.expiresAt.getTime()) throw goneScript();
     const agentPublicKey = this.#deps.agentPublicKey();
     if (!agentPublicKey) {

@@ -1,0 +1,90 @@
+import {
+  acquireJobEngine,
+  type JobEngine,
+  openRouterJobLocks,
+  queueBackupJob,
+  queueRouterJob,
+  type RouterJobLocks,
+  routerJobsQueue,
+} from "@fleet/db";
+import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
+import { FORWARD_JOB_KINDS } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
+import pino from "pino";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { RouterJobWorker } from "./router-job-worker.ts";
+
+// docs/api.md "Tunnel agent and entry point": a forward's or an access session's apply never waits
+// behind bulk work. Backups of unreachable routers fill every worker (their handlers hang here
+// until the test lets them go); a forward queued after them is still applied.
+
+let db: TestDatabase;
+let engine: JobEngine;
+let locks: RouterJobLocks;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  engine = await acquireJobEngine(db);
+  await engine.defineQueue(routerJobsQueue());
+  locks = openRouterJobLocks(db);
+});
+
+afterAll(async () => {
+  await locks?.close();
+  await engine?.stop();
+  await db?.close();
+});
+
+it("applies a forward and an access session while backups queued before them hold every bulk worker", async () => {
+  const BACKUPS = 40;
+  const CONCURRENCY = 2;
+  for (let i = 0; i < BACKUPS; i++) await queueBackupJob(engine, crypto.randomUUID());
+  const forward = { kind: FORWARD_JOB_KINDS.apply, router_id: crypto.randomUUID(), forward_id: crypto.randomUUID() };
+  const access = {
+    kind: FORWARD_JOB_KINDS.accessApply,
+    router_id: crypto.randomUUID(),
+    access_id: crypto.randomUUID(),
+  };
+  await queueRouterJob(engine, forward);
+  await queueRouterJob(engine, access);
+
+  let release: () => void = () => {};
+  const unreachable = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let backupsStarted = 0;
+  let backupsDone = 0;
+  const applied: string[] = [];
+  const worker = new RouterJobWorker({
+    engine,
+    locks,
+    handlers: {
+      [FORWARD_JOB_KINDS.backup]: async () => {
+        backupsStarted++;
+        await unreachable;
+        backupsDone++;
+      },
+      [FORWARD_JOB_KINDS.apply]: async (job) => {
+        applied.push(job.kind);
+      },
+      [FORWARD_JOB_KINDS.accessApply]: async (job) => {
+        applied.push(job.kind);
+      },
+    },
+    logger: pino({ level: "silent" }),
+    concurrency: CONCURRENCY,
+    interactiveConcurrency: 1,
+    pollSeconds: 0.5,
+  });
+  try {
+    await worker.start();
+    await eventually(() => applied.length === 2, "the forward and the access session applied", 30_000);
+    expect(applied.sort()).toEqual([FORWARD_JOB_KINDS.accessApply, FORWARD_JOB_KINDS.apply].sort());
+    // Both ran while the backups queued before them still held the bulk workers.
+    expect(backupsDone).toBe(0);
+    expect(backupsStarted).toBeLessThanOrEqual(CONCURRENCY);
+  } finally {
+    release();
+    await worker.close();
+  }
+}, 60_000);
