@@ -37,7 +37,7 @@ describe("the effective role in an organization (today's memberships up the tree
     const child = await makeChildOrganization(db, owner.organizationId);
     const member = await makeUser(db);
     await db.query(
-      `insert into organization_members (id, organization_id, user_id, role, created_at) values ($1, $2, $3, 'member', now()), ($4, $5, $3, 'admin', now())`,
+      `insert into organization_members (id, organization_id, user_id, role, created_at) values ($1, $2, $3, 'viewer', now()), ($4, $5, $3, 'admin', now())`,
       [crypto.randomUUID(), child.organizationId, member.userId, crypto.randomUUID(), owner.organizationId],
     );
     expect(await resolver.resolveMembership(member.userId, child.organizationId)).toEqual({
