@@ -181,6 +181,33 @@ describe("/v1/organizations over HTTP", () => {
     expect([busy.status, busy.body.message]).toEqual([409, expect.stringContaining("1 router(s)")]);
   });
 
+  it("an API key carries organizations:write only when its creator's role holds it (422 otherwise)", async () => {
+    const owner = await h.login();
+    const email = `billing-${crypto.randomUUID()}@example.com`;
+    const person = await h.login(email);
+    await h.db.query(
+      "insert into organization_members (id, organization_id, user_id, role, created_at) values (gen_random_uuid(), $1, $2, 'billing', now())",
+      [owner.organizationId, person.userId],
+    );
+    await h.db.query("update users set current_organization_id = $1 where id = $2", [
+      owner.organizationId,
+      person.userId,
+    ]);
+    // dev-login put every scope in the token; the billing role leaves account:* of them.
+    const billing = await h.login(email);
+    expect(billing.organizationId).toBe(owner.organizationId);
+    const refused = await h.refused("POST", "/v1/api-keys", {
+      token: billing.token,
+      body: { name: "k", scopes: ["account:read", "organizations:write"] },
+    });
+    expect([refused.status, Object.keys(refused.body.errors)]).toEqual([422, ["scopes"]]);
+    const made = await h.request("POST", "/v1/api-keys", {
+      token: owner.token,
+      body: { name: "k", scopes: ["organizations:write"] },
+    });
+    expect([made.status, made.body.scopes]).toEqual([201, ["organizations:write"]]);
+  });
+
   it("answers the tRPC names of the contract", async () => {
     const msp = await h.login();
     const client = createClient({ url: h.api.url, token: msp.token });
