@@ -1,5 +1,6 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
+import { OrganizationSwitcher } from "./components/organization-switcher.tsx";
 import { connection, useConnectionLost } from "./connection.ts";
 import { useLiveStatus } from "./live-status.ts";
 import { Link, useLocation } from "./navigation.tsx";
@@ -99,6 +100,7 @@ export const Shell = () => {
             })}
           </ul>
         </nav>
+        <OrganizationSwitcher />
         <button type="button" className="secondary" onClick={() => void providerSession.signOut(client)}>
           Sign out
         </button>

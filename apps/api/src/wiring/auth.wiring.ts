@@ -10,7 +10,7 @@ import { ApiKeyVerifier } from "../features/api-keys/api-key-verifier.ts";
 import { ApiKeysService } from "../features/api-keys/api-keys.service.ts";
 import { AuthService } from "../features/auth/auth.service.ts";
 import { CredentialWatch } from "../features/auth/credential-watch.ts";
-import { type MembershipResolver, TreeMembershipResolver } from "../features/auth/membership-resolver.ts";
+import type { MembershipResolver } from "../features/auth/membership-resolver.ts";
 import { OidcClient } from "../features/auth/oidc-client.ts";
 import { OrganizationResolver } from "../features/auth/organization-resolver.ts";
 import { SessionCheck } from "../features/auth/session-check.ts";

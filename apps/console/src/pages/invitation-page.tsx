@@ -1,7 +1,9 @@
-import { useMutation } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { usePageTitle } from "../components/hooks.ts";
+import { navigate } from "../navigation.tsx";
+import { providerSession } from "../provider-session.ts";
 import { session } from "../session.ts";
-import { httpStatus, messageOf, useTRPC } from "../trpc.ts";
+import { httpStatus, messageOf, useTRPC, useTRPCClient } from "../trpc.ts";
 
 /** Why an invitation cannot be accepted, in the words of its status (docs/api.md "Members and invitations"). */
 const refusal = (error: unknown): string => {
@@ -21,7 +23,19 @@ const refusal = (error: unknown): string => {
 export const InvitationPage = ({ token }: { token: string }) => {
   usePageTitle("Invitation");
   const trpc = useTRPC();
-  const accept = useMutation(trpc.invitations.accept.mutationOptions());
+  const client = useTRPCClient();
+  const queryClient = useQueryClient();
+  const accept = useMutation(
+    trpc.invitations.accept.mutationOptions({
+      // Signed in through the provider: straight into the organization just joined.
+      onSuccess: async (joined) => {
+        if (session.fromProvider() && (await providerSession.resume(client, joined.organization_id))) {
+          queryClient.clear();
+          navigate("/console/", true);
+        }
+      },
+    }),
+  );
   return (
     <section aria-labelledby="invitation-title">
       <h1 id="invitation-title">Invitation</h1>

@@ -296,6 +296,41 @@ describe("invitations (service tier)", () => {
     expect(actions.map((a) => a.action)).toEqual(["invitation.revoked", "member.joined"]);
   });
 
+  it("without SMTP in development, logs the link (and only then)", async () => {
+    const owner = await makeUser(db);
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const dev = new InvitationsService({
+      db,
+      clock,
+      memberships,
+      publicUrl: () => "http://localhost:3000",
+      mail: undefined,
+      logLinks: true,
+      logger,
+    });
+    const created = await dev.create(claimsOf(owner.userId, owner.organizationId), origin, {
+      id: owner.organizationId,
+      email: "dev@example.com",
+      role: "viewer",
+    });
+    expect(lines.some((line) => line.includes(created.url))).toBe(true);
+    lines.length = 0;
+    const quiet = new InvitationsService({
+      ...{ db, clock, memberships },
+      publicUrl: () => "x",
+      mail: undefined,
+      logLinks: false,
+      logger,
+    });
+    await quiet.create(claimsOf(owner.userId, owner.organizationId), origin, {
+      id: owner.organizationId,
+      email: "prod@example.com",
+      role: "viewer",
+    });
+    expect(lines).toEqual([]);
+  });
+
   it("binds the membership to the invitation's team", async () => {
     const owner = await makeUser(db);
     const plain = serviceWith(false);

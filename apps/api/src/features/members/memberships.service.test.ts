@@ -70,6 +70,22 @@ describe("effective roles (service tier)", () => {
     expect(await svc.effectiveRole(stranger.userId, leaf)).toBeNull();
   });
 
+  it("holds a role held at the top in all 10 levels below it, never above or beside", async () => {
+    const msp = await makeUser(db);
+    const levels = [msp.organizationId];
+    for (let level = 2; level <= 10; level++) {
+      levels.push((await makeChildOrganization(db, levels[levels.length - 1] as string)).organizationId);
+    }
+    for (const organizationId of levels) {
+      expect(await svc.effectiveRole(msp.userId, organizationId)).toMatchObject({ role: "owner", teamId: null });
+    }
+    const customer = await makeUser(db);
+    expect(await svc.effectiveRole(customer.userId, levels[1] as string)).toBeNull();
+    expect(await svc.effectiveRole(msp.userId, customer.organizationId)).toBeNull();
+    expect(await svc.effectiveRole(msp.userId, crypto.randomUUID())).toBeNull();
+    expect(await svc.effectiveRole(msp.userId, "not-a-uuid")).toBeNull();
+  });
+
   it("binds a team-bound membership's tokens to its team, in its own organization only", async () => {
     const { top, mid } = await tree();
     const team = await teamOf(top);

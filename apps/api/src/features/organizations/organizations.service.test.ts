@@ -132,6 +132,20 @@ describe("organizations (service tier)", () => {
     expect(await databaseFingerprint(db)).toBe(before);
   });
 
+  it("holds the child limit under concurrent creates (the parent's row is locked first)", async () => {
+    const msp = await makeUser(db);
+    const auth = claimsOf(msp.userId, msp.organizationId);
+    for (let i = 2; i < TENANCY_LIMITS.children; i++) await makeChildOrganization(db, msp.organizationId);
+    const results = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, i) => svc.organizations.create(auth, origin, { name: `racer ${i}` })),
+    );
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(2);
+    const children = await db.query<{ n: unknown }>("select count(*) as n from organizations where parent_id = $1", [
+      msp.organizationId,
+    ]);
+    expect(Number(children[0]?.n)).toBe(TENANCY_LIMITS.children);
+  });
+
   it("answers 404 for a parent, an organization to rename or delete outside the token's subtree", async () => {
     const { msp, ids } = await chainOf(2);
     const [top, child] = ids as [string, string];

@@ -166,10 +166,8 @@ describe("/v1/organizations over HTTP", () => {
       token: msp.token,
       body: { team_id: created.body.id },
     });
-    expect([moved.status, moved.body]).toEqual([
-      200,
-      { status: "success", data: { id: router.id, team_id: created.body.id } },
-    ]);
+    // The answer is the Router (routers.update, which also changes tags).
+    expect([moved.status, moved.body.status, moved.body.data.id]).toEqual([200, "success", router.id]);
     const bad = await h.refused("PATCH", `/api/routers/${router.id}`, { token: msp.token, body: { team_id: UNKNOWN } });
     expect([bad.status, bad.body.status, Object.keys(bad.body.data)]).toEqual([422, "fail", ["team_id"]]);
     const teams = await h.request("GET", `/v1/organizations/${msp.organizationId}/teams`, { token: msp.token });
@@ -181,6 +179,33 @@ describe("/v1/organizations over HTTP", () => {
       token: msp.token,
     });
     expect([busy.status, busy.body.message]).toEqual([409, expect.stringContaining("1 router(s)")]);
+  });
+
+  it("an API key carries organizations:write only when its creator's role holds it (422 otherwise)", async () => {
+    const owner = await h.login();
+    const email = `billing-${crypto.randomUUID()}@example.com`;
+    const person = await h.login(email);
+    await h.db.query(
+      "insert into organization_members (id, organization_id, user_id, role, created_at) values (gen_random_uuid(), $1, $2, 'billing', now())",
+      [owner.organizationId, person.userId],
+    );
+    await h.db.query("update users set current_organization_id = $1 where id = $2", [
+      owner.organizationId,
+      person.userId,
+    ]);
+    // dev-login put every scope in the token; the billing role leaves account:* of them.
+    const billing = await h.login(email);
+    expect(billing.organizationId).toBe(owner.organizationId);
+    const refused = await h.refused("POST", "/v1/api-keys", {
+      token: billing.token,
+      body: { name: "k", scopes: ["account:read", "organizations:write"] },
+    });
+    expect([refused.status, Object.keys(refused.body.errors)]).toEqual([422, ["scopes"]]);
+    const made = await h.request("POST", "/v1/api-keys", {
+      token: owner.token,
+      body: { name: "k", scopes: ["organizations:write"] },
+    });
+    expect([made.status, made.body.scopes]).toEqual([201, ["organizations:write"]]);
   });
 
   it("answers the tRPC names of the contract", async () => {

@@ -1,0 +1,71 @@
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { providerSession } from "../provider-session.ts";
+import { session } from "../session.ts";
+import { useTRPC, useTRPCClient } from "../trpc.ts";
+
+interface Choice {
+  id: string;
+  name: string;
+  level: number;
+}
+
+/**
+ * The organization the console acts in (docs/console.md "Customers and members"): the user's
+ * organizations and those below the current one, indented as a tree. Choosing one asks the
+ * session for a token of it (it becomes the user's current organization); a pasted token or an
+ * API key names one organization for good, so it shows no switcher.
+ */
+export const OrganizationSwitcher = () => {
+  const trpc = useTRPC();
+  const client = useTRPCClient();
+  const queryClient = useQueryClient();
+  const [switching, setSwitching] = useState(false);
+  const fromProvider = session.fromProvider();
+  const me = useQuery({ ...trpc.me.get.queryOptions(), enabled: fromProvider });
+  const tree = useQuery({ ...trpc.organizations.list.queryOptions(), enabled: fromProvider });
+  if (!fromProvider || !me.data || !tree.data) return null;
+  const current = me.data.organization_id;
+  const choices: Choice[] = [];
+  const seen = new Set<string>();
+  for (const o of me.data.organizations) {
+    if (o.id === current) {
+      // The current one, with everything below it in tree order.
+      for (const node of tree.data.data) {
+        if (seen.has(node.id)) continue;
+        seen.add(node.id);
+        choices.push({ id: node.id, name: node.name, level: node.level - (tree.data.data[0]?.level ?? 1) });
+      }
+    } else if (!seen.has(o.id)) {
+      seen.add(o.id);
+      choices.push({ id: o.id, name: o.name, level: 0 });
+    }
+  }
+  if (!seen.has(current)) {
+    for (const node of tree.data.data) {
+      if (seen.has(node.id)) continue;
+      seen.add(node.id);
+      choices.push({ id: node.id, name: node.name, level: node.level - (tree.data.data[0]?.level ?? 1) });
+    }
+  }
+  const choose = async (id: string) => {
+    setSwitching(true);
+    try {
+      if (await providerSession.resume(client, id)) queryClient.clear();
+    } finally {
+      setSwitching(false);
+    }
+  };
+  return (
+    <label className="switcher">
+      <span className="visually-hidden">Organization</span>
+      <select value={current} disabled={switching} onChange={(e) => void choose(e.target.value)}>
+        {choices.map((c) => (
+          <option key={c.id} value={c.id}>
+            {`${"\u2003".repeat(c.level)}${c.name}`}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+};
