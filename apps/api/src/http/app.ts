@@ -1,7 +1,7 @@
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { renderMetrics, SpanStatusCode, serverSpan } from "@fleet/db";
-import { AppError, findDepthViolation, JSON_DEPTH_MESSAGE, requestIdFrom, runWithRequestId } from "@fleet/shared";
+import { requestIdFrom, runWithRequestId } from "@fleet/shared";
 import type { Logger } from "pino";
 import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";
 import type { Services } from "../services.ts";
@@ -12,6 +12,7 @@ import { adoptionScriptRoute, redactAdoptionPath } from "./adoption-script.ts";
 import { type ConsoleOptions, consoleRouter } from "./console-page.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError } from "../trpc/errors.ts";
+import { depthRefusal } from "./json-depth.ts";
 import { sendRestError } from "./error-shapes.ts";
 import { carriesBody, isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
@@ -247,13 +248,10 @@ export const createApp = (options: AppOptions): Express => {
     (req: Request, res: Response, next: NextFunction) => {
       // docs/api.md "Errors": refused like a bad field (422 naming it), before any procedure or
       // rule walks the value; tRPC answers in its own shape.
-      const deep = req.body === undefined ? undefined : findDepthViolation(req.body);
-      if (deep === undefined) return next();
-      const field = deep.length > 0 ? deep.join(".") : "body";
-      const error = new AppError("validation_failed", `The given data was invalid: ${field} ${JSON_DEPTH_MESSAGE}.`, {
-        fields: { [field]: [JSON_DEPTH_MESSAGE] },
-      });
-      if (req.path.startsWith("/trpc/")) sendTrpcError(router, res, error);
+      const trpc = req.path.startsWith("/trpc/");
+      const error = req.body === undefined ? undefined : depthRefusal(req.body, trpc && req.query.batch === "1");
+      if (error === undefined) return next();
+      if (trpc) sendTrpcError(router, res, error);
       else sendRestError(req, res, error);
     },
   );

@@ -81,6 +81,30 @@ describe("request edges", () => {
     expect(await trpc.json()).toMatchObject({
       error: { data: { code: "UNPROCESSABLE_CONTENT", errors: { address: [expect.any(String)] } } },
     });
+    // A batch is one level more; the field is named inside the call's input. A query's input too.
+    const batched = await fetch(`${h.api.url}/trpc/account.update?batch=1`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ 0: { address: nested(32) } }),
+    });
+    expect(batched.status).toBe(422);
+    expect(await batched.json()).toMatchObject({ error: { data: { errors: { address: [expect.any(String)] } } } });
+    const query = await fetch(
+      `${h.api.url}/trpc/routers.list?input=${encodeURIComponent(JSON.stringify({ q: nested(33) }))}`,
+      { headers: { authorization: `Bearer ${token}` } },
+    );
+    expect(query.status).toBe(422);
+    expect(await query.json()).toMatchObject({
+      error: { data: { code: "UNPROCESSABLE_CONTENT", errors: { q: [expect.any(String)] } } },
+    });
+    const flat = await fetch(
+      `${h.api.url}/trpc/routers.list?input=${encodeURIComponent(JSON.stringify({ q: nested(32) }))}`,
+      {
+        headers: { authorization: `Bearer ${token}` },
+      },
+    );
+    // 32 levels pass the depth rule: whatever answers, it is not the depth refusal.
+    expect(JSON.stringify(await flat.json())).not.toMatch(/32 levels/);
   });
 
   it("a non-JSON content type with a body is 415", async () => {

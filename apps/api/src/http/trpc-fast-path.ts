@@ -7,6 +7,7 @@ import type { RequestContext } from "../trpc/context.ts";
 import { invokeProcedure, proceduresOf } from "../trpc/invoke.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders } from "./answer-headers.ts";
+import { depthRefusal } from "./json-depth.ts";
 import { describeError, toTrpcError } from "../trpc/errors.ts";
 import type { AppError } from "@fleet/shared";
 
@@ -73,6 +74,9 @@ export const trpcFastPath = (options: FastPathOptions): RequestHandler => {
       } catch {
         return next();
       }
+      // docs/api.md "Errors": a query's input is held to the bodies' depth limit.
+      const deep = depthRefusal(raw, isBatch);
+      if (deep) return sendTrpcError(options.router, res, deep);
     } else {
       raw = req.body;
     }

@@ -21,7 +21,8 @@ export const findDepthViolation = (value: unknown, max = MAX_JSON_DEPTH): string
   const depths: number[] = [];
   const tops: Array<string | undefined> = [];
   const rootIsArray = Array.isArray(value);
-  for (const key of Object.keys(value)) {
+  // for...in, not Object.keys: no array per call on the heartbeat's path (parsed JSON has no inherited keys).
+  for (const key in value) {
     const child = (value as Record<string, unknown>)[key];
     if (child !== null && typeof child === "object") {
       nodes.push(child);

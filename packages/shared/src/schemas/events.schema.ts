@@ -218,7 +218,7 @@ export const ZBackup = z
     id: z.string(),
     created_at: z.string().meta({ description: "When this configuration was first read, ISO 8601 +00:00." }),
     checked_at: z.string().meta({ description: "When it was last read unchanged." }),
-    sha256: z.string().meta({ description: "Of the export without its dated first comment line." }),
+    sha256: z.string().meta({ description: "SHA-256 (hex) of the export as `GET .../backups/{id}` serves it." }),
     bytes: z.number().int(),
     lines: z.number().int(),
   })
