@@ -161,7 +161,13 @@ describe("apikey create", () => {
         key: string;
         scopes: string[];
       };
-      expect(created.scopes).toEqual(["account:read", "account:write", "routers:read", "routers:write"]);
+      expect(created.scopes).toEqual([
+        "account:read",
+        "account:write",
+        "routers:read",
+        "routers:write",
+        "organizations:write",
+      ]);
       const routers = await h.request("GET", "/api/routers", { token: created.key });
       expect(routers.status).toBe(200);
       expect(routers.body).toEqual({ status: "success", data: [] });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "./database.ts";
 import { AccountsRepository } from "./repositories/accounts.repository.ts";
-import { IdentityRepository } from "./repositories/identity.repository.ts";
+import { IdentityWorkflow } from "./identity/identity-workflow.ts";
 import { createTestDatabase, makeAccount, makeChildOrganization, makeUser, uniqueEmail } from "./testing/index.ts";
 import type { SqlEntityManager } from "@mikro-orm/sql";
 
@@ -92,7 +92,7 @@ describe("database", () => {
   it("login workflow creates user, default organization and team once", async () => {
     const db = await createTestDatabase();
     try {
-      const identity = new IdentityRepository(db);
+      const identity = new IdentityWorkflow(db);
       const email = uniqueEmail();
       const [a, b] = await Promise.all([identity.loginByEmail(email), identity.loginByEmail(email.toUpperCase())]);
       expect(a.userId).toBe(b.userId);

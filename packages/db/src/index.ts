@@ -2,6 +2,7 @@ export * from "./database.ts";
 export * from "./entities/index.ts";
 export * from "./repositories/accounts.repository.ts";
 export * from "./repositories/identity.repository.ts";
+export * from "./identity/identity-workflow.ts";
 export * from "./repositories/subscriptions.repository.ts";
 export * from "./repositories/billing-mirror.repository.ts";
 export * from "./repositories/oem.repository.ts";

@@ -5,7 +5,7 @@ import {
   type Database,
   FleetStatusRepository,
   findJob,
-  IdentityRepository,
+  IdentityWorkflow,
   type JobEngine,
   listFailedJobs,
   queueRouterJob,
@@ -140,7 +140,7 @@ export const createOrganizationCommand = async (
   const trimmed = name.trim();
   if (trimmed.length === 0 || trimmed.length > 200) throw new AdminError("--name must be 1-200 characters");
   if (breaksTextRule(trimmed)) throw new AdminError("--name must not contain control characters");
-  const identity = new IdentityRepository(db);
+  const identity = new IdentityWorkflow(db);
   if (ownerEmail !== undefined) {
     if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(ownerEmail)) throw new AdminError("--owner-email must be an email address");
     const login = await identity.loginByEmail(ownerEmail, trimmed);
@@ -188,7 +188,7 @@ export const createApiKeyCommand = async (
   if (name.length === 0 || name.length > 100 || breaksTextRule(name)) {
     throw new AdminError("--name must be 1-100 characters without control characters");
   }
-  if (!(await new IdentityRepository(db).organizationExists(organizationId))) {
+  if (!(await new IdentityWorkflow(db).organizationExists(organizationId))) {
     throw new AdminError(`no organization ${organizationId}`);
   }
   const { key, prefix, keyHash } = mintApiKey();

@@ -1,7 +1,7 @@
 import {
   ApiKeysRepository,
   dataDirSecret,
-  IdentityRepository,
+  IdentityWorkflow,
   MembershipsLookupRepository,
   queryOf,
   SignInRepository,
@@ -68,7 +68,7 @@ export const wireAuth = (
     );
   const publicUrl = config.adoption.apiPublicUrl;
   const apiKeyStore = new ApiKeysRepository(queryOf(db));
-  const identity = new IdentityRepository(db);
+  const identity = new IdentityWorkflow(db);
   const apiKeys = new ApiKeyVerifier({
     keys: apiKeyStore,
     logger: logger.child({ feature: "api-keys" }),

@@ -1,6 +1,6 @@
 import type { Database } from "../database.ts";
 import { AccountsRepository } from "../repositories/accounts.repository.ts";
-import { IdentityRepository } from "../repositories/identity.repository.ts";
+import { IdentityWorkflow } from "../identity/identity-workflow.ts";
 import { createHash } from "node:crypto";
 
 let sequence = 0;
@@ -12,11 +12,11 @@ export const uniqueEmail = (prefix = "user"): string => `${unique(prefix)}@examp
 
 /** A user with a default organization and team, as the login workflow makes them. */
 export const makeUser = async (db: Database, overrides: { email?: string } = {}) =>
-  new IdentityRepository(db).loginByEmail(overrides.email ?? uniqueEmail());
+  new IdentityWorkflow(db).loginByEmail(overrides.email ?? uniqueEmail());
 
 /** An organization under `parentId` (reseller trees). */
 export const makeChildOrganization = async (db: Database, parentId: string, name = unique("child-org")) =>
-  new IdentityRepository(db).createOrganization(name, parentId);
+  new IdentityWorkflow(db).createOrganization(name, parentId);
 
 /** A billing account row without going through the processor (for tests of other features). */
 export const makeAccount = async (

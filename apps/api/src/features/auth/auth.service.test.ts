@@ -1,5 +1,5 @@
 import { createSecretKey } from "node:crypto";
-import { IdentityRepository } from "@fleet/db";
+import { IdentityWorkflow } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
 import { jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,12 +14,12 @@ import { TokenSigner } from "./token-verifier.ts";
 const SECRET = "auth-service-tier-secret-0123456789abcdef";
 const HOOK_SECRET = "hook-secret-0123456789-0123456789-abcdef";
 let db: TestDatabase;
-let identity: IdentityRepository;
+let identity: IdentityWorkflow;
 let auth: AuthService;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  identity = new IdentityRepository(db);
+  identity = new IdentityWorkflow(db);
   auth = new AuthService({ identity, signer: new TokenSigner({ secret: SECRET }), loginHookSecret: HOOK_SECRET });
 });
 afterAll(async () => {

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
-import type { IdentityRepository } from "@fleet/db";
+import type { IdentityWorkflow } from "@fleet/db";
 import {
   ALL_SCOPES,
   AppError,
@@ -12,7 +12,7 @@ import {
 import type { TokenSigner } from "./token-verifier.ts";
 
 export interface AuthServiceDeps {
-  identity: IdentityRepository;
+  identity: IdentityWorkflow;
   /** Present only when dev login is on (HS256 mode with AUTH_DEV_LOGIN). */
   signer: TokenSigner | undefined;
   loginHookSecret: string | undefined;

@@ -1,4 +1,4 @@
-import type { IdentityRepository } from "@fleet/db";
+import type { IdentityWorkflow } from "@fleet/db";
 import { AppError } from "@fleet/shared";
 
 /** Token organization ids are at most this long (longer ones are not ids, they are attacks). */
@@ -9,10 +9,10 @@ const MAX_CLAIM_LENGTH = 255;
  * sight. Answers are cached: an organization's id never changes once it exists.
  */
 export class OrganizationResolver {
-  readonly #identity: IdentityRepository;
+  readonly #identity: IdentityWorkflow;
   readonly #cache = new Map<string, string>();
 
-  constructor(identity: IdentityRepository) {
+  constructor(identity: IdentityWorkflow) {
     this.#identity = identity;
   }
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import type { IdentityRepository, MembershipsLookupRepository, SignInRepository } from "@fleet/db";
+import type { IdentityWorkflow, MembershipsLookupRepository, SignInRepository } from "@fleet/db";
 import { AppError, type Clock, isKnownTimeZone } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { EffectiveMembership, MembershipResolver } from "./membership-resolver.ts";
@@ -26,7 +26,7 @@ export interface SignInServiceDeps {
   /** Undefined: sign-in through a provider is off (OIDC_ISSUER unset); its endpoints answer 404. */
   oidc: OidcClient | undefined;
   signIn: SignInRepository;
-  identity: Pick<IdentityRepository, "loginByEmail">;
+  identity: Pick<IdentityWorkflow, "loginByEmail">;
   lookup: Pick<MembershipsLookupRepository, "organizationsOf" | "userEmail" | "setCurrentOrganization">;
   memberships: MembershipResolver;
   tokens: SystemTokens;

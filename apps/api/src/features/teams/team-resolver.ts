@@ -1,4 +1,4 @@
-import type { IdentityRepository } from "@fleet/db";
+import type { IdentityWorkflow } from "@fleet/db";
 import { AppError } from "@fleet/shared";
 import type { AuthClaims } from "../auth/token-verifier.ts";
 
@@ -8,10 +8,10 @@ import type { AuthClaims } from "../auth/token-verifier.ts";
  * team id is treated the same way, so team ids cannot be probed.
  */
 export class TeamResolver {
-  readonly #identity: IdentityRepository;
+  readonly #identity: IdentityWorkflow;
   readonly #cache = new Map<string, string>();
 
-  constructor(identity: IdentityRepository) {
+  constructor(identity: IdentityWorkflow) {
     this.#identity = identity;
   }
 
