@@ -48,7 +48,8 @@ export const wireAuth = (
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
   const signInStore = new SignInRepository(queryOf(db));
   const lookup = new MembershipsLookupRepository(queryOf(db));
-  const sessions = new SessionCheck({ sessions: signInStore, clock: wallClock });
+  const memberships = options.memberships ?? new TreeMembershipResolver(lookup);
+  const sessions = new SessionCheck({ sessions: signInStore, clock: wallClock, memberships });
   // docs/api.md "Sign-in": AUTH_SIGNING_KEY, else (development) a key made once in DATA_DIR. A
   // production API without sign-in mints no tokens of its own: a key of the process's own will do.
   const systemTokens = new SystemTokens(
@@ -105,7 +106,7 @@ export const wireAuth = (
         signIn: signInStore,
         identity,
         lookup,
-        memberships: options.memberships ?? new TreeMembershipResolver(lookup),
+        memberships,
         tokens: systemTokens,
         sessions,
         clock: wallClock,

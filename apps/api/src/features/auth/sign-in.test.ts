@@ -294,6 +294,34 @@ describe("the token endpoint and the session", () => {
     }
   });
 
+  it("a demoted or removed member's tokens stop within 10 s, in the organization and below it", async () => {
+    const { jar } = await signedIn();
+    const top = (await tokenOf(jar)).body;
+    const child = await makeChildOrganization(h.db, top.organization_id);
+    const below = (await tokenOf(jar, { organization_id: child.organizationId })).body.access_token as string;
+    expect((await h.request("GET", "/v1/me", { token: below })).status).toBe(200);
+    const userId = decodeJwt(below).sub;
+    // Demoted at the top to the old `member` (a viewer): the owner's scopes no longer hold.
+    await h.db.query(`update organization_members set role = 'member' where user_id = $1`, [userId]);
+    try {
+      h.clock.offsetMs = 6_000;
+      expect((await h.request("GET", "/v1/me", { token: below })).status).toBe(401);
+      expect((await h.request("GET", "/v1/me", { token: top.access_token })).status).toBe(401);
+      // A new token carries what the role holds now.
+      const viewer = await tokenOf(jar);
+      expect(viewer.body.role).toBe("viewer");
+      expect(decodeJwt(viewer.body.access_token).scope).toBe("routers:read");
+      expect((await h.request("GET", "/v1/me", { token: viewer.body.access_token })).status).toBe(200);
+      // Removed: nothing holds, and no token is minted.
+      await h.db.query(`delete from organization_members where user_id = $1`, [userId]);
+      h.clock.offsetMs = 12_000;
+      expect((await h.request("GET", "/v1/me", { token: viewer.body.access_token })).status).toBe(401);
+      expect((await tokenOf(jar)).status).toBe(404);
+    } finally {
+      h.clock.offsetMs = 0;
+    }
+  });
+
   it("logout ends the streams opened with the session's tokens within 10 s", async () => {
     const { jar } = await signedIn();
     const { access_token: accessToken } = (await tokenOf(jar)).body;
