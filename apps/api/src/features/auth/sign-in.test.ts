@@ -1,7 +1,7 @@
 import { makeChildOrganization } from "@fleet/db/testing";
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+import { type ApiHarness, adminApiKey, startApiHarness } from "../../testing/api-harness.ts";
 import {
   CookieJar,
   freeLoopbackPort,
@@ -239,6 +239,8 @@ describe("the token endpoint and the session", () => {
     expect(foreign.status).toBe(403);
     expect(foreign.body.message).toEqual(expect.any(String));
     expect((await tokenOf(jar, {}, { origin: api })).status).toBe(200);
+    // A bare POST (no body, no content type), as curl sends it.
+    expect((await jar.fetch(`${api}/v1/auth/token`, { method: "POST" })).status).toBe(200);
   });
 
   it("answers 401 without a session cookie or with an unknown one", async () => {
@@ -365,6 +367,24 @@ describe("the token endpoint and the session", () => {
     } finally {
       h.clock.offsetMs = 0;
     }
+  });
+
+  it("GET /v1/me answers any valid credential: a dev-login token, an admin key naming no user", async () => {
+    const dev = await h.login();
+    const me = await h.request("GET", "/v1/me", { token: dev.token });
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ user_id: dev.userId, organization_id: dev.organizationId, role: "owner" });
+    const key = await adminApiKey(h.db, dev.organizationId, ["routers:read"]);
+    const byKey = await h.request("GET", "/v1/me", { token: key });
+    expect(byKey.status).toBe(200);
+    expect(byKey.body).toEqual({
+      user_id: "admin-cli",
+      email: null,
+      organization_id: dev.organizationId,
+      role: null,
+      organizations: [],
+    });
+    expect((await h.request("GET", "/v1/me")).status).toBe(401);
   });
 
   it("serves the public keys as a JWK Set", async () => {
