@@ -173,6 +173,15 @@ describe("attacks on the callback", () => {
     expect(await h.db.query(`select count(*)::int as n from auth_sessions`)).toEqual(sessions);
   });
 
+  it("refuses the provider's own refusal (error=access_denied), and takes its state", async () => {
+    const jar = new CookieJar();
+    const start = await jar.fetch(`${api}/v1/auth/oidc/start`);
+    const state = new URL(start.headers.get("location") ?? "").searchParams.get("state") ?? "";
+    const denied = `${api}/v1/auth/oidc/callback?error=access_denied&state=${encodeURIComponent(state)}`;
+    await expectRefusedCallback(await jar.fetch(denied));
+    await expectRefusedCallback(await jar.fetch(denied));
+  });
+
   it("refuses a callback in another browser than the one that started the sign-in", async () => {
     const jar = new CookieJar();
     const start = await jar.fetch(`${api}/v1/auth/oidc/start`);
