@@ -57,6 +57,8 @@ describe("the OpenAPI document tells the truth", () => {
     await call("POST", "/v1/auth/token", { body: {}, headers: { origin: "https://evil.example" } });
     await call("POST", "/v1/auth/token", { body: { organization_id: 42 } });
     await call("POST", "/v1/auth/logout", { body: {} });
+    await call("GET", "/v1/auth/oidc/start?return_to=/console/");
+    await call("GET", "/v1/auth/oidc/callback?code=x&state=y");
     await call("GET", "/v1/me", { token: t });
     await call("GET", "/v1/me");
 

@@ -173,5 +173,43 @@ export const buildOpenApiDocument = (router: AppRouter, baseUrl: string): Doc =>
       responses: { "405": errorResponse(refused.path, 405) },
     };
   }
+
+  // docs/api.md "Sign-in": the browser's redirects, served beside the procedures (http/sign-in-routes.ts).
+  const redirect = (summary: string, parameters: string[], location: string): Operation => ({
+    operationId: `auth-oidc-${parameters.includes("code") ? "callback" : "start"}`,
+    tags: ["auth"],
+    summary,
+    security: [],
+    parameters: parameters.map((name) => ({ name, in: "query", required: false, schema: { type: "string" } })),
+    responses: {
+      "302": {
+        description: location,
+        headers: {
+          Location: { description: location, schema: { type: "string" } },
+          "Set-Cookie": {
+            description: "The cookie of this step (HttpOnly, SameSite=Lax).",
+            schema: { type: "string" },
+          },
+        },
+      },
+      ...Object.fromEntries(
+        [400, 404, 429, 502].map((status) => [String(status), errorResponse("/v1/auth/oidc", status)]),
+      ),
+    },
+  });
+  paths["/v1/auth/oidc/start"] = {
+    get: redirect(
+      "Sign in through the identity provider (OIDC_ISSUER)",
+      ["return_to"],
+      "The provider's authorization endpoint (code flow, PKCE, state, nonce).",
+    ),
+  };
+  paths["/v1/auth/oidc/callback"] = {
+    get: redirect(
+      "The identity provider's redirect back: a new session",
+      ["code", "state", "iss", "error"],
+      "return_to, with the fleet_session cookie set.",
+    ),
+  };
   return doc;
 };

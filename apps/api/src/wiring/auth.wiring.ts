@@ -50,7 +50,15 @@ export const wireAuth = (
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
   const signInStore = new SignInRepository(queryOf(db));
   const lookup = new MembershipsLookupRepository(queryOf(db));
-  const sessions = new SessionCheck({ sessions: signInStore, clock: wallClock });
+  const memberships = new MembershipsService({ db, clock: wallClock });
+  // docs/api.md "Roles and scopes": sign-in and session checks read the effective role, cached.
+  const resolver: MembershipResolver = options.memberships ?? {
+    resolveMembership: async (userId, organizationId) => {
+      const effective = await memberships.effectiveRole(userId, organizationId);
+      return effective && { role: effective.role, teamId: effective.teamId };
+    },
+  };
+  const sessions = new SessionCheck({ sessions: signInStore, clock: wallClock, memberships: resolver });
   // docs/api.md "Sign-in": AUTH_SIGNING_KEY, else (development) a key made once in DATA_DIR. A
   // production API without sign-in mints no tokens of its own: a key of the process's own will do.
   const systemTokens = new SystemTokens(
@@ -89,7 +97,6 @@ export const wireAuth = (
       ? new TokenSigner({ secret: jwtSecret, issuer: config.auth.issuer, audience: config.auth.audience })
       : undefined;
   const teams = new TeamResolver(identity);
-  const memberships = new MembershipsService({ db, clock: wallClock });
   return {
     services: {
       tokens,
@@ -115,13 +122,7 @@ export const wireAuth = (
         signIn: signInStore,
         identity,
         lookup,
-        memberships: options.memberships ?? {
-          // docs/api.md "Roles and scopes": the effective role, cached like credentials.
-          resolveMembership: async (userId, organizationId) => {
-            const effective = await memberships.effectiveRole(userId, organizationId);
-            return effective && { role: effective.role, teamId: effective.teamId };
-          },
-        },
+        memberships: resolver,
         tokens: systemTokens,
         sessions,
         clock: wallClock,

@@ -79,7 +79,8 @@ export const ZLogoutResult = z.object({ signed_out: z.literal(true) }).meta({ id
 export const ZMe = z
   .object({
     user_id: z.string(),
-    email: z.string(),
+    /** Null for a token whose subject is no user of this system (an outside provider's, an admin key). */
+    email: z.string().nullable(),
     organization_id: z.string(),
     role: z.string().nullable(),
     organizations: z.array(z.object({ id: z.string(), name: z.string(), role: z.string() })),

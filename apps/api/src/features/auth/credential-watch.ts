@@ -13,7 +13,7 @@ export interface CredentialWatchDeps {
   /** Asked afresh too: a member removed or demoted in another process ends the stream as well. */
   memberships: { problem(auth: AuthClaims): Promise<string | null> };
   /** Sign-in sessions of system tokens (`sid`), asked afresh like the keys. */
-  sessions?: { problem(sessionId: string): Promise<string | null> };
+  sessions?: { problem(auth: AuthClaims): Promise<string | null> };
   /** The API's `wallClock` (tests move it to expire tokens). */
   clock: Clock;
   recheckMs?: number;
@@ -61,9 +61,7 @@ export class CredentialWatch {
       if (key.expiresAt && key.expiresAt.getTime() <= this.#d.clock.nowMs()) return "The API key has expired.";
     }
     if (auth.sessionId !== undefined) {
-      const ended = this.#d.sessions
-        ? await this.#d.sessions.problem(auth.sessionId)
-        : "The sign-in session has ended.";
+      const ended = this.#d.sessions ? await this.#d.sessions.problem(auth) : "The sign-in session has ended.";
       if (ended) return ended;
     }
     if (!(await this.#d.organizations.organizationExists(auth.organizationId))) {

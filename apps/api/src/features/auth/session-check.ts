@@ -1,5 +1,7 @@
 import type { AuthSessionRecord } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
+import { type MembershipResolver, ROLE_SCOPES } from "./membership-resolver.ts";
+import type { AuthClaims } from "./token-verifier.ts";
 
 /** The persistence the check needs (SignInRepository in production). */
 export interface SessionLookup {
@@ -10,6 +12,11 @@ export interface SessionCheckOptions {
   sessions: SessionLookup;
   /** The API's `wallClock`. */
   clock: Clock;
+  /**
+   * Who may act where: a token holds only while its user's effective role in its organization
+   * still grants every scope it carries (a removed or demoted member's tokens stop too).
+   */
+  memberships: MembershipResolver;
   /**
    * How long a session found live is trusted without asking the database again. A logout in this
    * process is seen at once; in another API process within this time (docs/api.md "Sign-in": 10 s).
@@ -26,6 +33,17 @@ interface Entry {
 
 const CACHE_LIMIT = 20_000;
 
+interface RoleEntry {
+  /** The scopes the user's effective role grants there; empty: none. */
+  scopes: ReadonlySet<string>;
+  checkedAtMs: number;
+}
+
+const grants = (granted: ReadonlySet<string>, claims: Pick<AuthClaims, "scopes">): boolean => {
+  for (const scope of claims.scopes) if (!granted.has(scope)) return false;
+  return true;
+};
+
 /** Why a session no longer holds, or null while it does. */
 export const sessionProblem = (session: AuthSessionRecord | null, nowMs: number): string | null => {
   if (!session || session.endedAt !== null) return "The sign-in session has ended.";
@@ -41,9 +59,37 @@ export const sessionProblem = (session: AuthSessionRecord | null, nowMs: number)
 export class SessionCheck {
   readonly #o: Required<SessionCheckOptions>;
   readonly #cache = new Map<string, Entry>();
+  readonly #roles = new Map<string, RoleEntry>();
 
   constructor(options: SessionCheckOptions) {
     this.#o = { cacheTtlMs: 5_000, ...options };
+  }
+
+  /** Whether a system token holds, when the caches answer on their own; undefined: ask `holds`. */
+  holdsNow(claims: AuthClaims): boolean | undefined {
+    if (claims.sessionId === undefined) return undefined;
+    const live = this.liveNow(claims.sessionId);
+    if (live !== true) return live;
+    const role = this.#roles.get(`${claims.userId}:${claims.organizationId}`);
+    if (!role || this.#o.clock.nowMs() - role.checkedAtMs >= this.#o.cacheTtlMs) return undefined;
+    return grants(role.scopes, claims);
+  }
+
+  /** Whether a system token holds: its session is live and its role still grants its scopes. */
+  async holds(claims: AuthClaims): Promise<boolean> {
+    const known = this.holdsNow(claims);
+    if (known !== undefined) return known;
+    if (claims.sessionId === undefined || !(await this.live(claims.sessionId))) return false;
+    const key = `${claims.userId}:${claims.organizationId}`;
+    let role = this.#roles.get(key);
+    if (!role || this.#o.clock.nowMs() - role.checkedAtMs >= this.#o.cacheTtlMs) {
+      const checkedAtMs = this.#o.clock.nowMs();
+      const membership = await this.#o.memberships.resolveMembership(claims.userId, claims.organizationId);
+      role = { scopes: new Set(membership ? ROLE_SCOPES[membership.role] : []), checkedAtMs };
+      if (this.#roles.size >= CACHE_LIMIT) this.#roles.clear();
+      this.#roles.set(key, role);
+    }
+    return grants(role.scopes, claims);
   }
 
   /** True or false when the cache answers on its own; undefined: ask `live`. */
@@ -69,9 +115,16 @@ export class SessionCheck {
     return entry.live;
   }
 
-  /** Why the session no longer holds, asked afresh (open streams, docs/api.md "Authentication"). */
-  async problem(sessionId: string): Promise<string | null> {
-    return sessionProblem(await this.#o.sessions.findSession(sessionId), this.#o.clock.nowMs());
+  /** Why a system token no longer holds, asked afresh (open streams, docs/api.md "Authentication"). */
+  async problem(claims: AuthClaims): Promise<string | null> {
+    if (claims.sessionId === undefined) return null;
+    const ended = sessionProblem(await this.#o.sessions.findSession(claims.sessionId), this.#o.clock.nowMs());
+    if (ended) return ended;
+    const membership = await this.#o.memberships.resolveMembership(claims.userId, claims.organizationId);
+    if (!membership || !grants(new Set(ROLE_SCOPES[membership.role]), claims)) {
+      return "The role this access token was minted for no longer holds in its organization.";
+    }
+    return null;
   }
 
   /** Ended in this process: no request may pass with its tokens any more. */

@@ -72,7 +72,7 @@ export interface TokenResult {
 
 export interface MeResult {
   user_id: string;
-  email: string;
+  email: string | null;
   organization_id: string;
   role: string | null;
   organizations: { id: string; name: string; role: string }[];
@@ -264,8 +264,9 @@ export class SignInService {
 
   /** `GET /v1/me`. */
   async me(auth: AuthClaims): Promise<MeResult> {
+    // A token of an outside identity provider or an admin CLI key may name no user of ours: it is
+    // still valid, and answers with what is known.
     const email = await this.#d.lookup.userEmail(auth.userId);
-    if (email === null) throw new AppError("not_found", "This token's user is not known here.");
     const membership = await this.#d.memberships.resolveMembership(auth.userId, auth.organizationId);
     const organizations = await this.#d.lookup.organizationsOf(auth.userId);
     return {

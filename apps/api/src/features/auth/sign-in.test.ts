@@ -1,7 +1,7 @@
 import { makeChildOrganization } from "@fleet/db/testing";
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+import { type ApiHarness, adminApiKey, startApiHarness } from "../../testing/api-harness.ts";
 import {
   CookieJar,
   freeLoopbackPort,
@@ -173,6 +173,15 @@ describe("attacks on the callback", () => {
     expect(await h.db.query(`select count(*)::int as n from auth_sessions`)).toEqual(sessions);
   });
 
+  it("refuses the provider's own refusal (error=access_denied), and takes its state", async () => {
+    const jar = new CookieJar();
+    const start = await jar.fetch(`${api}/v1/auth/oidc/start`);
+    const state = new URL(start.headers.get("location") ?? "").searchParams.get("state") ?? "";
+    const denied = `${api}/v1/auth/oidc/callback?error=access_denied&state=${encodeURIComponent(state)}`;
+    await expectRefusedCallback(await jar.fetch(denied));
+    await expectRefusedCallback(await jar.fetch(denied));
+  });
+
   it("refuses a callback in another browser than the one that started the sign-in", async () => {
     const jar = new CookieJar();
     const start = await jar.fetch(`${api}/v1/auth/oidc/start`);
@@ -239,6 +248,8 @@ describe("the token endpoint and the session", () => {
     expect(foreign.status).toBe(403);
     expect(foreign.body.message).toEqual(expect.any(String));
     expect((await tokenOf(jar, {}, { origin: api })).status).toBe(200);
+    // A bare POST (no body, no content type), as curl sends it.
+    expect((await jar.fetch(`${api}/v1/auth/token`, { method: "POST" })).status).toBe(200);
   });
 
   it("answers 401 without a session cookie or with an unknown one", async () => {
@@ -294,6 +305,34 @@ describe("the token endpoint and the session", () => {
     }
   });
 
+  it("a demoted or removed member's tokens stop within 10 s, in the organization and below it", async () => {
+    const { jar } = await signedIn();
+    const top = (await tokenOf(jar)).body;
+    const child = await makeChildOrganization(h.db, top.organization_id);
+    const below = (await tokenOf(jar, { organization_id: child.organizationId })).body.access_token as string;
+    expect((await h.request("GET", "/v1/me", { token: below })).status).toBe(200);
+    const userId = decodeJwt(below).sub;
+    // Demoted at the top to the old `member` (a viewer): the owner's scopes no longer hold.
+    await h.db.query(`update organization_members set role = 'member' where user_id = $1`, [userId]);
+    try {
+      h.clock.offsetMs = 6_000;
+      expect((await h.request("GET", "/v1/me", { token: below })).status).toBe(401);
+      expect((await h.request("GET", "/v1/me", { token: top.access_token })).status).toBe(401);
+      // A new token carries what the role holds now.
+      const viewer = await tokenOf(jar);
+      expect(viewer.body.role).toBe("viewer");
+      expect(decodeJwt(viewer.body.access_token).scope).toBe("routers:read");
+      expect((await h.request("GET", "/v1/me", { token: viewer.body.access_token })).status).toBe(200);
+      // Removed: nothing holds, and no token is minted.
+      await h.db.query(`delete from organization_members where user_id = $1`, [userId]);
+      h.clock.offsetMs = 12_000;
+      expect((await h.request("GET", "/v1/me", { token: viewer.body.access_token })).status).toBe(401);
+      expect((await tokenOf(jar)).status).toBe(404);
+    } finally {
+      h.clock.offsetMs = 0;
+    }
+  });
+
   it("logout ends the streams opened with the session's tokens within 10 s", async () => {
     const { jar } = await signedIn();
     const { access_token: accessToken } = (await tokenOf(jar)).body;
@@ -337,6 +376,24 @@ describe("the token endpoint and the session", () => {
     } finally {
       h.clock.offsetMs = 0;
     }
+  });
+
+  it("GET /v1/me answers any valid credential: a dev-login token, an admin key naming no user", async () => {
+    const dev = await h.login();
+    const me = await h.request("GET", "/v1/me", { token: dev.token });
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ user_id: dev.userId, organization_id: dev.organizationId, role: "owner" });
+    const key = await adminApiKey(h.db, dev.organizationId, ["routers:read"]);
+    const byKey = await h.request("GET", "/v1/me", { token: key });
+    expect(byKey.status).toBe(200);
+    expect(byKey.body).toEqual({
+      user_id: "admin-cli",
+      email: null,
+      organization_id: dev.organizationId,
+      role: null,
+      organizations: [],
+    });
+    expect((await h.request("GET", "/v1/me")).status).toBe(401);
   });
 
   it("serves the public keys as a JWK Set", async () => {

@@ -118,7 +118,7 @@ export class TokenVerifier {
     if (cached) {
       if (cached.exp * 1000 <= this.#clock.nowMs()) return undefined;
       if (cached.sessionId === undefined) return cached;
-      return this.#options.system?.sessions.liveNow(cached.sessionId) === true ? cached : undefined;
+      return this.#options.system?.sessions.holdsNow(cached) === true ? cached : undefined;
     }
     const apiKeys = this.#options.apiKeys;
     if (!apiKeys?.verifiedNow) return undefined;
@@ -178,8 +178,8 @@ export class TokenVerifier {
   async #sessionHolds(claims: AuthClaims): Promise<AuthClaims> {
     if (claims.sessionId === undefined) return claims;
     const sessions = this.#options.system?.sessions;
-    if (!sessions || !(await sessions.live(claims.sessionId))) {
-      throw unauthenticated("The sign-in session of this access token has ended.");
+    if (!sessions || !(await sessions.holds(claims))) {
+      throw unauthenticated("The sign-in session of this access token has ended, or its role no longer holds.");
     }
     return claims;
   }

@@ -11,7 +11,6 @@ export const getMe = authedProcedure(null)
       summary: "Who the token is: the user, the organization it acts in, the role there, and the user's organizations",
     },
     successStatus: 200,
-    rest: { errors: [404] },
   })
   .input(z.object({}).optional())
   .output(ZMe)
