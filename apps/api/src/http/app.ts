@@ -17,6 +17,7 @@ import { exceedsDepth } from "./json-depth.ts";
 import { carriesBody, isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
+import { trpcStreamCap } from "./stream-cap.ts";
 import { trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
 
 export interface AppOptions {
@@ -248,6 +249,8 @@ export const createApp = (options: AppOptions): Express => {
   );
 
   app.use("/trpc", trpcRefuseNonJson(router));
+  // docs/api.md "Rate limits": open streams per credential and organization.
+  app.use("/trpc", trpcStreamCap(router, services));
   if (trpcFast) app.use("/trpc", trpcFast);
   app.use(
     "/trpc",

@@ -4,6 +4,7 @@ import { ApiKeysService } from "../features/api-keys/api-keys.service.ts";
 import { AuthService } from "../features/auth/auth.service.ts";
 import { CredentialWatch } from "../features/auth/credential-watch.ts";
 import { OrganizationResolver } from "../features/auth/organization-resolver.ts";
+import { StreamLimits, type StreamLimitsOptions } from "../features/auth/stream-limits.ts";
 import { TokenSigner, TokenVerifier } from "../features/auth/token-verifier.ts";
 import { TeamResolver } from "../features/teams/team-resolver.ts";
 import type { Wired, WiringContext } from "./wiring.ts";
@@ -15,6 +16,7 @@ export interface AuthServices {
   teams: TeamResolver;
   apiKeys: ApiKeysService;
   streams: CredentialWatch;
+  streamLimits: StreamLimits;
 }
 
 export interface WiredAuth extends Wired<AuthServices> {
@@ -23,7 +25,10 @@ export interface WiredAuth extends Wired<AuthServices> {
 }
 
 /** Bearer tokens (JWTs and API keys), dev-login, organizations and teams (docs/api.md "Authentication"). */
-export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): WiredAuth => {
+export const wireAuth = (
+  { config, db, logger, wallClock }: WiringContext,
+  streamLimits: StreamLimitsOptions = {},
+): WiredAuth => {
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
   const apiKeyStore = new ApiKeysRepository(queryOf(db));
   const identity = new IdentityRepository(db);
@@ -59,6 +64,7 @@ export const wireAuth = ({ config, db, logger, wallClock }: WiringContext): Wire
         forget: (hash) => apiKeys.forget(hash),
       }),
       streams: new CredentialWatch({ apiKeys: apiKeyStore, organizations: identity, clock: wallClock }),
+      streamLimits: new StreamLimits(streamLimits),
     },
     schedules: [],
     signer,
