@@ -59,11 +59,16 @@ describe("slow and idle connections", () => {
   });
   afterAll(() => h?.close());
 
-  it("closes a connection that sends nothing, one that never finishes its headers, and an idle keep-alive one", async () => {
+  it("closes a connection that sends nothing, one that never finishes its request, and an idle keep-alive one", async () => {
     const { port } = h.api;
     const silent = await open(port);
     const partial = await open(port);
     partial.socket.write("GET /livez HTTP/1.1\r\nHost: x\r\n");
+    // Headers complete, the body never (Node's own default let this live 300 s and more).
+    const slowBody = await open(port);
+    slowBody.socket.write(
+      'POST /v1/account HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":',
+    );
     const idle = await open(port);
     idle.socket.write("GET /livez HTTP/1.1\r\nHost: x\r\n\r\n");
     await eventually(() => idle.received().includes('{"status":"ok"}'), "the keep-alive answer");
@@ -73,6 +78,7 @@ describe("slow and idle connections", () => {
     await within(silent, "the silent connection closed");
     await within(partial, "the connection with unfinished headers closed");
     await within(idle, "the idle keep-alive connection closed");
+    await within(slowBody, "the connection whose body never ends closed");
     expect(partial.received()).toMatch(/^HTTP\/1\.1 408 /);
   });
 
