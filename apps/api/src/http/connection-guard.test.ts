@@ -153,7 +153,14 @@ describe("connections per source address", () => {
     try {
       for (let i = 0; i < CAP; i++) held.push(await open(port));
       const over = await open(port);
+      // A request sent at once on the refused connection is never read, let alone handled.
+      const email = `refused-${crypto.randomUUID()}@example.com`;
+      const body = JSON.stringify({ email });
+      over.socket.write(
+        `POST /v1/auth/dev-login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
       await over.closed;
+      expect(await h.db.query("select 1 from users where email = $1", [email])).toEqual([]);
       expect(over.received()).toMatch(/^HTTP\/1\.1 429 /);
       expect(over.received()).toMatch(/\r\nRetry-After: \d+\r\n/i);
       expect(over.received()).toContain(`at most ${CAP}`);

@@ -54,32 +54,36 @@ export const limitConnectionsPerAddress = (
     `HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   let loggedAt = Number.NEGATIVE_INFINITY;
-  // Before the HTTP server's own listener: a refused connection is paused first, so not one byte
-  // of it reaches the parser (no request of it is ever handled).
-  server.prependListener("connection", (socket: Socket) => {
+  // The HTTP server's own listener runs only for admitted connections: a refused one never gets a
+  // parser, so not one request of it is read or handled.
+  const httpListeners = server.listeners("connection") as Array<(socket: Socket) => void>;
+  server.removeAllListeners("connection");
+  server.on("connection", (socket: Socket) => {
     const peer = socket.remoteAddress;
-    if (peer === undefined || options.trusted.contains(peer)) return;
-    const key = addressKey(peer);
-    const held = open.get(key) ?? 0;
-    if (held >= options.perAddress) {
-      socket.pause();
-      socket.end(refusal, () => socket.destroy());
-      const now = Date.now();
-      if (now - loggedAt >= REFUSAL_LOG_PERIOD_MS) {
-        loggedAt = now;
-        options.logger.warn(
-          { perAddress: options.perAddress },
-          "an address reached its connection cap: more are refused",
-        );
+    const key = peer === undefined || options.trusted.contains(peer) ? undefined : addressKey(peer);
+    if (key !== undefined) {
+      const held = open.get(key) ?? 0;
+      if (held >= options.perAddress) {
+        socket.on("error", () => {});
+        socket.end(refusal, () => socket.destroy());
+        const now = Date.now();
+        if (now - loggedAt >= REFUSAL_LOG_PERIOD_MS) {
+          loggedAt = now;
+          options.logger.warn(
+            { perAddress: options.perAddress },
+            "an address reached its connection cap: more are refused",
+          );
+        }
+        return;
       }
-      return;
+      open.set(key, held + 1);
+      socket.once("close", () => {
+        const left = (open.get(key) ?? 1) - 1;
+        if (left <= 0) open.delete(key);
+        else open.set(key, left);
+      });
     }
-    open.set(key, held + 1);
-    socket.once("close", () => {
-      const left = (open.get(key) ?? 1) - 1;
-      if (left <= 0) open.delete(key);
-      else open.set(key, left);
-    });
+    for (const listener of httpListeners) listener.call(server, socket);
   });
   return { open: (address) => open.get(addressKey(address)) ?? 0 };
 };
