@@ -95,7 +95,7 @@ describe("slow and idle connections", () => {
 });
 
 /** An SSE subscription of `routers.onStatus`; its status once the answer's head arrived. */
-const openStream = (port: number, token: string, localAddress = "127.0.0.1") =>
+const openStream = (port: number, token: string, viaConnectionParams = false) =>
   new Promise<{
     status: number;
     headers: IncomingMessage["headers"];
@@ -109,10 +109,14 @@ const openStream = (port: number, token: string, localAddress = "127.0.0.1") =>
       {
         host: "127.0.0.1",
         port,
-        path: "/trpc/routers.onStatus",
-        localAddress,
+        // Browsers' EventSource sends no headers: the token rides in tRPC's connectionParams.
+        path: viaConnectionParams
+          ? `/trpc/routers.onStatus?connectionParams=${encodeURIComponent(JSON.stringify({ token }))}`
+          : "/trpc/routers.onStatus",
         agent: false,
-        headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
+        headers: viaConnectionParams
+          ? { accept: "text/event-stream" }
+          : { authorization: `Bearer ${token}`, accept: "text/event-stream" },
       },
       (res) => {
         res.setEncoding("utf8");
@@ -215,6 +219,10 @@ describe("open streams per credential and per organization", () => {
       expect(JSON.parse(over.body())).toMatchObject({
         error: { data: { code: "TOO_MANY_REQUESTS", httpStatus: 429 } },
       });
+      // The same credential in connectionParams counts the same.
+      const viaParams = await openStream(h.api.port, user.token, true);
+      expect(viaParams.status).toBe(429);
+      viaParams.close();
       // Another member's credential of the same organization is not held back by this one's.
       const key = await h.request("POST", "/v1/api-keys", {
         token: user.token,
