@@ -9,6 +9,7 @@ import type { BackupsService } from "./features/backups/backups.service.ts";
 import type { ForwardsService } from "./features/forwards/forwards.service.ts";
 import type { OrganizationResolver } from "./features/auth/organization-resolver.ts";
 import type { CredentialWatch } from "./features/auth/credential-watch.ts";
+import type { StreamLimits } from "./features/auth/stream-limits.ts";
 import type { TokenVerifier } from "./features/auth/token-verifier.ts";
 import type { SignInService } from "./features/auth/sign-in.service.ts";
 import type { OemService } from "./features/oem/oem.service.ts";
@@ -52,6 +53,8 @@ export interface Services {
   webhooks: WebhooksService;
   /** Open streams end with their credential (docs/api.md "Authentication"). */
   streams: CredentialWatch;
+  /** Open streams per credential and organization (docs/api.md "Rate limits"). */
+  streamLimits: StreamLimits;
   availability: AvailabilityService;
   backups: BackupsService;
   access: AccessService;

@@ -20,6 +20,13 @@ import type { Logger } from "pino";
 import type { ApiConfig } from "./config.ts";
 import type { ReconcileResult } from "./features/subscriptions/reconcile-billing.ts";
 import { createApp } from "./http/app.ts";
+import {
+  API_CONNECTION_TUNING,
+  type ApiConnectionTuning,
+  apiServerOptions,
+  limitConnectionsPerAddress,
+} from "./http/connection-limits.ts";
+import type { StreamLimitsOptions } from "./features/auth/stream-limits.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 import { DEV_LOGIN_PER_MINUTE } from "./trpc/rate-limit.ts";
@@ -65,6 +72,10 @@ export interface StartApiOptions {
    * rows under a "nothing changed" check; tests call the scheduled functions directly.
    */
   schedules?: boolean;
+  /** The API port's connection guard (docs/operations.md "API port connections"); tests shrink the timeouts. */
+  connections?: Partial<ApiConnectionTuning>;
+  /** Open streams per credential and organization (default: 20 and 200, docs/api.md "Rate limits"). */
+  streamLimits?: StreamLimitsOptions;
 }
 
 export interface RunningApi {
@@ -103,7 +114,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
   try {
     const billing = await wireBilling(ctx);
     wired.add(billing);
-    const auth = wireAuth(ctx, { apiUrl: () => boundUrl });
+    const auth = wireAuth(ctx, { apiUrl: () => boundUrl, streamLimits: options.streamLimits });
     wired.add(auth);
     const events = wireEvents(ctx, options.webhookTiming);
     wired.add(events);
@@ -160,7 +171,14 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
           !usesRealStripe && stripe.apiBase ? { kind: "emulator", apiBase: stripe.apiBase } : { kind: "stripe" },
       },
     });
-    const server = createServer({ keepAliveTimeout: 65_000 }, app);
+    // docs/operations.md "API port connections": slow, idle and piled-up connections are closed.
+    const tuning = { ...API_CONNECTION_TUNING, ...options.connections };
+    const server = createServer(apiServerOptions(tuning), app);
+    limitConnectionsPerAddress(server, {
+      perAddress: tuning.connectionsPerAddress,
+      trusted: config.trust.trustProxy,
+      logger,
+    });
     const port = await listen(server, { host: config.host, port: config.port });
     const url = serverUrl(config.host, port, "localhost");
     boundUrl = url;

@@ -18,6 +18,7 @@ import { carriesBody, isJsonMediaType, refuseNonJsonBodies } from "./media-type.
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
 import { SIGN_IN_PATH, signInRoutes } from "./sign-in-routes.ts";
+import { trpcStreamCap } from "./stream-cap.ts";
 import { sendTrpcError, trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
 
 export interface AppOptions {
@@ -257,6 +258,8 @@ export const createApp = (options: AppOptions): Express => {
   );
 
   app.use("/trpc", trpcRefuseNonJson(router));
+  // docs/api.md "Rate limits": open streams per credential and organization.
+  app.use("/trpc", trpcStreamCap(router, services));
   if (trpcFast) app.use("/trpc", trpcFast);
   app.use(
     "/trpc",

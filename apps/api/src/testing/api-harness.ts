@@ -5,7 +5,7 @@ import pino, { type Logger } from "pino";
 import type { Clock } from "@fleet/shared";
 import { eventually, OffsetClock } from "@fleet/shared/testing";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
-import { type RunningApi, startApi } from "../start-api.ts";
+import { type RunningApi, type StartApiOptions, startApi } from "../start-api.ts";
 
 export interface ApiHarness {
   api: RunningApi;
@@ -51,6 +51,10 @@ export interface ApiHarnessOptions {
   schedules?: boolean;
   /** A database the test made itself (default: a private one from createTestDatabase). */
   db?: TestDatabase;
+  /** The API port's connection guard (see StartApiOptions). */
+  connections?: StartApiOptions["connections"];
+  /** Open streams per credential and organization (see StartApiOptions). */
+  streamLimits?: StartApiOptions["streamLimits"];
 }
 
 export const startApiHarness = async (
@@ -82,6 +86,8 @@ export const startApiHarness = async (
     devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
     schedules: options.schedules ?? false,
     ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
+    ...(options.connections ? { connections: options.connections } : {}),
+    ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
   });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

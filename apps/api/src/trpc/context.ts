@@ -16,7 +16,9 @@ export interface RequestContext {
  * Browsers' EventSource cannot send headers, so SSE subscriptions (`routers.onStatus`) may carry the
  * token in tRPC's `connectionParams` instead: `{ "authorization": "Bearer <token>" }` or `{ "token": "<token>" }`.
  */
-const fromConnectionParams = (params: Record<string, string | undefined> | null | undefined): string | undefined => {
+export const fromConnectionParams = (
+  params: Record<string, string | undefined> | null | undefined,
+): string | undefined => {
   if (!params) return undefined;
   if (typeof params.authorization === "string") return params.authorization;
   return typeof params.token === "string" ? `Bearer ${params.token}` : undefined;

@@ -16,6 +16,7 @@ import { OrganizationResolver } from "../features/auth/organization-resolver.ts"
 import { SessionCheck } from "../features/auth/session-check.ts";
 import { SignInService } from "../features/auth/sign-in.service.ts";
 import { generateSigningKeyPem, SystemTokens } from "../features/auth/system-tokens.ts";
+import { StreamLimits, type StreamLimitsOptions } from "../features/auth/stream-limits.ts";
 import { TokenSigner, TokenVerifier } from "../features/auth/token-verifier.ts";
 import { MembershipsService } from "../features/members/memberships.service.ts";
 import { TeamResolver } from "../features/teams/team-resolver.ts";
@@ -30,6 +31,7 @@ export interface AuthServices {
   streams: CredentialWatch;
   memberships: MembershipsService;
   signIn: SignInService;
+  streamLimits: StreamLimits;
 }
 
 export interface WiredAuth extends Wired<AuthServices> {
@@ -43,8 +45,10 @@ export const wireAuth = (
   options: {
     /** The API's base URL once it listens (API_PUBLIC_URL, else the bound address). */
     apiUrl: () => string;
-    /** Who may act where; default: today's memberships up the organization tree. */
+    /** Who may act where; default: the memberships service's effective role. */
     memberships?: MembershipResolver;
+    /** Open streams per credential and organization (docs/api.md "Rate limits"). */
+    streamLimits?: StreamLimitsOptions | undefined;
   },
 ): WiredAuth => {
   if (config.auth.devLoginWarning) logger.warn(config.auth.devLoginWarning);
@@ -132,6 +136,7 @@ export const wireAuth = (
         secureCookies: publicUrl?.startsWith("https:") ?? false,
         logger: logger.child({ feature: "sign-in" }),
       }),
+      streamLimits: new StreamLimits(options.streamLimits ?? {}),
     },
     schedules: [],
     signer,

@@ -6,6 +6,8 @@ import { teamProcedure, trpcStream } from "../../trpc/init.ts";
  * happen: a tRPC subscription over SSE (`httpSubscriptionLink`). Browsers pass the token in
  * `connectionParams` (EventSource cannot send headers). No REST face. It ends (UNAUTHORIZED) within
  * seconds of its API key being revoked, its token expiring or its organization being removed.
+ * Over 20 open streams of a credential or 200 of an organization it is refused before it starts
+ * (429, http/stream-cap.ts).
  */
 export const onRouterStatus = teamProcedure("routers:read")
   .input(z.void())
