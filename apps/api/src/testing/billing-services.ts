@@ -1,3 +1,4 @@
+import { BillingMirror } from "../features/subscriptions/billing-mirror.ts";
 import {
   AccountsRepository,
   BillingMirrorRepository,
@@ -84,7 +85,7 @@ export const billingServices = (db: Database, apiBase: URL, options: { trialRout
   });
   const payments = createPaymentsGateway(client);
   const subscriptionGateway = createSubscriptionGateway(client);
-  const mirrorRepository = new BillingMirrorRepository(db);
+  const mirrorRepository = new BillingMirror(db);
   const mirror = new BillingMirrorService({
     repository: mirrorRepository,
     reconcile: { mirror: mirrorRepository, payments, subscriptions: subscriptionGateway, clock: systemClock },

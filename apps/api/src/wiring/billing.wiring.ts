@@ -1,3 +1,4 @@
+import { BillingMirror } from "../features/subscriptions/billing-mirror.ts";
 import { BillingMirrorRepository, queryOf, SubscriptionsRepository } from "@fleet/db";
 import { AccountsRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
@@ -83,7 +84,7 @@ export const wireBilling = async ({ config, db, logger, wallClock }: WiringConte
   const payments = createPaymentsGateway(stripeClient);
   const subscriptionGateway = createSubscriptionGateway(stripeClient);
   const billingLogger = logger.child({ feature: "billing" });
-  const mirrorRepository = new BillingMirrorRepository(db);
+  const mirrorRepository = new BillingMirror(db);
   const billingMirror = new BillingMirrorService({
     repository: mirrorRepository,
     reconcile: { mirror: mirrorRepository, payments, subscriptions: subscriptionGateway, clock: wallClock },

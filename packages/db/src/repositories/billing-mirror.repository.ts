@@ -120,11 +120,20 @@ where billing_invoices.status not in ('paid', 'void') or billing_invoices.status
 // Not FOR UPDATE: a card's or invoice's foreign key check (FOR KEY SHARE) on the account is not blocked.
 const ACCOUNT_LOCK = "for no key update";
 
-/** The writes of the mirror, on one connection (inside a transaction when made by `transaction`). */
+/** The writes of the mirror, on one connection (inside a transaction when its caller opened one). */
 export class BillingMirrorWriter {
   readonly #q: Query;
   constructor(query: Query) {
     this.#q = query;
+  }
+
+  /**
+   * Takes the cluster-wide reconciliation lock for the rest of this transaction (a PostgreSQL
+   * advisory lock); false when another process holds it.
+   */
+  async tryClusterLock(key: number): Promise<boolean> {
+    const rows = await this.#q<{ locked: boolean }>("select pg_try_advisory_xact_lock($1) as locked", [key]);
+    return rows[0]?.locked === true;
   }
 
   /** True the first time an event id is seen; false for a repeat (it was processed before). */
@@ -278,20 +287,6 @@ export class BillingMirrorRepository {
     return new BillingMirrorWriter(await this.#query());
   }
 
-  /** A transaction whose writer finds its account itself (`accountByCustomer` locks it). */
-  async transaction<T>(work: (writer: BillingMirrorWriter) => Promise<T>): Promise<T> {
-    return this.#db.transaction((query) => work(new BillingMirrorWriter(query)));
-  }
-
-  /** A transaction on one account's mirror, its account locked first (`BillingMirrorWriter.lockAccount`). */
-  async accountTransaction<T>(accountId: string, work: (writer: BillingMirrorWriter) => Promise<T>): Promise<T> {
-    return this.#db.transaction(async (query) => {
-      const writer = new BillingMirrorWriter(query);
-      await writer.lockAccount(accountId);
-      return work(writer);
-    });
-  }
-
   /** Oldest first, like the processor lists them. */
   async listCards(accountId: string): Promise<Array<MirrorCard & { isDefault: boolean }>> {
     const q = await this.#query();
@@ -351,23 +346,5 @@ export class BillingMirrorRepository {
       organizationId: String(r.organization_id),
       stripeCustomerId: String(r.stripe_customer_id),
     }));
-  }
-
-  /**
-   * Runs `work` only if no other process holds the cluster-wide reconciliation lock (a PostgreSQL
-   * advisory lock, held by an open transaction for the duration); false when skipped. PGlite is one
-   * process with one connection: no lock needed, and holding one would block `work`'s own queries.
-   */
-  async withClusterLock(key: number, work: () => Promise<void>): Promise<boolean> {
-    if (this.#db.driver !== "postgresql") {
-      await work();
-      return true;
-    }
-    return this.#db.transaction(async (query) => {
-      const rows = await query<{ locked: boolean }>("select pg_try_advisory_xact_lock($1) as locked", [key]);
-      if (rows[0]?.locked !== true) return false;
-      await work();
-      return true;
-    });
   }
 }

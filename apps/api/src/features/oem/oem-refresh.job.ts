@@ -1,5 +1,5 @@
 import { type Database, type JobEngine, OemRepository, registerScheduledTask } from "@fleet/db";
-import { type Clock, type TOemCatalog, ZOemCatalog } from "@fleet/shared";
+import { type Clock, ZOemCatalog } from "@fleet/shared";
 import type { Logger } from "pino";
 
 export interface OemRefreshDeps {

@@ -1,10 +1,10 @@
+import { BillingMirror } from "../subscriptions/billing-mirror.ts";
 import { createHash } from "node:crypto";
 import {
   AccountsRepository,
   AdoptionsRepository,
   acquireJobEngine,
   acquireStatusFeed,
-  BillingMirrorRepository,
   type JobEngine,
   listRouterJobs,
   OemRepository,
@@ -87,7 +87,7 @@ const clearance = (trialRouters: number) => {
     publishableKey: "pk_test_routers",
     apiBase: new URL(emulator.url),
   });
-  const mirror = new BillingMirrorRepository(db);
+  const mirror = new BillingMirror(db);
   const reconcile = {
     mirror,
     payments: createPaymentsGateway(stripe),
@@ -175,7 +175,7 @@ const cardOnFile = async (owner: Owner, paymentMethod: string): Promise<string> 
   const account = await makeAccount(db, owner.organizationId, { stripeCustomerId: customer.id });
   const card = await stripe.paymentMethods.attach(paymentMethod, { customer: customer.id });
   await stripe.customers.update(customer.id, { invoice_settings: { default_payment_method: card.id } });
-  const mirror = new BillingMirrorRepository(db);
+  const mirror = new BillingMirror(db);
   const reconcile = {
     mirror,
     payments: createPaymentsGateway(stripe),

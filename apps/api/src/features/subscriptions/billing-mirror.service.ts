@@ -1,11 +1,12 @@
-import type { BillingMirrorRepository, MirrorAccount, MirrorCard, MirrorInvoice } from "@fleet/db";
+import type { BillingMirror } from "./billing-mirror.ts";
+import type { MirrorAccount, MirrorCard, MirrorInvoice } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
 import type { InvoiceSnapshot, PaymentsGateway } from "../../integrations/stripe/payments-gateway.ts";
 import type { SubscriptionSnapshot } from "../../integrations/stripe/subscription-gateway.ts";
 import { type ReconcileBillingDeps, type ReconcileResult, reconcileBilling } from "./reconcile-billing.ts";
 
 export interface BillingMirrorServiceDeps {
-  repository: BillingMirrorRepository;
+  repository: BillingMirror;
   reconcile: ReconcileBillingDeps;
   /**
    * The processor, read by the lists first (a short timeout, no retries): while it answers, the

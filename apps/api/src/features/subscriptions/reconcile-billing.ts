@@ -1,10 +1,11 @@
-import type { BillingMirrorRepository, MirrorAccount } from "@fleet/db";
+import type { BillingMirror } from "./billing-mirror.ts";
+import type { MirrorAccount } from "@fleet/db";
 import { type Clock, INVOICE_LIST_LIMIT } from "@fleet/shared";
 import type { PaymentsGateway } from "../../integrations/stripe/payments-gateway.ts";
 import type { SubscriptionGateway } from "../../integrations/stripe/subscription-gateway.ts";
 
 export interface ReconcileBillingDeps {
-  mirror: Pick<BillingMirrorRepository, "accounts" | "accountTransaction">;
+  mirror: Pick<BillingMirror, "accounts" | "accountTransaction">;
   payments: Pick<PaymentsGateway, "listCards" | "defaultPaymentMethodId" | "listInvoices">;
   subscriptions: Pick<SubscriptionGateway, "currentSubscription">;
   clock: Clock;
@@ -20,7 +21,7 @@ export interface ReconcileResult {
  * Rebuilds the billing mirror of the given accounts (default: every account) from the processor:
  * cards and the default card exactly, the most recent invoices, the subscription's status. This is
  * what repairs a missed webhook event (docs/billing.md "Reconciliation"). Periodic runs go through
- * `BillingMirrorRepository.withClusterLock` so one process in a cluster does it at a time; on
+ * `BillingMirror.withClusterLock` so one process in a cluster does it at a time; on
  * demand it runs for one account when its mirror was never built. A failing account is skipped,
  * not fatal: the next pass tries again.
  */

@@ -1,4 +1,4 @@
-import { BillingMirrorRepository } from "@fleet/db";
+import { BillingMirror } from "./billing-mirror.ts";
 import { createTestDatabase, databaseFingerprint, makeAccount, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import Stripe from "stripe";
@@ -24,7 +24,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   service = new StripeWebhookService({
     verify: createWebhookVerifier(SECRET, clock),
-    mirror: new BillingMirrorRepository(db),
+    mirror: new BillingMirror(db),
     clock,
   });
 });

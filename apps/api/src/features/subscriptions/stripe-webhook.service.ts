@@ -1,4 +1,4 @@
-import type { BillingMirrorRepository } from "@fleet/db";
+import type { BillingMirror } from "./billing-mirror.ts";
 import { AppError, type Clock } from "@fleet/shared";
 import { checkStripeEvent } from "../../integrations/stripe/stripe-event.schema.ts";
 import type { WebhookVerifier } from "../../integrations/stripe/webhook-verifier.ts";
@@ -6,7 +6,7 @@ import { applyStripeEvent, type EventOutcome } from "./apply-stripe-event.ts";
 
 export interface StripeWebhookServiceDeps {
   verify: WebhookVerifier;
-  mirror: Pick<BillingMirrorRepository, "transaction">;
+  mirror: Pick<BillingMirror, "transaction">;
   clock: Clock;
 }
 

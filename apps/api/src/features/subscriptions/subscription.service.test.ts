@@ -1,4 +1,5 @@
-import { AccountsRepository, BillingMirrorRepository, queryOf, SubscriptionsRepository } from "@fleet/db";
+import { BillingMirror } from "./billing-mirror.ts";
+import { AccountsRepository, queryOf, SubscriptionsRepository } from "@fleet/db";
 import {
   createTestDatabase,
   databaseFingerprint,
@@ -28,7 +29,7 @@ let stripe: Stripe;
 const DOCS = "http://localhost:3000/docs";
 
 const newMirror = (client: Stripe = stripe) => {
-  const repository = new BillingMirrorRepository(db);
+  const repository = new BillingMirror(db);
   return new BillingMirrorService({
     repository,
     reconcile: {
@@ -49,7 +50,7 @@ const newService = (client: Stripe = stripe, trialRouters = 3) =>
     subscriptions: new SubscriptionsRepository(queryOf(db)),
     gateway: createSubscriptionGateway(client),
     docsUrl: DOCS,
-    mirror: new BillingMirrorRepository(db),
+    mirror: new BillingMirror(db),
     mirrorWrites: newMirror(client),
     payments: createPaymentsGateway(client),
     trialRouters,

@@ -1,17 +1,18 @@
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, lockWaiters, makeAccount, makeUser, type TestDatabase } from "../testing/index.ts";
-import { BillingMirrorRepository, type MirrorCard } from "./billing-mirror.repository.ts";
+import type { MirrorCard } from "@fleet/db";
+import { createTestDatabase, lockWaiters, makeAccount, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { BillingMirror } from "./billing-mirror.ts";
 
 // The mirror's writers of one account: the API's own write after a card is saved and the
 // processor's events about that same change arrive together (docs/billing.md "Billing mirror").
 
 let db: TestDatabase;
-let mirror: BillingMirrorRepository;
+let mirror: BillingMirror;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  mirror = new BillingMirrorRepository(db);
+  mirror = new BillingMirror(db);
 });
 afterAll(async () => {
   await db?.close();
