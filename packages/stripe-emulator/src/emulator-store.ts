@@ -122,7 +122,7 @@ export class TrackedMap<V> extends Map<string, V> {
   }
 
   override *values(): MapIterator<V> {
-    for (const [id, value] of this.entries()) yield value;
+    for (const [, value] of this.entries()) yield value;
   }
 
   override [Symbol.iterator](): MapIterator<[string, V]> {
