@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import qs from "qs";
-import { openStateFile } from "./emulator-persistence.ts";
+import { openStateFile, type StateSaver } from "./emulator-persistence.ts";
 import { type EmulatorClock, EmulatorStore, randomToken } from "./emulator-store.ts";
 import { expandFields } from "./expand-fields.ts";
 import { RawResponse, Router } from "./http-router.ts";
@@ -117,6 +117,8 @@ async function dispatch(store: EmulatorStore, router: Router, req: IncomingMessa
   const method = req.method ?? "GET";
   const url = new URL(req.url ?? "/", "http://emulator");
   const raw = await readBody(req);
+  // From here the request runs synchronously: what it is handed is what it may change (TrackedMap).
+  store.recording = method !== "GET" && method !== "HEAD";
   const params: Params = {
     ...(qs.parse(url.search.slice(1), QS_OPTIONS) as Params),
     ...(raw ? (qs.parse(raw, QS_OPTIONS) as Params) : {}),
@@ -211,16 +213,18 @@ export async function startStripeEmulator(opts: StripeEmulatorOptions = {}): Pro
     throw new Error(`the Stripe emulator listens on loopback only, not on ${host}`);
   }
   const store = new EmulatorStore({ clock: opts.clock });
-  const save = opts.dataDir && opts.dataDir !== "memory" ? openStateFile(store, opts.dataDir) : () => {};
+  const save: StateSaver = opts.dataDir && opts.dataDir !== "memory" ? openStateFile(store, opts.dataDir) : () => {};
   const recorder = new EventRecorder(store);
   const sender = new WebhookSender(store, save);
   // After every request that may have changed something: events into the outbox, state to disk
   // (before the answer, so an acknowledged change survives a crash), then delivery.
   const commit = (req: IncomingMessage, requestId: string) => {
     if (req.method === "GET" || req.method === "HEAD") return;
+    store.recording = false;
+    const touched = store.takeTouched();
     const key = req.headers["idempotency-key"];
-    recorder.record(requestId, typeof key === "string" ? key : null);
-    save();
+    recorder.record(requestId, typeof key === "string" ? key : null, touched);
+    save(touched);
     sender.kick();
   };
   const router = createRouter();

@@ -74,18 +74,97 @@ export function randomToken(length: number, alphabet = ALPHABET): string {
   return out;
 }
 
+/** Whether the store notes what it hands out (a request that may change something is running). */
+interface Recording {
+  recording: boolean;
+}
+
+/**
+ * A Map that, while its store records, notes every id whose object it hands out, sets or deletes:
+ * routes change objects in place, so an object handed to a changing request may have changed. The
+ * events and the state file then look at those objects only, not at every object (whose number
+ * grows with the fleet).
+ */
+export class TrackedMap<V> extends Map<string, V> {
+  readonly touched = new Set<string>();
+  readonly #owner: Recording;
+
+  constructor(owner: Recording) {
+    super();
+    this.#owner = owner;
+  }
+
+  /** The value without noting it (the store's own readers: events, persistence). */
+  peek(id: string): V | undefined {
+    return super.get(id);
+  }
+
+  override get(id: string): V | undefined {
+    if (this.#owner.recording) this.touched.add(id);
+    return super.get(id);
+  }
+
+  override set(id: string, value: V): this {
+    if (this.#owner.recording) this.touched.add(id);
+    return super.set(id, value);
+  }
+
+  override delete(id: string): boolean {
+    if (this.#owner.recording) this.touched.add(id);
+    return super.delete(id);
+  }
+
+  override *entries(): MapIterator<[string, V]> {
+    for (const entry of super.entries()) {
+      if (this.#owner.recording) this.touched.add(entry[0]);
+      yield entry;
+    }
+  }
+
+  override *values(): MapIterator<V> {
+    for (const [, value] of this.entries()) yield value;
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, V]> {
+    return this.entries();
+  }
+
+  override forEach(callback: (value: V, key: string, map: Map<string, V>) => void, thisArg?: unknown): void {
+    for (const [id, value] of this.entries()) callback.call(thisArg, value, id, this);
+  }
+}
+
+/** The store's maps by name: what the state file and the events read. */
+export const STORE_MAPS = [
+  "customers",
+  "paymentMethods",
+  "cardBehaviors",
+  "setupIntents",
+  "products",
+  "prices",
+  "invoiceItems",
+  "invoices",
+  "subscriptions",
+  "idempotency",
+] as const;
+export type TStoreMap = (typeof STORE_MAPS)[number];
+/** Ids per map, from `takeTouched`. */
+export type Touched = Record<TStoreMap, string[]>;
+
 export class EmulatorStore {
-  readonly customers = new Map<string, Customer>();
+  /** Set for the synchronous part of a request that may change something (see TrackedMap). */
+  recording = false;
+  readonly customers = new TrackedMap<Customer>(this);
   readonly deletedCustomers = new Set<string>();
-  readonly paymentMethods = new Map<string, PaymentMethod>();
-  readonly cardBehaviors = new Map<string, CardBehavior>();
-  readonly setupIntents = new Map<string, SetupIntent>();
-  readonly products = new Map<string, Product>();
-  readonly prices = new Map<string, Price>();
-  readonly invoiceItems = new Map<string, InvoiceItem>();
-  readonly invoices = new Map<string, Invoice>();
-  readonly subscriptions = new Map<string, Subscription>();
-  readonly idempotency = new Map<string, IdempotentEntry>();
+  readonly paymentMethods = new TrackedMap<PaymentMethod>(this);
+  readonly cardBehaviors = new TrackedMap<CardBehavior>(this);
+  readonly setupIntents = new TrackedMap<SetupIntent>(this);
+  readonly products = new TrackedMap<Product>(this);
+  readonly prices = new TrackedMap<Price>(this);
+  readonly invoiceItems = new TrackedMap<InvoiceItem>(this);
+  readonly invoices = new TrackedMap<Invoice>(this);
+  readonly subscriptions = new TrackedMap<Subscription>(this);
+  readonly idempotency = new TrackedMap<IdempotentEntry>(this);
   /** Events not yet acknowledged by the webhook endpoint, oldest first. */
   outbox: PendingEvent[] = [];
   /** Invoices whose payment attempt failed during the current request (-> `invoice.payment_failed`). */
@@ -96,6 +175,17 @@ export class EmulatorStore {
 
   constructor(opts: StoreOptions = {}) {
     this.clock = opts.clock ?? systemTime;
+  }
+
+  /** The ids each map handed out, set or deleted since the last call (see TrackedMap); clears them. */
+  takeTouched(): Touched {
+    const touched = {} as Touched;
+    for (const key of STORE_MAPS) {
+      const map = this[key] as TrackedMap<unknown>;
+      touched[key] = [...map.touched];
+      map.touched.clear();
+    }
+    return touched;
   }
 
   /** Unix seconds, like every Stripe timestamp. */

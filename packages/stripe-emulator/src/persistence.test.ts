@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,7 +7,7 @@ import type Stripe from "stripe";
 import { afterEach, describe, expect, it } from "vitest";
 import { startStripeEmulator } from "./emulator-server.ts";
 import type { StripeEmulator } from "./emulator-server.ts";
-import { STATE_FILE } from "./emulator-persistence.ts";
+import { LOG_FILE, STATE_FILE } from "./emulator-persistence.ts";
 import { EXP_YEAR, sdk } from "./testing/test-emulator.ts";
 
 const dirs: string[] = [];
@@ -77,6 +77,41 @@ describe("state in DATA_DIR", () => {
     expect(next.id).not.toBe(customer.id);
     expect(second.store.idCounter).toBeGreaterThan(first.store.idCounter);
   });
+
+  it("a change writes what it touched, not the whole state: the cost per change does not grow with the objects", async () => {
+    const dir = tempDir();
+    const emulator = await start(dir);
+    const stripe = sdk(emulator, "sk_test_grow");
+    const blob = "x".repeat(200);
+    const create = (n: number) => stripe.customers.create({ email: `c${n}@example.com`, metadata: { n, blob } });
+    const logBytes = () => statSync(join(dir, LOG_FILE)).size;
+    const appended = async (n: number) => {
+      const before = logBytes();
+      await create(n);
+      return logBytes() - before;
+    };
+    const snapshot = readFileSync(join(dir, STATE_FILE), "utf8");
+    const first = await appended(0);
+    for (let n = 1; n < 300; n++) await create(n);
+    const later = await appended(300);
+    // The 301st customer costs what the first did (its own object and event), not 300 customers' worth.
+    expect(later).toBeLessThanOrEqual(first + 200);
+    // The snapshot was not rewritten (about 500 KiB of log: under the compaction point).
+    expect(readFileSync(join(dir, STATE_FILE), "utf8")).toBe(snapshot);
+    // Keep going until the log outgrows the snapshot and 1 MiB: it is folded into a new snapshot.
+    let n = 301;
+    while (readFileSync(join(dir, STATE_FILE), "utf8") === snapshot) await create(n++);
+    expect(logBytes()).toBeLessThan(10_000);
+    await create(n++);
+    await emulator.close();
+    // Snapshot plus log: everything is back after a restart, ids keep counting.
+    const again = await start(dir);
+    const seen = [...again.store.customers.values()].map((c) => Number(c.metadata.n)).sort((a, b) => a - b);
+    expect(seen).toEqual(seen.map((_, i) => i));
+    expect(seen).toHaveLength(n);
+    const next = await sdk(again, "sk_test_grow").customers.create({ email: "next@example.com" });
+    expect(again.store.customers.has(next.id)).toBe(true);
+  }, 120_000);
 
   it("DATA_DIR=memory writes nothing", async () => {
     const emulator = await startStripeEmulator({ dataDir: "memory" });

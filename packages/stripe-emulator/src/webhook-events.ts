@@ -1,6 +1,6 @@
 // Stripe-like events: derived from what a request changed, signed like Stripe, delivered with retries.
 import { createHmac } from "node:crypto";
-import type { EmulatorStore, StripeEvent } from "./emulator-store.ts";
+import type { EmulatorStore, StripeEvent, Touched, TrackedMap } from "./emulator-store.ts";
 import { randomToken } from "./emulator-store.ts";
 
 /** The API version the events claim (the pinned SDK's). */
@@ -83,8 +83,12 @@ export class EventRecorder {
     }
   }
 
-  /** Events for what changed since the last call, appended to the store's outbox. */
-  record(requestId: string | null, idempotencyKey: string | null): StripeEvent[] {
+  /**
+   * Events for what changed since the last call, appended to the store's outbox. `touched`: the
+   * objects a request was handed (EmulatorStore.takeTouched); only those are compared, so the cost
+   * follows the request, not the number of objects. Without it every object is compared.
+   */
+  record(requestId: string | null, idempotencyKey: string | null, touched?: Touched): StripeEvent[] {
     const store = this.#store;
     const events: StripeEvent[] = [];
     const push = (type: string, object: object, previous?: Obj) => {
@@ -102,8 +106,16 @@ export class EventRecorder {
     };
     const failed = new Set(store.failedPayments);
     store.failedPayments = [];
+    const gone: string[] = [];
     for (const kind of TRACKED) {
-      for (const [id, value] of store[kind] as unknown as Map<string, Obj>) {
+      const map = store[kind] as unknown as TrackedMap<Obj>;
+      const ids = touched ? new Set(kind === "invoices" ? [...touched[kind], ...failed] : touched[kind]) : map.keys();
+      for (const id of ids) {
+        const value = map.peek(id);
+        if (value === undefined) {
+          if (this.#seen.has(id)) gone.push(id);
+          continue;
+        }
         const json = JSON.stringify(value);
         const old = this.#seen.get(id);
         if (old === json && !failed.has(id)) continue;
@@ -117,7 +129,10 @@ export class EventRecorder {
         if (kind === "invoices" && failed.has(id)) push("invoice.payment_failed", value);
       }
     }
-    for (const [id, json] of [...this.#seen]) {
+    const deleted = touched ? gone : [...this.#seen.keys()];
+    for (const id of deleted) {
+      const json = this.#seen.get(id);
+      if (json === undefined) continue;
       if (id.startsWith("cus_") && !store.customers.has(id)) {
         this.#seen.delete(id);
         push("customer.deleted", { id, object: "customer", deleted: true });

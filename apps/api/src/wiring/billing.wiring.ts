@@ -124,19 +124,30 @@ export const wireBilling = async ({ config, db, logger, wallClock }: WiringConte
       subscriptions: subscriptionService,
       mirror: billingMirror,
     },
-    // docs/billing.md "Reconciliation": the mirror is compared with the processor.
-    schedules: reconcileCron
-      ? [
-          {
-            queue: "billing.reconcile",
-            cron: reconcileCron,
-            run: async () => {
-              const result = await billingMirror.reconcileExclusive();
-              if (result) billingLogger.info(result, "billing mirror reconciled");
+    // docs/billing.md "Reconciliation": the mirror is compared with the processor, and processor
+    // customers left behind by an interrupted account create are removed (hourly).
+    schedules: [
+      ...(reconcileCron
+        ? [
+            {
+              queue: "billing.reconcile",
+              cron: reconcileCron,
+              run: async () => {
+                const result = await billingMirror.reconcileExclusive();
+                if (result) billingLogger.info(result, "billing mirror reconciled");
+              },
             },
-          },
-        ]
-      : [],
+          ]
+        : []),
+      {
+        queue: "billing.orphan-customers",
+        cron: "23 * * * *",
+        run: async () => {
+          const { removed } = await accountService.removeOrphanCustomers(wallClock.now());
+          if (removed.length > 0) billingLogger.info({ removed }, "orphan processor customers removed");
+        },
+      },
+    ],
     stripe,
     usesRealStripe: Boolean(config.stripe.secretKey && config.stripe.publishableKey),
     emulator,

@@ -1,3 +1,4 @@
+import { isDatabaseUnreachable } from "@fleet/db";
 import { nextSweepInMs, type SweepMemo, type SweepResult, sweepFaults } from "../faults/fault-sweeper.ts";
 import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
 import type { DaemonContext, DaemonSchedule, Wired } from "./wiring.ts";
@@ -54,19 +55,23 @@ export const wireFaults = (
       let sweepTimer: NodeJS.Timeout | undefined;
       let sweepsStopped = false;
       let held = false;
+      let unreachable = false;
       const scheduleSweep = (inMs: number) => {
         if (sweepsStopped) return;
         sweepTimer = setTimeout(() => {
           const startedAt = performance.now();
           sweeping = sweep()
             .then((result) => {
+              unreachable = false;
               if (result.opened.length > 0) logger.info({ faults: result.opened.length }, "faults opened");
               if (result.heldAt && !held) logger.warn({ heldAt: result.heldAt }, "heartbeat writes lag; faults wait");
               held = result.heldAt !== null || (held && !result.swept);
               return result;
             })
             .catch((error) => {
-              logger.error({ err: error }, "fault sweep failed");
+              // A database outage fails every sweep until it ends: one line for it, not four a second.
+              if (!unreachable || !isDatabaseUnreachable(error)) logger.error({ err: error }, "fault sweep failed");
+              unreachable = isDatabaseUnreachable(error);
               return null;
             })
             .then((result) => {

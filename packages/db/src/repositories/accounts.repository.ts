@@ -145,6 +145,24 @@ export class AccountsRepository {
     };
   }
 
+  /**
+   * Of these processor customers (made by this system for an organization), those no billing
+   * account holds and whose organization still exists: a create stopped between the processor and
+   * the insert left them behind.
+   */
+  async unclaimedCustomers(
+    candidates: ReadonlyArray<{ customerId: string; organizationId: string }>,
+  ): Promise<string[]> {
+    if (candidates.length === 0) return [];
+    const rows = await this.#db.query<{ customer_id: string }>(
+      `select c.customer_id from unnest($1::text[], $2::text[]) as c(customer_id, organization_id)
+       join organizations o on o.id::text = c.organization_id
+       where not exists (select 1 from billing_accounts a where a.stripe_customer_id = c.customer_id)`,
+      [candidates.map((c) => c.customerId), candidates.map((c) => c.organizationId)],
+    );
+    return rows.map((r) => String(r.customer_id));
+  }
+
   /** Inserts the account; returns null when the organization already has one (a lost race). */
   async insert(input: NewAccount): Promise<AccountRecord | null> {
     try {

@@ -7,7 +7,7 @@ import { createCustomerGateway } from "../../integrations/stripe/billing-gateway
 import { createStripeClient } from "../../integrations/stripe/stripe-client.ts";
 import { rejection } from "../../testing/rejections.ts";
 import type { AuthClaims } from "../auth/token-verifier.ts";
-import { AccountService } from "./account.service.ts";
+import { AccountService, ORPHAN_CUSTOMER_GRACE_MS } from "./account.service.ts";
 
 // The service tier (docs/contributing.md "Add a test"): AccountService on a real database with the
 // real repository and the Stripe SDK against the emulator (or an address where nothing listens).
@@ -125,5 +125,68 @@ describe("AccountService (service tier)", () => {
       message: expect.stringMatching(/payment processor/),
     });
     expect(await databaseFingerprint(db)).toBe(before);
+  });
+});
+
+/** The crash injected between the two steps: the next `crashes` inserts die before writing. */
+class CrashingAccounts extends AccountsRepository {
+  #crashes: number;
+  constructor(database: TestDatabase, crashes: number) {
+    super(database);
+    this.#crashes = crashes;
+  }
+  override async insert(input: Parameters<AccountsRepository["insert"]>[0]) {
+    if (this.#crashes-- > 0) throw new Error("killed between the customer and the account insert");
+    return super.insert(input);
+  }
+}
+
+describe("orphan processor customers (scheduled reconciliation)", () => {
+  it("removes the customer of a create that crashed between the processor and the insert, and nothing else", async () => {
+    const repository = new AccountsRepository(db);
+    // The crash: the processor's customer exists, then the process dies before the account is stored.
+    const crashing = new AccountService({
+      accounts: new CrashingAccounts(db, 1),
+      customers: createCustomerGateway(stripe),
+      docsUrl: "http://localhost:3000/docs",
+    });
+    const crashed = claims(await makeUser(db));
+    const orphanEmail = `orphan-${crypto.randomUUID()}@acme.example`;
+    await expect(crashing.create(crashed, { ...validBody, email: orphanEmail })).rejects.toThrow(/killed/);
+    const [orphan] = (await stripe.customers.list({ email: orphanEmail })).data;
+    expect(orphan?.metadata).toMatchObject({ organization_id: crashed.organizationId });
+    // A healthy account's customer, made at the same time.
+    const healthy = claims(await makeUser(db));
+    await serviceOn(stripe).create(healthy, { ...validBody, email: `kept-${crypto.randomUUID()}@acme.example` });
+    const kept = (await repository.billingContext(healthy.organizationId))?.account?.stripeCustomerId ?? "";
+    // A customer not made by this system (no organization id).
+    const foreign = await stripe.customers.create({ email: `foreign-${crypto.randomUUID()}@acme.example` });
+
+    const accounts = serviceOn(stripe);
+    // Within the grace (an identical retry would still reuse it), nothing is removed.
+    expect((await accounts.removeOrphanCustomers(new Date())).removed).toEqual([]);
+    const later = new Date(Date.now() + ORPHAN_CUSTOMER_GRACE_MS + 60_000);
+    const first = await accounts.removeOrphanCustomers(later);
+    expect(first.removed).toEqual([orphan?.id]);
+    expect(((await stripe.customers.retrieve(orphan?.id ?? "")) as { deleted?: boolean }).deleted).toBe(true);
+    expect(((await stripe.customers.retrieve(kept)) as { deleted?: boolean }).deleted).toBeUndefined();
+    expect(((await stripe.customers.retrieve(foreign.id)) as { deleted?: boolean }).deleted).toBeUndefined();
+    // Done once: the next run finds nothing.
+    expect((await accounts.removeOrphanCustomers(later)).removed).toEqual([]);
+  });
+
+  it("within the grace, an identical retry of the crashed create reuses its customer: nothing is left to remove", async () => {
+    const flaky = new AccountService({
+      accounts: new CrashingAccounts(db, 1),
+      customers: createCustomerGateway(stripe),
+      docsUrl: "http://localhost:3000/docs",
+    });
+    const owner = claims(await makeUser(db));
+    const body = { ...validBody, email: `retry-${crypto.randomUUID()}@acme.example` };
+    await expect(flaky.create(owner, body)).rejects.toThrow(/killed/);
+    await flaky.create(owner, body);
+    expect((await stripe.customers.list({ email: body.email })).data).toHaveLength(1);
+    const later = new Date(Date.now() + ORPHAN_CUSTOMER_GRACE_MS + 60_000);
+    expect((await serviceOn(stripe).removeOrphanCustomers(later)).removed).toEqual([]);
   });
 });

@@ -19,6 +19,13 @@ export interface AccountServiceDeps {
   logger?: Logger;
 }
 
+/**
+ * How old a processor customer without an account must be before it is removed: the processor
+ * keeps idempotency keys 24 hours, and within them an identical retry of the create reuses the
+ * customer (it must still exist then).
+ */
+export const ORPHAN_CUSTOMER_GRACE_MS = 25 * 3_600_000;
+
 /** The billing account of the token's organization (docs/api.md "Account"). */
 export class AccountService {
   readonly #deps: AccountServiceDeps;
@@ -71,6 +78,29 @@ export class AccountService {
       );
     }
     return toAccountResponse(account, auth.timezone);
+  }
+
+  /**
+   * The scheduled reconciliation of processor customers (docs/billing.md "Reconciliation"): a
+   * create that stopped between the processor's customer and the account insert (a crash, a
+   * database outage) left a customer that belongs to nothing. Customers this system made, older
+   * than the grace, that no account holds (their organization still existing) are removed.
+   */
+  async removeOrphanCustomers(now: Date): Promise<{ checked: number; removed: string[] }> {
+    const own = await this.#deps.customers.listOwnCustomers(new Date(now.getTime() - ORPHAN_CUSTOMER_GRACE_MS));
+    const orphans = await this.#deps.accounts.unclaimedCustomers(
+      own.map((c) => ({ customerId: c.id, organizationId: c.organizationId })),
+    );
+    const removed: string[] = [];
+    for (const customerId of orphans) {
+      try {
+        await this.#deps.customers.deleteCustomer(customerId);
+        removed.push(customerId);
+      } catch (error) {
+        this.#deps.logger?.warn({ err: error, customerId }, "orphan processor customer not removed; next run retries");
+      }
+    }
+    return { checked: own.length, removed };
   }
 
   /** Only supplied fields change; an empty string unsets an optional one (docs/api.md "Update rules"). */

@@ -21,6 +21,8 @@ export interface CustomerGateway {
   updateCustomer(customerId: string, input: Partial<CustomerInput>): Promise<CustomerSnapshot>;
   /** Removes a customer this system made and never stored (a create that lost a race). */
   deleteCustomer(customerId: string): Promise<void>;
+  /** Customers this system made (they carry their organization's id), created before `before`. */
+  listOwnCustomers(before: Date): Promise<Array<{ id: string; organizationId: string }>>;
 }
 
 /** Same organization and same details -> same key: a retried create never makes a second customer. */
@@ -59,5 +61,16 @@ export const createCustomerGateway = (stripe: Stripe): CustomerGateway => ({
   deleteCustomer: (customerId) =>
     callStripe(async () => {
       await stripe.customers.del(customerId, undefined, { idempotencyKey: `customer-delete:${customerId}` });
+    }),
+  listOwnCustomers: (before) =>
+    callStripe(async () => {
+      const found: Array<{ id: string; organizationId: string }> = [];
+      const until = Math.floor(before.getTime() / 1000);
+      for await (const customer of stripe.customers.list({ limit: 100, created: { lt: until } })) {
+        const organizationId = customer.metadata?.organization_id;
+        // Stripe filters by `created`; checked here too, for processors that ignore the filter.
+        if (organizationId && customer.created < until) found.push({ id: customer.id, organizationId });
+      }
+      return found;
     }),
 });
