@@ -1,4 +1,12 @@
-import { insertAuditEntries, type NewFault, type OwnedFault, type SweepParams, type SweepTransaction } from "@fleet/db";
+import {
+  type Database,
+  insertAuditEntries,
+  type NewFault,
+  type OwnedFault,
+  type Query,
+  type SweepParams,
+  type SweepTransaction,
+} from "@fleet/db";
 import {
   effectiveLastSeen,
   faultStartsAt,
@@ -15,11 +23,15 @@ import { toFaultEvent } from "./fault-events.ts";
 
 /** The persistence the sweeper needs (HeartbeatsRepository in production). */
 export interface SweepStore {
-  sweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null>;
+  markDaemon(params: SweepParams): Promise<void>;
+  markAliveSweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null>;
+  sweepIn<T>(query: Query, params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null>;
 }
 
 export interface SweepDeps {
   store: SweepStore;
+  /** A scanning sweep is one transaction, opened here. */
+  db: Pick<Database, "transaction">;
   feed: StatusFeed;
   clock: Clock;
   coverage: CoverageHolder;
@@ -66,6 +78,17 @@ export interface SweepResult {
   nextDueAt: number | null;
 }
 
+/** One round: a bare statement while no router can be due, else a transaction that scans. */
+const sweepRound = async <T>(
+  deps: SweepDeps,
+  params: SweepParams,
+  work: (tx: SweepTransaction) => Promise<T>,
+): Promise<T | null> => {
+  await deps.store.markDaemon(params);
+  if (params.scan === false) return deps.store.markAliveSweep(params, work);
+  return deps.db.transaction((query) => deps.store.sweepIn(query, params, work));
+};
+
 /**
  * Opens the faults of the API doc's state table: routers with MISSED_HEARTBEATS consecutive missed
  * periods get `has_pulse` false and an ongoing "site" fault whose `created_at` is the first missed
@@ -108,7 +131,7 @@ export const sweepFaults = async (deps: SweepDeps): Promise<SweepResult> => {
   let nextDueAt: number | null = null;
   let heldAt: Date | null = null;
   for (;;) {
-    const round = await deps.store.sweep(params, async (tx) => {
+    const round = await sweepRound(deps, params, async (tx) => {
       const thresholdMs = deps.missedHeartbeats * deps.intervalMs + deps.graceMs;
       if (!tx.scanned) nextDueAt = memo?.notDueBefore ?? null;
       else nextDueAt = tx.oldestSeenAt === null ? null : tx.oldestSeenAt.getTime() + thresholdMs;

@@ -329,6 +329,7 @@ describe("several sweepers", () => {
     const sweeper = (database: Database) =>
       sweepFaults({
         store: new HeartbeatsRepository(database),
+        db: database,
         feed: feed.feed,
         clock,
         coverage: { current: null } satisfies CoverageHolder,
@@ -372,11 +373,12 @@ describe("sweep memo", () => {
       const t = Date.UTC(2026, 10, 22, 9, 0, 0);
       const memoClock = new ManualClock(t);
       await own.query("update router_liveness set last_seen_at = $2 where router_id = $1", [router.id, new Date(t)]);
-      await store.startCoverage(new Date(t - 3_600_000), 5_000, I);
+      await own.transaction((query) => store.startCoverage(query, new Date(t - 3_600_000), 5_000, I));
       const memo: SweepMemo = { notDueBefore: null, scannedAt: null };
       const sweep = () =>
         sweepFaults({
           store,
+          db: own,
           feed: feed.feed,
           clock: memoClock,
           coverage: { current: null },

@@ -10,7 +10,7 @@ export interface FaultsServices {
 
 /** The fault sweeper (docs/architecture.md "How a heartbeat travels", step 5). */
 export const wireFaults = (
-  { config, logger, clock, store, feed, daemonId }: DaemonContext,
+  { config, db, logger, clock, store, feed, daemonId }: DaemonContext,
   { coverage, caughtUp }: { coverage: CoverageHolder; caughtUp: () => boolean },
 ): Wired<FaultsServices> => {
   const { tuning } = config;
@@ -28,6 +28,7 @@ export const wireFaults = (
     sweepFaults({
       memo: sweepMemo,
       store,
+      db,
       feed,
       clock,
       coverage,

@@ -26,7 +26,9 @@ export const wireHeartbeats = async (
   const { tuning } = config;
   const { auth, closeRouter } = deps;
   const coverage: CoverageHolder = { current: null };
-  coverage.current = await store.startCoverage(clock.now(), tuning.coverageGapMs, config.intervalMs);
+  coverage.current = await db.transaction((query) =>
+    store.startCoverage(query, clock.now(), tuning.coverageGapMs, config.intervalMs),
+  );
   if (coverage.current.outageStartedAt && coverage.current.coveredSince.getTime() === clock.now().getTime()) {
     logger.info(
       { since: coverage.current.outageStartedAt },

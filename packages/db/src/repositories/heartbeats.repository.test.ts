@@ -357,7 +357,7 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
     );
     expect(await liveness(router.id)).toMatchObject({ has_pulse: true, last_seen_ms: T0 + 1_000 });
 
-    await heartbeats.startCoverage(new Date(T0), 5_000, 1_000);
+    await db.transaction((query) => heartbeats.startCoverage(query, new Date(T0), 5_000, 1_000));
     const params = (scan: boolean, atMs: number) => ({
       now: new Date(atMs),
       intervalMs: 1_000,
@@ -368,18 +368,22 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
       scan,
     });
     // A sweep that reads no router (the steady state) is one statement that marks the daemons alive.
-    const idle = await inTransaction((repo) => repo.sweep(params(false, T0 + 2_000), async (tx) => tx.coverage));
+    const idle = await inTransaction((repo) =>
+      repo.markAliveSweep(params(false, T0 + 2_000), async (tx) => tx.coverage),
+    );
     expect(idle).toMatchObject({ statements: ["heartbeat_alive"], commit: "off" });
     expect(idle.result?.aliveAt.getTime()).toBe(T0 + 2_000);
     // A sweep that scans is a transaction: asynchronous until it opens a fault.
     const sweep = async (open: boolean) => {
       const seen: (string | undefined)[] = [];
-      await heartbeats.sweep(params(true, T0 + 2_000), async (tx) => {
-        seen.push(await setting(tx.query));
-        if (open)
-          await tx.open([{ routerId: router.id, message: "Site Offline: test", createdAt: new Date(T0 + 1_500) }]);
-        seen.push(await setting(tx.query));
-      });
+      await db.transaction((query) =>
+        heartbeats.sweepIn(query, params(true, T0 + 2_000), async (tx) => {
+          seen.push(await setting(tx.query));
+          if (open)
+            await tx.open([{ routerId: router.id, message: "Site Offline: test", createdAt: new Date(T0 + 1_500) }]);
+          seen.push(await setting(tx.query));
+        }),
+      );
       return seen;
     };
     expect(await sweep(false)).toEqual(["off", "off"]);

@@ -667,85 +667,85 @@ export class HeartbeatsRepository {
   }
 
   /**
-   * Called when a daemon starts: records an outage of every daemon when none was alive within
-   * `gapLimitMs` (the restart rule), and the interval the daemons run at.
+   * Called when a daemon starts, in its transaction: records an outage of every daemon when none
+   * was alive within `gapLimitMs` (the restart rule), and the interval the daemons run at.
    */
-  async startCoverage(now: Date, gapLimitMs: number, intervalMs: number): Promise<CoverageRecord> {
-    return this.#db.transaction(async (query) => {
-      await query(
-        `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms)
-         values (1, to_timestamp($1::float8 / 1000.0), to_timestamp($1::float8 / 1000.0), null, $2::int) on conflict (id) do nothing`,
-        [now.getTime(), intervalMs],
-      );
-      const rows = await query<Record<string, unknown>>(
-        `select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1 for update`,
-      );
-      const row = rows[0];
-      const current: HeartbeatCoverageState | null = row ? coverageFromRow(row) : null;
-      const next = coverageOnStart(current, now, gapLimitMs);
-      await query(
-        `update heartbeat_coverage set covered_since = to_timestamp($1::float8 / 1000.0), alive_at = to_timestamp($2::float8 / 1000.0),
-           outage_started_at = to_timestamp($3::float8 / 1000.0), interval_ms = $4::int where id = 1`,
-        [next.coveredSince.getTime(), next.aliveAt.getTime(), next.outageStartedAt?.getTime() ?? null, intervalMs],
-      );
-      return { ...next, intervalMs };
-    });
+  async startCoverage(query: Query, now: Date, gapLimitMs: number, intervalMs: number): Promise<CoverageRecord> {
+    await query(
+      `insert into heartbeat_coverage (id, covered_since, alive_at, outage_started_at, interval_ms)
+       values (1, to_timestamp($1::float8 / 1000.0), to_timestamp($1::float8 / 1000.0), null, $2::int) on conflict (id) do nothing`,
+      [now.getTime(), intervalMs],
+    );
+    const rows = await query<Record<string, unknown>>(
+      `select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1 for update`,
+    );
+    const row = rows[0];
+    const current: HeartbeatCoverageState | null = row ? coverageFromRow(row) : null;
+    const next = coverageOnStart(current, now, gapLimitMs);
+    await query(
+      `update heartbeat_coverage set covered_since = to_timestamp($1::float8 / 1000.0), alive_at = to_timestamp($2::float8 / 1000.0),
+         outage_started_at = to_timestamp($3::float8 / 1000.0), interval_ms = $4::int where id = 1`,
+      [next.coveredSince.getTime(), next.aliveAt.getTime(), next.outageStartedAt?.getTime() ?? null, intervalMs],
+    );
+    return { ...next, intervalMs };
   }
 
-  /**
-   * One sweep in one transaction: only one daemon process sweeps at a time (advisory lock), it
-   * marks the daemons alive, and `work` decides which due routers get a fault. Returns null when
-   * another process holds the sweep.
-   */
-  async sweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
+  /** Marks this daemon's row (SweepParams.daemon) while its writes succeed; before every sweep. */
+  async markDaemon(params: SweepParams): Promise<void> {
     const daemon = params.daemon;
     if (daemon?.caughtUp) {
       await this.#db.query(MARK_DAEMON_SQL, [daemon.id, params.now.getTime()], { prepare: "heartbeat_daemon_mark" });
     }
-    if (params.scan === false) return this.#markAlive(params, work);
-    return this.#db.transaction(async (query) => {
-      // The sweep's own transaction commits asynchronously (ASYNC_COMMIT) unless it opens faults.
-      const locked = await query<{ ok: boolean }>(
-        `select pg_try_advisory_xact_lock($1) as ok, ${COMMIT_ASYNC} as commit`,
-        [SWEEP_LOCK_KEY],
-      );
-      if (locked[0]?.ok !== true) return null;
-      // The oldest pulse comes with the coverage (one round trip; a scan of the narrow liveness
-      // table): the daemon sweeps less often while no router can be due.
-      const coverageRows = await query<Record<string, unknown>>(
-        `${MARK_ALIVE} where id = 1 returning ${COVERAGE_COLUMNS},
-           (select ${ms("min(l.last_seen_at)", "m")} from router_liveness l where l.has_pulse) as oldest_seen_ms`,
-        [params.now.getTime(), params.intervalMs],
-      );
-      const coverageRow = coverageRows[0];
-      if (!coverageRow) return null;
-      const coverage = coverageFromRow(coverageRow);
-      const oldestSeenAt =
-        coverageRow.oldest_seen_ms === null || coverageRow.oldest_seen_ms === undefined
-          ? null
-          : new Date(toNumber(coverageRow.oldest_seen_ms));
-      const heldAt = daemon ? await this.#heldAt(query, params.now, daemon) : null;
-      const judgedAt = heldAt && heldAt.getTime() < params.now.getTime() ? heldAt : null;
-      const due = await this.#due(query, judgedAt ? { ...params, now: judgedAt } : params, coverage);
-      return work({
-        coverage,
-        due,
-        oldestSeenAt,
-        scanned: true,
-        heldAt: judgedAt,
-        open: (faults) => this.#open(query, faults),
-        query,
-      });
+  }
+
+  /**
+   * A scanning sweep, in the caller's transaction: only one daemon process sweeps at a time
+   * (advisory lock), it marks the daemons alive, and `work` decides which due routers get a fault.
+   * Null when another process holds the sweep.
+   */
+  async sweepIn<T>(query: Query, params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
+    const daemon = params.daemon;
+    // The sweep's own transaction commits asynchronously (ASYNC_COMMIT) unless it opens faults.
+    const locked = await query<{ ok: boolean }>(
+      `select pg_try_advisory_xact_lock($1) as ok, ${COMMIT_ASYNC} as commit`,
+      [SWEEP_LOCK_KEY],
+    );
+    if (locked[0]?.ok !== true) return null;
+    // The oldest pulse comes with the coverage (one round trip; a scan of the narrow liveness
+    // table): the daemon sweeps less often while no router can be due.
+    const coverageRows = await query<Record<string, unknown>>(
+      `${MARK_ALIVE} where id = 1 returning ${COVERAGE_COLUMNS},
+         (select ${ms("min(l.last_seen_at)", "m")} from router_liveness l where l.has_pulse) as oldest_seen_ms`,
+      [params.now.getTime(), params.intervalMs],
+    );
+    const coverageRow = coverageRows[0];
+    if (!coverageRow) return null;
+    const coverage = coverageFromRow(coverageRow);
+    const oldestSeenAt =
+      coverageRow.oldest_seen_ms === null || coverageRow.oldest_seen_ms === undefined
+        ? null
+        : new Date(toNumber(coverageRow.oldest_seen_ms));
+    const heldAt = daemon ? await this.#heldAt(query, params.now, daemon) : null;
+    const judgedAt = heldAt && heldAt.getTime() < params.now.getTime() ? heldAt : null;
+    const due = await this.#due(query, judgedAt ? { ...params, now: judgedAt } : params, coverage);
+    return work({
+      coverage,
+      due,
+      oldestSeenAt,
+      scanned: true,
+      heldAt: judgedAt,
+      open: (faults) => this.#open(query, faults),
+      query,
     });
   }
 
   /**
    * A sweep that reads nothing (`scan: false`, the steady state: no router can be due yet) only
-   * marks the daemons alive: one prepared statement that takes the sweep's lock for its own
+   * marks the daemons alive: one prepared statement that takes the sweep's lock for its own implicit
    * transaction and commits asynchronously (ASYNC_COMMIT), instead of a transaction of four round
-   * trips. It finds no router, so `work` opens no fault.
+   * trips. It finds no router, so `work` opens no fault. Null when another process holds the sweep.
    */
-  async #markAlive<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
+  async markAliveSweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
     const rows = await this.#db.query<Record<string, unknown>>(
       `with lock as materialized (select pg_try_advisory_xact_lock($3) as ok, ${COMMIT_ASYNC} as commit)
        ${MARK_ALIVE} where id = 1 and (select ok from lock) returning ${COVERAGE_COLUMNS}`,
