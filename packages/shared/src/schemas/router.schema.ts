@@ -1,10 +1,8 @@
 import { z } from "zod";
+import { successEnvelope } from "./common.schema.ts";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
 import { isCanonicalIpv4 } from "../rules/ipv4-rules.ts";
 import { breaksTextRule, findTextRuleViolation, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
-
-/** The `/api` success envelope (docs/api.md "Routers": `status` and `data`). */
-export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
 
 /** docs/api.md "Router". Unknown values are null (never reported) or "never" for `last_seen`. */
 export const ZRouter = z
@@ -148,10 +146,8 @@ export const ZListRoutersInput = z
 export type TListRoutersInput = z.infer<typeof ZListRoutersInput>;
 
 /** The answer of GET /api/routers: `next_cursor` only when `limit` was given (null on the last page). */
-export const ZRouterList = z
-  .object({
-    status: z.literal("success"),
-    data: z.array(ZRouter),
+export const ZRouterList = successEnvelope(z.array(ZRouter))
+  .extend({
     next_cursor: z
       .string()
       .nullable()

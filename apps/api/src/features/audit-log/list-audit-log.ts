@@ -1,5 +1,6 @@
 import { ZAuditLogPage, ZAuditLogQuery } from "@fleet/shared";
 import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const listAuditLog = authedProcedure("routers:read")
   .meta({
@@ -15,4 +16,4 @@ export const listAuditLog = authedProcedure("routers:read")
   })
   .input(ZAuditLogQuery)
   .output(ZAuditLogPage)
-  .query(({ ctx, input }) => ctx.services.auditLog.list(ctx.auth.organizationId, input));
+  .query(jsend.page(({ ctx, input }) => ctx.services.auditLog.list(ctx.auth.organizationId, input)));
