@@ -48,8 +48,6 @@ export interface StartApiOptions {
   wallClock?: Clock;
   /** Time of domain rules (forward expiry); defaults to `wallClock`. */
   clock?: Clock;
-  /** Off only in the test that compares the fast path with tRPC's own adapter. */
-  trpcFastPath?: boolean;
   /**
    * What the composition root knows better than the API's own configuration (docs/routeros.md
    * "Adoption"): where the heartbeat daemon really listens and the tunnel agent's public key.
@@ -162,7 +160,6 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       isReady,
       metricsToken: config.metricsToken,
       publicUrl: `http://${publicHost}:${config.port}`,
-      ...(options.trpcFastPath === undefined ? {} : { trpcFastPath: options.trpcFastPath }),
       console: {
         dir: config.consoleDir,
         devLogin: auth.signer !== undefined,

@@ -1,4 +1,3 @@
-import { proceduresOf } from "../trpc/invoke.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import type { ProcedureMeta } from "../trpc/init.ts";
 import type { DescribedError } from "../trpc/errors.ts";
@@ -6,13 +5,22 @@ import type { DescribedError } from "../trpc/errors.ts";
 /** docs/api.md "Errors": a 429 without its own retry time tells the client to wait this long. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 60;
 
-/** Every procedure's meta by its dotted path, read once at start-up. */
+/**
+ * Every procedure's meta by its dotted path, read once at start-up. A tRPC router exposes its
+ * procedures as nested properties (`appRouter.routers.list`), each a function carrying its `meta`.
+ */
 export const procedureMetas = (router: AppRouter): Map<string, ProcedureMeta> => {
   const metas = new Map<string, ProcedureMeta>();
-  for (const [path, procedure] of Object.entries(proceduresOf(router))) {
-    const meta = procedure._def.meta as ProcedureMeta | undefined;
-    if (meta) metas.set(path, meta);
-  }
+  const walk = (node: object, prefix: string) => {
+    for (const [key, value] of Object.entries(node)) {
+      // tRPC's own members start with an underscore; `createCaller` is a function without `meta`.
+      if (key.startsWith("_")) continue;
+      if (typeof value === "function") {
+        if ("meta" in value) metas.set(`${prefix}${key}`, (value.meta as ProcedureMeta | undefined) ?? {});
+      } else if (typeof value === "object" && value !== null) walk(value, `${prefix}${key}.`);
+    }
+  };
+  walk(router, "");
   return metas;
 };
 

@@ -1,3 +1,4 @@
+import { TRPCError } from "@trpc/server";
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { renderMetrics, SpanStatusCode, serverSpan } from "@fleet/db";
@@ -6,20 +7,20 @@ import type { Logger } from "pino";
 import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";
 import type { Services } from "../services.ts";
 import { contextFactory } from "../trpc/context.ts";
+import { trpcErrorBody } from "../trpc/init.ts";
 import type { AppRouter } from "../trpc/app-router.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { adoptionScriptRoute, redactAdoptionPath } from "./adoption-script.ts";
 import { type ConsoleOptions, consoleRouter } from "./console-page.ts";
 import { docsRouter } from "./docs-page.ts";
 import { describeError } from "../trpc/errors.ts";
-import { depthRefusal } from "./json-depth.ts";
 import { sendRestError } from "./error-shapes.ts";
-import { carriesBody, isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
+import { depthRefusal } from "./json-depth.ts";
+import { isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
 import { SIGN_IN_PATH, signInRoutes } from "./sign-in-routes.ts";
 import { trpcStreamCap } from "./stream-cap.ts";
-import { sendTrpcError, trpcFastPath, trpcRefuseNonJson } from "./trpc-fast-path.ts";
 
 export interface AppOptions {
   router: AppRouter;
@@ -30,11 +31,6 @@ export interface AppOptions {
   /** METRICS_TOKEN: bearer required for /metrics when set. */
   metricsToken?: string | undefined;
   publicUrl: string;
-  /**
-   * Serve plain JSON tRPC calls through `trpc-fast-path.ts` (default). Off, every call goes
-   * through tRPC's own adapter: the reference the differential test compares the fast path with.
-   */
-  trpcFastPath?: boolean;
   /** The operator console at /console (docs/console.md); unset: not served. */
   console?: ConsoleOptions;
 }
@@ -61,51 +57,10 @@ const under =
     pattern.test(req.path) ? router(req, res, next) : next();
 
 /**
- * The common reads skip Express's chain of routes and middlewares: a GET without a body under
- * `/trpc/` or `/v1/` and `/api/` (but the adoption script) would pass every layer before its
- * handler untouched (no probe, docs or console path, no body to refuse or parse), so it goes
- * straight to the handler those layers lead to, with the mount point trimmed as Express does.
- * Whatever the tRPC fast path does not take continues down the whole chain with its URL restored.
- */
-const frontDispatch =
-  (trpcFast: RequestHandler | undefined, restPrepare: RequestHandler, restDispatch: RequestHandler) =>
-  (req: Request, res: Response, next: NextFunction): void => {
-    const url = req.url;
-    if (req.method !== "GET" || carriesBody(req) || (url.startsWith("/trpc/") && !trpcFast)) {
-      next();
-      return;
-    }
-    if (trpcFast && url.startsWith("/trpc/")) {
-      const baseUrl = req.baseUrl;
-      req.url = url.slice("/trpc".length);
-      req.baseUrl = `${baseUrl}/trpc`;
-      trpcFast(req, res, (error?: unknown) => {
-        req.url = url;
-        req.baseUrl = baseUrl;
-        next(error);
-      });
-      return;
-    }
-    if (
-      (url.startsWith("/v1/") || url.startsWith("/api/")) &&
-      !ADOPTION_PATH.test(req.path) &&
-      !SIGN_IN_PATH.test(req.path)
-    ) {
-      restPrepare(req, res, () => restDispatch(req, res, next));
-      return;
-    }
-    next();
-  };
-
-/**
  * Every request's span, id, metrics and log line (docs/operations.md "Metrics and probes",
- * "Tracing"), then `front`: the request runs with its id in context.
+ * "Tracing"); the request runs with its id in context.
  */
-const observeRequests = (
-  routes: RouteTemplates,
-  requestLog: Logger,
-  front: (req: Request, res: Response, next: NextFunction) => void,
-): RequestHandler => {
+const observeRequests = (routes: RouteTemplates, requestLog: Logger): RequestHandler => {
   return (req: Request, res: Response, next: NextFunction) =>
     // docs/operations.md "Tracing": one server span per request (a no-op without a tracer).
     serverSpan(req.method, req.headers, (span) => {
@@ -146,7 +101,7 @@ const observeRequests = (
           "request",
         );
       });
-      runWithRequestId(requestId, () => front(req, res, next));
+      runWithRequestId(requestId, () => next());
     });
 };
 
@@ -158,10 +113,11 @@ export const createApp = (options: AppOptions): Express => {
   app.set("query parser", "simple");
 
   const openapi = buildOpenApiDocument(router, options.publicUrl);
+  const metas = procedureMetas(router);
   const routes = new RouteTemplates(
     Object.keys(openapi.paths ?? {}),
     ["/livez", "/readyz", "/healthz", "/metrics", "/openapi.json"],
-    Object.keys(router._def.procedures),
+    metas.keys(),
   );
 
   // The request line has fixed fields, none of them a secret (the path is cut before its query and
@@ -171,27 +127,11 @@ export const createApp = (options: AppOptions): Express => {
   const requestLog = logger.child({}, { redact: [] });
 
   const trpcContext = contextFactory(services, "trpc");
-  const metas = procedureMetas(router);
-  const trpcFast =
-    options.trpcFastPath === false
-      ? undefined
-      : trpcFastPath({
-          router,
-          metas,
-          createContext: trpcContext,
-          maxBatchSize: MAX_BATCH_CALLS,
-          onError: (error) => {
-            if (describeError(error).status >= 500)
-              logger.error({ err: (error as Error).cause ?? error }, "procedure failed");
-          },
-        });
   const [restPrepare, restDispatch] = restAdapter(router, services, (error) =>
     logger.error({ err: error }, "procedure failed"),
   );
 
-  const front = frontDispatch(trpcFast, restPrepare, restDispatch);
-
-  app.use(observeRequests(routes, requestLog, front));
+  app.use(observeRequests(routes, requestLog));
 
   // docs/operations.md "Metrics and probes": liveness never touches the database (a slow database
   // must not get healthy processes restarted); readiness (and /healthz) needs it reachable and migrated.
@@ -248,24 +188,44 @@ export const createApp = (options: AppOptions): Express => {
     express.json({ limit: MAX_BODY_BYTES, strict: true, type: (req) => isJsonMediaType(req.headers["content-type"]) }),
     (req: Request, res: Response, next: NextFunction) => {
       // docs/api.md "Errors": refused like a bad field (422 naming it), before any procedure or
-      // rule walks the value; tRPC answers in its own shape.
+      // rule walks the value; tRPC answers in its own shape. A tRPC query's `input` is held to it too.
       const trpc = req.path.startsWith("/trpc/");
-      const error = req.body === undefined ? undefined : depthRefusal(req.body, trpc && req.query.batch === "1");
+      const batch = trpc && req.query.batch === "1";
+      let error = req.body === undefined ? undefined : depthRefusal(req.body, batch);
+      if (error === undefined && trpc && typeof req.query.input === "string") {
+        try {
+          error = depthRefusal(JSON.parse(req.query.input), batch);
+        } catch {
+          // Not JSON: tRPC refuses it itself.
+        }
+      }
       if (error === undefined) return next();
-      if (trpc) sendTrpcError(router, res, error);
-      else sendRestError(req, res, error);
+      if (!trpc) return sendRestError(req, res, error);
+      const body = JSON.stringify(trpcErrorBody(error));
+      res.writeHead(error.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
     },
   );
 
-  app.use("/trpc", trpcRefuseNonJson(router));
   // docs/api.md "Rate limits": open streams per credential and organization.
-  app.use("/trpc", trpcStreamCap(router, services));
-  if (trpcFast) app.use("/trpc", trpcFast);
+  app.use("/trpc", trpcStreamCap(services));
+
   app.use(
     "/trpc",
     createExpressMiddleware({
       router,
-      createContext: trpcContext,
+      createContext: (opts) => {
+        // docs/api.md "Errors": a body in another type than JSON is 415. tRPC refuses most types
+        // itself but reads multipart/form-data and application/octet-stream as input.
+        const contentType = opts.req.headers["content-type"];
+        if (opts.req.method === "POST" && !isJsonMediaType(contentType)) {
+          throw new TRPCError({
+            code: "UNSUPPORTED_MEDIA_TYPE",
+            message: contentType ? `Unsupported content-type "${contentType}"` : "Missing content-type header",
+          });
+        }
+        return trpcContext(opts);
+      },
       maxBatchSize: MAX_BATCH_CALLS,
       responseMeta: ({ paths, errors }) => ({ headers: answerHeaders(metas, paths, errors.map(describeError)) }),
       onError: ({ error }) => {

@@ -15,8 +15,8 @@ export const carriesBody = (req: Request): boolean =>
 
 /**
  * REST (`/v1`, `/api`): a body in any other type than JSON (or with none named) answers 415 in the
- * error shape of its prefix, before anything is parsed. tRPC answers its own 415 (trpc-fast-path.ts
- * hands such requests to tRPC's adapter, which refuses them).
+ * error shape of its prefix, before anything is parsed. tRPC answers its own 415 in its own shape
+ * (the tRPC context refuses what tRPC's adapter would read as input, `http/app.ts`).
  */
 export const refuseNonJsonBodies = (req: Request, res: Response, next: NextFunction): void => {
   if (!carriesBody(req) || isJsonMediaType(req.headers["content-type"]) || req.path.startsWith("/trpc/")) {

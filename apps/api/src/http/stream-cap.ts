@@ -1,10 +1,8 @@
-import { getTRPCErrorShape } from "@trpc/server";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Services } from "../services.ts";
-import type { AppRouter } from "../trpc/app-router.ts";
 import { fromConnectionParams } from "../trpc/context.ts";
-import { describeError, toTrpcError } from "../trpc/errors.ts";
-import { proceduresOf } from "../trpc/invoke.ts";
+import { describeError } from "../trpc/errors.ts";
+import { trpcErrorBody } from "../trpc/init.ts";
 import { answerHeaders } from "./answer-headers.ts";
 
 /** The credential of a subscription request: the header, or tRPC's `connectionParams` (EventSource sends no headers). */
@@ -26,15 +24,10 @@ const authorizationOf = (req: Request): string | undefined => {
  * does not verify goes on to tRPC, which refuses it as always; an admitted one holds its slot until
  * its answer closes.
  */
-export const trpcStreamCap = (router: AppRouter, services: Services): RequestHandler => {
-  const subscriptions = new Set(
-    Object.entries(proceduresOf(router))
-      .filter(([, procedure]) => procedure._def.type === "subscription")
-      .map(([path]) => path),
-  );
-  const config = router._def._config;
+export const trpcStreamCap = (services: Services): RequestHandler => {
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== "GET" || !subscriptions.has(req.path.slice(1))) {
+    // A subscription is an EventSource's GET (tRPC's httpSubscriptionLink): it asks for an event stream.
+    if (req.method !== "GET" || !req.headers.accept?.includes("text/event-stream")) {
       next();
       return;
     }
@@ -43,7 +36,7 @@ export const trpcStreamCap = (router: AppRouter, services: Services): RequestHan
       const authorization = authorizationOf(req);
       let release: () => void;
       try {
-        const claims = services.tokens.verifiedNow(authorization) ?? (await services.tokens.verify(authorization));
+        const claims = await services.tokens.verify(authorization);
         const organizationId = await services.organizations.resolve(claims.organizationId);
         release = services.streamLimits.open({ ...claims, organizationId });
       } catch (error) {
@@ -52,17 +45,7 @@ export const trpcStreamCap = (router: AppRouter, services: Services): RequestHan
           next();
           return;
         }
-        const trpcError = toTrpcError(error as Parameters<typeof toTrpcError>[0]);
-        const body = JSON.stringify({
-          error: getTRPCErrorShape({
-            config,
-            error: trpcError,
-            type: "subscription",
-            path,
-            input: undefined,
-            ctx: undefined,
-          }),
-        });
+        const body = JSON.stringify(trpcErrorBody(error, path, "subscription"));
         res.writeHead(429, {
           ...answerHeaders(new Map(), [path], [described]),
           "content-type": "application/json",

@@ -1,5 +1,5 @@
 import { AppError, type TScope } from "@fleet/shared";
-import { getTRPCErrorFromUnknown, initTRPC, type TRPCError } from "@trpc/server";
+import { getTRPCErrorFromUnknown, getTRPCErrorShape, initTRPC, type TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { AuthClaims } from "../features/auth/token-verifier.ts";
@@ -126,14 +126,16 @@ export async function* trpcStream<T>(events: AsyncIterable<T>): AsyncGenerator<T
 const withOrganization = (claims: AuthClaims, organizationId: string): AuthClaims =>
   organizationId === claims.organizationId ? claims : { ...claims, organizationId };
 
+const lacksScope = (scope: TScope) => new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
+
 /** The rate limiter's key of a verified credential. */
 const credentialKey = (claims: AuthClaims): string => claims.credentialId ?? `sub:${claims.userId}`;
 
-const lacksScope = (scope: TScope) => new AppError("forbidden", `This access token lacks the '${scope}' scope.`);
-
 /**
- * The authorization step of `authedProcedure`, with every await it may need: the credential
- * verified, counted against its rate limit, its scope checked, its organization resolved.
+ * The one authorization path (docs/api.md "Authentication", "Rate limits"): the credential
+ * verified, counted against its rate limit, its scope checked, its organization resolved, in this
+ * order. Each step answers from its cache without I/O when it can (a verified token, a count far
+ * from the limit, a known organization); there is no second, synchronous copy of these rules.
  */
 const authorize = async (ctx: RequestContext, scope: TScope | null): Promise<AuthClaims> => {
   const limits = ctx.services.rateLimits;
@@ -171,53 +173,11 @@ const withinRole = (claims: AuthClaims, scope: TScope | null): AuthClaims => {
 };
 
 /**
- * `authorize` without an await when the caches answer (a credential verified before, far from its
- * limit, its organization known): the same checks in the same order and the same counts; anything
- * else goes the awaited way. A throw here is a refusal, as a rejection of `authorize` is.
- */
-const authorizeNow = (ctx: RequestContext, scope: TScope | null): AuthClaims | Promise<AuthClaims> => {
-  const claims = ctx.services.tokens.verifiedNow(ctx.authorization);
-  if (!claims || !ctx.services.rateLimits.api.admitNow(credentialKey(claims))) return authorize(ctx, scope);
-  if (scope !== null && !claims.scopes.has(scope)) throw lacksScope(scope);
-  const inRole = (resolved: AuthClaims) => {
-    const limited = ctx.services.memberships.limit(resolved);
-    return limited instanceof Promise ? limited.then((l) => withinRole(l, scope)) : withinRole(limited, scope);
-  };
-  const organizationId = ctx.services.organizations.resolvedNow(claims.organizationId);
-  if (organizationId !== undefined) return inRole(withOrganization(claims, organizationId));
-  return ctx.services.organizations.resolve(claims.organizationId).then((id) => inRole(withOrganization(claims, id)));
-};
-
-/** A throw or rejection of a middleware's own work, as tRPC's `callRecursive` reports it to the step before. */
-const failed = (cause: unknown) => ({ ok: false as const, error: getTRPCErrorFromUnknown(cause) });
-
-/**
- * A procedure that needs a verified access token carrying `scope` (null: any valid one, as reads of
- * the organization tree): `publicProcedure`'s step (span,
- * error codes) and the authorization in one middleware, so a call passes one step fewer, and no
- * await at all when the caches answer (`authorizeNow`). What it answers is what the two steps
- * answered: an authorization failure becomes a failed outcome as tRPC's `callRecursive` makes it,
- * marks the span and is rethrown as the tRPC code of its status.
+ * A procedure that needs a verified access token carrying `scope` (`ctx.auth`); null: any valid
+ * token, as reads of the organization tree.
  */
 export const authedProcedure = (scope: TScope | null) =>
-  t.procedure.use(({ ctx, next, path }) => {
-    // tRPC merges what `next` is given into the context: only the new key is passed.
-    const proceed = (auth: AuthClaims) => next({ ctx: { auth } });
-    type Result = Awaited<ReturnType<typeof proceed>>;
-    const refused = (cause: unknown) => failed(cause) as unknown as Result;
-    // docs/operations.md "Tracing": a span per procedure, inside the request's span.
-    const outcome = inSpan(`trpc ${path}`, { "rpc.system": "trpc", "rpc.method": path }, (span) => {
-      let auth: AuthClaims | Promise<AuthClaims>;
-      try {
-        auth = authorizeNow(ctx, scope);
-      } catch (error) {
-        return Promise.resolve(markSpan(span, refused(error)));
-      }
-      const called = auth instanceof Promise ? auth.then(proceed, refused) : proceed(auth);
-      return called.then((result) => markSpan(span, result));
-    });
-    return outcome.then(failedOutcome);
-  });
+  publicProcedure.use(async ({ ctx, next }) => next({ ctx: { auth: await authorize(ctx, scope) } }));
 
 /**
  * A router-endpoint procedure: verified token with `scope`, and `ctx.teamId` resolved from the
@@ -228,3 +188,23 @@ export const teamProcedure = (scope: TScope) =>
     const teamId = await ctx.services.teams.resolve(ctx.auth);
     return next({ ctx: { teamId } });
   });
+
+/**
+ * tRPC's error envelope of a refusal made before tRPC reads the request (a body nested too deep, a
+ * stream over its cap), with the status and `data` the same refusal gets from a procedure
+ * (docs/api.md "Errors").
+ */
+export const trpcErrorBody = (
+  cause: unknown,
+  path?: string,
+  type: "query" | "mutation" | "subscription" | "unknown" = "unknown",
+) => ({
+  error: getTRPCErrorShape({
+    config: t._config,
+    error: cause instanceof AppError ? toTrpcError(cause) : getTRPCErrorFromUnknown(cause),
+    type,
+    path,
+    input: undefined,
+    ctx: undefined,
+  }),
+});

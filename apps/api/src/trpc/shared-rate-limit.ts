@@ -87,25 +87,6 @@ export class SharedRateLimiter {
     this.#schedule();
   }
 
-  /**
-   * Counts one request of `key` when that is decided without the store (the common case: far from
-   * the limit, no flush due) and answers true, exactly as `hit` would have counted and admitted it.
-   * Anything else (near or over the limit, a flush due) answers false and changes nothing: `hit`
-   * then decides, with its awaits. Lets a caller skip an await per request.
-   */
-  admitNow(key: string): boolean {
-    const now = this.#o.clock.nowMs();
-    const bucket = this.#bucket(key, now);
-    const { limit } = this.#o;
-    const left = limit - bucket.local - bucket.remote;
-    if (left <= Math.max(limit * NEAR_FRACTION, UNSHARED_FRACTION)) return false;
-    if (bucket.unflushed >= Math.floor(left / UNSHARED_FRACTION)) return false;
-    bucket.local++;
-    bucket.unflushed++;
-    this.#schedule();
-    return true;
-  }
-
   /** True when `key` is at its limit as far as this process knows (no I/O). */
   isOver(key: string): boolean {
     const bucket = this.#buckets.get(key);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { successEnvelope } from "./common.schema.ts";
 import { normalizeAllowFrom } from "../rules/ipv4-rules.ts";
 import { textRule } from "../rules/text-rules.ts";
 
@@ -73,20 +74,15 @@ export const ZAccess = z
   .meta({ id: "RouterAccess" });
 export type TAccess = z.infer<typeof ZAccess>;
 
-export const ZCreatedAccess = z
-  .object({
-    status: z.literal("success"),
-    data: ZAccess.extend({
-      password: z.string().meta({ description: "The temporary user's password: shown only here, stored nowhere." }),
-    }),
-  })
-  .meta({ id: "CreatedRouterAccess" });
+export const ZCreatedAccess = successEnvelope(
+  ZAccess.extend({
+    password: z.string().meta({ description: "The temporary user's password: shown only here, stored nowhere." }),
+  }),
+).meta({ id: "CreatedRouterAccess" });
 export type TCreatedAccess = z.infer<typeof ZCreatedAccess>;
 
-export const ZAccessList = z
-  .object({ status: z.literal("success"), data: z.array(ZAccess) })
-  .meta({ id: "RouterAccessList" });
-export const ZAccessOne = z.object({ status: z.literal("success"), data: ZAccess }).meta({ id: "RouterAccessOne" });
+export const ZAccessList = successEnvelope(z.array(ZAccess)).meta({ id: "RouterAccessList" });
+export const ZAccessOne = successEnvelope(ZAccess).meta({ id: "RouterAccessOne" });
 
 /** The temporary router user of an access id: `fleet-tmp-<first 8 hex digits>` (docs/routeros.md "Temporary access"). */
 export const accessUsername = (accessId: string): string => {

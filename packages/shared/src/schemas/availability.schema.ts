@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { successEnvelope } from "./common.schema.ts";
 import { textRule } from "../rules/text-rules.ts";
 
 const bound = textRule(z.string({ error: "must be a date (YYYY-MM-DD)" }).max(64, { error: "is not a date" }));
@@ -21,9 +22,7 @@ export const ZAvailabilityPeriod = z
   .meta({ id: "AvailabilityPeriod" });
 export type TAvailabilityPeriod = z.infer<typeof ZAvailabilityPeriod>;
 
-export const ZRouterAvailability = z
-  .object({ status: z.literal("success"), data: z.array(ZAvailabilityPeriod) })
-  .meta({ id: "RouterAvailability" });
+export const ZRouterAvailability = successEnvelope(z.array(ZAvailabilityPeriod)).meta({ id: "RouterAvailability" });
 export type TRouterAvailability = z.infer<typeof ZRouterAvailability>;
 
 /** GET /api/availability. `format=csv` (or `Accept: text/csv`) answers CSV. */
@@ -45,12 +44,9 @@ export const ZFleetAvailabilityRow = z
   .meta({ id: "FleetAvailabilityRow" });
 export type TFleetAvailabilityRow = z.infer<typeof ZFleetAvailabilityRow>;
 
-export const ZFleetAvailability = z
-  .object({
-    status: z.literal("success"),
-    data: z.array(ZFleetAvailabilityRow).meta({ description: "Worst first." }),
-  })
-  .meta({ id: "FleetAvailability" });
+export const ZFleetAvailability = successEnvelope(
+  z.array(ZFleetAvailabilityRow).meta({ description: "Worst first." }),
+).meta({ id: "FleetAvailability" });
 export type TFleetAvailability = z.infer<typeof ZFleetAvailability>;
 
 /** Columns of the fleet report's CSV, in order. */

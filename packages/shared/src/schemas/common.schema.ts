@@ -42,3 +42,9 @@ export const ZApiError = z
 
 /** A bare `204 No Content` answer. */
 export const ZNoContent = z.void();
+
+/**
+ * The `/api` success envelope (docs/api.md "Routers": `status` and `data`), the one schema of it;
+ * `trpc/envelopes.ts` builds the answers. A paged list extends it with `next_cursor`.
+ */
+export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { successEnvelope } from "./common.schema.ts";
 import { stringError, text } from "../rules/text-rules.ts";
 import { ALL_SCOPES } from "./auth.schema.ts";
 
@@ -127,10 +128,8 @@ export const ZAuditEntry = z
   .meta({ id: "AuditEntry" });
 export type TAuditEntry = z.infer<typeof ZAuditEntry>;
 
-export const ZAuditLogPage = z
-  .object({
-    status: z.literal("success"),
-    data: z.array(ZAuditEntry),
+export const ZAuditLogPage = successEnvelope(z.array(ZAuditEntry))
+  .extend({
     next_cursor: z.string().nullable().meta({ description: "Pass as ?cursor= for the next (older) page." }),
   })
   .meta({ id: "AuditLogPage" });
@@ -201,9 +200,7 @@ const routerIdField = pathId;
 export const ZTakeBackupInput = z.object({ router_id: routerIdField });
 export type TTakeBackupInput = z.infer<typeof ZTakeBackupInput>;
 
-export const ZBackupJob = z
-  .object({ status: z.literal("success"), data: z.object({ job_id: z.string() }) })
-  .meta({ id: "BackupJob" });
+export const ZBackupJob = successEnvelope(z.object({ job_id: z.string() })).meta({ id: "BackupJob" });
 export type TBackupJob = z.infer<typeof ZBackupJob>;
 
 export const ZListBackupsInput = z.object({
@@ -225,10 +222,8 @@ export const ZBackup = z
   .meta({ id: "Backup" });
 export type TBackup = z.infer<typeof ZBackup>;
 
-export const ZBackupsPage = z
-  .object({
-    status: z.literal("success"),
-    data: z.array(ZBackup),
+export const ZBackupsPage = successEnvelope(z.array(ZBackup))
+  .extend({
     next_cursor: z.string().nullable().meta({ description: "Pass as ?cursor= for the next (older) page." }),
     last_failure: z
       .object({ failed_at: z.string(), reason: z.string() })

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { successEnvelope } from "./common.schema.ts";
 import { textRule } from "../rules/text-rules.ts";
 
 /**
@@ -146,7 +147,5 @@ export const ZRouterOemInput = z.object({
 export type TRouterOemInput = z.infer<typeof ZRouterOemInput>;
 
 /** `GET /api/routers/{router_id}/oem` answer (JSend envelope, docs/api.md "Routers"). */
-export const ZOemInfoResponse = z
-  .object({ status: z.literal("success"), data: ZOemInfo })
-  .meta({ id: "OemInfoResponse" });
+export const ZOemInfoResponse = successEnvelope(ZOemInfo).meta({ id: "OemInfoResponse" });
 export type TOemInfoResponse = z.infer<typeof ZOemInfoResponse>;

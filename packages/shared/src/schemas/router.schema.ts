@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { successEnvelope } from "./common.schema.ts";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
 import { isCanonicalIpv4 } from "../rules/ipv4-rules.ts";
 import {
@@ -9,9 +10,6 @@ import {
   text,
   textRule,
 } from "../rules/text-rules.ts";
-
-/** The `/api` success envelope (docs/api.md "Routers": `status` and `data`). */
-export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
 
 /** docs/api.md "Router". Unknown values are null (never reported) or "never" for `last_seen`. */
 export const ZRouter = z
@@ -124,10 +122,8 @@ export const ROUTER_LIST_LIMITS = { min: 1, max: 500, query: 100, cursor: 500 } 
 const LIMIT_ERROR = `must be an integer between ${ROUTER_LIST_LIMITS.min} and ${ROUTER_LIST_LIMITS.max}`;
 
 /** The answer of GET /api/routers: `next_cursor` only when `limit` was given (null on the last page). */
-export const ZRouterList = z
-  .object({
-    status: z.literal("success"),
-    data: z.array(ZRouter),
+export const ZRouterList = successEnvelope(z.array(ZRouter))
+  .extend({
     next_cursor: z
       .string()
       .nullable()

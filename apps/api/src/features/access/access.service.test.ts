@@ -103,7 +103,7 @@ describe("AccessService (service tier)", () => {
     const { access } = services({ entryPoint: { host: unique("ep"), ports: [41000, 41000] } });
     const o = await owner();
     const router = await makeRouter(db, o, { tunnelIp: "127.0.0.9" });
-    const { data } = await access.create(o.teamId, body(router.id, { level: "full", service: "ssh" }), ENGINEER);
+    const data = await access.create(o.teamId, body(router.id, { level: "full", service: "ssh" }), ENGINEER);
     expect(data).toMatchObject({
       service: "ssh",
       level: "full",
@@ -140,7 +140,7 @@ describe("AccessService (service tier)", () => {
     const router = await makeRouter(db, o, { tunnelIp: "100.64.1.1" });
     const silent = await makeRouter(db, o, { tunnelIp: null });
     const outside = await makeRouter(db, o, { tunnelIp: "127.0.0.77" });
-    const mine = (await access.create(o.teamId, body(router.id), ENGINEER)).data;
+    const mine = await access.create(o.teamId, body(router.id), ENGINEER);
     const before = await databaseFingerprint(db);
     for (const [teamId, routerId] of [
       [o.teamId, crypto.randomUUID()],
@@ -193,7 +193,7 @@ describe("AccessService (service tier)", () => {
     const o = await owner();
     const [a, b] = [await makeRouter(db, o), await makeRouter(db, o)];
     await forwards.create(o.teamId, forwardBody(a.id), SYSTEM_ORIGIN);
-    const first = (await access.create(o.teamId, body(a.id), ENGINEER)).data;
+    const first = await access.create(o.teamId, body(a.id), ENGINEER);
     await access.create(o.teamId, body(b.id), ENGINEER);
     for (const router of [a, b]) {
       const before = await databaseFingerprint(db);
@@ -244,14 +244,14 @@ describe("AccessService (service tier)", () => {
     expect(refused).toMatchObject({ code: "capacity_exhausted" });
     expect(await databaseFingerprint(db)).toBe(before);
     await forwards.delete(o.teamId, router.id, forward.id, SYSTEM_ORIGIN);
-    expect((await access.create(o.teamId, body(router.id), ENGINEER)).data.port).toBe(42000);
+    expect((await access.create(o.teamId, body(router.id), ENGINEER)).port).toBe(42000);
   });
 
   it("revokes once: revoked with one access.remove job and one audit entry by the caller, then the same answer", async () => {
     const { access, clock } = services();
     const o = await owner();
     const router = await makeRouter(db, o);
-    const { data } = await access.create(o.teamId, body(router.id), ENGINEER);
+    const data = await access.create(o.teamId, body(router.id), ENGINEER);
     clock.advance(1000);
     await access.revoke(o.teamId, router.id, data.id, ENGINEER);
     await access.revoke(o.teamId, router.id, data.id, ENGINEER);
@@ -269,7 +269,7 @@ describe("AccessService (service tier)", () => {
     const { access, clock } = services();
     const o = await owner();
     const router = await makeRouter(db, o);
-    const { data } = await access.create(o.teamId, body(router.id, { expire_after_minutes: 1 }), ENGINEER);
+    const data = await access.create(o.teamId, body(router.id, { expire_after_minutes: 1 }), ENGINEER);
     clock.advance(MINUTE);
     expect(await access.get(o.teamId, router.id, data.id)).toMatchObject({ expired: true });
     await access.revoke(o.teamId, router.id, data.id, ENGINEER);

@@ -87,7 +87,7 @@ export class AccessService {
    * is claimed from the entry point's range shared with forwards, and the session, its
    * `access.apply` job and its `router.access.created` entry commit together.
    */
-  async create(teamId: string, input: TCreateAccessInput, origin: AuditOrigin): Promise<TCreatedAccess> {
+  async create(teamId: string, input: TCreateAccessInput, origin: AuditOrigin): Promise<TCreatedAccess["data"]> {
     const now = this.#deps.clock.now();
     const { host: entryPoint, ports } = this.#deps.entryPoint;
     const created = await this.#deps.db.transaction(async (query): Promise<AccessRecord | AppError> => {
@@ -144,10 +144,7 @@ export class AccessService {
       return access;
     });
     if (created instanceof AppError) throw created;
-    return {
-      status: "success",
-      data: { ...toAccess(created, now), password: deriveAccessPassword(this.#deps.passwordKey, created.id) },
-    };
+    return { ...toAccess(created, now), password: deriveAccessPassword(this.#deps.passwordKey, created.id) };
   }
 
   async list(teamId: string, routerId: string): Promise<TAccess[]> {

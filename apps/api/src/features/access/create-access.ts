@@ -1,6 +1,7 @@
 import { ZCreateAccessInput, ZCreatedAccess } from "@fleet/shared";
 import { auditOrigin } from "../../trpc/audit-origin.ts";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const createAccess = teamProcedure("routers:write")
   .meta({
@@ -20,4 +21,4 @@ export const createAccess = teamProcedure("routers:write")
   })
   .input(ZCreateAccessInput)
   .output(ZCreatedAccess)
-  .mutation(({ ctx, input }) => ctx.services.access.create(ctx.teamId, input, auditOrigin(ctx)));
+  .mutation(jsend(({ ctx, input }) => ctx.services.access.create(ctx.teamId, input, auditOrigin(ctx))));

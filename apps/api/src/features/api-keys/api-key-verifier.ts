@@ -84,20 +84,6 @@ export class ApiKeyVerifier implements ApiKeyCheck {
     return entry.claims;
   }
 
-  /**
-   * The claims of `key` when its cache entry answers on its own (looked up less than `cacheTtlMs`
-   * ago, a live key, not expired), noting its use as `verify` does; undefined otherwise (then
-   * `verify` decides, and refuses). The same entries and rules as `verify`, without an await.
-   */
-  verifiedNow(key: string): AuthClaims | undefined {
-    const entry = this.#cache.get(hashApiKey(key));
-    const now = this.#clock.nowMs();
-    if (!entry?.claims || now - entry.checkedAtMs >= this.#o.cacheTtlMs) return undefined;
-    if (entry.expiresAtMs !== null && entry.expiresAtMs <= now) return undefined;
-    this.#noteUse(entry.claims.credential.id, now);
-    return entry.claims;
-  }
-
   /** Revoked in this process: no request may pass with it any more. */
   forget(keyHash: string): void {
     this.#cache.delete(keyHash);

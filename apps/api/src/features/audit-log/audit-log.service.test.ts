@@ -79,7 +79,6 @@ describe("AuditLogService (service tier)", () => {
     const badAction = await rejection(service.list(organizationId, { action: "router.exploded" }));
     expect(badAction).toMatchObject({ code: "validation_failed", fields: { action: [expect.any(String)] } });
     expect(await service.list(organizationId, { router_id: "not-a-uuid" })).toEqual({
-      status: "success",
       data: [],
       next_cursor: null,
     });

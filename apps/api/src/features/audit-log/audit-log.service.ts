@@ -14,7 +14,7 @@ export class AuditLogService {
   }
 
   /** `teamId` (a team-bound credential): only that team's entries (docs/api.md "Audit log and webhooks"). */
-  async list(organizationId: string, query: TAuditLogQuery, teamId?: string): Promise<TAuditLogPage> {
+  async list(organizationId: string, query: TAuditLogQuery, teamId?: string): Promise<Omit<TAuditLogPage, "status">> {
     const limit = query.limit ?? EVENT_LIMITS.auditPage.default;
     const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
     if (before === null) {
@@ -29,7 +29,7 @@ export class AuditLogService {
     }
     // A router id that cannot exist matches nothing (like an unknown one).
     if (query.router_id !== undefined && !isUuid(query.router_id)) {
-      return { status: "success", data: [], next_cursor: null };
+      return { data: [], next_cursor: null };
     }
     // One row more than asked tells whether another page exists.
     const rows = await this.#audit.list({
@@ -43,7 +43,6 @@ export class AuditLogService {
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return {
-      status: "success",
       data: page.map(toAuditEntry),
       next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
     };

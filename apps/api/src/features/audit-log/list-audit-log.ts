@@ -1,5 +1,6 @@
 import { ZAuditLogPage, ZAuditLogQuery } from "@fleet/shared";
 import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const listAuditLog = authedProcedure("routers:read")
   .meta({
@@ -15,6 +16,8 @@ export const listAuditLog = authedProcedure("routers:read")
   })
   .input(ZAuditLogQuery)
   .output(ZAuditLogPage)
-  .query(async ({ ctx, input }) =>
-    ctx.services.auditLog.list(ctx.auth.organizationId, input, await ctx.services.teams.bound(ctx.auth)),
+  .query(
+    jsend.page(async ({ ctx, input }) =>
+      ctx.services.auditLog.list(ctx.auth.organizationId, input, await ctx.services.teams.bound(ctx.auth)),
+    ),
   );

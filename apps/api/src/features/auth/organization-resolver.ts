@@ -16,11 +16,6 @@ export class OrganizationResolver {
     this.#identity = identity;
   }
 
-  /** The id `resolve` answered for `claimedId` before, if this process still holds it (no I/O). */
-  resolvedNow(claimedId: string): string | undefined {
-    return this.#cache.get(claimedId);
-  }
-
   async resolve(claimedId: string): Promise<string> {
     const cached = this.#cache.get(claimedId);
     if (cached) return cached;

@@ -73,37 +73,3 @@ describe("TokenVerifier's cache of verified tokens (by the Authorization header)
     expect((await verifier.verify(`bearer ${token}`)).userId).toBe("user-1");
   });
 });
-
-describe("TokenVerifier.verifiedNow (the request path's answer without an await)", () => {
-  it("answers a verified JWT until it expires, and nothing it has not verified", async () => {
-    const time = clock();
-    const verifier = new TokenVerifier({ secret: SECRET, clock: time });
-    const header = `Bearer ${await sign(time, { id: "org-1", scope: "account:read" }, 60)}`;
-    expect(verifier.verifiedNow(header)).toBeUndefined();
-    expect(verifier.verifiedNow(undefined)).toBeUndefined();
-    const claims = await verifier.verify(header);
-    expect(verifier.verifiedNow(header)).toBe(claims);
-    time.advance(60_000);
-    expect(verifier.verifiedNow(header)).toBeUndefined();
-    await expect(verifier.verify(header)).rejects.toMatchObject({ code: "unauthenticated", message: /expired/ });
-  });
-
-  it("asks the API keys' own cache for a key, and only for a well-formed bearer key", async () => {
-    const asked: string[] = [];
-    const keys = Object.assign(new Keys(), {
-      verifiedNow: (key: string) => {
-        asked.push(key);
-        return undefined;
-      },
-    });
-    const verifier = new TokenVerifier({ secret: SECRET, clock: clock(), apiKeys: keys });
-    const key = "fk_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG";
-    keys.valid.add(key);
-    await verifier.verify(`Bearer ${key}`);
-    // Verified keys are never put in the JWT cache: the keys' cache (here: none) decides.
-    expect(verifier.verifiedNow(`Bearer ${key}`)).toBeUndefined();
-    expect(verifier.verifiedNow(`Basic ${key}`)).toBeUndefined();
-    expect(verifier.verifiedNow(`Bearer ${key} x`)).toBeUndefined();
-    expect(asked).toEqual([key]);
-  });
-});

@@ -55,8 +55,6 @@ export interface ApiKeyCheck {
   /** True when the bearer value has the shape of an API key rather than a JWT. */
   owns(bearer: string): boolean;
   verify(key: string, options?: VerifyOptions): Promise<AuthClaims>;
-  /** The claims of a key its cache vouches for on its own, without I/O; undefined: ask `verify`. */
-  verifiedNow?(key: string): AuthClaims | undefined;
 }
 
 export interface TokenVerifierOptions {
@@ -105,26 +103,6 @@ export class TokenVerifier {
     } else {
       throw new Error("TokenVerifier needs a secret, a JWKS URL or the system's signing key");
     }
-  }
-
-  /**
-   * A credential verified before and still valid, answered from the caches alone (the JWT cache
-   * here, the API keys' own): what `verify` would answer, without an await. Undefined for anything
-   * else (unknown, expired, malformed, a key to look up): `verify` then decides and refuses.
-   */
-  verifiedNow(authorization: string | undefined): AuthClaims | undefined {
-    if (authorization === undefined) return undefined;
-    const cached = this.#cache.get(authorization);
-    if (cached) {
-      if (cached.exp * 1000 <= this.#clock.nowMs()) return undefined;
-      if (cached.sessionId === undefined) return cached;
-      return this.#options.system?.sessions.holdsNow(cached) === true ? cached : undefined;
-    }
-    const apiKeys = this.#options.apiKeys;
-    if (!apiKeys?.verifiedNow) return undefined;
-    const token = bearerToken(authorization);
-    if (token === undefined || !TOKEN68.test(token) || !apiKeys.owns(token)) return undefined;
-    return apiKeys.verifiedNow(token);
   }
 
   async verify(authorization: string | undefined, options: VerifyOptions = {}): Promise<AuthClaims> {

@@ -56,9 +56,7 @@ describe("AvailabilityService.router (service tier)", () => {
       ["2026-11-19T23:00:00Z", 3600],
       ["2026-11-23T00:00:00Z", 3600],
     ]);
-    expect(
-      (await service.router(owner.teamId, { router_id: router.id, from: "2026-11-20", to: "2026-11-22" })).data,
-    ).toEqual([
+    expect(await service.router(owner.teamId, { router_id: router.id, from: "2026-11-20", to: "2026-11-22" })).toEqual([
       { period_start: "2026-11-20T00:00:00+00:00", minutes_down: 90, availability_percent: 93.75 },
       { period_start: "2026-11-21T00:00:00+00:00", minutes_down: 0, availability_percent: 100 },
       { period_start: "2026-11-22T00:00:00+00:00", minutes_down: 10, availability_percent: 99.31 },
@@ -81,7 +79,7 @@ describe("AvailabilityService.router (service tier)", () => {
     });
     const octoberSeconds = 31 * 86_400;
     const novemberSoFar = (NOW - Date.UTC(2026, 10, 1)) / 1000;
-    expect(months.data).toEqual([
+    expect(months).toEqual([
       {
         period_start: "2026-10-01T00:00:00+00:00",
         minutes_down: 20,
@@ -113,7 +111,7 @@ describe("AvailabilityService.router (service tier)", () => {
       // Down from the first missed heartbeat (last seen + 30 s) until now.
       const downMinutes = (2 * HOUR - 30_000) / 60_000;
       expect(
-        (await service.router(owner.teamId, { router_id: router.id, from: "2026-11-23", to: "2026-11-23" })).data,
+        await service.router(owner.teamId, { router_id: router.id, from: "2026-11-23", to: "2026-11-23" }),
       ).toEqual([
         {
           period_start: "2026-11-23T00:00:00+00:00",
@@ -122,7 +120,7 @@ describe("AvailabilityService.router (service tier)", () => {
         },
       ]);
       const fleet = await service.fleet(owner.teamId, { from: "2026-11-23", to: "2026-11-23" });
-      expect(fleet.data[0]).toMatchObject({ router_id: router.id, minutes_down: downMinutes });
+      expect(fleet[0]).toMatchObject({ router_id: router.id, minutes_down: downMinutes });
     } finally {
       await db.query("delete from heartbeat_coverage");
     }
@@ -134,7 +132,7 @@ describe("AvailabilityService.router (service tier)", () => {
     const router = await makeRouter(db, owner);
     const to = "2026-11-22";
     const day = (offset: number) => new Date(Date.UTC(2026, 10, 22) - offset * DAY).toISOString().slice(0, 10);
-    expect((await service.router(owner.teamId, { router_id: router.id, from: day(399), to })).data).toHaveLength(400);
+    expect(await service.router(owner.teamId, { router_id: router.id, from: day(399), to })).toHaveLength(400);
     const before = await databaseFingerprint(db);
     for (const teamId of [owner.teamId, stranger.teamId]) {
       const tooLong = await rejection(service.router(teamId, { router_id: router.id, from: day(400), to }));
@@ -177,12 +175,12 @@ describe("AvailabilityService.fleet (service tier)", () => {
     await fault(some.id, "2026-11-21T05:00:00Z");
     await fault(some.id, "2026-11-22T00:00:00Z");
     await fault(some.id, "2026-11-19T05:00:00Z");
-    expect((await service.fleet(owner.teamId, { from: "2026-11-20", to: "2026-11-22" })).data).toEqual([
+    expect(await service.fleet(owner.teamId, { from: "2026-11-20", to: "2026-11-22" })).toEqual([
       { router_id: worst.id, name: "worst", minutes_down: 90, availability_percent: 97.92, faults: 0 },
       { router_id: some.id, name: "some", minutes_down: 10, availability_percent: 99.77, faults: 2 },
       { router_id: alsoFine.id, name: "also fine", minutes_down: 0, availability_percent: 100, faults: 0 },
       { router_id: fine.id, name: "fine", minutes_down: 0, availability_percent: 100, faults: 0 },
     ]);
-    expect((await service.fleet((await makeUser(db)).teamId, {})).data).toEqual([]);
+    expect(await service.fleet((await makeUser(db)).teamId, {})).toEqual([]);
   });
 });

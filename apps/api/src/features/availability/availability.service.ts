@@ -39,7 +39,7 @@ export class AvailabilityService {
   }
 
   /** One row per UTC day or month of the range, oldest first. */
-  async router(teamId: string, query: TRouterAvailabilityQuery): Promise<TRouterAvailability> {
+  async router(teamId: string, query: TRouterAvailabilityQuery): Promise<TRouterAvailability["data"]> {
     const now = this.#deps.clock.now();
     // A bad range is the caller's error whatever the router: checked before the lookup.
     const range = parseReportRange(query, now);
@@ -56,18 +56,15 @@ export class AvailabilityService {
       stored,
       ongoing: ongoingDowntime(router.lastSeenAt, coverage, now),
     });
-    return {
-      status: "success",
-      data: periods.map((p) => ({
-        period_start: formatIsoUtc(p.periodStart),
-        minutes_down: p.minutesDown,
-        availability_percent: p.availabilityPercent,
-      })),
-    };
+    return periods.map((p) => ({
+      period_start: formatIsoUtc(p.periodStart),
+      minutes_down: p.minutesDown,
+      availability_percent: p.availabilityPercent,
+    }));
   }
 
   /** Every router of the team over the range, worst first (most downtime, then name). */
-  async fleet(teamId: string, query: TFleetAvailabilityQuery): Promise<TFleetAvailability> {
+  async fleet(teamId: string, query: TFleetAvailabilityQuery): Promise<TFleetAvailability["data"]> {
     const now = this.#deps.clock.now();
     const range = parseReportRange(query, now);
     const measuredEnd = new Date(Math.min(range.end.getTime(), now.getTime()));
@@ -96,6 +93,6 @@ export class AvailabilityService {
         a.name.localeCompare(b.name) ||
         a.router_id.localeCompare(b.router_id),
     );
-    return { status: "success", data: report };
+    return report;
   }
 }

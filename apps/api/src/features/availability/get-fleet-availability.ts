@@ -1,5 +1,6 @@
 import { FLEET_AVAILABILITY_CSV_COLUMNS, ZFleetAvailability, ZFleetAvailabilityQuery } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const getFleetAvailability = teamProcedure("routers:read")
   .meta({
@@ -17,4 +18,4 @@ export const getFleetAvailability = teamProcedure("routers:read")
   })
   .input(ZFleetAvailabilityQuery)
   .output(ZFleetAvailability)
-  .query(({ ctx, input }) => ctx.services.availability.fleet(ctx.teamId, input));
+  .query(jsend(({ ctx, input }) => ctx.services.availability.fleet(ctx.teamId, input)));

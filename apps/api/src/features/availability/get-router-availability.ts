@@ -1,5 +1,6 @@
 import { ZRouterAvailability, ZRouterAvailabilityQuery } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const getRouterAvailability = teamProcedure("routers:read")
   .meta({
@@ -16,4 +17,4 @@ export const getRouterAvailability = teamProcedure("routers:read")
   })
   .input(ZRouterAvailabilityQuery)
   .output(ZRouterAvailability)
-  .query(({ ctx, input }) => ctx.services.availability.router(ctx.teamId, input));
+  .query(jsend(({ ctx, input }) => ctx.services.availability.router(ctx.teamId, input)));

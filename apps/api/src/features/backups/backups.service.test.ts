@@ -45,15 +45,15 @@ describe("BackupsService.take", () => {
     const owner = await makeUser(db);
     const router = await makeRouter(db, owner);
     const first = await backups.take(owner.teamId, { router_id: router.id });
-    expect(first).toEqual({ status: "success", data: { job_id: expect.any(String) } });
+    expect(first).toEqual({ job_id: expect.any(String) });
     const second = await backups.take(owner.teamId, { router_id: router.id });
-    expect(second.data.job_id).toBe(first.data.job_id);
-    expect((await backupJobsOf(router.id)).map((j) => j.id)).toEqual([first.data.job_id]);
+    expect(second.job_id).toBe(first.job_id);
+    expect((await backupJobsOf(router.id)).map((j) => j.id)).toEqual([first.job_id]);
 
     const other = await makeRouter(db, owner);
     const third = await backups.take(owner.teamId, { router_id: other.id });
-    expect(third.data.job_id).not.toBe(first.data.job_id);
-    expect((await backupJobsOf(other.id)).map((j) => j.id)).toEqual([third.data.job_id]);
+    expect(third.job_id).not.toBe(first.job_id);
+    expect((await backupJobsOf(other.id)).map((j) => j.id)).toEqual([third.job_id]);
   });
 
   it("a burst of 20 concurrent requests queues one job and answers its id to every request", async () => {
@@ -64,7 +64,7 @@ describe("BackupsService.take", () => {
     );
     const jobs = await backupJobsOf(router.id);
     expect(jobs).toHaveLength(1);
-    expect(new Set(answers.map((a) => a.data.job_id))).toEqual(new Set([jobs[0]?.id]));
+    expect(new Set(answers.map((a) => a.job_id))).toEqual(new Set([jobs[0]?.id]));
   });
 
   it("another team's router is not found, like an unknown one, and nothing is queued", async () => {

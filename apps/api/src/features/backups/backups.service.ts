@@ -75,18 +75,18 @@ export class BackupsService {
   }
 
   /** Queues a backup now; the agent runs it after the router's earlier jobs. */
-  async take(teamId: string, input: TTakeBackupInput): Promise<TBackupJob> {
+  async take(teamId: string, input: TTakeBackupInput): Promise<TBackupJob["data"]> {
     const router = await this.#router(teamId, input.router_id);
     if (!router.tunnelIp) {
       throw new AppError("conflict", "The router has no assigned tunnel address, so the agent cannot reach it.");
     }
     const jobId = await this.#deps.queue(router.id);
     if (!jobId) throw new AppError("unavailable", "The backup could not be queued; try again.");
-    return { status: "success", data: { job_id: jobId } };
+    return { job_id: jobId };
   }
 
   /** Versions newest first, a page at a time, and the last failure since the last success. */
-  async list(teamId: string, input: TListBackupsInput): Promise<TBackupsPage> {
+  async list(teamId: string, input: TListBackupsInput): Promise<Omit<TBackupsPage, "status">> {
     const limit = input.limit ?? BACKUP_LIMITS.page.default;
     const before = input.cursor === undefined ? undefined : decodeCursor(input.cursor);
     if (before === null) {
@@ -102,7 +102,6 @@ export class BackupsService {
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return {
-      status: "success",
       data: page.map(toBackup),
       next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
       last_failure: failure ? { failed_at: formatIsoUtc(failure.failedAt), reason: failure.reason } : null,

@@ -1,5 +1,6 @@
 import { ZBackupsPage, ZListBackupsInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const listBackups = teamProcedure("routers:read")
   .meta({
@@ -16,4 +17,4 @@ export const listBackups = teamProcedure("routers:read")
   })
   .input(ZListBackupsInput)
   .output(ZBackupsPage)
-  .query(({ ctx, input }) => ctx.services.backups.list(ctx.teamId, input));
+  .query(jsend.page(({ ctx, input }) => ctx.services.backups.list(ctx.teamId, input)));

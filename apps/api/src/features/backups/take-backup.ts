@@ -1,5 +1,6 @@
 import { ZBackupJob, ZTakeBackupInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const takeBackup = teamProcedure("routers:write")
   .meta({
@@ -18,4 +19,4 @@ export const takeBackup = teamProcedure("routers:write")
   })
   .input(ZTakeBackupInput)
   .output(ZBackupJob)
-  .mutation(({ ctx, input }) => ctx.services.backups.take(ctx.teamId, input));
+  .mutation(jsend(({ ctx, input }) => ctx.services.backups.take(ctx.teamId, input)));

@@ -1,6 +1,6 @@
 import { loadOemSnapshot, OemRepository, queryOf } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
-import { ZOemInfoResponse } from "@fleet/shared";
+import { ZOemInfo } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rejection } from "../../testing/rejections.ts";
 import { OemService } from "./oem.service.ts";
@@ -41,11 +41,11 @@ describe("OemService.forRouter", () => {
     const owner = await makeUser(db);
     const router = await makeRouter(db, owner, { model: "RB5009UG+S+", boardName: "RB5009UG+S+" });
     const answer = await oem.forRouter(owner.teamId, router.id);
-    expect(ZOemInfoResponse.strict().safeParse(answer).success).toBe(true);
+    expect(ZOemInfo.strict().safeParse(answer).success).toBe(true);
     const { match_keys: _internal, ...expected } = bySlug("rb5009ug_s_in");
-    expect(answer).toEqual({ status: "success", data: expected });
-    expect(answer.data).not.toHaveProperty("match_keys");
-    expect(answer.data).toMatchObject({
+    expect(answer).toEqual(expected);
+    expect(answer).not.toHaveProperty("match_keys");
+    expect(answer).toMatchObject({
       slug: "rb5009ug_s_in",
       archived: false,
       cpu_core_count: "4",
@@ -56,7 +56,7 @@ describe("OemService.forRouter", () => {
         { type: "SFP+", count: 1, speed_mbps: 10000 },
       ],
     });
-    const filtered = answer.data.test_results.ethernet.find(
+    const filtered = answer.test_results.ethernet.find(
       (r) => r.mode === "Routing" && r.config === "25 ip filter rules" && r.packet_size === 1518,
     );
     expect(filtered?.mbps).toBeGreaterThan(1000);
@@ -71,10 +71,10 @@ describe("OemService.forRouter", () => {
     ];
     for (const c of cases) {
       const router = await makeRouter(db, owner, { model: c.model, boardName: c.boardName });
-      expect((await oem.forRouter(owner.teamId, router.id)).data.slug, c.boardName).toBe(c.slug);
+      expect((await oem.forRouter(owner.teamId, router.id)).slug, c.boardName).toBe(c.slug);
     }
     const chr = await makeRouter(db, owner, { model: "CHR", boardName: "CHR" });
-    expect((await oem.forRouter(owner.teamId, chr.id)).data).toMatchObject({
+    expect(await oem.forRouter(owner.teamId, chr.id)).toMatchObject({
       model: "CHR",
       mtbf: null,
       cpu_nominal_frequency: null,
@@ -86,7 +86,7 @@ describe("OemService.forRouter", () => {
     const owner = await makeUser(db);
     const stranger = await makeUser(db);
     const router = await makeRouter(db, owner, { model: "RB750Gr3", boardName: "hEX" });
-    expect((await oem.forRouter(owner.teamId, router.id)).data.slug).toBe("hex");
+    expect((await oem.forRouter(owner.teamId, router.id)).slug).toBe("hex");
     for (const id of [router.id, crypto.randomUUID(), "not-a-uuid", "x".repeat(300), "' or '1'='1"]) {
       expect(await notFound(stranger.teamId, id), id).toBe("Router not found.");
     }

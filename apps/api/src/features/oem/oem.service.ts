@@ -22,13 +22,13 @@ export class OemService {
     this.#deps = deps;
   }
 
-  async forRouter(teamId: string, routerId: string): Promise<TOemInfoResponse> {
+  async forRouter(teamId: string, routerId: string): Promise<TOemInfoResponse["data"]> {
     const router = await this.#deps.catalog.routerModel(teamId, routerId);
     // Unknown, malformed and other teams' ids answer alike (docs/api.md "Errors").
     if (!router) throw new AppError("not_found", "Router not found.");
     const product = await this.#deps.catalog.findForRouter(router.model, router.boardName);
     if (!product) throw new AppError("not_found", noDataMessage(router));
-    return { status: "success", data: toOemInfo(product) };
+    return toOemInfo(product);
   }
 }
 

@@ -1,5 +1,6 @@
 import { ZOemInfoResponse, ZRouterOemInput } from "@fleet/shared";
 import { teamProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const getRouterOem = teamProcedure("routers:read")
   .meta({
@@ -15,4 +16,4 @@ export const getRouterOem = teamProcedure("routers:read")
   })
   .input(ZRouterOemInput)
   .output(ZOemInfoResponse)
-  .query(({ ctx, input }) => ctx.services.oem.forRouter(ctx.teamId, input.router_id));
+  .query(jsend(({ ctx, input }) => ctx.services.oem.forRouter(ctx.teamId, input.router_id)));

@@ -1,5 +1,6 @@
 import { successEnvelope, ZIdPath, ZWebhookDelivery } from "@fleet/shared";
 import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
 
 export const testWebhook = authedProcedure("routers:write")
   .meta({
@@ -14,7 +15,8 @@ export const testWebhook = authedProcedure("routers:write")
   })
   .input(ZIdPath)
   .output(successEnvelope(ZWebhookDelivery))
-  .mutation(async ({ ctx, input }) => ({
-    status: "success" as const,
-    data: await ctx.services.webhooks.test(ctx.auth.organizationId, input.id, await ctx.services.teams.bound(ctx.auth)),
-  }));
+  .mutation(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.webhooks.test(ctx.auth.organizationId, input.id, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );
