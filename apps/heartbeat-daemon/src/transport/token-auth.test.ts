@@ -240,6 +240,42 @@ describe("TokenAuthenticator", () => {
     expect(await answer).toBeNull();
   });
 
+  it("a background re-check running when its router is revoked does not bring the token back", async () => {
+    const owners = new Map([[hashToken(token(1)), ownerOf(1)]]);
+    let release: () => void = () => {};
+    let gate: Promise<void> | undefined;
+    const lookup = {
+      lookupTokens: async (hashes: readonly string[]) => {
+        const found = new Map(
+          hashes.flatMap((h) => (owners.has(h) ? [[h, owners.get(h) as TokenOwner] as const] : [])),
+        );
+        if (gate) await gate;
+        return found;
+      },
+    };
+    const clock = new ManualClock(0);
+    const auth = new TokenAuthenticator({ lookup, ttlMs: 1_000, staleMs: 10_000, refreshEveryMs: 0, clock });
+    expect(await auth.authenticate(token(1), true)).not.toBeNull();
+    clock.set(2_000);
+    gate = new Promise((resolve) => {
+      release = resolve;
+    });
+    vi.useFakeTimers({ toFake: ["setTimeout"] });
+    try {
+      // Stale: answered, and the re-check starts (it reads the row, then waits).
+      expect(auth.cached(token(1), true)).toEqual(ownerOf(1));
+      await vi.advanceTimersByTimeAsync(0);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(auth.lookups).toBe(2);
+    auth.revokeRouter("r1");
+    gate = undefined;
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auth.cached(token(1), true)).toBeNull();
+  });
+
   it("revokes one replaced token of a router, not the router's current one", async () => {
     const owners = new Map([
       [hashToken(token(1)), ownerOf(1)],
