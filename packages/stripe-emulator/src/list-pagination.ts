@@ -10,7 +10,10 @@ export function paginate<T extends { id: string }>(
   params: Params,
   url: string,
   resource: string,
-  createdOf: (item: T) => number = (item) => (item as unknown as { created: number }).created,
+  createdOf: (item: T) => number = (item) => {
+    const created: unknown = (item as { created?: unknown }).created;
+    return typeof created === "number" ? created : 0;
+  },
 ): ListObject<T> {
   const limit = int(params, "limit") ?? 10;
   if (limit < 1 || limit > 100) throw invalidParam("limit", "Invalid limit: must be between 1 and 100");

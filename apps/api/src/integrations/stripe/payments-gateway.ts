@@ -73,7 +73,7 @@ export const toCard = (pm: Stripe.PaymentMethod): CardSnapshot => ({
  * Fields older API versions (and the emulator) still send but the pinned SDK types dropped:
  * `paid` became derivable from `status`, `tax` became `total_taxes`.
  */
-type LegacyInvoiceFields = { paid?: unknown; tax?: unknown };
+type LegacyInvoiceFields = { paid?: unknown; tax?: unknown; subscription?: string | { id: string } | null };
 
 const idOf = (value: string | { id?: string } | null | undefined): string | null =>
   typeof value === "string" ? value : (value?.id ?? null);
@@ -82,7 +82,7 @@ export const toInvoice = (invoice: Stripe.Invoice): InvoiceSnapshot => {
   const legacy = invoice as unknown as LegacyInvoiceFields;
   const taxes = invoice.total_taxes?.reduce((sum, t) => sum + t.amount, 0);
   const status = invoice.status ?? "draft";
-  const legacySubscription = (invoice as unknown as { subscription?: string | { id: string } | null }).subscription;
+  const legacySubscription = legacy.subscription;
   return {
     id: invoice.id ?? "",
     customerId: idOf(invoice.customer as string | { id: string } | null) ?? "",
