@@ -19,7 +19,7 @@ import {
   routerJobsQueue,
 } from "@fleet/db";
 import { createTestDatabase } from "@fleet/db/testing";
-import { FORWARD_JOB_KINDS } from "@fleet/shared";
+import { ROUTER_JOB_KINDS } from "@fleet/shared";
 import { RouterJobWorker } from "@fleet/tunnel-agent/jobs/router-job-worker";
 import pino from "pino";
 
@@ -49,7 +49,7 @@ const worker = new RouterJobWorker({
   engine,
   locks,
   handlers: {
-    [FORWARD_JOB_KINDS.backup]: async () => {
+    [ROUTER_JOB_KINDS.backup]: async () => {
       running++;
       try {
         await new Promise((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS));
@@ -58,7 +58,7 @@ const worker = new RouterJobWorker({
         running--;
       }
     },
-    [FORWARD_JOB_KINDS.apply]: async (job) => {
+    [ROUTER_JOB_KINDS.apply]: async (job) => {
       done.set(String(job.payload.forward_id), Date.now());
     },
   },
@@ -73,7 +73,7 @@ while (running < 4) await new Promise((resolve) => setTimeout(resolve, 20));
 const waits: number[] = [];
 for (let i = 0; i < FORWARDS; i++) {
   const id = crypto.randomUUID();
-  const data = { kind: FORWARD_JOB_KINDS.apply, router_id: crypto.randomUUID(), forward_id: id };
+  const data = { kind: ROUTER_JOB_KINDS.apply, router_id: crypto.randomUUID(), forward_id: id };
   const sentAt = Date.now();
   if (values.baseline) await engine.send(ROUTER_JOBS_QUEUE, data, { singletonKey: data.router_id });
   else await queueRouterJob(engine, data);

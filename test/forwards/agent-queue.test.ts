@@ -20,7 +20,7 @@ import {
   type TestDatabase,
 } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
-import { type Clock, FORWARD_JOB_KINDS, generateEd25519KeyPair, ManualClock, systemClock } from "@fleet/shared";
+import { type Clock, ROUTER_JOB_KINDS, generateEd25519KeyPair, ManualClock, systemClock } from "@fleet/shared";
 import {
   EXPIRY_SWEEP_QUEUE,
   loadTunnelAgentConfig,
@@ -198,16 +198,16 @@ describe("durable jobs", () => {
       const first = await spawnAgent(env);
       await eventually(() => sent(router, add) === 1, "the add command to reach the router");
       first.kill();
-      const stuck = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+      const stuck = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
       expect(stuck).toMatchObject({ state: "active", attempts: 1 });
       const second = await spawnAgent(env);
       try {
         await eventually(
-          async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).state === "completed",
+          async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state === "completed",
           "the apply to complete",
           30_000,
         );
-        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).toMatchObject({
+        expect(await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).toMatchObject({
           state: "completed",
           attempts: 2,
         });
@@ -226,18 +226,18 @@ describe("durable jobs", () => {
         const remove = removeForwardRule(forward.id);
         await eventually(() => sent(router, remove) >= 1, "the remove command to reach the router");
         second.kill();
-        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ state: "active", attempts: 1 });
+        expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "active", attempts: 1 });
       } finally {
         second.kill();
       }
       const third = await spawnAgent(env);
       try {
         await eventually(
-          async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).state === "completed",
+          async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).state === "completed",
           "the removal to complete",
           30_000,
         );
-        expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
+        expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
         expect(tagged(router, forward.id)).toHaveLength(0);
         expect(router.ssh.rules()).toEqual([]);
       } finally {
@@ -251,7 +251,7 @@ describe("durable jobs", () => {
     const clock = new ManualClock(new Date());
     const forward = await newForward(router.tunnelIp, clock);
     const [claimed] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
-    expect(claimed?.data).toMatchObject({ forward_id: forward.id, kind: FORWARD_JOB_KINDS.apply });
+    expect(claimed?.data).toMatchObject({ forward_id: forward.id, kind: ROUTER_JOB_KINDS.apply });
     const add = addForwardRule({
       tunnelIp: router.tunnelIp,
       port: forward.port,
@@ -286,9 +286,9 @@ describe("durable jobs", () => {
     try {
       // The lease still holds: nobody may touch the job, and the router's later jobs wait behind it.
       expect(await agent.drain()).toBe(0);
-      expect((await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).state).toBe("active");
-      await drainUntil(forward.id, FORWARD_JOB_KINDS.apply, "the apply to be taken over and completed");
-      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).toMatchObject({ state: "completed", attempts: 2 });
+      expect((await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state).toBe("active");
+      await drainUntil(forward.id, ROUTER_JOB_KINDS.apply, "the apply to be taken over and completed");
+      expect(await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).toMatchObject({ state: "completed", attempts: 2 });
       expect(tagged(router, forward.id)).toHaveLength(1);
       expect(sent(router, add)).toBe(1);
       // The dead agent's late "done" concerns an attempt that is no longer its own.
@@ -300,7 +300,7 @@ describe("durable jobs", () => {
 
       await revokeForward(db, engine, forward, clock.now());
       const [removal] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
-      expect(removal?.data).toMatchObject({ forward_id: forward.id, kind: FORWARD_JOB_KINDS.remove });
+      expect(removal?.data).toMatchObject({ forward_id: forward.id, kind: ROUTER_JOB_KINDS.remove });
       const again = await deadAgentConnector().connect({
         routerId: forward.routerId,
         host: router.tunnelIp,
@@ -308,8 +308,8 @@ describe("durable jobs", () => {
       });
       await again.exec(removeForwardRule(forward.id));
       again.close();
-      await drainUntil(forward.id, FORWARD_JOB_KINDS.remove, "the removal to be taken over and completed");
-      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
+      await drainUntil(forward.id, ROUTER_JOB_KINDS.remove, "the removal to be taken over and completed");
+      expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
       expect(router.ssh.rules()).toEqual([]);
     } finally {
       await agent.close();
@@ -325,7 +325,7 @@ describe("durable jobs", () => {
     const first = await startTunnelAgent({ config, db, logger, clock });
     try {
       await eventually(
-        async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).state === "completed",
+        async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state === "completed",
         "the apply",
         30_000,
       );
@@ -346,11 +346,11 @@ describe("durable jobs", () => {
       ).toBe("expired");
       // The agent's own loop and its start-up reconciliation share this router's queue: wait for it.
       await eventually(
-        async () => (await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).state === "completed",
+        async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).state === "completed",
         "the removal",
         30_000,
       );
-      expect(await jobOf(forward.id, FORWARD_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 1 });
+      expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 1 });
       expect(tagged(router, forward.id)).toHaveLength(0);
     } finally {
       await second.close();
@@ -372,7 +372,7 @@ describe("durable jobs", () => {
       // Other routers' reconciliations (from earlier tests) may run in the same drain, after the
       // apply (it has priority): on a slow machine its 1 s retry may come due within that drain.
       expect(await agent.drain()).toBeGreaterThanOrEqual(1);
-      const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+      const job = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
       expect(job.state).toBe("retry");
       expect(job.attempts).toBeGreaterThanOrEqual(1);
       expect(job.lastError).toMatch(/ECONNREFUSED/);
@@ -390,12 +390,12 @@ describe("durable jobs", () => {
       await eventually(
         async () => {
           await agent.drain();
-          return (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).attempts >= 2;
+          return (await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).attempts >= 2;
         },
         "the second attempt",
         30_000,
       );
-      expect((await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).lastError).toMatch(/ECONNREFUSED/);
+      expect((await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).lastError).toMatch(/ECONNREFUSED/);
     } finally {
       await agent.close();
     }
@@ -459,7 +459,7 @@ describe("durable jobs", () => {
         async () => {
           const done = await Promise.all(
             forwards.map(
-              async ({ forward }) => (await jobOf(forward.id, FORWARD_JOB_KINDS.apply)).state === "completed",
+              async ({ forward }) => (await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state === "completed",
             ),
           );
           return done.every(Boolean);
@@ -484,7 +484,7 @@ describe("durable jobs", () => {
       });
       expect(sent(device, add)).toBe(1);
       expect(tagged(device, forward.id)).toHaveLength(1);
-      const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+      const job = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
       expect(job.attempts).toBe(1);
     }
   });

@@ -11,7 +11,7 @@ import {
 } from "@fleet/db";
 import { createTestDatabase, makeForward, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
-import { FORWARD_JOB_KINDS, generateEd25519KeyPair, systemClock } from "@fleet/shared";
+import { ROUTER_JOB_KINDS, generateEd25519KeyPair, systemClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { loadTunnelAgentConfig, type RunningTunnelAgent, startTunnelAgent } from "@fleet/tunnel-agent";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
@@ -141,7 +141,7 @@ describe("router job leases", () => {
                 slowAdd = false;
                 await eventually(
                   async () => {
-                    const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+                    const job = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
                     return job.attempts > 1 && job.state === "active";
                   },
                   "the lease to run out and the retry to be taken",
@@ -181,7 +181,7 @@ describe("router job leases", () => {
       }
       const done = await eventually(
         async () => {
-          const job = await jobOf(forward.id, FORWARD_JOB_KINDS.apply);
+          const job = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
           return job.state === "completed" ? job : null;
         },
         "the apply job to finish",

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { acquireJobEngine, type Database, ForwardTargetsRepository, type JobEngine, routerJobsQueue } from "@fleet/db";
-import { type Clock, FeatureWiring, FORWARD_JOB_KINDS, systemClock } from "@fleet/shared";
+import { type Clock, FeatureWiring, ROUTER_JOB_KINDS, systemClock } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { TunnelAgentConfig } from "./config.ts";
 import type { ReconcileReport } from "./jobs/reconcile-router.ts";
@@ -133,7 +133,7 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     const { worker, lifecycle, reconcile } = wire(
       wireJobs(ctx, {
         connector,
-        handlers: { ...access.handlers, [FORWARD_JOB_KINDS.backup]: backups.handler },
+        handlers: { ...access.handlers, [ROUTER_JOB_KINDS.backup]: backups.handler },
         thenBackup,
         refreshRelay,
         onReconciled: options.onReconciled,

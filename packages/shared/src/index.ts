@@ -16,6 +16,7 @@ export * from "./rules/ipv4-rules.ts";
 export * from "./rules/time-to-expire.ts";
 export * from "./env/entry-point-env.ts";
 export * from "./schemas/forward.schema.ts";
+export * from "./schemas/router-job.schema.ts";
 export * from "./rules/human-time.ts";
 export * from "./rules/router-health.ts";
 export * from "./schemas/router.schema.ts";

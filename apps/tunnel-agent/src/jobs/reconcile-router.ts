@@ -1,5 +1,5 @@
 import { type JobEngine, type JobRecord, queueRouterJob, ROUTER_JOBS_QUEUE } from "@fleet/db";
-import { FORWARD_JOB_KINDS, ZReconcileJobPayload } from "@fleet/shared";
+import { ROUTER_JOB_KINDS, ZReconcileJobPayload } from "@fleet/shared";
 import { dropConnections, removeForwardRule } from "../routeros/routeros-commands.ts";
 import { type ForwardJobDeps, listingMemo, rulePin } from "./apply-forward.ts";
 import { ensureRule, readTaggedRules } from "./forward-rules.ts";
@@ -72,11 +72,11 @@ export const scheduleReconciliation = async (
   let queued = 0;
   for (const routerId of routers) {
     const waiting = await deps.engine.findJobs(ROUTER_JOBS_QUEUE, {
-      data: { kind: FORWARD_JOB_KINDS.reconcile, router_id: routerId },
+      data: { kind: ROUTER_JOB_KINDS.reconcile, router_id: routerId },
       queued: true,
     });
     if (waiting.length > 0) continue;
-    if (await queueRouterJob(deps.engine, { kind: FORWARD_JOB_KINDS.reconcile, router_id: routerId })) queued++;
+    if (await queueRouterJob(deps.engine, { kind: ROUTER_JOB_KINDS.reconcile, router_id: routerId })) queued++;
   }
   return queued;
 };

@@ -8,7 +8,7 @@ import {
   routerJobsQueue,
 } from "@fleet/db";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
-import { FORWARD_JOB_KINDS } from "@fleet/shared";
+import { ROUTER_JOB_KINDS } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -39,9 +39,9 @@ it("applies a forward and an access session while backups queued before them hol
   const BACKUPS = 40;
   const CONCURRENCY = 2;
   for (let i = 0; i < BACKUPS; i++) await queueBackupJob(engine, db, crypto.randomUUID());
-  const forward = { kind: FORWARD_JOB_KINDS.apply, router_id: crypto.randomUUID(), forward_id: crypto.randomUUID() };
+  const forward = { kind: ROUTER_JOB_KINDS.apply, router_id: crypto.randomUUID(), forward_id: crypto.randomUUID() };
   const access = {
-    kind: FORWARD_JOB_KINDS.accessApply,
+    kind: ROUTER_JOB_KINDS.accessApply,
     router_id: crypto.randomUUID(),
     access_id: crypto.randomUUID(),
   };
@@ -59,15 +59,15 @@ it("applies a forward and an access session while backups queued before them hol
     engine,
     locks,
     handlers: {
-      [FORWARD_JOB_KINDS.backup]: async () => {
+      [ROUTER_JOB_KINDS.backup]: async () => {
         backupsStarted++;
         await unreachable;
         backupsDone++;
       },
-      [FORWARD_JOB_KINDS.apply]: async (job) => {
+      [ROUTER_JOB_KINDS.apply]: async (job) => {
         applied.push(job.kind);
       },
-      [FORWARD_JOB_KINDS.accessApply]: async (job) => {
+      [ROUTER_JOB_KINDS.accessApply]: async (job) => {
         applied.push(job.kind);
       },
     },
@@ -79,7 +79,7 @@ it("applies a forward and an access session while backups queued before them hol
   try {
     await worker.start();
     await eventually(() => applied.length === 2, "the forward and the access session applied", 30_000);
-    expect(applied.sort()).toEqual([FORWARD_JOB_KINDS.accessApply, FORWARD_JOB_KINDS.apply].sort());
+    expect(applied.sort()).toEqual([ROUTER_JOB_KINDS.accessApply, ROUTER_JOB_KINDS.apply].sort());
     // Both ran while the backups queued before them still held the bulk workers.
     expect(backupsDone).toBe(0);
     expect(backupsStarted).toBeLessThanOrEqual(CONCURRENCY);

@@ -10,7 +10,7 @@ import {
   runJob,
   type TJobOutcome,
 } from "@fleet/db";
-import type { TForwardJobKind } from "@fleet/shared";
+import type { TRouterJobKind } from "@fleet/shared";
 import type { Logger } from "pino";
 import { describeJobError, isPermanentJobError } from "./job-errors.ts";
 
@@ -18,8 +18,8 @@ export type JobHandler = (job: JobRecord) => Promise<void>;
 
 export interface RouterJobWorkerOptions {
   engine: JobEngine;
-  /** Handlers by job kind (FORWARD_JOB_KINDS); a kind without one fails its job. */
-  handlers: Readonly<Partial<Record<TForwardJobKind, JobHandler>>>;
+  /** Handlers by job kind (ROUTER_JOB_KINDS); a kind without one fails its job. */
+  handlers: Readonly<Partial<Record<TRouterJobKind, JobHandler>>>;
   /** Every attempt runs holding its router's lock (an attempt past its lease may still run beside its retry). */
   locks: RouterJobLocks;
   logger: Logger;

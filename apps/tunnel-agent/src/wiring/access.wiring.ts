@@ -1,5 +1,5 @@
 import { AccessRepository, dataDirSecret, ForwardTargetsRepository, queryOf } from "@fleet/db";
-import { FORWARD_JOB_KINDS, type TForwardJobKind } from "@fleet/shared";
+import { ROUTER_JOB_KINDS, type TRouterJobKind } from "@fleet/shared";
 import { AccessLifecycle } from "../jobs/access-lifecycle.ts";
 import { applyAccessHandler, removeAccessHandler } from "../jobs/router-access.ts";
 import type { JobHandler } from "../jobs/router-job-worker.ts";
@@ -11,7 +11,7 @@ const ACCESS_SWEEP_CRON = "*/5 * * * * *";
 
 export interface AccessServices {
   /** The `access.apply` and `access.remove` job handlers. */
-  handlers: Partial<Record<TForwardJobKind, JobHandler>>;
+  handlers: Partial<Record<TRouterJobKind, JobHandler>>;
   /** Closes temporary router access whose time has come and queues its removal (also every 5 s). */
   sweepAccess(): Promise<number>;
 }
@@ -49,8 +49,8 @@ export const wireAccess = (
   return {
     services: {
       handlers: {
-        [FORWARD_JOB_KINDS.accessApply]: deps.thenBackup(applyAccessHandler(accessDeps)),
-        [FORWARD_JOB_KINDS.accessRemove]: deps.thenBackup(removeAccessHandler(accessDeps)),
+        [ROUTER_JOB_KINDS.accessApply]: deps.thenBackup(applyAccessHandler(accessDeps)),
+        [ROUTER_JOB_KINDS.accessRemove]: deps.thenBackup(removeAccessHandler(accessDeps)),
       },
       sweepAccess,
     },

@@ -4,7 +4,7 @@ import {
   ROUTER_OFFBOARD_JOB,
   TunnelAddressesRepository,
 } from "@fleet/db";
-import { FORWARD_JOB_KINDS, type TForwardJobKind } from "@fleet/shared";
+import { ROUTER_JOB_KINDS, type TRouterJobKind } from "@fleet/shared";
 import { applyForwardHandler, type ForwardJobDeps } from "../jobs/apply-forward.ts";
 import { ForwardLifecycle } from "../jobs/forward-lifecycle.ts";
 import { offboardRouterHandler } from "../jobs/offboard-router.ts";
@@ -32,7 +32,7 @@ export const wireJobs = (
   deps: {
     connector: RouterOsConnector;
     /** Handlers of other features (temporary access, backups). */
-    handlers: Partial<Record<TForwardJobKind, JobHandler>>;
+    handlers: Partial<Record<TRouterJobKind, JobHandler>>;
     thenBackup: (handler: JobHandler) => JobHandler;
     /** Re-reads the relay's targets after each job. */
     refreshRelay: () => void;
@@ -58,9 +58,9 @@ export const wireJobs = (
     locks,
     handlers: {
       ...deps.handlers,
-      [FORWARD_JOB_KINDS.apply]: deps.thenBackup(applyForwardHandler(forwardDeps)),
-      [FORWARD_JOB_KINDS.remove]: deps.thenBackup(removeForwardHandler(forwardDeps)),
-      [FORWARD_JOB_KINDS.reconcile]: reconcileRouterHandler(forwardDeps, deps.onReconciled),
+      [ROUTER_JOB_KINDS.apply]: deps.thenBackup(applyForwardHandler(forwardDeps)),
+      [ROUTER_JOB_KINDS.remove]: deps.thenBackup(removeForwardHandler(forwardDeps)),
+      [ROUTER_JOB_KINDS.reconcile]: reconcileRouterHandler(forwardDeps, deps.onReconciled),
       [ROUTER_OFFBOARD_JOB]: offboardRouterHandler({
         addresses: new TunnelAddressesRepository(db),
         db,

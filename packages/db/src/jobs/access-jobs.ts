@@ -1,4 +1,4 @@
-import { FORWARD_JOB_KINDS } from "@fleet/shared";
+import { ROUTER_JOB_KINDS } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import type { AccessRecord } from "../repositories/access.repository.ts";
 import { type AuditOrigin, SYSTEM_ORIGIN } from "../repositories/audit-log.repository.ts";
@@ -9,7 +9,7 @@ import { type ClosedSessionKind, recordSessionsClosed } from "./session-jobs.ts"
 /** Queues a session's router job in the caller's transaction (it commits or rolls back with it). */
 export const queueAccessJob = (
   engine: JobEngine,
-  kind: typeof FORWARD_JOB_KINDS.accessApply | typeof FORWARD_JOB_KINDS.accessRemove,
+  kind: typeof ROUTER_JOB_KINDS.accessApply | typeof ROUTER_JOB_KINDS.accessRemove,
   access: Pick<AccessRecord, "id" | "routerId">,
   query: Query,
 ) => queueRouterJob(engine, { kind, access_id: access.id, router_id: access.routerId }, query);
@@ -19,7 +19,7 @@ export const queueAccessJob = (
  * `router.access.expired` by the system whoever closed it (docs/api.md "Audit log and webhooks").
  */
 const CLOSED_ACCESS: ClosedSessionKind<AccessRecord> = {
-  removalJob: (access) => ({ kind: FORWARD_JOB_KINDS.accessRemove, access_id: access.id, router_id: access.routerId }),
+  removalJob: (access) => ({ kind: ROUTER_JOB_KINDS.accessRemove, access_id: access.id, router_id: access.routerId }),
   auditEntry: (access, origin) => {
     const expired = access.status === "expired";
     return {

@@ -1,4 +1,4 @@
-import { FORWARD_JOB_KINDS } from "@fleet/shared";
+import { ROUTER_JOB_KINDS } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import type { AuditOrigin } from "../repositories/audit-log.repository.ts";
 import type { ForwardRecord } from "../repositories/forwards.repository.ts";
@@ -9,14 +9,14 @@ import { type ClosedSessionKind, recordSessionsClosed } from "./session-jobs.ts"
 /** Queues a forward's router job in the caller's transaction (it commits or rolls back with it). */
 export const queueForwardJob = (
   engine: JobEngine,
-  kind: typeof FORWARD_JOB_KINDS.apply | typeof FORWARD_JOB_KINDS.remove,
+  kind: typeof ROUTER_JOB_KINDS.apply | typeof ROUTER_JOB_KINDS.remove,
   forward: Pick<ForwardRecord, "id" | "routerId">,
   query: Query,
 ) => queueRouterJob(engine, { kind, forward_id: forward.id, router_id: forward.routerId }, query);
 
 /** A forward's removal job and its `forward.expired` or `forward.revoked` entry, by `origin` either way. */
 const CLOSED_FORWARD: ClosedSessionKind<ForwardRecord> = {
-  removalJob: (forward) => ({ kind: FORWARD_JOB_KINDS.remove, forward_id: forward.id, router_id: forward.routerId }),
+  removalJob: (forward) => ({ kind: ROUTER_JOB_KINDS.remove, forward_id: forward.id, router_id: forward.routerId }),
   auditEntry: (forward, origin) => ({
     occurredAt: forward.closedAt ?? new Date(),
     action: forward.status === "expired" ? "forward.expired" : "forward.revoked",

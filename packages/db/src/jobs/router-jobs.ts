@@ -1,4 +1,4 @@
-import { FORWARD_JOB_KINDS, type TForwardJobKind } from "@fleet/shared";
+import { ROUTER_JOB_KINDS, type TRouterJobKind } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import type { Query } from "../database.ts";
 import { toDate, toNumber } from "../repositories/sql-values.ts";
@@ -19,7 +19,7 @@ export const ROUTER_JOBS_DEAD_LETTER = "router.jobs.dead";
  * `router.offboard`: the removed router's device loses what adoption installed (docs/routeros.md
  * "Offboarding"). Queued by the removal, in its transaction; payload `{ router_id }` of the removed router.
  */
-export const ROUTER_OFFBOARD_JOB = FORWARD_JOB_KINDS.offboard;
+export const ROUTER_OFFBOARD_JOB = ROUTER_JOB_KINDS.offboard;
 
 /** Attempts of a router job before it is dead-lettered (the first one included). */
 export const ROUTER_JOB_ATTEMPTS = 10;
@@ -27,7 +27,7 @@ export const ROUTER_JOB_ATTEMPTS = 10;
 /** A router job as its handler sees it. */
 export interface JobRecord {
   id: string;
-  kind: TForwardJobKind;
+  kind: TRouterJobKind;
   /** What was queued; handlers still validate the ids they need (a row may predate a change of payload). */
   payload: RouterJobData;
   /** 1 on the first attempt. */
@@ -35,7 +35,7 @@ export interface JobRecord {
 }
 
 export interface RouterJobData {
-  kind: TForwardJobKind;
+  kind: TRouterJobKind;
   router_id: string;
   forward_id?: string;
   /** Temporary router access jobs (`access.apply`, `access.remove`). */
@@ -66,18 +66,18 @@ export const routerJobsQueue = (leaseSeconds = 60): JobQueueDefinition => ({
  * offboarding, and the agent keeps a lane of workers that takes only them (INTERACTIVE_JOB_PRIORITY),
  * so no number of slow bulk jobs can hold them back. One router's jobs still run one at a time, in order.
  */
-const INTERACTIVE_KINDS: ReadonlySet<TForwardJobKind> = new Set([
-  FORWARD_JOB_KINDS.apply,
-  FORWARD_JOB_KINDS.remove,
-  FORWARD_JOB_KINDS.accessApply,
-  FORWARD_JOB_KINDS.accessRemove,
+const INTERACTIVE_KINDS: ReadonlySet<TRouterJobKind> = new Set([
+  ROUTER_JOB_KINDS.apply,
+  ROUTER_JOB_KINDS.remove,
+  ROUTER_JOB_KINDS.accessApply,
+  ROUTER_JOB_KINDS.accessRemove,
 ]);
 
 /** The priority of interactive router jobs (bulk jobs have 0). */
 export const INTERACTIVE_JOB_PRIORITY = 10;
 
 /** The queue priority of a router job of this kind. */
-export const routerJobPriority = (kind: TForwardJobKind): number =>
+export const routerJobPriority = (kind: TRouterJobKind): number =>
   INTERACTIVE_KINDS.has(kind) ? INTERACTIVE_JOB_PRIORITY : 0;
 
 /** Queues a router job; with `executor` it commits or rolls back with the caller's transaction. */
@@ -115,10 +115,10 @@ export const queueBackupJob = (
     const [waiting] = await query<{ id: string }>(
       `select id from pgboss.job where name = $1 and singleton_key = $2 and state in ('created', 'retry')
          and data->>'kind' = $3 order by created_on limit 1`,
-      [ROUTER_JOBS_QUEUE, routerId, FORWARD_JOB_KINDS.backup],
+      [ROUTER_JOBS_QUEUE, routerId, ROUTER_JOB_KINDS.backup],
     );
     if (waiting) return String(waiting.id);
-    return queueRouterJob(engine, { kind: FORWARD_JOB_KINDS.backup, router_id: routerId }, query, {
+    return queueRouterJob(engine, { kind: ROUTER_JOB_KINDS.backup, router_id: routerId }, query, {
       retryLimit: BACKUP_JOB_ATTEMPTS - 1,
     });
   });
@@ -128,7 +128,7 @@ export type TRouterJobState = "created" | "retry" | "active" | "completed" | "ca
 
 export interface RouterJobRow {
   id: string;
-  kind: TForwardJobKind;
+  kind: TRouterJobKind;
   routerId: string;
   forwardId: string | null;
   state: TRouterJobState;

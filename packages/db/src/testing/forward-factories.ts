@@ -1,4 +1,4 @@
-import { FORWARD_JOB_KINDS } from "@fleet/shared";
+import { ROUTER_JOB_KINDS } from "@fleet/shared";
 import type { Database } from "../database.ts";
 import { queueForwardJob, recordForwardsClosed } from "../jobs/forward-jobs.ts";
 import type { JobEngine } from "../jobs/job-engine.ts";
@@ -48,7 +48,7 @@ export const makeForward = (
         }),
     });
     if (!forward) throw new Error(`no free port at ${input.entryPoint} ${input.ports.join("-")}`);
-    await queueForwardJob(engine, FORWARD_JOB_KINDS.apply, forward, query);
+    await queueForwardJob(engine, ROUTER_JOB_KINDS.apply, forward, query);
     return forward;
   });
 

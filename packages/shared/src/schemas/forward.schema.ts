@@ -100,28 +100,6 @@ export const ZForward = z
   .meta({ id: "TransientPortForward" });
 export type TForward = z.infer<typeof ZForward>;
 
-/**
- * Durable job kinds of the tunnel agent (the one queue `router.jobs`): declared here once and carried
- * typed from the enqueue (packages/db `RouterJobData`) to the agent's handler table.
- */
-export const FORWARD_JOB_KINDS = {
-  /** Add the forward's dst-nat rule on its router. */
-  apply: "forward.apply",
-  /** Remove the forward's rule and drop its connections. */
-  remove: "forward.remove",
-  /** Compare a router's tagged rules with the active forwards and repair both ways. */
-  reconcile: "router.reconcile",
-  /** Read the router's configuration (`/export terse`) and store it as a new version if it changed. */
-  backup: "router.backup",
-  /** Create the temporary user, its group and its self-removing scheduler entry (docs/routeros.md "Temporary access"). */
-  accessApply: "access.apply",
-  /** Log the temporary user out and remove it and its scheduler entry. */
-  accessRemove: "access.remove",
-  /** Take off the removed router's device what adoption installed (docs/routeros.md "Offboarding"). */
-  offboard: "router.offboard",
-} as const;
-export type TForwardJobKind = (typeof FORWARD_JOB_KINDS)[keyof typeof FORWARD_JOB_KINDS];
-
 /** Payload of apply/remove jobs: ids only; handlers read the current state when they run. */
 export const ZForwardJobPayload = z.object({ forward_id: z.uuid(), router_id: z.uuid() });
 export type TForwardJobPayload = z.infer<typeof ZForwardJobPayload>;

@@ -16,7 +16,7 @@ import {
   AppError,
   type Clock,
   deriveAccessPassword,
-  FORWARD_JOB_KINDS,
+  ROUTER_JOB_KINDS,
   formatIsoUtc,
   type TAccess,
   type TCreateAccessInput,
@@ -122,7 +122,7 @@ export class AccessService {
       if (!access) {
         return new AppError("capacity_exhausted", "Every entry-point port is in use. Try again after one frees.");
       }
-      await queueAccessJob(this.#deps.jobs, FORWARD_JOB_KINDS.accessApply, access, query);
+      await queueAccessJob(this.#deps.jobs, ROUTER_JOB_KINDS.accessApply, access, query);
       await insertAuditEntry(query, {
         organizationId: router.organizationId,
         occurredAt: now,

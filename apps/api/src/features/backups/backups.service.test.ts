@@ -9,7 +9,7 @@ import {
   routerJobsQueue,
 } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
-import { digestConfigExport, FORWARD_JOB_KINDS } from "@fleet/shared";
+import { digestConfigExport, ROUTER_JOB_KINDS } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rejection } from "../../testing/rejections.ts";
 import { BackupsService } from "./backups.service.ts";
@@ -38,7 +38,7 @@ afterAll(async () => {
   await db?.close();
 });
 
-const backupJobsOf = async (routerId: string) => listRouterJobs(db, { routerId, kind: FORWARD_JOB_KINDS.backup });
+const backupJobsOf = async (routerId: string) => listRouterJobs(db, { routerId, kind: ROUTER_JOB_KINDS.backup });
 
 describe("BackupsService.take", () => {
   it("queues one backup job; a backup still waiting is the one answered again; another router gets its own", async () => {

@@ -15,7 +15,7 @@ import {
 import {
   AppError,
   type Clock,
-  FORWARD_JOB_KINDS,
+  ROUTER_JOB_KINDS,
   formatIsoUtc,
   refuseLoopbackAllowFrom,
   type TCreateForwardInput,
@@ -141,7 +141,7 @@ export class ForwardsService {
         },
       });
       if (!forward) return this.#portsExhausted();
-      await queueForwardJob(this.#deps.jobs, FORWARD_JOB_KINDS.apply, forward, query);
+      await queueForwardJob(this.#deps.jobs, ROUTER_JOB_KINDS.apply, forward, query);
       await insertAuditEntry(query, {
         organizationId: router.organizationId,
         occurredAt: now,

@@ -17,7 +17,7 @@ import {
 import {
   AppError,
   type Clock,
-  FORWARD_JOB_KINDS,
+  ROUTER_JOB_KINDS,
   hourlyMetrics,
   isAppError,
   metadataBytes,
@@ -283,7 +283,7 @@ export class RouterService {
       await routers.quarantineTunnelAddress(query, teamId, routerId, at, quarantineUntil);
       const deleted = await this.#deleteRouter(query, teamId, routerId, origin, at);
       if (deleted) {
-        await queueRouterJob(jobs, { kind: FORWARD_JOB_KINDS.offboard, router_id: deleted.id }, query);
+        await queueRouterJob(jobs, { kind: ROUTER_JOB_KINDS.offboard, router_id: deleted.id }, query);
       }
       return deleted;
     });
