@@ -91,14 +91,14 @@ export interface ApiConfig {
   development: boolean;
   /** `FORWARDS_PER_ORG`: active forwards one organization may hold (docs/api.md "Tunnel agent and entry point"). */
   forwardsPerOrg: number;
-  /** Limits between tenants and against anonymous clients (docs/api.md "Authentication", "Rate limits"). */
-  trust: {
-    /** `TRIAL_FORWARDS`: active forwards of a billing root with no payment method on file. */
-    trialForwards: number;
-    /** `TUNNEL_ADDRESS_QUARANTINE_DAYS`: days a removed router's tunnel address is not reassigned. */
-    tunnelAddressQuarantineDays: number;
+  /** `TRIAL_FORWARDS`: active forwards of a billing root with no payment method on file. */
+  trialForwards: number;
+  /** `TUNNEL_ADDRESS_QUARANTINE_DAYS`: days a removed router's tunnel address is not reassigned. */
+  tunnelAddressQuarantineDays: number;
+  /** Who is calling (docs/api.md "Rate limits"). */
+  clients: {
     /** `RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE`: requests without a valid credential per source address. */
-    rateLimitUnauthenticatedPerMinute: number;
+    unauthenticatedPerMinute: number;
     /** `TRUST_PROXY`: proxies whose `X-Forwarded-For` names the client. */
     trustProxy: TrustedProxies;
   };
@@ -264,10 +264,10 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
     tunnelNetwork: envTunnelNetwork(env),
     development: !production,
     forwardsPerOrg: envInt(env, "FORWARDS_PER_ORG", 50, 1, 1_000_000),
-    trust: {
-      trialForwards: envInt(env, "TRIAL_FORWARDS", 5, 0, 1_000_000),
-      tunnelAddressQuarantineDays: envInt(env, "TUNNEL_ADDRESS_QUARANTINE_DAYS", 30, 0, 3650),
-      rateLimitUnauthenticatedPerMinute: envInt(env, "RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE", 120, 1, 1_000_000),
+    trialForwards: envInt(env, "TRIAL_FORWARDS", 5, 0, 1_000_000),
+    tunnelAddressQuarantineDays: envInt(env, "TUNNEL_ADDRESS_QUARANTINE_DAYS", 30, 0, 3650),
+    clients: {
+      unauthenticatedPerMinute: envInt(env, "RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE", 120, 1, 1_000_000),
       trustProxy: envTrustProxy(env),
     },
     oem: {

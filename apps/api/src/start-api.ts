@@ -141,7 +141,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...routers.services,
       ...tenancy.services,
       clientAddress: (req) =>
-        clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.trust.trustProxy),
+        clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.clients.trustProxy),
     };
 
     let migrated = false;
@@ -173,7 +173,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
     const server = createServer(apiServerOptions(tuning), app);
     limitConnectionsPerAddress(server, {
       perAddress: tuning.connectionsPerAddress,
-      trusted: config.trust.trustProxy,
+      trusted: config.clients.trustProxy,
       logger,
     });
     const port = await listen(server, { host: config.host, port: config.port });

@@ -26,7 +26,7 @@ export const wireRateLimits = (
       onError,
     }),
     unauthenticated: new SharedRateLimiter({
-      limit: config.trust.rateLimitUnauthenticatedPerMinute,
+      limit: config.clients.unauthenticatedPerMinute,
       subject: "address without a valid credential",
       store,
       clock: wallClock,
