@@ -312,8 +312,8 @@ describe("the token endpoint and the session", () => {
     const below = (await tokenOf(jar, { organization_id: child.organizationId })).body.access_token as string;
     expect((await h.request("GET", "/v1/me", { token: below })).status).toBe(200);
     const userId = decodeJwt(below).sub;
-    // Demoted at the top to the old `member` (a viewer): the owner's scopes no longer hold.
-    await h.db.query(`update organization_members set role = 'member' where user_id = $1`, [userId]);
+    // Demoted at the top to a viewer: the owner's scopes no longer hold.
+    await h.db.query(`update organization_members set role = 'viewer' where user_id = $1`, [userId]);
     try {
       h.clock.offsetMs = 6_000;
       expect((await h.request("GET", "/v1/me", { token: below })).status).toBe(401);
