@@ -118,6 +118,17 @@ export interface ApiConfig {
     /** `WEBHOOK_ENCRYPTION_KEY` (>= 32 bytes): encrypts webhook secrets at rest; dev: generated in DATA_DIR. */
     webhookEncryptionKey: string | undefined;
   };
+  /** docs/api.md "Alerts and maintenance windows". */
+  alerts: {
+    /** `SMTP_URL` (smtp:// or smtps://, credentials in it): email channels send through it; unset: no email. */
+    smtpUrl: string | undefined;
+    /** `MAIL_FROM` (default `fleet@localhost`): the sender of alert emails. */
+    mailFrom: string;
+    /** `TELEGRAM_API_BASE` (default https://api.telegram.org). */
+    telegramApiBase: string;
+    /** `PAGERDUTY_EVENTS_URL` (default https://events.pagerduty.com/v2/enqueue). */
+    pagerdutyEventsUrl: string;
+  };
 }
 
 /** docs/operations.md "Configuration": the variables adoption scripts are built from. */
@@ -246,7 +257,26 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
       webhookAllowPrivate: envBool(env, "WEBHOOK_ALLOW_PRIVATE", false),
       webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),
     },
+    alerts: {
+      smtpUrl: envUrl(env, "SMTP_URL", ["smtp:", "smtps:"])?.toString(),
+      mailFrom: envMailFrom(env),
+      telegramApiBase: (
+        envUrl(env, "TELEGRAM_API_BASE", ["http:", "https:"])?.toString() ?? "https://api.telegram.org"
+      ).replace(/\/+$/, ""),
+      pagerdutyEventsUrl:
+        envUrl(env, "PAGERDUTY_EVENTS_URL", ["http:", "https:"])?.toString() ??
+        "https://events.pagerduty.com/v2/enqueue",
+    },
   };
+};
+
+/** `MAIL_FROM`: one address, optionally with a display name ("Fleet <alerts@example.net>"). */
+const envMailFrom = (env: TEnv): string => {
+  const value = envString(env, "MAIL_FROM", "fleet@localhost");
+  if (!/^([^<>\r\n]*<)?[^\s@<>]+@[^\s@<>]+>?$/.test(value)) {
+    throw new ConfigError("MAIL_FROM", 'must be an email address, optionally "Name <address>"');
+  }
+  return value;
 };
 
 /**

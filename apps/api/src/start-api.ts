@@ -23,6 +23,7 @@ import { createApp } from "./http/app.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 import { DEV_LOGIN_PER_MINUTE } from "./trpc/rate-limit.ts";
+import { type AlertTiming, wireAlerts } from "./wiring/alerts.wiring.ts";
 import { wireAuth } from "./wiring/auth.wiring.ts";
 import { wireBilling } from "./wiring/billing.wiring.ts";
 import { type WebhookTiming, wireEvents } from "./wiring/events.wiring.ts";
@@ -55,6 +56,8 @@ export interface StartApiOptions {
   accessPasswordKey?: string;
   /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
   webhookTiming?: WebhookTiming;
+  /** Alert engine and notification timing (tests shrink it). */
+  alertTiming?: AlertTiming;
   /**
    * Register the features' cluster-wide schedules (default true). The API harness leaves them off:
    * a cron slot that fell inside a test (the billing reconciliation every quarter hour) changed
@@ -112,6 +115,11 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       accessPasswordKey: options.accessPasswordKey,
     });
     wired.add(routers);
+    const alerts = wireAlerts(ctx, {
+      publicUrl: () => boundUrl,
+      ...(options.alertTiming ? { timing: options.alertTiming } : {}),
+    });
+    wired.add(alerts);
 
     const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
     const services: Services = {
@@ -120,6 +128,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...events.services,
       ...rateLimits.services,
       ...routers.services,
+      ...alerts.services,
       clientAddress: (req) =>
         clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.trust.trustProxy),
     };

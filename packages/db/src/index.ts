@@ -45,3 +45,8 @@ export * from "./repositories/config-backups.repository.ts";
 export * from "./repositories/access.repository.ts";
 export * from "./telemetry/tracing.ts";
 export * from "./repositories/wireguard-peers.repository.ts";
+export * from "./repositories/notifications.repository.ts";
+export * from "./repositories/alert-rules.repository.ts";
+export * from "./repositories/maintenance-windows.repository.ts";
+export * from "./repositories/alert-engine.repository.ts";
+export * from "./jobs/notification-jobs.ts";

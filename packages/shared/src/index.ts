@@ -48,3 +48,5 @@ export * from "./crypto/wireguard-keys.ts";
 export * from "./env/tunnel-mode-env.ts";
 export * from "./routeros/wireguard-script.ts";
 export * from "./tokens/bearer.ts";
+export * from "./rules/zoned-time.ts";
+export * from "./schemas/alerts.schema.ts";

@@ -47,6 +47,8 @@ export interface ApiHarnessOptions {
   devLoginPerMinute?: number;
   /** Webhook retry/poll timing (see StartApiOptions). */
   webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
+  /** Alert engine poll and notification retry timing (see StartApiOptions). */
+  alertTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
   /** Register the cluster-wide schedules (default off: tests call the scheduled functions). */
   schedules?: boolean;
 }
@@ -80,6 +82,7 @@ export const startApiHarness = async (
     devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
     schedules: options.schedules ?? false,
     ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
+    ...(options.alertTiming ? { alertTiming: options.alertTiming } : {}),
   });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

@@ -10,6 +10,9 @@ import { invoicesRouter } from "../features/invoices/invoices.routes.ts";
 import { paymentMethodsRouter } from "../features/payment-methods/payment-methods.routes.ts";
 import { routersRouter } from "../features/routers/routers.routes.ts";
 import { webhooksRouter } from "../features/webhooks/webhooks.routes.ts";
+import { alertRulesRouter } from "../features/alerts/alert-rules.routes.ts";
+import { maintenanceWindowsRouter } from "../features/alerts/maintenance-windows.routes.ts";
+import { notificationChannelsRouter } from "../features/alerts/notification-channels.routes.ts";
 import { router } from "./init.ts";
 
 /** The one procedure set behind tRPC (/trpc), REST (spec paths) and /openapi.json. */
@@ -23,6 +26,9 @@ export const appRouter = router({
   apiKeys: apiKeysRouter,
   auditLog: auditLogRouter,
   webhooks: webhooksRouter,
+  notificationChannels: notificationChannelsRouter,
+  alertRules: alertRulesRouter,
+  maintenanceWindows: maintenanceWindowsRouter,
   availability: availabilityRouter,
   backups: backupsRouter,
   access: accessRouter,

@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { AUDIT_TO_ALERTS_TRIGGER } from "../migrations/20261129-101-alerts.migration.ts";
 import { Organization } from "./organization.entity.ts";
 
 /**
@@ -35,5 +36,9 @@ export const AuditLogEntry = defineEntity({
     details: p.json<Record<string, unknown>>(),
     dispatchedAt: p.datetime().nullable(),
   },
+  triggers: [
+    // The alert engine's outbox (migration 101): entries of organizations with alert rules.
+    { ...AUDIT_TO_ALERTS_TRIGGER, timing: "after", events: ["insert"], forEach: "row" },
+  ],
 });
 export type TAuditLogEntry = InferEntity<typeof AuditLogEntry>;

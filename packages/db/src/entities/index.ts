@@ -1,3 +1,14 @@
+import {
+  AlertEvent,
+  AlertPending,
+  AlertRouterState,
+  AlertRule,
+  AlertRuleChannel,
+  AlertStorm,
+  MaintenanceWindow,
+  NotificationChannel,
+  NotificationDelivery,
+} from "./alerts.entity.ts";
 import { ApiKey } from "./api-key.entity.ts";
 import { AuditLogEntry } from "./audit-log-entry.entity.ts";
 import { BillingAccount } from "./billing-account.entity.ts";
@@ -64,6 +75,15 @@ export const ENTITIES = [
   RouterBackupState,
   RouterAccess,
   RouterLiveness,
+  NotificationChannel,
+  NotificationDelivery,
+  AlertRule,
+  AlertRuleChannel,
+  MaintenanceWindow,
+  AlertEvent,
+  AlertPending,
+  AlertRouterState,
+  AlertStorm,
 ];
 
 export {
@@ -98,4 +118,13 @@ export {
   WebhookDelivery,
   TunnelAddress,
   RateLimitCounter,
+  NotificationChannel,
+  NotificationDelivery,
+  AlertRule,
+  AlertRuleChannel,
+  MaintenanceWindow,
+  AlertEvent,
+  AlertPending,
+  AlertRouterState,
+  AlertStorm,
 };

@@ -24,6 +24,7 @@ import { WireguardEndpointsMigration } from "./20261125-031-wireguard-endpoints.
 import { LivenessTokenMigration } from "./20261128-034-liveness-token.migration.ts";
 import { LivenessRoomMigration } from "./20261128-035-liveness-room.migration.ts";
 import { RouterTagsMigration } from "./20261129-100-router-tags.migration.ts";
+import { AlertsMigration } from "./20261129-101-alerts.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -55,4 +56,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261128-034-liveness-token", class: LivenessTokenMigration },
   { name: "20261128-035-liveness-room", class: LivenessRoomMigration },
   { name: "20261129-100-router-tags", class: RouterTagsMigration },
+  { name: "20261129-101-alerts", class: AlertsMigration },
 ];
