@@ -51,8 +51,9 @@ const textOrNull = (value: unknown): string | null => (value === null || value =
 
 const CHANNEL_COLUMNS = `c.id, c.organization_id, c.name, c.type, c.config, c.secret_ciphertext,
   ${ms("c.created_at", "created_ms")}, ${ms("c.updated_at", "updated_ms")}`;
-const DELIVERY_COLUMNS = `d.id, d.channel_id, d.organization_id, d.event, d.router_id, d.status, d.attempts, d.error,
-  d.message, ${ms("d.created_at", "d_created_ms")}, ${ms("d.sent_at", "sent_ms")}`;
+// Aliased: a delivery is read joined with its channel, whose columns share these names.
+const DELIVERY_COLUMNS = `d.id as d_id, d.channel_id as d_channel_id, d.organization_id as d_organization_id, d.event,
+  d.router_id, d.status, d.attempts, d.error, d.message, ${ms("d.created_at", "d_created_ms")}, ${ms("d.sent_at", "sent_ms")}`;
 
 const channelFromRow = (row: Row): ChannelRecord => ({
   id: String(row.id),
@@ -66,9 +67,9 @@ const channelFromRow = (row: Row): ChannelRecord => ({
 });
 
 const deliveryFromRow = (row: Row): NotificationDeliveryRecord => ({
-  id: String(row.id),
-  channelId: String(row.channel_id),
-  organizationId: String(row.organization_id),
+  id: String(row.d_id),
+  channelId: String(row.d_channel_id),
+  organizationId: String(row.d_organization_id),
   event: String(row.event),
   routerId: textOrNull(row.router_id),
   status: String(row.status) as TNotificationDeliveryStatus,
@@ -251,9 +252,9 @@ export class NotificationsRepository {
     outcome: { status: TNotificationDeliveryStatus; error: string | null; at: Date },
   ): Promise<void> {
     await this.#query(
-      `update notification_deliveries set attempts = attempts + 1, status = $2, error = $3,
-         sent_at = case when $2 = 'sent' then to_timestamp($4::float8 / 1000.0) else sent_at end
-       where id = $1`,
+      `update notification_deliveries set attempts = attempts + 1, status = $2::text, error = $3::text,
+         sent_at = case when $2::text = 'sent' then to_timestamp($4::float8 / 1000.0) else sent_at end
+       where id = $1::uuid`,
       [id, outcome.status, outcome.error?.slice(0, 500) ?? null, outcome.at.getTime()],
     );
   }
