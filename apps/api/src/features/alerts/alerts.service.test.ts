@@ -306,7 +306,8 @@ describe("the alert engine (service tier)", () => {
       payload: { severity: "critical", summary: expect.stringContaining("<b>Paris & *core*</b>_") },
       links: [{ href: `${PUBLIC}/console/routers/${router.id}` }],
     });
-    const slack = String((s.of("slack")[0]?.body.blocks as Array<{ text: { text: string } }>)[0]?.text.text);
+    const blocks = (s.of("slack")[0]?.body.blocks ?? []) as Array<{ text: { text: string } }>;
+    const slack = String(blocks[0]?.text.text);
     expect(slack).toContain("&lt;b&gt;Paris &amp; *core*&lt;/b&gt;_");
     expect(slack).toContain(`<${PUBLIC}/console/routers/${router.id}|open>`);
     expect(slack).toContain("2026-12-01 09:00 UTC");
