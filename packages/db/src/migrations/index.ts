@@ -25,6 +25,7 @@ import { LivenessTokenMigration } from "./20261128-034-liveness-token.migration.
 import { LivenessRoomMigration } from "./20261128-035-liveness-room.migration.ts";
 import { RouterTagsMigration } from "./20261129-100-router-tags.migration.ts";
 import { AlertsMigration } from "./20261129-101-alerts.migration.ts";
+import { AlertEventsRoutersMigration } from "./20261129-102-alert-events-routers.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -57,4 +58,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261128-035-liveness-room", class: LivenessRoomMigration },
   { name: "20261129-100-router-tags", class: RouterTagsMigration },
   { name: "20261129-101-alerts", class: AlertsMigration },
+  { name: "20261129-102-alert-events-routers", class: AlertEventsRoutersMigration },
 ];

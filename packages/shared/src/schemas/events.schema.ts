@@ -43,6 +43,8 @@ export const AUDIT_ACTIONS = [
   "router.access.expired",
   "router.access.connection.accepted",
   "router.access.connection.denied",
+  "maintenance.created",
+  "maintenance.deleted",
 ] as const;
 export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
 
