@@ -178,6 +178,39 @@ describe("alert rules and maintenance windows over HTTP", () => {
     ).toBe(204);
   });
 
+  it("a fault opened inside a maintenance window covering the router says maintenance", async () => {
+    const user = await h.login();
+    const router = await makeRouter(h.db, user);
+    await h.request("PATCH", `/api/routers/${router.id}`, { token: user.token, body: { tags: ["core"] } });
+    const created = await h.request("POST", "/api/maintenance-windows", {
+      token: user.token,
+      body: {
+        name: "core",
+        routers: { tags: ["core"] },
+        starts_at: "2026-11-01T01:00:00Z",
+        ends_at: "2026-11-01T03:00:00Z",
+      },
+    });
+    expect(created.status).toBe(201);
+    for (const [at, cause] of [
+      ["2026-11-01T02:00:00Z", "inside"],
+      ["2026-11-01T04:00:00Z", "outside"],
+    ]) {
+      await h.db.query(
+        `insert into router_faults (id, router_id, type, severity, message, cause, status, created_at, resolved_at,
+           duration_seconds)
+         values (gen_random_uuid(), $1, 'site', 'error', 'Site Offline', $2, 'completed', $3::timestamptz,
+           $3::timestamptz + interval '10 minutes', 600)`,
+        [router.id, cause, at],
+      );
+    }
+    const faults = await h.request("GET", `/api/routers/${router.id}/faults`, { token: user.token });
+    const byCause = Object.fromEntries(
+      (faults.body.data as Array<{ cause: string; maintenance?: boolean }>).map((f) => [f.cause, f.maintenance]),
+    );
+    expect(byCause).toEqual({ inside: true, outside: undefined });
+  });
+
   it("serves notificationChannels.*, alertRules.* and maintenanceWindows.* over tRPC", async () => {
     const user = await h.login();
     const client = createClient({ url: h.api.url, token: user.token });
