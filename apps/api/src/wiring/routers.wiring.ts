@@ -105,7 +105,12 @@ export const wireRouters = async (
     }),
     adoption,
     oem: new OemService({ catalog: oemCatalog }),
-    availability: new AvailabilityService({ availability, routers: new RoutersRepository(db), clock }),
+    availability: new AvailabilityService({
+      availability,
+      routers: new RoutersRepository(db),
+      clock,
+      maintenanceWindows: (organizationId) => new MaintenanceWindowsRepository(queryOf(db)).listFor([organizationId]),
+    }),
     forwards: new ForwardsService({
       db,
       jobs,
