@@ -8,6 +8,7 @@ import { AuditLogPage } from "./pages/audit-log-page.tsx";
 import { BillingPage } from "./pages/billing-page.tsx";
 import { EnrollPage } from "./pages/enroll-page.tsx";
 import { FleetPage } from "./pages/fleet-page.tsx";
+import { NotificationsPage } from "./pages/notifications-page.tsx";
 import { RouterPage } from "./pages/router-page.tsx";
 import { WebhooksPage } from "./pages/webhooks-page.tsx";
 import { session } from "./session.ts";
@@ -18,6 +19,7 @@ const NAV = [
   { to: "/billing", label: "Billing" },
   { to: "/api-keys", label: "API keys" },
   { to: "/webhooks", label: "Webhooks" },
+  { to: "/notifications", label: "Notifications" },
   { to: "/audit-log", label: "Audit log" },
 ] as const;
 
@@ -35,6 +37,8 @@ const pageFor = (path: string) => {
       return <ApiKeysPage />;
     case "/webhooks":
       return <WebhooksPage />;
+    case "/notifications":
+      return <NotificationsPage />;
     case "/audit-log":
       return <AuditLogPage />;
     default:
