@@ -224,6 +224,54 @@ describe("the OpenAPI document tells the truth", () => {
     await call("DELETE", `/api/webhooks/${UNKNOWN}`, { token: t });
     await call("DELETE", `/api/webhooks/${hook.body.data?.id ?? UNKNOWN}`, { token: t });
 
+    // router tags, notification channels, alert rules, maintenance windows
+    const tagged = enrolled.body.data?.router?.id ?? UNKNOWN;
+    await call("PATCH", `/api/routers/${tagged}`, { token: t, body: { tags: ["core"] } });
+    await call("PATCH", `/api/routers/${tagged}`, { token: t, body: { tags: [""] } });
+    await call("PATCH", `/api/routers/${UNKNOWN}`, { token: t, body: { tags: [] } });
+    const channel = await call("POST", "/api/notification-channels", {
+      token: t,
+      body: { name: "pd", type: "pagerduty", config: { routing_key: "K".repeat(32) } },
+    });
+    const channelId = channel.body.data?.id ?? UNKNOWN;
+    await call("POST", "/api/notification-channels", { token: t, body: { name: "x", type: "sms", config: {} } });
+    await call("GET", "/api/notification-channels", { token: t });
+    await call("GET", `/api/notification-channels/${channelId}`, { token: t });
+    await call("GET", `/api/notification-channels/${UNKNOWN}`, { token: t });
+    await call("PATCH", `/api/notification-channels/${channelId}`, { token: t, body: { name: "pager" } });
+    await call("PATCH", `/api/notification-channels/${channelId}`, {
+      token: t,
+      body: { config: { routing_key: "x" } },
+    });
+    await call("POST", `/api/notification-channels/${channelId}/test`, { token: t });
+    await call("GET", `/api/notification-channels/${channelId}/deliveries`, { token: t });
+    await call("GET", `/api/notification-channels/${channelId}/deliveries?limit=0`, { token: t });
+    const rule = await call("POST", "/api/alert-rules", {
+      token: t,
+      body: { name: "down", events: ["router.offline"], channels: [channelId] },
+    });
+    const ruleId = rule.body.data?.id ?? UNKNOWN;
+    await call("POST", "/api/alert-rules", { token: t, body: { name: "down", events: [], channels: [UNKNOWN] } });
+    await call("POST", "/api/alert-rules", { token: t, body: { name: "down", events: ["*"], channels: [UNKNOWN] } });
+    await call("GET", "/api/alert-rules", { token: t });
+    await call("GET", `/api/alert-rules/${ruleId}`, { token: t });
+    await call("PATCH", `/api/alert-rules/${ruleId}`, { token: t, body: { min_offline_seconds: 60 } });
+    await call("PATCH", `/api/alert-rules/${UNKNOWN}`, { token: t, body: { min_offline_seconds: 60 } });
+    await call("DELETE", `/api/alert-rules/${ruleId}`, { token: t });
+    const window = await call("POST", "/api/maintenance-windows", {
+      token: t,
+      body: { name: "w", starts_at: "2026-12-01T22:00:00Z", ends_at: "2026-12-01T23:00:00Z" },
+    });
+    await call("POST", "/api/maintenance-windows", {
+      token: t,
+      body: { name: "w", starts_at: "2026-12-01T22:00:00Z", ends_at: "2026-12-01T21:00:00Z" },
+    });
+    await call("GET", "/api/maintenance-windows", { token: t });
+    await call("GET", `/api/maintenance-windows/${window.body.data?.id ?? UNKNOWN}`, { token: t });
+    await call("DELETE", `/api/maintenance-windows/${window.body.data?.id ?? UNKNOWN}`, { token: t });
+    await call("DELETE", `/api/maintenance-windows/${UNKNOWN}`, { token: t });
+    await call("DELETE", `/api/notification-channels/${channelId}`, { token: t });
+
     // the rate limit: a fresh credential up to the limit and one more
     const busy = await h.login();
     for (let i = 0; i <= RATE_LIMIT; i++) await call("GET", "/api/routers", { token: busy.token });
