@@ -31,6 +31,7 @@ export const FleetPage = () => {
   const trpc = useTRPC();
   const list = useQuery(trpc.routers.list.queryOptions());
   const [search, setSearch] = useState("");
+  const [tag, setTag] = useState("");
   const [sort, setSort] = useState<Sort>("seen-desc");
   const routers = list.data?.data ?? [];
   const online = routers.filter((r) => r.has_pulse).length;
@@ -41,8 +42,9 @@ export const FleetPage = () => {
       [r.identity, r.model, r.board_name, r.serial_number, r.last_seen_from ?? "", r.id].some((v) =>
         v.toLowerCase().includes(needle),
       );
-    return routers.filter(match).sort(bySort(sort));
-  }, [routers, search, sort]);
+    return routers.filter((r) => match(r) && (!tag || r.tags.includes(tag))).sort(bySort(sort));
+  }, [routers, search, sort, tag]);
+  const tags = useMemo(() => [...new Set(routers.flatMap((r) => r.tags))].sort(), [routers]);
 
   return (
     <section aria-labelledby="fleet-title">
@@ -67,6 +69,17 @@ export const FleetPage = () => {
         <div className="field inline">
           <label htmlFor="fleet-search">Search routers</label>
           <input id="fleet-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
+        </div>
+        <div className="field inline">
+          <label htmlFor="fleet-tag">Tag</label>
+          <select id="fleet-tag" value={tag} onChange={(e) => setTag(e.target.value)}>
+            <option value="">Any tag</option>
+            {tags.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
         </div>
         <div className="field inline">
           <label htmlFor="fleet-sort">Sort by</label>
