@@ -336,6 +336,7 @@ describe('sign-in through an OpenID Connect provider (docs/api.md "Sign-in")', (
     WEBHOOK_ENCRYPTION_KEY: "s".repeat(32),
     TUNNEL_SSH_PUBLIC_KEY: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey",
     ACCESS_PASSWORD_KEY: "s".repeat(32),
+    METRICS_TOKEN: "scrape-token",
   };
   const failure = (env: Record<string, string>): string | null => {
     try {

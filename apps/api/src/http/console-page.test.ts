@@ -54,7 +54,7 @@ describe("the console page", () => {
       expect(res.headers.get("cache-control")).toBe("no-cache");
       const html = await res.text();
       expect(html).toContain(
-        '<script id="console-config" type="application/json">{"devLogin":true,"processor":{"kind":"emulator","path":"/console/processor"}}</script>',
+        '<script id="console-config" type="application/json">{"devLogin":true,"oidc":null,"processor":{"kind":"emulator","path":"/console/processor"}}</script>',
       );
     }
     const bare = await fetch(`${base}/console`, { redirect: "manual" });
