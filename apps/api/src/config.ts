@@ -134,6 +134,13 @@ export interface ApiConfig {
     /** `MAIL_FROM`: the sender of invitation mail; required with `SMTP_URL`. */
     from: string | undefined;
   };
+  /** docs/api.md "Alerts and maintenance windows" (email goes through `mail` above). */
+  alerts: {
+    /** `TELEGRAM_API_BASE` (default https://api.telegram.org). */
+    telegramApiBase: string;
+    /** `PAGERDUTY_EVENTS_URL` (default https://events.pagerduty.com/v2/enqueue). */
+    pagerdutyEventsUrl: string;
+  };
 }
 
 /** docs/api.md "Sign-in": the system's client at an OpenID Connect provider. */
@@ -284,6 +291,14 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
       webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),
     },
     mail: loadMailConfig(env),
+    alerts: {
+      telegramApiBase: (
+        envUrl(env, "TELEGRAM_API_BASE", ["http:", "https:"])?.toString() ?? "https://api.telegram.org"
+      ).replace(/\/+$/, ""),
+      pagerdutyEventsUrl:
+        envUrl(env, "PAGERDUTY_EVENTS_URL", ["http:", "https:"])?.toString() ??
+        "https://events.pagerduty.com/v2/enqueue",
+    },
   };
 };
 

@@ -1,4 +1,7 @@
 import type { Request } from "express";
+import type { AlertRulesService } from "./features/alerts/alert-rules.service.ts";
+import type { MaintenanceWindowsService } from "./features/alerts/maintenance-windows.service.ts";
+import type { NotificationChannelsService } from "./features/alerts/notification-channels.service.ts";
 import type { AccountService } from "./features/account/account.service.ts";
 import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import type { AuditLogService } from "./features/audit-log/audit-log.service.ts";
@@ -67,4 +70,7 @@ export interface Services {
   teamAdmin: TeamsService;
   /** Sign-in through an OpenID Connect provider, sessions and the system's own tokens (docs/api.md "Sign-in"). */
   signIn: SignInService;
+  notificationChannels: NotificationChannelsService;
+  alertRules: AlertRulesService;
+  maintenanceWindows: MaintenanceWindowsService;
 }

@@ -30,6 +30,7 @@ import type { StreamLimitsOptions } from "./features/auth/stream-limits.ts";
 import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 import { DEV_LOGIN_PER_MINUTE } from "./trpc/rate-limit.ts";
+import { type AlertTiming, wireAlerts } from "./wiring/alerts.wiring.ts";
 import { wireAuth } from "./wiring/auth.wiring.ts";
 import { wireBilling } from "./wiring/billing.wiring.ts";
 import { type WebhookTiming, wireEvents } from "./wiring/events.wiring.ts";
@@ -64,6 +65,8 @@ export interface StartApiOptions {
   webhookTiming?: WebhookTiming;
   /** Invitation mail retry timing (tests shrink it). */
   mailTiming?: MailQueueTiming;
+  /** Alert engine and notification timing (tests shrink it). */
+  alertTiming?: AlertTiming;
   /**
    * Register the features' cluster-wide schedules (default true). The API harness leaves them off:
    * a cron slot that fell inside a test (the billing reconciliation every quarter hour) changed
@@ -131,6 +134,11 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...(options.mailTiming ? { mailTiming: options.mailTiming } : {}),
     });
     wired.add(tenancy);
+    const alerts = wireAlerts(ctx, {
+      publicUrl: () => boundUrl,
+      ...(options.alertTiming ? { timing: options.alertTiming } : {}),
+    });
+    wired.add(alerts);
 
     const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
     const services: Services = {
@@ -140,6 +148,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...rateLimits.services,
       ...routers.services,
       ...tenancy.services,
+      ...alerts.services,
       clientAddress: (req) =>
         clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.clients.trustProxy),
     };

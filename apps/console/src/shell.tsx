@@ -12,6 +12,7 @@ import { EnrollPage } from "./pages/enroll-page.tsx";
 import { FleetPage } from "./pages/fleet-page.tsx";
 import { InvitationPage } from "./pages/invitation-page.tsx";
 import { MembersPage } from "./pages/members-page.tsx";
+import { NotificationsPage } from "./pages/notifications-page.tsx";
 import { RouterPage } from "./pages/router-page.tsx";
 import { WebhooksPage } from "./pages/webhooks-page.tsx";
 import { providerSession } from "./provider-session.ts";
@@ -23,6 +24,7 @@ const NAV = [
   { to: "/billing", label: "Billing" },
   { to: "/api-keys", label: "API keys" },
   { to: "/webhooks", label: "Webhooks" },
+  { to: "/notifications", label: "Notifications" },
   { to: "/audit-log", label: "Audit log" },
   { to: "/customers", label: "Customers" },
   { to: "/members", label: "Members" },
@@ -44,6 +46,8 @@ const pageFor = (path: string) => {
       return <ApiKeysPage />;
     case "/webhooks":
       return <WebhooksPage />;
+    case "/notifications":
+      return <NotificationsPage />;
     case "/audit-log":
       return <AuditLogPage />;
     case "/customers":

@@ -53,3 +53,8 @@ export * from "./repositories/invitations.repository.ts";
 export * from "./repositories/teams.repository.ts";
 export * from "./repositories/sign-in.repository.ts";
 export * from "./repositories/memberships-lookup.repository.ts";
+export * from "./repositories/notifications.repository.ts";
+export * from "./repositories/alert-rules.repository.ts";
+export * from "./repositories/maintenance-windows.repository.ts";
+export * from "./repositories/alert-engine.repository.ts";
+export * from "./jobs/notification-jobs.ts";

@@ -53,3 +53,5 @@ export * from "./routeros/wireguard-script.ts";
 export * from "./tokens/bearer.ts";
 export * from "./rules/roles.ts";
 export * from "./schemas/tenancy.schema.ts";
+export * from "./rules/zoned-time.ts";
+export * from "./schemas/alerts.schema.ts";

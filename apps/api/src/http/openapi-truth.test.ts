@@ -303,6 +303,56 @@ describe("the OpenAPI document tells the truth", () => {
     await call("PATCH", `/api/routers/${UNKNOWN}`, { token: m, body: { team_id: ownTeam.body.id } });
     await call("DELETE", `/v1/organizations/${cid}`, { token: m });
 
+    // router tags, notification channels, alert rules, maintenance windows (a fresh credential)
+    const alerter = await h.login();
+    const a = alerter.token;
+    const tagged = (await makeRouter(h.db, alerter)).id;
+    await call("PATCH", `/api/routers/${tagged}`, { token: a, body: { tags: ["core"] } });
+    await call("PATCH", `/api/routers/${tagged}`, { token: a, body: { tags: [""] } });
+    await call("PATCH", `/api/routers/${UNKNOWN}`, { token: a, body: { tags: [] } });
+    const channel = await call("POST", "/api/notification-channels", {
+      token: a,
+      body: { name: "pd", type: "pagerduty", config: { routing_key: "K".repeat(32) } },
+    });
+    const channelId = channel.body.data?.id ?? UNKNOWN;
+    await call("POST", "/api/notification-channels", { token: a, body: { name: "x", type: "sms", config: {} } });
+    await call("GET", "/api/notification-channels", { token: a });
+    await call("GET", `/api/notification-channels/${channelId}`, { token: a });
+    await call("GET", `/api/notification-channels/${UNKNOWN}`, { token: a });
+    await call("PATCH", `/api/notification-channels/${channelId}`, { token: a, body: { name: "pager" } });
+    await call("PATCH", `/api/notification-channels/${channelId}`, {
+      token: a,
+      body: { config: { routing_key: "x" } },
+    });
+    await call("POST", `/api/notification-channels/${channelId}/test`, { token: a });
+    await call("GET", `/api/notification-channels/${channelId}/deliveries`, { token: a });
+    await call("GET", `/api/notification-channels/${channelId}/deliveries?limit=0`, { token: a });
+    const rule = await call("POST", "/api/alert-rules", {
+      token: a,
+      body: { name: "down", events: ["router.offline"], channels: [channelId] },
+    });
+    const ruleId = rule.body.data?.id ?? UNKNOWN;
+    await call("POST", "/api/alert-rules", { token: a, body: { name: "down", events: [], channels: [UNKNOWN] } });
+    await call("POST", "/api/alert-rules", { token: a, body: { name: "down", events: ["*"], channels: [UNKNOWN] } });
+    await call("GET", "/api/alert-rules", { token: a });
+    await call("GET", `/api/alert-rules/${ruleId}`, { token: a });
+    await call("PATCH", `/api/alert-rules/${ruleId}`, { token: a, body: { min_offline_seconds: 60 } });
+    await call("PATCH", `/api/alert-rules/${UNKNOWN}`, { token: a, body: { min_offline_seconds: 60 } });
+    await call("DELETE", `/api/alert-rules/${ruleId}`, { token: a });
+    const window = await call("POST", "/api/maintenance-windows", {
+      token: a,
+      body: { name: "w", starts_at: "2026-12-01T22:00:00Z", ends_at: "2026-12-01T23:00:00Z" },
+    });
+    await call("POST", "/api/maintenance-windows", {
+      token: a,
+      body: { name: "w", starts_at: "2026-12-01T22:00:00Z", ends_at: "2026-12-01T21:00:00Z" },
+    });
+    await call("GET", "/api/maintenance-windows", { token: a });
+    await call("GET", `/api/maintenance-windows/${window.body.data?.id ?? UNKNOWN}`, { token: a });
+    await call("DELETE", `/api/maintenance-windows/${window.body.data?.id ?? UNKNOWN}`, { token: a });
+    await call("DELETE", `/api/maintenance-windows/${UNKNOWN}`, { token: a });
+    await call("DELETE", `/api/notification-channels/${channelId}`, { token: a });
+
     // the rate limit: a fresh credential up to the limit and one more
     const busy = await h.login();
     for (let i = 0; i <= RATE_LIMIT; i++) await call("GET", "/api/routers", { token: busy.token });

@@ -47,6 +47,8 @@ export interface ApiHarnessOptions {
   devLoginPerMinute?: number;
   /** Webhook retry/poll timing (see StartApiOptions). */
   webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
+  /** Alert engine poll and notification retry timing (see StartApiOptions). */
+  alertTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
   /** Register the cluster-wide schedules (default off: tests call the scheduled functions). */
   schedules?: boolean;
   /** A database the test made itself (default: a private one from createTestDatabase). */
@@ -88,6 +90,7 @@ export const startApiHarness = async (
     ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
     ...(options.connections ? { connections: options.connections } : {}),
     ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
+    ...(options.alertTiming ? { alertTiming: options.alertTiming } : {}),
   });
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };

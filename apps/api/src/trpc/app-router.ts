@@ -15,6 +15,9 @@ import { paymentMethodsRouter } from "../features/payment-methods/payment-method
 import { routersRouter } from "../features/routers/routers.routes.ts";
 import { teamsRouter } from "../features/teams/teams.routes.ts";
 import { webhooksRouter } from "../features/webhooks/webhooks.routes.ts";
+import { alertRulesRouter } from "../features/alerts/alert-rules.routes.ts";
+import { maintenanceWindowsRouter } from "../features/alerts/maintenance-windows.routes.ts";
+import { notificationChannelsRouter } from "../features/alerts/notification-channels.routes.ts";
 import { router } from "./init.ts";
 
 /** The one procedure set behind tRPC (/trpc), REST (spec paths) and /openapi.json. */
@@ -28,6 +31,9 @@ export const appRouter = router({
   apiKeys: apiKeysRouter,
   auditLog: auditLogRouter,
   webhooks: webhooksRouter,
+  notificationChannels: notificationChannelsRouter,
+  alertRules: alertRulesRouter,
+  maintenanceWindows: maintenanceWindowsRouter,
   availability: availabilityRouter,
   backups: backupsRouter,
   access: accessRouter,

@@ -31,16 +31,24 @@ export const FleetPage = () => {
   const [status, setStatus] = useState<Status>("all");
   // Typing stays responsive; the list follows the settled text.
   const q = useDeferredValue(search.trim());
+  const [tagInput, setTagInput] = useState("");
+  const tag = useDeferredValue(tagInput.trim());
   const counts = useQuery(trpc.routers.counts.queryOptions());
   const list = useInfiniteQuery(
     trpc.routers.list.infiniteQueryOptions(
-      { limit: FLEET_PAGE_SIZE, sort, ...(q ? { q } : {}), ...(status === "all" ? {} : { status }) },
+      {
+        limit: FLEET_PAGE_SIZE,
+        sort,
+        ...(q ? { q } : {}),
+        ...(tag ? { tag } : {}),
+        ...(status === "all" ? {} : { status }),
+      },
       { getNextPageParam: (page) => page.next_cursor ?? undefined, placeholderData: keepPreviousData },
     ),
   );
   const shown = list.data?.pages.flatMap((page) => page.data) ?? [];
   const total = counts.data?.total;
-  const filtered = q !== "" || status !== "all";
+  const filtered = q !== "" || tag !== "" || status !== "all";
 
   return (
     <section aria-labelledby="fleet-title">
@@ -67,6 +75,10 @@ export const FleetPage = () => {
         <div className="field inline">
           <label htmlFor="fleet-search">Search routers</label>
           <input id="fleet-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
+        </div>
+        <div className="field inline">
+          <label htmlFor="fleet-tag">Tag</label>
+          <input id="fleet-tag" type="search" value={tagInput} onChange={(e) => setTagInput(e.target.value)} />
         </div>
         <div className="field inline">
           <label htmlFor="fleet-status">Status</label>

@@ -1,11 +1,12 @@
-import { useQuery } from "@tanstack/react-query";
-import type { ReactNode } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, type ReactNode, useState } from "react";
 import { AvailabilityChart } from "../components/availability-chart.tsx";
 import { DowntimeChart } from "../components/downtime-chart.tsx";
+import { Field, FormError } from "../components/field.tsx";
 import { usePageTitle } from "../components/hooks.ts";
 import { QueryState } from "../components/query-state.tsx";
 import { Link } from "../navigation.tsx";
-import { httpStatus, useTRPC } from "../trpc.ts";
+import { fieldErrors, httpStatus, messageOf, useTRPC } from "../trpc.ts";
 import { routerLabel, StatusBadge } from "./fleet-page.tsx";
 import { AccessSection } from "./router-access.tsx";
 import { BackupsSection } from "./router-backups.tsx";
@@ -17,6 +18,7 @@ import { ForwardsSection } from "./router-forwards.tsx";
  */
 const SECTIONS: ReadonlyArray<{ id: string; title: string; render: (routerId: string) => ReactNode }> = [
   { id: "metadata", title: "Metadata", render: (id) => <MetadataSection routerId={id} /> },
+  { id: "tags", title: "Tags", render: (id) => <TagsSection routerId={id} /> },
   { id: "oem", title: "Hardware", render: (id) => <OemSection routerId={id} /> },
   { id: "downtime", title: "Downtime, last 24 hours", render: (id) => <MetricsSection routerId={id} /> },
   { id: "availability", title: "Availability, last 30 days", render: (id) => <AvailabilitySection routerId={id} /> },
@@ -100,6 +102,49 @@ const MetadataSection = ({ routerId }: { routerId: string }) => {
         </dl>
       ) : null}
     </>
+  );
+};
+
+/** docs/console.md "Router": tags (alert rules and maintenance windows select by them). */
+const TagsSection = ({ routerId }: { routerId: string }) => {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const list = useQuery(trpc.routers.list.queryOptions());
+  const current = list.data?.data.find((r) => r.id === routerId)?.tags ?? [];
+  const [text, setText] = useState<string | undefined>(undefined);
+  const update = useMutation(
+    trpc.routers.update.mutationOptions({
+      onSuccess: () => {
+        setText(undefined);
+        return queryClient.invalidateQueries({ queryKey: trpc.routers.list.queryKey() });
+      },
+    }),
+  );
+  const errors = fieldErrors(update.error);
+  const tagErrors = Object.entries(errors)
+    .filter(([key]) => key === "tags" || key.startsWith("tags."))
+    .flatMap(([, messages]) => messages);
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const tags = (text ?? current.join(", "))
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
+    update.mutate({ router_id: routerId, tags });
+  };
+  return (
+    <form onSubmit={submit} aria-label="Router tags" noValidate>
+      <Field
+        label="Tags (comma-separated)"
+        value={text ?? current.join(", ")}
+        onChange={(e) => setText(e.target.value)}
+        errors={tagErrors.length > 0 ? tagErrors : undefined}
+      />
+      <FormError message={update.error && tagErrors.length === 0 ? messageOf(update.error) : undefined} />
+      <button type="submit" disabled={update.isPending}>
+        Save tags
+      </button>
+    </form>
   );
 };
 

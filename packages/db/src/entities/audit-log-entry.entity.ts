@@ -1,4 +1,6 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { AUDIT_TO_ALERTS_TRIGGER } from "../migrations/20261129-101-alerts.migration.ts";
+import { AUDIT_TO_ALERTS_BODY } from "../migrations/20261129-102-alert-events-routers.migration.ts";
 import { Organization } from "./organization.entity.ts";
 
 /**
@@ -39,5 +41,15 @@ export const AuditLogEntry = defineEntity({
     details: p.json<Record<string, unknown>>(),
     dispatchedAt: p.datetime().nullable(),
   },
+  triggers: [
+    // The alert engine's outbox (migrations 101, 102): router entries of organizations with alert rules.
+    {
+      name: AUDIT_TO_ALERTS_TRIGGER.name,
+      body: AUDIT_TO_ALERTS_BODY,
+      timing: "after",
+      events: ["insert"],
+      forEach: "row",
+    },
+  ],
 });
 export type TAuditLogEntry = InferEntity<typeof AuditLogEntry>;

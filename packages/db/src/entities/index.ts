@@ -1,3 +1,14 @@
+import {
+  AlertEvent,
+  AlertPending,
+  AlertRouterState,
+  AlertRule,
+  AlertRuleChannel,
+  AlertStorm,
+  MaintenanceWindow,
+  NotificationChannel,
+  NotificationDelivery,
+} from "./alerts.entity.ts";
 import { ApiKey } from "./api-key.entity.ts";
 import { AuditLogEntry } from "./audit-log-entry.entity.ts";
 import { BillingAccount } from "./billing-account.entity.ts";
@@ -74,6 +85,15 @@ export const ENTITIES = [
   UserIdentity,
   AuthSession,
   OidcLogin,
+  NotificationChannel,
+  NotificationDelivery,
+  AlertRule,
+  AlertRuleChannel,
+  MaintenanceWindow,
+  AlertEvent,
+  AlertPending,
+  AlertRouterState,
+  AlertStorm,
 ];
 
 export {
@@ -112,4 +132,13 @@ export {
   WebhookDelivery,
   TunnelAddress,
   RateLimitCounter,
+  NotificationChannel,
+  NotificationDelivery,
+  AlertRule,
+  AlertRuleChannel,
+  MaintenanceWindow,
+  AlertEvent,
+  AlertPending,
+  AlertRouterState,
+  AlertStorm,
 };

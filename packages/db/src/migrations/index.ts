@@ -32,6 +32,8 @@ import { HeartbeatDaemonsMigration } from "./20261129-060-heartbeat-daemons.migr
 import { TenancyMigration } from "./20261129-090-tenancy.migration.ts";
 import { SignInMigration } from "./20261129-080-sign-in.migration.ts";
 import { TeamScopeMigration } from "./20261129-050-team-scope.migration.ts";
+import { AlertsMigration } from "./20261129-101-alerts.migration.ts";
+import { AlertEventsRoutersMigration } from "./20261129-102-alert-events-routers.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -71,4 +73,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-090-tenancy", class: TenancyMigration },
   { name: "20261129-080-sign-in", class: SignInMigration },
   { name: "20261129-050-team-scope", class: TeamScopeMigration },
+  { name: "20261129-101-alerts", class: AlertsMigration },
+  { name: "20261129-102-alert-events-routers", class: AlertEventsRoutersMigration },
 ];

@@ -17,7 +17,9 @@ export const ZAvailabilityPeriod = z
   .object({
     period_start: z.string().meta({ description: "Start of the UTC day or month, ISO 8601 +00:00." }),
     minutes_down: z.number(),
-    availability_percent: z.number().meta({ description: "0..100, 2 decimals." }),
+    maintenance_minutes: z.number().meta({ description: "Minutes inside maintenance windows covering the router." }),
+    availability_percent: z.number().meta({ description: "0..100, 2 decimals, maintenance time left out." }),
+    availability_percent_including_maintenance: z.number(),
   })
   .meta({ id: "AvailabilityPeriod" });
 export type TAvailabilityPeriod = z.infer<typeof ZAvailabilityPeriod>;
@@ -38,7 +40,9 @@ export const ZFleetAvailabilityRow = z
     router_id: z.string(),
     name: z.string(),
     minutes_down: z.number(),
-    availability_percent: z.number(),
+    maintenance_minutes: z.number(),
+    availability_percent: z.number().meta({ description: "Maintenance time left out." }),
+    availability_percent_including_maintenance: z.number(),
     faults: z.number().int().meta({ description: "Faults opened inside the range." }),
   })
   .meta({ id: "FleetAvailabilityRow" });
@@ -54,6 +58,8 @@ export const FLEET_AVAILABILITY_CSV_COLUMNS = [
   "router_id",
   "name",
   "minutes_down",
+  "maintenance_minutes",
   "availability_percent",
+  "availability_percent_including_maintenance",
   "faults",
 ] as const;

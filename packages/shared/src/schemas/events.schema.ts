@@ -52,6 +52,8 @@ export const AUDIT_ACTIONS = [
   "member.updated",
   "member.removed",
   "invitation.revoked",
+  "maintenance.created",
+  "maintenance.deleted",
 ] as const;
 export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -93,6 +93,10 @@ export const ZFault = z
     resolved_at: z.string().nullable(),
     duration: z.number().int().nullable().meta({ description: "Whole seconds; null while ongoing." }),
     status: z.enum(["ongoing", "completed"]),
+    maintenance: z
+      .boolean()
+      .optional()
+      .meta({ description: "true when the fault opened inside a maintenance window covering the router." }),
   })
   .meta({ id: "Fault" });
 export type TFault = z.infer<typeof ZFault>;

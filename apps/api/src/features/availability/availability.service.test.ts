@@ -1,4 +1,4 @@
-import { AvailabilityRepository, RoutersRepository } from "@fleet/db";
+import { AvailabilityRepository, MaintenanceWindowsRepository, queryOf, RoutersRepository } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,6 +20,7 @@ beforeAll(async () => {
     availability: new AvailabilityRepository(db),
     routers: new RoutersRepository(db),
     clock: new ManualClock(NOW),
+    maintenanceWindows: (organizationId) => new MaintenanceWindowsRepository(queryOf(db)).listFor([organizationId]),
   });
 });
 afterAll(async () => {
@@ -45,6 +46,59 @@ const fault = async (routerId: string, createdAt: string) => {
   );
 };
 
+describe("maintenance windows in availability (service tier)", () => {
+  it("counts maintenance apart: maintenance_minutes, availability without it and with it", async () => {
+    const owner = await makeUser(db);
+    const router = await makeRouter(db, owner);
+    const other = await makeRouter(db, owner, { name: "zz untouched" });
+    // Down 02:00-04:00 on 20 November; a weekly Friday window 02:00-05:00 UTC covers the first router only.
+    await downtime(router.id, [
+      ["2026-11-20T02:00:00Z", 3600],
+      ["2026-11-20T03:00:00Z", 3600],
+      ["2026-11-21T10:00:00Z", 720],
+    ]);
+    await new MaintenanceWindowsRepository(queryOf(db)).insert({
+      organizationId: owner.organizationId,
+      name: "fridays",
+      routers: { router_ids: [router.id] },
+      startsAt: null,
+      endsAt: null,
+      weekly: { timezone: "UTC", days: ["fri"], from: "02:00", duration_minutes: 180 },
+      createdAt: new Date(NOW),
+    });
+    const days = await service.router(owner.teamId, { router_id: router.id, from: "2026-11-20", to: "2026-11-21" });
+    expect(days).toEqual([
+      {
+        period_start: "2026-11-20T00:00:00+00:00",
+        minutes_down: 120,
+        maintenance_minutes: 180,
+        availability_percent: 100,
+        availability_percent_including_maintenance: 91.67,
+      },
+      {
+        period_start: "2026-11-21T00:00:00+00:00",
+        minutes_down: 12,
+        maintenance_minutes: 0,
+        availability_percent: 99.17,
+        availability_percent_including_maintenance: 99.17,
+      },
+    ]);
+    const fleet = await service.fleet(owner.teamId, { from: "2026-11-20", to: "2026-11-21" });
+    const mine = fleet.find((r) => r.router_id === router.id);
+    expect(mine).toMatchObject({
+      minutes_down: 132,
+      maintenance_minutes: 180,
+      availability_percent_including_maintenance: 95.42,
+      // 12 minutes down out of 2880 - 180.
+      availability_percent: 99.56,
+    });
+    expect(fleet.find((r) => r.router_id === other.id)).toMatchObject({
+      maintenance_minutes: 0,
+      availability_percent: 100,
+    });
+  });
+});
+
 describe("AvailabilityService.router (service tier)", () => {
   it("answers one row per UTC day, stored downtime summed, hours outside the range left out", async () => {
     const owner = await makeUser(db);
@@ -57,9 +111,27 @@ describe("AvailabilityService.router (service tier)", () => {
       ["2026-11-23T00:00:00Z", 3600],
     ]);
     expect(await service.router(owner.teamId, { router_id: router.id, from: "2026-11-20", to: "2026-11-22" })).toEqual([
-      { period_start: "2026-11-20T00:00:00+00:00", minutes_down: 90, availability_percent: 93.75 },
-      { period_start: "2026-11-21T00:00:00+00:00", minutes_down: 0, availability_percent: 100 },
-      { period_start: "2026-11-22T00:00:00+00:00", minutes_down: 10, availability_percent: 99.31 },
+      {
+        period_start: "2026-11-20T00:00:00+00:00",
+        minutes_down: 90,
+        maintenance_minutes: 0,
+        availability_percent: 93.75,
+        availability_percent_including_maintenance: 93.75,
+      },
+      {
+        period_start: "2026-11-21T00:00:00+00:00",
+        minutes_down: 0,
+        maintenance_minutes: 0,
+        availability_percent: 100,
+        availability_percent_including_maintenance: 100,
+      },
+      {
+        period_start: "2026-11-22T00:00:00+00:00",
+        minutes_down: 10,
+        maintenance_minutes: 0,
+        availability_percent: 99.31,
+        availability_percent_including_maintenance: 99.31,
+      },
     ]);
   });
 
@@ -83,12 +155,16 @@ describe("AvailabilityService.router (service tier)", () => {
       {
         period_start: "2026-10-01T00:00:00+00:00",
         minutes_down: 20,
+        maintenance_minutes: 0,
         availability_percent: Math.round((100 - (1200 / octoberSeconds) * 100) * 100) / 100,
+        availability_percent_including_maintenance: Math.round((100 - (1200 / octoberSeconds) * 100) * 100) / 100,
       },
       {
         period_start: "2026-11-01T00:00:00+00:00",
         minutes_down: 100,
+        maintenance_minutes: 0,
         availability_percent: Math.round((100 - (6000 / novemberSoFar) * 100) * 100) / 100,
+        availability_percent_including_maintenance: Math.round((100 - (6000 / novemberSoFar) * 100) * 100) / 100,
       },
     ]);
   });
@@ -116,7 +192,9 @@ describe("AvailabilityService.router (service tier)", () => {
         {
           period_start: "2026-11-23T00:00:00+00:00",
           minutes_down: downMinutes,
+          maintenance_minutes: 0,
           availability_percent: Math.round((100 - (downMinutes / (9.5 * 60)) * 100) * 100) / 100,
+          availability_percent_including_maintenance: Math.round((100 - (downMinutes / (9.5 * 60)) * 100) * 100) / 100,
         },
       ]);
       const fleet = await service.fleet(owner.teamId, { from: "2026-11-23", to: "2026-11-23" });
@@ -176,10 +254,42 @@ describe("AvailabilityService.fleet (service tier)", () => {
     await fault(some.id, "2026-11-22T00:00:00Z");
     await fault(some.id, "2026-11-19T05:00:00Z");
     expect(await service.fleet(owner.teamId, { from: "2026-11-20", to: "2026-11-22" })).toEqual([
-      { router_id: worst.id, name: "worst", minutes_down: 90, availability_percent: 97.92, faults: 0 },
-      { router_id: some.id, name: "some", minutes_down: 10, availability_percent: 99.77, faults: 2 },
-      { router_id: alsoFine.id, name: "also fine", minutes_down: 0, availability_percent: 100, faults: 0 },
-      { router_id: fine.id, name: "fine", minutes_down: 0, availability_percent: 100, faults: 0 },
+      {
+        router_id: worst.id,
+        name: "worst",
+        minutes_down: 90,
+        maintenance_minutes: 0,
+        availability_percent: 97.92,
+        availability_percent_including_maintenance: 97.92,
+        faults: 0,
+      },
+      {
+        router_id: some.id,
+        name: "some",
+        minutes_down: 10,
+        maintenance_minutes: 0,
+        availability_percent: 99.77,
+        availability_percent_including_maintenance: 99.77,
+        faults: 2,
+      },
+      {
+        router_id: alsoFine.id,
+        name: "also fine",
+        minutes_down: 0,
+        maintenance_minutes: 0,
+        availability_percent: 100,
+        availability_percent_including_maintenance: 100,
+        faults: 0,
+      },
+      {
+        router_id: fine.id,
+        name: "fine",
+        minutes_down: 0,
+        maintenance_minutes: 0,
+        availability_percent: 100,
+        availability_percent_including_maintenance: 100,
+        faults: 0,
+      },
     ]);
     expect(await service.fleet((await makeUser(db)).teamId, {})).toEqual([]);
   });

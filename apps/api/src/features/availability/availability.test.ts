@@ -111,17 +111,41 @@ describe("GET /api/availability (the fleet report)", () => {
     expect(res.body).toEqual({
       status: "success",
       data: [
-        { router_id: worst.id, name: "worst", minutes_down: 90, availability_percent: 97.92, faults: 0 },
-        { router_id: some.id, name: '=cmd,"x"', minutes_down: 10, availability_percent: 99.77, faults: 2 },
-        { router_id: fine.id, name: "fine", minutes_down: 0, availability_percent: 100, faults: 0 },
+        {
+          router_id: worst.id,
+          name: "worst",
+          minutes_down: 90,
+          maintenance_minutes: 0,
+          availability_percent: 97.92,
+          availability_percent_including_maintenance: 97.92,
+          faults: 0,
+        },
+        {
+          router_id: some.id,
+          name: '=cmd,"x"',
+          minutes_down: 10,
+          maintenance_minutes: 0,
+          availability_percent: 99.77,
+          availability_percent_including_maintenance: 99.77,
+          faults: 2,
+        },
+        {
+          router_id: fine.id,
+          name: "fine",
+          minutes_down: 0,
+          maintenance_minutes: 0,
+          availability_percent: 100,
+          availability_percent_including_maintenance: 100,
+          faults: 0,
+        },
       ],
     });
 
     const expectedCsv =
-      "router_id,name,minutes_down,availability_percent,faults\r\n" +
-      `${worst.id},worst,90,97.92,0\r\n` +
-      `${some.id},"'=cmd,""x""",10,99.77,2\r\n` +
-      `${fine.id},fine,0,100,0\r\n`;
+      "router_id,name,minutes_down,maintenance_minutes,availability_percent,availability_percent_including_maintenance,faults\r\n" +
+      `${worst.id},worst,90,0,97.92,97.92,0\r\n` +
+      `${some.id},"'=cmd,""x""",10,0,99.77,99.77,2\r\n` +
+      `${fine.id},fine,0,0,100,100,0\r\n`;
     const byAccept = await get(user, "/api/availability?from=2026-11-20&to=2026-11-22", { accept: "text/csv" });
     expect(byAccept.status).toBe(200);
     expect(byAccept.headers.get("content-type")).toBe("text/csv; charset=utf-8");
@@ -139,7 +163,7 @@ describe("GET /api/availability (the fleet report)", () => {
     const user = await h.login();
     expect((await get(user, "/api/availability")).body).toEqual({ status: "success", data: [] });
     expect((await get(user, "/api/availability?format=csv")).body).toBe(
-      "router_id,name,minutes_down,availability_percent,faults\r\n",
+      "router_id,name,minutes_down,maintenance_minutes,availability_percent,availability_percent_including_maintenance,faults\r\n",
     );
     for (const [query, field] of [
       ["format=xml", "format"],
@@ -162,11 +186,25 @@ describe("tRPC availability.router and availability.fleet", () => {
     const client = createClient({ url: h.api.url, token: user.token });
     const rows = await client.availability.router.query({ router_id: router.id, from: "2026-11-21", to: "2026-11-21" });
     expect(rows.data).toEqual([
-      { period_start: "2026-11-21T00:00:00+00:00", minutes_down: 1, availability_percent: 99.93 },
+      {
+        period_start: "2026-11-21T00:00:00+00:00",
+        minutes_down: 1,
+        maintenance_minutes: 0,
+        availability_percent: 99.93,
+        availability_percent_including_maintenance: 99.93,
+      },
     ]);
     const fleet = await client.availability.fleet.query({ from: "2026-11-21", to: "2026-11-21" });
     expect(fleet.data).toEqual([
-      { router_id: router.id, name: "t", minutes_down: 1, availability_percent: 99.93, faults: 0 },
+      {
+        router_id: router.id,
+        name: "t",
+        minutes_down: 1,
+        maintenance_minutes: 0,
+        availability_percent: 99.93,
+        availability_percent_including_maintenance: 99.93,
+        faults: 0,
+      },
     ]);
     await expect(client.availability.fleet.query({ from: "2026-11-22", to: "2026-11-21" })).rejects.toMatchObject({
       data: { httpStatus: 422 },

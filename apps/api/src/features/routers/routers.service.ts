@@ -6,6 +6,7 @@ import {
   type FaultRecord,
   insertAuditEntry,
   type JobEngine,
+  type MaintenanceWindowRecord,
   type NewRouter,
   type Query,
   queueRouterJob,
@@ -41,6 +42,7 @@ import {
 } from "@fleet/shared";
 import type { Logger } from "pino";
 import type { AuthClaims } from "../auth/token-verifier.ts";
+import { maintenanceEnd } from "../alerts/router-selection.ts";
 import type { AdoptionService } from "./adoption/adoption.service.ts";
 import {
   decodeListCursor,
@@ -115,6 +117,8 @@ export interface RouterServiceDeps {
   quarantineDays?: number;
   /** `TUNNEL_MODE`: in `wireguard` mode the metadata carries `tunnel_status` and `tunnel_handshake_at`. */
   tunnelMode?: "external" | "wireguard";
+  /** The organization's maintenance windows: a fault opened inside one says `maintenance`. */
+  maintenanceWindows?: (organizationId: string) => Promise<MaintenanceWindowRecord[]>;
 }
 
 const HOUR_MS = 3_600_000;
@@ -378,10 +382,18 @@ export class RouterService {
     );
   }
 
-  /** The last 100 faults, newest first. */
+  /** The last 100 faults, newest first; a fault opened inside a maintenance window covering the router carries `maintenance: true`. */
   async faults(teamId: string, routerId: string): Promise<TFault[]> {
     const router = await this.#find(teamId, routerId);
-    return (await this.#deps.routers.faults(router.id, ROUTER_LIMITS.faults)).map(toFault);
+    const [faults, windows] = await Promise.all([
+      this.#deps.routers.faults(router.id, ROUTER_LIMITS.faults),
+      this.#deps.maintenanceWindows?.(router.organizationId) ?? Promise.resolve([]),
+    ]);
+    return faults.map((fault) =>
+      windows.length > 0 && maintenanceEnd(windows, router, fault.createdAt)
+        ? { ...toFault(fault), maintenance: true }
+        : toFault(fault),
+    );
   }
 
   /** has_pulse and fault changes of the team's routers as they happen (routers.onStatus). */

@@ -1,6 +1,11 @@
 import { acquireJobEngine, type Database, type DeliveryEnqueuer, type JobEngine } from "@fleet/db";
 import type { Logger } from "pino";
-import type { WebhookDeliveryWorker } from "./webhook-delivery.worker.ts";
+
+/** A queue worker started on the engine (webhook deliveries, notification deliveries). */
+export interface EngineWorker {
+  start(engine: JobEngine): Promise<void>;
+  close(): Promise<void>;
+}
 
 /**
  * The job engine for webhook deliveries, started on first need: when this process queues a
@@ -10,13 +15,13 @@ import type { WebhookDeliveryWorker } from "./webhook-delivery.worker.ts";
  */
 export class DeliveryRuntime {
   readonly #db: Database;
-  readonly #worker: WebhookDeliveryWorker;
+  readonly #worker: EngineWorker;
   readonly #logger: Logger;
   #engine: Promise<JobEngine> | undefined;
   #closed = false;
 
   /** The worker starts on the engine once it runs (retries are the queue's, not the worker's). */
-  constructor(db: Database, worker: WebhookDeliveryWorker, logger: Logger) {
+  constructor(db: Database, worker: EngineWorker, logger: Logger) {
     this.#db = db;
     this.#logger = logger;
     this.#worker = worker;

@@ -1,0 +1,475 @@
+import { acquireJobEngine, type JobEngine, insertAuditEntries, queryOf, SYSTEM_ORIGIN } from "@fleet/db";
+import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { ALERT_LIMITS, ManualClock, type TChannel, ZCreateChannelInput } from "@fleet/shared";
+import { eventually } from "@fleet/shared/testing";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rejection } from "../../testing/rejections.ts";
+import { SecretBox } from "../webhooks/webhook-secret.ts";
+import { AlertEngine } from "./alert-engine.ts";
+import { AlertRulesService } from "./alert-rules.service.ts";
+import { ChannelSender } from "./channel-sender.ts";
+import { MaintenanceWindowsService } from "./maintenance-windows.service.ts";
+import { NotificationChannelsService } from "./notification-channels.service.ts";
+import { NotificationDeliveryWorker } from "./notification-delivery.worker.ts";
+import { type ReceivedRequest, startHttpReceiver, startSmtpReceiver } from "./testing/receivers.ts";
+
+// The service tier (docs/contributing.md "Add a test"): channels, rules, windows, the alert engine
+// and the delivery worker on a real database with the real job engine; a real SMTP server and
+// HTTP receivers on loopback stand in for the mail server, Slack, Teams, Telegram and PagerDuty.
+// Domain time is a ManualClock; the engine runs one pass when the test says so.
+
+let db: TestDatabase;
+let engine: JobEngine;
+let http: Awaited<ReturnType<typeof startHttpReceiver>>;
+let smtp: Awaited<ReturnType<typeof startSmtpReceiver>>;
+let worker: NotificationDeliveryWorker;
+let sender: ChannelSender;
+const T0 = Date.UTC(2026, 11, 1, 9, 0, 0);
+const clock = new ManualClock(T0);
+const secrets = new SecretBox("alerts-service-tier-test-key");
+const logger = pino({ level: "silent" });
+const PUBLIC = "https://fleet.test.invalid";
+
+let channels: NotificationChannelsService;
+let rules: AlertRulesService;
+let windows: MaintenanceWindowsService;
+let alerts: AlertEngine;
+
+beforeAll(async () => {
+  [db, http, smtp] = await Promise.all([createTestDatabase(), startHttpReceiver(), startSmtpReceiver()]);
+  engine = await acquireJobEngine(db);
+  sender = new ChannelSender({
+    allowPrivate: true,
+    smtpUrl: smtp.url,
+    mailFrom: "Fleet <alerts@fleet.test.invalid>",
+    telegramApiBase: `${http.url}/tg`,
+    pagerdutyEventsUrl: `${http.url}/pd/v2/enqueue`,
+    timeoutMs: 10_000,
+  });
+  worker = new NotificationDeliveryWorker({
+    db,
+    secrets,
+    sender,
+    clock,
+    logger,
+    retryDelaySeconds: 1,
+    pollingIntervalSeconds: 0.5,
+  });
+  await worker.start(engine);
+  channels = new NotificationChannelsService({
+    db,
+    jobs: engine,
+    secrets,
+    clock,
+    allowPrivate: true,
+    emailConfigured: true,
+  });
+  rules = new AlertRulesService({ db, clock });
+  windows = new MaintenanceWindowsService({ db, clock });
+  alerts = new AlertEngine({
+    db,
+    jobs: engine,
+    runtime: { started: true, ensure: async () => engine },
+    clock,
+    logger,
+    publicUrl: () => PUBLIC,
+    pollMs: 3_600_000,
+  });
+});
+afterAll(async () => {
+  await alerts?.close();
+  await worker?.close();
+  await engine?.stop();
+  sender?.close();
+  await http?.close();
+  await smtp?.close();
+  await db?.close();
+});
+
+let sequence = 0;
+const unique = () => `${Date.now().toString(36)}${(sequence++).toString(36)}`;
+
+/** A fresh organization with a channel of each HTTP type and one email channel, and a rule over them. */
+const setUp = async (rule: Partial<Parameters<AlertRulesService["create"]>[1]> = {}) => {
+  const owner = await makeUser(db);
+  const tag = unique();
+  const made: Record<string, TChannel> = {};
+  const create = async (type: string, config: Record<string, unknown>) => {
+    const input = ZCreateChannelInput.parse({ name: `${type} ${tag}`, type, config });
+    made[type] = await channels.create(owner.organizationId, SYSTEM_ORIGIN, input);
+  };
+  const routingKey = `R${tag.padEnd(31, "0")}`.slice(0, 32);
+  const botToken = `123456:${tag.padEnd(30, "x")}`;
+  await create("slack", { webhook_url: `${http.url}/slack/${tag}` });
+  await create("teams", { webhook_url: `${http.url}/teams/${tag}` });
+  await create("telegram", { bot_token: botToken, chat_id: -1001234 });
+  await create("pagerduty", { routing_key: routingKey });
+  await create("email", { to: [`noc-${tag}@example.net`] });
+  const created = await rules.create(owner.organizationId, {
+    name: "down",
+    events: ["router.offline", "router.online"],
+    channels: Object.values(made).map((c) => c.id),
+    ...rule,
+  });
+  const of = (kind: "slack" | "teams" | "telegram" | "pagerduty"): ReceivedRequest[] =>
+    http.requests.filter((r) =>
+      kind === "slack"
+        ? r.path === `/slack/${tag}`
+        : kind === "teams"
+          ? r.path === `/teams/${tag}`
+          : kind === "telegram"
+            ? r.path === `/tg/bot${botToken}/sendMessage`
+            : r.path === "/pd/v2/enqueue" && r.body.routing_key === routingKey,
+    );
+  const mails = () => smtp.mails.filter((m) => m.to.includes(`noc-${tag}@example.net`));
+  return { owner, channels: made, rule: created, of, mails, routingKey, botToken };
+};
+
+const event = async (
+  organizationId: string,
+  routerId: string,
+  action: "router.offline" | "router.online",
+  at: number,
+) => {
+  await insertAuditEntries(queryOf(db), [
+    {
+      organizationId,
+      occurredAt: new Date(at),
+      action,
+      actor: SYSTEM_ORIGIN.actor,
+      target: { type: "router", id: routerId },
+      routerId,
+    },
+  ]);
+};
+
+const settle = async (deliveries: () => Promise<number>) => {
+  // Sends happen on the worker, off the engine's pass: wait for the queue to drain.
+  await eventually(
+    async () =>
+      (
+        await db.query<{ n: number }>("select count(*)::int as n from notification_deliveries where status = 'pending'")
+      )[0]?.n === 0,
+    "deliveries sent",
+    30_000,
+  );
+  return deliveries();
+};
+
+describe("notification channels (service tier)", () => {
+  it("seals secrets, answers them masked, and a test send reaches each service in its published format", async () => {
+    const s = await setUp();
+    expect(s.channels.telegram?.config).toEqual({ bot_token: `****${s.botToken.slice(-4)}`, chat_id: "-1001234" });
+    expect(s.channels.pagerduty?.config).toEqual({ routing_key: `****${s.routingKey.slice(-4)}` });
+    expect(String(s.channels.slack?.config.webhook_url)).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\*\*\*\*/);
+    const dump = await db.query<{ d: string }>(
+      "select string_agg(t::text, '|') as d from notification_channels t where organization_id = $1",
+      [s.owner.organizationId],
+    );
+    expect(dump[0]?.d).not.toContain(s.botToken);
+    expect(dump[0]?.d).not.toContain(s.routingKey);
+
+    for (const channel of Object.values(s.channels)) await channels.test(s.owner.organizationId, channel.id);
+    await eventually(
+      () =>
+        s.of("slack").length &&
+        s.of("teams").length &&
+        s.of("telegram").length &&
+        s.of("pagerduty").length &&
+        s.mails().length,
+      "every test message",
+      30_000,
+    );
+    expect(s.of("slack")[0]?.body).toMatchObject({
+      text: expect.stringContaining("Test message"),
+      blocks: [{ type: "section", text: { type: "mrkdwn", text: expect.any(String) } }],
+    });
+    expect(s.of("teams")[0]?.body).toMatchObject({
+      "@type": "MessageCard",
+      "@context": "https://schema.org/extensions",
+      summary: expect.stringContaining("Test message"),
+      text: expect.any(String),
+    });
+    expect(s.of("telegram")[0]?.body).toMatchObject({
+      chat_id: "-1001234",
+      parse_mode: "HTML",
+      text: expect.any(String),
+    });
+    expect(s.of("pagerduty")[0]?.body).toMatchObject({
+      routing_key: s.routingKey,
+      event_action: "trigger",
+      dedup_key: expect.any(String),
+      payload: { summary: expect.any(String), source: expect.any(String), severity: "info" },
+    });
+    expect(s.mails()[0]?.raw).toMatch(/Subject: .*Test message/);
+    // The attempt is recorded once the receiver answered.
+    const log = await eventually(async () => {
+      const page = await channels.deliveries(s.owner.organizationId, { id: s.channels.slack?.id ?? "" });
+      return page.data[0]?.status === "sent" ? page : null;
+    });
+    expect(log.data).toEqual([
+      expect.objectContaining({ event: "notification.test", status: "sent", attempts: 1, error: null }),
+    ]);
+  });
+
+  it("holds 50 channels and refuses the 51st (429); another organization's channel is 404", async () => {
+    const owner = await makeUser(db);
+    const input = ZCreateChannelInput.parse({ name: "x", type: "pagerduty", config: { routing_key: "A".repeat(32) } });
+    for (let i = 0; i < ALERT_LIMITS.channelsPerOrganization; i++) {
+      await channels.create(owner.organizationId, SYSTEM_ORIGIN, input);
+    }
+    expect((await rejection(channels.create(owner.organizationId, SYSTEM_ORIGIN, input))).code).toBe("rate_limited");
+    const [first] = await channels.list(owner.organizationId);
+    const other = await makeUser(db);
+    expect((await rejection(channels.get(other.organizationId, first?.id ?? ""))).code).toBe("not_found");
+    expect((await rejection(channels.test(other.organizationId, first?.id ?? ""))).code).toBe("not_found");
+  });
+
+  it("refuses private and loopback URLs without WEBHOOK_ALLOW_PRIVATE, at creation and again at send time", async () => {
+    const strict = new NotificationChannelsService({
+      db,
+      jobs: engine,
+      secrets,
+      clock,
+      allowPrivate: false,
+      emailConfigured: false,
+    });
+    const owner = await makeUser(db);
+    for (const url of [
+      "http://127.0.0.1/x",
+      "https://10.1.2.3/x",
+      "https://[::ffff:192.168.0.1]/x",
+      "https://localhost/x",
+    ]) {
+      const error = await rejection(
+        strict.create(
+          owner.organizationId,
+          SYSTEM_ORIGIN,
+          ZCreateChannelInput.parse({ name: "s", type: "slack", config: { webhook_url: url } }),
+        ),
+      );
+      expect(error.code).toBe("validation_failed");
+      expect(Object.keys(error.fields ?? {})).toEqual(["config.webhook_url"]);
+    }
+    const mail = await rejection(
+      strict.create(
+        owner.organizationId,
+        SYSTEM_ORIGIN,
+        ZCreateChannelInput.parse({ name: "m", type: "email", config: { to: ["a@b.example"] } }),
+      ),
+    );
+    expect(Object.keys(mail.fields ?? {})).toEqual(["type"]);
+    // DNS rebinding: a name that resolved publicly at creation resolves to loopback when sent.
+    const strictSender = new ChannelSender({
+      allowPrivate: false,
+      smtpUrl: undefined,
+      mailFrom: "a@b.example",
+      telegramApiBase: http.url,
+      pagerdutyEventsUrl: http.url,
+      timeoutMs: 5_000,
+    });
+    const sent = await strictSender.send(
+      "slack",
+      {},
+      { webhook_url: `http://localhost:${new URL(http.url).port}/slack/rebind` },
+      { kind: "test", title: "t", organization: "o", lines: [], at: new Date(T0).toISOString() },
+    );
+    expect(sent.ok).toBe(false);
+    expect(sent.error).toMatch(/non-public|refused/);
+    expect(http.requests.some((r) => r.path === "/slack/rebind")).toBe(false);
+  });
+});
+
+describe("the alert engine (service tier)", () => {
+  it("a router offline and back: one message each, PagerDuty trigger then resolve with one dedup_key, names escaped", async () => {
+    const s = await setUp();
+    const router = await makeRouter(db, s.owner, { name: "<b>Paris & *core*</b>_" });
+    clock.set(T0 + 60_000);
+    await event(s.owner.organizationId, router.id, "router.offline", T0);
+    await alerts.run();
+    await alerts.run();
+    await eventually(
+      () =>
+        s.of("slack").length &&
+        s.of("teams").length &&
+        s.of("telegram").length &&
+        s.of("pagerduty").length &&
+        s.mails().length,
+      "offline messages",
+      15_000,
+    );
+    const trigger = s.of("pagerduty")[0]?.body;
+    expect(trigger).toMatchObject({
+      event_action: "trigger",
+      dedup_key: `fleet-${router.id}-offline`,
+      payload: { severity: "critical", summary: expect.stringContaining("<b>Paris & *core*</b>_") },
+      links: [{ href: `${PUBLIC}/console/routers/${router.id}` }],
+    });
+    const blocks = (s.of("slack")[0]?.body.blocks ?? []) as Array<{ text: { text: string } }>;
+    const slack = String(blocks[0]?.text.text);
+    expect(slack).toContain("&lt;b&gt;Paris &amp; *core*&lt;/b&gt;_");
+    expect(slack).toContain(`<${PUBLIC}/console/routers/${router.id}|open>`);
+    expect(slack).toContain("2026-12-01 09:00 UTC");
+    expect(String(s.of("telegram")[0]?.body.text)).toContain("&lt;b&gt;Paris &amp; *core*&lt;/b&gt;_");
+    expect(String(s.of("teams")[0]?.body.title)).toBe("Router offline: &lt;b&gt;Paris &amp; \\*core\\*&lt;/b&gt;\\_");
+    expect(s.mails()[0]?.raw).toContain("Router offline");
+
+    clock.set(T0 + 600_000);
+    await event(s.owner.organizationId, router.id, "router.online", T0 + 600_000);
+    await alerts.run();
+    await eventually(() => s.of("pagerduty").length === 2 && s.of("slack").length === 2, "recovery", 30_000);
+    expect(s.of("pagerduty")[1]?.body).toEqual({
+      routing_key: s.routingKey,
+      event_action: "resolve",
+      dedup_key: `fleet-${router.id}-offline`,
+    });
+    expect(String(s.of("slack")[1]?.body.text)).toContain("Router recovered");
+    // Nothing more: a second pass sends nothing again.
+    await alerts.run();
+    expect(await settle(async () => s.of("slack").length)).toBe(2);
+  });
+
+  it("a router back within min_offline_seconds notifies nothing; one that stays out notifies once it passed", async () => {
+    const s = await setUp({ min_offline_seconds: 300 });
+    const flapping = await makeRouter(db, s.owner);
+    const down = await makeRouter(db, s.owner);
+    const start = T0 + 3_600_000;
+    clock.set(start);
+    await event(s.owner.organizationId, flapping.id, "router.offline", start);
+    await event(s.owner.organizationId, down.id, "router.offline", start);
+    await alerts.run();
+    clock.set(start + 120_000);
+    await event(s.owner.organizationId, flapping.id, "router.online", start + 120_000);
+    await alerts.run();
+    clock.set(start + 301_000);
+    await alerts.run();
+    await eventually(() => s.of("slack").length, "the one that stayed out", 30_000);
+    await settle(async () => 0);
+    expect(s.of("slack").map((r) => String(r.body.text))).toEqual([expect.stringContaining("Router offline")]);
+    expect(s.of("pagerduty").map((r) => r.body.dedup_key)).toEqual([`fleet-${down.id}-offline`]);
+  });
+
+  it("more than 10 routers offline within 60 s: one grouped message per channel, and one for their recoveries", async () => {
+    const s = await setUp();
+    const fleet = await Promise.all(
+      Array.from({ length: 23 }, (_, i) => makeRouter(db, s.owner, { name: `site-${i}` })),
+    );
+    const start = T0 + 2 * 3_600_000;
+    clock.set(start);
+    for (const r of fleet) await event(s.owner.organizationId, r.id, "router.offline", start);
+    await alerts.run();
+    await alerts.run();
+    clock.set(start + 61_000);
+    await alerts.run();
+    await eventually(() => s.of("slack").length && s.of("pagerduty").length && s.mails().length, "grouped", 30_000);
+    await settle(async () => 0);
+    expect(s.of("slack")).toHaveLength(1);
+    expect(s.of("teams")).toHaveLength(1);
+    expect(s.of("telegram")).toHaveLength(1);
+    expect(s.of("pagerduty")).toHaveLength(1);
+    expect(s.mails()).toHaveLength(1);
+    const text = String(s.of("slack")[0]?.body.text);
+    expect(text).toMatch(/^23 routers offline in /);
+    expect(text).toContain("and 3 more");
+
+    clock.set(start + 600_000);
+    for (const r of fleet) await event(s.owner.organizationId, r.id, "router.online", start + 600_000);
+    await alerts.run();
+    clock.set(start + 661_000);
+    await alerts.run();
+    await eventually(() => s.of("slack").length === 2, "grouped recovery", 30_000);
+    await settle(async () => 0);
+    expect(String(s.of("slack")[1]?.body.text)).toMatch(/^23 routers back online in /);
+    expect(s.of("pagerduty").map((r) => r.body.event_action)).toEqual(["trigger", "resolve"]);
+    expect(s.of("pagerduty")[1]?.body.dedup_key).toBe(s.of("pagerduty")[0]?.body.dedup_key);
+  });
+
+  it("quiet hours: nothing while they last, then one summary", async () => {
+    const s = await setUp({ quiet_hours: { timezone: "Europe/Paris", from: "22:00", to: "07:00" } });
+    const router = await makeRouter(db, s.owner, { name: "night" });
+    const night = Date.UTC(2026, 11, 2, 23, 30); // 00:30 in Paris
+    clock.set(night);
+    await event(s.owner.organizationId, router.id, "router.offline", night);
+    await alerts.run();
+    await alerts.run();
+    await settle(async () => 0);
+    expect(s.of("slack")).toHaveLength(0);
+    clock.set(Date.UTC(2026, 11, 3, 6, 0, 1)); // 07:00:01 in Paris
+    await alerts.run();
+    await eventually(() => s.of("slack").length && s.of("pagerduty").length, "summary", 30_000);
+    await settle(async () => 0);
+    expect(s.of("slack")).toHaveLength(1);
+    expect(String(s.of("slack")[0]?.body.text)).toMatch(/While quiet: 1 alert/);
+    expect(String(s.of("slack")[0]?.body.text)).toContain("2026-12-03 00:30 Europe/Paris");
+    expect(s.of("pagerduty")[0]?.body).toMatchObject({
+      event_action: "trigger",
+      dedup_key: `fleet-${router.id}-offline`,
+    });
+  });
+
+  it("a maintenance window suppresses, and one that ends with the router still offline notifies then", async () => {
+    const s = await setUp();
+    const router = await makeRouter(db, s.owner, { hasPulse: false });
+    const start = Date.UTC(2026, 11, 5, 1, 0);
+    await windows.create(s.owner.organizationId, SYSTEM_ORIGIN, {
+      name: "upgrade",
+      routers: { router_ids: [router.id] },
+      starts_at: new Date(start).toISOString(),
+      ends_at: new Date(start + 3_600_000).toISOString(),
+    });
+    clock.set(start + 60_000);
+    await event(s.owner.organizationId, router.id, "router.offline", start + 60_000);
+    await alerts.run();
+    await alerts.run();
+    const suppressed = await channels.deliveries(s.owner.organizationId, { id: s.channels.slack?.id ?? "" });
+    expect(suppressed.data).toEqual([
+      expect.objectContaining({ status: "suppressed", event: "router.offline", router_id: router.id }),
+    ]);
+    await settle(async () => 0);
+    expect(s.of("slack")).toHaveLength(0);
+    clock.set(start + 3_600_000 + 1_000);
+    await alerts.run();
+    await eventually(() => s.of("slack").length, "notified at the window's end", 30_000);
+    expect(String(s.of("slack")[0]?.body.text)).toContain("Router offline");
+  });
+
+  it("rules refuse another organization's channel, router or team (404) and hold 100 rules, not 101", async () => {
+    const s = await setUp();
+    const other = await makeUser(db);
+    const foreignRouter = await makeRouter(db, other);
+    const channelIds = [s.channels.slack?.id ?? ""];
+    const base = { name: "r", events: ["*"], channels: channelIds };
+    expect((await rejection(rules.create(other.organizationId, base))).code).toBe("not_found");
+    expect(
+      (await rejection(rules.create(s.owner.organizationId, { ...base, routers: { router_ids: [foreignRouter.id] } })))
+        .code,
+    ).toBe("not_found");
+    expect(
+      (await rejection(rules.create(s.owner.organizationId, { ...base, routers: { team_id: other.teamId } }))).code,
+    ).toBe("not_found");
+    for (let i = 1; i < ALERT_LIMITS.rulesPerOrganization; i++) await rules.create(s.owner.organizationId, base);
+    expect((await rules.list(s.owner.organizationId)).length).toBe(ALERT_LIMITS.rulesPerOrganization);
+    expect((await rejection(rules.create(s.owner.organizationId, base))).code).toBe("rate_limited");
+  });
+
+  it("one organization's dead channel does not delay another's", async () => {
+    const dead = await makeUser(db);
+    const hung = await channels.create(
+      dead.organizationId,
+      SYSTEM_ORIGIN,
+      ZCreateChannelInput.parse({
+        name: "dead",
+        type: "slack",
+        config: { webhook_url: `${http.url}/hang/${unique()}` },
+      }),
+    );
+    for (let i = 0; i < 20; i++) await channels.test(dead.organizationId, hung.id);
+    await eventually(() => http.hanging() >= 4, "the dead channel's sends hanging", 30_000);
+    const alive = await setUp();
+    await channels.test(alive.owner.organizationId, alive.channels.slack?.id ?? "");
+    await eventually(() => alive.of("slack").length, "the other organization's message", 30_000);
+    // The dead channel holds at most its organization's share of the worker's slots.
+    expect(http.hanging()).toBeLessThanOrEqual(4);
+  });
+});

@@ -1,0 +1,17 @@
+import { successEnvelope, ZAlertRule, ZIdPath } from "@fleet/shared";
+import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
+
+export const getAlertRule = authedProcedure("routers:read")
+  .meta({
+    openapi: {
+      method: "GET",
+      path: "/api/alert-rules/{id}",
+      tags: ["alert rules"],
+      summary: "One alert rule",
+    },
+    successStatus: 200,
+  })
+  .input(ZIdPath)
+  .output(successEnvelope(ZAlertRule))
+  .query(jsend(({ ctx, input }) => ctx.services.alertRules.get(ctx.auth.organizationId, input.id)));

@@ -1,0 +1,17 @@
+import { successEnvelope, ZIdPath, ZMaintenanceWindow } from "@fleet/shared";
+import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
+
+export const getMaintenanceWindow = authedProcedure("routers:read")
+  .meta({
+    openapi: {
+      method: "GET",
+      path: "/api/maintenance-windows/{id}",
+      tags: ["maintenance windows"],
+      summary: "One maintenance window",
+    },
+    successStatus: 200,
+  })
+  .input(ZIdPath)
+  .output(successEnvelope(ZMaintenanceWindow))
+  .query(jsend(({ ctx, input }) => ctx.services.maintenanceWindows.get(ctx.auth.organizationId, input.id)));

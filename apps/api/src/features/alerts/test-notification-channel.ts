@@ -1,0 +1,18 @@
+import { successEnvelope, ZIdPath, ZNotificationDelivery } from "@fleet/shared";
+import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
+
+export const testNotificationChannel = authedProcedure("routers:write")
+  .meta({
+    openapi: {
+      method: "POST",
+      path: "/api/notification-channels/{id}/test",
+      tags: ["notifications"],
+      summary: "Send a test message",
+      description: "Queues the message at once; its delivery appears in the delivery log.",
+    },
+    successStatus: 200,
+  })
+  .input(ZIdPath)
+  .output(successEnvelope(ZNotificationDelivery))
+  .mutation(jsend(({ ctx, input }) => ctx.services.notificationChannels.test(ctx.auth.organizationId, input.id)));
