@@ -1,4 +1,11 @@
-import { acquireJobEngine, type JobEngine, insertAuditEntries, queryOf, SYSTEM_ORIGIN } from "@fleet/db";
+import {
+  acquireJobEngine,
+  insertAuditEntries,
+  type JobEngine,
+  queryOf,
+  queueNotificationDelivery,
+  SYSTEM_ORIGIN,
+} from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { ALERT_LIMITS, ManualClock, type TChannel, ZCreateChannelInput } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
@@ -211,6 +218,26 @@ describe("notification channels (service tier)", () => {
     expect(log.data).toEqual([
       expect.objectContaining({ event: "notification.test", status: "sent", attempts: 1, error: null }),
     ]);
+  });
+
+  it("a job run again for a delivery already sent (a worker restarted after sending) sends nothing more", async () => {
+    const s = await setUp();
+    const delivery = await channels.test(s.owner.organizationId, s.channels.slack?.id ?? "");
+    await eventually(async () => (await settle(async () => s.of("slack").length)) === 1, "sent once", 30_000);
+    // The queue hands the same delivery out again, as after a lease that ran out mid-send.
+    await queueNotificationDelivery(engine, { id: delivery.id, organizationId: s.owner.organizationId }, queryOf(db));
+    await eventually(
+      async () =>
+        (
+          await db.query<{ n: number }>(
+            "select count(*)::int as n from pgboss.job where name = 'notification.deliver' and data->>'delivery_id' = $1 and state = 'completed'",
+            [delivery.id],
+          )
+        )[0]?.n === 2,
+      "the repeated job done",
+      30_000,
+    );
+    expect(s.of("slack")).toHaveLength(1);
   });
 
   it("holds 50 channels and refuses the 51st (429); another organization's channel is 404", async () => {
