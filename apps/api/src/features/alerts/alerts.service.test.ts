@@ -480,6 +480,24 @@ describe("the alert engine (service tier)", () => {
     expect((await rejection(rules.create(s.owner.organizationId, base))).code).toBe("rate_limited");
   });
 
+  it("holds 100 maintenance windows and refuses the 101st (429); another organization's router is 404", async () => {
+    const owner = await makeUser(db);
+    const other = await makeUser(db);
+    const foreign = await makeRouter(db, other);
+    const window = { name: "w", starts_at: "2026-12-01T22:00:00Z", ends_at: "2026-12-01T23:00:00Z" };
+    expect(
+      (
+        await rejection(
+          windows.create(owner.organizationId, SYSTEM_ORIGIN, { ...window, routers: { router_ids: [foreign.id] } }),
+        )
+      ).code,
+    ).toBe("not_found");
+    for (let i = 0; i < ALERT_LIMITS.windowsPerOrganization; i++)
+      await windows.create(owner.organizationId, SYSTEM_ORIGIN, window);
+    expect((await rejection(windows.create(owner.organizationId, SYSTEM_ORIGIN, window))).code).toBe("rate_limited");
+    expect(await windows.list(owner.organizationId)).toHaveLength(ALERT_LIMITS.windowsPerOrganization);
+  });
+
   it("one organization's dead channel does not delay another's", async () => {
     const dead = await makeUser(db);
     const hung = await channels.create(
