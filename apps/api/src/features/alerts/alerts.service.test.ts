@@ -1,4 +1,11 @@
-import { acquireJobEngine, type JobEngine, insertAuditEntries, queryOf, SYSTEM_ORIGIN } from "@fleet/db";
+import {
+  acquireJobEngine,
+  insertAuditEntries,
+  type JobEngine,
+  queryOf,
+  queueNotificationDelivery,
+  SYSTEM_ORIGIN,
+} from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { ALERT_LIMITS, ManualClock, type TChannel, ZCreateChannelInput } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
@@ -211,6 +218,26 @@ describe("notification channels (service tier)", () => {
     expect(log.data).toEqual([
       expect.objectContaining({ event: "notification.test", status: "sent", attempts: 1, error: null }),
     ]);
+  });
+
+  it("a job run again for a delivery already sent (a worker restarted after sending) sends nothing more", async () => {
+    const s = await setUp();
+    const delivery = await channels.test(s.owner.organizationId, s.channels.slack?.id ?? "");
+    await eventually(async () => (await settle(async () => s.of("slack").length)) === 1, "sent once", 30_000);
+    // The queue hands the same delivery out again, as after a lease that ran out mid-send.
+    await queueNotificationDelivery(engine, { id: delivery.id, organizationId: s.owner.organizationId }, queryOf(db));
+    await eventually(
+      async () =>
+        (
+          await db.query<{ n: number }>(
+            "select count(*)::int as n from pgboss.job where name = 'notification.deliver' and data->>'delivery_id' = $1 and state = 'completed'",
+            [delivery.id],
+          )
+        )[0]?.n === 2,
+      "the repeated job done",
+      30_000,
+    );
+    expect(s.of("slack")).toHaveLength(1);
   });
 
   it("holds 50 channels and refuses the 51st (429); another organization's channel is 404", async () => {
@@ -451,6 +478,24 @@ describe("the alert engine (service tier)", () => {
     for (let i = 1; i < ALERT_LIMITS.rulesPerOrganization; i++) await rules.create(s.owner.organizationId, base);
     expect((await rules.list(s.owner.organizationId)).length).toBe(ALERT_LIMITS.rulesPerOrganization);
     expect((await rejection(rules.create(s.owner.organizationId, base))).code).toBe("rate_limited");
+  });
+
+  it("holds 100 maintenance windows and refuses the 101st (429); another organization's router is 404", async () => {
+    const owner = await makeUser(db);
+    const other = await makeUser(db);
+    const foreign = await makeRouter(db, other);
+    const window = { name: "w", starts_at: "2026-12-01T22:00:00Z", ends_at: "2026-12-01T23:00:00Z" };
+    expect(
+      (
+        await rejection(
+          windows.create(owner.organizationId, SYSTEM_ORIGIN, { ...window, routers: { router_ids: [foreign.id] } }),
+        )
+      ).code,
+    ).toBe("not_found");
+    for (let i = 0; i < ALERT_LIMITS.windowsPerOrganization; i++)
+      await windows.create(owner.organizationId, SYSTEM_ORIGIN, window);
+    expect((await rejection(windows.create(owner.organizationId, SYSTEM_ORIGIN, window))).code).toBe("rate_limited");
+    expect(await windows.list(owner.organizationId)).toHaveLength(ALERT_LIMITS.windowsPerOrganization);
   });
 
   it("one organization's dead channel does not delay another's", async () => {
