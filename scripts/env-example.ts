@@ -16,7 +16,6 @@ export const ENV_EXAMPLE = path.join(root, ".env.example");
 export interface ConfigRow {
   names: string[];
   defaultText: string;
-  readBy: string;
   meaning: string;
 }
 
@@ -44,9 +43,9 @@ export const configurationTable = (markdown: string): ConfigRow[] => {
   const section = markdown.slice(start + 1).split(/\n###? /)[0] ?? "";
   const rows = section.split("\n").filter((line) => line.startsWith("| `"));
   return rows.map((line) => {
-    const [name = "", defaultText = "", readBy = "", meaning = ""] = cells(line);
+    const [name = "", defaultText = "", meaning = ""] = cells(line);
     const names = [...name.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1] ?? "");
-    return { names, defaultText, readBy, meaning };
+    return { names, defaultText, meaning };
   });
 };
 
@@ -67,7 +66,7 @@ export const renderEnvExample = (markdown: string, secrets: readonly string[]): 
   ];
   for (const row of configurationTable(markdown)) {
     lines.push(`# ${plain(row.meaning)}`);
-    lines.push(`# default: ${plain(row.defaultText)}${row.readBy ? `; read by: ${row.readBy}` : ""}`);
+    lines.push(`# default: ${plain(row.defaultText)}`);
     for (const name of row.names) {
       if (secrets.includes(name)) lines.push(`# secret: or ${name}_FILE=`);
       lines.push(`#${name}=`);

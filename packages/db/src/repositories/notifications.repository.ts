@@ -26,7 +26,8 @@ export interface NotificationDeliveryRecord {
   status: TNotificationDeliveryStatus;
   attempts: number;
   error: string | null;
-  message: Record<string, unknown>;
+  /** The message as stored (JSON); its shape is the alerts feature's. */
+  message: unknown;
   createdAt: Date;
   sentAt: Date | null;
 }
@@ -38,7 +39,8 @@ export interface NewNotificationDelivery {
   event: string;
   routerId: string | null;
   status: "pending" | "suppressed";
-  message: Record<string, unknown>;
+  /** Any JSON object: stored as written. */
+  message: object;
   /** One delivery per channel and key: a pass that runs twice stores (and sends) it once. */
   idempotencyKey: string | null;
 }
@@ -75,7 +77,7 @@ const deliveryFromRow = (row: Row): NotificationDeliveryRecord => ({
   status: String(row.status) as TNotificationDeliveryStatus,
   attempts: toNumber(row.attempts),
   error: textOrNull(row.error),
-  message: json<Record<string, unknown>>(row.message) ?? {},
+  message: json<unknown>(row.message) ?? {},
   createdAt: new Date(toNumber(row.d_created_ms)),
   sentAt: row.sent_ms === null || row.sent_ms === undefined ? null : new Date(toNumber(row.sent_ms)),
 });

@@ -338,7 +338,7 @@ export class AlertEngine {
             event: storm.kind === "offline" ? "router.offline" : "router.online",
             routerId: null,
             status: "pending",
-            message: message as unknown as Record<string, unknown>,
+            message,
             idempotencyKey: `storm:${storm.id}:${dedupKey}`,
           });
         }
@@ -449,7 +449,7 @@ export class AlertEngine {
         event: p.event,
         routerId: p.routerId,
         status,
-        message: message as unknown as Record<string, unknown>,
+        message,
         idempotencyKey: `${status === "suppressed" ? "suppressed:" : ""}${what}`,
       }));
   }
@@ -488,7 +488,7 @@ export class AlertEngine {
         event: "alert.summary",
         routerId: null,
         status: "pending",
-        message: summary as unknown as Record<string, unknown>,
+        message: summary,
         idempotencyKey: `quiet:${rule.id}:${items.map((p) => p.id).sort()[0]}`,
       });
     }

@@ -181,7 +181,7 @@ export class NotificationChannelsService {
             event: "notification.test",
             routerId: null,
             status: "pending",
-            message: message as unknown as Record<string, unknown>,
+            message,
             idempotencyKey: null,
           },
         ],

@@ -104,7 +104,8 @@ export class NotificationDeliveryWorker {
       channel.type as TChannelType,
       channel.config,
       secret,
-      delivery.message as unknown as AlertMessage,
+      // Written by this feature from an AlertMessage (alert-engine.ts); read back as written.
+      delivery.message as AlertMessage,
     );
     const at = this.#d.clock.now();
     const expired = at.getTime() - delivery.createdAt.getTime() >= NOTIFICATION_RETRY_FOR_MS;
