@@ -19,7 +19,8 @@ import { ChannelSender } from "./channel-sender.ts";
 import { MaintenanceWindowsService } from "./maintenance-windows.service.ts";
 import { NotificationChannelsService } from "./notification-channels.service.ts";
 import { NotificationDeliveryWorker } from "./notification-delivery.worker.ts";
-import { type ReceivedRequest, startHttpReceiver, startSmtpReceiver } from "./testing/receivers.ts";
+import { startSmtpSink } from "../../testing/smtp-sink.ts";
+import { type ReceivedRequest, startHttpReceiver } from "./testing/receivers.ts";
 
 // The service tier (docs/contributing.md "Add a test"): channels, rules, windows, the alert engine
 // and the delivery worker on a real database with the real job engine; a real SMTP server and
@@ -29,7 +30,7 @@ import { type ReceivedRequest, startHttpReceiver, startSmtpReceiver } from "./te
 let db: TestDatabase;
 let engine: JobEngine;
 let http: Awaited<ReturnType<typeof startHttpReceiver>>;
-let smtp: Awaited<ReturnType<typeof startSmtpReceiver>>;
+let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
 let worker: NotificationDeliveryWorker;
 let sender: ChannelSender;
 const T0 = Date.UTC(2026, 11, 1, 9, 0, 0);
@@ -44,7 +45,7 @@ let windows: MaintenanceWindowsService;
 let alerts: AlertEngine;
 
 beforeAll(async () => {
-  [db, http, smtp] = await Promise.all([createTestDatabase(), startHttpReceiver(), startSmtpReceiver()]);
+  [db, http, smtp] = await Promise.all([createTestDatabase(), startHttpReceiver(), startSmtpSink()]);
   engine = await acquireJobEngine(db);
   sender = new ChannelSender({
     allowPrivate: true,
@@ -129,7 +130,7 @@ const setUp = async (rule: Partial<Parameters<AlertRulesService["create"]>[1]> =
             ? r.path === `/tg/bot${botToken}/sendMessage`
             : r.path === "/pd/v2/enqueue" && r.body.routing_key === routingKey,
     );
-  const mails = () => smtp.mails.filter((m) => m.to.includes(`noc-${tag}@example.net`));
+  const mails = () => smtp.received.filter((m) => m.to.includes(`noc-${tag}@example.net`));
   return { owner, channels: made, rule: created, of, mails, routingKey, botToken };
 };
 
@@ -209,7 +210,7 @@ describe("notification channels (service tier)", () => {
       dedup_key: expect.any(String),
       payload: { summary: expect.any(String), source: expect.any(String), severity: "info" },
     });
-    expect(s.mails()[0]?.raw).toMatch(/Subject: .*Test message/);
+    expect(s.mails()[0]?.text).toMatch(/Subject: .*Test message/);
     // The attempt is recorded once the receiver answered.
     const log = await eventually(async () => {
       const page = await channels.deliveries(s.owner.organizationId, { id: s.channels.slack?.id ?? "" });
@@ -340,7 +341,7 @@ describe("the alert engine (service tier)", () => {
     expect(slack).toContain("2026-12-01 09:00 UTC");
     expect(String(s.of("telegram")[0]?.body.text)).toContain("&lt;b&gt;Paris &amp; *core*&lt;/b&gt;_");
     expect(String(s.of("teams")[0]?.body.title)).toBe("Router offline: &lt;b&gt;Paris &amp; \\*core\\*&lt;/b&gt;\\_");
-    expect(s.mails()[0]?.raw).toContain("Router offline");
+    expect(s.mails()[0]?.text).toContain("Router offline");
 
     clock.set(T0 + 600_000);
     await event(s.owner.organizationId, router.id, "router.online", T0 + 600_000);

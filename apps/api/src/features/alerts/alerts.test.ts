@@ -26,7 +26,7 @@ describe("notification channels over HTTP", () => {
     const user = await h.login();
     const res = await h.request("POST", "/api/notification-channels", {
       token: user.token,
-      body: { name: "oncall", type: "pagerduty", config: { routing_key: "K".repeat(28) + "abcd" } },
+      body: { name: "oncall", type: "pagerduty", config: { routing_key: `${"K".repeat(28)}abcd` } },
     });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
