@@ -22,6 +22,7 @@ ARG NODE_EXTRA_CA_CERTS=
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/shared/package.json packages/shared/
+COPY packages/runtime/package.json packages/runtime/
 COPY packages/db/package.json packages/db/
 COPY packages/stripe-emulator/package.json packages/stripe-emulator/
 COPY apps/api/package.json apps/api/
@@ -59,8 +60,7 @@ ENV NODE_ENV=production \
     NODE_OPTIONS=--enable-source-maps
 WORKDIR /app
 # All of /app: besides node_modules, npm puts a dependency whose version differs from the hoisted
-# one under its workspace (packages/db/node_modules/@opentelemetry/resources), so node_modules
-# alone misses it; .dockerignore keeps the COPYs below from touching these directories.
+# one under its workspace (packages/<name>/node_modules), so node_modules alone misses it; .dockerignore keeps the COPYs below from touching these directories.
 COPY --from=deps /app ./
 COPY packages ./packages
 COPY apps ./apps

@@ -24,9 +24,23 @@ interface Area {
 const AREAS: Area[] = [
   { dir: "packages/shared", allowedInternal: [], allowedExternal: ["zod", "ipaddr.js"] },
   {
-    dir: "packages/db",
+    dir: "packages/runtime",
     allowedInternal: ["@fleet/shared"],
-    // The ORM and its two drivers, the job engine, and the metrics and tracing it exposes.
+    // Tracing and the metrics registry every process shares.
+    allowedExternal: [
+      "prom-client",
+      "@opentelemetry/api",
+      "@opentelemetry/context-async-hooks",
+      "@opentelemetry/core",
+      "@opentelemetry/exporter-trace-otlp-http",
+      "@opentelemetry/resources",
+      "@opentelemetry/sdk-trace",
+    ],
+  },
+  {
+    dir: "packages/db",
+    allowedInternal: ["@fleet/shared", "@fleet/runtime"],
+    // The ORM and its two drivers, the job engine, and the pool, job and cluster-lease metrics.
     allowedExternal: [
       "@mikro-orm/core",
       "@mikro-orm/migrations",
@@ -37,18 +51,12 @@ const AREAS: Area[] = [
       "pg",
       "pg-boss",
       "prom-client",
-      "@opentelemetry/api",
-      "@opentelemetry/context-async-hooks",
-      "@opentelemetry/core",
-      "@opentelemetry/exporter-trace-otlp-http",
-      "@opentelemetry/resources",
-      "@opentelemetry/sdk-trace",
     ],
   },
   { dir: "packages/stripe-emulator", allowedInternal: [] },
-  { dir: "apps/api", allowedInternal: ["@fleet/shared", "@fleet/db", "@fleet/stripe-emulator"] },
-  { dir: "apps/heartbeat-daemon", allowedInternal: ["@fleet/shared", "@fleet/db"] },
-  { dir: "apps/tunnel-agent", allowedInternal: ["@fleet/shared", "@fleet/db"] },
+  { dir: "apps/api", allowedInternal: ["@fleet/shared", "@fleet/runtime", "@fleet/db", "@fleet/stripe-emulator"] },
+  { dir: "apps/heartbeat-daemon", allowedInternal: ["@fleet/shared", "@fleet/runtime", "@fleet/db"] },
+  { dir: "apps/tunnel-agent", allowedInternal: ["@fleet/shared", "@fleet/runtime", "@fleet/db"] },
   { dir: "apps/router-simulator", allowedInternal: ["@fleet/shared"] },
   // The console reaches the system only through the typed client (checked below: `@fleet/api/client`).
   { dir: "apps/console", allowedInternal: ["@fleet/api"] },

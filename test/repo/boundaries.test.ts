@@ -113,6 +113,13 @@ describe("the boundary lint", () => {
       "apps/api/src/main.ts: production code imports vitest",
     ],
     [
+      "the process runtime importing the database",
+      {
+        "packages/runtime/src/lease.ts": `${IMPORT("{ holdClusterLease }", "@fleet/db")}\nexport const lease = holdClusterLease;\n`,
+      },
+      "packages/runtime/src/lease.ts: packages/runtime may not import @fleet/db",
+    ],
+    [
       "an external package packages/db does not list",
       { "packages/db/src/pad.ts": `${IMPORT("leftPad", "left-pad")}\nexport const pad = leftPad;\n` },
       "packages/db/src/pad.ts: packages/db may import only",

@@ -1,5 +1,5 @@
 import { consoleDistDir, ensureConsoleBuilt } from "@fleet/console/build";
-import { startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
+import { startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/runtime";
 import {
   closeOnSignals,
   exitOnStartupError,

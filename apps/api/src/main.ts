@@ -1,4 +1,5 @@
-import { openDatabase, startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
+import { openDatabase } from "@fleet/db";
+import { startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/runtime";
 import { closeOnSignals, exitOnStartupError, loadConfigOrExit, REDACT_PATHS, requestLogMixin } from "@fleet/shared";
 import pino from "pino";
 import { loadApiConfig } from "./config.ts";

@@ -1,5 +1,6 @@
 import cluster from "node:cluster";
-import { openDatabase, startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/db";
+import { openDatabase } from "@fleet/db";
+import { startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/runtime";
 import { ConfigError, exitOnStartupError, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
 import { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";

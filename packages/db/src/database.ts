@@ -1,13 +1,12 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { lockDataDir } from "./data-dir-lock.ts";
 import type { MikroORM } from "@mikro-orm/core";
 import { Migrator } from "@mikro-orm/migrations";
+import { inSpan, lockDataDir, SpanKind } from "@fleet/runtime";
 import pg from "pg";
 import { ENTITIES } from "./entities/index.ts";
 import { MIGRATIONS } from "./migrations/index.ts";
 import { PROCESS_HOLDER, watchPool } from "./metrics/cluster-metrics.ts";
-import { inSpan, SpanKind } from "./telemetry/tracing.ts";
 
 /** How to reach the database (docs/operations.md "Configuration": DATABASE_URL, DATA_DIR). */
 export interface DatabaseConfig {
@@ -114,7 +113,7 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
   if (!inMemory) {
     dataDir = path.resolve(config.dataDir, "pglite");
     mkdirSync(dataDir, { recursive: true });
-    // One process per embedded database: a second one gets one clear line (data-dir-lock.ts).
+    // One process per embedded database: a second one gets one clear line (@fleet/runtime data-dir-lock.ts).
     unlock = lockDataDir(path.resolve(config.dataDir));
   }
   let orm: MikroORM;

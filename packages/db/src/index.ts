@@ -29,22 +29,13 @@ export * from "./jobs/job-engine.ts";
 export * from "./jobs/router-jobs.ts";
 export * from "./jobs/router-job-locks.ts";
 export * from "./jobs/scheduled-task.ts";
-export { type MetricsAnswer, renderMetrics } from "./metrics/metrics-endpoint.ts";
 export { clusterGauge, holdClusterLease, LEASE_SECONDS } from "./metrics/cluster-metrics.ts";
-export {
-  type RunningMetricsServer,
-  startConfiguredMetricsServer,
-  startMetricsServer,
-} from "./metrics/metrics-server.ts";
 export * from "./repositories/audit-log.repository.ts";
 export * from "./repositories/api-keys.repository.ts";
 export * from "./repositories/webhooks.repository.ts";
-export { DataDirLockedError } from "./data-dir-lock.ts";
-export { DATA_DIR_SECRETS, dataDirSecret } from "./data-dir-secret.ts";
 export * from "./repositories/availability.repository.ts";
 export * from "./repositories/config-backups.repository.ts";
 export * from "./repositories/access.repository.ts";
-export * from "./telemetry/tracing.ts";
 export * from "./repositories/wireguard-peers.repository.ts";
 export { isDatabaseUnreachable } from "./database-unreachable.ts";
 export * from "./repositories/organizations.repository.ts";

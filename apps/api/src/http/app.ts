@@ -1,7 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
-import { renderMetrics, SpanStatusCode, serverSpan } from "@fleet/db";
+import { renderMetrics, SpanStatusCode, serverSpan } from "@fleet/runtime";
 import { requestIdFrom, runWithRequestId } from "@fleet/shared";
 import type { Logger } from "pino";
 import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";

@@ -6,7 +6,7 @@ import type { AuthClaims } from "../features/auth/token-verifier.ts";
 import type { RequestContext } from "./context.ts";
 import { databaseUnavailable, formatTrpcError, toTrpcError, validationError } from "./errors.ts";
 import { addressKey } from "./rate-limit.ts";
-import { inSpan, SpanStatusCode } from "@fleet/db";
+import { inSpan, SpanStatusCode } from "@fleet/runtime";
 
 type Span = Parameters<Parameters<typeof inSpan>[2]>[0];
 

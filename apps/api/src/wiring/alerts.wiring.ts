@@ -1,4 +1,4 @@
-import { dataDirSecret } from "@fleet/db";
+import { dataDirSecret } from "@fleet/runtime";
 import { AlertEngine } from "../features/alerts/alert-engine.ts";
 import { AlertRulesService } from "../features/alerts/alert-rules.service.ts";
 import { ChannelSender } from "../features/alerts/channel-sender.ts";

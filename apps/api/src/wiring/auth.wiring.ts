@@ -1,11 +1,5 @@
-import {
-  ApiKeysRepository,
-  dataDirSecret,
-  IdentityWorkflow,
-  MembershipsLookupRepository,
-  queryOf,
-  SignInRepository,
-} from "@fleet/db";
+import { ApiKeysRepository, IdentityWorkflow, MembershipsLookupRepository, queryOf, SignInRepository } from "@fleet/db";
+import { dataDirSecret } from "@fleet/runtime";
 import { ApiKeyVerifier } from "../features/api-keys/api-key-verifier.ts";
 import { ApiKeysService } from "../features/api-keys/api-keys.service.ts";
 import { AuthService } from "../features/auth/auth.service.ts";

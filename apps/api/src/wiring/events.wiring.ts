@@ -1,4 +1,5 @@
-import { AuditLogRepository, dataDirSecret } from "@fleet/db";
+import { AuditLogRepository } from "@fleet/db";
+import { dataDirSecret } from "@fleet/runtime";
 import { AuditLogService } from "../features/audit-log/audit-log.service.ts";
 import { pruneAuditLog } from "../features/audit-log/prune-audit-log.job.ts";
 import { DeliveryRuntime } from "../features/webhooks/delivery-runtime.ts";

@@ -1,5 +1,4 @@
 import {
-  dataDirSecret,
   type Database,
   AdoptionsRepository,
   AvailabilityRepository,
@@ -12,6 +11,7 @@ import {
   queueBackupJob,
   RoutersRepository,
 } from "@fleet/db";
+import { dataDirSecret } from "@fleet/runtime";
 import type { Logger } from "pino";
 import type { ApiConfig } from "../config.ts";
 import { AccessService } from "../features/access/access.service.ts";

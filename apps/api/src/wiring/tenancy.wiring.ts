@@ -1,4 +1,4 @@
-import { dataDirSecret } from "@fleet/db";
+import { dataDirSecret } from "@fleet/runtime";
 import {
   INVITATION_MAIL_QUEUE,
   type Mailer,

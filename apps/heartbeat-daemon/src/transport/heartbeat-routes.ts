@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { renderMetrics } from "@fleet/db";
+import { renderMetrics } from "@fleet/runtime";
 import type { Logger } from "pino";
 import { errorFrame } from "./error-frame.ts";
 import type { ConnectionGuard } from "./connection-guard.ts";

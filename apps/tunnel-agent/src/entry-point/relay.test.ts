@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
 import net from "node:net";
-import { type RelayTarget, renderMetrics } from "@fleet/db";
+import type { RelayTarget } from "@fleet/db";
+import { renderMetrics } from "@fleet/runtime";
 import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";

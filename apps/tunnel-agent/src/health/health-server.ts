@@ -1,4 +1,4 @@
-import { type RunningMetricsServer, startMetricsServer } from "@fleet/db";
+import { type RunningMetricsServer, startMetricsServer } from "@fleet/runtime";
 // The agent's counters exist (at zero) from the first scrape, even before the relay has run.
 import "../metrics/agent-metrics.ts";
 

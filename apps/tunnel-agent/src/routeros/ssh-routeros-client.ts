@@ -9,7 +9,7 @@ import {
   RouterOsOutputTooLargeError,
   type RouterOsTarget,
 } from "./routeros-client.ts";
-import { inSpan, SpanKind } from "@fleet/db";
+import { inSpan, SpanKind } from "@fleet/runtime";
 
 const { Client } = ssh2;
 

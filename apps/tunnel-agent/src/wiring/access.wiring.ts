@@ -1,4 +1,5 @@
-import { AccessRepository, dataDirSecret, ForwardTargetsRepository, queryOf } from "@fleet/db";
+import { AccessRepository, ForwardTargetsRepository, queryOf } from "@fleet/db";
+import { dataDirSecret } from "@fleet/runtime";
 import { ROUTER_JOB_KINDS, type TRouterJobKind } from "@fleet/shared";
 import { AccessLifecycle } from "../jobs/access-lifecycle.ts";
 import { applyAccessHandler, removeAccessHandler } from "../jobs/router-access.ts";

@@ -2,7 +2,7 @@ import { type Db, fromPglite, type Job, type JobResult, type JobWithMetadata, Pg
 import type { Database } from "../database.ts";
 import { recordJob, unwatchEngine, watchEngine } from "../metrics/job-metrics.ts";
 import type { Query } from "../database.ts";
-import { inSpan, SpanKind } from "../telemetry/tracing.ts";
+import { inSpan, SpanKind } from "@fleet/runtime";
 
 /**
  * The job engine: pg-boss 12 on the process's own database (docs/operations.md "Metrics and probes"

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acquireJobEngine, type JobEngine } from "../jobs/job-engine.ts";
 import { createTestDatabase, type TestDatabase } from "../testing/test-database.ts";
 import { holdClusterLease, PROCESS_HOLDER } from "./cluster-metrics.ts";
-import { renderMetrics } from "./metrics-endpoint.ts";
+import { renderMetrics } from "@fleet/runtime";
 
 /**
  * docs/operations.md "Metrics": figures of the whole cluster are exported by one process, the

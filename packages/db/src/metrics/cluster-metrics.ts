@@ -1,7 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import path from "node:path";
 import { Gauge } from "prom-client";
 import type { Database } from "../database.ts";
 
@@ -65,21 +63,6 @@ export const clusterGauge = <T extends string>(config: {
     },
   });
 };
-
-/** `fleet_build_info`: the version of the code this process runs (the repository's package.json). */
-const version = (() => {
-  try {
-    const file = path.resolve(import.meta.dirname, "../../../../package.json");
-    return String((JSON.parse(readFileSync(file, "utf8")) as { version?: unknown }).version ?? "unknown");
-  } catch {
-    return "unknown";
-  }
-})();
-new Gauge({
-  name: "fleet_build_info",
-  help: "Always 1; the labels say which version of fleet and of Node.js this process runs.",
-  labelNames: ["version", "node_version"] as const,
-}).set({ version, node_version: process.versions.node }, 1);
 
 /** The process's PostgreSQL pool (pg.Pool's own counters), read at scrape time. */
 interface PoolReading {

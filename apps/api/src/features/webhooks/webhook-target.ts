@@ -3,7 +3,7 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import { isPubliclyRoutedAddress } from "@fleet/shared";
-import { inSpan, SpanKind, SpanStatusCode } from "@fleet/db";
+import { inSpan, SpanKind, SpanStatusCode } from "@fleet/runtime";
 
 export type TTargetCheck = { ok: true; url: URL } | { ok: false; message: string };
 

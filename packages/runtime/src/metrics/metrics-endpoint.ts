@@ -1,8 +1,8 @@
 import { timingSafeEqual } from "node:crypto";
 import { bearerToken } from "@fleet/shared";
 import { collectDefaultMetrics, register } from "prom-client";
-// Build info and pool gauges exist in every process that serves /metrics.
-import "./cluster-metrics.ts";
+// Build info exists in every process that serves /metrics (pool gauges come with @fleet/db).
+import "./build-info.ts";
 
 /**
  * `GET /metrics` of every port (docs/operations.md "Metrics and probes"): the process's one

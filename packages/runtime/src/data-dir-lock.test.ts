@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DataDirLockedError, lockDataDir } from "./data-dir-lock.ts";
-import { openDatabase } from "./database.ts";
 
 const dirs: string[] = [];
 const tempDir = () => {
@@ -58,17 +57,5 @@ describe("DATA_DIR lock of the embedded database", () => {
     expect(readFileSync(path.join(dir, "pglite.lock"), "utf8")).toBe(String(process.pid));
     release();
     expect(existsSync(path.join(dir, "pglite.lock"))).toBe(false);
-  });
-
-  it("openDatabase refuses a held DATA_DIR before PGlite touches its files", async () => {
-    const dir = tempDir();
-    const other = await otherProcess();
-    try {
-      writeFileSync(path.join(dir, "pglite.lock"), String(other.pid));
-      await expect(openDatabase({ databaseUrl: undefined, dataDir: dir })).rejects.toBeInstanceOf(DataDirLockedError);
-      expect(existsSync(path.join(dir, "pglite", "PG_VERSION"))).toBe(false);
-    } finally {
-      other.kill();
-    }
   });
 });
