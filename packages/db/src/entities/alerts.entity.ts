@@ -1,6 +1,7 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Organization } from "./organization.entity.ts";
 import { Router } from "./router.entity.ts";
+import { Team } from "./team.entity.ts";
 
 // docs/api.md "Alerts and maintenance windows". The tables of one feature in one file (as
 // billing-mirror.entity.ts): each is only read and written by the alert repositories.
@@ -15,6 +16,8 @@ export const NotificationChannel = defineEntity({
   properties: {
     id: p.uuid().primary(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade"),
+    /** Set when a team-bound credential made it: only that team sees it (migration 120). */
+    team: () => p.manyToOne(Team).deleteRule("cascade").nullable().index(),
     name: p.string().length(100),
     type: p.string().length(16),
     /** The parts of the configuration that are not secret (recipients, chat id, the URL's origin). */
@@ -65,6 +68,8 @@ export const AlertRule = defineEntity({
   properties: {
     id: p.uuid().primary(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade"),
+    /** Set when a team-bound credential made it: only that team sees it (migration 120). */
+    team: () => p.manyToOne(Team).deleteRule("cascade").nullable().index(),
     name: p.string().length(100),
     events: p.json<string[]>(),
     /** `{team_id?, tags?, router_ids?}`; empty: every router of the organization. */
@@ -96,6 +101,8 @@ export const MaintenanceWindow = defineEntity({
   properties: {
     id: p.uuid().primary(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade"),
+    /** Set when a team-bound credential made it: only that team sees it (migration 120). */
+    team: () => p.manyToOne(Team).deleteRule("cascade").nullable().index(),
     name: p.string().length(100),
     routers: p.json<Record<string, unknown>>(),
     startsAt: p.datetime().nullable(),

@@ -18,6 +18,8 @@ export interface QuietHoursRecord {
 export interface AlertRuleRecord {
   id: string;
   organizationId: string;
+  /** Set when a team-bound credential made it: only that team sees it, and it selects only its routers. */
+  teamId: string | null;
   name: string;
   events: string[];
   routers: RouterSelectorRecord;
@@ -34,13 +36,14 @@ type Row = Record<string, unknown>;
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 const json = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(value) : value) as T;
 
-const RULE_COLUMNS = `r.id, r.organization_id, r.name, r.events, r.routers, r.min_offline_seconds, r.quiet_hours,
+const RULE_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.events, r.routers, r.min_offline_seconds, r.quiet_hours,
   ${ms("r.created_at", "created_ms")},
   coalesce((select json_agg(c.channel_id::text order by c.channel_id) from alert_rule_channels c where c.rule_id = r.id), '[]') as channel_ids`;
 
 const ruleFromRow = (row: Row): AlertRuleRecord => ({
   id: String(row.id),
   organizationId: String(row.organization_id),
+  teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
   name: String(row.name),
   events: json<string[]>(row.events) ?? [],
   routers: json<RouterSelectorRecord>(row.routers) ?? {},
@@ -67,8 +70,8 @@ export class AlertRulesRepository {
 
   async insert(input: NewAlertRule): Promise<AlertRuleRecord> {
     const [row] = await this.#query<Row>(
-      `insert into alert_rules (id, organization_id, name, events, routers, min_offline_seconds, quiet_hours, created_at)
-       values (gen_random_uuid(), $1, $2, $3::jsonb, $4::jsonb, $5, $6::jsonb, to_timestamp($7::float8 / 1000.0))
+      `insert into alert_rules (id, organization_id, name, events, routers, min_offline_seconds, quiet_hours, created_at, team_id)
+       values (gen_random_uuid(), $1, $2, $3::jsonb, $4::jsonb, $5, $6::jsonb, to_timestamp($7::float8 / 1000.0), $8::uuid)
        returning id`,
       [
         input.organizationId,
@@ -78,6 +81,7 @@ export class AlertRulesRepository {
         input.minOfflineSeconds,
         input.quietHours === null ? null : JSON.stringify(input.quietHours),
         input.createdAt.getTime(),
+        input.teamId,
       ],
     );
     const id = String(row?.id);
@@ -87,10 +91,12 @@ export class AlertRulesRepository {
     return created;
   }
 
-  async list(organizationId: string): Promise<AlertRuleRecord[]> {
+  /** With `teamId` (a team-bound credential) here, in `get` and `delete`: only that team's rules. */
+  async list(organizationId: string, teamId?: string): Promise<AlertRuleRecord[]> {
     const rows = await this.#query<Row>(
-      `select ${RULE_COLUMNS} from alert_rules r where r.organization_id = $1 order by r.created_at, r.id`,
-      [organizationId],
+      `select ${RULE_COLUMNS} from alert_rules r where r.organization_id = $1
+       and ($2::uuid is null or r.team_id = $2::uuid) order by r.created_at, r.id`,
+      [organizationId, teamId ?? null],
     );
     return rows.map(ruleFromRow);
   }
@@ -105,11 +111,12 @@ export class AlertRulesRepository {
     return rows.map(ruleFromRow);
   }
 
-  async get(organizationId: string, id: string): Promise<AlertRuleRecord | null> {
+  async get(organizationId: string, id: string, teamId?: string): Promise<AlertRuleRecord | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#query<Row>(
-      `select ${RULE_COLUMNS} from alert_rules r where r.id = $1 and r.organization_id = $2`,
-      [id, organizationId],
+      `select ${RULE_COLUMNS} from alert_rules r where r.id = $1 and r.organization_id = $2
+       and ($3::uuid is null or r.team_id = $3::uuid)`,
+      [id, organizationId, teamId ?? null],
     );
     return rows[0] ? ruleFromRow(rows[0]) : null;
   }
@@ -134,22 +141,23 @@ export class AlertRulesRepository {
     return this.get(rule.organizationId, rule.id);
   }
 
-  async delete(organizationId: string, id: string): Promise<boolean> {
+  async delete(organizationId: string, id: string, teamId?: string): Promise<boolean> {
     if (!isUuid(id)) return false;
-    const rows = await this.#query("delete from alert_rules where id = $1 and organization_id = $2 returning id", [
-      id,
-      organizationId,
-    ]);
+    const rows = await this.#query(
+      "delete from alert_rules where id = $1 and organization_id = $2 and ($3::uuid is null or team_id = $3::uuid) returning id",
+      [id, organizationId, teamId ?? null],
+    );
     return rows.length > 0;
   }
 
   /**
    * Whether a selector names only the organization's own team and routers (another organization's
-   * id answers 404 like an unknown one).
+   * id answers 404 like an unknown one); with `teamId`, only that team and its routers.
    */
-  async selectorIsOwn(organizationId: string, selector: RouterSelectorRecord): Promise<boolean> {
+  async selectorIsOwn(organizationId: string, selector: RouterSelectorRecord, teamId?: string): Promise<boolean> {
     if (selector.team_id !== undefined) {
       if (!isUuid(selector.team_id)) return false;
+      if (teamId !== undefined && selector.team_id !== teamId) return false;
       const teams = await this.#query("select 1 from teams where id = $1 and organization_id = $2", [
         selector.team_id,
         organizationId,
@@ -160,8 +168,9 @@ export class AlertRulesRepository {
     if (ids.length === 0) return true;
     if (!ids.every(isUuid)) return false;
     const [row] = await this.#query<Row>(
-      "select count(*)::int as n from routers where organization_id = $1 and id = any($2::uuid[])",
-      [organizationId, ids],
+      `select count(*)::int as n from routers where organization_id = $1 and id = any($2::uuid[])
+       and ($3::uuid is null or team_id = $3::uuid)`,
+      [organizationId, ids, teamId ?? null],
     );
     return toNumber(row?.n ?? 0) === ids.length;
   }

@@ -13,6 +13,8 @@ export interface WeeklyRecord {
 export interface MaintenanceWindowRecord {
   id: string;
   organizationId: string;
+  /** Set when a team-bound credential made it: only that team sees it, and it covers only its routers. */
+  teamId: string | null;
   name: string;
   routers: RouterSelectorRecord;
   startsAt: Date | null;
@@ -28,12 +30,13 @@ const json = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(v
 const dateOrNull = (value: unknown): Date | null =>
   value === null || value === undefined ? null : new Date(toNumber(value));
 
-const COLUMNS = `w.id, w.organization_id, w.name, w.routers, ${ms("w.starts_at", "starts_ms")}, ${ms("w.ends_at", "ends_ms")},
+const COLUMNS = `w.id, w.organization_id, w.team_id, w.name, w.routers, ${ms("w.starts_at", "starts_ms")}, ${ms("w.ends_at", "ends_ms")},
   w.weekly, ${ms("w.created_at", "created_ms")}`;
 
 const fromRow = (row: Row): MaintenanceWindowRecord => ({
   id: String(row.id),
   organizationId: String(row.organization_id),
+  teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
   name: String(row.name),
   routers: json<RouterSelectorRecord>(row.routers) ?? {},
   startsAt: dateOrNull(row.starts_ms),
@@ -59,9 +62,9 @@ export class MaintenanceWindowsRepository {
 
   async insert(input: Omit<MaintenanceWindowRecord, "id">): Promise<MaintenanceWindowRecord> {
     const rows = await this.#query<Row>(
-      `insert into maintenance_windows as w (id, organization_id, name, routers, starts_at, ends_at, weekly, created_at)
+      `insert into maintenance_windows as w (id, organization_id, name, routers, starts_at, ends_at, weekly, created_at, team_id)
        values (gen_random_uuid(), $1, $2, $3::jsonb, to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0),
-         $6::jsonb, to_timestamp($7::float8 / 1000.0))
+         $6::jsonb, to_timestamp($7::float8 / 1000.0), $8::uuid)
        returning ${COLUMNS}`,
       [
         input.organizationId,
@@ -71,6 +74,7 @@ export class MaintenanceWindowsRepository {
         input.endsAt?.getTime() ?? null,
         input.weekly === null ? null : JSON.stringify(input.weekly),
         input.createdAt.getTime(),
+        input.teamId,
       ],
     );
     const row = rows[0];
@@ -78,10 +82,12 @@ export class MaintenanceWindowsRepository {
     return fromRow(row);
   }
 
-  async list(organizationId: string): Promise<MaintenanceWindowRecord[]> {
+  /** With `teamId` (a team-bound credential) here, in `get` and `delete`: only that team's windows. */
+  async list(organizationId: string, teamId?: string): Promise<MaintenanceWindowRecord[]> {
     const rows = await this.#query<Row>(
-      `select ${COLUMNS} from maintenance_windows w where w.organization_id = $1 order by w.created_at, w.id`,
-      [organizationId],
+      `select ${COLUMNS} from maintenance_windows w where w.organization_id = $1
+       and ($2::uuid is null or w.team_id = $2::uuid) order by w.created_at, w.id`,
+      [organizationId, teamId ?? null],
     );
     return rows.map(fromRow);
   }
@@ -96,20 +102,22 @@ export class MaintenanceWindowsRepository {
     return rows.map(fromRow);
   }
 
-  async get(organizationId: string, id: string): Promise<MaintenanceWindowRecord | null> {
+  async get(organizationId: string, id: string, teamId?: string): Promise<MaintenanceWindowRecord | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#query<Row>(
-      `select ${COLUMNS} from maintenance_windows w where w.id = $1 and w.organization_id = $2`,
-      [id, organizationId],
+      `select ${COLUMNS} from maintenance_windows w where w.id = $1 and w.organization_id = $2
+       and ($3::uuid is null or w.team_id = $3::uuid)`,
+      [id, organizationId, teamId ?? null],
     );
     return rows[0] ? fromRow(rows[0]) : null;
   }
 
-  async delete(organizationId: string, id: string): Promise<MaintenanceWindowRecord | null> {
+  async delete(organizationId: string, id: string, teamId?: string): Promise<MaintenanceWindowRecord | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#query<Row>(
-      `delete from maintenance_windows w where w.id = $1 and w.organization_id = $2 returning ${COLUMNS}`,
-      [id, organizationId],
+      `delete from maintenance_windows w where w.id = $1 and w.organization_id = $2
+       and ($3::uuid is null or w.team_id = $3::uuid) returning ${COLUMNS}`,
+      [id, organizationId, teamId ?? null],
     );
     return rows[0] ? fromRow(rows[0]) : null;
   }

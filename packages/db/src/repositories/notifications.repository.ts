@@ -7,6 +7,8 @@ export type TNotificationDeliveryStatus = "pending" | "sent" | "failed" | "suppr
 export interface ChannelRecord {
   id: string;
   organizationId: string;
+  /** Set when a team-bound credential made it: only that team (and the organization) sees it. */
+  teamId: string | null;
   name: string;
   type: string;
   /** The parts of the configuration that are not secret. */
@@ -51,7 +53,7 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
 const json = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(value) : value) as T;
 const textOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
 
-const CHANNEL_COLUMNS = `c.id, c.organization_id, c.name, c.type, c.config, c.secret_ciphertext,
+const CHANNEL_COLUMNS = `c.id, c.organization_id, c.team_id, c.name, c.type, c.config, c.secret_ciphertext,
   ${ms("c.created_at", "created_ms")}, ${ms("c.updated_at", "updated_ms")}`;
 // Aliased: a delivery is read joined with its channel, whose columns share these names.
 const DELIVERY_COLUMNS = `d.id as d_id, d.channel_id as d_channel_id, d.organization_id as d_organization_id, d.event,
@@ -60,6 +62,7 @@ const DELIVERY_COLUMNS = `d.id as d_id, d.channel_id as d_channel_id, d.organiza
 const channelFromRow = (row: Row): ChannelRecord => ({
   id: String(row.id),
   organizationId: String(row.organization_id),
+  teamId: textOrNull(row.team_id),
   name: String(row.name),
   type: String(row.type),
   config: json<Record<string, unknown>>(row.config) ?? {},
@@ -112,8 +115,10 @@ export class NotificationsRepository {
 
   async insertChannel(input: Omit<ChannelRecord, "id" | "updatedAt">): Promise<ChannelRecord> {
     const rows = await this.#query<Row>(
-      `insert into notification_channels as c (id, organization_id, name, type, config, secret_ciphertext, created_at, updated_at)
-       values (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5, to_timestamp($6::float8 / 1000.0), to_timestamp($6::float8 / 1000.0))
+      `insert into notification_channels as c (id, organization_id, name, type, config, secret_ciphertext, created_at, updated_at,
+         team_id)
+       values (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5, to_timestamp($6::float8 / 1000.0), to_timestamp($6::float8 / 1000.0),
+         $7::uuid)
        returning ${CHANNEL_COLUMNS}`,
       [
         input.organizationId,
@@ -122,6 +127,7 @@ export class NotificationsRepository {
         JSON.stringify(input.config),
         input.secretCiphertext,
         input.createdAt.getTime(),
+        input.teamId,
       ],
     );
     const row = rows[0];
@@ -129,30 +135,34 @@ export class NotificationsRepository {
     return channelFromRow(row);
   }
 
-  async listChannels(organizationId: string): Promise<ChannelRecord[]> {
+  /** With `teamId` (a team-bound credential) here and below: only that team's channels. */
+  async listChannels(organizationId: string, teamId?: string): Promise<ChannelRecord[]> {
     const rows = await this.#query<Row>(
-      `select ${CHANNEL_COLUMNS} from notification_channels c where c.organization_id = $1 order by c.created_at, c.id`,
-      [organizationId],
+      `select ${CHANNEL_COLUMNS} from notification_channels c where c.organization_id = $1
+       and ($2::uuid is null or c.team_id = $2::uuid) order by c.created_at, c.id`,
+      [organizationId, teamId ?? null],
     );
     return rows.map(channelFromRow);
   }
 
-  async getChannel(organizationId: string, id: string): Promise<ChannelRecord | null> {
+  async getChannel(organizationId: string, id: string, teamId?: string): Promise<ChannelRecord | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#query<Row>(
-      `select ${CHANNEL_COLUMNS} from notification_channels c where c.id = $1 and c.organization_id = $2`,
-      [id, organizationId],
+      `select ${CHANNEL_COLUMNS} from notification_channels c where c.id = $1 and c.organization_id = $2
+       and ($3::uuid is null or c.team_id = $3::uuid)`,
+      [id, organizationId, teamId ?? null],
     );
     return rows[0] ? channelFromRow(rows[0]) : null;
   }
 
   /** The organization's channels among `ids` (a rule's channels; unknown and foreign ids are left out). */
-  async channelsIn(organizationId: string, ids: readonly string[]): Promise<ChannelRecord[]> {
+  async channelsIn(organizationId: string, ids: readonly string[], teamId?: string): Promise<ChannelRecord[]> {
     const valid = ids.filter(isUuid);
     if (valid.length === 0) return [];
     const rows = await this.#query<Row>(
-      `select ${CHANNEL_COLUMNS} from notification_channels c where c.organization_id = $1 and c.id = any($2::uuid[])`,
-      [organizationId, valid],
+      `select ${CHANNEL_COLUMNS} from notification_channels c where c.organization_id = $1 and c.id = any($2::uuid[])
+       and ($3::uuid is null or c.team_id = $3::uuid)`,
+      [organizationId, valid, teamId ?? null],
     );
     return rows.map(channelFromRow);
   }
@@ -161,12 +171,13 @@ export class NotificationsRepository {
     organizationId: string,
     id: string,
     change: { name: string; config: Record<string, unknown>; secretCiphertext: string | null; updatedAt: Date },
+    teamId?: string,
   ): Promise<ChannelRecord | null> {
     if (!isUuid(id)) return null;
     const rows = await this.#query<Row>(
       `update notification_channels as c set name = $3, config = $4::jsonb, secret_ciphertext = $5,
          updated_at = to_timestamp($6::float8 / 1000.0)
-       where c.id = $1 and c.organization_id = $2 returning ${CHANNEL_COLUMNS}`,
+       where c.id = $1 and c.organization_id = $2 and ($7::uuid is null or c.team_id = $7::uuid) returning ${CHANNEL_COLUMNS}`,
       [
         id,
         organizationId,
@@ -174,17 +185,19 @@ export class NotificationsRepository {
         JSON.stringify(change.config),
         change.secretCiphertext,
         change.updatedAt.getTime(),
+        teamId ?? null,
       ],
     );
     return rows[0] ? channelFromRow(rows[0]) : null;
   }
 
   /** Deletes the channel, its delivery log and its place in rules (cascade). */
-  async deleteChannel(organizationId: string, id: string): Promise<boolean> {
+  async deleteChannel(organizationId: string, id: string, teamId?: string): Promise<boolean> {
     if (!isUuid(id)) return false;
     const rows = await this.#query(
-      "delete from notification_channels where id = $1 and organization_id = $2 returning id",
-      [id, organizationId],
+      `delete from notification_channels where id = $1 and organization_id = $2
+       and ($3::uuid is null or team_id = $3::uuid) returning id`,
+      [id, organizationId, teamId ?? null],
     );
     return rows.length > 0;
   }

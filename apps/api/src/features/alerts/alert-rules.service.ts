@@ -36,9 +36,28 @@ export const storedSelector = (selector: TRouterSelector | undefined): RouterSel
 });
 
 /**
+ * The selector of a rule or window owned by `teamId` (made by a team-bound credential): narrowed to
+ * that team, after checking it names no other team and no router outside it (404 as another
+ * organization's). Organization-wide (`teamId` undefined): only the organization is checked.
+ */
+export const ownSelector = async (
+  query: Query,
+  organizationId: string,
+  routers: RouterSelectorRecord,
+  teamId: string | undefined,
+): Promise<RouterSelectorRecord> => {
+  if (!(await new AlertRulesRepository(query).selectorIsOwn(organizationId, routers, teamId))) {
+    throw new AppError("not_found", routers.team_id !== undefined ? "Team or router not found." : "Router not found.");
+  }
+  return teamId === undefined ? routers : { ...routers, team_id: teamId };
+};
+
+/**
  * Alert rules of an organization (docs/api.md "Alerts and maintenance windows"): which events of
  * which routers reach which channels. A channel, team or router of another organization answers
- * 404 like an unknown one; at most {@link ALERT_LIMITS.rulesPerOrganization} rules.
+ * 404 like an unknown one; at most {@link ALERT_LIMITS.rulesPerOrganization} rules. With `teamId`
+ * (a team-bound credential) every method sees only that team's rules (another's is 404), names only
+ * its channels, and a rule it makes selects only its team's routers.
  */
 export class AlertRulesService {
   readonly #d: AlertRulesDeps;
@@ -46,17 +65,18 @@ export class AlertRulesService {
     this.#d = deps;
   }
 
-  async create(organizationId: string, input: TCreateAlertRuleInput): Promise<TAlertRule> {
-    const routers = storedSelector(input.routers);
+  async create(organizationId: string, input: TCreateAlertRuleInput, teamId?: string): Promise<TAlertRule> {
+    const selector = storedSelector(input.routers);
     const channelIds = [...new Set(input.channels)];
     const max = ALERT_LIMITS.rulesPerOrganization;
     const created = await this.#d.db.transaction(async (query) => {
       const rules = new AlertRulesRepository(query);
       await new NotificationsRepository(query).lockOrganization(organizationId);
-      await this.#checkReferences(query, organizationId, routers, channelIds);
+      const routers = await this.#checkReferences(query, organizationId, selector, channelIds, teamId, teamId);
       if ((await rules.count(organizationId)) >= max) return null;
       return rules.insert({
         organizationId,
+        teamId: teamId ?? null,
         name: input.name,
         events: input.events.includes("*") ? ["*"] : [...new Set(input.events)],
         routers,
@@ -80,21 +100,21 @@ export class AlertRulesService {
     return toAlertRuleResponse(created);
   }
 
-  async list(organizationId: string): Promise<TAlertRule[]> {
-    return (await new AlertRulesRepository(queryOf(this.#d.db)).list(organizationId)).map(toAlertRuleResponse);
+  async list(organizationId: string, teamId?: string): Promise<TAlertRule[]> {
+    return (await new AlertRulesRepository(queryOf(this.#d.db)).list(organizationId, teamId)).map(toAlertRuleResponse);
   }
 
-  async get(organizationId: string, id: string): Promise<TAlertRule> {
-    const rule = await new AlertRulesRepository(queryOf(this.#d.db)).get(organizationId, id);
+  async get(organizationId: string, id: string, teamId?: string): Promise<TAlertRule> {
+    const rule = await new AlertRulesRepository(queryOf(this.#d.db)).get(organizationId, id, teamId);
     if (!rule) throw notFound();
     return toAlertRuleResponse(rule);
   }
 
   /** Replaces the fields given; the rest stay. */
-  async update(organizationId: string, input: TUpdateAlertRuleInput): Promise<TAlertRule> {
+  async update(organizationId: string, input: TUpdateAlertRuleInput, teamId?: string): Promise<TAlertRule> {
     const updated = await this.#d.db.transaction(async (query) => {
       const rules = new AlertRulesRepository(query);
-      const current = await rules.get(organizationId, input.id);
+      const current = await rules.get(organizationId, input.id, teamId);
       if (!current) throw notFound();
       const next: AlertRuleRecord = {
         ...current,
@@ -106,30 +126,38 @@ export class AlertRulesService {
         minOfflineSeconds: input.min_offline_seconds ?? current.minOfflineSeconds,
         quietHours: input.quiet_hours === undefined ? current.quietHours : input.quiet_hours,
       };
-      await this.#checkReferences(query, organizationId, next.routers, next.channelIds);
+      next.routers = await this.#checkReferences(
+        query,
+        organizationId,
+        next.routers,
+        next.channelIds,
+        teamId,
+        current.teamId ?? undefined,
+      );
       return rules.update(next);
     });
     if (!updated) throw notFound();
     return toAlertRuleResponse(updated);
   }
 
-  async delete(organizationId: string, id: string): Promise<void> {
-    if (!(await new AlertRulesRepository(queryOf(this.#d.db)).delete(organizationId, id))) throw notFound();
+  async delete(organizationId: string, id: string, teamId?: string): Promise<void> {
+    if (!(await new AlertRulesRepository(queryOf(this.#d.db)).delete(organizationId, id, teamId))) throw notFound();
   }
 
+  /**
+   * Channels visible to the credential (`teamId`), routers of the rule's owner team (`ownerTeamId`):
+   * answers the selector to store.
+   */
   async #checkReferences(
     query: Query,
     organizationId: string,
     routers: RouterSelectorRecord,
     channelIds: readonly string[],
-  ): Promise<void> {
-    const channels = await new NotificationsRepository(query).channelsIn(organizationId, channelIds);
+    teamId: string | undefined,
+    ownerTeamId: string | undefined,
+  ): Promise<RouterSelectorRecord> {
+    const channels = await new NotificationsRepository(query).channelsIn(organizationId, channelIds, teamId);
     if (channels.length !== channelIds.length) throw new AppError("not_found", "Notification channel not found.");
-    if (!(await new AlertRulesRepository(query).selectorIsOwn(organizationId, routers))) {
-      throw new AppError(
-        "not_found",
-        routers.team_id !== undefined ? "Team or router not found." : "Router not found.",
-      );
-    }
+    return ownSelector(query, organizationId, routers, ownerTeamId);
   }
 }

@@ -519,3 +519,139 @@ describe("the alert engine (service tier)", () => {
     expect(http.hanging()).toBeLessThanOrEqual(4);
   });
 });
+
+describe("team-bound credentials (service tier)", () => {
+  /** An organization with a second team (the bound credential's) and a router in each team. */
+  const teams = async () => {
+    const owner = await makeUser(db);
+    const second = crypto.randomUUID();
+    await db.query(
+      "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'Second', false, now())",
+      [second, owner.organizationId],
+    );
+    const defaultRouter = await makeRouter(db, owner);
+    const teamRouter = await makeRouter(db, { organizationId: owner.organizationId, teamId: second });
+    const tag = unique();
+    const slack = (name: string) =>
+      ZCreateChannelInput.parse({ name, type: "slack", config: { webhook_url: `${http.url}/slack/${tag}-${name}` } });
+    return { owner, org: owner.organizationId, second, defaultRouter, teamRouter, slack, tag };
+  };
+  const count = async (table: string, organizationId: string) =>
+    (
+      await db.query<{ n: number }>(`select count(*)::int as n from ${table} where organization_id = $1`, [
+        organizationId,
+      ])
+    )[0]?.n;
+
+  it("channels: sees, tests and changes only its team's; another's is 404 and changes nothing", async () => {
+    const t = await teams();
+    const orgChannel = await channels.create(t.org, SYSTEM_ORIGIN, t.slack("org"));
+    const teamChannel = await channels.create(t.org, SYSTEM_ORIGIN, t.slack("team"), t.second);
+    expect((await channels.list(t.org, t.second)).map((c) => c.id)).toEqual([teamChannel.id]);
+    expect((await channels.list(t.org)).map((c) => c.id).sort()).toEqual([orgChannel.id, teamChannel.id].sort());
+
+    for (const attempt of [
+      () => channels.get(t.org, orgChannel.id, t.second),
+      () => channels.update(t.org, { id: orgChannel.id, name: "taken" }, t.second),
+      () => channels.test(t.org, orgChannel.id, t.second),
+      () => channels.deliveries(t.org, { id: orgChannel.id }, t.second),
+      () => channels.delete(t.org, orgChannel.id, t.second),
+    ]) {
+      expect((await rejection(attempt())).code).toBe("not_found");
+    }
+    expect((await channels.get(t.org, orgChannel.id)).name).toBe("org");
+    expect(await db.query("select 1 from notification_deliveries where channel_id = $1", [orgChannel.id])).toEqual([]);
+
+    expect((await channels.update(t.org, { id: teamChannel.id, name: "renamed" }, t.second)).name).toBe("renamed");
+    await channels.test(t.org, teamChannel.id, t.second);
+    expect((await channels.deliveries(t.org, { id: teamChannel.id }, t.second)).data).toHaveLength(1);
+    await channels.delete(t.org, teamChannel.id, t.second);
+    // The organization-wide credential changes any of them.
+    await channels.delete(t.org, orgChannel.id);
+    expect(await channels.list(t.org)).toEqual([]);
+  });
+
+  it("rules: name only its team's channels and routers (another team's id 404), select only its team", async () => {
+    const t = await teams();
+    const orgChannel = await channels.create(t.org, SYSTEM_ORIGIN, t.slack("org"));
+    const teamChannel = await channels.create(t.org, SYSTEM_ORIGIN, t.slack("team"), t.second);
+    const orgRule = await rules.create(t.org, { name: "org", events: ["*"], channels: [orgChannel.id] });
+    const base = { name: "team", events: ["router.offline"], channels: [teamChannel.id] };
+
+    for (const input of [
+      { ...base, channels: [orgChannel.id] },
+      { ...base, routers: { team_id: t.owner.teamId } },
+      { ...base, routers: { router_ids: [t.defaultRouter.id] } },
+      { ...base, routers: { router_ids: [t.teamRouter.id, t.defaultRouter.id] } },
+    ]) {
+      expect((await rejection(rules.create(t.org, input, t.second))).code).toBe("not_found");
+    }
+    expect(await count("alert_rules", t.org)).toBe(1);
+
+    // Narrowed to its team: no selector, or its own team's router, is stored with its team.
+    const teamRule = await rules.create(t.org, base, t.second);
+    expect(teamRule.routers).toEqual({ team_id: t.second });
+    const byId = await rules.create(t.org, { ...base, routers: { router_ids: [t.teamRouter.id] } }, t.second);
+    expect(byId.routers).toEqual({ router_ids: [t.teamRouter.id], team_id: t.second });
+
+    expect((await rules.list(t.org, t.second)).map((r) => r.id).sort()).toEqual([teamRule.id, byId.id].sort());
+    expect(await rules.list(t.org)).toHaveLength(3);
+    for (const attempt of [
+      () => rules.get(t.org, orgRule.id, t.second),
+      () => rules.update(t.org, { id: orgRule.id, name: "taken" }, t.second),
+      () => rules.delete(t.org, orgRule.id, t.second),
+      () => rules.update(t.org, { id: teamRule.id, routers: { team_id: t.owner.teamId } }, t.second),
+      // Even an organization-wide credential cannot point a team's rule at another team.
+      () => rules.update(t.org, { id: teamRule.id, routers: { router_ids: [t.defaultRouter.id] } }),
+    ]) {
+      expect((await rejection(attempt())).code).toBe("not_found");
+    }
+    expect(await rules.get(t.org, orgRule.id)).toEqual(orgRule);
+    expect(await rules.get(t.org, teamRule.id)).toEqual(teamRule);
+    // Widening with an empty selector stays inside the team.
+    expect((await rules.update(t.org, { id: teamRule.id, routers: {} }, t.second)).routers).toEqual({
+      team_id: t.second,
+    });
+
+    // Only the team's router reaches the team's channel.
+    clock.set(T0 + 60_000);
+    await event(t.org, t.defaultRouter.id, "router.offline", T0);
+    await event(t.org, t.teamRouter.id, "router.offline", T0);
+    await alerts.run();
+    await alerts.run();
+    const routersOf = async (channelId: string) =>
+      (
+        await db.query<{ router_id: string }>(
+          "select distinct router_id::text as router_id from notification_deliveries where channel_id = $1",
+          [channelId],
+        )
+      ).map((r) => r.router_id);
+    await eventually(async () => (await routersOf(orgChannel.id)).length === 2, "the organization's rule", 15_000);
+    expect(await routersOf(teamChannel.id)).toEqual([t.teamRouter.id]);
+  });
+
+  it("maintenance windows: see and delete only its team's, cover only its team's routers", async () => {
+    const t = await teams();
+    const window = { name: "w", starts_at: "2026-12-01T22:00:00Z", ends_at: "2026-12-01T23:00:00Z" };
+    const orgWindow = await windows.create(t.org, SYSTEM_ORIGIN, window);
+    for (const routers of [{ team_id: t.owner.teamId }, { router_ids: [t.defaultRouter.id] }]) {
+      expect((await rejection(windows.create(t.org, SYSTEM_ORIGIN, { ...window, routers }, t.second))).code).toBe(
+        "not_found",
+      );
+    }
+    expect(await count("maintenance_windows", t.org)).toBe(1);
+    const teamWindow = await windows.create(t.org, SYSTEM_ORIGIN, window, t.second);
+    expect(teamWindow.routers).toEqual({ team_id: t.second });
+    expect((await windows.list(t.org, t.second)).map((w) => w.id)).toEqual([teamWindow.id]);
+    expect((await rejection(windows.get(t.org, orgWindow.id, t.second))).code).toBe("not_found");
+    expect((await rejection(windows.delete(t.org, orgWindow.id, SYSTEM_ORIGIN, t.second))).code).toBe("not_found");
+    expect(await windows.get(t.org, orgWindow.id)).toEqual(orgWindow);
+    const audited = await db.query<{ team_id: string | null }>(
+      "select team_id::text as team_id from audit_log where action = 'maintenance.created' and target_id = $1",
+      [teamWindow.id],
+    );
+    expect(audited).toEqual([{ team_id: t.second }]);
+    await windows.delete(t.org, teamWindow.id, SYSTEM_ORIGIN, t.second);
+    expect((await windows.list(t.org)).map((w) => w.id)).toEqual([orgWindow.id]);
+  });
+});

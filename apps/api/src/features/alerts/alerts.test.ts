@@ -1,5 +1,7 @@
+import { createSecretKey } from "node:crypto";
 import { makeRouter } from "@fleet/db/testing";
 import { ALERT_LIMITS } from "@fleet/shared";
+import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../client.ts";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
@@ -227,5 +229,74 @@ describe("alert rules and maintenance windows over HTTP", () => {
     const rule = await client.alertRules.create.mutate({ name: "r", events: ["*"], channels: [channel.data.id] });
     expect((await client.alertRules.get.query({ id: rule.data.id })).data.name).toBe("r");
     expect((await client.maintenanceWindows.list.query()).data).toEqual([]);
+  });
+});
+
+describe("team-bound credentials over HTTP", () => {
+  it("see only their team's channels, rules and windows; another team's id is a JSend 404 (REST and tRPC)", async () => {
+    const user = await h.login();
+    const second = crypto.randomUUID();
+    await h.db.query(
+      "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'Second', false, now())",
+      [second, user.organizationId],
+    );
+    const teamToken = await new SignJWT({
+      sub: user.userId,
+      id: user.organizationId,
+      team: second,
+      scope: "routers:read routers:write",
+    })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("5m")
+      .sign(createSecretKey(Buffer.from(h.config.auth.jwtSecret ?? "")));
+    const otherRouter = await makeRouter(h.db, user);
+    const slack = { type: "slack", config: { webhook_url: "http://127.0.0.1:9/hook" } };
+    const orgChannel = await h.request("POST", "/api/notification-channels", {
+      token: user.token,
+      body: { name: "org", ...slack },
+    });
+    const teamChannel = await h.request("POST", "/api/notification-channels", {
+      token: teamToken,
+      body: { name: "team", ...slack },
+    });
+    expect(teamChannel.status).toBe(201);
+    const listed = await h.request("GET", "/api/notification-channels", { token: teamToken });
+    expect(listed.body.data.map((c: { id: string }) => c.id)).toEqual([teamChannel.body.data.id]);
+    const hidden = await h.request("GET", `/api/notification-channels/${orgChannel.body.data.id}`, {
+      token: teamToken,
+    });
+    expect(hidden.status).toBe(404);
+    expect(hidden.body).toMatchObject({ status: "fail", message: expect.any(String) });
+    const trpc = await h.request("POST", "/trpc/notificationChannels.delete", {
+      token: teamToken,
+      body: { id: orgChannel.body.data.id },
+    });
+    expect(trpc.status).toBe(404);
+
+    const foreign = await h.refused("POST", "/api/alert-rules", {
+      token: teamToken,
+      body: {
+        name: "r",
+        events: ["*"],
+        channels: [teamChannel.body.data.id],
+        routers: { router_ids: [otherRouter.id] },
+      },
+    });
+    expect(foreign.status).toBe(404);
+    const rule = await h.request("POST", "/api/alert-rules", {
+      token: teamToken,
+      body: { name: "r", events: ["*"], channels: [teamChannel.body.data.id] },
+    });
+    expect(rule.status).toBe(201);
+    expect(rule.body.data.routers).toEqual({ team_id: second });
+    const window = await h.request("POST", "/api/maintenance-windows", {
+      token: teamToken,
+      body: { name: "w", starts_at: "2026-12-01T22:00:00Z", ends_at: "2026-12-01T23:00:00Z" },
+    });
+    expect(window.status).toBe(201);
+    expect((await h.request("GET", "/api/maintenance-windows", { token: user.token })).body.data).toHaveLength(1);
+    expect(
+      (await h.request("GET", `/api/alert-rules/${rule.body.data.id}`, { token: user.token })).body.data.routers,
+    ).toEqual({ team_id: second });
   });
 });

@@ -18,4 +18,8 @@ export const createAlertRule = authedProcedure("routers:write")
   })
   .input(ZCreateAlertRuleInput)
   .output(successEnvelope(ZAlertRule))
-  .mutation(jsend(({ ctx, input }) => ctx.services.alertRules.create(ctx.auth.organizationId, input)));
+  .mutation(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.alertRules.create(ctx.auth.organizationId, input, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

@@ -20,5 +20,12 @@ export const createMaintenanceWindow = authedProcedure("routers:write")
   .input(ZCreateMaintenanceWindowInput)
   .output(successEnvelope(ZMaintenanceWindow))
   .mutation(
-    jsend(({ ctx, input }) => ctx.services.maintenanceWindows.create(ctx.auth.organizationId, auditOrigin(ctx), input)),
+    jsend(async ({ ctx, input }) =>
+      ctx.services.maintenanceWindows.create(
+        ctx.auth.organizationId,
+        auditOrigin(ctx),
+        input,
+        await ctx.services.teams.bound(ctx.auth),
+      ),
+    ),
   );

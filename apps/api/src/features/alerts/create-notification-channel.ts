@@ -18,7 +18,12 @@ export const createNotificationChannel = authedProcedure("routers:write")
   .input(ZCreateChannelInput)
   .output(successEnvelope(ZChannel))
   .mutation(
-    jsend(({ ctx, input }) =>
-      ctx.services.notificationChannels.create(ctx.auth.organizationId, auditOrigin(ctx), input),
+    jsend(async ({ ctx, input }) =>
+      ctx.services.notificationChannels.create(
+        ctx.auth.organizationId,
+        auditOrigin(ctx),
+        input,
+        await ctx.services.teams.bound(ctx.auth),
+      ),
     ),
   );

@@ -14,5 +14,5 @@ export const deleteAlertRule = authedProcedure("routers:write")
   .input(ZIdPath)
   .output(ZNoContent)
   .mutation(async ({ ctx, input }) => {
-    await ctx.services.alertRules.delete(ctx.auth.organizationId, input.id);
+    await ctx.services.alertRules.delete(ctx.auth.organizationId, input.id, await ctx.services.teams.bound(ctx.auth));
   });

@@ -15,5 +15,10 @@ export const deleteMaintenanceWindow = authedProcedure("routers:write")
   .input(ZIdPath)
   .output(ZNoContent)
   .mutation(async ({ ctx, input }) => {
-    await ctx.services.maintenanceWindows.delete(ctx.auth.organizationId, input.id, auditOrigin(ctx));
+    await ctx.services.maintenanceWindows.delete(
+      ctx.auth.organizationId,
+      input.id,
+      auditOrigin(ctx),
+      await ctx.services.teams.bound(ctx.auth),
+    );
   });

@@ -14,5 +14,9 @@ export const deleteNotificationChannel = authedProcedure("routers:write")
   .input(ZIdPath)
   .output(ZNoContent)
   .mutation(async ({ ctx, input }) => {
-    await ctx.services.notificationChannels.delete(ctx.auth.organizationId, input.id);
+    await ctx.services.notificationChannels.delete(
+      ctx.auth.organizationId,
+      input.id,
+      await ctx.services.teams.bound(ctx.auth),
+    );
   });

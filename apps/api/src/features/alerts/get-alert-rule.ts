@@ -14,4 +14,8 @@ export const getAlertRule = authedProcedure("routers:read")
   })
   .input(ZIdPath)
   .output(successEnvelope(ZAlertRule))
-  .query(jsend(({ ctx, input }) => ctx.services.alertRules.get(ctx.auth.organizationId, input.id)));
+  .query(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.alertRules.get(ctx.auth.organizationId, input.id, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

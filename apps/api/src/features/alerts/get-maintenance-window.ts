@@ -14,4 +14,8 @@ export const getMaintenanceWindow = authedProcedure("routers:read")
   })
   .input(ZIdPath)
   .output(successEnvelope(ZMaintenanceWindow))
-  .query(jsend(({ ctx, input }) => ctx.services.maintenanceWindows.get(ctx.auth.organizationId, input.id)));
+  .query(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.maintenanceWindows.get(ctx.auth.organizationId, input.id, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

@@ -14,4 +14,12 @@ export const getNotificationChannel = authedProcedure("routers:read")
   })
   .input(ZIdPath)
   .output(successEnvelope(ZChannel))
-  .query(jsend(({ ctx, input }) => ctx.services.notificationChannels.get(ctx.auth.organizationId, input.id)));
+  .query(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.notificationChannels.get(
+        ctx.auth.organizationId,
+        input.id,
+        await ctx.services.teams.bound(ctx.auth),
+      ),
+    ),
+  );

@@ -15,4 +15,8 @@ export const listAlertRules = authedProcedure("routers:read")
   })
   .input(z.void())
   .output(successEnvelope(z.array(ZAlertRule)))
-  .query(jsend(({ ctx }) => ctx.services.alertRules.list(ctx.auth.organizationId)));
+  .query(
+    jsend(async ({ ctx }) =>
+      ctx.services.alertRules.list(ctx.auth.organizationId, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

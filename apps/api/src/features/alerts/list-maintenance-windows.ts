@@ -15,4 +15,8 @@ export const listMaintenanceWindows = authedProcedure("routers:read")
   })
   .input(z.void())
   .output(successEnvelope(z.array(ZMaintenanceWindow)))
-  .query(jsend(({ ctx }) => ctx.services.maintenanceWindows.list(ctx.auth.organizationId)));
+  .query(
+    jsend(async ({ ctx }) =>
+      ctx.services.maintenanceWindows.list(ctx.auth.organizationId, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

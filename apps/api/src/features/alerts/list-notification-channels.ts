@@ -15,4 +15,8 @@ export const listNotificationChannels = authedProcedure("routers:read")
   })
   .input(z.void())
   .output(successEnvelope(z.array(ZChannel)))
-  .query(jsend(({ ctx }) => ctx.services.notificationChannels.list(ctx.auth.organizationId)));
+  .query(
+    jsend(async ({ ctx }) =>
+      ctx.services.notificationChannels.list(ctx.auth.organizationId, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

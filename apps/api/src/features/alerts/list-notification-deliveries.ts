@@ -15,4 +15,12 @@ export const listNotificationDeliveries = authedProcedure("routers:read")
   })
   .input(ZDeliveriesQuery)
   .output(ZDeliveriesPage)
-  .query(jsend.page(({ ctx, input }) => ctx.services.notificationChannels.deliveries(ctx.auth.organizationId, input)));
+  .query(
+    jsend.page(async ({ ctx, input }) =>
+      ctx.services.notificationChannels.deliveries(
+        ctx.auth.organizationId,
+        input,
+        await ctx.services.teams.bound(ctx.auth),
+      ),
+    ),
+  );

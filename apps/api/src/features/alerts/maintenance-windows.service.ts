@@ -1,5 +1,4 @@
 import {
-  AlertRulesRepository,
   type AuditOrigin,
   type Database,
   insertAuditEntry,
@@ -14,7 +13,7 @@ import {
   type TCreateMaintenanceWindowInput,
   type TMaintenanceWindow,
 } from "@fleet/shared";
-import { storedSelector } from "./alert-rules.service.ts";
+import { ownSelector, storedSelector } from "./alert-rules.service.ts";
 import { toMaintenanceWindowResponse } from "./alerts.mapper.ts";
 
 export interface MaintenanceWindowsDeps {
@@ -27,7 +26,9 @@ const CAP_RETRY_AFTER_SECONDS = 60;
 
 /**
  * Maintenance windows of an organization (docs/api.md "Alerts and maintenance windows"): one-off or
- * weekly in a time zone; audited `maintenance.created` and `maintenance.deleted`.
+ * weekly in a time zone; audited `maintenance.created` and `maintenance.deleted`. With `teamId` (a
+ * team-bound credential) every method sees only that team's windows (another's is 404), and a
+ * window it makes covers only its team's routers.
  */
 export class MaintenanceWindowsService {
   readonly #d: MaintenanceWindowsDeps;
@@ -39,22 +40,19 @@ export class MaintenanceWindowsService {
     organizationId: string,
     origin: AuditOrigin,
     input: TCreateMaintenanceWindowInput,
+    teamId?: string,
   ): Promise<TMaintenanceWindow> {
-    const routers = storedSelector(input.routers);
+    const selector = storedSelector(input.routers);
     const now = this.#d.clock.now();
     const max = ALERT_LIMITS.windowsPerOrganization;
     const created = await this.#d.db.transaction(async (query) => {
       const windows = new MaintenanceWindowsRepository(query);
       await new NotificationsRepository(query).lockOrganization(organizationId);
-      if (!(await new AlertRulesRepository(query).selectorIsOwn(organizationId, routers))) {
-        throw new AppError(
-          "not_found",
-          routers.team_id !== undefined ? "Team or router not found." : "Router not found.",
-        );
-      }
+      const routers = await ownSelector(query, organizationId, selector, teamId);
       if ((await windows.count(organizationId)) >= max) return null;
       const window = await windows.insert({
         organizationId,
+        teamId: teamId ?? null,
         name: input.name,
         routers,
         startsAt: input.weekly || !input.starts_at ? null : new Date(input.starts_at),
@@ -67,6 +65,7 @@ export class MaintenanceWindowsService {
         occurredAt: now,
         action: "maintenance.created",
         actor: origin.actor,
+        teamId: window.teamId,
         sourceIp: origin.sourceIp,
         target: { type: "maintenance_window", id: window.id },
         details: { name: window.name },
@@ -86,28 +85,29 @@ export class MaintenanceWindowsService {
     return toMaintenanceWindowResponse(created);
   }
 
-  async list(organizationId: string): Promise<TMaintenanceWindow[]> {
-    return (await new MaintenanceWindowsRepository(queryOf(this.#d.db)).list(organizationId)).map(
+  async list(organizationId: string, teamId?: string): Promise<TMaintenanceWindow[]> {
+    return (await new MaintenanceWindowsRepository(queryOf(this.#d.db)).list(organizationId, teamId)).map(
       toMaintenanceWindowResponse,
     );
   }
 
-  async get(organizationId: string, id: string): Promise<TMaintenanceWindow> {
-    const window = await new MaintenanceWindowsRepository(queryOf(this.#d.db)).get(organizationId, id);
+  async get(organizationId: string, id: string, teamId?: string): Promise<TMaintenanceWindow> {
+    const window = await new MaintenanceWindowsRepository(queryOf(this.#d.db)).get(organizationId, id, teamId);
     if (!window) throw notFound();
     return toMaintenanceWindowResponse(window);
   }
 
-  async delete(organizationId: string, id: string, origin: AuditOrigin): Promise<void> {
+  async delete(organizationId: string, id: string, origin: AuditOrigin, teamId?: string): Promise<void> {
     const now = this.#d.clock.now();
     const deleted = await this.#d.db.transaction(async (query) => {
-      const removed = await new MaintenanceWindowsRepository(query).delete(organizationId, id);
+      const removed = await new MaintenanceWindowsRepository(query).delete(organizationId, id, teamId);
       if (!removed) return false;
       await insertAuditEntry(query, {
         organizationId,
         occurredAt: now,
         action: "maintenance.deleted",
         actor: origin.actor,
+        teamId: removed.teamId,
         sourceIp: origin.sourceIp,
         target: { type: "maintenance_window", id },
         details: { name: removed.name },

@@ -73,7 +73,8 @@ export const queueNotificationDeliveries = async (
  * Notification channels of an organization (docs/api.md "Alerts and maintenance windows"): their
  * secrets sealed like webhook secrets and masked when read back, URLs judged as webhook URLs, at
  * most {@link ALERT_LIMITS.channelsPerOrganization} (held under parallel creates: the
- * organization's row is locked first), a test send and the delivery log.
+ * organization's row is locked first), a test send and the delivery log. With `teamId` (a
+ * team-bound credential) every method sees only that team's channels: another's answers 404.
  */
 export class NotificationChannelsService {
   readonly #d: NotificationChannelsDeps;
@@ -81,7 +82,12 @@ export class NotificationChannelsService {
     this.#d = deps;
   }
 
-  async create(organizationId: string, _origin: AuditOrigin, input: TCreateChannelInput): Promise<TChannel> {
+  async create(
+    organizationId: string,
+    _origin: AuditOrigin,
+    input: TCreateChannelInput,
+    teamId?: string,
+  ): Promise<TChannel> {
     await this.#checkTarget(input.type, input.config);
     const { open, secret } = splitConfig(input.type, input.config);
     const now = this.#d.clock.now();
@@ -92,6 +98,7 @@ export class NotificationChannelsService {
       if ((await repo.countChannels(organizationId)) >= max) return null;
       return repo.insertChannel({
         organizationId,
+        teamId: teamId ?? null,
         name: input.name,
         type: input.type,
         config: open,
@@ -112,19 +119,19 @@ export class NotificationChannelsService {
     return toChannelResponse(created, secret);
   }
 
-  async list(organizationId: string): Promise<TChannel[]> {
-    return (await this.#repo().listChannels(organizationId)).map((c) => toChannelResponse(c, this.secretOf(c)));
+  async list(organizationId: string, teamId?: string): Promise<TChannel[]> {
+    return (await this.#repo().listChannels(organizationId, teamId)).map((c) => toChannelResponse(c, this.secretOf(c)));
   }
 
-  async get(organizationId: string, id: string): Promise<TChannel> {
-    const channel = await this.#repo().getChannel(organizationId, id);
+  async get(organizationId: string, id: string, teamId?: string): Promise<TChannel> {
+    const channel = await this.#repo().getChannel(organizationId, id, teamId);
     if (!channel) throw notFound();
     return toChannelResponse(channel, this.secretOf(channel));
   }
 
   /** `name`, and `config` replaced whole; a secret sent back as its mask keeps the stored value. */
-  async update(organizationId: string, input: TUpdateChannelInput): Promise<TChannel> {
-    const channel = await this.#repo().getChannel(organizationId, input.id);
+  async update(organizationId: string, input: TUpdateChannelInput, teamId?: string): Promise<TChannel> {
+    const channel = await this.#repo().getChannel(organizationId, input.id, teamId);
     if (!channel) throw notFound();
     const type = channel.type as TChannelType;
     let open = channel.config;
@@ -141,23 +148,28 @@ export class NotificationChannelsService {
       await this.#checkTarget(type, parsed.config);
       ({ open, secret } = splitConfig(type, parsed.config));
     }
-    const updated = await this.#repo().updateChannel(organizationId, channel.id, {
-      name: input.name ?? channel.name,
-      config: open,
-      secretCiphertext: secret ? this.#d.secrets.seal(JSON.stringify(secret)) : null,
-      updatedAt: this.#d.clock.now(),
-    });
+    const updated = await this.#repo().updateChannel(
+      organizationId,
+      channel.id,
+      {
+        name: input.name ?? channel.name,
+        config: open,
+        secretCiphertext: secret ? this.#d.secrets.seal(JSON.stringify(secret)) : null,
+        updatedAt: this.#d.clock.now(),
+      },
+      teamId,
+    );
     if (!updated) throw notFound();
     return toChannelResponse(updated, secret);
   }
 
-  async delete(organizationId: string, id: string): Promise<void> {
-    if (!(await this.#repo().deleteChannel(organizationId, id))) throw notFound();
+  async delete(organizationId: string, id: string, teamId?: string): Promise<void> {
+    if (!(await this.#repo().deleteChannel(organizationId, id, teamId))) throw notFound();
   }
 
   /** Queues a test message to this channel; answers its (pending) delivery. */
-  async test(organizationId: string, id: string): Promise<TNotificationDelivery> {
-    const channel = await this.#repo().getChannel(organizationId, id);
+  async test(organizationId: string, id: string, teamId?: string): Promise<TNotificationDelivery> {
+    const channel = await this.#repo().getChannel(organizationId, id, teamId);
     if (!channel) throw notFound();
     const organizationName = await new AlertEngineRepository(queryOf(this.#d.db)).organizationName(organizationId);
     const now = this.#d.clock.now();
@@ -193,9 +205,13 @@ export class NotificationChannelsService {
     return toNotificationDelivery(delivery);
   }
 
-  async deliveries(organizationId: string, query: TDeliveriesQuery): Promise<Omit<TDeliveriesPage, "status">> {
+  async deliveries(
+    organizationId: string,
+    query: TDeliveriesQuery,
+    teamId?: string,
+  ): Promise<Omit<TDeliveriesPage, "status">> {
     const repo = this.#repo();
-    const channel = await repo.getChannel(organizationId, query.id);
+    const channel = await repo.getChannel(organizationId, query.id, teamId);
     if (!channel) throw notFound();
     let before: { createdAt: Date; id: string } | undefined;
     if (query.cursor !== undefined) {

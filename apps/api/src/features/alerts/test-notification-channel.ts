@@ -15,4 +15,12 @@ export const testNotificationChannel = authedProcedure("routers:write")
   })
   .input(ZIdPath)
   .output(successEnvelope(ZNotificationDelivery))
-  .mutation(jsend(({ ctx, input }) => ctx.services.notificationChannels.test(ctx.auth.organizationId, input.id)));
+  .mutation(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.notificationChannels.test(
+        ctx.auth.organizationId,
+        input.id,
+        await ctx.services.teams.bound(ctx.auth),
+      ),
+    ),
+  );

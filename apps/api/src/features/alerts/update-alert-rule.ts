@@ -15,4 +15,8 @@ export const updateAlertRule = authedProcedure("routers:write")
   })
   .input(ZUpdateAlertRuleInput)
   .output(successEnvelope(ZAlertRule))
-  .mutation(jsend(({ ctx, input }) => ctx.services.alertRules.update(ctx.auth.organizationId, input)));
+  .mutation(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.alertRules.update(ctx.auth.organizationId, input, await ctx.services.teams.bound(ctx.auth)),
+    ),
+  );

@@ -17,4 +17,12 @@ export const updateNotificationChannel = authedProcedure("routers:write")
   })
   .input(ZUpdateChannelInput)
   .output(successEnvelope(ZChannel))
-  .mutation(jsend(({ ctx, input }) => ctx.services.notificationChannels.update(ctx.auth.organizationId, input)));
+  .mutation(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.notificationChannels.update(
+        ctx.auth.organizationId,
+        input,
+        await ctx.services.teams.bound(ctx.auth),
+      ),
+    ),
+  );

@@ -59,6 +59,7 @@ describe("maintenance windows in availability (service tier)", () => {
     ]);
     await new MaintenanceWindowsRepository(queryOf(db)).insert({
       organizationId: owner.organizationId,
+      teamId: null,
       name: "fridays",
       routers: { router_ids: [router.id] },
       startsAt: null,
