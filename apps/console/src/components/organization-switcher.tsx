@@ -51,7 +51,9 @@ export const OrganizationSwitcher = () => {
   const choose = async (id: string) => {
     setSwitching(true);
     try {
-      if (await providerSession.resume(client, id)) queryClient.clear();
+      // Nothing of the previous organization stays on screen: every query starts over, and those
+      // on screen fetch again (clear() would leave mounted pages showing the old answers).
+      if (await providerSession.resume(client, id)) await queryClient.resetQueries();
     } finally {
       setSwitching(false);
     }

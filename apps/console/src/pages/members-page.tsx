@@ -21,6 +21,8 @@ export const MembersPage = () => {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const tree = useQuery(trpc.organizations.list.queryOptions());
+  // The organizations above this one are not in its tree; those the user is a member of are in `me`.
+  const me = useQuery(trpc.me.get.queryOptions());
   const own = tree.data?.data[0];
   const id = own?.id ?? "";
   const members = useQuery({ ...trpc.members.list.queryOptions({ id }), enabled: own !== undefined });
@@ -44,7 +46,8 @@ export const MembersPage = () => {
     invite.mutate({ id, email: values.email, role: values.role as Role });
   };
   const nameOf = (organizationId: string) =>
-    tree.data?.data.find((o) => o.id === organizationId)?.name ?? "an organization above";
+    [...(tree.data?.data ?? []), ...(me.data?.organizations ?? [])].find((o) => o.id === organizationId)?.name ??
+    "an organization above";
   const changeError = update.error ?? remove.error ?? revoke.error;
   return (
     <section aria-labelledby="members-title">
