@@ -1,11 +1,5 @@
 import { BillingMirror } from "../features/subscriptions/billing-mirror.ts";
-import {
-  AccountsRepository,
-  BillingMirrorRepository,
-  type Database,
-  queryOf,
-  SubscriptionsRepository,
-} from "@fleet/db";
+import { AccountsRepository, type Database, queryOf, SubscriptionsRepository } from "@fleet/db";
 import { makeUser } from "@fleet/db/testing";
 import { systemClock } from "@fleet/shared";
 import { type StripeEmulator, startStripeEmulator } from "@fleet/stripe-emulator";

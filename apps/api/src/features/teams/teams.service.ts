@@ -1,4 +1,4 @@
-import { type AuditOrigin, OrganizationsRepository, queryOf, type TeamRecord, TeamsRepository } from "@fleet/db";
+import { OrganizationsRepository, queryOf, type TeamRecord, TeamsRepository } from "@fleet/db";
 import {
   AppError,
   type Clock,
