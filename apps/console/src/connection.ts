@@ -1,16 +1,20 @@
 import { useSyncExternalStore } from "react";
 
 /**
- * Whether the server is reachable, as the console last saw it: a call that got no answer, or the
- * status stream reconnecting, marks it lost; the next answer marks it back.
+ * Whether the server is reachable, as the console last saw it: a call that got no answer, the
+ * status stream reconnecting or the browser going offline marks it lost; the next answer while the
+ * browser is online marks it back.
  */
 let lost = false;
 const listeners = new Set<() => void>();
 
 export const connection = {
   set(next: boolean) {
-    if (lost === next) return;
-    lost = next;
+    // While the browser reports no network, an answer to a call made before it went (a late one)
+    // does not mark the server back: the banner stays until the network does.
+    const value = next || (typeof navigator !== "undefined" && navigator.onLine === false);
+    if (lost === value) return;
+    lost = value;
     for (const listener of listeners) listener();
   },
   subscribe(listener: () => void) {
