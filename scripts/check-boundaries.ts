@@ -40,7 +40,8 @@ const AREAS: Area[] = [
   {
     dir: "packages/db",
     allowedInternal: ["@fleet/shared", "@fleet/runtime"],
-    // The ORM and its two drivers, the job engine, and the pool, job and cluster-lease metrics.
+    // The ORM, its two drivers and its typed query builder, the job engine, and the pool, job and
+    // cluster-lease metrics.
     allowedExternal: [
       "@mikro-orm/core",
       "@mikro-orm/migrations",
@@ -48,6 +49,7 @@ const AREAS: Area[] = [
       "@mikro-orm/pglite",
       "@mikro-orm/postgresql",
       "@electric-sql/pglite",
+      "kysely",
       "pg",
       "pg-boss",
       "prom-client",

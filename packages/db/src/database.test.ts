@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openDatabase } from "./database.ts";
+import { openDatabase, type Query, queryOf } from "./database.ts";
 import { AccountsRepository } from "./repositories/accounts.repository.ts";
 import { IdentityWorkflow } from "./identity/identity-workflow.ts";
 import { createTestDatabase, makeAccount, makeChildOrganization, makeUser, uniqueEmail } from "./testing/index.ts";
@@ -43,6 +43,45 @@ describe("database", () => {
         return created;
       });
       expect(await db.query<{ id: string }>("select id from organizations where name = $1", [name])).toEqual([{ id }]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("the handle's typed statements run in its transaction and give values as the entities declare", async () => {
+    const db = await createTestDatabase();
+    try {
+      const name = `kysely-${crypto.randomUUID()}`;
+      const createdAt = new Date("2026-11-29T03:17:18.123Z");
+      const insert = (query: Query, id: string) =>
+        query.kysely.insertInto("organizations").values({ id, name, parent_id: null, created_at: createdAt }).execute();
+      await expect(
+        db.transaction(async (query) => {
+          await insert(query, crypto.randomUUID());
+          // The raw runner of the same handle sees the typed statement's row: one connection.
+          expect(await query("select 1 from organizations where name = $1", [name])).toHaveLength(1);
+          throw new Error("abort");
+        }),
+      ).rejects.toThrow("abort");
+      expect(await queryOf(db).kysely.selectFrom("organizations").where("name", "=", name).execute()).toEqual([]);
+
+      const id = crypto.randomUUID();
+      await db.transaction((query) => insert(query, id));
+      const row = await queryOf(db)
+        .kysely.selectFrom("organizations")
+        .where("name", "=", name)
+        .select(["id", "created_at", "parent_id"])
+        .executeTakeFirstOrThrow();
+      expect(row).toEqual({ id, created_at: createdAt, parent_id: null });
+      expect(row.created_at).toBeInstanceOf(Date);
+      const renamed = await db.query.kysely
+        .updateTable("organizations")
+        .set({ name: `${name}-2` })
+        .where("id", "=", id)
+        .executeTakeFirst();
+      expect(renamed.numUpdatedRows).toBe(1n);
+      // Kysely may not open a transaction of its own: db.transaction owns them.
+      await expect(db.query.kysely.transaction().execute(async () => 1)).rejects.toThrow("db.transaction");
     } finally {
       await db.close();
     }

@@ -2,7 +2,18 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { MikroORM } from "@mikro-orm/core";
 import { Migrator } from "@mikro-orm/migrations";
+import { type InferKyselyDB, MikroKyselyPlugin, type SqlEntityManager } from "@mikro-orm/sql";
 import { inSpan, lockDataDir, SpanKind } from "@fleet/runtime";
+import {
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type QueryResult,
+} from "kysely";
 import pg from "pg";
 import { ENTITIES } from "./entities/index.ts";
 import { MIGRATIONS } from "./migrations/index.ts";
@@ -39,7 +50,7 @@ export interface Database {
    * (docs/contributing.md "Add a migration": the one SQL style of repositories). `prepare` names
    * the statement so PostgreSQL parses and plans it once per connection.
    */
-  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
+  readonly query: DatabaseQuery;
   /**
    * Runs `work` in one transaction on one connection, its statements through the `query` it is
    * given (not `db.query`, which would run outside it, and on PGlite wait for it forever);
@@ -60,23 +71,97 @@ export interface QueryOptions {
   prepare?: string;
 }
 
-/** A statement runner with `$1..$n` placeholders: `db.query`, or the one `db.transaction` hands out. */
-export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<T[]>;
+/** The tables as the entities define them (entities/index.ts): what typed queries are checked against. */
+export type Schema = InferKyselyDB<(typeof ENTITIES)[number]>;
+
+/**
+ * The one handle repositories take: `db.query`, or the one `db.transaction` hands out. Called, it
+ * runs one statement with `$1..$n` placeholders; its `kysely` builds typed statements that run on
+ * the same connection, in the same transaction (docs/contributing.md "SQL style").
+ */
+export interface Query {
+  <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  readonly kysely: Kysely<Schema>;
+}
+
+/** `db.query`: a {@link Query} that can also name its statement. */
+export interface DatabaseQuery {
+  <T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
+  readonly kysely: Kysely<Schema>;
+}
 
 /** `db.query` as a {@link Query}, for a repository that runs outside a transaction. */
-export const queryOf =
-  (db: Pick<Database, "query">): Query =>
-  <T>(sql: string, params?: readonly unknown[]) =>
-    db.query<T>(sql, params);
+export const queryOf = (db: Pick<Database, "query">): Query =>
+  withKysely(
+    <T>(sql: string, params?: readonly unknown[]) => db.query<T>(sql, params),
+    () => db.query.kysely,
+  );
 
+/** Attaches the typed builder, made on first use: a handle that only runs raw SQL never builds one. */
+const withKysely = <F extends (...args: never[]) => Promise<unknown[]>>(
+  query: F,
+  make: () => Kysely<Schema>,
+): F & { readonly kysely: Kysely<Schema> } => {
+  let kysely: Kysely<Schema> | undefined;
+  return Object.defineProperty(query, "kysely", { get: () => (kysely ??= make()) }) as F & {
+    readonly kysely: Kysely<Schema>;
+  };
+};
+
+/** One statement on a connection: its rows and, for writes, how many rows it touched (pg, PGlite). */
+type Run = (
+  sql: string,
+  params: unknown[],
+) => Promise<{ rows: unknown[]; rowCount?: number | null; affectedRows?: number | undefined }>;
 type RawQuery = (sql: string, params: unknown[], options?: QueryOptions) => Promise<unknown[]>;
-type RawTransaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
+type RawTransaction = <T>(work: (run: Run) => Promise<T>) => Promise<T>;
 interface PgliteLike {
-  query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+  query(sql: string, params?: unknown[]): Promise<{ rows: unknown[]; affectedRows?: number }>;
   transaction<T>(
-    work: (tx: { query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }> }) => Promise<T>,
+    work: (tx: {
+      query(sql: string, params?: unknown[]): Promise<{ rows: unknown[]; affectedRows?: number }>;
+    }) => Promise<T>,
   ): Promise<T>;
 }
+
+/**
+ * Kysely over one of our runners rather than its own pool: its statements take the connection (and
+ * the transaction) of the handle, and MikroORM's plugin converts values as the entities declare them
+ * (timestamps come back as `Date`, the drivers here hand them over as text).
+ */
+const kyselyOver = (run: Run, plugin: MikroKyselyPlugin): Kysely<Schema> => {
+  const connection: DatabaseConnection = {
+    executeQuery: async <R>(compiled: CompiledQuery): Promise<QueryResult<R>> => {
+      const { rows, rowCount, affectedRows } = await run(compiled.sql, [...compiled.parameters]);
+      const touched = rowCount ?? affectedRows;
+      return touched == null ? { rows: rows as R[] } : { rows: rows as R[], numAffectedRows: BigInt(touched) };
+    },
+    streamQuery: () => {
+      throw new Error("streaming is not supported");
+    },
+  };
+  const refuse = async () => {
+    throw new Error("transactions are opened by db.transaction, not by Kysely");
+  };
+  const driver: Driver = {
+    init: async () => {},
+    acquireConnection: async () => connection,
+    beginTransaction: refuse,
+    commitTransaction: refuse,
+    rollbackTransaction: refuse,
+    releaseConnection: async () => {},
+    destroy: async () => {},
+  };
+  return new Kysely<Schema>({
+    dialect: {
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => driver,
+      createIntrospector: (db) => new PostgresIntrospector(db),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+    },
+    plugins: [plugin],
+  });
+};
 
 const MIGRATIONS_TABLE = "mikro_orm_migrations";
 // Any fixed 64-bit number: processes starting together serialize their migrations on it.
@@ -130,15 +215,15 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
   }
   const connection = orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgliteLike> };
   const pglite = await connection.getNativeClient();
+  const run: Run = (sql, params) => pglite.query(sql, params);
   const raw: RawQuery = async (sql, params) => (await pglite.query(sql, params)).rows;
   // PGlite runs one statement at a time on its one connection; its transaction() holds that lock.
   const transaction: RawTransaction = (work) =>
-    pglite.transaction((tx) =>
-      work(async <T>(sql: string, params: readonly unknown[] = []) => (await tx.query(sql, [...params])).rows as T[]),
-    );
+    pglite.transaction((tx) => work((sql, params) => tx.query(sql, params)));
   return wrap(
     "pglite",
     orm,
+    run,
     raw,
     transaction,
     async () => {
@@ -165,6 +250,7 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
     waiting: pool.waitingCount,
     max: config.poolSize ?? 10,
   }));
+  const run: Run = (sql, params) => pool.query({ text: sql, values: params });
   const raw: RawQuery = async (sql, params, options) =>
     (
       await pool.query(
@@ -173,11 +259,10 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
     ).rows;
   const transaction: RawTransaction = async (work) => {
     const client = await pool.connect();
-    const query: Query = async <T>(sql: string, params: readonly unknown[] = []) =>
-      (await client.query(sql, [...params])).rows as T[];
+    const run: Run = (sql, params) => client.query(sql, params);
     try {
       await client.query("begin");
-      const result = await work(query);
+      const result = await work(run);
       await client.query("commit");
       client.release();
       return result;
@@ -206,11 +291,11 @@ const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promis
     }
   };
   // The pool is MikroORM's own: closing the ORM ends it.
-  return wrap("postgresql", orm, raw, transaction, migrateWithLock, async () => unwatchPool());
+  return wrap("postgresql", orm, run, raw, transaction, migrateWithLock, async () => unwatchPool());
 };
 
 interface PgClientLike {
-  query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+  query(sql: string, params?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
   release(error?: Error): void;
 }
 
@@ -218,7 +303,11 @@ interface NativePgPool {
   readonly totalCount: number;
   readonly idleCount: number;
   readonly waitingCount: number;
-  query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  query(config: {
+    name?: string;
+    text: string;
+    values: unknown[];
+  }): Promise<{ rows: unknown[]; rowCount: number | null }>;
   connect(): Promise<PgClientLike>;
 }
 
@@ -230,6 +319,8 @@ const nativePool = async (orm: MikroORM): Promise<NativePgPool> => {
 const wrap = (
   driver: DatabaseDriver,
   orm: MikroORM,
+  /** Statements of the typed builder outside a transaction (each gets its span, like `query`). */
+  run: Run,
   raw: RawQuery,
   transaction: RawTransaction,
   migrate: () => Promise<void>,
@@ -238,26 +329,48 @@ const wrap = (
   afterClose: () => void = () => {},
 ): Database => {
   let closed = false;
-  return {
-    driver,
-    orm,
-    // docs/operations.md "Tracing": a span per statement, with its text (never its values).
-    query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
+  // Metadata and platform only: the plugin never runs a statement through this fork.
+  const plugin = new MikroKyselyPlugin(orm.em.fork() as SqlEntityManager, { convertValues: true });
+  const spanned = <R>(name: string, sql: string, work: () => Promise<R>) =>
+    inSpan(
+      name,
+      { "db.system.name": driver, "db.query.text": sql.length > 2000 ? sql.slice(0, 2000) : sql },
+      work,
+      SpanKind.CLIENT,
+    );
+  const typedRun: Run = async (sql, params) => {
+    if (closed) throw new Error("database is closed");
+    return await spanned("db.query", sql, () => run(sql, params));
+  };
+  // docs/operations.md "Tracing": a span per statement, with its text (never its values).
+  const query = withKysely(
+    async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
       if (closed) throw new Error("database is closed");
       // Awaited rather than returned: an async function that returns a promise resolves with it in
       // two more microtask steps than one that awaits it. The span's work is handed raw's promise as
       // it is; a synchronous throw still ends as a rejection (inSpan and this async function both
       // turn it into one).
-      return await inSpan(
-        options?.prepare ?? "db.query",
-        { "db.system.name": driver, "db.query.text": sql.length > 2000 ? sql.slice(0, 2000) : sql },
-        () => raw(sql, [...params], options) as Promise<T[]>,
-        SpanKind.CLIENT,
-      );
+      return await spanned(options?.prepare ?? "db.query", sql, () => raw(sql, [...params], options) as Promise<T[]>);
     },
+    () => kyselyOver(typedRun, plugin),
+  );
+  const handleOf = (tx: Run): Query =>
+    withKysely(
+      async <T>(sql: string, params: readonly unknown[] = []) => (await tx(sql, [...params])).rows as T[],
+      () => kyselyOver(tx, plugin),
+    );
+  return {
+    driver,
+    orm,
+    query,
     transaction: (work) => {
       if (closed) return Promise.reject(new Error("database is closed"));
-      return inSpan("db.transaction", { "db.system.name": driver }, () => transaction(work), SpanKind.CLIENT);
+      return inSpan(
+        "db.transaction",
+        { "db.system.name": driver },
+        () => transaction((tx) => work(handleOf(tx))),
+        SpanKind.CLIENT,
+      );
     },
     migrate,
     ping: async () => {

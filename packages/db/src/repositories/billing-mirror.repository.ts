@@ -1,4 +1,4 @@
-import type { Database, Query } from "../database.ts";
+import { type Database, type Query, queryOf } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A card as mirrored from the processor. */
@@ -279,7 +279,7 @@ export class BillingMirrorRepository {
   }
 
   async #query(): Promise<Query> {
-    return (sql, params) => this.#db.query(sql, params);
+    return queryOf(this.#db);
   }
 
   /** Writes outside a transaction (each statement on its own). */

@@ -1,7 +1,7 @@
 import { hashHeartbeatToken } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Query } from "../database.ts";
+import type { Query, QueryOptions } from "../database.ts";
 import { createTestDatabase, lockWaiters, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
 import { LIVENESS_ROOM_BYTES } from "../migrations/20261128-035-liveness-room.migration.ts";
 import { AdoptionsRepository } from "./adoptions.repository.ts";
@@ -337,10 +337,13 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
         const repo = new HeartbeatsRepository({
           ...db,
           driver: db.driver,
-          query: (sql, params, options) => {
-            statements.push(options?.prepare);
-            return query(sql, params);
-          },
+          query: Object.assign(
+            <T>(sql: string, params?: readonly unknown[], options?: QueryOptions) => {
+              statements.push(options?.prepare);
+              return query<T>(sql, params);
+            },
+            { kysely: query.kysely },
+          ),
         });
         expect(await setting(query)).toBe("on");
         const result = await work(repo);

@@ -1,6 +1,6 @@
 import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
-import type { Database, Query } from "../database.ts";
+import { type Database, type Query, queryOf } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A router as the API reads it (docs/api.md "Router", "Router Metadata"). */
@@ -273,7 +273,7 @@ export class RoutersRepository {
    * Inserts the router with its tunnel address, on `query` when given (the enrollment's transaction,
    * which writes its audit entry); throws {@link TunnelIpTakenError} when another router holds it.
    */
-  async insert(input: NewRouter, query: Query = (sql, params) => this.#db.query(sql, params)): Promise<RouterRecord> {
+  async insert(input: NewRouter, query: Query = queryOf(this.#db)): Promise<RouterRecord> {
     const rows = await query<Row>(
       `with inserted as (
          insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at, tunnel_ip)

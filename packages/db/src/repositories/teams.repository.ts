@@ -18,16 +18,27 @@ export interface TeamContents {
   invitations: number;
 }
 
-const COLUMNS = `t.id, t.organization_id, t.name, t.is_default, (extract(epoch from t.created_at) * 1000)::float8 as created_ms,
-  (select count(*) from routers r where r.team_id = t.id) as routers`;
+const selectTeams = (query: Query) =>
+  query.kysely
+    .selectFrom("teams as t")
+    .select((eb) => [
+      "t.id",
+      "t.organization_id",
+      "t.name",
+      "t.is_default",
+      "t.created_at",
+      eb.selectFrom("routers as r").whereRef("r.team_id", "=", "t.id").select(eb.fn.countAll().as("n")).as("routers"),
+    ]);
 
-const fromRow = (row: Record<string, unknown>): TeamRecord => ({
-  id: String(row.id),
-  organizationId: String(row.organization_id),
-  name: String(row.name),
-  isDefault: row.is_default === true,
-  routers: toNumber(row.routers),
-  createdAt: new Date(toNumber(row.created_ms)),
+type TeamRow = Awaited<ReturnType<ReturnType<typeof selectTeams>["executeTakeFirstOrThrow"]>>;
+
+const fromRow = (row: TeamRow): TeamRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  name: row.name,
+  isDefault: row.is_default,
+  routers: toNumber(row.routers ?? 0),
+  createdAt: row.created_at,
 });
 
 /** `teams` of an organization: reads and writes only, on the `query` it is given. */
@@ -38,49 +49,69 @@ export class TeamsRepository {
   }
 
   async list(organizationId: string): Promise<TeamRecord[]> {
-    const rows = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS} from teams t where t.organization_id = $1 order by t.is_default desc, t.created_at, t.id`,
-      [organizationId],
-    );
+    const rows = await selectTeams(this.#query)
+      .where("t.organization_id", "=", organizationId)
+      .orderBy("t.is_default", "desc")
+      .orderBy("t.created_at")
+      .orderBy("t.id")
+      .execute();
     return rows.map(fromRow);
   }
 
   async find(organizationId: string, teamId: string): Promise<TeamRecord | null> {
     if (!isUuid(teamId)) return null;
-    const rows = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS} from teams t where t.organization_id = $1 and t.id = $2`,
-      [organizationId, teamId],
-    );
-    return rows[0] ? fromRow(rows[0]) : null;
+    const row = await selectTeams(this.#query)
+      .where("t.organization_id", "=", organizationId)
+      .where("t.id", "=", teamId)
+      .executeTakeFirst();
+    return row ? fromRow(row) : null;
   }
 
   async count(organizationId: string): Promise<number> {
-    const rows = await this.#query<{ n: unknown }>(`select count(*) as n from teams where organization_id = $1`, [
-      organizationId,
-    ]);
-    return toNumber(rows[0]?.n ?? 0);
+    const row = await this.#query.kysely
+      .selectFrom("teams")
+      .where("organization_id", "=", organizationId)
+      .select((eb) => eb.fn.countAll().as("n"))
+      .executeTakeFirstOrThrow();
+    return toNumber(row.n);
   }
 
   async insert(input: { id: string; organizationId: string; name: string; isDefault: boolean; createdAt: Date }) {
-    await this.#query(
-      `insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, $3, $4, $5)`,
-      [input.id, input.organizationId, input.name, input.isDefault, input.createdAt],
-    );
+    await this.#query.kysely
+      .insertInto("teams")
+      .values({
+        id: input.id,
+        organization_id: input.organizationId,
+        name: input.name,
+        is_default: input.isDefault,
+        created_at: input.createdAt,
+      })
+      .execute();
   }
 
   async rename(teamId: string, name: string): Promise<void> {
-    await this.#query(`update teams set name = $2 where id = $1`, [teamId, name]);
+    await this.#query.kysely.updateTable("teams").set({ name }).where("id", "=", teamId).execute();
   }
 
   async contents(teamId: string, now: Date): Promise<TeamContents> {
-    const rows = await this.#query<Record<string, unknown>>(
-      `select (select count(*) from routers where team_id = $1) as routers,
-         (select count(*) from organization_members where team_id = $1) as members,
-         (select count(*) from invitations where team_id = $1 and accepted_at is null and revoked_at is null
-            and expires_at > $2) as invitations`,
-      [teamId, now],
-    );
-    const row = rows[0] ?? {};
+    const row = await this.#query.kysely
+      .selectNoFrom((eb) => [
+        eb.selectFrom("routers").where("team_id", "=", teamId).select(eb.fn.countAll().as("n")).as("routers"),
+        eb
+          .selectFrom("organization_members")
+          .where("team_id", "=", teamId)
+          .select(eb.fn.countAll().as("n"))
+          .as("members"),
+        eb
+          .selectFrom("invitations")
+          .where("team_id", "=", teamId)
+          .where("accepted_at", "is", null)
+          .where("revoked_at", "is", null)
+          .where("expires_at", ">", now)
+          .select(eb.fn.countAll().as("n"))
+          .as("invitations"),
+      ])
+      .executeTakeFirstOrThrow();
     return {
       routers: toNumber(row.routers ?? 0),
       members: toNumber(row.members ?? 0),
@@ -89,12 +120,13 @@ export class TeamsRepository {
   }
 
   async delete(teamId: string): Promise<void> {
-    await this.#query(`delete from teams where id = $1`, [teamId]);
+    await this.#query.kysely.deleteFrom("teams").where("id", "=", teamId).execute();
   }
 
   /** Moves a router of the organization to the team; null when no such router. */
   async moveRouter(organizationId: string, routerId: string, teamId: string): Promise<{ fromTeamId: string } | null> {
     if (!isUuid(routerId)) return null;
+    // Raw: the self-join hands back the team the router leaves, in the one statement that moves it.
     const rows = await this.#query<{ team_id: string }>(
       `update routers r set team_id = $3 from routers old
        where r.id = old.id and r.id = $2 and r.organization_id = $1 returning old.team_id`,
