@@ -13,6 +13,7 @@ import {
   PostgresIntrospector,
   PostgresQueryCompiler,
   type QueryResult,
+  type Selectable,
 } from "kysely";
 import pg from "pg";
 import { ENTITIES } from "./entities/index.ts";
@@ -73,6 +74,9 @@ export interface QueryOptions {
 
 /** The tables as the entities define them (entities/index.ts): what typed queries are checked against. */
 export type Schema = InferKyselyDB<(typeof ENTITIES)[number]>;
+
+/** A row of `table` as a select gives it back. */
+export type Row<Table extends keyof Schema> = Selectable<Schema[Table]>;
 
 /**
  * The one handle repositories take: `db.query`, or the one `db.transaction` hands out. Called, it

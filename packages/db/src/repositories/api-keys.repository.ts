@@ -1,5 +1,5 @@
 import { isUuid } from "@fleet/shared";
-import type { Query } from "../database.ts";
+import type { Query, Row } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** An API key as stored: never the key itself (docs/api.md "Authentication"). */
@@ -30,30 +30,33 @@ export interface NewApiKey {
   expiresAt: Date | null;
 }
 
-type Row = Record<string, unknown>;
-
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
-
 /** Live keys (not expired) one organization may hold (docs/api.md "Authentication"). */
 export const API_KEYS_PER_ORGANIZATION = 100;
 
-const COLUMNS = `k.id, k.organization_id, k.team_id, k.created_by, k.name, k.prefix, k.scopes, ${ms("k.created_at", "created_ms")},
-  ${ms("k.expires_at", "expires_ms")}, ${ms("k.last_used_at", "last_used_ms")}`;
+const COLUMNS = [
+  "id",
+  "organization_id",
+  "team_id",
+  "created_by",
+  "name",
+  "prefix",
+  "scopes",
+  "created_at",
+  "expires_at",
+  "last_used_at",
+] as const;
 
-const dateOrNull = (value: unknown): Date | null =>
-  value === null || value === undefined ? null : new Date(toNumber(value));
-
-const keyFromRow = (row: Row): ApiKeyRecord => ({
-  id: String(row.id),
-  organizationId: String(row.organization_id),
-  teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
-  createdBy: String(row.created_by),
-  name: String(row.name),
-  prefix: String(row.prefix),
-  scopes: String(row.scopes).split(" ").filter(Boolean),
-  createdAt: new Date(toNumber(row.created_ms)),
-  expiresAt: dateOrNull(row.expires_ms),
-  lastUsedAt: dateOrNull(row.last_used_ms),
+const keyFromRow = (row: Omit<Row<"api_keys">, "key_hash">): ApiKeyRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  teamId: row.team_id,
+  createdBy: row.created_by,
+  name: row.name,
+  prefix: row.prefix,
+  scopes: row.scopes.split(" ").filter(Boolean),
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  lastUsedAt: row.last_used_at,
 });
 
 /**
@@ -69,47 +72,53 @@ export class ApiKeysRepository {
 
   /** Locks the organization's row, so parallel creates cannot all see room for one more. */
   async lockOrganization(organizationId: string): Promise<void> {
-    await this.#query("select id from organizations where id = $1 for update", [organizationId]);
+    await this.#query.kysely
+      .selectFrom("organizations")
+      .select("id")
+      .where("id", "=", organizationId)
+      .forUpdate()
+      .execute();
   }
 
   /** Keys of the organization not expired at `at`. */
   async countLive(organizationId: string, at: Date): Promise<number> {
-    const [live] = await this.#query<{ n: number | string }>(
-      `select count(*)::int as n from api_keys
-       where organization_id = $1 and (expires_at is null or expires_at > to_timestamp($2::float8 / 1000.0))`,
-      [organizationId, at.getTime()],
-    );
-    return toNumber(live?.n ?? 0);
+    const live = await this.#query.kysely
+      .selectFrom("api_keys")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .where("organization_id", "=", organizationId)
+      .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", at)]))
+      .executeTakeFirstOrThrow();
+    return toNumber(live.n);
   }
 
   async insert(input: NewApiKey): Promise<ApiKeyRecord> {
-    const rows = await this.#query<Row>(
-      `insert into api_keys as k (id, organization_id, created_by, name, prefix, key_hash, scopes, created_at, expires_at, team_id)
-         values (gen_random_uuid(), $1, $2, $3, $4, $5, $6, to_timestamp($7::float8 / 1000.0),
-           to_timestamp($8::float8 / 1000.0), $9)
-         returning ${COLUMNS}`,
-      [
-        input.organizationId,
-        input.createdBy,
-        input.name,
-        input.prefix,
-        input.keyHash,
-        input.scopes.join(" "),
-        input.createdAt.getTime(),
-        input.expiresAt?.getTime() ?? null,
-        input.teamId ?? null,
-      ],
-    );
-    const row = rows[0];
-    if (!row) throw new Error("api key insert returned no row");
+    const row = await this.#query.kysely
+      .insertInto("api_keys")
+      .values({
+        id: crypto.randomUUID(),
+        organization_id: input.organizationId,
+        created_by: input.createdBy,
+        name: input.name,
+        prefix: input.prefix,
+        key_hash: input.keyHash,
+        scopes: input.scopes.join(" "),
+        created_at: input.createdAt,
+        expires_at: input.expiresAt,
+        team_id: input.teamId ?? null,
+      })
+      .returning(COLUMNS)
+      .executeTakeFirstOrThrow();
     return keyFromRow(row);
   }
 
   async list(organizationId: string): Promise<ApiKeyRecord[]> {
-    const rows = await this.#query<Row>(
-      `select ${COLUMNS} from api_keys k where k.organization_id = $1 order by k.created_at desc, k.id desc`,
-      [organizationId],
-    );
+    const rows = await this.#query.kysely
+      .selectFrom("api_keys")
+      .select(COLUMNS)
+      .where("organization_id", "=", organizationId)
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .execute();
     return rows.map(keyFromRow);
   }
 
@@ -119,33 +128,32 @@ export class ApiKeysRepository {
     id: string,
   ): Promise<{ name: string; prefix: string; keyHash: string; teamId: string | null } | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      "delete from api_keys where id = $1 and organization_id = $2 returning id, name, prefix, key_hash, team_id",
-      [id, organizationId],
-    );
-    const row = rows[0];
-    return row
-      ? {
-          name: String(row.name),
-          prefix: String(row.prefix),
-          keyHash: String(row.key_hash),
-          teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
-        }
-      : null;
+    const row = await this.#query.kysely
+      .deleteFrom("api_keys")
+      .where("id", "=", id)
+      .where("organization_id", "=", organizationId)
+      .returning(["name", "prefix", "key_hash", "team_id"])
+      .executeTakeFirst();
+    return row ? { name: row.name, prefix: row.prefix, keyHash: row.key_hash, teamId: row.team_id } : null;
   }
 
   /** The key with this hash, or null (revoked or never existed). */
   async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    const rows = await this.#query<Row>(`select ${COLUMNS} from api_keys k where k.key_hash = $1`, [keyHash]);
-    return rows[0] ? keyFromRow(rows[0]) : null;
+    const row = await this.#query.kysely
+      .selectFrom("api_keys")
+      .select(COLUMNS)
+      .where("key_hash", "=", keyHash)
+      .executeTakeFirst();
+    return row ? keyFromRow(row) : null;
   }
 
   /** Best effort, called at most once a minute per key by the verifier. */
   async touch(ids: readonly string[], at: Date): Promise<void> {
     if (ids.length === 0) return;
-    await this.#query(
-      "update api_keys set last_used_at = to_timestamp($2::float8 / 1000.0) where id = any($1::uuid[])",
-      [ids, at.getTime()],
-    );
+    await this.#query.kysely
+      .updateTable("api_keys")
+      .set({ last_used_at: at })
+      .where("id", "=", (eb) => eb.fn.any(eb.val(ids)))
+      .execute();
   }
 }
