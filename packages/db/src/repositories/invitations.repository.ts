@@ -1,5 +1,5 @@
-import { isRole, isUuid, type TRole } from "@fleet/shared";
-import type { Query } from "../database.ts";
+import { isUuid, type TRole } from "@fleet/shared";
+import type { Query, Row } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 export interface InvitationRecord {
@@ -28,28 +28,40 @@ export interface NewInvitation {
   expiresAt: Date;
 }
 
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
-const COLUMNS = `id, organization_id, email, role, team_id, invited_by, ${ms("created_at", "created_ms")},
-  ${ms("expires_at", "expires_ms")}, ${ms("accepted_at", "accepted_ms")}, ${ms("revoked_at", "revoked_ms")}`;
+const COLUMNS = [
+  "id",
+  "organization_id",
+  "email",
+  "role",
+  "team_id",
+  "invited_by",
+  "created_at",
+  "expires_at",
+  "accepted_at",
+  "revoked_at",
+] as const;
 
-const dateOrNull = (value: unknown): Date | null =>
-  value === null || value === undefined ? null : new Date(toNumber(value));
+const fromRow = (row: Pick<Row<"invitations">, (typeof COLUMNS)[number]>): InvitationRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  email: row.email,
+  role: row.role,
+  teamId: row.team_id,
+  invitedBy: row.invited_by,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  acceptedAt: row.accepted_at,
+  revokedAt: row.revoked_at,
+});
 
-const fromRow = (row: Record<string, unknown>): InvitationRecord => {
-  const role = String(row.role);
-  return {
-    id: String(row.id),
-    organizationId: String(row.organization_id),
-    email: String(row.email),
-    role: isRole(role) ? role : "viewer",
-    teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
-    invitedBy: String(row.invited_by),
-    createdAt: new Date(toNumber(row.created_ms)),
-    expiresAt: new Date(toNumber(row.expires_ms)),
-    acceptedAt: dateOrNull(row.accepted_ms),
-    revokedAt: dateOrNull(row.revoked_ms),
-  };
-};
+/** Neither accepted nor revoked, and not expired at `now`. */
+const pending = (query: Query, organizationId: string, now: Date) =>
+  query.kysely
+    .selectFrom("invitations")
+    .where("organization_id", "=", organizationId)
+    .where("accepted_at", "is", null)
+    .where("revoked_at", "is", null)
+    .where("expires_at", ">", now);
 
 /** `invitations`: reads and writes only, on the `query` it is given. */
 export class InvitationsRepository {
@@ -59,69 +71,72 @@ export class InvitationsRepository {
   }
 
   async insert(input: NewInvitation): Promise<InvitationRecord> {
-    const rows = await this.#query<Record<string, unknown>>(
-      `insert into invitations (id, organization_id, email, role, team_id, token_hash, invited_by, created_at, expires_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning ${COLUMNS}`,
-      [
-        input.id,
-        input.organizationId,
-        input.email,
-        input.role,
-        input.teamId,
-        input.tokenHash,
-        input.invitedBy,
-        input.createdAt,
-        input.expiresAt,
-      ],
-    );
-    const row = rows[0];
-    if (!row) throw new Error("insert returned no row");
+    const row = await this.#query.kysely
+      .insertInto("invitations")
+      .values({
+        id: input.id,
+        organization_id: input.organizationId,
+        email: input.email,
+        role: input.role,
+        team_id: input.teamId,
+        token_hash: input.tokenHash,
+        invited_by: input.invitedBy,
+        created_at: input.createdAt,
+        expires_at: input.expiresAt,
+      })
+      .returning(COLUMNS)
+      .executeTakeFirstOrThrow();
     return fromRow(row);
   }
 
   /** Pending: neither accepted nor revoked, and not expired at `now`. */
   async countPending(organizationId: string, now: Date): Promise<number> {
-    const rows = await this.#query<{ n: unknown }>(
-      `select count(*) as n from invitations
-       where organization_id = $1 and accepted_at is null and revoked_at is null and expires_at > $2`,
-      [organizationId, now],
-    );
-    return toNumber(rows[0]?.n ?? 0);
+    const row = await pending(this.#query, organizationId, now)
+      .select((eb) => eb.fn.countAll().as("n"))
+      .executeTakeFirstOrThrow();
+    return toNumber(row.n);
   }
 
   async listPending(organizationId: string, now: Date): Promise<InvitationRecord[]> {
-    const rows = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS} from invitations
-       where organization_id = $1 and accepted_at is null and revoked_at is null and expires_at > $2
-       order by created_at desc, id`,
-      [organizationId, now],
-    );
+    const rows = await pending(this.#query, organizationId, now)
+      .select(COLUMNS)
+      .orderBy("created_at", "desc")
+      .orderBy("id")
+      .execute();
     return rows.map(fromRow);
   }
 
   async find(organizationId: string, id: string): Promise<InvitationRecord | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS} from invitations where organization_id = $1 and id = $2`,
-      [organizationId, id],
-    );
-    return rows[0] ? fromRow(rows[0]) : null;
+    const row = await this.#query.kysely
+      .selectFrom("invitations")
+      .select(COLUMNS)
+      .where("organization_id", "=", organizationId)
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row ? fromRow(row) : null;
   }
 
   /** The invitation a token's hash names, its row locked until the transaction ends. */
   async findByHashForUpdate(tokenHash: string): Promise<InvitationRecord | null> {
-    const rows = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS} from invitations where token_hash = $1 for update`,
-      [tokenHash],
-    );
-    return rows[0] ? fromRow(rows[0]) : null;
+    const row = await this.#query.kysely
+      .selectFrom("invitations")
+      .select(COLUMNS)
+      .where("token_hash", "=", tokenHash)
+      .forUpdate()
+      .executeTakeFirst();
+    return row ? fromRow(row) : null;
   }
 
   async revoke(id: string, at: Date): Promise<void> {
-    await this.#query(`update invitations set revoked_at = $2 where id = $1`, [id, at]);
+    await this.#query.kysely.updateTable("invitations").set({ revoked_at: at }).where("id", "=", id).execute();
   }
 
   async accept(id: string, userId: string, at: Date): Promise<void> {
-    await this.#query(`update invitations set accepted_at = $2, accepted_by = $3 where id = $1`, [id, at, userId]);
+    await this.#query.kysely
+      .updateTable("invitations")
+      .set({ accepted_at: at, accepted_by: userId })
+      .where("id", "=", id)
+      .execute();
   }
 }

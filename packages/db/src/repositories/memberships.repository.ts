@@ -16,6 +16,7 @@ export interface MembershipRecord {
 
 const MAX_WALK = 32;
 
+// Raw, like every walk of the tree: recursive statements read plainer in SQL than in a builder.
 const CHAIN = `with recursive chain (id, parent_id, depth) as (
   select id, parent_id, 0 from organizations where id = $1
   union all
@@ -101,48 +102,62 @@ export class MembershipsRepository {
   /** Every membership of the user, wherever it is held. */
   async ofUser(userId: string): Promise<Array<{ organizationId: string; role: TRole; teamId: string | null }>> {
     if (!isUuid(userId)) return [];
-    const rows = await this.#query<{ organization_id: string; role: string; team_id: string | null }>(
-      `select organization_id, role, team_id from organization_members where user_id = $1`,
-      [userId],
-    );
-    return rows.map((r) => ({
-      organizationId: String(r.organization_id),
-      role: isRole(r.role) ? r.role : "viewer",
-      teamId: r.team_id === null ? null : String(r.team_id),
-    }));
+    const rows = await this.#query.kysely
+      .selectFrom("organization_members")
+      .select(["organization_id", "role", "team_id"])
+      .where("user_id", "=", userId)
+      .execute();
+    return rows.map((r) => ({ organizationId: r.organization_id, role: r.role, teamId: r.team_id }));
   }
 
   /** The user's email, or null for a subject that is no user of ours. */
   async email(userId: string): Promise<string | null> {
     if (!isUuid(userId)) return null;
-    const rows = await this.#query<{ email: string }>(`select email from users where id = $1`, [userId]);
-    return rows[0]?.email ?? null;
+    const row = await this.#query.kysely
+      .selectFrom("users")
+      .select("email")
+      .where("id", "=", userId)
+      .executeTakeFirst();
+    return row?.email ?? null;
   }
 
   async userExists(userId: string): Promise<boolean> {
     if (!isUuid(userId)) return false;
-    return (await this.#query(`select 1 from users where id = $1`, [userId])).length > 0;
+    const row = await this.#query.kysely.selectFrom("users").select("id").where("id", "=", userId).executeTakeFirst();
+    return row !== undefined;
   }
 
   /** The user's membership in exactly this organization. */
   async find(organizationId: string, userId: string): Promise<MembershipRecord | null> {
     if (!isUuid(userId) || !isUuid(organizationId)) return null;
-    const rows = await this.#query<Record<string, unknown>>(
-      `select m.user_id, u.email, m.organization_id, m.role, m.team_id, 0 as depth,
-         (extract(epoch from m.created_at) * 1000)::float8 as created_ms
-       from organization_members m join users u on u.id = m.user_id
-       where m.organization_id = $1 and m.user_id = $2`,
-      [organizationId, userId],
-    );
-    return rows[0] ? fromRow(rows[0]) : null;
+    const row = await this.#query.kysely
+      .selectFrom("organization_members as m")
+      .innerJoin("users as u", "u.id", "m.user_id")
+      .select(["m.user_id", "u.email", "m.organization_id", "m.role", "m.team_id", "m.created_at"])
+      .where("m.organization_id", "=", organizationId)
+      .where("m.user_id", "=", userId)
+      .executeTakeFirst();
+    return row
+      ? {
+          userId: row.user_id,
+          email: row.email,
+          organizationId: row.organization_id,
+          role: row.role,
+          teamId: row.team_id,
+          createdAt: row.created_at,
+          depth: 0,
+        }
+      : null;
   }
 
   async countOwners(organizationId: string): Promise<number> {
-    const rows = await this.#query<{ n: unknown }>(
-      `select count(*) as n from organization_members where organization_id = $1 and role = 'owner'`,
-      [organizationId],
-    );
-    return toNumber(rows[0]?.n ?? 0);
+    const row = await this.#query.kysely
+      .selectFrom("organization_members")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .where("organization_id", "=", organizationId)
+      .where("role", "=", "owner")
+      .executeTakeFirstOrThrow();
+    return toNumber(row.n);
   }
 
   /** Makes or replaces the user's membership in the organization. */
@@ -153,30 +168,47 @@ export class MembershipsRepository {
     teamId: string | null;
     createdAt: Date;
   }): Promise<void> {
-    await this.#query(
-      `insert into organization_members (id, organization_id, user_id, role, team_id, created_at)
-       values ($1, $2, $3, $4, $5, $6)
-       on conflict (organization_id, user_id) do update set role = excluded.role, team_id = excluded.team_id`,
-      [crypto.randomUUID(), input.organizationId, input.userId, input.role, input.teamId, input.createdAt],
-    );
+    await this.#query.kysely
+      .insertInto("organization_members")
+      .values({
+        id: crypto.randomUUID(),
+        organization_id: input.organizationId,
+        user_id: input.userId,
+        role: input.role,
+        team_id: input.teamId,
+        created_at: input.createdAt,
+      })
+      .onConflict((oc) =>
+        oc
+          .columns(["organization_id", "user_id"])
+          .doUpdateSet((eb) => ({ role: eb.ref("excluded.role"), team_id: eb.ref("excluded.team_id") })),
+      )
+      .execute();
   }
 
   async update(organizationId: string, userId: string, change: { role: TRole; teamId: string | null }): Promise<void> {
-    await this.#query(
-      `update organization_members set role = $3, team_id = $4 where organization_id = $1 and user_id = $2`,
-      [organizationId, userId, change.role, change.teamId],
-    );
+    await this.#query.kysely
+      .updateTable("organization_members")
+      .set({ role: change.role, team_id: change.teamId })
+      .where("organization_id", "=", organizationId)
+      .where("user_id", "=", userId)
+      .execute();
   }
 
   async delete(organizationId: string, userId: string): Promise<boolean> {
-    const rows = await this.#query(
-      `delete from organization_members where organization_id = $1 and user_id = $2 returning id`,
-      [organizationId, userId],
-    );
-    return rows.length > 0;
+    const deleted = await this.#query.kysely
+      .deleteFrom("organization_members")
+      .where("organization_id", "=", organizationId)
+      .where("user_id", "=", userId)
+      .executeTakeFirst();
+    return deleted.numDeletedRows > 0n;
   }
 
   async setCurrentOrganization(userId: string, organizationId: string): Promise<void> {
-    await this.#query(`update users set current_organization_id = $2 where id = $1`, [userId, organizationId]);
+    await this.#query.kysely
+      .updateTable("users")
+      .set({ current_organization_id: organizationId })
+      .where("id", "=", userId)
+      .execute();
   }
 }

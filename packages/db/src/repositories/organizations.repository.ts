@@ -29,7 +29,8 @@ export interface OrganizationContents {
 /** Deeper than any tree we allow: a guard against a cycle someone wrote by hand. */
 const MAX_WALK = 32;
 
-// The organization and every one above it, nearest first (depth 0 = itself).
+// The organization and every one above it, nearest first (depth 0 = itself). Raw, like the walks
+// on it: recursive statements read plainer in SQL than in a builder.
 const CHAIN = `with recursive chain (id, parent_id, name, created_at, depth) as (
   select id, parent_id, name, created_at, 0 from organizations where id = $1
   union all
@@ -97,59 +98,90 @@ export class OrganizationsRepository {
   /** Locks the organization's row until the transaction ends (children and members change under it). */
   async lock(organizationId: string): Promise<boolean> {
     if (!isUuid(organizationId)) return false;
-    const rows = await this.#query(`select id from organizations where id = $1 for update`, [organizationId]);
+    const rows = await this.#query.kysely
+      .selectFrom("organizations")
+      .select("id")
+      .where("id", "=", organizationId)
+      .forUpdate()
+      .execute();
     return rows.length > 0;
   }
 
   async countChildren(organizationId: string): Promise<number> {
-    const rows = await this.#query<{ n: unknown }>(`select count(*) as n from organizations where parent_id = $1`, [
-      organizationId,
-    ]);
-    return toNumber(rows[0]?.n ?? 0);
+    const row = await this.#query.kysely
+      .selectFrom("organizations")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .where("parent_id", "=", organizationId)
+      .executeTakeFirstOrThrow();
+    return toNumber(row.n);
   }
 
   async countRouters(organizationId: string): Promise<number> {
-    const rows = await this.#query<{ n: unknown }>(`select count(*) as n from routers where organization_id = $1`, [
-      organizationId,
-    ]);
-    return toNumber(rows[0]?.n ?? 0);
+    const row = await this.#query.kysely
+      .selectFrom("routers")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .where("organization_id", "=", organizationId)
+      .executeTakeFirstOrThrow();
+    return toNumber(row.n);
   }
 
   async createdAt(organizationId: string): Promise<Date | null> {
-    const rows = await this.#query<{ created_ms: unknown }>(
-      `select ${ms("created_at")} as created_ms from organizations where id = $1`,
-      [organizationId],
-    );
-    return rows[0] ? new Date(toNumber(rows[0].created_ms)) : null;
+    const row = await this.#query.kysely
+      .selectFrom("organizations")
+      .select("created_at")
+      .where("id", "=", organizationId)
+      .executeTakeFirst();
+    return row?.created_at ?? null;
   }
 
   async insert(input: { id: string; name: string; parentId: string; createdAt: Date }): Promise<void> {
-    await this.#query(`insert into organizations (id, name, parent_id, created_at) values ($1, $2, $3, $4)`, [
-      input.id,
-      input.name,
-      input.parentId,
-      input.createdAt,
-    ]);
+    await this.#query.kysely
+      .insertInto("organizations")
+      .values({ id: input.id, name: input.name, parent_id: input.parentId, created_at: input.createdAt })
+      .execute();
   }
 
   async rename(organizationId: string, name: string): Promise<void> {
-    await this.#query(`update organizations set name = $2 where id = $1`, [organizationId, name]);
+    await this.#query.kysely.updateTable("organizations").set({ name }).where("id", "=", organizationId).execute();
   }
 
   /** What is left in the organization (routers, children, live sessions, its own billing account). */
   async contents(organizationId: string, now: Date): Promise<OrganizationContents> {
-    const rows = await this.#query<Record<string, unknown>>(
-      `select
-         (select count(*) from routers where organization_id = $1) as routers,
-         (select count(*) from organizations where parent_id = $1) as children,
-         (select count(*) from forwards f join routers r on r.id = f.router_id
-           where r.organization_id = $1 and f.status = 'active' and f.expires_at > $2) as forwards,
-         (select count(*) from router_access a join routers r on r.id = a.router_id
-           where r.organization_id = $1 and a.status = 'active' and a.expires_at > $2) as access,
-         exists (select 1 from billing_accounts where organization_id = $1) as account`,
-      [organizationId, now],
-    );
-    const row = rows[0] ?? {};
+    const row = await this.#query.kysely
+      .selectNoFrom((eb) => [
+        eb
+          .selectFrom("routers")
+          .select(eb.fn.countAll().as("n"))
+          .where("organization_id", "=", organizationId)
+          .as("routers"),
+        eb
+          .selectFrom("organizations")
+          .select(eb.fn.countAll().as("n"))
+          .where("parent_id", "=", organizationId)
+          .as("children"),
+        eb
+          .selectFrom("forwards as f")
+          .innerJoin("routers as r", "r.id", "f.router_id")
+          .select(eb.fn.countAll().as("n"))
+          .where("r.organization_id", "=", organizationId)
+          .where("f.status", "=", "active")
+          .where("f.expires_at", ">", now)
+          .as("forwards"),
+        eb
+          .selectFrom("router_access as a")
+          .innerJoin("routers as r", "r.id", "a.router_id")
+          .select(eb.fn.countAll().as("n"))
+          .where("r.organization_id", "=", organizationId)
+          .where("a.status", "=", "active")
+          .where("a.expires_at", ">", now)
+          .as("access"),
+        eb
+          .exists(
+            eb.selectFrom("billing_accounts").select(eb.lit(1).as("one")).where("organization_id", "=", organizationId),
+          )
+          .as("account"),
+      ])
+      .executeTakeFirstOrThrow();
     return {
       routers: toNumber(row.routers ?? 0),
       children: toNumber(row.children ?? 0),
@@ -164,6 +196,6 @@ export class OrganizationsRepository {
    * users whose current organization it was have none (the next sign-in picks one).
    */
   async delete(organizationId: string): Promise<void> {
-    await this.#query(`delete from organizations where id = $1`, [organizationId]);
+    await this.#query.kysely.deleteFrom("organizations").where("id", "=", organizationId).execute();
   }
 }
