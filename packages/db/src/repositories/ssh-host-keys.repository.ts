@@ -33,11 +33,12 @@ export class SshHostKeysRepository {
   /** Whether the router exists (a removed router's device is never logged in to), and its pin. */
   async lookup(routerId: string): Promise<{ exists: boolean; fingerprint: string | undefined }> {
     if (!isUuid(routerId)) return { exists: false, fingerprint: undefined };
-    const rows = await this.#query<{ fingerprint: string | null }>(
-      "select k.fingerprint from routers r left join ssh_host_keys k on k.router_id = r.id where r.id = $1",
-      [routerId],
-    );
-    const row = rows[0];
+    const row = await this.#query.kysely
+      .selectFrom("routers as r")
+      .leftJoin("ssh_host_keys as k", "k.router_id", "r.id")
+      .select("k.fingerprint")
+      .where("r.id", "=", routerId)
+      .executeTakeFirst();
     return { exists: row !== undefined, fingerprint: row?.fingerprint ?? undefined };
   }
 
@@ -48,33 +49,32 @@ export class SshHostKeysRepository {
    */
   async pin(routerId: string, fingerprint: string, now: Date): Promise<PinResult> {
     if (!isUuid(routerId)) return { removed: true };
-    const query = this.#query;
-    const [router] = await query<{ organization_id: string; tunnel_ip: string | null }>(
-      "select organization_id, tunnel_ip from routers where id = $1 for update",
-      [routerId],
-    );
+    const db = this.#query.kysely;
+    const router = await db
+      .selectFrom("routers")
+      .select(["organization_id", "tunnel_ip"])
+      .where("id", "=", routerId)
+      .forUpdate()
+      .executeTakeFirst();
     if (!router) return { removed: true };
-    const [existing] = await query<{ fingerprint: string }>(
-      "select fingerprint from ssh_host_keys where router_id = $1",
-      [routerId],
-    );
+    const existing = await db
+      .selectFrom("ssh_host_keys")
+      .select("fingerprint")
+      .where("router_id", "=", routerId)
+      .executeTakeFirst();
     if (existing) return { pinned: existing.fingerprint };
     if (router.tunnel_ip) {
-      const [address] = await query<{
-        router_id: string;
-        organization_id: string;
-        removed: boolean;
-        fp: string | null;
-      }>(
-        `select router_id, organization_id, removed_at is not null as removed, host_key_fingerprint as fp
-         from tunnel_addresses where tunnel_ip = $1 for update`,
-        [router.tunnel_ip],
-      );
+      const address = await db
+        .selectFrom("tunnel_addresses")
+        .select(["router_id", "organization_id", "removed_at", "host_key_fingerprint"])
+        .where("tunnel_ip", "=", router.tunnel_ip)
+        .forUpdate()
+        .executeTakeFirst();
       if (
         address &&
         address.router_id !== routerId &&
-        address.removed &&
-        address.fp !== null &&
+        address.removed_at !== null &&
+        address.host_key_fingerprint !== null &&
         address.organization_id !== router.organization_id
       ) {
         return {
@@ -85,27 +85,42 @@ export class SshHostKeysRepository {
           },
         };
       }
-      await query(
-        `insert into tunnel_addresses as t (tunnel_ip, router_id, organization_id, host_key_fingerprint, pinned_at,
-           removed_at, quarantined_until, offboarded_at)
-         values ($1, $2, $3, $4, to_timestamp($5::float8 / 1000.0), null, null, null)
-         on conflict (tunnel_ip) do update set router_id = excluded.router_id,
-           organization_id = excluded.organization_id, host_key_fingerprint = excluded.host_key_fingerprint,
-           pinned_at = excluded.pinned_at, removed_at = null, quarantined_until = null, offboarded_at = null`,
-        [router.tunnel_ip, routerId, router.organization_id, fingerprint, now.getTime()],
-      );
+      await db
+        .insertInto("tunnel_addresses")
+        .values({
+          tunnel_ip: router.tunnel_ip,
+          router_id: routerId,
+          organization_id: router.organization_id,
+          host_key_fingerprint: fingerprint,
+          pinned_at: now,
+          removed_at: null,
+          quarantined_until: null,
+          offboarded_at: null,
+        })
+        .onConflict((oc) =>
+          oc.column("tunnel_ip").doUpdateSet((eb) => ({
+            router_id: eb.ref("excluded.router_id"),
+            organization_id: eb.ref("excluded.organization_id"),
+            host_key_fingerprint: eb.ref("excluded.host_key_fingerprint"),
+            pinned_at: eb.ref("excluded.pinned_at"),
+            removed_at: null,
+            quarantined_until: null,
+            offboarded_at: null,
+          })),
+        )
+        .execute();
     }
-    await query(
-      `insert into ssh_host_keys (id, router_id, fingerprint, created_at)
-       values ($1, $2, $3, to_timestamp($4::float8 / 1000.0)) on conflict (router_id) do nothing`,
-      [crypto.randomUUID(), routerId, fingerprint, now.getTime()],
-    );
+    await db
+      .insertInto("ssh_host_keys")
+      .values({ id: crypto.randomUUID(), router_id: routerId, fingerprint, created_at: now })
+      .onConflict((oc) => oc.column("router_id").doNothing())
+      .execute();
     return { pinned: fingerprint };
   }
 
   /** Forgets a pin (an operator re-keyed the router on purpose). */
   async unpin(routerId: string): Promise<void> {
     if (!isUuid(routerId)) return;
-    await this.#query("delete from ssh_host_keys where router_id = $1", [routerId]);
+    await this.#query.kysely.deleteFrom("ssh_host_keys").where("router_id", "=", routerId).execute();
   }
 }
