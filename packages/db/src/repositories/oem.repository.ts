@@ -2,7 +2,7 @@ import { oemLookupKeys, type TOemCatalog, type TOemProduct, isUuid } from "@flee
 import type { Query } from "../database.ts";
 import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
 import { textArray } from "./pg-arrays.ts";
-import { toDate, toNumber } from "./sql-values.ts";
+import { toNumber } from "./sql-values.ts";
 
 /** Rows per insert statement when the catalogue is replaced (3 parameters each). */
 const INSERT_CHUNK = 1_000;
@@ -47,6 +47,7 @@ export class OemRepository {
   /** The best entry for already-normalized keys, best key first; current models beat archived. */
   async findByKeys(keys: readonly string[]): Promise<TOemProduct | null> {
     if (keys.length === 0) return null;
+    // Raw: a rank per key over an array column, one statement text per number of keys.
     const rank = keys.map((_, i) => `when $${i + 1} = any(match_keys) then ${i}`).join(" ");
     const rows = await this.#query<{ document: unknown }>(
       `select document from oem_products
@@ -62,11 +63,12 @@ export class OemRepository {
   /** Model and board name of a router of `teamId`; null for an unknown id or another team's router. */
   async routerModel(teamId: string, routerId: string): Promise<RouterModelRef | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#query<{ model: string; board_name: string }>(
-      `select model, board_name from routers where id = $1 and team_id = $2`,
-      [routerId, teamId],
-    );
-    const row = rows[0];
+    const row = await this.#query.kysely
+      .selectFrom("routers")
+      .select(["model", "board_name"])
+      .where("id", "=", routerId)
+      .where("team_id", "=", teamId)
+      .executeTakeFirst();
     return row ? { model: row.model ?? "", boardName: row.board_name ?? "" } : null;
   }
 
@@ -77,7 +79,8 @@ export class OemRepository {
   async replaceAll(catalog: TOemCatalog, source: string, now: Date): Promise<number> {
     const products = catalog.products;
     const query = this.#query;
-    await query("delete from oem_products");
+    await query.kysely.deleteFrom("oem_products").execute();
+    // Raw: one multi-row insert per chunk, its arrays written as literals both drivers read alike.
     for (let start = 0; start < products.length; start += INSERT_CHUNK) {
       const chunk = products.slice(start, start + INSERT_CHUNK);
       const params: unknown[] = [source, now];
@@ -100,7 +103,7 @@ export class OemRepository {
    */
   async installSnapshot(catalog: TOemCatalog, now: Date): Promise<boolean> {
     const source = snapshotSource(catalog);
-    const rows = await this.#query<{ source: string }>(`select distinct source from oem_products`);
+    const rows = await this.#query.kysely.selectFrom("oem_products").select("source").distinct().execute();
     const sources = rows.map((r) => r.source);
     if (sources.length === 1 && sources[0] === source) return false;
     if (sources.some((s) => !s.startsWith(SNAPSHOT_SOURCE_PREFIX))) return false;
@@ -109,15 +112,15 @@ export class OemRepository {
   }
 
   async status(): Promise<OemCatalogStatus> {
-    const rows = await this.#query<{ n: unknown; source: string | null; updated_at: unknown }>(
-      `select count(*)::int as n, max(source) as source, max(updated_at) as updated_at from oem_products`,
-    );
-    const row = rows[0];
-    const count = toNumber(row?.n ?? 0);
-    return {
-      count,
-      source: count > 0 ? (row?.source ?? null) : null,
-      updatedAt: count > 0 && row?.updated_at ? toDate(row.updated_at) : null,
-    };
+    const row = await this.#query.kysely
+      .selectFrom("oem_products")
+      .select((eb) => [
+        eb.fn.countAll().as("n"),
+        eb.fn.max("source").as("source"),
+        eb.fn.max("updated_at").as("updated_at"),
+      ])
+      .executeTakeFirstOrThrow();
+    const count = toNumber(row.n);
+    return { count, source: count > 0 ? row.source : null, updatedAt: count > 0 ? row.updated_at : null };
   }
 }
