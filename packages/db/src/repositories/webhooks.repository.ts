@@ -1,5 +1,5 @@
 import { isUuid } from "@fleet/shared";
-import type { Query } from "../database.ts";
+import type { Query, Row } from "../database.ts";
 import { AUDIT_COLUMNS, type AuditRecord, auditFromRow } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -66,49 +66,64 @@ export interface NewDelivery {
   body: string;
 }
 
-type Row = Record<string, unknown>;
+const WEBHOOK_COLUMNS = [
+  "id",
+  "organization_id",
+  "team_id",
+  "url",
+  "events",
+  "description",
+  "format",
+  "secret_ciphertext",
+  "created_at",
+  "failing_since",
+  "disabled_at",
+] as const;
 
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
-const dateOrNull = (value: unknown): Date | null =>
-  value === null || value === undefined ? null : new Date(toNumber(value));
-const textOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
+const DELIVERY_COLUMNS = [
+  "id",
+  "webhook_id",
+  "audit_id",
+  "message_id",
+  "event_type",
+  "body",
+  "status",
+  "attempts",
+  "created_at",
+  "last_attempt_at",
+  "response_status",
+  "response_body",
+  "last_error",
+] as const;
 
-const WEBHOOK_COLUMNS = `w.id, w.organization_id, w.team_id, w.url, w.events, w.description, w.format, w.secret_ciphertext,
-  ${ms("w.created_at", "created_ms")}, ${ms("w.failing_since", "failing_ms")}, ${ms("w.disabled_at", "disabled_ms")}`;
-
-const DELIVERY_COLUMNS = `d.id, d.webhook_id, d.audit_id, d.message_id, d.event_type, d.body, d.status, d.attempts,
-  ${ms("d.created_at", "created_ms")}, ${ms("d.last_attempt_at", "last_attempt_ms")}, d.response_status,
-  d.response_body, d.last_error`;
-
-const webhookFromRow = (row: Row): WebhookRecord => ({
-  id: String(row.id),
-  organizationId: String(row.organization_id),
-  teamId: textOrNull(row.team_id),
-  url: String(row.url),
-  events: (typeof row.events === "string" ? JSON.parse(row.events) : row.events) as string[],
-  description: String(row.description),
-  format: row.format === "slack" ? "slack" : "standard",
-  secretCiphertext: String(row.secret_ciphertext),
-  createdAt: new Date(toNumber(row.created_ms)),
-  failingSince: dateOrNull(row.failing_ms),
-  disabledAt: dateOrNull(row.disabled_ms),
+const webhookFromRow = (row: Row<"webhooks">): WebhookRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  teamId: row.team_id,
+  url: row.url,
+  events: row.events,
+  description: row.description,
+  format: row.format,
+  secretCiphertext: row.secret_ciphertext,
+  createdAt: row.created_at,
+  failingSince: row.failing_since,
+  disabledAt: row.disabled_at,
 });
 
-const deliveryFromRow = (row: Row): DeliveryRecord => ({
-  id: String(row.id),
-  webhookId: String(row.webhook_id),
-  auditId: textOrNull(row.audit_id),
-  messageId: String(row.message_id),
-  eventType: String(row.event_type),
-  body: String(row.body),
-  status: String(row.status) as TDeliveryStatus,
-  attempts: toNumber(row.attempts),
-  createdAt: new Date(toNumber(row.created_ms)),
-  lastAttemptAt: dateOrNull(row.last_attempt_ms),
-  responseStatus:
-    row.response_status === null || row.response_status === undefined ? null : toNumber(row.response_status),
-  responseBody: textOrNull(row.response_body),
-  lastError: textOrNull(row.last_error),
+const deliveryFromRow = (row: Row<"webhook_deliveries">): DeliveryRecord => ({
+  id: row.id,
+  webhookId: row.webhook_id,
+  auditId: row.audit_id,
+  messageId: row.message_id,
+  eventType: row.event_type,
+  body: row.body,
+  status: row.status,
+  attempts: row.attempts,
+  createdAt: row.created_at,
+  lastAttemptAt: row.last_attempt_at,
+  responseStatus: row.response_status,
+  responseBody: row.response_body,
+  lastError: row.last_error,
 });
 
 /** Standard Webhooks message id: stable per delivery, so every retry carries the same one. */
@@ -128,62 +143,77 @@ export class WebhooksRepository {
 
   /** Locks the organization's row, so parallel creates cannot pass its cap together. */
   async lockOrganization(organizationId: string): Promise<void> {
-    await this.#query("select id from organizations where id = $1 for update", [organizationId]);
+    await this.#query.kysely
+      .selectFrom("organizations")
+      .select("id")
+      .where("id", "=", organizationId)
+      .forUpdate()
+      .execute();
   }
 
   async countForOrganization(organizationId: string): Promise<number> {
-    const [held] = await this.#query<Row>("select count(*)::int as n from webhooks where organization_id = $1", [
-      organizationId,
-    ]);
-    return toNumber(held?.n ?? 0);
+    const held = await this.#query.kysely
+      .selectFrom("webhooks")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .where("organization_id", "=", organizationId)
+      .executeTakeFirstOrThrow();
+    return toNumber(held.n);
   }
 
   async insert(input: NewWebhook): Promise<WebhookRecord> {
-    const rows = await this.#query<Row>(
-      `insert into webhooks as w (id, organization_id, url, events, description, format, secret_ciphertext, created_at,
-         team_id)
-       values (gen_random_uuid(), $1, $2, $3::jsonb, $4, $5, $6, to_timestamp($7::float8 / 1000.0), $8::uuid)
-       returning ${WEBHOOK_COLUMNS}`,
-      [
-        input.organizationId,
-        input.url,
-        JSON.stringify(input.events),
-        input.description,
-        input.format,
-        input.secretCiphertext,
-        input.createdAt.getTime(),
-        input.teamId,
-      ],
-    );
-    const row = rows[0];
-    if (!row) throw new Error("webhook insert returned no row");
+    const row = await this.#query.kysely
+      .insertInto("webhooks")
+      .values({
+        id: crypto.randomUUID(),
+        organization_id: input.organizationId,
+        url: input.url,
+        events: [...input.events],
+        description: input.description,
+        format: input.format,
+        secret_ciphertext: input.secretCiphertext,
+        created_at: input.createdAt,
+        team_id: input.teamId,
+      })
+      .returning(WEBHOOK_COLUMNS)
+      .executeTakeFirstOrThrow();
     return webhookFromRow(row);
   }
 
   /** Whether any enabled webhook exists (a process starts its delivery worker only then). */
   async anyEnabled(): Promise<boolean> {
-    return (await this.#query("select 1 from webhooks where disabled_at is null limit 1")).length > 0;
+    const row = await this.#query.kysely
+      .selectFrom("webhooks")
+      .select("id")
+      .where("disabled_at", "is", null)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /** The organization's webhooks; with `teamId`, only that team's (a team-bound credential's view). */
   async list(organizationId: string, teamId?: string): Promise<WebhookRecord[]> {
-    const rows = await this.#query<Row>(
-      `select ${WEBHOOK_COLUMNS} from webhooks w where w.organization_id = $1
-         and ($2::uuid is null or w.team_id = $2::uuid) order by w.created_at, w.id`,
-      [organizationId, teamId ?? null],
-    );
+    const rows = await this.#query.kysely
+      .selectFrom("webhooks")
+      .select(WEBHOOK_COLUMNS)
+      .where("organization_id", "=", organizationId)
+      .$if(teamId !== undefined, (qb) => qb.where("team_id", "=", teamId ?? null))
+      .orderBy("created_at")
+      .orderBy("id")
+      .execute();
     return rows.map(webhookFromRow);
   }
 
   /** One webhook of the organization (with `teamId`: of that team); null otherwise. */
   async get(organizationId: string, id: string, teamId?: string): Promise<WebhookRecord | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `select ${WEBHOOK_COLUMNS} from webhooks w where w.id = $1 and w.organization_id = $2
-         and ($3::uuid is null or w.team_id = $3::uuid)`,
-      [id, organizationId, teamId ?? null],
-    );
-    return rows[0] ? webhookFromRow(rows[0]) : null;
+    const row = await this.#query.kysely
+      .selectFrom("webhooks")
+      .select(WEBHOOK_COLUMNS)
+      .where("id", "=", id)
+      .where("organization_id", "=", organizationId)
+      .$if(teamId !== undefined, (qb) => qb.where("team_id", "=", teamId ?? null))
+      .executeTakeFirst();
+    return row ? webhookFromRow(row) : null;
   }
 
   /**
@@ -196,20 +226,24 @@ export class WebhooksRepository {
     teamId?: string,
   ): Promise<{ url: string; teamId: string | null } | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `delete from webhooks where id = $1 and organization_id = $2 and ($3::uuid is null or team_id = $3::uuid)
-       returning url, team_id`,
-      [id, organizationId, teamId ?? null],
-    );
-    return rows[0] ? { url: String(rows[0].url), teamId: textOrNull(rows[0].team_id) } : null;
+    const row = await this.#query.kysely
+      .deleteFrom("webhooks")
+      .where("id", "=", id)
+      .where("organization_id", "=", organizationId)
+      .$if(teamId !== undefined, (qb) => qb.where("team_id", "=", teamId ?? null))
+      .returning(["url", "team_id"])
+      .executeTakeFirst();
+    return row ? { url: row.url, teamId: row.team_id } : null;
   }
 
   /** Enabled webhooks of these organizations (the dispatcher's fan-out). */
   async enabledOf(organizationIds: readonly string[]): Promise<WebhookRecord[]> {
-    const rows = await this.#query<Row>(
-      `select ${WEBHOOK_COLUMNS} from webhooks w where w.organization_id = any($1::uuid[]) and w.disabled_at is null`,
-      [organizationIds],
-    );
+    const rows = await this.#query.kysely
+      .selectFrom("webhooks")
+      .select(WEBHOOK_COLUMNS)
+      .where("organization_id", "=", (eb) => eb.fn.any(eb.val([...organizationIds])))
+      .where("disabled_at", "is", null)
+      .execute();
     return rows.map(webhookFromRow);
   }
 
@@ -219,6 +253,7 @@ export class WebhooksRepository {
    */
   async insertDeliveries(rows: readonly NewDelivery[], now: Date): Promise<string[]> {
     if (rows.length === 0) return [];
+    // Raw: one statement text for any batch, its columns as arrays through unnest.
     const inserted = await this.#query<{ id: string }>(
       `with v as (
          select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[])
@@ -244,12 +279,18 @@ export class WebhooksRepository {
 
   /** Whether the outbox holds anything (a cheap look before a transaction). */
   async hasUndispatched(): Promise<boolean> {
-    return (await this.#query("select 1 from audit_log where dispatched_at is null limit 1")).length > 0;
+    const row = await this.#query.kysely
+      .selectFrom("audit_log")
+      .select("id")
+      .where("dispatched_at", "is", null)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /** Up to `limit` undispatched audit entries, oldest first, locked (SKIP LOCKED: processes share the work). */
   async takeUndispatched(limit: number): Promise<AuditRecord[]> {
-    const rows = await this.#query<Row>(
+    const rows = await this.#query<Record<string, unknown>>(
       `select ${AUDIT_COLUMNS} from audit_log a where a.dispatched_at is null
        order by a.occurred_at limit $1::int for update skip locked`,
       [limit],
@@ -258,56 +299,58 @@ export class WebhooksRepository {
   }
 
   async markDispatched(auditIds: readonly string[], now: Date): Promise<void> {
-    await this.#query(
-      "update audit_log set dispatched_at = to_timestamp($2::float8 / 1000.0) where id = any($1::uuid[])",
-      [auditIds, now.getTime()],
-    );
+    await this.#query.kysely
+      .updateTable("audit_log")
+      .set({ dispatched_at: now })
+      .where("id", "=", (eb) => eb.fn.any(eb.val([...auditIds])))
+      .execute();
   }
 
   /** A delivery with its webhook, for the worker (null when the webhook was deleted). */
   async delivery(id: string): Promise<{ delivery: DeliveryRecord; webhook: WebhookRecord } | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `select ${DELIVERY_COLUMNS}, w.id as w_id, w.organization_id as w_organization_id, w.team_id as w_team_id,
-         w.url as w_url,
-         w.events as w_events, w.description as w_description, w.format as w_format,
-         w.secret_ciphertext as w_secret_ciphertext, ${ms("w.created_at", "w_created_ms")},
-         ${ms("w.failing_since", "w_failing_ms")}, ${ms("w.disabled_at", "w_disabled_ms")}
-       from webhook_deliveries d join webhooks w on w.id = d.webhook_id where d.id = $1`,
-      [id],
-    );
-    const row = rows[0];
-    if (!row) return null;
-    const hook: Row = {};
-    for (const [key, value] of Object.entries(row)) if (key.startsWith("w_")) hook[key.slice(2)] = value;
-    return { delivery: deliveryFromRow(row), webhook: webhookFromRow(hook) };
+    const delivery = await this.#query.kysely
+      .selectFrom("webhook_deliveries")
+      .select(DELIVERY_COLUMNS)
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!delivery) return null;
+    // Deleting the webhook deletes its deliveries: no webhook here means it went in between.
+    const webhook = await this.#query.kysely
+      .selectFrom("webhooks")
+      .select(WEBHOOK_COLUMNS)
+      .where("id", "=", delivery.webhook_id)
+      .executeTakeFirst();
+    return webhook ? { delivery: deliveryFromRow(delivery), webhook: webhookFromRow(webhook) } : null;
   }
 
   /** The delivery log of one webhook, newest first. */
   async deliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
-    const rows = await this.#query<Row>(
-      `select ${DELIVERY_COLUMNS} from webhook_deliveries d where d.webhook_id = $1
-       order by d.created_at desc, d.id desc limit $2::int`,
-      [webhookId, limit],
-    );
+    const rows = await this.#query.kysely
+      .selectFrom("webhook_deliveries")
+      .select(DELIVERY_COLUMNS)
+      .where("webhook_id", "=", webhookId)
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .limit(limit)
+      .execute();
     return rows.map(deliveryFromRow);
   }
 
   /** Records an attempt on the delivery row (its error cut to the column's 500 characters). */
   async updateDelivery(deliveryId: string, attempt: DeliveryAttemptRow): Promise<void> {
-    await this.#query(
-      `update webhook_deliveries set status = $2, attempts = attempts + 1, last_attempt_at = to_timestamp($3::float8 / 1000.0),
-         response_status = $4, response_body = $5, last_error = $6
-       where id = $1`,
-      [
-        deliveryId,
-        attempt.status,
-        attempt.at.getTime(),
-        attempt.responseStatus,
-        attempt.responseBody,
-        attempt.error === null ? null : attempt.error.slice(0, 500),
-      ],
-    );
+    await this.#query.kysely
+      .updateTable("webhook_deliveries")
+      .set((eb) => ({
+        status: attempt.status,
+        attempts: eb("attempts", "+", 1),
+        last_attempt_at: attempt.at,
+        response_status: attempt.responseStatus,
+        response_body: attempt.responseBody,
+        last_error: attempt.error === null ? null : attempt.error.slice(0, 500),
+      }))
+      .where("id", "=", deliveryId)
+      .execute();
   }
 
   /**
@@ -315,21 +358,23 @@ export class WebhooksRepository {
    * `failingSince` afterwards.
    */
   async updateFailingSince(webhookId: string, ok: boolean, at: Date): Promise<Date | null> {
-    const rows = await this.#query<Row>(
-      `update webhooks set failing_since = case when $2::boolean then null
-         else coalesce(failing_since, to_timestamp($3::float8 / 1000.0)) end
-       where id = $1 returning ${ms("failing_since", "failing_ms")}`,
-      [webhookId, ok, at.getTime()],
-    );
-    return dateOrNull(rows[0]?.failing_ms);
+    const row = await this.#query.kysely
+      .updateTable("webhooks")
+      .set((eb) => ({ failing_since: ok ? null : eb.fn.coalesce("failing_since", eb.val(at)) }))
+      .where("id", "=", webhookId)
+      .returning("failing_since")
+      .executeTakeFirst();
+    return row?.failing_since ?? null;
   }
 
   /** Marks a delivery failed without an attempt (its webhook is disabled). */
   async abandon(deliveryId: string, reason: string): Promise<void> {
-    await this.#query(
-      "update webhook_deliveries set status = 'failed', last_error = $2 where id = $1 and status = 'pending'",
-      [deliveryId, reason],
-    );
+    await this.#query.kysely
+      .updateTable("webhook_deliveries")
+      .set({ status: "failed", last_error: reason })
+      .where("id", "=", deliveryId)
+      .where("status", "=", "pending")
+      .execute();
   }
 
   /** Disables an enabled webhook; null when it was gone or disabled already. */
@@ -337,18 +382,14 @@ export class WebhooksRepository {
     webhookId: string,
     now: Date,
   ): Promise<{ organizationId: string; teamId: string | null; url: string; failingSince: Date | null } | null> {
-    const rows = await this.#query<Row>(
-      `update webhooks set disabled_at = to_timestamp($2::float8 / 1000.0)
-       where id = $1 and disabled_at is null returning organization_id, team_id, url, ${ms("failing_since", "failing_ms")}`,
-      [webhookId, now.getTime()],
-    );
-    const row = rows[0];
+    const row = await this.#query.kysely
+      .updateTable("webhooks")
+      .set({ disabled_at: now })
+      .where("id", "=", webhookId)
+      .where("disabled_at", "is", null)
+      .returning(["organization_id", "team_id", "url", "failing_since"])
+      .executeTakeFirst();
     if (!row) return null;
-    return {
-      organizationId: String(row.organization_id),
-      teamId: textOrNull(row.team_id),
-      url: String(row.url),
-      failingSince: dateOrNull(row.failing_ms),
-    };
+    return { organizationId: row.organization_id, teamId: row.team_id, url: row.url, failingSince: row.failing_since };
   }
 }
