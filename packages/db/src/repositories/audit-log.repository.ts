@@ -1,5 +1,4 @@
-import type { Database } from "../database.ts";
-import type { Query } from "../database.ts";
+import type { Database, Query, Row } from "../database.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -62,12 +61,23 @@ export interface AuditListFilter {
   before?: { occurredAt: Date; id: string } | undefined;
 }
 
-type Row = Record<string, unknown>;
+export const AUDIT_COLUMNS = [
+  "id",
+  "organization_id",
+  "occurred_at",
+  "action",
+  "actor_type",
+  "actor_id",
+  "target_type",
+  "target_id",
+  "router_id",
+  "team_id",
+  "source_ip",
+  "details",
+] as const;
 
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
-
-export const AUDIT_COLUMNS = `a.id, a.organization_id, ${ms("a.occurred_at", "occurred_ms")}, a.action, a.actor_type,
-  a.actor_id, a.target_type, a.target_id, a.router_id, a.team_id, a.source_ip, a.details`;
+// The inserts below stay raw: the outbox state and the team are computed in the statement, from
+// rows of the same transaction, and the batches take their columns as arrays through unnest.
 
 /**
  * `dispatched_at` of a new entry: null (waiting in the outbox) only when its organization has an
@@ -170,20 +180,17 @@ export const insertAuditEntries = async (query: Query, entries: readonly NewAudi
   ]);
 };
 
-export const auditFromRow = (row: Row): AuditRecord => ({
-  id: String(row.id),
-  organizationId: String(row.organization_id),
-  occurredAt: new Date(toNumber(row.occurred_ms)),
-  action: String(row.action),
-  actor: {
-    type: String(row.actor_type) as TAuditActorType,
-    id: row.actor_id === null || row.actor_id === undefined ? null : String(row.actor_id),
-  },
-  target: { type: String(row.target_type), id: String(row.target_id) },
-  routerId: row.router_id === null || row.router_id === undefined ? null : String(row.router_id),
-  teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
-  sourceIp: row.source_ip === null || row.source_ip === undefined ? null : String(row.source_ip),
-  details: (typeof row.details === "string" ? JSON.parse(row.details) : (row.details ?? {})) as Record<string, unknown>,
+export const auditFromRow = (row: Pick<Row<"audit_log">, (typeof AUDIT_COLUMNS)[number]>): AuditRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  occurredAt: row.occurred_at,
+  action: row.action,
+  actor: { type: row.actor_type, id: row.actor_id },
+  target: { type: row.target_type, id: row.target_id },
+  routerId: row.router_id,
+  teamId: row.team_id,
+  sourceIp: row.source_ip,
+  details: row.details,
 });
 
 /** A connection event of the entry-point relay, written in batches. */
@@ -226,14 +233,13 @@ export class AuditLogRepository {
    * `(organization_id[, router_id | action], occurred_at, id)` indexes backwards.
    */
   async list(filter: AuditListFilter): Promise<AuditRecord[]> {
-    const { text, params } = listQuery(filter);
-    return (await this.#db.query<Row>(text, params)).map(auditFromRow);
+    return (await listQuery(this.#db.query, filter).execute()).map(auditFromRow);
   }
 
   /** The plan of {@link list} (tests show it uses an index). */
   async explainList(filter: AuditListFilter): Promise<string> {
-    const { text, params } = listQuery(filter);
-    const rows = await this.#db.query<Row>(`explain ${text}`, params);
+    const { sql, parameters } = listQuery(this.#db.query, filter).compile();
+    const rows = await this.#db.query<Record<string, unknown>>(`explain ${sql}`, parameters);
     return rows.map((r) => String(r["QUERY PLAN"] ?? Object.values(r)[0])).join("\n");
   }
 
@@ -241,6 +247,7 @@ export class AuditLogRepository {
   async prune(before: Date, batch = 10_000): Promise<number> {
     let total = 0;
     for (;;) {
+      // Raw: a delete cannot take a limit, so the batch is chosen in a CTE.
       const rows = await this.#db.query<{ n: unknown }>(
         `with doomed as (
            select id from audit_log where occurred_at < to_timestamp($1::float8 / 1000.0) limit $2::int
@@ -255,31 +262,19 @@ export class AuditLogRepository {
   }
 }
 
-const listQuery = (filter: AuditListFilter): { text: string; params: unknown[] } => {
-  const params: unknown[] = [filter.organizationId];
-  const where = ["a.organization_id = $1"];
-  if (filter.teamId !== undefined) {
-    params.push(filter.teamId);
-    where.push(`a.team_id = $${params.length}::uuid`);
-  }
-  if (filter.routerId !== undefined) {
-    params.push(filter.routerId);
-    where.push(`a.router_id = $${params.length}::uuid`);
-  }
-  if (filter.action !== undefined) {
-    params.push(filter.action);
-    where.push(`a.action = $${params.length}`);
-  }
-  if (filter.before) {
-    params.push(filter.before.occurredAt.getTime(), filter.before.id);
-    where.push(
-      `(a.occurred_at, a.id) < (to_timestamp($${params.length - 1}::float8 / 1000.0), $${params.length}::uuid)`,
+const listQuery = (query: Query, filter: AuditListFilter) => {
+  let select = query.kysely
+    .selectFrom("audit_log as a")
+    .select(AUDIT_COLUMNS.map((column) => `a.${column}` as const))
+    .where("a.organization_id", "=", filter.organizationId);
+  if (filter.teamId !== undefined) select = select.where("a.team_id", "=", filter.teamId);
+  if (filter.routerId !== undefined) select = select.where("a.router_id", "=", filter.routerId);
+  if (filter.action !== undefined) select = select.where("a.action", "=", filter.action);
+  const before = filter.before;
+  if (before) {
+    select = select.where((eb) =>
+      eb(eb.refTuple("a.occurred_at", "a.id"), "<", eb.tuple(before.occurredAt, before.id)),
     );
   }
-  params.push(filter.limit);
-  return {
-    text: `select ${AUDIT_COLUMNS} from audit_log a where ${where.join(" and ")}
-      order by a.occurred_at desc, a.id desc limit $${params.length}::int`,
-    params,
-  };
+  return select.orderBy("a.occurred_at", "desc").orderBy("a.id", "desc").limit(filter.limit);
 };

@@ -290,11 +290,15 @@ export class WebhooksRepository {
 
   /** Up to `limit` undispatched audit entries, oldest first, locked (SKIP LOCKED: processes share the work). */
   async takeUndispatched(limit: number): Promise<AuditRecord[]> {
-    const rows = await this.#query<Record<string, unknown>>(
-      `select ${AUDIT_COLUMNS} from audit_log a where a.dispatched_at is null
-       order by a.occurred_at limit $1::int for update skip locked`,
-      [limit],
-    );
+    const rows = await this.#query.kysely
+      .selectFrom("audit_log")
+      .select(AUDIT_COLUMNS)
+      .where("dispatched_at", "is", null)
+      .orderBy("occurred_at")
+      .limit(limit)
+      .forUpdate()
+      .skipLocked()
+      .execute();
     return rows.map(auditFromRow);
   }
 
