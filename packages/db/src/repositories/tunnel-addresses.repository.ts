@@ -1,6 +1,5 @@
 import { isUuid } from "@fleet/shared";
 import type { Database, Query } from "../database.ts";
-import { toNumber } from "./sql-values.ts";
 
 /** A removed router as its offboarding job sees it (docs/routeros.md "Offboarding"). */
 export interface RemovedRouter {
@@ -26,12 +25,15 @@ export interface TunnelAddressRecord {
   offboardedAt: Date | null;
 }
 
-type Row = Record<string, unknown>;
-const dateOrNull = (value: unknown): Date | null =>
-  value === null || value === undefined ? null : new Date(toNumber(value));
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
-const COLUMNS = `t.tunnel_ip, t.router_id, t.organization_id, t.host_key_fingerprint, ${ms("t.removed_at", "removed_ms")},
-  ${ms("t.quarantined_until", "quarantined_ms")}, ${ms("t.offboarded_at", "offboarded_ms")}`;
+const COLUMNS = [
+  "t.tunnel_ip",
+  "t.router_id",
+  "t.organization_id",
+  "t.host_key_fingerprint",
+  "t.removed_at",
+  "t.quarantined_until",
+  "t.offboarded_at",
+] as const;
 
 /**
  * Tunnel addresses after their routers (docs/api.md "Routers and heartbeats"): quarantine, the
@@ -47,21 +49,26 @@ export class TunnelAddressesRepository {
   /** The removed router `routerId` and its address, or null (never removed, or unknown). */
   async removedRouter(routerId: string): Promise<RemovedRouter | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#db.query<Row>(
-      `select ${COLUMNS}, exists (select 1 from routers r where r.tunnel_ip = t.tunnel_ip) as reassigned
-       from tunnel_addresses t where t.router_id = $1 and t.removed_at is not null
-         and not exists (select 1 from routers r where r.id = $1)`,
-      [routerId],
-    );
-    const row = rows[0];
-    if (!row) return null;
+    const row = await this.#db.query.kysely
+      .selectFrom("tunnel_addresses as t")
+      .select((eb) => [
+        ...COLUMNS,
+        eb
+          .exists(eb.selectFrom("routers as r").select("r.id").whereRef("r.tunnel_ip", "=", "t.tunnel_ip"))
+          .as("reassigned"),
+      ])
+      .where("t.router_id", "=", routerId)
+      .where("t.removed_at", "is not", null)
+      .where((eb) => eb.not(eb.exists(eb.selectFrom("routers as r").select("r.id").where("r.id", "=", routerId))))
+      .executeTakeFirst();
+    if (!row?.removed_at) return null;
     return {
       routerId,
-      organizationId: String(row.organization_id),
-      tunnelIp: String(row.tunnel_ip),
-      fingerprint: row.host_key_fingerprint === null ? undefined : String(row.host_key_fingerprint),
-      removedAt: new Date(toNumber(row.removed_ms)),
-      offboardedAt: dateOrNull(row.offboarded_ms),
+      organizationId: row.organization_id,
+      tunnelIp: row.tunnel_ip,
+      fingerprint: row.host_key_fingerprint ?? undefined,
+      removedAt: row.removed_at,
+      offboardedAt: row.offboarded_at,
       reassigned: row.reassigned === true,
     };
   }
@@ -72,13 +79,17 @@ export class TunnelAddressesRepository {
    */
   async pinRemoved(routerId: string, fingerprint: string, now: Date): Promise<string | undefined> {
     if (!isUuid(routerId)) return undefined;
-    const rows = await this.#db.query<{ host_key_fingerprint: string | null }>(
-      `update tunnel_addresses set host_key_fingerprint = coalesce(host_key_fingerprint, $2),
-         pinned_at = coalesce(pinned_at, to_timestamp($3::float8 / 1000.0))
-       where router_id = $1 and removed_at is not null returning host_key_fingerprint`,
-      [routerId, fingerprint, now.getTime()],
-    );
-    return rows[0]?.host_key_fingerprint ?? undefined;
+    const row = await this.#db.query.kysely
+      .updateTable("tunnel_addresses")
+      .set((eb) => ({
+        host_key_fingerprint: eb.fn.coalesce("host_key_fingerprint", eb.val(fingerprint)),
+        pinned_at: eb.fn.coalesce("pinned_at", eb.val(now)),
+      }))
+      .where("router_id", "=", routerId)
+      .where("removed_at", "is not", null)
+      .returning("host_key_fingerprint")
+      .executeTakeFirst();
+    return row?.host_key_fingerprint ?? undefined;
   }
 
   /**
@@ -91,31 +102,33 @@ export class TunnelAddressesRepository {
     routerId: string,
     now: Date,
   ): Promise<{ tunnelIp: string; organizationId: string } | null> {
-    const rows = await query<Row>(
-      `update tunnel_addresses set offboarded_at = to_timestamp($2::float8 / 1000.0), host_key_fingerprint = null
-       where router_id = $1 and removed_at is not null and offboarded_at is null
-       returning tunnel_ip, organization_id`,
-      [routerId, now.getTime()],
-    );
-    const row = rows[0];
-    return row ? { tunnelIp: String(row.tunnel_ip), organizationId: String(row.organization_id) } : null;
+    const row = await query.kysely
+      .updateTable("tunnel_addresses")
+      .set({ offboarded_at: now, host_key_fingerprint: null })
+      .where("router_id", "=", routerId)
+      .where("removed_at", "is not", null)
+      .where("offboarded_at", "is", null)
+      .returning(["tunnel_ip", "organization_id"])
+      .executeTakeFirst();
+    return row ? { tunnelIp: row.tunnel_ip, organizationId: row.organization_id } : null;
   }
 
   /** What is remembered of an address; null when nothing is. */
   async find(tunnelIp: string): Promise<TunnelAddressRecord | null> {
-    const rows = await this.#db.query<Row>(`select ${COLUMNS} from tunnel_addresses t where t.tunnel_ip = $1`, [
-      tunnelIp,
-    ]);
-    const row = rows[0];
+    const row = await this.#db.query.kysely
+      .selectFrom("tunnel_addresses as t")
+      .select(COLUMNS)
+      .where("t.tunnel_ip", "=", tunnelIp)
+      .executeTakeFirst();
     if (!row) return null;
     return {
-      tunnelIp: String(row.tunnel_ip),
-      routerId: String(row.router_id),
-      organizationId: String(row.organization_id),
-      fingerprint: row.host_key_fingerprint === null ? null : String(row.host_key_fingerprint),
-      removedAt: dateOrNull(row.removed_ms),
-      quarantinedUntil: dateOrNull(row.quarantined_ms),
-      offboardedAt: dateOrNull(row.offboarded_ms),
+      tunnelIp: row.tunnel_ip,
+      routerId: row.router_id,
+      organizationId: row.organization_id,
+      fingerprint: row.host_key_fingerprint,
+      removedAt: row.removed_at,
+      quarantinedUntil: row.quarantined_until,
+      offboardedAt: row.offboarded_at,
     };
   }
 
@@ -125,11 +138,12 @@ export class TunnelAddressesRepository {
    * address's quarantine is left as it is. False when no key was pinned there.
    */
   async clearPin(tunnelIp: string): Promise<boolean> {
-    const rows = await this.#db.query(
-      `update tunnel_addresses set host_key_fingerprint = null, pinned_at = null
-       where tunnel_ip = $1 and host_key_fingerprint is not null returning tunnel_ip`,
-      [tunnelIp],
-    );
-    return rows.length > 0;
+    const cleared = await this.#db.query.kysely
+      .updateTable("tunnel_addresses")
+      .set({ host_key_fingerprint: null, pinned_at: null })
+      .where("tunnel_ip", "=", tunnelIp)
+      .where("host_key_fingerprint", "is not", null)
+      .executeTakeFirst();
+    return cleared.numUpdatedRows > 0n;
   }
 }
