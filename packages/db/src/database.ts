@@ -48,8 +48,8 @@ export interface Database {
   readonly orm: MikroORM;
   /**
    * One statement with `$1..$n` placeholders, its values sent as bound parameters by the driver
-   * (docs/contributing.md "Add a migration": the one SQL style of repositories). `prepare` names
-   * the statement so PostgreSQL parses and plans it once per connection.
+   * (docs/contributing.md "SQL style"); `prepare` names the statement so PostgreSQL parses and
+   * plans it once per connection. Its `kysely` runs typed statements on the pool.
    */
   readonly query: DatabaseQuery;
   /**
