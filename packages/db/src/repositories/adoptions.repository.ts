@@ -1,6 +1,5 @@
 import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
-import { toNumber } from "./sql-values.ts";
 
 /** A new adoption URL: only hashes are stored (docs/routeros.md "Adoption"). */
 export interface NewAdoption {
@@ -28,9 +27,17 @@ export interface AdoptionLookup {
   spentAt: Date | null;
 }
 
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
-
-type Row = Record<string, unknown>;
+const insertAdoption = (query: Query, routerId: string, adoption: NewAdoption) =>
+  query.kysely
+    .insertInto("router_adoptions")
+    .values({
+      token_hash: adoption.tokenHash,
+      router_id: routerId,
+      created_at: adoption.createdAt,
+      expires_at: adoption.expiresAt,
+      counts_from: adoption.countsFrom,
+    })
+    .execute();
 
 /** Adoption URLs of routers (one table, `router_adoptions`). */
 export class AdoptionsRepository {
@@ -42,17 +49,7 @@ export class AdoptionsRepository {
 
   /** Records the adoption URL of a router just enrolled. */
   async insert(routerId: string, adoption: NewAdoption): Promise<void> {
-    await this.#query(
-      `insert into router_adoptions (token_hash, router_id, created_at, expires_at, counts_from)
-       values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0))`,
-      [
-        adoption.tokenHash,
-        routerId,
-        adoption.createdAt.getTime(),
-        adoption.expiresAt.getTime(),
-        adoption.countsFrom.getTime(),
-      ],
-    );
+    await insertAdoption(this.#query, routerId, adoption);
   }
 
   /**
@@ -62,55 +59,56 @@ export class AdoptionsRepository {
    */
   async reissue(teamId: string, routerId: string, heartbeatTokenHash: string, adoption: NewAdoption): Promise<boolean> {
     if (!isUuid(routerId)) return false;
-    const query = this.#query;
-    const updated = await query(
-      "update routers set heartbeat_token_hash = $3 where id = $1 and team_id = $2 returning id",
-      [routerId, teamId, heartbeatTokenHash],
-    );
-    if (updated.length === 0) return false;
+    const db = this.#query.kysely;
+    const updated = await db
+      .updateTable("routers")
+      .set({ heartbeat_token_hash: heartbeatTokenHash })
+      .where("id", "=", routerId)
+      .where("team_id", "=", teamId)
+      .executeTakeFirst();
+    if (updated.numUpdatedRows === 0n) return false;
     // Re-adoption clears the tunnel binding (docs/routeros.md "The management tunnel"): the next
     // heartbeat with the new token binds whatever key the device then has.
-    await query("delete from router_wireguard_peers where router_id = $1", [routerId]);
-    await query(
-      "delete from router_adoptions where router_id = $1 and expires_at < to_timestamp($2::float8 / 1000.0)",
-      [routerId, adoption.createdAt.getTime()],
-    );
-    await query(
-      `insert into router_adoptions (token_hash, router_id, created_at, expires_at, counts_from)
-       values ($1, $2, to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0))`,
-      [
-        adoption.tokenHash,
-        routerId,
-        adoption.createdAt.getTime(),
-        adoption.expiresAt.getTime(),
-        adoption.countsFrom.getTime(),
-      ],
-    );
+    await db.deleteFrom("router_wireguard_peers").where("router_id", "=", routerId).execute();
+    await db
+      .deleteFrom("router_adoptions")
+      .where("router_id", "=", routerId)
+      .where("expires_at", "<", adoption.createdAt)
+      .execute();
+    await insertAdoption(this.#query, routerId, adoption);
     return true;
   }
 
   /** The adoption URL with this token hash and its router's state; null when unknown. */
   async find(tokenHash: string): Promise<AdoptionLookup | null> {
-    const rows = await this.#query<Row>(
-      `select a.router_id, r.name, r.heartbeat_token_hash, r.tunnel_ip, ${ms("a.created_at", "created_ms")},
-         ${ms("a.expires_at", "expires_ms")}, ${ms("a.counts_from", "counts_ms")}, ${ms("l.last_seen_at", "last_seen_ms")},
-         ${ms("a.spent_at", "spent_ms")}
-       from router_adoptions a join routers r on r.id = a.router_id left join router_liveness l on l.router_id = r.id where a.token_hash = $1`,
-      [tokenHash],
-    );
-    const row = rows[0];
+    const row = await this.#query.kysely
+      .selectFrom("router_adoptions as a")
+      .innerJoin("routers as r", "r.id", "a.router_id")
+      .leftJoin("router_liveness as l", "l.router_id", "r.id")
+      .select([
+        "a.router_id",
+        "r.name",
+        "r.heartbeat_token_hash",
+        "r.tunnel_ip",
+        "a.created_at",
+        "a.expires_at",
+        "a.counts_from",
+        "l.last_seen_at",
+        "a.spent_at",
+      ])
+      .where("a.token_hash", "=", tokenHash)
+      .executeTakeFirst();
     if (!row) return null;
     return {
-      routerId: String(row.router_id),
-      routerName: String(row.name),
-      heartbeatTokenHash: String(row.heartbeat_token_hash),
-      tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
-      createdAt: new Date(toNumber(row.created_ms)),
-      expiresAt: new Date(toNumber(row.expires_ms)),
-      countsFrom: new Date(toNumber(row.counts_ms)),
-      lastSeenAt:
-        row.last_seen_ms === null || row.last_seen_ms === undefined ? null : new Date(toNumber(row.last_seen_ms)),
-      spentAt: row.spent_ms === null || row.spent_ms === undefined ? null : new Date(toNumber(row.spent_ms)),
+      routerId: row.router_id,
+      routerName: row.name,
+      heartbeatTokenHash: row.heartbeat_token_hash,
+      tunnelIp: row.tunnel_ip,
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+      countsFrom: row.counts_from,
+      lastSeenAt: row.last_seen_at,
+      spentAt: row.spent_at,
     };
   }
 }
