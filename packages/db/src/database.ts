@@ -2,6 +2,8 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { MikroORM } from "@mikro-orm/core";
 import { Migrator } from "@mikro-orm/migrations";
+import type { PgliteConnection } from "@mikro-orm/pglite";
+import type { PostgreSqlConnection } from "@mikro-orm/postgresql";
 import { type InferKyselyDB, MikroKyselyPlugin, type SqlEntityManager } from "@mikro-orm/sql";
 import { inSpan, lockDataDir, SpanKind } from "@fleet/runtime";
 import {
@@ -217,8 +219,7 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
     unlock();
     throw error;
   }
-  const connection = orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgliteLike> };
-  const pglite = await connection.getNativeClient();
+  const pglite: PgliteLike = await (orm.em.getConnection() as PgliteConnection).getNativeClient();
   const run: Run = (sql, params) => pglite.query(sql, params);
   const raw: RawQuery = async (sql, params) => (await pglite.query(sql, params)).rows;
   // PGlite runs one statement at a time on its one connection; its transaction() holds that lock.
@@ -315,10 +316,8 @@ interface NativePgPool {
   connect(): Promise<PgClientLike>;
 }
 
-const nativePool = async (orm: MikroORM): Promise<NativePgPool> => {
-  const connection = orm.em.getConnection() as unknown as { getNativeClient(): Promise<NativePgPool> };
-  return connection.getNativeClient();
-};
+const nativePool = (orm: MikroORM): Promise<NativePgPool> =>
+  (orm.em.getConnection() as PostgreSqlConnection).getNativeClient();
 
 const wrap = (
   driver: DatabaseDriver,
