@@ -619,6 +619,29 @@ describe("team-bound credentials (service tier)", () => {
       ])
     )[0]?.n;
 
+  it("the caps are the organization's, whichever team made what: 50 channels and 100 rules in all", async () => {
+    const t = await teams();
+    const input = ZCreateChannelInput.parse({ name: "x", type: "pagerduty", config: { routing_key: "B".repeat(32) } });
+    const made: string[] = [];
+    for (let i = 0; i < ALERT_LIMITS.channelsPerOrganization - 1; i++) {
+      made.push((await channels.create(t.org, SYSTEM_ORIGIN, input)).id);
+    }
+    // The team's first channel is the organization's 50th; its second (the 51st) is refused.
+    const teamChannel = await channels.create(t.org, SYSTEM_ORIGIN, input, t.second);
+    expect((await rejection(channels.create(t.org, SYSTEM_ORIGIN, input, t.second))).code).toBe("rate_limited");
+    expect((await rejection(channels.create(t.org, SYSTEM_ORIGIN, input))).code).toBe("rate_limited");
+    expect(await count("notification_channels", t.org)).toBe(ALERT_LIMITS.channelsPerOrganization);
+
+    const rule = { name: "r", events: ["*" as const], channels: [made[0] ?? ""] };
+    for (let i = 0; i < ALERT_LIMITS.rulesPerOrganization - 1; i++) await rules.create(t.org, rule);
+    await rules.create(t.org, { ...rule, channels: [teamChannel.id] }, t.second);
+    expect((await rejection(rules.create(t.org, { ...rule, channels: [teamChannel.id] }, t.second))).code).toBe(
+      "rate_limited",
+    );
+    expect((await rejection(rules.create(t.org, rule))).code).toBe("rate_limited");
+    expect(await count("alert_rules", t.org)).toBe(ALERT_LIMITS.rulesPerOrganization);
+  });
+
   it("channels: sees, tests and changes only its team's; another's is 404 and changes nothing", async () => {
     const t = await teams();
     const orgChannel = await channels.create(t.org, SYSTEM_ORIGIN, t.slack("org"));
