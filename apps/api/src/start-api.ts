@@ -224,3 +224,10 @@ export { mintApiKey, storeApiKey } from "./features/api-keys/api-keys.service.ts
 
 /** For the role lookup bench (`npm run bench:roles`) and other apps' tests of authorization. */
 export { MembershipsService, ROLE_CACHE_TTL_MS } from "./features/members/memberships.service.ts";
+
+/** For the alert bench (`npm run bench:alerts`): the engine and the worker as the API wires them. */
+export { AlertEngine } from "./features/alerts/alert-engine.ts";
+export { ChannelSender } from "./features/alerts/channel-sender.ts";
+export { NotificationDeliveryWorker } from "./features/alerts/notification-delivery.worker.ts";
+export { NotificationChannelsService } from "./features/alerts/notification-channels.service.ts";
+export { SecretBox } from "./features/webhooks/webhook-secret.ts";

@@ -17,6 +17,7 @@ export * from "./jobs/forward-jobs.ts";
 export * from "./jobs/access-jobs.ts";
 export * from "./jobs/session-jobs.ts";
 export * from "./jobs/webhook-jobs.ts";
+export * from "./jobs/fair-delivery-jobs.ts";
 export * from "./repositories/ssh-host-keys.repository.ts";
 export * from "./repositories/tunnel-addresses.repository.ts";
 export * from "./repositories/rate-limit-counters.repository.ts";
