@@ -32,7 +32,14 @@ export class RouterOsSyntaxError extends Error {}
 /** Menus the simulator knows and the commands each takes; anything else is a "bad command name". */
 export const MENUS: Record<string, readonly string[]> = {
   "": ["import"],
-  system: [],
+  system: ["reboot"],
+  "system note": ["get", "set"],
+  "system ntp": [],
+  "system ntp client": ["get", "set"],
+  "system backup": ["save", "load"],
+  "system package": [],
+  "system package update": ["get", "set", "check-for-updates", "download", "install"],
+  "ip dns": ["get", "set"],
   "system device-mode": ["get", "print"],
   "system identity": ["get", "set"],
   "system resource": ["get"],
