@@ -40,6 +40,8 @@ export interface RouterJobData {
   forward_id?: string;
   /** Temporary router access jobs (`access.apply`, `access.remove`). */
   access_id?: string;
+  /** A fleet change's router step (`change.apply`): the `change_routers` row. */
+  change_router_id?: string;
 }
 
 /**

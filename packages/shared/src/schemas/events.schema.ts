@@ -54,6 +54,18 @@ export const AUDIT_ACTIONS = [
   "invitation.revoked",
   "maintenance.created",
   "maintenance.deleted",
+  "change.created",
+  "change.approved",
+  "change.started",
+  "change.paused",
+  "change.resumed",
+  "change.halted",
+  "change.completed",
+  "change.cancelled",
+  "change.router.succeeded",
+  "change.router.failed",
+  "change.router.reverted",
+  "change.router.skipped_offline",
 ] as const;
 export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
 
