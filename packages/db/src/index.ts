@@ -21,6 +21,7 @@ export * from "./repositories/ssh-host-keys.repository.ts";
 export * from "./repositories/tunnel-addresses.repository.ts";
 export * from "./repositories/rate-limit-counters.repository.ts";
 export * from "./repositories/routers.repository.ts";
+export * from "./repositories/change-executor.repository.ts";
 export * from "./repositories/adoptions.repository.ts";
 export * from "./repositories/heartbeats.repository.ts";
 export { acquireStatusFeed, packEvents, STATUS_CHANNEL, type StatusFeedHandle } from "./status-feed.ts";

@@ -87,12 +87,13 @@ export const queueRouterJob = (
   engine: JobEngine,
   data: RouterJobData,
   executor?: Query,
-  options: { retryLimit?: number } = {},
+  options: { retryLimit?: number; startAfter?: Date } = {},
 ) =>
   engine.send(ROUTER_JOBS_QUEUE, data, {
     singletonKey: data.router_id,
     priority: routerJobPriority(data.kind),
     ...(executor ? { executor } : {}),
+    ...(options.startAfter === undefined ? {} : { startAfter: options.startAfter }),
     ...(options.retryLimit === undefined ? {} : { retryLimit: options.retryLimit }),
   });
 

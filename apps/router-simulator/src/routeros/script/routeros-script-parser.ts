@@ -46,7 +46,7 @@ export const MENUS: Record<string, readonly string[]> = {
   "system routerboard": ["get"],
   "system license": ["get"],
   "system script": ["add", "remove", "run", "print"],
-  "system scheduler": ["add", "remove", "print"],
+  "system scheduler": ["add", "remove", "find", "print"],
   user: ["add", "remove", "print"],
   "user group": ["add", "remove", "print"],
   "user ssh-keys": ["add", "remove", "print"],
