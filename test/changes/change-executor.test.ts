@@ -273,6 +273,14 @@ describe("change.apply: a script change", () => {
     expect(guards(device)).toHaveLength(1);
   });
 
+  it("keeps a hostile router's output storable: no NUL reaches the database", async () => {
+    const { ssh } = await simulatedRouter();
+    const run = executor(ssh.port);
+    const c = await dispatched({ script: ':put "nul\\00here"' });
+    await run(c.job);
+    expect(await c.current()).toMatchObject({ state: "running", output: "nulhere" });
+  });
+
   it("a script error fails the step with RouterOS's output and removes the guard", async () => {
     const { device, ssh } = await simulatedRouter();
     const run = executor(ssh.port);

@@ -130,6 +130,9 @@ export const decodePhase = (text: string | null): Phase => {
 /** A router that answered an error, or one that could not be reached (connection, timeout). */
 const reachedButRefused = (error: unknown): error is RouterOsCommandError => error instanceof RouterOsCommandError;
 
+/** Characters of a step's output kept (the workflow keeps as many). */
+const OUTPUT_CHARS = 64 * 1024;
+
 const nonce = () => randomBytes(8).toString("hex");
 
 /** Runs one step text with its done marker: the output without the marker, and whether everything ran. */
@@ -144,13 +147,13 @@ const runMarked = async (router: RouterOsClient, script: string): Promise<{ ok: 
   }
   const lines = output.split(/\r?\n/);
   const ok = lines.some((l) => l.trim() === marker);
-  return {
-    ok,
-    output: lines
-      .filter((l) => l.trim() !== marker)
-      .join("\n")
-      .trim(),
-  };
+  // The router is data from outside: NUL cannot be stored in a text column, and the rest is capped.
+  const kept = lines
+    .filter((l) => l.trim() !== marker)
+    .join("\n")
+    .replaceAll("\u0000", "")
+    .trim();
+  return { ok, output: kept.slice(0, OUTPUT_CHARS) };
 };
 
 /**
