@@ -90,17 +90,25 @@ export class ChangeWorkflow {
    * one that needs no approval leaves the gate at once (`begin`). The caller has checked the input.
    */
   create(input: NewChange, routerIds: readonly string[], origin: AuditOrigin): Promise<ChangeRecord> {
-    return this.#db.transaction(async (query) => {
-      const changes = new ChangesRepository(query);
-      const created = await changes.insert(input);
-      await changes.insertRouters(created.id, assignWaves(routerIds, input.canary, input.waveSize));
-      await this.audit(query, created, "change.created", origin, {
-        kind: created.kind,
-        routers: routerIds.length,
-        requires_approval: created.requiresApproval,
-      });
-      return created.state === "awaiting_approval" ? created : this.begin(query, created, origin);
+    return this.#db.transaction((query) => this.insert(query, input, routerIds, origin));
+  }
+
+  /** `create` in the caller's transaction (the API checks the routers in the same one). */
+  async insert(
+    query: Query,
+    input: NewChange,
+    routerIds: readonly string[],
+    origin: AuditOrigin,
+  ): Promise<ChangeRecord> {
+    const changes = new ChangesRepository(query);
+    const created = await changes.insert(input);
+    await changes.insertRouters(created.id, assignWaves(routerIds, input.canary, input.waveSize));
+    await this.audit(query, created, "change.created", origin, {
+      kind: created.kind,
+      routers: routerIds.length,
+      requires_approval: created.requiresApproval,
     });
+    return created.state === "awaiting_approval" ? created : this.begin(query, created, origin);
   }
 
   /**

@@ -162,6 +162,15 @@ const routerFromRow = (row: Row): ChangeRouterRecord => ({
   finishedAt: dateOrNull(row.finished_ms),
 });
 
+const targetFromRow = (row: Row): ChangeTargetRecord => ({
+  ...routerFromRow(row),
+  identity: String(row.identity ?? ""),
+  name: String(row.name ?? ""),
+  tunnelIp: textOrNull(row.tunnel_ip),
+  metadata: json<Record<string, unknown>>(row.metadata) ?? {},
+  hasPulse: row.has_pulse === true,
+});
+
 const FINAL = `('succeeded', 'failed', 'reverted', 'skipped_offline', 'cancelled')`;
 
 /** `changes` and `change_routers`: reads and writes only (decisions are the workflow's and the service's). */
@@ -372,14 +381,21 @@ export class ChangesRepository {
        where cr.change_id = $1 and cr.wave = $2 and cr.state = 'pending' order by cr.position`,
       [changeId, wave],
     );
-    return rows.map((row) => ({
-      ...routerFromRow(row),
-      identity: String(row.identity ?? ""),
-      name: String(row.name ?? ""),
-      tunnelIp: textOrNull(row.tunnel_ip),
-      metadata: json<Record<string, unknown>>(row.metadata) ?? {},
-      hasPulse: row.has_pulse === true,
-    }));
+    return rows.map(targetFromRow);
+  }
+
+  /** One router of a change with its facts now (a preview), whatever its state. */
+  async target(changeId: string, routerId: string): Promise<ChangeTargetRecord | null> {
+    if (!isUuid(routerId)) return null;
+    const rows = await this.#query<Row>(
+      `select ${ROUTER_COLUMNS}, r.identity, r.name, r.tunnel_ip, r.reported_metadata || r.user_metadata as metadata,
+         coalesce(l.has_pulse, false) as has_pulse
+       from change_routers cr join routers r on r.id = cr.router_id
+       left join router_liveness l on l.router_id = cr.router_id
+       where cr.change_id = $1 and cr.router_id = $2`,
+      [changeId, routerId],
+    );
+    return rows[0] ? targetFromRow(rows[0]) : null;
   }
 
   /** Marks a pending router running with the script rendered for it. */
