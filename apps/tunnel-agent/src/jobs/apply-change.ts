@@ -17,7 +17,7 @@ import type { RouterOsClient, RouterOsConnector } from "../routeros/routeros-cli
 import { RouterOsCommandError } from "../routeros/ssh-routeros-client.ts";
 import { PermanentJobError } from "./job-errors.ts";
 import type { JobHandler } from "./router-job-worker.ts";
-import { withRouterSession } from "./router-session.ts";
+import { openRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
 /** One router's step of a change as the executor reads it (packages/db ChangeWorkflow.step). */
@@ -180,7 +180,11 @@ export const applyChangeHandler =
       return;
     }
     const runner = new StepRunner(deps, found, job);
-    await (found.change.kind === "firmware" ? runner.firmware() : runner.script());
+    try {
+      await (found.change.kind === "firmware" ? runner.firmware() : runner.script());
+    } finally {
+      runner.close();
+    }
   };
 
 class StepRunner {
@@ -189,6 +193,7 @@ class StepRunner {
   readonly #job: JobRecord;
   readonly #guard: string;
   readonly #log: Logger;
+  #client: RouterOsClient | undefined;
 
   constructor(deps: ChangeJobDeps, found: ChangeStepView, job: JobRecord) {
     this.#d = deps;
@@ -215,10 +220,25 @@ class StepRunner {
     this.#log.info({ state }, "change step finished");
   }
 
+  /** One SSH session for all the steps of one job (logging in is most of a step's cost). */
   async #session<T>(work: (router: RouterOsClient) => Promise<T>): Promise<T> {
-    const pulse = await this.#d.steps.pulse(this.#s.step.routerId);
-    const target = tunnelTarget(this.#d, this.#s.step.routerId, pulse?.tunnelIp ?? null);
-    return withRouterSession(this.#d.connector, target, work);
+    if (!this.#client) {
+      const pulse = await this.#d.steps.pulse(this.#s.step.routerId);
+      const target = tunnelTarget(this.#d, this.#s.step.routerId, pulse?.tunnelIp ?? null);
+      this.#client = await openRouterSession(this.#d.connector, target);
+    }
+    try {
+      return await work(this.#client);
+    } catch (error) {
+      // A session that failed other than by the router's answer is not used again.
+      if (!reachedButRefused(error)) this.close();
+      throw error;
+    }
+  }
+
+  close(): void {
+    this.#client?.close();
+    this.#client = undefined;
   }
 
   async #later(): Promise<void> {
