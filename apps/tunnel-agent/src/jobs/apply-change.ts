@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { JobRecord, RouterPulse } from "@fleet/db";
+import { type JobRecord, ROUTER_JOB_ATTEMPTS, type RouterPulse } from "@fleet/db";
 import { type Clock, isUuid, ROUTER_JOB_KINDS, type TunnelNetwork } from "@fleet/shared";
 import type { Logger } from "pino";
 import {
@@ -15,7 +15,7 @@ import {
 } from "../routeros/change-commands.ts";
 import type { RouterOsClient, RouterOsConnector } from "../routeros/routeros-client.ts";
 import { RouterOsCommandError } from "../routeros/ssh-routeros-client.ts";
-import { PermanentJobError } from "./job-errors.ts";
+import { describeJobError, PermanentJobError } from "./job-errors.ts";
 import type { JobHandler } from "./router-job-worker.ts";
 import { openRouterSession } from "./router-session.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
@@ -182,6 +182,15 @@ export const applyChangeHandler =
     const runner = new StepRunner(deps, found, job);
     try {
       await (found.change.kind === "firmware" ? runner.firmware() : runner.script());
+    } catch (error) {
+      // The last attempt (or one no retry can fix) ends the step, so that its change can go on or halt.
+      if (job.attempts >= ROUTER_JOB_ATTEMPTS || error instanceof PermanentJobError) {
+        await deps.changes.finishChangeRouter(stepId, {
+          state: "failed",
+          output: `the agent gave up after ${job.attempts} attempts: ${describeJobError(error)}`,
+        });
+      }
+      throw error;
     } finally {
       runner.close();
     }
