@@ -196,6 +196,23 @@ describe("ChangeWorkflow", () => {
     expect(await workflow.finishChangeRouter(crypto.randomUUID(), { state: "succeeded" })).toBeNull();
   });
 
+  it("concurrent looks dispatch a wave once, concurrent results complete the change once", async () => {
+    const { owner, ids } = await fleet(4);
+    const change = await workflow.create(
+      newChange(owner, { kind: "firmware", script: null, firmwareChannel: "stable", canary: 4 }),
+      ids,
+      USER,
+    );
+    await Promise.all([workflow.advance(change.id), workflow.advance(change.id), workflow.advance(change.id)]);
+    for (const id of ids) {
+      expect(await listRouterJobs(db, { kind: ROUTER_JOB_KINDS.changeApply, routerId: id })).toHaveLength(1);
+    }
+    const steps = await changes.listRouters(change.id);
+    expect(steps.map((s) => [s.state, s.script])).toEqual(Array(4).fill(["running", null]));
+    await Promise.all(steps.map((s) => workflow.finishChangeRouter(s.id, { state: "succeeded" })));
+    expect((await actions(change.id)).filter((a) => a === "change.completed")).toHaveLength(1);
+  });
+
   it("waits for start_at", async () => {
     const { owner, ids } = await fleet(1);
     const change = await workflow.create(newChange(owner, { startAt: new Date(clock.nowMs() + 3_600_000) }), ids, USER);

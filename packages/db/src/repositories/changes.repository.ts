@@ -324,6 +324,22 @@ export class ChangesRepository {
     return Object.fromEntries(rows.map((row) => [String(row.state), toNumber(row.n)]));
   }
 
+  /** `counts` of many changes in one statement (a page of the list). */
+  async countsOf(changeIds: readonly string[]): Promise<Map<string, Record<string, number>>> {
+    const out = new Map<string, Record<string, number>>(changeIds.map((id) => [id, {}]));
+    if (changeIds.length === 0) return out;
+    const rows = await this.#query<Row>(
+      `select change_id, state, count(*)::int as n from change_routers where change_id = any($1::uuid[])
+       group by change_id, state`,
+      [textArray(changeIds)],
+    );
+    for (const row of rows) {
+      const counts = out.get(String(row.change_id));
+      if (counts) counts[String(row.state)] = toNumber(row.n);
+    }
+    return out;
+  }
+
   async listRouters(changeId: string): Promise<ChangeRouterRecord[]> {
     const rows = await this.#query<Row>(
       `select ${ROUTER_COLUMNS} from change_routers cr where cr.change_id = $1 order by cr.wave, cr.position`,

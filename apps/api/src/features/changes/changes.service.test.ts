@@ -310,6 +310,34 @@ describe("approval and transitions", () => {
   });
 });
 
+describe("team-bound credentials", () => {
+  it("target only their team's routers and see only their team's changes", async () => {
+    const { owner, ids, origin } = await org(1);
+    const team = crypto.randomUUID();
+    await db.query(
+      "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'Second', false, now())",
+      [team, owner.organizationId],
+    );
+    const mine = await makeRouter(db, { organizationId: owner.organizationId, teamId: team });
+    const before = await databaseFingerprint(db);
+    expect(
+      (
+        await rejection(
+          service.create(owner.organizationId, origin, body({ routers: { router_ids: [ids[0] ?? ""] } }), team),
+        )
+      ).status,
+    ).toBe(404);
+    expect(await databaseFingerprint(db)).toBe(before);
+    const change = await service.create(owner.organizationId, origin, body(), team);
+    expect(change.routers.map((r) => r.router_id)).toEqual([mine.id]);
+    const orgWide = await service.create(owner.organizationId, origin, body());
+    expect(orgWide.routers).toHaveLength(2);
+    expect((await service.list(owner.organizationId, {}, team)).data.map((c) => c.id)).toEqual([change.id]);
+    expect((await rejection(service.get(owner.organizationId, orgWide.id, team))).status).toBe(404);
+    expect((await rejection(service.cancel(owner.organizationId, orgWide.id, origin, team))).status).toBe(404);
+  });
+});
+
 describe("preview and list", () => {
   it("renders each router's script with its values quoted; a router outside the change is 404", async () => {
     const owner = await makeUser(db);
