@@ -348,12 +348,14 @@ class StepRunner {
       if (installed === latest) return this.#finish("succeeded", `already running ${latest}`);
       phase = { kind: "install", at: this.#d.clock.now().getTime(), version: latest };
       if (!(await this.#setPhase(phase))) return;
+      let install: { ok: boolean; output: string } | undefined;
       try {
-        await this.#session((router) => runMarked(router, installUpdate()));
+        install = await this.#session((router) => runMarked(router, installUpdate()));
       } catch (error) {
         // The router may go down for its reboot before it answers.
         this.#log.info({ err: error }, "no answer to the install; waiting for the router's heartbeat");
       }
+      if (install && !install.ok) return this.#finish("failed", `the update was refused: ${install.output}`);
       phase = { kind: "reboot", at: phase.at, version: latest };
       if (!(await this.#setPhase(phase))) return;
     }
