@@ -7,7 +7,8 @@
  * Prints per router (p50, p95, max): the step's duration, the router's time, the system's own
  * overhead (duration minus both), and the guard's confirmation delay (script end to the step's
  * result) in heartbeat intervals. Targets (issue 39): overhead under 100 ms, confirmation within 2
- * intervals, the whole change limited by the routers. `--routers 1000 --wave 50` is the issue's size.
+ * intervals, the whole change limited by the routers. `--routers 1000 --wave 50` is the issue's size;
+ * `--concurrency K` runs K router jobs at once in the one agent (the system runs 4 per agent).
  */
 import { parseArgs } from "node:util";
 import { loadAllInOneConfig, startAll } from "@fleet/all-in-one";
@@ -23,6 +24,8 @@ const { values } = parseArgs({
     routers: { type: "string", default: "100" },
     wave: { type: "string", default: "50" },
     "interval-ms": { type: "string", default: "5000" },
+    /** Router jobs one agent runs at once (the system's is 4: more agents scale out). */
+    concurrency: { type: "string", default: "4" },
   },
 });
 const N = Number(values.routers);
@@ -51,6 +54,7 @@ const config = loadAllInOneConfig({
   HEARTBEAT_INTERVAL_MS: String(INTERVAL_MS),
   MISSED_HEARTBEATS: "10",
 });
+config.tunnelAgent.jobs.concurrency = Number(values.concurrency);
 const system = await startAll({ config, logger: pino({ level: "silent" }), db });
 const email = `bench-${crypto.randomUUID()}@example.com`;
 const login = await fetch(`${system.api.url}/v1/auth/dev-login`, {
@@ -179,7 +183,7 @@ const stat = (xs: number[], digits = 0) => {
 };
 process.stdout.write(
   [
-    `${N} routers, waves of ${WAVE}, 0 s between waves, heartbeat interval ${INTERVAL_MS} ms`,
+    `${N} routers, waves of ${WAVE}, 0 s between waves, heartbeat interval ${INTERVAL_MS} ms, agent concurrency ${values.concurrency}`,
     `results: ${[...states].map(([s, n]) => `${s} ${n}`).join(", ")}; whole change ${(wallMs / 1000).toFixed(1)} s`,
     `step duration (ms):           ${stat(duration)}`,
     `router's time (ms):           ${stat(routerTime)}   (SSH commands + wait for its next heartbeat)`,
