@@ -31,6 +31,7 @@ import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 import { DEV_LOGIN_PER_MINUTE } from "./trpc/rate-limit.ts";
 import { type AlertTiming, wireAlerts } from "./wiring/alerts.wiring.ts";
+import { wireChanges } from "./wiring/changes.wiring.ts";
 import { wireAuth } from "./wiring/auth.wiring.ts";
 import { wireBilling } from "./wiring/billing.wiring.ts";
 import { type WebhookTiming, wireEvents } from "./wiring/events.wiring.ts";
@@ -139,6 +140,8 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...(options.alertTiming ? { timing: options.alertTiming } : {}),
     });
     wired.add(alerts);
+    const changes = await wireChanges(ctx);
+    wired.add(changes);
 
     const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
     const services: Services = {
@@ -149,6 +152,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...routers.services,
       ...tenancy.services,
       ...alerts.services,
+      ...changes.services,
       clientAddress: (req) =>
         clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.clients.trustProxy),
     };

@@ -9,6 +9,7 @@ import type { RunningHub } from "./wireguard/start-hub.ts";
 import type { WireguardDevice } from "./wireguard/wireguard-device.ts";
 import { wireAccess } from "./wiring/access.wiring.ts";
 import { wireBackups } from "./wiring/backups.wiring.ts";
+import { wireChanges } from "./wiring/changes.wiring.ts";
 import { wireExpiry } from "./wiring/expiry.wiring.ts";
 import { wireHub } from "./wiring/hub.wiring.ts";
 import { wireJobs } from "./wiring/jobs.wiring.ts";
@@ -130,10 +131,11 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     const access = wire(
       wireAccess(ctx, { connector, thenBackup, refreshRelay, passwordKey: options.accessPasswordKey }),
     ).services;
+    const changes = wire(wireChanges(ctx, { connector, backup: backups.handler })).services;
     const { worker, lifecycle, reconcile } = wire(
       wireJobs(ctx, {
         connector,
-        handlers: { ...access.handlers, [ROUTER_JOB_KINDS.backup]: backups.handler },
+        handlers: { ...access.handlers, ...changes.handlers, [ROUTER_JOB_KINDS.backup]: backups.handler },
         thenBackup,
         refreshRelay,
         onReconciled: options.onReconciled,
