@@ -1,6 +1,7 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { once } from "node:events";
 import net from "node:net";
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { createClient } from "@fleet/api/client";
 import { countOpenRouterJobs } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeAccount, makeRouter, type TestDatabase } from "@fleet/db/testing";
@@ -29,7 +30,7 @@ const ENGINEER = "8.8.8.8";
 const adminKey = generateEd25519KeyPair();
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let router: SimulatedRouterOs;
 let widened: SimulatedRouterOs;
 let sshPort: number;
@@ -51,7 +52,7 @@ beforeAll(async () => {
     // The per-router cap of 20 is under test here; the billing root's trial quota has its own tests.
     TRIAL_FORWARDS: "50",
   });
-  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db, clock });
   router = await startSimulatedRouterOs({
     tunnelIp: TUNNEL,
     sshPort,

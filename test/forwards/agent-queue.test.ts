@@ -1,3 +1,4 @@
+import { startTestTunnelAgent, type TestTunnelAgent } from "@fleet/tunnel-agent/testing";
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,12 +22,7 @@ import {
 } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { type Clock, ROUTER_JOB_KINDS, generateEd25519KeyPair, ManualClock, systemClock } from "@fleet/shared";
-import {
-  EXPIRY_SWEEP_QUEUE,
-  loadTunnelAgentConfig,
-  type RunningTunnelAgent,
-  startTunnelAgent,
-} from "@fleet/tunnel-agent";
+import { EXPIRY_SWEEP_QUEUE, loadTunnelAgentConfig } from "@fleet/tunnel-agent";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsClient, RouterOsConnector } from "@fleet/tunnel-agent/routeros/routeros-client";
 import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
@@ -267,7 +263,7 @@ describe("durable jobs", () => {
     await session.exec(add);
     session.close();
 
-    const agent = await startTunnelAgent({
+    const agent = await startTestTunnelAgent({
       config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" })),
       db,
       logger: pino({ level: "silent" }),
@@ -322,7 +318,7 @@ describe("durable jobs", () => {
     const config = loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" }));
     const logger = pino({ level: "silent" });
     const forward = await newForward(router.tunnelIp, clock);
-    const first = await startTunnelAgent({ config, db, logger, clock });
+    const first = await startTestTunnelAgent({ config, db, logger, clock });
     try {
       await eventually(
         async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state === "completed",
@@ -339,7 +335,7 @@ describe("durable jobs", () => {
     expect(
       (await db.query<{ status: string }>("select status from forwards where id = $1", [forward.id]))[0]?.status,
     ).toBe("active");
-    const second = await startTunnelAgent({ config, db, logger, clock });
+    const second = await startTestTunnelAgent({ config, db, logger, clock });
     try {
       expect(
         (await db.query<{ status: string }>("select status from forwards where id = $1", [forward.id]))[0]?.status,
@@ -361,7 +357,7 @@ describe("durable jobs", () => {
     // No router answers at this address.
     const clock = new ManualClock(new Date());
     const forward = await newForward("127.0.0.36", clock);
-    const agent = await startTunnelAgent({
+    const agent = await startTestTunnelAgent({
       config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" })),
       db,
       logger: pino({ level: "silent" }),
@@ -440,14 +436,14 @@ describe("durable jobs", () => {
         };
       },
     });
-    const agents: RunningTunnelAgent[] = [];
+    const agents: TestTunnelAgent[] = [];
     try {
       for (const [i, handle] of [handles[0], handles[1] ?? handles[0]].entries()) {
         const config = loadTunnelAgentConfig(
           agentEnv({ DATA_DIR: "memory", ENTRY_POINT_HOST: `idle-${i}.fleet.test`, TUNNEL_JOB_LEASE_MS: "60000" }),
         );
         agents.push(
-          await startTunnelAgent({
+          await startTestTunnelAgent({
             config,
             db: handle as Database,
             logger: pino({ level: "silent" }),

@@ -1,4 +1,5 @@
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { countOpenRouterJobs, listRouterJobs } from "@fleet/db";
 import { databaseFingerprint, createTestDatabase, makeRouter, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
@@ -32,7 +33,7 @@ const ALLOWED = "8.8.8.8";
 const OUTSIDER = "9.9.9.9";
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let sshPort: number;
 let routerA: SimulatedRouterOs;
 let routerB: SimulatedRouterOs;
@@ -76,7 +77,7 @@ beforeAll(async () => {
     // The relay reaches the routers from 127.0.0.1: every rule also matches that source only.
     ENTRY_POINT_TUNNEL_SOURCE: "127.0.0.1",
   });
-  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db, clock });
   const authorizedKeys = [system.tunnelAgent.publicKey, operatorKey.public];
   routerA = await startSimulatedRouterOs({
     tunnelIp: TUNNEL_A,
