@@ -56,7 +56,7 @@ export interface StartApiOptions {
 }
 
 /**
- * What only tests change, passed by the builder in `testing/api-builder.ts` (production start
+ * What only tests change, passed by the API harness (`testing/api-harness.ts`; production start
  * functions take none of it): clocks, timings shrunk to test speed, limits raised for many logins
  * from one address, and the cluster-wide schedules left off.
  */
@@ -107,7 +107,7 @@ export interface RunningApi {
  */
 export const startApi = (options: StartApiOptions): Promise<RunningApi> => composeApi(options);
 
-/** {@link startApi} with the overrides only tests use (`testing/api-builder.ts`). */
+/** {@link startApi} with the overrides only tests use (`testing/api-harness.ts`). */
 export const composeApi = async (production: StartApiOptions, overrides: ApiOverrides = {}): Promise<RunningApi> => {
   const options = { ...overrides, ...production };
   const { config, db, logger } = options;
