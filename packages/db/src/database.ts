@@ -242,13 +242,9 @@ const wrap = (
     driver,
     orm,
     // docs/operations.md "Tracing": a span per statement, with its text (never its values).
-    query: async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
-      if (closed) throw new Error("database is closed");
-      // Awaited rather than returned: an async function that returns a promise resolves with it in
-      // two more microtask steps than one that awaits it. The span's work is handed raw's promise as
-      // it is; a synchronous throw still ends as a rejection (inSpan and this async function both
-      // turn it into one).
-      return await inSpan(
+    query: <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
+      if (closed) return Promise.reject(new Error("database is closed"));
+      return inSpan(
         options?.prepare ?? "db.query",
         { "db.system.name": driver, "db.query.text": sql.length > 2000 ? sql.slice(0, 2000) : sql },
         () => raw(sql, [...params], options) as Promise<T[]>,
