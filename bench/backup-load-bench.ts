@@ -1,3 +1,4 @@
+import { startTestSystem } from "@fleet/all-in-one/testing";
 /**
  * `node bench/backup-load-bench.ts [--seconds 30]`: does one tenant's heaviest backup work stall
  * another tenant (docs/api.md "Configuration backups")? The all-in-one system in this process
@@ -14,7 +15,7 @@ import { spawn } from "node:child_process";
 import net from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { loadAllInOneConfig, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { ConfigBackupsRepository, queryOf } from "@fleet/db";
 import { createTestDatabase, makeRouter } from "@fleet/db/testing";
 import { startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
@@ -80,7 +81,7 @@ async function parent(): Promise<void> {
     TUNNEL_NETWORK: "127.0.0.0/8",
     BACKUP_INTERVAL_HOURS: "0",
   });
-  const system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  const system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
   const children = ["huge", "big"].map((kind) =>
     spawn(
       process.execPath,

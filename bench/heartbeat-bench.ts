@@ -22,6 +22,7 @@
  *  5. silence 10% of routers, restart the daemon: fault lateness p99, false faults, downtime error (once);
  *  6. reconnect storm (after 1, on the same sockets): every server process restarts; time until all
  *     N routers are back, and faults opened meanwhile (none may: the threshold is 5 minutes).
+ *  --alert-rules N: the same with N alert rules on the organization (the alert path must add nothing).
  *  7. with --processes 1,2,4: N HTTP routers at the cadence on 1, 2, 4 daemon processes sharing one
  *     PostgreSQL: the database's CPU and statements per heartbeat as processes are added.
  * Timings are printed, never asserted.
@@ -178,6 +179,25 @@ await setupDb.query(
   [orgId, teamId, RUN, ROUTERS - 1],
 );
 const routerId = (i: number) => `${i.toString(16).padStart(8, "0")}-0000-4000-8000-000000000000`;
+// `--alert-rules N` (docs/api.md "Alerts and maintenance windows"): the organization has N alert
+// rules ("*", every router) over one channel. A heartbeat never touches them (only the offline and
+// online audit entries reach the alert outbox), so every figure must read as without them.
+const ALERT_RULES = opt("alert-rules", 0);
+if (ALERT_RULES > 0) {
+  const channelId = crypto.randomUUID();
+  await setupDb.query(
+    `insert into notification_channels (id, organization_id, name, type, config, created_at, updated_at)
+     values ($1, $2, 'bench', 'email', '{"to":["noc@bench.invalid"]}', now(), now())`,
+    [channelId, orgId],
+  );
+  await setupDb.query(
+    `with r as (insert into alert_rules (id, organization_id, name, events, routers, created_at)
+       select gen_random_uuid(), $1, 'bench ' || i, '["*"]', '{}', now() from generate_series(1, $2::int) as i returning id)
+     insert into alert_rule_channels (rule_id, channel_id) select id, $3 from r`,
+    [orgId, ALERT_RULES, channelId],
+  );
+  log(`${ALERT_RULES} alert rules on the organization`);
+}
 // Production PostgreSQL vacuums by itself (autovacuum is on by default). With autovacuum off (as
 // on this repository's test machines) every heartbeat's dead row version and index entries would
 // pile up for the whole bench, a cost production never pays and one that grows run after run. The

@@ -1,3 +1,4 @@
+import { startTestTunnelAgent } from "@fleet/tunnel-agent/testing";
 /**
  * Child process of `npm run bench:relay`: the tunnel agent with its entry-point relay over an
  * in-memory database holding one router (at the simulated router's tunnel_ip, inside
@@ -7,7 +8,7 @@
  */
 import { acquireJobEngine, openDatabase, routerJobsQueue } from "@fleet/db";
 import { makeForward, makeRouter, makeUser } from "@fleet/db/testing";
-import { loadTunnelAgentConfig, startTunnelAgent } from "@fleet/tunnel-agent";
+import { loadTunnelAgentConfig } from "@fleet/tunnel-agent";
 import pino from "pino";
 
 const [tunnelIp = "", sshPort = "0", network = "127.0.0.0/8", portRange = "49500-49599"] = process.argv.slice(2);
@@ -32,7 +33,7 @@ const create = (dstPort: number) =>
   });
 const sink = await create(9);
 const echo = await create(7);
-const agent = await startTunnelAgent({
+const agent = await startTestTunnelAgent({
   config: loadTunnelAgentConfig({
     DATA_DIR: "memory",
     ENTRY_POINT_HOST: ENTRY,

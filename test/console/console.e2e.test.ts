@@ -1,8 +1,9 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { ensureConsoleBuilt } from "@fleet/console/build";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
@@ -37,7 +38,7 @@ const CHROMIUM_ARGS = [
 ];
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 /** A webhook receiver on loopback that answers 204 to every delivery. */
 let receiver: Server;
 let receiverUrl: string;
@@ -79,7 +80,7 @@ beforeAll(async () => {
   );
   // PGlite, or PostgreSQL with DATABASE_URL (the status stream then rides LISTEN/NOTIFY).
   db = await createTestDatabase();
-  system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
   receiver = createServer((req, res) => {
     req.resume();
     req.on("end", () => res.writeHead(204).end());

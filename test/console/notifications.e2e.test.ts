@@ -1,8 +1,9 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { ensureConsoleBuilt } from "@fleet/console/build";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { eventually } from "@fleet/shared/testing";
@@ -32,7 +33,7 @@ const CHROMIUM_ARGS = [
 ];
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 /** A Slack incoming webhook on loopback: answers 200 "ok" and keeps each body. */
 let receiver: Server;
 let receiverUrl: string;
@@ -52,7 +53,7 @@ beforeAll(async () => {
   const config = loadAllInOneConfig(testSystemEnv({ WEBHOOK_ALLOW_PRIVATE: "true", ENTRY_POINT_PORTS: "63840-63849" }));
   // PGlite, or PostgreSQL with DATABASE_URL.
   db = await createTestDatabase();
-  system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));

@@ -1,7 +1,8 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { freeLoopbackPort, startTestIdp, type TestIdp } from "@fleet/api/testing/idp";
 import { ensureConsoleBuilt } from "@fleet/console/build";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
@@ -18,7 +19,7 @@ import { testSystemEnv } from "../support/system-env.ts";
  */
 let idp: TestIdp;
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let context: BrowserContext;
 let page: Page;
 let profile: string;
@@ -42,7 +43,7 @@ beforeAll(async () => {
     }),
   );
   db = await createTestDatabase();
-  system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
   profile = mkdtempSync(path.join(tmpdir(), "h36-sign-in-chromium-"));
   context = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",

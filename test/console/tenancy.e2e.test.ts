@@ -1,6 +1,7 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { freeLoopbackPort, startTestIdp, type TestIdp } from "@fleet/api/testing/idp";
 import { ensureConsoleBuilt } from "@fleet/console/build";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
@@ -33,7 +34,7 @@ const TECH = "tech@example.test";
 
 let idp: TestIdp;
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let browser: Browser;
 let base: string;
 /** The MSP owner's page and the invited technician's (separate browser contexts: separate cookies). */
@@ -77,7 +78,7 @@ beforeAll(async () => {
   );
   // PGlite, or PostgreSQL with DATABASE_URL.
   db = await createTestDatabase();
-  system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
   browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
   owner = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
   tech = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();

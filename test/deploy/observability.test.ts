@@ -1,7 +1,8 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -37,14 +38,14 @@ const rules = (
 ).groups.flatMap((g) => g.rules);
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 /** `# TYPE <name> <type>` of a live scrape. */
 let scraped: Map<string, string>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   const config = loadAllInOneConfig(testSystemEnv({ ENTRY_POINT_PORTS: "63350-63359" }));
-  system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
   const text = await (await fetch(`${system.api.url}/metrics`)).text();
   scraped = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1] ?? "", m[2] ?? ""]));
 });

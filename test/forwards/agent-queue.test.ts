@@ -1,3 +1,4 @@
+import { startTestTunnelAgent, type TestTunnelAgent } from "@fleet/tunnel-agent/testing";
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,12 +22,7 @@ import {
 } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { type Clock, ROUTER_JOB_KINDS, generateEd25519KeyPair, ManualClock, systemClock } from "@fleet/shared";
-import {
-  EXPIRY_SWEEP_QUEUE,
-  loadTunnelAgentConfig,
-  type RunningTunnelAgent,
-  startTunnelAgent,
-} from "@fleet/tunnel-agent";
+import { EXPIRY_SWEEP_QUEUE, loadTunnelAgentConfig } from "@fleet/tunnel-agent";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsClient, RouterOsConnector } from "@fleet/tunnel-agent/routeros/routeros-client";
 import { addForwardRule, removeForwardRule } from "@fleet/tunnel-agent/routeros/routeros-commands";
@@ -45,7 +41,9 @@ import { freePortOn } from "./forward-fixtures.ts";
  */
 const root = path.resolve(import.meta.dirname, "../..");
 const ENTRY = "queue.fleet.test";
-const TUNNELS = ["127.0.0.31", "127.0.0.32", "127.0.0.33", "127.0.0.34"];
+/** This run's own loopback /24: two runs at once must not meet on the fixed entry and rule ports. */
+const NET = `127.${1 + Math.floor(Math.random() * 250)}.0`;
+const TUNNELS = [`${NET}.31`, `${NET}.32`, `${NET}.33`, `${NET}.34`];
 const LEASE_MS = 1500;
 const key = generateEd25519KeyPair();
 
@@ -89,13 +87,15 @@ const agentEnv = (extra: Record<string, string> = {}): Record<string, string> =>
   DATA_DIR: workDir,
   LOG_LEVEL: "silent",
   ENTRY_POINT_HOST: ENTRY,
-  ENTRY_POINT_BIND: "127.0.0.3",
+  ENTRY_POINT_BIND: `${NET}.3`,
   ENTRY_POINT_PORTS: "63500-63599",
   TUNNEL_SSH_PORT: String(sshPort),
   TUNNEL_SSH_KEY: keyFile,
   TUNNEL_JOB_LEASE_MS: String(LEASE_MS),
+  // Spawned agents serve their health port: never the default one another run (or `npm start`) holds.
+  AGENT_HEALTH_PORT: "0",
   TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
-  // Tests may only use loopback: the simulated routers' tunnel addresses are 127.0.0.x.
+  // Tests may only use loopback: the simulated routers' tunnel addresses are 127.x.0.x.
   TUNNEL_NETWORK: "127.0.0.0/8",
   ...extra,
 });
@@ -180,12 +180,91 @@ const deadAgentConnector = (): RouterOsConnector =>
     hostKeys: new InMemoryHostKeyStore(),
   });
 
+/**
+ * On PostgreSQL the case below starts three agent processes one after another (1.7 to 5 s each on a
+ * loaded machine) and waits out two leases; each of its waits has 30 s, so the case gets room for
+ * them instead of the default 30 s in all (which it overran under load, timing out mid-wait).
+ */
+const AGENT_DEATH_CASE_MS = 120_000;
+
 describe("durable jobs", () => {
-  it("a job whose agent dies between claiming and finishing is completed once by the next agent", async () => {
-    if (db.driver === "postgresql") {
-      const router = await startRouter(TUNNELS[0] ?? "", 700);
-      const env = agentEnv({ DATABASE_URL: db.url ?? "" });
-      const forward = await newForward(router.tunnelIp);
+  it(
+    "a job whose agent dies between claiming and finishing is completed once by the next agent",
+    async () => {
+      if (db.driver === "postgresql") {
+        const router = await startRouter(TUNNELS[0] ?? "", 700);
+        const env = agentEnv({ DATABASE_URL: db.url ?? "" });
+        const forward = await newForward(router.tunnelIp);
+        const add = addForwardRule({
+          tunnelIp: router.tunnelIp,
+          port: forward.port,
+          dstAddress: "192.168.88.20",
+          dstPort: 22,
+          forwardId: forward.id,
+        });
+
+        // Apply: killed after the router received the add, before the agent could record success.
+        const first = await spawnAgent(env);
+        await eventually(() => sent(router, add) === 1, "the add command to reach the router");
+        first.kill();
+        const stuck = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
+        expect(stuck).toMatchObject({ state: "active", attempts: 1 });
+        const second = await spawnAgent(env);
+        try {
+          await eventually(
+            async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state === "completed",
+            "the apply to complete",
+            30_000,
+          );
+          // Taken over after the death: attempt 2, or 3 when attempt 2 itself outlived the 2 s lease on
+          // a loaded machine (the 700 ms router); the router's lock kept them apart, and the add was
+          // sent once (below).
+          const applied = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
+          expect(applied.state).toBe("completed");
+          expect(applied.attempts).toBeGreaterThanOrEqual(2);
+          expect(tagged(router, forward.id)).toHaveLength(1);
+          expect(sent(router, add)).toBe(1);
+
+          // Remove: the same, killed after the router received the removal. The start-up
+          // reconciliation of this router must be over first: it could send the same command.
+          await eventually(async () => {
+            const open = (await listRouterJobs(db, { routerId: forward.routerId })).filter(
+              (job) => job.state !== "completed",
+            );
+            return open.length === 0;
+          }, "the router's queue to drain");
+          await revokeForward(db, engine, forward);
+          const remove = removeForwardRule(forward.id);
+          await eventually(() => sent(router, remove) >= 1, "the remove command to reach the router");
+          second.kill();
+          expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "active", attempts: 1 });
+        } finally {
+          second.kill();
+        }
+        const third = await spawnAgent(env);
+        try {
+          await eventually(
+            async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).state === "completed",
+            "the removal to complete",
+            30_000,
+          );
+          const removed = await jobOf(forward.id, ROUTER_JOB_KINDS.remove);
+          expect(removed.state).toBe("completed");
+          expect(removed.attempts).toBeGreaterThanOrEqual(2);
+          expect(tagged(router, forward.id)).toHaveLength(0);
+          expect(router.ssh.rules()).toEqual([]);
+        } finally {
+          third.kill();
+        }
+        return;
+      }
+
+      // PGlite: the dead agent is this test. It takes the job, sends the add, and is never heard of again.
+      const router = await startRouter(TUNNELS[0] ?? "");
+      const clock = new ManualClock(new Date());
+      const forward = await newForward(router.tunnelIp, clock);
+      const [claimed] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
+      expect(claimed?.data).toMatchObject({ forward_id: forward.id, kind: ROUTER_JOB_KINDS.apply });
       const add = addForwardRule({
         tunnelIp: router.tunnelIp,
         port: forward.port,
@@ -193,136 +272,72 @@ describe("durable jobs", () => {
         dstPort: 22,
         forwardId: forward.id,
       });
-
-      // Apply: killed after the router received the add, before the agent could record success.
-      const first = await spawnAgent(env);
-      await eventually(() => sent(router, add) === 1, "the add command to reach the router");
-      first.kill();
-      const stuck = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
-      expect(stuck).toMatchObject({ state: "active", attempts: 1 });
-      const second = await spawnAgent(env);
-      try {
-        await eventually(
-          async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state === "completed",
-          "the apply to complete",
-          30_000,
-        );
-        expect(await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).toMatchObject({
-          state: "completed",
-          attempts: 2,
-        });
-        expect(tagged(router, forward.id)).toHaveLength(1);
-        expect(sent(router, add)).toBe(1);
-
-        // Remove: the same, killed after the router received the removal. The start-up
-        // reconciliation of this router must be over first: it could send the same command.
-        await eventually(async () => {
-          const open = (await listRouterJobs(db, { routerId: forward.routerId })).filter(
-            (job) => job.state !== "completed",
-          );
-          return open.length === 0;
-        }, "the router's queue to drain");
-        await revokeForward(db, engine, forward);
-        const remove = removeForwardRule(forward.id);
-        await eventually(() => sent(router, remove) >= 1, "the remove command to reach the router");
-        second.kill();
-        expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "active", attempts: 1 });
-      } finally {
-        second.kill();
-      }
-      const third = await spawnAgent(env);
-      try {
-        await eventually(
-          async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).state === "completed",
-          "the removal to complete",
-          30_000,
-        );
-        expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
-        expect(tagged(router, forward.id)).toHaveLength(0);
-        expect(router.ssh.rules()).toEqual([]);
-      } finally {
-        third.kill();
-      }
-      return;
-    }
-
-    // PGlite: the dead agent is this test. It takes the job, sends the add, and is never heard of again.
-    const router = await startRouter(TUNNELS[0] ?? "");
-    const clock = new ManualClock(new Date());
-    const forward = await newForward(router.tunnelIp, clock);
-    const [claimed] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
-    expect(claimed?.data).toMatchObject({ forward_id: forward.id, kind: ROUTER_JOB_KINDS.apply });
-    const add = addForwardRule({
-      tunnelIp: router.tunnelIp,
-      port: forward.port,
-      dstAddress: "192.168.88.20",
-      dstPort: 22,
-      forwardId: forward.id,
-    });
-    const session: RouterOsClient = await deadAgentConnector().connect({
-      routerId: forward.routerId,
-      host: router.tunnelIp,
-      port: sshPort,
-    });
-    await session.exec(add);
-    session.close();
-
-    const agent = await startTunnelAgent({
-      config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" })),
-      db,
-      logger: pino({ level: "silent" }),
-      clock,
-      manualJobs: true,
-    });
-    const drainUntil = (forwardId: string, kind: string, what: string) =>
-      eventually(
-        async () => {
-          await agent.drain();
-          return (await jobOf(forwardId, kind)).state === "completed";
-        },
-        what,
-        30_000,
-      );
-    try {
-      // The lease still holds: nobody may touch the job, and the router's later jobs wait behind it.
-      expect(await agent.drain()).toBe(0);
-      expect((await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state).toBe("active");
-      await drainUntil(forward.id, ROUTER_JOB_KINDS.apply, "the apply to be taken over and completed");
-      expect(await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).toMatchObject({ state: "completed", attempts: 2 });
-      expect(tagged(router, forward.id)).toHaveLength(1);
-      expect(sent(router, add)).toBe(1);
-      // The dead agent's late "done" concerns an attempt that is no longer its own.
-      const late = await engine.boss.complete(ROUTER_JOBS_QUEUE, {
-        id: claimed?.id ?? "",
-        retryCount: claimed?.retryCount ?? 0,
-      });
-      expect((late as { affected?: number }).affected).toBe(0);
-
-      await revokeForward(db, engine, forward, clock.now());
-      const [removal] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
-      expect(removal?.data).toMatchObject({ forward_id: forward.id, kind: ROUTER_JOB_KINDS.remove });
-      const again = await deadAgentConnector().connect({
+      const session: RouterOsClient = await deadAgentConnector().connect({
         routerId: forward.routerId,
         host: router.tunnelIp,
         port: sshPort,
       });
-      await again.exec(removeForwardRule(forward.id));
-      again.close();
-      await drainUntil(forward.id, ROUTER_JOB_KINDS.remove, "the removal to be taken over and completed");
-      expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
-      expect(router.ssh.rules()).toEqual([]);
-    } finally {
-      await agent.close();
-    }
-  });
+      await session.exec(add);
+      session.close();
+
+      const agent = await startTestTunnelAgent({
+        config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" })),
+        db,
+        logger: pino({ level: "silent" }),
+        clock,
+        manualJobs: true,
+      });
+      const drainUntil = (forwardId: string, kind: string, what: string) =>
+        eventually(
+          async () => {
+            await agent.drain();
+            return (await jobOf(forwardId, kind)).state === "completed";
+          },
+          what,
+          30_000,
+        );
+      try {
+        // The lease still holds: nobody may touch the job, and the router's later jobs wait behind it.
+        expect(await agent.drain()).toBe(0);
+        expect((await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state).toBe("active");
+        await drainUntil(forward.id, ROUTER_JOB_KINDS.apply, "the apply to be taken over and completed");
+        expect(await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).toMatchObject({ state: "completed", attempts: 2 });
+        expect(tagged(router, forward.id)).toHaveLength(1);
+        expect(sent(router, add)).toBe(1);
+        // The dead agent's late "done" concerns an attempt that is no longer its own.
+        const late = await engine.boss.complete(ROUTER_JOBS_QUEUE, {
+          id: claimed?.id ?? "",
+          retryCount: claimed?.retryCount ?? 0,
+        });
+        expect((late as { affected?: number }).affected).toBe(0);
+
+        await revokeForward(db, engine, forward, clock.now());
+        const [removal] = await engine.boss.fetch<{ forward_id: string }>(ROUTER_JOBS_QUEUE);
+        expect(removal?.data).toMatchObject({ forward_id: forward.id, kind: ROUTER_JOB_KINDS.remove });
+        const again = await deadAgentConnector().connect({
+          routerId: forward.routerId,
+          host: router.tunnelIp,
+          port: sshPort,
+        });
+        await again.exec(removeForwardRule(forward.id));
+        again.close();
+        await drainUntil(forward.id, ROUTER_JOB_KINDS.remove, "the removal to be taken over and completed");
+        expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "completed", attempts: 2 });
+        expect(router.ssh.rules()).toEqual([]);
+      } finally {
+        await agent.close();
+      }
+    },
+    AGENT_DEATH_CASE_MS,
+  );
 
   it("closes and removes at start a forward that expired while no agent ran", async () => {
-    const router = await startRouter("127.0.0.35");
+    const router = await startRouter(`${NET}.35`);
     const clock = new ManualClock(new Date());
     const config = loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" }));
     const logger = pino({ level: "silent" });
     const forward = await newForward(router.tunnelIp, clock);
-    const first = await startTunnelAgent({ config, db, logger, clock });
+    const first = await startTestTunnelAgent({ config, db, logger, clock });
     try {
       await eventually(
         async () => (await jobOf(forward.id, ROUTER_JOB_KINDS.apply)).state === "completed",
@@ -339,7 +354,7 @@ describe("durable jobs", () => {
     expect(
       (await db.query<{ status: string }>("select status from forwards where id = $1", [forward.id]))[0]?.status,
     ).toBe("active");
-    const second = await startTunnelAgent({ config, db, logger, clock });
+    const second = await startTestTunnelAgent({ config, db, logger, clock });
     try {
       expect(
         (await db.query<{ status: string }>("select status from forwards where id = $1", [forward.id]))[0]?.status,
@@ -360,8 +375,8 @@ describe("durable jobs", () => {
   it("retries a job that fails with exponential backoff and keeps the last error visible", async () => {
     // No router answers at this address.
     const clock = new ManualClock(new Date());
-    const forward = await newForward("127.0.0.36", clock);
-    const agent = await startTunnelAgent({
+    const forward = await newForward(`${NET}.36`, clock);
+    const agent = await startTestTunnelAgent({
       config: loadTunnelAgentConfig(agentEnv({ DATA_DIR: "memory" })),
       db,
       logger: pino({ level: "silent" }),
@@ -440,14 +455,14 @@ describe("durable jobs", () => {
         };
       },
     });
-    const agents: RunningTunnelAgent[] = [];
+    const agents: TestTunnelAgent[] = [];
     try {
       for (const [i, handle] of [handles[0], handles[1] ?? handles[0]].entries()) {
         const config = loadTunnelAgentConfig(
           agentEnv({ DATA_DIR: "memory", ENTRY_POINT_HOST: `idle-${i}.fleet.test`, TUNNEL_JOB_LEASE_MS: "60000" }),
         );
         agents.push(
-          await startTunnelAgent({
+          await startTestTunnelAgent({
             config,
             db: handle as Database,
             logger: pino({ level: "silent" }),

@@ -1,4 +1,5 @@
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { countOpenRouterJobs, listRouterJobs } from "@fleet/db";
 import { databaseFingerprint, createTestDatabase, makeRouter, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
@@ -24,15 +25,22 @@ import { testSystemEnv } from "../support/system-env.ts";
  * with PROXY headers (ENTRY_POINT_PROXY_PROTOCOL=true): tests may only use 127.0.0.0/8, and
  * allow_from must be publicly routed.
  */
-const TUNNEL_A = "127.0.0.21";
-const TUNNEL_B = "127.0.0.22";
+/**
+ * This run's own loopback /24: the entry point's port range and the routers' rule ports are fixed,
+ * so two runs of this file at once (another worktree, another shard) collided on 127.0.0.x
+ * (EADDRINUSE on a rule's listener, a relay port taken).
+ */
+const NET = `127.${1 + Math.floor(Math.random() * 250)}.0`;
+const ENTRY_BIND = `${NET}.1`;
+const TUNNEL_A = `${NET}.21`;
+const TUNNEL_B = `${NET}.22`;
 /** Router A's public (WAN) address: a dst-nat rule without dst-address opens the port here too. */
-const WAN_A = "127.0.0.23";
+const WAN_A = `${NET}.23`;
 const ALLOWED = "8.8.8.8";
 const OUTSIDER = "9.9.9.9";
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let sshPort: number;
 let routerA: SimulatedRouterOs;
 let routerB: SimulatedRouterOs;
@@ -63,7 +71,7 @@ beforeAll(async () => {
   const config = loadAllInOneConfig({
     ...testSystemEnv(),
     ENTRY_POINT_HOST: "entry.e2e.test",
-    ENTRY_POINT_BIND: "127.0.0.1",
+    ENTRY_POINT_BIND: ENTRY_BIND,
     ENTRY_POINT_PORTS: "63000-63199",
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     TUNNEL_SSH_PORT: String(sshPort),
@@ -71,12 +79,12 @@ beforeAll(async () => {
     // Nothing periodic may talk to the routers behind the tests' backs.
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
     BACKUP_INTERVAL_HOURS: "0",
-    // Tests may only use loopback: the simulated routers' tunnel addresses are 127.0.0.x.
+    // Tests may only use loopback: the simulated routers' tunnel addresses are 127.x.0.x.
     TUNNEL_NETWORK: "127.0.0.0/8",
     // The relay reaches the routers from 127.0.0.1: every rule also matches that source only.
     ENTRY_POINT_TUNNEL_SOURCE: "127.0.0.1",
   });
-  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db, clock });
   const authorizedKeys = [system.tunnelAgent.publicKey, operatorKey.public];
   routerA = await startSimulatedRouterOs({
     tunnelIp: TUNNEL_A,
@@ -113,6 +121,10 @@ const api = async (method: string, path: string, token?: string, body?: unknown)
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 };
+
+/** Connects to the entry point as `source` (this run's entry address). */
+const enter = (port: number, source: string, options: Parameters<typeof connectAs>[2] = {}) =>
+  connectAs(port, source, { host: ENTRY_BIND, ...options });
 
 const login = async () => {
   const res = await api("POST", "/v1/auth/dev-login", undefined, { email: `fwd-${crypto.randomUUID()}@example.com` });
@@ -160,9 +172,12 @@ const create = async (who: Awaited<ReturnType<typeof owner>>, body: Record<strin
 const ruleOf = (router: SimulatedRouterOs, forwardId: string) =>
   router.ssh.rules().find((r) => r.props.comment === `fleet-fwd:${forwardId}`);
 
-/** The fingerprint without the heartbeat daemon's bookkeeping, which moves on its own schedule. */
+/**
+ * The fingerprint without the heartbeat daemon's bookkeeping, which moves on its own schedule (its
+ * sweep tick marks `heartbeat_daemons`: a tick inside a measured step changed the fingerprint).
+ */
 const forwardingState = (fingerprint: string) =>
-  fingerprint.split(",").filter((t) => !t.startsWith("heartbeat_coverage:"));
+  fingerprint.split(",").filter((t) => !t.startsWith("heartbeat_coverage:") && !t.startsWith("heartbeat_daemons:"));
 
 /** Every queued job has finished (the router side may finish a moment before its job row). */
 const settled = () => eventually(async () => (await countOpenRouterJobs(db)) === 0, "the job queue to settle");
@@ -207,7 +222,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     expect(await applyJob()).toMatchObject({ state: "completed", attempts: 1 });
 
     for (const version of [1, 2] as const) {
-      const client = await connectAs(forward.port, ALLOWED, { version, payload: "hello " });
+      const client = await enter(forward.port, ALLOWED, { version, payload: "hello " });
       expect(await echo(client.socket, `through v${version}`)).toBe(`hello through v${version}`);
       client.socket.end();
       await client.received;
@@ -215,7 +230,7 @@ describe("transient forwarding through the entry point and a simulated router", 
 
     const lanConnections = routerA.lan.connections();
     const lanBytes = routerA.lan.bytesReceived();
-    const outsider = await connectAs(forward.port, OUTSIDER, { payload: "let me in" });
+    const outsider = await enter(forward.port, OUTSIDER, { payload: "let me in" });
     outsider.socket.write("more bytes");
     expect((await outsider.received).length).toBe(0);
     expect(routerA.lan.connections()).toBe(lanConnections);
@@ -227,13 +242,16 @@ describe("transient forwarding through the entry point and a simulated router", 
     const who = await owner(TUNNEL_A);
     const forward = await create(who, { dst_port: 2222 });
     await untilUsable(routerA, forward);
-    const open = await connectAs(forward.port, ALLOWED);
+    const open = await enter(forward.port, ALLOWED);
     expect(await echo(open.socket, "still here")).toBe("still here");
 
     expect((await api("DELETE", `${who.base}/${forward.id}`, who.token)).status).toBe(204);
     await eventually(() => !ruleOf(routerA, forward.id), "the rule to go");
     await open.received;
-    await eventually(async () => (await connectOutcome(forward.port)) === "ECONNREFUSED", "the port to close");
+    await eventually(
+      async () => (await connectOutcome(forward.port, ENTRY_BIND)) === "ECONNREFUSED",
+      "the port to close",
+    );
     // The entry point closes its port on its own; the router's last command may still be on its way
     // (and the configuration backup that follows every change may come right after it).
     const drop = `/ip firewall connection remove [find where dst-address="${TUNNEL_A}:${forward.port}"]`;
@@ -253,7 +271,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     const who = await owner(TUNNEL_A);
     const forward = await create(who, { expire_after_minutes: 10 });
     await untilUsable(routerA, forward);
-    const open = await connectAs(forward.port, ALLOWED);
+    const open = await enter(forward.port, ALLOWED);
     expect(await echo(open.socket, "before expiry")).toBe("before expiry");
 
     clock.advance(10 * 60_000 - 1);
@@ -264,7 +282,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     await eventually(() => !ruleOf(routerA, forward.id), "the rule to go at expiry");
     await open.received;
     await eventually(
-      async () => (await connectOutcome(forward.port)) === "ECONNREFUSED",
+      async () => (await connectOutcome(forward.port, ENTRY_BIND)) === "ECONNREFUSED",
       "the port to close at expiry",
     );
     await settled();
@@ -353,7 +371,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     await eventually(() => ruleOf(routerA, kept.id) && !ruleOf(routerA, stale), "reconciliation to repair the router");
     expect(routerA.ssh.rules().some((r) => r.props.comment === "customer rule")).toBe(true);
     expect(routerA.ssh.rules().filter((r) => r.props.comment === `fleet-fwd:${kept.id}`)).toHaveLength(1);
-    const client = await connectAs(kept.port, ALLOWED);
+    const client = await enter(kept.port, ALLOWED);
     expect(await echo(client.socket, "repaired")).toBe("repaired");
     client.socket.end();
   });
@@ -427,7 +445,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     );
     expect(routerA.ssh.rules().filter((r) => r.props.comment === `fleet-fwd:${forward.id}`)).toHaveLength(1);
     expect(routerA.ssh.commands()).toContain(listForwardRulesJson());
-    const client = await connectAs(forward.port, ALLOWED);
+    const client = await enter(forward.port, ALLOWED);
     expect(await echo(client.socket, "pinned")).toBe("pinned");
     client.socket.end();
   });
@@ -458,7 +476,7 @@ describe("transient forwarding through the entry point and a simulated router", 
     const forward = await create(claimant, { dst_port: 2323 });
     const rule = await untilUsable(routerB, forward);
     expect(rule.props["dst-address"]).toBe(TUNNEL_B);
-    const client = await connectAs(forward.port, ALLOWED);
+    const client = await enter(forward.port, ALLOWED);
     expect(await echo(client.socket, "my own LAN")).toBe("my own LAN");
     client.socket.end();
     await client.received;

@@ -1,3 +1,4 @@
+import { startTestTunnelAgent, type TestTunnelAgent } from "@fleet/tunnel-agent/testing";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -13,7 +14,7 @@ import { createTestDatabase, makeForward, makeRouter, makeUser, type TestDatabas
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { ROUTER_JOB_KINDS, generateEd25519KeyPair, systemClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
-import { loadTunnelAgentConfig, type RunningTunnelAgent, startTunnelAgent } from "@fleet/tunnel-agent";
+import { loadTunnelAgentConfig } from "@fleet/tunnel-agent";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import type { RouterOsConnector } from "@fleet/tunnel-agent/routeros/routeros-client";
 import { SshRouterOsConnector } from "@fleet/tunnel-agent/routeros/ssh-routeros-client";
@@ -161,11 +162,11 @@ describe("router job leases", () => {
         };
       },
     });
-    const agents: RunningTunnelAgent[] = [];
+    const agents: TestTunnelAgent[] = [];
     try {
       for (const [i, handle] of [handles[0], handles[1] ?? handles[0]].entries()) {
         agents.push(
-          await startTunnelAgent({
+          await startTestTunnelAgent({
             config: loadTunnelAgentConfig(
               agentEnv({
                 DATA_DIR: "memory",

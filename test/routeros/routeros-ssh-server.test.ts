@@ -20,6 +20,13 @@ import {
   startRouterOsSshServer,
 } from "@fleet/router-simulator/routeros/routeros-ssh-server";
 import { RouterOsDevice } from "@fleet/router-simulator/routeros/script/routeros-device";
+import {
+  addGuard,
+  guardName,
+  removeGuard,
+  saveBinaryBackup,
+  withDoneMarker,
+} from "@fleet/tunnel-agent/routeros/change-commands";
 import { generateEd25519KeyPair } from "@fleet/shared";
 
 const HOST = "127.0.0.1";
@@ -388,5 +395,55 @@ describe("RouterOS SSH simulator through the agent's ssh2 adapter", () => {
     stream.write("/ip firewall nat add chain=dstnat comment=hi\r/ip firewall nat print terse\r");
     await eventually(() => /comment=hi\r\n\[admin@Sim\] > $/.test(screen), "the printed rule and a prompt", 2000);
     expect(sim.commands()).toEqual(["/ip firewall nat add chain=dstnat comment=hi", "/ip firewall nat print terse"]);
+  });
+
+  it("runs a fleet change's steps through an adopted device; a router cut off by its change drops its sessions", async () => {
+    const device = new RouterOsDevice({
+      identity: "edge-1",
+      version: "7.15.1 (stable)",
+      boardName: "RB5009UG+S+",
+      model: "RB5009UG+S+",
+      routerboard: true,
+      serialNumber: "HE708ABCDEF",
+      licenseId: "AB12-CD34",
+      bootedAt: Date.now(),
+      http: async () => ({ status: 500, body: "" }),
+      system: { rebootSeconds: 0.05, breakTunnelOnChange: true },
+    });
+    cleanups.push(() => device.stop());
+    const { router } = await setup({
+      script: (text) => device.system.runRemote(text),
+      reachable: () => device.system.reachable,
+    });
+    const name = guardName("0b6c6a8e-1111-4222-8333-944455556666");
+    const marked = (script: string) => withDoneMarker(script, "0123456789abcdef");
+    const step = async (script: string) => {
+      const { text, marker } = marked(script);
+      const out = await router.exec(text);
+      expect(out).toContain(marker);
+      return out;
+    };
+    await step(saveBinaryBackup(name));
+    await step(addGuard(name, 60));
+    await step(addGuard(name, 60));
+    expect(device.tables["system scheduler"].map((s) => s.props.name)).toEqual([name]);
+    // A script that fails stops before the marker, with RouterOS's words.
+    const failed = await router.exec(marked("/system backup load name=nothing-here").text).catch((e: unknown) => e);
+    expect((failed as RouterOsCommandError).output).toMatch(/no such file nothing-here.backup/);
+    expect((failed as RouterOsCommandError).output).not.toContain("fleet-done-");
+    // The change answers, then the tunnel is gone: the session and new logins are dropped.
+    await step("/ip dns set servers=9.9.9.9");
+    expect(device.system.tunnelBroken).toBe(true);
+    await expect(router.exec(":put 1")).rejects.toThrow();
+    // The guard fires: the router loads its backup, reboots and is reachable again without the change.
+    await device.run(`/system backup load name=${name}.backup`);
+    await eventually(() => device.system.reachable, "the router back from its backup");
+    expect(device.system.settings().dns.servers).toBe("");
+    expect(device.tables["system scheduler"]).toEqual([]);
+    const again = await setup({
+      script: (text) => device.system.runRemote(text),
+      reachable: () => device.system.reachable,
+    });
+    expect((await again.router.exec(marked(removeGuard(name)).text)).split(/\r?\n/)[0]).toBe("0");
   });
 });

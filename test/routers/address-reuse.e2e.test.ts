@@ -1,4 +1,5 @@
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { clearTunnelPinCommand, createApiKeyCommand } from "@fleet/all-in-one/admin/admin-commands";
 import { listRouterJobs } from "@fleet/db";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
@@ -28,7 +29,7 @@ const SSH_USER = "fleet-agent";
 const DAY_MS = 86_400_000;
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let sshPort: number;
 /** The domain clock runs with real time plus this offset (the quarantine's 30 days pass in a step). */
 const clock = new OffsetClock();
@@ -122,7 +123,7 @@ beforeAll(async () => {
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
   });
-  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db, clock });
 });
 
 afterAll(async () => {

@@ -1,4 +1,5 @@
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,7 +16,7 @@ import { testSystemEnv } from "../support/system-env.ts";
 const INTERVAL_MS = 1_000;
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let accessToken: string;
 
 const api = async (method: string, path: string, body?: unknown) => {
@@ -70,7 +71,7 @@ beforeAll(async () => {
   // Acknowledged heartbeats are not written during the test: the URL's state is the spend's alone.
   config.heartbeat.tuning.flushIntervalMs = 600_000;
   config.heartbeat.tuning.steadyFlushMs = 600_000;
-  system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
   const email = `spent-${crypto.randomUUID()}@example.com`;
   accessToken = (
     (await (

@@ -1,4 +1,5 @@
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { createApiKeyCommand } from "@fleet/all-in-one/admin/admin-commands";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
@@ -31,7 +32,7 @@ const SSH_USER = "fleet-agent";
 const TUNNELS = Array.from({ length: ROUTERS }, (_, i) => tunnelIpFor(i));
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let fleet: RunningAdoptedFleet;
 let sshPort: number;
 let email: string;
@@ -76,7 +77,7 @@ beforeAll(async () => {
     ENTRY_POINT_PROXY_PROTOCOL: "true",
     TUNNEL_RECONCILE_INTERVAL_MS: "86400000",
   });
-  system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
 
   email = `adopt-${crypto.randomUUID()}@example.com`;
   const api = new FleetApi(system.api.url);

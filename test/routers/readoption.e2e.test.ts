@@ -1,4 +1,5 @@
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { type Database, openDatabase } from "@fleet/db";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import pino from "pino";
@@ -18,8 +19,8 @@ const CLOSE_WITHIN_MS = 2_000;
 
 let db: TestDatabase;
 let secondDb: Database | undefined;
-let a: RunningSystem;
-let b: RunningSystem;
+let a: TestSystem;
+let b: TestSystem;
 let accessToken: string;
 
 const api = async (method: string, path: string, body?: unknown) => {
@@ -124,8 +125,8 @@ beforeAll(async () => {
     MISSED_HEARTBEATS: "1000",
   });
   const logger = pino({ level: "silent" });
-  a = await startAll({ config: loadAllInOneConfig(env), logger, db });
-  b = await startAll({ config: loadAllInOneConfig(env), logger, db: secondDb ?? db });
+  a = await startTestSystem({ config: loadAllInOneConfig(env), logger, db });
+  b = await startTestSystem({ config: loadAllInOneConfig(env), logger, db: secondDb ?? db });
   const email = `readopt-${crypto.randomUUID()}@example.com`;
   accessToken = (await api("POST", "/v1/auth/dev-login", { email })).body.access_token;
   expect((await api("POST", "/v1/account", { name: "Readopt", email, address: { country: "US" } })).status).toBe(201);

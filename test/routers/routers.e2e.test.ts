@@ -1,5 +1,6 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { eventually } from "@fleet/shared/testing";
-import { type RunningSystem, startAll } from "@fleet/all-in-one";
+
 import { createClient } from "@fleet/api/client";
 import { EventSource } from "eventsource";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
@@ -17,7 +18,7 @@ import { testSystemEnv } from "../support/system-env.ts";
  * daemon's sweep is driven by hand at the moments the state table names.
  */
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 const clock = new ManualClock(new Date());
 const INTERVAL = 30_000;
 const MISSED = 10;
@@ -66,7 +67,7 @@ beforeAll(async () => {
     MISSED_HEARTBEATS: String(MISSED),
     ENTRY_POINT_PORTS: "63300-63309",
   });
-  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db, clock });
 });
 
 afterAll(async () => {

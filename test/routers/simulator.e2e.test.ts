@@ -1,5 +1,6 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { eventually } from "@fleet/shared/testing";
-import { type RunningSystem, startAll } from "@fleet/all-in-one";
+
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { type RunningSimulator, startSimulator } from "@fleet/router-simulator";
 import { formatDateTime, ManualClock } from "@fleet/shared";
@@ -18,7 +19,7 @@ import { testSystemEnv } from "../support/system-env.ts";
 const INTERVAL = 200;
 const MISSED = 3;
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let sim: RunningSimulator | undefined;
 const clock = new ManualClock(new Date());
 
@@ -32,7 +33,7 @@ beforeAll(async () => {
   });
   // Sweeps happen when the test says so.
   config.heartbeat.tuning.sweepIntervalMs = 86_400_000;
-  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db, clock });
 });
 
 afterAll(async () => {

@@ -1,8 +1,9 @@
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { execFileSync } from "node:child_process";
 import net from "node:net";
 import { createApiKeyCommand } from "@fleet/all-in-one/admin/admin-commands";
 import { listRouterJobs } from "@fleet/db";
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
 import { netnsHostAddress } from "@fleet/router-simulator/netns/netns-network";
@@ -44,7 +45,7 @@ const SSH_PORT = 2222;
 const ALLOWED = "8.8.8.8";
 
 let db: TestDatabase;
-let system: RunningSystem | undefined;
+let system: TestSystem | undefined;
 let fleet: RunningNetnsFleet | undefined;
 let api: FleetApi;
 let token: string;
@@ -194,7 +195,7 @@ const forwardTo = async (routerId: string, dstPort = 80, authorization = token) 
 describe.skipIf(unavailable !== undefined)("the management tunnel over real WireGuard, routers behind NAT", () => {
   beforeAll(async () => {
     db = await createTestDatabase();
-    system = await startAll({
+    system = await startTestSystem({
       config: config(),
       logger: pino({ level: "silent" }),
       db,
@@ -479,7 +480,7 @@ describe.skipIf(unavailable !== undefined)("the management tunnel over real Wire
     system = undefined;
     // The new hub deletes the interface the old one left and builds its peers from the database,
     // each primed with its router's last endpoint.
-    system = await startAll({ config: config(), logger: pino({ level: "silent" }), db });
+    system = await startTestSystem({ config: config(), logger: pino({ level: "silent" }), db });
     expect(await hubPeers()).toEqual(before);
     // Before any traffic, the new hub already knows where router 0 is.
     const primed = (await system.tunnelAgent.hub?.hub.device.state())?.peers.find((p) =>

@@ -1,20 +1,20 @@
 import { randomBytes } from "node:crypto";
-import { type RunningApi, startApi } from "@fleet/api";
+import { composeApi, type RunningApi } from "@fleet/api";
 import { type Database, openDatabase } from "@fleet/db";
 import { type RunningHeartbeat, startHeartbeat } from "@fleet/heartbeat-daemon";
 import type { Clock } from "@fleet/shared";
-import { type RunningTunnelAgent, startTunnelAgent } from "@fleet/tunnel-agent";
+import { type RunningTunnelAgent, type StartTunnelAgentOptions, startTunnelAgent } from "@fleet/tunnel-agent";
 import type { Logger } from "pino";
 import type { AllInOneConfig } from "./config.ts";
 
 // The package exports this module only: tests and tools load the configuration through it.
 export { type AllInOneConfig, loadAdminConfig, loadAllInOneConfig } from "./config.ts";
 
-export interface RunningSystem {
+export interface RunningSystem<Agent extends RunningTunnelAgent = RunningTunnelAgent> {
   db: Database;
   api: RunningApi;
   heartbeat: RunningHeartbeat;
-  tunnelAgent: RunningTunnelAgent;
+  tunnelAgent: Agent;
   /** Stops the apps in reverse order of start, then closes the database. */
   close(): Promise<void>;
 }
@@ -22,17 +22,30 @@ export interface RunningSystem {
 export interface StartAllOptions {
   config: AllInOneConfig;
   logger: Logger;
-  /** An already opened database (tests); otherwise one is opened from the configuration. */
+}
+
+/** What only tests change (`testing/system-builder.ts`). */
+export interface SystemOverrides<Agent extends RunningTunnelAgent> {
+  /** An already opened database; otherwise one is opened from the configuration. */
   db?: Database;
-  /** Time of domain rules (forward expiry) for the API and the tunnel agent; tests pass a manual one. */
+  /** Time of domain rules (forward expiry) for the API, the daemon and the tunnel agent. */
   clock?: Clock;
+  /** Starts the tunnel agent (a test's builder, with the controls it drives). */
+  startAgent: (options: StartTunnelAgentOptions, clock: Clock | undefined) => Promise<Agent>;
 }
 
 /**
  * The composition root: ONE database (PGlite is in-process and single-connection) shared by the
  * API, the heartbeat daemon and the tunnel agent, each started through its own start function.
  */
-export const startAll = async ({ config, logger, db: given, clock }: StartAllOptions): Promise<RunningSystem> => {
+export const startAll = (options: StartAllOptions): Promise<RunningSystem> =>
+  composeSystem(options, { startAgent: (agentOptions) => startTunnelAgent(agentOptions) });
+
+/** {@link startAll} with what only tests change. */
+export const composeSystem = async <Agent extends RunningTunnelAgent>(
+  { config, logger }: StartAllOptions,
+  { db: given, clock, startAgent }: SystemOverrides<Agent>,
+): Promise<RunningSystem<Agent>> => {
   const db =
     given ??
     (await openDatabase({
@@ -51,18 +64,20 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
   const accessPasswordKey = config.api.dataDir === "memory" ? randomBytes(48).toString("base64url") : undefined;
   let hubPublicKey: string | undefined;
   try {
-    const api = await startApi({
-      config: config.api,
-      db,
-      logger: logger.child({ app: "api" }),
-      ...(clock ? { clock } : {}),
-      ...(accessPasswordKey ? { accessPasswordKey } : {}),
-      adoption: {
-        heartbeatPublicUrl: () => heartbeatUrl ?? `http://${config.heartbeat.host}:${config.heartbeat.port}`,
-        agentPublicKey: () => agentPublicKey,
-        hubPublicKey: () => hubPublicKey,
+    const api = await composeApi(
+      {
+        config: config.api,
+        db,
+        logger: logger.child({ app: "api" }),
+        ...(accessPasswordKey ? { accessPasswordKey } : {}),
+        adoption: {
+          heartbeatPublicUrl: () => heartbeatUrl ?? `http://${config.heartbeat.host}:${config.heartbeat.port}`,
+          agentPublicKey: () => agentPublicKey,
+          hubPublicKey: () => hubPublicKey,
+        },
       },
-    });
+      clock ? { clock } : {},
+    );
     stops.push(api.close);
     const heartbeat = await startHeartbeat({
       config: config.heartbeat,
@@ -72,13 +87,15 @@ export const startAll = async ({ config, logger, db: given, clock }: StartAllOpt
     });
     stops.push(heartbeat.close);
     heartbeatUrl = heartbeat.url;
-    const tunnelAgent = await startTunnelAgent({
-      config: config.tunnelAgent,
-      db,
-      logger: logger.child({ app: "tunnel-agent" }),
-      ...(clock ? { clock } : {}),
-      ...(accessPasswordKey ? { accessPasswordKey } : {}),
-    });
+    const tunnelAgent = await startAgent(
+      {
+        config: config.tunnelAgent,
+        db,
+        logger: logger.child({ app: "tunnel-agent" }),
+        ...(accessPasswordKey ? { accessPasswordKey } : {}),
+      },
+      clock,
+    );
     stops.push(tunnelAgent.close);
     agentPublicKey = tunnelAgent.publicKey;
     hubPublicKey = tunnelAgent.hub?.publicKey;

@@ -29,6 +29,7 @@ import type { InvitationsService } from "./features/invitations/invitations.serv
 import type { MembershipsService } from "./features/members/memberships.service.ts";
 import type { OrganizationsService } from "./features/organizations/organizations.service.ts";
 import type { TeamsService } from "./features/teams/teams.service.ts";
+import type { ChangesService } from "./features/changes/changes.service.ts";
 
 /** What procedures reach through the context: built once in start-api.ts. */
 export interface Services {
@@ -54,6 +55,7 @@ export interface Services {
   apiKeys: ApiKeysService;
   auditLog: AuditLogService;
   webhooks: WebhooksService;
+  changes: ChangesService;
   /** Open streams end with their credential (docs/api.md "Authentication"). */
   streams: CredentialWatch;
   /** Open streams per credential and organization (docs/api.md "Rate limits"). */

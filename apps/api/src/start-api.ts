@@ -31,6 +31,7 @@ import type { Services } from "./services.ts";
 import { appRouter } from "./trpc/app-router.ts";
 import { DEV_LOGIN_PER_MINUTE } from "./trpc/rate-limit.ts";
 import { type AlertTiming, wireAlerts } from "./wiring/alerts.wiring.ts";
+import { wireChanges } from "./wiring/changes.wiring.ts";
 import { wireAuth } from "./wiring/auth.wiring.ts";
 import { wireBilling } from "./wiring/billing.wiring.ts";
 import { type WebhookTiming, wireEvents } from "./wiring/events.wiring.ts";
@@ -40,32 +41,38 @@ import type { MailQueueTiming } from "./features/invitations/invitation-mail.ts"
 import { type AdoptionSources, wireRouters } from "./wiring/routers.wiring.ts";
 import type { Wired, WiringContext } from "./wiring/wiring.ts";
 
+/** What production passes: `main.ts` and the all-in-one composition root. */
 export interface StartApiOptions {
   config: ApiConfig;
   /** Opened and migrated by the caller (the all-in-one shares one database between apps). */
   db: Database;
   logger: Logger;
-  /** Wall time of tokens, rate limits and billing; tests move it to expire tokens. Default: the system clock. */
-  wallClock?: Clock;
-  /** Time of domain rules (forward expiry); defaults to `wallClock`. */
-  clock?: Clock;
   /**
    * What the composition root knows better than the API's own configuration (docs/routeros.md
    * "Adoption"): where the heartbeat daemon really listens and the tunnel agent's public key.
    */
   adoption?: AdoptionSources;
-  /**
-   * dev-login requests per minute per address (docs/api.md "Authentication": 10). The test harness
-   * raises it, as every test logs in from 127.0.0.1; the rate-limit tests keep the real one.
-   */
-  devLoginPerMinute?: number;
   /** ACCESS_PASSWORD_KEY when the composition root shares one with the tunnel agent (DATA_DIR=memory). */
   accessPasswordKey?: string;
-  /** Webhook delivery timing (tests shrink it): first retry delay and the queue/outbox poll. */
+}
+
+/**
+ * What only tests change, passed by the API harness (`testing/api-harness.ts`; production start
+ * functions take none of it): clocks, timings shrunk to test speed, limits raised for many logins
+ * from one address, and the cluster-wide schedules left off.
+ */
+export interface ApiOverrides {
+  /** Wall time of tokens, rate limits and billing; tests move it to expire tokens. Default: the system clock. */
+  wallClock?: Clock;
+  /** Time of domain rules (forward expiry); defaults to `wallClock`. */
+  clock?: Clock;
+  /** dev-login requests per minute per address (docs/api.md "Authentication": 10). */
+  devLoginPerMinute?: number;
+  /** Webhook delivery timing: first retry delay and the queue/outbox poll. */
   webhookTiming?: WebhookTiming;
-  /** Invitation mail retry timing (tests shrink it). */
+  /** Invitation mail retry timing. */
   mailTiming?: MailQueueTiming;
-  /** Alert engine and notification timing (tests shrink it). */
+  /** Alert engine and notification timing. */
   alertTiming?: AlertTiming;
   /**
    * Register the features' cluster-wide schedules (default true). The API harness leaves them off:
@@ -73,7 +80,7 @@ export interface StartApiOptions {
    * rows under a "nothing changed" check; tests call the scheduled functions directly.
    */
   schedules?: boolean;
-  /** The API port's connection guard (docs/operations.md "API port connections"); tests shrink the timeouts. */
+  /** The API port's connection guard (docs/operations.md "API port connections"). */
   connections?: Partial<ApiConnectionTuning>;
   /** Open streams per credential and organization (default: 20 and 200, docs/api.md "Rate limits"). */
   streamLimits?: StreamLimitsOptions;
@@ -99,7 +106,11 @@ export interface RunningApi {
  * (`wiring/*.wiring.ts`: its services, schedules and `close`), the HTTP server, and the features'
  * cluster-wide schedules once it listens. Shutdown runs in reverse order.
  */
-export const startApi = async (options: StartApiOptions): Promise<RunningApi> => {
+export const startApi = (options: StartApiOptions): Promise<RunningApi> => composeApi(options);
+
+/** {@link startApi} with the overrides only tests use (`testing/api-harness.ts`). */
+export const composeApi = async (production: StartApiOptions, overrides: ApiOverrides = {}): Promise<RunningApi> => {
+  const options = { ...overrides, ...production };
   const { config, db, logger } = options;
   const wallClock = options.wallClock ?? systemClock;
   // The process's job engine: forwards queue their router jobs through it, in their own transaction.
@@ -139,6 +150,8 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...(options.alertTiming ? { timing: options.alertTiming } : {}),
     });
     wired.add(alerts);
+    const changes = await wireChanges(ctx);
+    wired.add(changes);
 
     const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
     const services: Services = {
@@ -149,6 +162,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...routers.services,
       ...tenancy.services,
       ...alerts.services,
+      ...changes.services,
       clientAddress: (req) =>
         clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.clients.trustProxy),
     };
@@ -224,3 +238,10 @@ export { mintApiKey, storeApiKey } from "./features/api-keys/api-keys.service.ts
 
 /** For the role lookup bench (`npm run bench:roles`) and other apps' tests of authorization. */
 export { MembershipsService, ROLE_CACHE_TTL_MS } from "./features/members/memberships.service.ts";
+
+/** For the alert bench (`npm run bench:alerts`): the engine and the worker as the API wires them. */
+export { AlertEngine } from "./features/alerts/alert-engine.ts";
+export { ChannelSender } from "./features/alerts/channel-sender.ts";
+export { NotificationDeliveryWorker } from "./features/alerts/notification-delivery.worker.ts";
+export { NotificationChannelsService } from "./features/alerts/notification-channels.service.ts";
+export { SecretBox } from "./features/webhooks/webhook-secret.ts";

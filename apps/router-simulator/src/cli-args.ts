@@ -17,6 +17,10 @@ export interface SimulatorArgs {
   quiet: boolean;
   /** Adopt like a real router: run the adoption command, then heartbeats over HTTP from its scheduler. */
   adopt: boolean;
+  /** `/system reboot` and update installs keep an adopted router offline this long. */
+  rebootSeconds: number;
+  /** K adopted routers lose their management tunnel after the next change script (until a backup is loaded). */
+  breakTunnelOnChange: number;
 }
 
 /** The user of the README's first session: the simulator's routers land in that user's organization. */
@@ -38,6 +42,11 @@ export const USAGE = `Usage: npm run simulate -- --routers N [options]
   --silent K             K routers go silent after their first heartbeat (faults open)
   --flap K               K routers alternate online/offline, long enough to open faults
   --reboot K             K routers go away and come back with a reset uptime (cause: reboot)
+  --reboot-seconds S     an adopted router's reboot (or firmware install) keeps it offline S seconds
+                         (default 10)
+  --break-tunnel-on-change K
+                         K adopted routers lose their management tunnel after the next change script
+                         they run, until a backup is loaded (the guard of a fleet change)
   --no-bind              do not connect from each router's loopback tunnel_ip
   --quiet                no periodic status lines
   --help                 this text
@@ -78,6 +87,8 @@ const OPTIONS = {
   "no-bind": { type: "boolean" },
   quiet: { type: "boolean" },
   adopt: { type: "boolean" },
+  "reboot-seconds": { type: "string" },
+  "break-tunnel-on-change": { type: "string" },
 } as const;
 
 /** node:util's parse errors, in the words the rest of the simulator uses. */
@@ -117,6 +128,8 @@ export const parseArgs = (
     bindTunnelIp: v["no-bind"] !== true,
     quiet: v.quiet === true,
     adopt: v.adopt === true,
+    rebootSeconds: 10,
+    breakTunnelOnChange: 0,
   };
   if (args.help) return args;
   if (v.routers !== undefined) args.routers = count("--routers", v.routers, 100_000);
@@ -133,6 +146,12 @@ export const parseArgs = (
   if (v.silent !== undefined) args.silent = count("--silent", v.silent, 100_000);
   if (v.flap !== undefined) args.flap = count("--flap", v.flap, 100_000);
   if (v.reboot !== undefined) args.reboot = count("--reboot", v.reboot, 100_000);
+  if (v["reboot-seconds"] !== undefined) args.rebootSeconds = count("--reboot-seconds", v["reboot-seconds"], 3600);
+  if (v["break-tunnel-on-change"] !== undefined) {
+    args.breakTunnelOnChange = count("--break-tunnel-on-change", v["break-tunnel-on-change"], 100_000);
+    if (!args.adopt) throw new ArgsError("--break-tunnel-on-change needs --adopt (routers that run change scripts)");
+  }
+  if (args.breakTunnelOnChange > args.routers) throw new ArgsError("--break-tunnel-on-change cannot exceed --routers");
   if (args.routers < 1) throw new ArgsError("--routers N is required (N >= 1)");
   if (v["heartbeat-url"] !== undefined && v["api-url"] === undefined) {
     // The API runs beside the heartbeat daemon: same host, the API's port.

@@ -148,6 +148,16 @@ describe("command line", () => {
     expect(() => loadSimulatorDefaults({ PORT: "70000" })).toThrow(/PORT/);
   });
 
+  it("parses the fleet change options: reboot time and routers that lose their tunnel", () => {
+    expect(parseArgs(["--routers", "3", "--adopt"])).toMatchObject({ rebootSeconds: 10, breakTunnelOnChange: 0 });
+    expect(
+      parseArgs(["--routers", "3", "--adopt", "--reboot-seconds", "2", "--break-tunnel-on-change", "3"]),
+    ).toMatchObject({ rebootSeconds: 2, breakTunnelOnChange: 3 });
+    expect(() => parseArgs(["--routers", "3", "--adopt", "--break-tunnel-on-change", "4"])).toThrow(/exceed/);
+    expect(() => parseArgs(["--routers", "3", "--break-tunnel-on-change", "1"])).toThrow(/needs --adopt/);
+    expect(() => parseArgs(["--routers", "3", "--adopt", "--reboot-seconds", "x"])).toThrow(/--reboot-seconds/);
+  });
+
   it("parses the options of docs/routeros.md, Simulator", () => {
     expect(
       parseArgs([

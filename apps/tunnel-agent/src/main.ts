@@ -31,7 +31,7 @@ logger.info({ port: health.port }, "health port listening");
 // METRICS_PORT: /metrics on an internal port of its own (docs/operations.md "Metrics").
 const metrics = await startConfiguredMetricsServer(config, { isReady: () => db.isReady(), logger });
 process.stderr.write(
-  `Tunnel agent ${agent.workerId} running; relay on ${agent.relay.bind}, routers must authorize:\n  ${agent.publicKey}\n`,
+  `Tunnel agent ${agent.workerId} running; relay on ${config.entryPoint.bind}, routers must authorize:\n  ${agent.publicKey}\n`,
 );
 
 closeOnSignals(

@@ -1,3 +1,4 @@
+import { startTestTunnelAgent } from "./testing/tunnel-agent-builder.ts";
 import {
   acquireJobEngine,
   ForwardsRepository,
@@ -15,7 +16,7 @@ import type { WireguardDevice } from "./wireguard/wireguard-device.ts";
 import { HostKeyMismatchError } from "./routeros/ssh-routeros-client.ts";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadTunnelAgentConfig, startTunnelAgent } from "./start-tunnel-agent.ts";
+import { loadTunnelAgentConfig } from "./start-tunnel-agent.ts";
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -33,7 +34,7 @@ describe("tunnel agent start-up", () => {
     const outside = await makeRouter(db, user, { tunnelIp: "127.0.0.1" });
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    const agent = await startTunnelAgent({
+    const agent = await startTestTunnelAgent({
       config: loadTunnelAgentConfig({
         DATA_DIR: "memory",
         ENTRY_POINT_PORTS: "63800-63809",
@@ -77,7 +78,7 @@ describe("tunnel agent start-up", () => {
       new Date(),
     );
     const connects: RouterOsTarget[] = [];
-    const agent = await startTunnelAgent({
+    const agent = await startTestTunnelAgent({
       config: loadTunnelAgentConfig({
         DATA_DIR: "memory",
         ENTRY_POINT_HOST: "outside.fleet.test",
@@ -122,7 +123,7 @@ describe("tunnel agent start-up", () => {
       dstPort: 80,
       expiresAt: new Date(Date.now() + 3_600_000),
     });
-    const agent = await startTunnelAgent({
+    const agent = await startTestTunnelAgent({
       config: loadTunnelAgentConfig({
         DATA_DIR: "memory",
         ENTRY_POINT_HOST: "failing.fleet.test",
@@ -177,7 +178,7 @@ describe("tunnel agent start-up", () => {
       },
     };
     const start = () =>
-      startTunnelAgent({
+      startTestTunnelAgent({
         config: loadTunnelAgentConfig({
           DATA_DIR: "memory",
           ENTRY_POINT_PORTS: "63830-63839",

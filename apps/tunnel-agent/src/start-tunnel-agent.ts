@@ -9,6 +9,7 @@ import type { RunningHub } from "./wireguard/start-hub.ts";
 import type { WireguardDevice } from "./wireguard/wireguard-device.ts";
 import { wireAccess } from "./wiring/access.wiring.ts";
 import { wireBackups } from "./wiring/backups.wiring.ts";
+import { wireChanges } from "./wiring/changes.wiring.ts";
 import { wireExpiry } from "./wiring/expiry.wiring.ts";
 import { wireHub } from "./wiring/hub.wiring.ts";
 import { wireJobs } from "./wiring/jobs.wiring.ts";
@@ -40,41 +41,51 @@ const reportUnreachableRouters = async ({ config, db, logger }: AgentContext) =>
   );
 };
 
+/** What production passes: `main.ts` and the all-in-one composition root. */
 export interface StartTunnelAgentOptions {
   config: TunnelAgentConfig;
   /** Opened and migrated by the caller (the all-in-one shares one database between apps). */
   db: Database;
   logger: Logger;
+  /** ACCESS_PASSWORD_KEY when the composition root shares one with the API (DATA_DIR=memory). */
+  accessPasswordKey?: string;
+}
+
+/** What only tests change, passed by the builder in `testing/tunnel-agent-builder.ts`. */
+export interface TunnelAgentOverrides {
+  /** Time of domain rules (forward expiry, access expiry). Default: the system clock. */
   clock?: Clock;
   /** Replaces the SSH connector (tests that fake the router side). */
   connector?: RouterOsConnector;
   /** No background job loop: the caller drives the queue with `runOnce`/`drain` (deterministic tests). */
   manualJobs?: boolean;
-  /** Called after each reconciliation of a router (tests, metrics). */
+  /** Called after each reconciliation of a router. */
   onReconciled?: (routerId: string, report: ReconcileReport) => void;
-  /** ACCESS_PASSWORD_KEY when the composition root shares one with the API (DATA_DIR=memory). */
-  accessPasswordKey?: string;
-  /** TUNNEL_MODE=wireguard, tests: a hub device instead of a real interface, and no hub schedules. */
+  /** TUNNEL_MODE=wireguard: a hub device instead of a real interface, and no hub schedules. */
   hubDevice?: WireguardDevice;
 }
 
 export interface RunningTunnelAgent {
   /** This agent's name in logs (host, pid, random suffix). */
   workerId: string;
-  /** The process's job engine (shared with other apps on the same database). */
-  jobs: JobEngine;
   /** The public key routers must authorize for `TUNNEL_SSH_USER` (`ssh-ed25519 AAAA...`). */
   publicKey: string;
   /** TUNNEL_MODE=wireguard: the management tunnel's hub this agent runs (docs/architecture.md). */
   hub: RunningHub | undefined;
+  close(): Promise<void>;
+}
+
+/** The agent's parts a test drives by hand instead of waiting for their timers. */
+export interface TunnelAgentControls {
+  /** The process's job engine (shared with other apps on the same database). */
+  jobs: JobEngine;
   relay: {
-    bind: string;
     /** Forwards with a bound listener. */
     listening(): Array<{ id: string; port: number }>;
     connections(forwardId?: string): number;
     stats(forwardId: string): { accepted: number; refused: number } | undefined;
   };
-  /** Runs one due job to completion in the caller's flow (tests drive the queue with it). */
+  /** Runs one due job to completion in the caller's flow. */
   runOnce(): Promise<boolean>;
   /** Runs due jobs until none is left. */
   drain(): Promise<number>;
@@ -90,7 +101,6 @@ export interface RunningTunnelAgent {
   scheduleBackups(): Promise<number>;
   /** Closes temporary router access whose time has come and queues its removal (also every 5 s). */
   sweepAccess(): Promise<number>;
-  close(): Promise<void>;
 }
 
 /**
@@ -106,6 +116,16 @@ export interface RunningTunnelAgent {
  * already wired.
  */
 export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promise<RunningTunnelAgent> => {
+  const { workerId, publicKey, hub, close } = await composeTunnelAgent(options);
+  return { workerId, publicKey, hub, close };
+};
+
+/** {@link startTunnelAgent} with what only tests change and the controls they drive (`testing/`). */
+export const composeTunnelAgent = async (
+  production: StartTunnelAgentOptions,
+  overrides: TunnelAgentOverrides = {},
+): Promise<RunningTunnelAgent & TunnelAgentControls> => {
+  const options = { ...overrides, ...production };
   const { config, db, logger } = options;
   const workerId = `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
   const leaseSeconds = Math.ceil(config.jobs.leaseMs / 1000);
@@ -130,10 +150,11 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
     const access = wire(
       wireAccess(ctx, { connector, thenBackup, refreshRelay, passwordKey: options.accessPasswordKey }),
     ).services;
+    const changes = wire(wireChanges(ctx, { connector, backup: backups.handler })).services;
     const { worker, lifecycle, reconcile } = wire(
       wireJobs(ctx, {
         connector,
-        handlers: { ...access.handlers, [ROUTER_JOB_KINDS.backup]: backups.handler },
+        handlers: { ...access.handlers, ...changes.handlers, [ROUTER_JOB_KINDS.backup]: backups.handler },
         thenBackup,
         refreshRelay,
         onReconciled: options.onReconciled,
@@ -169,7 +190,6 @@ export const startTunnelAgent = async (options: StartTunnelAgentOptions): Promis
       publicKey,
       hub,
       relay: {
-        bind: config.entryPoint.bind,
         listening: () => relay.relay.listening(),
         connections: (forwardId) => relay.relay.connections(forwardId),
         stats: (forwardId) => relay.relay.stats(forwardId),

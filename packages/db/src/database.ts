@@ -341,19 +341,15 @@ const wrap = (
       work,
       SpanKind.CLIENT,
     );
-  const typedRun: Run = async (sql, params) => {
-    if (closed) throw new Error("database is closed");
-    return await spanned("db.query", sql, () => run(sql, params));
+  const typedRun: Run = (sql, params) => {
+    if (closed) return Promise.reject(new Error("database is closed"));
+    return spanned("db.query", sql, () => run(sql, params));
   };
   // docs/operations.md "Tracing": a span per statement, with its text (never its values).
   const query = withKysely(
-    async <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions) => {
-      if (closed) throw new Error("database is closed");
-      // Awaited rather than returned: an async function that returns a promise resolves with it in
-      // two more microtask steps than one that awaits it. The span's work is handed raw's promise as
-      // it is; a synchronous throw still ends as a rejection (inSpan and this async function both
-      // turn it into one).
-      return await spanned(options?.prepare ?? "db.query", sql, () => raw(sql, [...params], options) as Promise<T[]>);
+    <T>(sql: string, params: readonly unknown[] = [], options?: QueryOptions): Promise<T[]> => {
+      if (closed) return Promise.reject(new Error("database is closed"));
+      return spanned<T[]>(options?.prepare ?? "db.query", sql, () => raw(sql, [...params], options) as Promise<T[]>);
     },
     () => kyselyOver(typedRun, plugin),
   );

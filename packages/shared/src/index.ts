@@ -55,3 +55,5 @@ export * from "./rules/roles.ts";
 export * from "./schemas/tenancy.schema.ts";
 export * from "./rules/zoned-time.ts";
 export * from "./schemas/alerts.schema.ts";
+export * from "./routeros/change-script.ts";
+export * from "./schemas/changes.schema.ts";

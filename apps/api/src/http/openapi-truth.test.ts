@@ -353,6 +353,37 @@ describe("the OpenAPI document tells the truth", () => {
     await call("DELETE", `/api/maintenance-windows/${UNKNOWN}`, { token: a });
     await call("DELETE", `/api/notification-channels/${channelId}`, { token: a });
 
+    // fleet changes (the rules: features/changes/changes.service.test.ts)
+    const change = await call("POST", "/api/changes", {
+      token: a,
+      body: {
+        name: "c",
+        kind: "script",
+        script: ":put {{identity}}",
+        routers: { router_ids: [tagged] },
+        requires_approval: true,
+      },
+    });
+    const changeId = change.body.data?.id ?? UNKNOWN;
+    await call("POST", "/api/changes", {
+      token: a,
+      body: { name: "c", kind: "firmware", firmware: { channel: "beta" }, routers: {} },
+    });
+    await call("POST", "/api/changes", {
+      token: a,
+      body: { name: "c", kind: "script", script: ":put 1", routers: { router_ids: [UNKNOWN] } },
+    });
+    await call("GET", "/api/changes?limit=1", { token: a });
+    await call("GET", `/api/changes/${changeId}`, { token: a });
+    await call("GET", `/api/changes/${UNKNOWN}`, { token: a });
+    await call("GET", `/api/changes/${changeId}/routers`, { token: a });
+    await call("GET", `/api/changes/${changeId}/preview?router_id=${tagged}`, { token: a });
+    await call("GET", `/api/changes/${changeId}/preview?router_id=${UNKNOWN}`, { token: a });
+    await call("POST", `/api/changes/${changeId}/approve`, { token: a });
+    await call("POST", `/api/changes/${changeId}/resume`, { token: a });
+    await call("POST", `/api/changes/${changeId}/pause`, { token: a });
+    await call("POST", `/api/changes/${changeId}/cancel`, { token: a });
+
     // the rate limit: a fresh credential up to the limit and one more
     const busy = await h.login();
     for (let i = 0; i <= RATE_LIMIT; i++) await call("GET", "/api/routers", { token: busy.token });

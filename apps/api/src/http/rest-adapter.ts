@@ -61,24 +61,29 @@ interface HeldAnswer {
 }
 
 /**
- * A response that holds what the library writes (status, headers, body) instead of sending it, and
- * is the real response for everything else (its events, its state). The library's fetch adapter
- * hands it a stand-in the same way.
+ * Holds what the library writes (status, headers, body) instead of sending it: the real response's
+ * `setHeader` and `end` are swapped for holding ones until the library ends its answer (or gives
+ * up), so everything else it and the procedures use (events, state) is the response itself. Not a
+ * stand-in whose prototype is the response: an object made a prototype gets a map of its own in V8,
+ * so every response would have sent Node's and Express's response code megamorphic.
  */
-const holdingResponse = (res: Response, done: (answer: HeldAnswer) => void): Response => {
+const holdResponse = (res: Response, done: (answer: HeldAnswer) => void): (() => void) => {
   const headers = new Map<string, string | number | readonly string[]>();
-  const held = Object.create(res) as Response;
-  return Object.assign(held, {
-    statusCode: 200,
-    setHeader(name: string, value: string | number | readonly string[]) {
-      headers.set(name.toLowerCase(), value);
-      return held;
-    },
-    end(body?: string) {
-      done({ status: held.statusCode, headers, body });
-      return held;
-    },
-  });
+  const { setHeader, end } = res;
+  const release = () => {
+    res.setHeader = setHeader;
+    res.end = end;
+  };
+  res.setHeader = function holdHeader(this: Response, name: string, value: string | number | readonly string[]) {
+    headers.set(name.toLowerCase(), value);
+    return this;
+  } as Response["setHeader"];
+  res.end = function holdEnd(this: Response, body?: unknown) {
+    release();
+    done({ status: res.statusCode, headers, body: typeof body === "string" ? body : undefined });
+    return this;
+  } as Response["end"];
+  return release;
 };
 
 /** What the library reported of a request's procedure: its path and its answer or error. */
@@ -194,9 +199,17 @@ export const restAdapter = (
   };
 
   const dispatch = (req: Request, res: Response, next: NextFunction) => {
+    let release = () => {};
     new Promise<HeldAnswer | undefined>((resolve) => {
-      handler(req, holdingResponse(res, resolve), () => resolve(undefined)).catch(next);
-    }).then((answer) => render(req, res, answer), next);
+      release = holdResponse(res, resolve);
+      handler(req, res, () => resolve(undefined)).catch((error: unknown) => {
+        release();
+        next(error);
+      });
+    }).then((answer) => {
+      release();
+      render(req, res, answer);
+    }, next);
   };
 
   return [prepare, dispatch];

@@ -4,7 +4,7 @@ import { OffsetClock } from "@fleet/shared/testing";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../config.ts";
-import { type RunningApi, startApi } from "../start-api.ts";
+import { composeApi, type RunningApi } from "../start-api.ts";
 
 /**
  * Issue 20, findings 12 and 14 replayed over the wire (docs/api.md "Rate limits"): two API
@@ -35,13 +35,10 @@ beforeAll(async () => {
   const shift = 60_000 - (Date.now() % 60_000) + 500;
   for (let i = 0; i < 2; i++) {
     apis.push(
-      await startApi({
-        config: loadApiConfig(env),
-        db,
-        logger: pino({ level: "silent" }),
-        devLoginPerMinute: 1000,
-        wallClock: new OffsetClock(shift),
-      }),
+      await composeApi(
+        { config: loadApiConfig(env), db, logger: pino({ level: "silent" }) },
+        { devLoginPerMinute: 1000, wallClock: new OffsetClock(shift) },
+      ),
     );
   }
 });

@@ -5,7 +5,7 @@ import pino, { type Logger } from "pino";
 import type { Clock } from "@fleet/shared";
 import { eventually, OffsetClock } from "@fleet/shared/testing";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
-import { type RunningApi, type StartApiOptions, startApi } from "../start-api.ts";
+import { type ApiOverrides, composeApi, type RunningApi } from "../start-api.ts";
 
 export interface ApiHarness {
   api: RunningApi;
@@ -45,18 +45,18 @@ export interface ApiHarnessOptions {
   clock?: Clock;
   /** dev-login requests per minute per address; tests log in freely unless they test the limit. */
   devLoginPerMinute?: number;
-  /** Webhook retry/poll timing (see StartApiOptions). */
-  webhookTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
-  /** Alert engine poll and notification retry timing (see StartApiOptions). */
-  alertTiming?: { retryDelaySeconds?: number; pollMs?: number; timeoutMs?: number };
+  /** Webhook retry/poll timing (see ApiOverrides). */
+  webhookTiming?: ApiOverrides["webhookTiming"];
+  /** Alert engine poll and notification retry timing (see ApiOverrides). */
+  alertTiming?: ApiOverrides["alertTiming"];
   /** Register the cluster-wide schedules (default off: tests call the scheduled functions). */
   schedules?: boolean;
   /** A database the test made itself (default: a private one from createTestDatabase). */
   db?: TestDatabase;
-  /** The API port's connection guard (see StartApiOptions). */
-  connections?: StartApiOptions["connections"];
-  /** Open streams per credential and organization (see StartApiOptions). */
-  streamLimits?: StartApiOptions["streamLimits"];
+  /** The API port's connection guard (see ApiOverrides). */
+  connections?: ApiOverrides["connections"];
+  /** Open streams per credential and organization (see ApiOverrides). */
+  streamLimits?: ApiOverrides["streamLimits"];
 }
 
 export const startApiHarness = async (
@@ -79,19 +79,19 @@ export const startApiHarness = async (
     ...env,
   });
   const clock = new OffsetClock();
-  const api = await startApi({
-    config,
-    db,
-    logger: options.logger ?? pino({ level: "silent" }),
-    wallClock: clock,
-    ...(options.clock ? { clock: options.clock } : {}),
-    devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
-    schedules: options.schedules ?? false,
-    ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
-    ...(options.connections ? { connections: options.connections } : {}),
-    ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
-    ...(options.alertTiming ? { alertTiming: options.alertTiming } : {}),
-  });
+  const api = await composeApi(
+    { config, db, logger: options.logger ?? pino({ level: "silent" }) },
+    {
+      wallClock: clock,
+      ...(options.clock ? { clock: options.clock } : {}),
+      devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
+      schedules: options.schedules ?? false,
+      ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
+      ...(options.connections ? { connections: options.connections } : {}),
+      ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
+      ...(options.alertTiming ? { alertTiming: options.alertTiming } : {}),
+    },
+  );
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers.authorization = `Bearer ${options.token}`;

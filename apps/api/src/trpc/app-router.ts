@@ -18,6 +18,7 @@ import { webhooksRouter } from "../features/webhooks/webhooks.routes.ts";
 import { alertRulesRouter } from "../features/alerts/alert-rules.routes.ts";
 import { maintenanceWindowsRouter } from "../features/alerts/maintenance-windows.routes.ts";
 import { notificationChannelsRouter } from "../features/alerts/notification-channels.routes.ts";
+import { changesRouter } from "../features/changes/changes.routes.ts";
 import { router } from "./init.ts";
 
 /** The one procedure set behind tRPC (/trpc), REST (spec paths) and /openapi.json. */
@@ -42,6 +43,7 @@ export const appRouter = router({
   invitations: invitationsRouter,
   teams: teamsRouter,
   me: meRouter,
+  changes: changesRouter,
 });
 
 export type AppRouter = typeof appRouter;

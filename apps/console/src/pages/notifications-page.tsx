@@ -99,14 +99,18 @@ const ChannelCard = ({ channel, onChange }: { channel: Channel; onChange: () => 
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [open, setOpen] = useState(false);
+  // A queued test shows in the log after its first attempt: poll until it does.
+  const [awaited, setAwaited] = useState<string | null>(null);
   const deliveries = useQuery({
     ...trpc.notificationChannels.deliveries.queryOptions({ id: channel.id }),
     enabled: open,
-    refetchInterval: (query) => (query.state.data?.data.some((d) => d.status === "pending") ? 2_000 : false),
+    refetchInterval: (query) =>
+      awaited !== null && !query.state.data?.data.some((d) => d.id === awaited) ? 2_000 : false,
   });
   const test = useMutation(
     trpc.notificationChannels.test.mutationOptions({
-      onSuccess: () => {
+      onSuccess: (answer) => {
+        setAwaited(answer.data.id);
         setOpen(true);
         return queryClient.invalidateQueries({
           queryKey: trpc.notificationChannels.deliveries.queryKey({ id: channel.id }),

@@ -47,6 +47,7 @@ export const runAdoptedSimulator = async (
   const fleet = await startAdoptedFleet({
     routers: entries,
     bindTunnelIp: args.bindTunnelIp,
+    system: (index) => ({ rebootSeconds: args.rebootSeconds, breakTunnelOnChange: index < args.breakTunnelOnChange }),
     onRouter: (router) => hook(router),
     onError: (router, error) => say(`router ${router.tunnelIp}: adoption failed: ${error.message}`),
     reenroll: async (index, refused) => {

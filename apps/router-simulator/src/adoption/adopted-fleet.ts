@@ -2,6 +2,7 @@ import type { DeviceSnapshot } from "../routeros/script/routeros-device.ts";
 import { tunnelIpFor } from "../tunnel-ips.ts";
 import type { RouterOsDevice } from "../routeros/script/routeros-device.ts";
 import { AdoptedRouter } from "./adopted-router.ts";
+import type { RouterOsSystemOptions } from "../routeros/script/routeros-device-system.ts";
 
 /** A router to run: freshly enrolled (with its adoption command) or saved by an earlier run (with its device). */
 export interface AdoptedFleetEntry {
@@ -24,6 +25,8 @@ export interface AdoptedFleetOptions {
   version?: string;
   /** Device-mode of the routers at these indexes (home mode forbids fetch or scheduler); others allow all. */
   deviceModes?: Record<number, { fetch: boolean; scheduler: boolean }>;
+  /** Reboot time and tunnel breaking of the router at `index` (routeros-device-system.ts). */
+  system?: (index: number) => RouterOsSystemOptions;
   /**
    * Called for each router before it adopts: attach its SSH side here (`router.authorize` decides
    * logins from the users and keys the script creates). A returned function runs at shutdown.
@@ -77,6 +80,7 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       ...(entry.identity ? { identity: entry.identity } : {}),
       ...(o.version ? { version: o.version } : {}),
       ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),
+      ...(o.system ? { system: o.system(index) } : {}),
       ...(o.onTunnelChange
         ? { onTunnelChange: (device: RouterOsDevice) => o.onTunnelChange?.(index, device) ?? Promise.resolve() }
         : {}),

@@ -6,6 +6,7 @@ import {
   type HttpResponse,
   RouterOsDevice,
 } from "../routeros/script/routeros-device.ts";
+import { INSTALLED_VERSION, type RouterOsSystemOptions } from "../routeros/script/routeros-device-system.ts";
 
 /** Hardware an adopted router claims: a RouterBOARD and a CHR (no RouterBOARD, no serial number). */
 const HARDWARE = [
@@ -25,12 +26,14 @@ export interface AdoptedRouterOptions {
   bindTunnelIp: boolean;
   /** `/system identity`; default `sim-0001`, ... */
   identity?: string;
-  /** `/system resource get version`; default a 7.16 release (no `:serialize` options yet). */
+  /** `/system resource get version`; default 7.15.1 (no `:serialize` options yet). */
   version?: string;
   /** Home mode: forbid fetch or scheduler, as some units ship. */
   deviceMode?: { fetch: boolean; scheduler: boolean };
   /** `--netns`: applies the router's WireGuard tables to a real interface (RouterOsDeviceOptions.onTunnelChange). */
   onTunnelChange?: (device: RouterOsDevice) => Promise<void>;
+  /** `--reboot-seconds`, `--break-tunnel-on-change` (routeros-device-system.ts). */
+  system?: RouterOsSystemOptions;
 }
 
 export interface RecordedRequest extends HttpRequest {
@@ -61,7 +64,8 @@ export class AdoptedRouter {
     const serial = `HE${options.routerId.replaceAll("-", "").slice(0, 10).toUpperCase()}`;
     this.device = new RouterOsDevice({
       identity: options.identity ?? `sim-${String(options.index + 1).padStart(4, "0")}`,
-      version: options.version ?? "7.16.2 (stable)",
+      // A release behind the stable channel, so that a firmware change has something to install.
+      version: options.version ?? `${INSTALLED_VERSION} (stable)`,
       boardName: hardware.board,
       model: hardware.model,
       routerboard: hardware.routerboard,
@@ -70,6 +74,7 @@ export class AdoptedRouter {
       bootedAt: Date.now() - (options.index % 7) * 86_400_000 - 3_723_000,
       ...(options.deviceMode ? { deviceMode: options.deviceMode } : {}),
       ...(options.onTunnelChange ? { onTunnelChange: options.onTunnelChange } : {}),
+      ...(options.system ? { system: options.system } : {}),
       http: (request) => this.#send(request),
     });
   }
@@ -92,8 +97,15 @@ export class AdoptedRouter {
 
   /** The router powers off: its scheduler stops. */
   stop(): void {
+    this.device.system.stop();
     this.device.stop();
   }
+
+  /** Fleet changes over SSH run through the device's interpreter (routeros-device-system.ts). */
+  readonly script = (text: string): Promise<string> => this.device.system.runRemote(text);
+
+  /** False while rebooting or cut off the tunnel (`--break-tunnel-on-change`). */
+  readonly reachable = (): boolean => this.device.system.reachable;
 
   /** docs/routeros.md "Simulator": SSH logins follow the router's own users and keys. */
   readonly authorize = (username: string, publicKey: Buffer, address: string): boolean =>

@@ -112,6 +112,9 @@ export const routerOsHook = (options: RouterOsHookOptions, say: (line: string) =
     authorize?: (username: string, publicKey: Buffer, address: string) => boolean;
     /** Its configuration tables, which offboarding empties (docs/routeros.md "Offboarding"). */
     configuration?: ConfigurationTables;
+    /** Its script interpreter and reachability (fleet changes, reboots: routeros-device-system.ts). */
+    script?: (text: string) => Promise<string>;
+    reachable?: () => boolean;
   }): Promise<undefined | (() => Promise<void>)> => {
     if (!options.enabled) return undefined;
     try {
@@ -123,6 +126,8 @@ export const routerOsHook = (options: RouterOsHookOptions, say: (line: string) =
         ...(authorizedKeys ? { authorizedKeys } : {}),
         ...(router.authorize ? { authorize: router.authorize } : {}),
         ...(router.configuration ? { configuration: router.configuration } : {}),
+        ...(router.script ? { script: router.script } : {}),
+        ...(router.reachable ? { reachable: router.reachable } : {}),
       });
       return () => running.close();
     } catch (error) {

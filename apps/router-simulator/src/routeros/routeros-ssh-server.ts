@@ -53,6 +53,13 @@ export interface RouterOsSshServerOptions {
    * not pinned to the tunnel is visible from "the internet" in tests.
    */
   wanAddress?: string;
+  /**
+   * An adopted router's script interpreter (docs/routeros.md "Simulator"): a command the agent's
+   * fixed command forms do not cover (a fleet change's script, its backup and guard) runs here.
+   */
+  script?: (text: string) => Promise<string>;
+  /** False while the router reboots or has lost its tunnel: connections and commands are dropped. */
+  reachable?: () => boolean;
 }
 
 export interface RouterOsSshServer {
@@ -122,6 +129,8 @@ class RouterOsCommandLine {
     const [opts, nat, users] = [this.#opts, this.#nat, this.#users];
     this.received.push(line);
     if (opts.commandDelayMs) await sleep(opts.commandDelayMs);
+    // A script of several lines (a fleet change's steps) is the interpreter's, whatever it starts with.
+    if (opts.script && line.includes("\n")) return this.#script(line, user);
     if (line.trim() === "/export terse") {
       const standard = this.#exportTerse();
       return opts.exportText ? opts.exportText(standard) : standard;
@@ -138,6 +147,7 @@ class RouterOsCommandLine {
         : out;
     }
     const parsed = parseRouterOsCommand(line);
+    if (!parsed.ok && opts.script) return this.#script(line, user);
     if (!parsed.ok) return parsed.error;
     const cmd = parsed.command;
     if (user !== undefined && cmd.kind !== "nat-print" && !users.policyOf(user).includes("write")) {
@@ -155,6 +165,13 @@ class RouterOsCommandLine {
       case "config-remove":
         return opts.configuration ? opts.configuration.remove(cmd.menu, cmd.target) : "";
     }
+  }
+
+  #script(text: string, user: string | undefined): Promise<string> {
+    if (user !== undefined && !this.#users.policyOf(user).includes("write")) {
+      return Promise.resolve("failure: not enough permissions (9)");
+    }
+    return this.#opts.script?.(text) ?? Promise.resolve("");
   }
 
   /**
@@ -266,6 +283,10 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
   let logins = 0;
 
   const server = new Server({ hostKeys: [hostKey] }, (client, info) => {
+    if (opts.reachable && !opts.reachable()) {
+      client.end();
+      return;
+    }
     sessions.add(client);
     // Exists at runtime (ssh2 server.js) but is missing from @types/ssh2; without it every reply waits on delayed ACK.
     (client as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
@@ -289,6 +310,10 @@ export async function startRouterOsSshServer(opts: RouterOsSshServerOptions): Pr
         session.on("exec", (accept, _reject, info) => {
           const stream = accept();
           stream.on("error", () => undefined);
+          if (opts.reachable && !opts.reachable()) {
+            client.end();
+            return;
+          }
           void run(info.command).then((out) => {
             if (out) stream.write(`${out}\r\n`);
             // RouterOS signals command errors only in-band, so the exit status is always 0.

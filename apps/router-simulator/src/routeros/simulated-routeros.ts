@@ -35,6 +35,10 @@ export interface SimulatedRouterOsOptions {
   lanHost?: string;
   /** The router's public address (another loopback address in tests): unpinned rules open here too. */
   wanAddress?: string;
+  /** An adopted router's script interpreter: fleet changes run here (RouterOsSshServerOptions.script). */
+  script?: (text: string) => Promise<string>;
+  /** False while the router reboots or has lost its tunnel. */
+  reachable?: () => boolean;
 }
 
 export interface SimulatedLan {
@@ -106,6 +110,8 @@ export const startSimulatedRouterOs = async (options: SimulatedRouterOsOptions):
       ...(options.commandDelayMs ? { commandDelayMs: options.commandDelayMs } : {}),
       ...(options.exportText ? { exportText: options.exportText } : {}),
       ...(options.wanAddress ? { wanAddress: options.wanAddress } : {}),
+      ...(options.script ? { script: options.script } : {}),
+      ...(options.reachable ? { reachable: options.reachable } : {}),
     });
   } catch (error) {
     await closeLan();

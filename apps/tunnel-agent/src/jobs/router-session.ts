@@ -12,9 +12,21 @@ export const withRouterSession = async <T>(
   target: RouterOsTarget,
   work: (router: RouterOsClient) => Promise<T>,
 ): Promise<T> => {
-  let client: RouterOsClient;
+  const client = await openRouterSession(connector, target);
   try {
-    client = await connector.connect(target);
+    return await work(client);
+  } finally {
+    client.close();
+  }
+};
+
+/** Logs in as {@link withRouterSession} does; the caller closes the session. */
+export const openRouterSession = async (
+  connector: RouterOsConnector,
+  target: RouterOsTarget,
+): Promise<RouterOsClient> => {
+  try {
+    return await connector.connect(target);
   } catch (error) {
     // Never retried into success: an operator must act (or the router is gone for good).
     if (error instanceof RouterRemovedError || error instanceof AddressPinRefusedError) {
@@ -27,10 +39,5 @@ export const withRouterSession = async <T>(
       );
     }
     throw error;
-  }
-  try {
-    return await work(client);
-  } finally {
-    client.close();
   }
 };

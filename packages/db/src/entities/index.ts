@@ -10,6 +10,7 @@ import {
   NotificationDelivery,
 } from "./alerts.entity.ts";
 import { ApiKey } from "./api-key.entity.ts";
+import { Change, ChangeRouter } from "./change.entity.ts";
 import { AuditLogEntry } from "./audit-log-entry.entity.ts";
 import { BillingAccount } from "./billing-account.entity.ts";
 import {
@@ -94,6 +95,8 @@ export const ENTITIES = [
   AlertPending,
   AlertRouterState,
   AlertStorm,
+  Change,
+  ChangeRouter,
 ];
 
 export {
@@ -141,4 +144,6 @@ export {
   AlertPending,
   AlertRouterState,
   AlertStorm,
+  Change,
+  ChangeRouter,
 };

@@ -40,6 +40,8 @@ export interface RouterJobData {
   forward_id?: string;
   /** Temporary router access jobs (`access.apply`, `access.remove`). */
   access_id?: string;
+  /** A fleet change's router step (`change.apply`): the `change_routers` row. */
+  change_router_id?: string;
 }
 
 /**
@@ -85,12 +87,13 @@ export const queueRouterJob = (
   engine: JobEngine,
   data: RouterJobData,
   executor?: Query,
-  options: { retryLimit?: number } = {},
+  options: { retryLimit?: number; startAfter?: Date } = {},
 ) =>
   engine.send(ROUTER_JOBS_QUEUE, data, {
     singletonKey: data.router_id,
     priority: routerJobPriority(data.kind),
     ...(executor ? { executor } : {}),
+    ...(options.startAfter === undefined ? {} : { startAfter: options.startAfter }),
     ...(options.retryLimit === undefined ? {} : { retryLimit: options.retryLimit }),
   });
 

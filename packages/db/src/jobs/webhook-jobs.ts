@@ -1,4 +1,5 @@
 import type { Query } from "../database.ts";
+import { queueFairDelivery } from "./fair-delivery-jobs.ts";
 import type { JobEngine } from "./job-engine.ts";
 
 /** The job engine queue of webhook deliveries; a job's data is `{ delivery_id }`. */
@@ -13,17 +14,10 @@ export type DeliveryEnqueuer = Pick<JobEngine, "send"> & { ready?(): Promise<unk
 
 /**
  * Queues one delivery's job in the caller's transaction, so the job commits with the delivery row
- * and neither exists without the other. Its group is the organization: the worker runs only a few
- * of one organization's deliveries at once, so its slow or dead receivers cannot hold every slot
- * (docs/api.md "Audit log and webhooks").
+ * and neither exists without the other; grouped by organization for fairness (fair-delivery-jobs.ts).
  */
 export const queueWebhookDelivery = (
   engine: DeliveryEnqueuer,
   delivery: { id: string; organizationId: string },
   query: Query,
-) =>
-  engine.send(
-    WEBHOOK_DELIVERY_QUEUE,
-    { delivery_id: delivery.id },
-    { executor: query, group: delivery.organizationId },
-  );
+) => queueFairDelivery(engine, WEBHOOK_DELIVERY_QUEUE, delivery, query);

@@ -273,6 +273,26 @@ export class AlertEngineRepository {
     );
   }
 
+  /** {@link rememberOffline} for many at once (a storm's members): one statement, the last of a pair wins. */
+  async rememberOfflineMany(
+    rows: ReadonlyArray<{ ruleId: string; routerId: string; offlineAt: Date; dedupKey: string }>,
+  ): Promise<void> {
+    const unique = [...new Map(rows.map((r) => [`${r.ruleId}:${r.routerId}`, r])).values()];
+    if (unique.length === 0) return;
+    await this.#query(
+      `insert into alert_router_state (rule_id, router_id, offline_at, dedup_key)
+       select v.rule_id, v.router_id, to_timestamp(v.offline_ms / 1000.0), v.dedup_key
+       from unnest($1::uuid[], $2::uuid[], $3::float8[], $4::text[]) as v(rule_id, router_id, offline_ms, dedup_key)
+       on conflict (rule_id, router_id) do update set offline_at = excluded.offline_at, dedup_key = excluded.dedup_key`,
+      [
+        unique.map((r) => r.ruleId),
+        unique.map((r) => r.routerId),
+        unique.map((r) => r.offlineAt.getTime()),
+        unique.map((r) => r.dedupKey),
+      ],
+    );
+  }
+
   /** Forgets (and answers) what a rule notified about a router going offline: null when nothing was. */
   async takeOffline(ruleId: string, routerId: string): Promise<{ offlineAt: Date; dedupKey: string } | null> {
     const [row] = await this.#query<Row>(

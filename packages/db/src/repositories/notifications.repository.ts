@@ -241,14 +241,17 @@ export class NotificationsRepository {
     return row ? { delivery: deliveryFromRow(row), channel: channelFromRow(row) } : null;
   }
 
-  /** Newest first, strictly before `before` when given. */
+  /**
+   * The log, newest first, strictly before `before` when given: suppressed deliveries and those
+   * attempted at least once; one still queued for its first attempt is not shown yet.
+   */
   async deliveries(
     channelId: string,
     limit: number,
     before?: { createdAt: Date; id: string },
   ): Promise<NotificationDeliveryRecord[]> {
     const params: unknown[] = [channelId, limit];
-    let where = "d.channel_id = $1";
+    let where = "d.channel_id = $1 and d.status <> 'pending'";
     if (before) {
       params.push(before.createdAt.getTime(), before.id);
       where += " and (d.created_at, d.id) < (to_timestamp($3::float8 / 1000.0), $4::uuid)";

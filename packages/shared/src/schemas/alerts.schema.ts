@@ -4,6 +4,7 @@ import { stringError, text } from "../rules/text-rules.ts";
 import { successEnvelope } from "./common.schema.ts";
 import { parseClock, WEEKDAYS } from "../rules/zoned-time.ts";
 import { ZRouterTag } from "./router.schema.ts";
+import { ZSubscribedEvent } from "./events.schema.ts";
 
 /** docs/api.md "Alerts and maintenance windows": limits tests probe at the edges. */
 export const ALERT_LIMITS = {
@@ -140,20 +141,33 @@ export const ZChannel = z
   .meta({ id: "NotificationChannel" });
 export type TChannel = z.infer<typeof ZChannel>;
 
-export const DELIVERY_STATUSES = ["pending", "sent", "failed", "suppressed"] as const;
+/**
+ * What the delivery log shows (docs/api.md "Alerts and maintenance windows"): a queued delivery
+ * appears after its first attempt; while it is retried it reads `failed` with its attempts and last
+ * error, and `sent` once a retry gets through.
+ */
+export const DELIVERY_STATUSES = ["sent", "failed", "suppressed"] as const;
 
 export const ZNotificationDelivery = z
   .object({
     id: z.string(),
     event: z.string(),
     router_id: z.string().nullable(),
-    status: z.enum(DELIVERY_STATUSES).meta({ description: "pending: queued or being retried." }),
+    status: z
+      .enum(DELIVERY_STATUSES)
+      .meta({ description: "failed: the last attempt failed; it is retried for 24 hours and may turn sent." }),
     attempts: z.number().int(),
     error: z.string().nullable(),
     created_at: z.string(),
   })
   .meta({ id: "NotificationDelivery" });
 export type TNotificationDelivery = z.infer<typeof ZNotificationDelivery>;
+
+/** `POST .../test`: the test message is queued; its delivery shows in the log after its attempt. */
+export const ZQueuedNotification = z
+  .object({ id: z.string(), event: z.string(), created_at: z.string() })
+  .meta({ id: "QueuedNotification" });
+export type TQueuedNotification = z.infer<typeof ZQueuedNotification>;
 
 const pageError = `must be an integer between ${ALERT_LIMITS.deliveryPage.min} and ${ALERT_LIMITS.deliveryPage.max}`;
 export const ZDeliveriesQuery = z.object({
@@ -207,16 +221,10 @@ export const ZQuietHours = z.object({ timezone, from: clock, to: clock }).meta({
 
 // ---- Alert rules --------------------------------------------------------------------------------
 
-const eventName = z
-  .string({ error: "must be an event name" })
-  .refine((v) => v === "*" || /^[a-z_]+(\.[a-z_]+){1,3}$/.test(v), {
-    error: 'must be an event name such as "router.offline", or "*"',
-  });
-
 const ruleFields = {
   name: text({ min: 1, max: ALERT_LIMITS.name, error: stringError }),
   events: z
-    .array(eventName, required("must be an array of event names"))
+    .array(ZSubscribedEvent, required("must be an array of event names"))
     .min(1, { error: "must name at least one event" })
     .max(ALERT_LIMITS.ruleEvents, { error: `must name at most ${ALERT_LIMITS.ruleEvents} events` }),
   routers: ZRouterSelector.optional(),

@@ -54,8 +54,32 @@ export const AUDIT_ACTIONS = [
   "invitation.revoked",
   "maintenance.created",
   "maintenance.deleted",
+  "change.created",
+  "change.approved",
+  "change.started",
+  "change.paused",
+  "change.resumed",
+  "change.halted",
+  "change.completed",
+  "change.cancelled",
+  "change.router.succeeded",
+  "change.router.failed",
+  "change.router.reverted",
+  "change.router.skipped_offline",
+  "router.resource",
 ] as const;
 export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/**
+ * The events a webhook or an alert rule may subscribe to, besides "*": every audited action. A new
+ * action is added to {@link AUDIT_ACTIONS} and both accept it.
+ */
+export const SUBSCRIBABLE_EVENTS = AUDIT_ACTIONS;
+
+/** One subscribed event name: "*" or one of {@link SUBSCRIBABLE_EVENTS}. */
+export const ZSubscribedEvent = z.enum(["*", ...SUBSCRIBABLE_EVENTS], {
+  error: `must be "*" or one of ${SUBSCRIBABLE_EVENTS.join(", ")}`,
+});
 
 const pathId = z
   .string({ error: "must be a string" })
@@ -142,9 +166,7 @@ export type TAuditLogPage = z.infer<typeof ZAuditLogPage>;
 export const ZCreateWebhookInput = z.object({
   url: text({ min: 1, max: EVENT_LIMITS.webhookUrl, error: "is required and must be a URL" }),
   events: z
-    .array(z.enum(["*", ...AUDIT_ACTIONS], { error: `must be "*" or one of ${AUDIT_ACTIONS.join(", ")}` }), {
-      error: "must be an array of actions",
-    })
+    .array(ZSubscribedEvent, { error: "must be an array of actions" })
     .min(1, { error: 'must name at least one action (or "*")' })
     .max(EVENT_LIMITS.webhookEvents, { error: `must name at most ${EVENT_LIMITS.webhookEvents} actions` }),
   description: text({ max: EVENT_LIMITS.webhookDescription }).optional(),

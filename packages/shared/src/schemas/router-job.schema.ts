@@ -18,5 +18,10 @@ export const ROUTER_JOB_KINDS = {
   accessRemove: "access.remove",
   /** Take off the removed router's device what adoption installed (docs/routeros.md "Offboarding"). */
   offboard: "router.offboard",
+  /**
+   * Run one router's step of a fleet change (docs/api.md "Changes"): payload `{change_router_id}`;
+   * the handler resumes at the row's `phase` and reports through `finishChangeRouter`.
+   */
+  changeApply: "change.apply",
 } as const;
 export type TRouterJobKind = (typeof ROUTER_JOB_KINDS)[keyof typeof ROUTER_JOB_KINDS];

@@ -17,7 +17,7 @@ import {
 } from "@fleet/db";
 import { type Clock, coalescingRunner, formatIsoUtc, quietHoursEnd } from "@fleet/shared";
 import type { Logger } from "pino";
-import { type AlertMessage, formatWhen } from "./alert-message.ts";
+import { type AlertMessage, eventSummary, formatWhen } from "./alert-message.ts";
 import { queueNotificationDeliveries } from "./notification-channels.service.ts";
 import { maintenanceEnd, selects } from "./router-selection.ts";
 
@@ -295,6 +295,7 @@ export class AlertEngine {
       // One message per channel, whichever of the organization's rules brought it in.
       const channelRouters = new Map<string, Set<string>>();
       const pdKeys = new Map<string, Set<string>>();
+      const remembered: Parameters<AlertEngineRepository["rememberOfflineMany"]>[0][number][] = [];
       for (const m of members) {
         const rule = ctx.rules.get(m.ruleId);
         if (!rule || !m.routerId) continue;
@@ -307,8 +308,15 @@ export class AlertEngine {
           pdKeys.set(channelId, (pdKeys.get(channelId) ?? new Set()).add(dedup));
         }
         if (storm.kind === "offline")
-          await engine.rememberOffline(rule.id, m.routerId, m.occurredAt, `fleet-storm-${storm.id}`);
+          remembered.push({
+            ruleId: rule.id,
+            routerId: m.routerId,
+            offlineAt: m.occurredAt,
+            dedupKey: `fleet-storm-${storm.id}`,
+          });
       }
+      // One statement for the whole storm, not one per router.
+      await engine.rememberOfflineMany(remembered);
       const rows: Row[] = [];
       for (const [channelId, ids] of channelRouters) {
         const channel = ctx.channels.get(channelId);
@@ -418,11 +426,17 @@ export class AlertEngine {
       };
     }
     const subject = name ? ` on ${name}` : "";
+    const details = p.details.details;
+    const summary = eventSummary(
+      p.event,
+      details && typeof details === "object" ? (details as Record<string, unknown>) : {},
+      subject,
+    );
     return {
       ...base,
       kind: "event",
-      title: `${p.event}${subject}`,
-      lines: [{ text: `${p.event}${subject} in ${organization} at ${when}.`, ...(link ? { link } : {}) }],
+      title: summary,
+      lines: [{ text: `${summary} in ${organization} at ${when}.`, ...(link ? { link } : {}) }],
       pagerduty: {
         action: "trigger",
         dedupKey: `fleet-${p.routerId ?? p.organizationId}-${p.event}`,

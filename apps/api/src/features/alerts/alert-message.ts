@@ -130,3 +130,64 @@ export const renderEmail = (m: AlertMessage): { subject: string; text: string; h
     .map((l) => `<p>${escapeHtml(l.text)}${l.link ? ` <a href="${escapeHtml(l.link)}">open</a>` : ""}</p>`)
     .join("")}`,
 });
+
+// ---- One-line summaries of other events ------------------------------------------------------------
+
+/** A value of an audit entry's details as short plain text ("" when absent or not a scalar). */
+const detail = (details: Record<string, unknown>, ...keys: string[]): string => {
+  for (const key of keys) {
+    const value = details[key];
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
+      // Details may hold what a router or a script wrote: one short line, no control characters.
+      const text = String(value)
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is removed
+        .replace(/[\u0000-\u001f\u007f]+/g, " ")
+        .trim();
+      if (text) return text.length > 120 ? `${text.slice(0, 119)}…` : text;
+    }
+  }
+  return "";
+};
+
+const OUTCOMES = ["succeeded", "failed", "reverted", "skipped_offline"];
+const rank = (state: string) => (OUTCOMES.includes(state) ? OUTCOMES.indexOf(state) : OUTCOMES.length);
+
+const UNITS: Record<string, string> = { cpu: " %", memory: " %", disk: " %", ping_loss: " %", temperature: " C" };
+
+/**
+ * What an event other than offline/online says, in one line, from its audit details:
+ * `router.resource` (a measure over its threshold: measure, value, threshold, state) and the
+ * fleet changes' `change.*` (name, error or reason, counts); any other action by its name. `subject` is " on <router>" or "".
+ */
+export const eventSummary = (action: string, details: Record<string, unknown>, subject: string): string => {
+  if (action === "router.resource") {
+    const measure = detail(details, "measure") || "a resource";
+    const unit = UNITS[measure] ?? "";
+    const value = detail(details, "value");
+    const threshold = detail(details, "threshold");
+    const state = detail(details, "state");
+    const reading = value ? ` at ${value}${unit}` : "";
+    const limit = threshold ? ` (threshold ${threshold}${unit})` : "";
+    return `${measure}${reading}${limit}${subject}${state ? `: ${state}` : ""}`;
+  }
+  if (action.startsWith("change.")) {
+    const name = detail(details, "name", "change_name");
+    const change = name ? `Change "${name}"` : "A change";
+    const why = detail(details, "error", "reason", "message");
+    const outcome = action
+      .slice("change.".length)
+      .replace(/^router\./, "")
+      .replaceAll("_", " ");
+    const counts =
+      details.counts && typeof details.counts === "object" ? (details.counts as Record<string, unknown>) : {};
+    // Stored details come back with their keys reordered (jsonb): outcomes in a fixed order.
+    const tally = Object.keys(counts)
+      .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
+      .slice(0, 6)
+      .map((state) => `${detail(counts, state)} ${state.replaceAll("_", " ")}`)
+      .filter((t) => /^\d/.test(t))
+      .join(", ");
+    return `${change} ${outcome}${subject}${why ? `: ${why}` : ""}${tally ? ` (${tally})` : ""}`;
+  }
+  return `${action}${subject}`;
+};

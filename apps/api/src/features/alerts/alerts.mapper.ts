@@ -17,11 +17,12 @@ export const toChannelResponse = (channel: ChannelRecord, secret: Record<string,
   created_at: formatIsoUtc(channel.createdAt),
 });
 
+/** Only attempted or suppressed deliveries are listed (the repository leaves queued ones out). */
 export const toNotificationDelivery = (d: NotificationDeliveryRecord): TNotificationDelivery => ({
   id: d.id,
   event: d.event,
   router_id: d.routerId,
-  status: d.status,
+  status: d.status === "pending" ? "failed" : d.status,
   attempts: d.attempts,
   error: d.error,
   created_at: formatIsoUtc(d.createdAt),

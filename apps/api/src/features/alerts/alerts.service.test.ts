@@ -19,7 +19,7 @@ import { ChannelSender } from "./channel-sender.ts";
 import { MaintenanceWindowsService } from "./maintenance-windows.service.ts";
 import { NotificationChannelsService } from "./notification-channels.service.ts";
 import { NotificationDeliveryWorker } from "./notification-delivery.worker.ts";
-import { startSmtpSink } from "../../testing/smtp-sink.ts";
+import { closedPort, startSmtpSink } from "../../testing/smtp-sink.ts";
 import { type ReceivedRequest, startHttpReceiver } from "./testing/receivers.ts";
 
 // The service tier (docs/contributing.md "Add a test"): channels, rules, windows, the alert engine
@@ -241,6 +241,39 @@ describe("notification channels (service tier)", () => {
     expect(s.of("slack")).toHaveLength(1);
   });
 
+  it("lists a delivery once attempted: failed with its attempts and error while retried, never pending", async () => {
+    const owner = await makeUser(db);
+    const down = await channels.create(
+      owner.organizationId,
+      SYSTEM_ORIGIN,
+      ZCreateChannelInput.parse({
+        name: "down",
+        type: "slack",
+        config: { webhook_url: `http://127.0.0.1:${await closedPort()}/hook` },
+      }),
+    );
+    const queued = await channels.test(owner.organizationId, down.id);
+    expect(queued).toEqual({ id: expect.any(String), event: "notification.test", created_at: expect.any(String) });
+    const seen = await eventually(async () => {
+      const page = await channels.deliveries(owner.organizationId, { id: down.id });
+      return page.data.length > 0 ? page : null;
+    }, "the first attempt");
+    expect(seen.data).toEqual([
+      expect.objectContaining({ id: queued.id, status: "failed", attempts: 1, error: expect.any(String) }),
+    ]);
+    // Still retried by the queue, and still `failed` (with more attempts) meanwhile.
+    const retried = await eventually(
+      async () => {
+        const page = await channels.deliveries(owner.organizationId, { id: down.id });
+        return (page.data[0]?.attempts ?? 0) >= 2 ? page : null;
+      },
+      "a retry",
+      30_000,
+    );
+    expect(retried.data[0]?.status).toBe("failed");
+    await channels.delete(owner.organizationId, down.id);
+  });
+
   it("holds 50 channels and refuses the 51st (429); another organization's channel is 404", async () => {
     const owner = await makeUser(db);
     const input = ZCreateChannelInput.parse({ name: "x", type: "pagerduty", config: { routing_key: "A".repeat(32) } });
@@ -358,6 +391,49 @@ describe("the alert engine (service tier)", () => {
     expect(await settle(async () => s.of("slack").length)).toBe(2);
   });
 
+  it("router.resource and change.* events: one line each from their audit details", async () => {
+    const s = await setUp({ events: ["router.resource", "change.router.failed", "change.completed"] });
+    const router = await makeRouter(db, s.owner, { name: "edge-7" });
+    const at = T0 + 7_200_000;
+    clock.set(at);
+    const base = { organizationId: s.owner.organizationId, occurredAt: new Date(at), actor: SYSTEM_ORIGIN.actor };
+    await insertAuditEntries(queryOf(db), [
+      {
+        ...base,
+        action: "router.resource",
+        target: { type: "router", id: router.id },
+        routerId: router.id,
+        details: { measure: "cpu", value: 97, threshold: 90, state: "ongoing" },
+      },
+      {
+        ...base,
+        action: "change.router.failed",
+        target: { type: "change", id: crypto.randomUUID() },
+        routerId: router.id,
+        details: { name: "NTP\r\nservers", error: "expected end of command" },
+      },
+      {
+        ...base,
+        action: "change.completed",
+        target: { type: "change", id: crypto.randomUUID() },
+        details: { name: "NTP servers", counts: { succeeded: 9, failed: 1 } },
+      },
+      // Not subscribed to: nothing.
+      { ...base, action: "change.created", target: { type: "change", id: crypto.randomUUID() }, details: {} },
+    ]);
+    await alerts.run();
+    await eventually(() => s.of("slack").length === 3, "three messages", 30_000);
+    expect(s.of("slack").map((r) => String(r.body.text).split("\n")[0])).toEqual(
+      expect.arrayContaining([
+        "cpu at 97 % (threshold 90 %) on edge-7: ongoing",
+        'Change "NTP servers" failed on edge-7: expected end of command',
+        'Change "NTP servers" completed (9 succeeded, 1 failed)',
+      ]),
+    );
+    await alerts.run();
+    expect(await settle(async () => s.of("slack").length)).toBe(3);
+  });
+
   it("a router back within min_offline_seconds notifies nothing; one that stays out notifies once it passed", async () => {
     const s = await setUp({ min_offline_seconds: 300 });
     const flapping = await makeRouter(db, s.owner);
@@ -467,7 +543,7 @@ describe("the alert engine (service tier)", () => {
     const other = await makeUser(db);
     const foreignRouter = await makeRouter(db, other);
     const channelIds = [s.channels.slack?.id ?? ""];
-    const base = { name: "r", events: ["*"], channels: channelIds };
+    const base = { name: "r", events: ["*" as const], channels: channelIds };
     expect((await rejection(rules.create(other.organizationId, base))).code).toBe("not_found");
     expect(
       (await rejection(rules.create(s.owner.organizationId, { ...base, routers: { router_ids: [foreignRouter.id] } })))
@@ -543,6 +619,29 @@ describe("team-bound credentials (service tier)", () => {
       ])
     )[0]?.n;
 
+  it("the caps are the organization's, whichever team made what: 50 channels and 100 rules in all", async () => {
+    const t = await teams();
+    const input = ZCreateChannelInput.parse({ name: "x", type: "pagerduty", config: { routing_key: "B".repeat(32) } });
+    const made: string[] = [];
+    for (let i = 0; i < ALERT_LIMITS.channelsPerOrganization - 1; i++) {
+      made.push((await channels.create(t.org, SYSTEM_ORIGIN, input)).id);
+    }
+    // The team's first channel is the organization's 50th; its second (the 51st) is refused.
+    const teamChannel = await channels.create(t.org, SYSTEM_ORIGIN, input, t.second);
+    expect((await rejection(channels.create(t.org, SYSTEM_ORIGIN, input, t.second))).code).toBe("rate_limited");
+    expect((await rejection(channels.create(t.org, SYSTEM_ORIGIN, input))).code).toBe("rate_limited");
+    expect(await count("notification_channels", t.org)).toBe(ALERT_LIMITS.channelsPerOrganization);
+
+    const rule = { name: "r", events: ["*" as const], channels: [made[0] ?? ""] };
+    for (let i = 0; i < ALERT_LIMITS.rulesPerOrganization - 1; i++) await rules.create(t.org, rule);
+    await rules.create(t.org, { ...rule, channels: [teamChannel.id] }, t.second);
+    expect((await rejection(rules.create(t.org, { ...rule, channels: [teamChannel.id] }, t.second))).code).toBe(
+      "rate_limited",
+    );
+    expect((await rejection(rules.create(t.org, rule))).code).toBe("rate_limited");
+    expect(await count("alert_rules", t.org)).toBe(ALERT_LIMITS.rulesPerOrganization);
+  });
+
   it("channels: sees, tests and changes only its team's; another's is 404 and changes nothing", async () => {
     const t = await teams();
     const orgChannel = await channels.create(t.org, SYSTEM_ORIGIN, t.slack("org"));
@@ -564,7 +663,12 @@ describe("team-bound credentials (service tier)", () => {
 
     expect((await channels.update(t.org, { id: teamChannel.id, name: "renamed" }, t.second)).name).toBe("renamed");
     await channels.test(t.org, teamChannel.id, t.second);
-    expect((await channels.deliveries(t.org, { id: teamChannel.id }, t.second)).data).toHaveLength(1);
+    // Listed once attempted.
+    await eventually(
+      async () => (await channels.deliveries(t.org, { id: teamChannel.id }, t.second)).data.length === 1,
+      "the team's test delivery in its log",
+      30_000,
+    );
     await channels.delete(t.org, teamChannel.id, t.second);
     // The organization-wide credential changes any of them.
     await channels.delete(t.org, orgChannel.id);
@@ -576,7 +680,7 @@ describe("team-bound credentials (service tier)", () => {
     const orgChannel = await channels.create(t.org, SYSTEM_ORIGIN, t.slack("org"));
     const teamChannel = await channels.create(t.org, SYSTEM_ORIGIN, t.slack("team"), t.second);
     const orgRule = await rules.create(t.org, { name: "org", events: ["*"], channels: [orgChannel.id] });
-    const base = { name: "team", events: ["router.offline"], channels: [teamChannel.id] };
+    const base = { name: "team", events: ["router.offline" as const], channels: [teamChannel.id] };
 
     for (const input of [
       { ...base, channels: [orgChannel.id] },

@@ -21,7 +21,7 @@ import {
   type TCreateChannelInput,
   type TDeliveriesPage,
   type TDeliveriesQuery,
-  type TNotificationDelivery,
+  type TQueuedNotification,
   type TUpdateChannelInput,
 } from "@fleet/shared";
 import type { SecretBox } from "../webhooks/webhook-secret.ts";
@@ -167,8 +167,8 @@ export class NotificationChannelsService {
     if (!(await this.#repo().deleteChannel(organizationId, id, teamId))) throw notFound();
   }
 
-  /** Queues a test message to this channel; answers its (pending) delivery. */
-  async test(organizationId: string, id: string, teamId?: string): Promise<TNotificationDelivery> {
+  /** Queues a test message to this channel; its delivery shows in the log once attempted. */
+  async test(organizationId: string, id: string, teamId?: string): Promise<TQueuedNotification> {
     const channel = await this.#repo().getChannel(organizationId, id, teamId);
     if (!channel) throw notFound();
     const organizationName = await new AlertEngineRepository(queryOf(this.#d.db)).organizationName(organizationId);
@@ -202,7 +202,7 @@ export class NotificationChannelsService {
       return stored ? ((await new NotificationsRepository(query).delivery(stored))?.delivery ?? null) : null;
     });
     if (!delivery) throw notFound();
-    return toNotificationDelivery(delivery);
+    return { id: delivery.id, event: delivery.event, created_at: formatIsoUtc(delivery.createdAt) };
   }
 
   async deliveries(

@@ -1,10 +1,13 @@
 import {
   type Database,
   type EngineJob,
+  FAIR_DELIVERY_CONCURRENCY,
+  FAIR_DELIVERY_PER_ORGANIZATION,
   type JobEngine,
   NOTIFICATION_DELIVERY_QUEUE,
   NotificationsRepository,
   queryOf,
+  workFairDeliveries,
 } from "@fleet/db";
 import type { Clock, TChannelType } from "@fleet/shared";
 import type { Logger } from "pino";
@@ -19,14 +22,9 @@ export const NOTIFICATION_RETRY_FOR_MS = 24 * 3_600_000;
  * they span a little over 24 hours, so the 24-hour rule decides, not the count.
  */
 export const NOTIFICATION_RETRY_LIMIT = 34;
-/** Sends in flight at once per API process ... */
-export const NOTIFICATION_CONCURRENCY = 16;
-/**
- * ... of which at most this many of one organization (each job's group is its organization): one
- * organization's dead channel holds at most these slots for a timeout each, the rest serve the
- * others, as webhook deliveries (docs/api.md "Audit log and webhooks").
- */
-export const NOTIFICATION_CONCURRENCY_PER_ORGANIZATION = 4;
+/** Sends in flight at once per API process, of which at most a few of one organization (fair-delivery-jobs.ts). */
+export const NOTIFICATION_CONCURRENCY = FAIR_DELIVERY_CONCURRENCY;
+export const NOTIFICATION_CONCURRENCY_PER_ORGANIZATION = FAIR_DELIVERY_PER_ORGANIZATION;
 
 type WorkerEngine = Pick<JobEngine, "defineQueue" | "work" | "offWork">;
 
@@ -66,21 +64,18 @@ export class NotificationDeliveryWorker {
 
   async start(engine: WorkerEngine): Promise<void> {
     this.#engine = engine;
-    await engine.defineQueue({
-      name: NOTIFICATION_DELIVERY_QUEUE,
-      retryLimit: NOTIFICATION_RETRY_LIMIT,
-      retryDelaySeconds: this.#d.retryDelaySeconds,
-      retryBackoff: true,
-      retryDelayMaxSeconds: 3_600,
-      expireInSeconds: 60,
-      deadLetter: `${NOTIFICATION_DELIVERY_QUEUE}.dead`,
-      deleteAfterSeconds: 7 * 86_400,
-    });
-    await engine.work<{ delivery_id?: string }>(
-      NOTIFICATION_DELIVERY_QUEUE,
+    await workFairDeliveries(
+      engine,
       {
-        localConcurrency: this.#d.concurrency,
-        localGroupConcurrency: Math.min(this.#d.perOrganization, this.#d.concurrency),
+        name: NOTIFICATION_DELIVERY_QUEUE,
+        retryLimit: NOTIFICATION_RETRY_LIMIT,
+        retryDelaySeconds: this.#d.retryDelaySeconds,
+        retryDelayMaxSeconds: 3_600,
+        expireInSeconds: 60,
+      },
+      {
+        concurrency: this.#d.concurrency,
+        perOrganization: this.#d.perOrganization,
         pollingIntervalSeconds: this.#d.pollingIntervalSeconds,
       },
       (job) => this.#attempt(job),

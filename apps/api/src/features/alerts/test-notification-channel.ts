@@ -1,4 +1,4 @@
-import { successEnvelope, ZIdPath, ZNotificationDelivery } from "@fleet/shared";
+import { successEnvelope, ZIdPath, ZQueuedNotification } from "@fleet/shared";
 import { authedProcedure } from "../../trpc/init.ts";
 import { jsend } from "../../trpc/envelopes.ts";
 
@@ -9,12 +9,12 @@ export const testNotificationChannel = authedProcedure("routers:write")
       path: "/api/notification-channels/{id}/test",
       tags: ["notifications"],
       summary: "Send a test message",
-      description: "Queues the message at once; its delivery appears in the delivery log.",
+      description: "Queues the message at once; its delivery appears in the delivery log after its first attempt.",
     },
     successStatus: 200,
   })
   .input(ZIdPath)
-  .output(successEnvelope(ZNotificationDelivery))
+  .output(successEnvelope(ZQueuedNotification))
   .mutation(
     jsend(async ({ ctx, input }) =>
       ctx.services.notificationChannels.test(

@@ -1,12 +1,15 @@
 import {
   type Database,
   type EngineJob,
+  FAIR_DELIVERY_CONCURRENCY,
+  FAIR_DELIVERY_PER_ORGANIZATION,
   insertAuditEntry,
   type JobEngine,
   queryOf,
   SYSTEM_ORIGIN,
   WEBHOOK_DELIVERY_QUEUE,
   WebhooksRepository,
+  workFairDeliveries,
 } from "@fleet/db";
 import { type Clock, EVENT_LIMITS, formatIsoUtc } from "@fleet/shared";
 import type { Logger } from "pino";
@@ -24,15 +27,9 @@ export const WEBHOOK_DISABLE_AFTER_MS = 3 * DAY_MS;
  */
 export const WEBHOOK_RETRY_LIMIT = 40;
 /** Deliveries in flight at once per API process (docs/api.md "Audit log and webhooks"). */
-export const WEBHOOK_CONCURRENCY = 16;
-/**
- * Of those, at most this many of one organization (each delivery's job group is its
- * organization): one organization's dead receivers hold at most these slots for a timeout each,
- * and the rest serve everyone else. Counted per process and exactly (pg-boss's in-memory group
- * count; a job fetched past it goes straight back to the queue), not cluster-wide, where two
- * fetches racing could both pass a database count.
- */
-export const WEBHOOK_CONCURRENCY_PER_ORGANIZATION = 4;
+export const WEBHOOK_CONCURRENCY = FAIR_DELIVERY_CONCURRENCY;
+/** Of those, at most this many of one organization (fair-delivery-jobs.ts). */
+export const WEBHOOK_CONCURRENCY_PER_ORGANIZATION = FAIR_DELIVERY_PER_ORGANIZATION;
 
 type WorkerEngine = Pick<JobEngine, "defineQueue" | "work" | "offWork">;
 
@@ -84,22 +81,19 @@ export class WebhookDeliveryWorker {
 
   async start(engine: WorkerEngine): Promise<void> {
     this.#engine = engine;
-    await engine.defineQueue({
-      name: WEBHOOK_DELIVERY_QUEUE,
-      retryLimit: WEBHOOK_RETRY_LIMIT,
-      retryDelaySeconds: this.#d.retryDelaySeconds,
-      retryBackoff: true,
-      retryDelayMaxSeconds: 6 * 3_600,
-      // An attempt lasts at most the timeout; one still "active" long after died with its process.
-      expireInSeconds: Math.ceil((this.#d.timeoutMs * 3) / 1000),
-      deadLetter: `${WEBHOOK_DELIVERY_QUEUE}.dead`,
-      deleteAfterSeconds: 7 * 86_400,
-    });
-    await engine.work<{ delivery_id?: string }>(
-      WEBHOOK_DELIVERY_QUEUE,
+    await workFairDeliveries(
+      engine,
       {
-        localConcurrency: this.#d.concurrency,
-        localGroupConcurrency: Math.min(this.#d.perOrganization, this.#d.concurrency),
+        name: WEBHOOK_DELIVERY_QUEUE,
+        retryLimit: WEBHOOK_RETRY_LIMIT,
+        retryDelaySeconds: this.#d.retryDelaySeconds,
+        retryDelayMaxSeconds: 6 * 3_600,
+        // An attempt lasts at most the timeout; one still "active" long after died with its process.
+        expireInSeconds: Math.ceil((this.#d.timeoutMs * 3) / 1000),
+      },
+      {
+        concurrency: this.#d.concurrency,
+        perOrganization: this.#d.perOrganization,
         pollingIntervalSeconds: this.#d.pollingIntervalSeconds,
       },
       (job) => this.#attempt(job),

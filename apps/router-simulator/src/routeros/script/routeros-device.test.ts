@@ -180,9 +180,9 @@ describe("the RouterOS script parser", () => {
   });
 
   it.each([
-    ["/system reboot", /bad command name reboot/],
+    ["/system shutdown", /bad command name shutdown/],
     ["/system reset-configuration", /bad command name reset-configuration/],
-    [":execute {/system reboot}", /bad command name execute/],
+    [":execute {/system shutdown}", /bad command name execute/],
     ['/user add name="x" group=full bogus=1', /expected end of command/],
     ["/ip service disable ssh", /bad command name service/],
   ])("fails loudly on %j", async (script, message) => {

@@ -1,5 +1,6 @@
 import { type Clock, generateWireguardKeyPair, isWireguardKey, systemClock } from "@fleet/shared";
 import ssh2 from "ssh2";
+import { NOT_SYSTEM, RouterOsSystem, type RouterOsSystemOptions } from "./routeros-device-system.ts";
 import { type Arg, type Expr, parseRouterOsScript, type Statement } from "./routeros-script-parser.ts";
 
 /**
@@ -69,6 +70,8 @@ export interface RouterOsDeviceOptions {
    * wireguard-go interface (docs/routeros.md "Simulator"). A failure fails the command.
    */
   onTunnelChange?: (device: RouterOsDevice) => Promise<void>;
+  /** Reboots, update channels, `--break-tunnel-on-change` (routeros-device-system.ts). */
+  system?: RouterOsSystemOptions;
 }
 
 interface Item {
@@ -246,6 +249,12 @@ export class RouterOsDevice {
     "ip route": [],
     "ip firewall filter": [],
   };
+  /** Settings, binary backups, updates and reboots (routeros-device-system.ts). */
+  readonly system: RouterOsSystem;
+  /** `/system resource get version`: changes when an update is installed. */
+  version: string;
+  /** Milliseconds since the epoch at boot: a reboot moves it. */
+  bootedAt: number;
   #nextId = 1;
   #timers = new Map<string, NodeJS.Timeout>();
   #identity: string;
@@ -254,6 +263,9 @@ export class RouterOsDevice {
     this.options = options;
     this.deviceMode = { ...(options.deviceMode ?? { fetch: true, scheduler: true }) };
     this.#identity = options.identity;
+    this.version = options.version;
+    this.bootedAt = options.bootedAt;
+    this.system = new RouterOsSystem(this, options.system);
     this.tables["user group"].push(
       ...["read", "write", "full"].map((name) => ({ id: this.#id(), props: { name, policy: "", builtin: "yes" } })),
     );
@@ -262,6 +274,10 @@ export class RouterOsDevice {
 
   get identity(): string {
     return this.#identity;
+  }
+
+  set identity(name: string) {
+    this.#identity = name;
   }
 
   /** Runs script text like the terminal or `/import` does; throws at the first error. */
@@ -464,8 +480,13 @@ export class RouterOsDevice {
       case "put":
         this.log.push({ topic: "put", message: str(await this.#eval(positional[0], scope, menu)) });
         return undefined;
-      case "delay":
+      case "delay": {
+        // Real time, capped so that a hostile script cannot hold the router's command line.
+        const ms = parseRouterOsInterval(str(await this.#eval(positional[0], scope, menu)) || "0s");
+        if (ms === undefined) throw new RouterOsRuntimeError("bad time interval");
+        await new Promise((resolve) => setTimeout(resolve, Math.min(ms, 60_000)));
         return undefined;
+      }
       case "tostr":
         return str(await this.#eval(positional[0], scope, menu));
       case "len": {
@@ -493,7 +514,7 @@ export class RouterOsDevice {
   }
 
   #versionAtLeast(major: number, minor: number): boolean {
-    const [a, b] = this.options.version.split(/[. ]/).map(Number);
+    const [a, b] = this.version.split(/[. ]/).map(Number);
     return (a ?? 0) > major || ((a ?? 0) === major && (b ?? 0) >= minor);
   }
 
@@ -514,9 +535,9 @@ export class RouterOsDevice {
         return this.#get(
           positional,
           {
-            version: this.options.version,
+            version: this.version,
             "board-name": this.options.boardName,
-            uptime: new RosTime((this.#nowMs() - this.options.bootedAt) / 1000),
+            uptime: new RosTime((this.#nowMs() - this.bootedAt) / 1000),
           },
           scope,
           menu,
@@ -559,6 +580,13 @@ export class RouterOsDevice {
       default:
         break;
     }
+    const system = await this.system.command(
+      menu,
+      s.verb,
+      await this.#namedValues(s.args, scope, menu),
+      await Promise.all(positional.map(async (p) => str(await this.#eval(p, scope, menu)))),
+    );
+    if (system !== NOT_SYSTEM) return system;
     if (!isTable(menu)) throw new RouterOsRuntimeError(`bad command name ${s.verb} in /${menu}`);
     const table = this.tables[menu];
     switch (s.verb) {
@@ -607,6 +635,13 @@ export class RouterOsDevice {
       default:
         throw new RouterOsRuntimeError(`/${menu} ${s.verb} is not simulated`);
     }
+  }
+
+  async #namedValues(args: readonly Arg[], scope: Scope, menu: string): Promise<Map<string, string>> {
+    const values = new Map<string, string>();
+    for (const arg of args)
+      if (arg.name !== undefined) values.set(arg.name, str(await this.#eval(arg.value, scope, menu)));
+    return values;
   }
 
   async #get(positional: Expr[], props: Record<string, RosVal>, scope: Scope, menu: string): Promise<RosVal> {
@@ -691,10 +726,34 @@ export class RouterOsDevice {
     return item.id;
   }
 
-  /** Arms a scheduler entry's timer (its interval; none when disabled or 0s). */
+  /**
+   * Arms a scheduler entry's timer: every `interval` (the first run one interval after it was
+   * added or booted), or once at `start-time` (a time of day, UTC) when the interval is 0s.
+   */
   #schedule(item: Item): void {
     const intervalMs = parseRouterOsInterval(item.props.interval ?? "0s");
-    if (!intervalMs || item.props.disabled === "yes") return;
+    if (item.props.disabled === "yes") return;
+    const at = /^(\d{2}):(\d{2}):(\d{2})$/.exec(item.props["start-time"] ?? "");
+    if (!intervalMs && at) {
+      const now = new Date(this.#nowMs());
+      let due = Date.UTC(
+        now.getUTCFullYear(),
+        now.getUTCMonth(),
+        now.getUTCDate(),
+        Number(at[1]),
+        Number(at[2]),
+        Number(at[3]),
+      );
+      if (due <= now.getTime()) due += 86_400_000;
+      const timer = setTimeout(() => {
+        this.#timers.delete(item.id);
+        void this.#runScheduled(item);
+      }, due - now.getTime());
+      timer.unref();
+      this.#timers.set(item.id, timer);
+      return;
+    }
+    if (!intervalMs) return;
     const timer = setInterval(() => void this.#runScheduled(item), intervalMs);
     timer.unref();
     this.#timers.set(item.id, timer);
@@ -762,6 +821,7 @@ export class RouterOsDevice {
       if (!(p.kind === "word" && p.value === "as-value")) throw new RouterOsRuntimeError("expected end of command");
     }
     if (!this.deviceMode.fetch) throw new RouterOsRuntimeError("failure: not allowed by device-mode");
+    if (!this.system.reachable) throw new RouterOsRuntimeError("failure: connection failed (no route to host)");
     const value = async (name: string) =>
       named.has(name) ? str(await this.#eval(named.get(name), scope, menu)) : undefined;
     const url = await value("url");

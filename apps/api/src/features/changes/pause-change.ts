@@ -1,0 +1,29 @@
+import { successEnvelope, ZChange, ZIdPath } from "@fleet/shared";
+import { auditOrigin } from "../../trpc/audit-origin.ts";
+import { authedProcedure } from "../../trpc/init.ts";
+import { jsend } from "../../trpc/envelopes.ts";
+
+export const pauseChange = authedProcedure("routers:write")
+  .meta({
+    openapi: {
+      method: "POST",
+      path: "/api/changes/{id}/pause",
+      tags: ["changes"],
+      summary: "Pause a change",
+      description: "Running or scheduled: nothing new starts; running routers finish. Otherwise 409.",
+    },
+    rest: { errors: [409] },
+    successStatus: 200,
+  })
+  .input(ZIdPath)
+  .output(successEnvelope(ZChange))
+  .mutation(
+    jsend(async ({ ctx, input }) =>
+      ctx.services.changes.pause(
+        ctx.auth.organizationId,
+        input.id,
+        auditOrigin(ctx),
+        await ctx.services.teams.bound(ctx.auth),
+      ),
+    ),
+  );

@@ -1,0 +1,309 @@
+import { type Clock, renderChangeScript, ROUTER_JOB_KINDS } from "@fleet/shared";
+import { type Database, type Query, queryOf } from "../database.ts";
+import type { JobEngine, JobQueueDefinition } from "../jobs/job-engine.ts";
+import { queueRouterJob } from "../jobs/router-jobs.ts";
+import { type AuditOrigin, insertAuditEntry, SYSTEM_ORIGIN } from "../repositories/audit-log.repository.ts";
+import {
+  type ChangeRecord,
+  type ChangeRouterRecord,
+  ChangesRepository,
+  type ChangeWaveRecord,
+  type NewChange,
+} from "../repositories/changes.repository.ts";
+
+/**
+ * The dispatcher's queue (docs/api.md "Changes"): one `{change_id}` job per step of a change, sent
+ * in the transaction that makes the step possible (a start, a router's result, a resume) or delayed
+ * until the change's `start_at` or its next wave's time. Steps of one change are serialized by the
+ * change's row lock, so a duplicate job is harmless: it finds nothing to do.
+ */
+export const CHANGE_ADVANCE_QUEUE = "change.advance";
+
+export const changeAdvanceQueue = (): JobQueueDefinition => ({
+  name: CHANGE_ADVANCE_QUEUE,
+  retryLimit: 20,
+  retryDelaySeconds: 1,
+  retryBackoff: true,
+  retryDelayMaxSeconds: 60,
+  expireInSeconds: 120,
+  deleteAfterSeconds: 24 * 3600,
+});
+
+/** The result an executor reports for one router (docs/api.md "Changes"). */
+export type TChangeRouterResult = "succeeded" | "failed" | "reverted" | "skipped_offline";
+
+/** Characters of a router's output copied into its audit entry (the whole output stays on its row). */
+export const CHANGE_AUDIT_OUTPUT_CHARS = 1000;
+
+/** Characters of a router's output kept on its row. */
+export const CHANGE_OUTPUT_CHARS = 64 * 1024;
+
+type Sender = Pick<JobEngine, "send">;
+
+/** Queues the change's next dispatcher step in the caller's transaction, now or at `at`. */
+export const queueChangeAdvance = (engine: Sender, changeId: string, query: Query, at?: Date) =>
+  engine.send(
+    CHANGE_ADVANCE_QUEUE,
+    { change_id: changeId },
+    { executor: query, group: changeId, ...(at ? { startAfter: at } : {}) },
+  );
+
+/**
+ * Waves in dispatch order: the first `canary` routers are wave 0, then waves of `waveSize` (1, 2, ...).
+ */
+export const assignWaves = (
+  routerIds: readonly string[],
+  canary: number,
+  waveSize: number,
+): Array<{ routerId: string; wave: number; position: number }> =>
+  routerIds.map((routerId, position) => ({
+    routerId,
+    position,
+    wave: position < canary ? 0 : 1 + Math.floor((position - canary) / waveSize),
+  }));
+
+/** A router step as its executor reads it: the row and its change. */
+export interface ChangeStep {
+  step: ChangeRouterRecord;
+  change: ChangeRecord;
+}
+
+/**
+ * The state machine of a fleet change that runs without a person: starting, the wave dispatcher
+ * and the routers' results. It opens the transactions (the change's row is locked first, then its
+ * routers: the one lock order); `ChangesRepository` holds the SQL. The API's transitions (approve,
+ * pause, resume, cancel) lock the same row and call `begin` and `queueChangeAdvance`.
+ */
+export class ChangeWorkflow {
+  readonly #db: Pick<Database, "query" | "transaction">;
+  readonly #engine: JobEngine;
+  readonly #clock: Clock;
+
+  constructor(db: Pick<Database, "query" | "transaction">, engine: JobEngine, clock: Clock) {
+    this.#db = db;
+    this.#engine = engine;
+    this.#clock = clock;
+  }
+
+  /**
+   * Stores a new change and its routers (in the order given, waves assigned) with `change.created`;
+   * one that needs no approval leaves the gate at once (`begin`). The caller has checked the input.
+   */
+  create(input: NewChange, routerIds: readonly string[], origin: AuditOrigin): Promise<ChangeRecord> {
+    return this.#db.transaction((query) => this.insert(query, input, routerIds, origin));
+  }
+
+  /** `create` in the caller's transaction (the API checks the routers in the same one). */
+  async insert(
+    query: Query,
+    input: NewChange,
+    routerIds: readonly string[],
+    origin: AuditOrigin,
+  ): Promise<ChangeRecord> {
+    const changes = new ChangesRepository(query);
+    const created = await changes.insert(input);
+    await changes.insertRouters(created.id, assignWaves(routerIds, input.canary, input.waveSize));
+    await this.audit(query, created, "change.created", origin, {
+      kind: created.kind,
+      routers: routerIds.length,
+      requires_approval: created.requiresApproval,
+    });
+    return created.state === "awaiting_approval" ? created : this.begin(query, created, origin);
+  }
+
+  /**
+   * An approved (or approval-free) change leaves the gate: `scheduled` until its `start_at`, else
+   * `running` at once (`change.started`); the dispatcher's first step is queued either way.
+   */
+  async begin(query: Query, change: ChangeRecord, origin: AuditOrigin): Promise<ChangeRecord> {
+    const now = this.#clock.now();
+    const changes = new ChangesRepository(query);
+    if (change.startAt && change.startAt > now) {
+      const scheduled = await changes.update(change.id, { state: "scheduled" }, now);
+      await queueChangeAdvance(this.#engine, change.id, query, change.startAt);
+      return scheduled;
+    }
+    const running = await changes.update(change.id, { state: "running", startedAt: now }, now);
+    await this.audit(query, running, "change.started", origin, {});
+    await queueChangeAdvance(this.#engine, change.id, query);
+    return running;
+  }
+
+  /** One step of the dispatcher (the `change.advance` job): starts what is due, or queues the next look. */
+  advance(changeId: string): Promise<ChangeRecord | null> {
+    return this.#db.transaction(async (query) => {
+      const changes = new ChangesRepository(query);
+      let change = await changes.lock(changeId);
+      if (!change) return null;
+      const now = this.#clock.now();
+      if (change.state === "scheduled") {
+        if (change.startAt && change.startAt > now) {
+          await queueChangeAdvance(this.#engine, change.id, query, change.startAt);
+          return change;
+        }
+        change = await changes.update(change.id, { state: "running", startedAt: now }, now);
+        await this.audit(query, change, "change.started", SYSTEM_ORIGIN, {});
+      }
+      if (change.state !== "running") return change;
+      for (;;) {
+        const waves = await changes.waves(change.id);
+        const settled = await this.#settle(query, change, waves, now);
+        if (settled.state !== "running") return settled;
+        const current = waves.find((w) => w.pending > 0);
+        if (!current) return change;
+        const earlier = waves.filter((w) => w.wave < current.wave);
+        // A wave starts when every earlier router has its result and the interval since the last one has passed.
+        if (earlier.some((w) => w.running > 0)) return change;
+        const last = earlier
+          .map((w) => w.lastFinishedAt?.getTime() ?? 0)
+          .reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
+        if (earlier.length > 0 && Number.isFinite(last)) {
+          const due = new Date(last + change.waveIntervalSeconds * 1000);
+          if (due > now) {
+            await queueChangeAdvance(this.#engine, change.id, query, due);
+            return change;
+          }
+        }
+        const started = await this.#dispatch(query, change, current.wave, now);
+        if (started > 0) return change;
+      }
+    });
+  }
+
+  /**
+   * Records one router's result (the agent's executor, once per router step): its state, output and
+   * timings, the audit entry `change.router.<state>`, and the change's next step in the same
+   * transaction (a halt past `max_failures`, the completion, or the dispatcher's next look). A
+   * repeated report of a router that already has its result changes nothing and returns null.
+   */
+  finishChangeRouter(
+    id: string,
+    result: { state: TChangeRouterResult; output?: string | null },
+  ): Promise<ChangeRouterRecord | null> {
+    return this.#db.transaction(async (query) => {
+      const changes = new ChangesRepository(query);
+      const step = await changes.getRouterStep(id);
+      if (!step) return null;
+      const change = await changes.lock(step.changeId);
+      if (!change) return null;
+      const now = this.#clock.now();
+      const output =
+        result.output === undefined || result.output === null ? null : result.output.slice(0, CHANGE_OUTPUT_CHARS);
+      const finished = await changes.finishRouter(id, result.state, output, now);
+      if (!finished) return null;
+      await this.#auditRouter(query, change, finished);
+      if (change.state === "running" || change.state === "paused") {
+        const settled = await this.#settle(query, change, await changes.waves(change.id), now);
+        if (settled.state === "running") await queueChangeAdvance(this.#engine, change.id, query);
+      }
+      return finished;
+    });
+  }
+
+  /** The executor's resumable step of a running router (backup, guard, script, confirm, reboot); false when not running. */
+  setChangeRouterPhase(id: string, phase: string | null): Promise<boolean> {
+    return new ChangesRepository(queryOf(this.#db)).setPhase(id, phase);
+  }
+
+  /** A router step and its change, as the executor reads them; null for an unknown id. */
+  async step(id: string): Promise<ChangeStep | null> {
+    const changes = new ChangesRepository(queryOf(this.#db));
+    const step = await changes.getRouterStep(id);
+    if (!step) return null;
+    const record = await changes.find(step.changeId);
+    return record ? { step, change: record } : null;
+  }
+
+  /** Halts a change past its failure budget, completes one whose routers all have a result. */
+  async #settle(query: Query, change: ChangeRecord, waves: readonly ChangeWaveRecord[], now: Date) {
+    const changes = new ChangesRepository(query);
+    const failures = waves.reduce((sum, w) => sum + w.failed, 0);
+    if (failures > change.maxFailures) {
+      const halted = await changes.update(change.id, { state: "halted", finishedAt: now }, now);
+      await this.audit(query, halted, "change.halted", SYSTEM_ORIGIN, { failures, max_failures: change.maxFailures });
+      return halted;
+    }
+    if (change.state === "running" && waves.every((w) => w.pending === 0 && w.running === 0)) {
+      const completed = await changes.update(change.id, { state: "completed", finishedAt: now }, now);
+      await this.audit(query, completed, "change.completed", SYSTEM_ORIGIN, { failures });
+      return completed;
+    }
+    return change;
+  }
+
+  /** Starts one wave: offline routers are skipped without a job, the others get their script and a router job. */
+  async #dispatch(query: Query, change: ChangeRecord, wave: number, now: Date): Promise<number> {
+    const changes = new ChangesRepository(query);
+    let started = 0;
+    for (const target of await changes.pendingTargets(change.id, wave)) {
+      if (!target.hasPulse) {
+        const skipped = await changes.finishRouter(target.id, "skipped_offline", null, now);
+        if (skipped) await this.#auditRouter(query, change, skipped);
+        continue;
+      }
+      let script: string | null = null;
+      if (change.kind === "script") {
+        try {
+          script = renderChangeScript(change.script ?? "", {
+            identity: target.identity,
+            name: target.name,
+            tunnel_ip: target.tunnelIp ?? "",
+            metadata: target.metadata,
+          });
+        } catch (error) {
+          // A value RouterOS cannot hold (checked at create time for the template; values change since).
+          const message = error instanceof Error ? error.message : "render failed";
+          const failed = await changes.finishRouter(target.id, "failed", `script not rendered: ${message}`, now);
+          if (failed) await this.#auditRouter(query, change, failed);
+          continue;
+        }
+      }
+      await changes.startRouter(target.id, script, now);
+      await queueRouterJob(
+        this.#engine,
+        { kind: ROUTER_JOB_KINDS.changeApply, router_id: target.routerId, change_router_id: target.id },
+        query,
+      );
+      started += 1;
+    }
+    return started;
+  }
+
+  /** Writes a change-level audit entry (`change.<verb>`) in the caller's transaction. */
+  audit(
+    query: Query,
+    change: ChangeRecord,
+    action: string,
+    origin: AuditOrigin,
+    details: Record<string, unknown>,
+  ): Promise<void> {
+    return insertAuditEntry(query, {
+      organizationId: change.organizationId,
+      occurredAt: this.#clock.now(),
+      action,
+      actor: origin.actor,
+      sourceIp: origin.sourceIp,
+      target: { type: "change", id: change.id },
+      teamId: change.teamId,
+      details: { change_id: change.id, name: change.name, state: change.state, ...details },
+    });
+  }
+
+  #auditRouter(query: Query, change: ChangeRecord, step: ChangeRouterRecord): Promise<void> {
+    return insertAuditEntry(query, {
+      organizationId: change.organizationId,
+      occurredAt: this.#clock.now(),
+      action: `change.router.${step.state}`,
+      actor: SYSTEM_ORIGIN.actor,
+      target: { type: "change", id: change.id },
+      routerId: step.routerId,
+      teamId: change.teamId,
+      details: {
+        change_id: change.id,
+        name: change.name,
+        wave: step.wave,
+        output: step.output === null ? null : step.output.slice(0, CHANGE_AUDIT_OUTPUT_CHARS),
+      },
+    });
+  }
+}
