@@ -192,7 +192,7 @@ const Facts = ({ change }: { change: Change }) => (
       <dt>Rollout</dt>
       <dd>
         {change.strategy.canary} canary, then waves of {change.strategy.wave_size} every{" "}
-        {change.strategy.wave_interval_seconds} s; halts after {change.strategy.max_failures} failures; guard{" "}
+        {change.strategy.wave_interval_seconds} s; halts past {change.strategy.max_failures} failures; guard{" "}
         {change.guard_seconds} s
       </dd>
       <dt>Created</dt>
