@@ -249,6 +249,17 @@ export class ChangesRepository {
     return rows[0] ? changeFromRow(rows[0]) : null;
   }
 
+  /** Changes the dispatcher should look at now: running ones and scheduled ones whose time has come. */
+  async dueIds(now: Date, limit: number): Promise<string[]> {
+    const rows = await this.#query<Row>(
+      `select id from changes where state = 'running'
+         or (state = 'scheduled' and (start_at is null or start_at <= to_timestamp($1::float8 / 1000.0)))
+       order by updated_at limit $2`,
+      [now.getTime(), limit],
+    );
+    return rows.map((row) => String(row.id));
+  }
+
   /** The change, its row locked until the transaction ends: the one order of every change writer (change, then its routers). */
   async lock(id: string): Promise<ChangeRecord | null> {
     if (!isUuid(id)) return null;
@@ -322,6 +333,22 @@ export class ChangesRepository {
       [changeId],
     );
     return Object.fromEntries(rows.map((row) => [String(row.state), toNumber(row.n)]));
+  }
+
+  /** `counts` of many changes in one statement (a page of the list). */
+  async countsOf(changeIds: readonly string[]): Promise<Map<string, Record<string, number>>> {
+    const out = new Map<string, Record<string, number>>(changeIds.map((id) => [id, {}]));
+    if (changeIds.length === 0) return out;
+    const rows = await this.#query<Row>(
+      `select change_id, state, count(*)::int as n from change_routers where change_id = any($1::uuid[])
+       group by change_id, state`,
+      [textArray(changeIds)],
+    );
+    for (const row of rows) {
+      const counts = out.get(String(row.change_id));
+      if (counts) counts[String(row.state)] = toNumber(row.n);
+    }
+    return out;
   }
 
   async listRouters(changeId: string): Promise<ChangeRouterRecord[]> {

@@ -113,8 +113,8 @@ export class ChangesService {
     const changes = new ChangesRepository(queryOf(this.#d.db));
     const rows = await changes.list(organizationId, limit + 1, { teamId, before });
     const page = rows.slice(0, limit);
-    const data = [];
-    for (const change of page) data.push(toChangeResponse(change, await changes.counts(change.id)));
+    const counts = await changes.countsOf(page.map((c) => c.id));
+    const data = page.map((change) => toChangeResponse(change, counts.get(change.id) ?? {}));
     const last = page.at(-1);
     return { status: "success", data, next_cursor: rows.length > limit && last ? encodeChangeCursor(last) : null };
   }
