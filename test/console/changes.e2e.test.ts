@@ -209,6 +209,50 @@ describe("the console's Changes page", () => {
 
       const stored = await db.query<{ state: string }>("select state from changes order by created_at");
       expect(stored.map((c) => c.state)).toEqual(["cancelled", "completed"]);
+
+      // Paging: 50 changes fit one page; the 51st is behind "Show 50 more" (made through the API,
+      // waiting for approval so that nothing runs).
+      const token = await page.evaluate(
+        () =>
+          (globalThis as unknown as { sessionStorage: { getItem(key: string): string | null } }).sessionStorage.getItem(
+            "fleet.console.token",
+          ) ?? "",
+      );
+      const [router] = await db.query<{ id: string }>("select id from routers");
+      const createChange = async (n: number) => {
+        const response = await fetch(`${system.api.url}/api/changes`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({
+            name: `Batch ${String(n).padStart(2, "0")}`,
+            kind: "script",
+            script: ":log info batch",
+            routers: { router_ids: [router?.id] },
+            requires_approval: true,
+          }),
+        });
+        expect(response.status).toBe(201);
+      };
+      for (let n = 3; n <= 50; n++) await createChange(n);
+      const listed = page.getByRole("table", { name: "Changes" }).getByRole("rowheader");
+      await page.reload();
+      await changeRow("Batch 50").waitFor();
+      expect(await listed.count()).toBe(50);
+      expect(await page.getByRole("button", { name: "Show 50 more" }).count()).toBe(0);
+      await createChange(51);
+      await page.reload();
+      await changeRow("Batch 51").waitFor();
+      expect(await listed.count()).toBe(50);
+      await page.getByRole("button", { name: "Show 50 more" }).click();
+      await changeRow("Set identity").waitFor();
+      expect(await listed.count()).toBe(51);
+      expect(await page.getByRole("button", { name: "Show 50 more" }).count()).toBe(0);
+
+      // A change that is not this organization's: not found, and nothing else.
+      expectedFailures = ["404 changes.get"];
+      await page.goto(`${system.api.url}/console/changes/${crypto.randomUUID()}`);
+      await page.getByText(/Could not load the change: Change not found/).waitFor();
+      expectedFailures = [];
       expect(problems).toEqual([]);
     } catch (error) {
       await shot("failed").catch(() => undefined);
