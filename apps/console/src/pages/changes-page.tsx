@@ -334,6 +334,7 @@ const RouterPicker = ({
       <input
         id="change-router-search"
         type="search"
+        maxLength={100}
         value={search}
         onChange={(e) => setSearch(e.target.value)}
         aria-invalid={invalid || undefined}
@@ -361,6 +362,7 @@ const RouterPicker = ({
           ))}
         </ul>
       ) : null}
+      {q !== "" ? <QueryState isPending={false} error={found.error} what="routers" /> : null}
       {q !== "" && found.data && matches.length === 0 ? <p>No other router matches.</p> : null}
       {chosen.length > 0 ? (
         <ul aria-label="Chosen routers" className="plain">
