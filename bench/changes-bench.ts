@@ -11,7 +11,8 @@
  * `--concurrency K` runs K router jobs at once in the one agent (the system runs 4 per agent).
  */
 import { parseArgs } from "node:util";
-import { loadAllInOneConfig, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
+import { startTestSystem } from "@fleet/all-in-one/testing";
 import { createTestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
@@ -55,7 +56,7 @@ const config = loadAllInOneConfig({
   MISSED_HEARTBEATS: "10",
 });
 config.tunnelAgent.jobs.concurrency = Number(values.concurrency);
-const system = await startAll({ config, logger: pino({ level: "silent" }), db });
+const system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
 const email = `bench-${crypto.randomUUID()}@example.com`;
 const login = await fetch(`${system.api.url}/v1/auth/dev-login`, {
   method: "POST",

@@ -1,4 +1,5 @@
-import { type RunningSystem, startAll, loadAllInOneConfig } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { startHttpReceiver } from "@fleet/api/testing/alert-receivers";
 import { startSmtpSink } from "@fleet/api/testing/smtp";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
@@ -17,7 +18,7 @@ import { testSystemEnv } from "../support/system-env.ts";
  * on their own timers. Each scenario has an organization of its own.
  */
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let http: Awaited<ReturnType<typeof startHttpReceiver>>;
 let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
 const HOUR = 3_600_000;
@@ -43,7 +44,7 @@ beforeAll(async () => {
       PAGERDUTY_EVENTS_URL: `${http.url}/pd/v2/enqueue`,
     }),
   );
-  system = await startAll({ config, logger: pino({ level: "silent" }), db, clock });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db, clock });
 }, 120_000);
 
 afterAll(async () => {

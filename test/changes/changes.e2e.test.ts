@@ -1,4 +1,5 @@
-import { loadAllInOneConfig, type RunningSystem, startAll } from "@fleet/all-in-one";
+import { loadAllInOneConfig } from "@fleet/all-in-one";
+import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import { FleetApi } from "@fleet/router-simulator/fleet-api";
@@ -21,7 +22,7 @@ const INTERVAL_MS = 1_000;
 const GUARD_SECONDS = 60;
 
 let db: TestDatabase;
-let system: RunningSystem;
+let system: TestSystem;
 let token: string;
 const routers: AdoptedRouter[] = [];
 const routerOs: SimulatedRouterOs[] = [];
@@ -109,7 +110,7 @@ beforeAll(async () => {
       RATE_LIMIT_PER_MINUTE: "1000000",
     }),
   );
-  system = await startAll({ config, logger: pino({ level: "silent" }), db });
+  system = await startTestSystem({ config, logger: pino({ level: "silent" }), db });
   const email = `changes-${crypto.randomUUID()}@example.com`;
   const login = await fetch(`${system.api.url}/v1/auth/dev-login`, {
     method: "POST",

@@ -7,6 +7,8 @@ import { Link, useLocation } from "./navigation.tsx";
 import { ApiKeysPage } from "./pages/api-keys-page.tsx";
 import { AuditLogPage } from "./pages/audit-log-page.tsx";
 import { BillingPage } from "./pages/billing-page.tsx";
+import { ChangePage } from "./pages/change-page.tsx";
+import { ChangesPage } from "./pages/changes-page.tsx";
 import { CustomersPage } from "./pages/customers-page.tsx";
 import { EnrollPage } from "./pages/enroll-page.tsx";
 import { FleetPage } from "./pages/fleet-page.tsx";
@@ -21,6 +23,7 @@ import { useTRPCClient } from "./trpc.ts";
 const NAV = [
   { to: "/", label: "Fleet" },
   { to: "/enroll", label: "Enroll a router" },
+  { to: "/changes", label: "Changes" },
   { to: "/billing", label: "Billing" },
   { to: "/api-keys", label: "API keys" },
   { to: "/webhooks", label: "Webhooks" },
@@ -33,6 +36,8 @@ const NAV = [
 const pageFor = (path: string) => {
   const router = /^\/routers\/([^/]+)$/.exec(path);
   if (router?.[1]) return <RouterPage routerId={decodeURIComponent(router[1])} />;
+  const change = /^\/changes\/([^/]+)$/.exec(path);
+  if (change?.[1]) return <ChangePage changeId={decodeURIComponent(change[1])} />;
   const invitation = /^\/invitations\/([^/]+)$/.exec(path);
   if (invitation?.[1]) return <InvitationPage token={decodeURIComponent(invitation[1])} />;
   switch (path) {
@@ -40,6 +45,8 @@ const pageFor = (path: string) => {
       return <FleetPage />;
     case "/enroll":
       return <EnrollPage />;
+    case "/changes":
+      return <ChangesPage />;
     case "/billing":
       return <BillingPage />;
     case "/api-keys":
@@ -93,7 +100,10 @@ export const Shell = () => {
         <nav aria-label="Main">
           <ul>
             {NAV.map((item) => {
-              const current = item.to === "/" ? path === "/" || path.startsWith("/routers/") : path === item.to;
+              const current =
+                item.to === "/"
+                  ? path === "/" || path.startsWith("/routers/")
+                  : path === item.to || path.startsWith(`${item.to}/`);
               return (
                 <li key={item.to}>
                   <Link to={item.to} aria-current={current ? "page" : undefined}>

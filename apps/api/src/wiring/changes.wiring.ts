@@ -26,7 +26,8 @@ export const wireChanges = async ({ db, jobs, clock, logger }: WiringContext): P
   );
   return {
     services: { changes: new ChangesService({ db, jobs, workflow, clock }) },
-    schedules: [],
+    // The dispatcher's safety net: a change whose step job was lost moves on within a minute.
+    schedules: [{ queue: "change.sweep", cron: "* * * * *", run: () => workflow.sweep() }],
     close: () => jobs.offWork(CHANGE_ADVANCE_QUEUE),
   };
 };

@@ -1,4 +1,10 @@
-import { type InputHTMLAttributes, type ReactNode, type SelectHTMLAttributes, useId } from "react";
+import {
+  type InputHTMLAttributes,
+  type ReactNode,
+  type SelectHTMLAttributes,
+  type TextareaHTMLAttributes,
+  useId,
+} from "react";
 
 /**
  * A labelled control with the server's errors for it right beside it (docs/console.md "Forms"):
@@ -57,6 +63,33 @@ export const SelectField = ({
           </option>
         ))}
       </select>
+      {invalid ? (
+        <span id={errorId} className="error">
+          {errors.join(" ")}
+        </span>
+      ) : null}
+    </div>
+  );
+};
+
+/** A labelled multi-line control with the server's errors beside it, as {@link Field}. */
+export const TextAreaField = ({
+  label,
+  errors,
+  ...textarea
+}: TextareaHTMLAttributes<HTMLTextAreaElement> & { label: string; errors?: string[] | undefined }) => {
+  const id = useId();
+  const errorId = `${id}-error`;
+  const invalid = errors !== undefined && errors.length > 0;
+  return (
+    <div className={invalid ? "field invalid" : "field"}>
+      <label htmlFor={id}>{label}</label>
+      <textarea
+        id={id}
+        aria-invalid={invalid || undefined}
+        aria-describedby={invalid ? errorId : undefined}
+        {...textarea}
+      />
       {invalid ? (
         <span id={errorId} className="error">
           {errors.join(" ")}

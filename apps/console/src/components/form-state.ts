@@ -4,7 +4,7 @@ import { fieldErrors, messageOf } from "../trpc.ts";
 /**
  * A form's values and the props that bind one control to them (docs/console.md "Forms"): its
  * name, its value, its change, and the server's errors for it. `judged(error)` takes the last
- * submit's error: `errors` by the server's names, `field(name)` spreads into a `Field` or `SelectField`, and `unplaced` is the
+ * submit's error: `errors` by the server's names, `field(name)` spreads into a `Field`, `SelectField` or `TextAreaField`, and `unplaced` is the
  * message of an error no shown field carries (a quota, a conflict), for `FormError`.
  */
 export const useFormValues = <F extends Record<string, string>>(
@@ -24,7 +24,7 @@ export const useFormValues = <F extends Record<string, string>>(
         name,
         value: values[name],
         errors: errors[serverName(name)],
-        onChange: (event: ChangeEvent<HTMLInputElement | HTMLSelectElement>) =>
+        onChange: (event: ChangeEvent<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>) =>
           setValues((current) => ({ ...current, [name]: event.target.value })),
       }),
     };

@@ -5,7 +5,7 @@ import { listRouterJobs, routerJobsQueue } from "../jobs/router-jobs.ts";
 import { ChangesRepository, type NewChange } from "../repositories/changes.repository.ts";
 import { queryOf } from "../database.ts";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
-import { assignWaves, changeAdvanceQueue, ChangeWorkflow } from "./change-workflow.ts";
+import { assignWaves, CHANGE_ADVANCE_QUEUE, changeAdvanceQueue, ChangeWorkflow } from "./change-workflow.ts";
 
 // The workflow on a real database and job engine, driven as the agent drives it: the dispatcher's
 // steps are called as its job would call them, routers finish through finishChangeRouter.
@@ -211,6 +211,29 @@ describe("ChangeWorkflow", () => {
     expect(steps.map((s) => [s.state, s.script])).toEqual(Array(4).fill(["running", null]));
     await Promise.all(steps.map((s) => workflow.finishChangeRouter(s.id, { state: "succeeded" })));
     expect((await actions(change.id)).filter((a) => a === "change.completed")).toHaveLength(1);
+  });
+
+  it("the sweep queues a step for running changes and scheduled ones whose time has come", async () => {
+    const { owner, ids } = await fleet(2);
+    const now = await workflow.create(newChange(owner), [ids[0] ?? ""], USER);
+    const later = await workflow.create(
+      newChange(owner, { startAt: new Date(clock.nowMs() + 60_000) }),
+      [ids[1] ?? ""],
+      USER,
+    );
+    await db.query("delete from pgboss.job where name = $1", [CHANGE_ADVANCE_QUEUE]);
+    await workflow.sweep();
+    const queued = async () =>
+      (
+        await db.query<{ id: string }>("select data->>'change_id' as id from pgboss.job where name = $1", [
+          CHANGE_ADVANCE_QUEUE,
+        ])
+      ).map((r) => r.id);
+    expect(await queued()).toContain(now.id);
+    expect(await queued()).not.toContain(later.id);
+    clock.advance(60_000);
+    await workflow.sweep();
+    expect(await queued()).toContain(later.id);
   });
 
   it("waits for start_at", async () => {

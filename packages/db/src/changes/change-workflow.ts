@@ -27,7 +27,12 @@ export const changeAdvanceQueue = (): JobQueueDefinition => ({
   retryDelayMaxSeconds: 60,
   expireInSeconds: 120,
   deleteAfterSeconds: 24 * 3600,
+  // A change may be scheduled months ahead: its delayed step must not be dropped unstarted.
+  retentionSeconds: 400 * 24 * 3600,
 });
+
+/** Changes one sweep re-queues at most (the rest wait for the next minute). */
+export const CHANGE_SWEEP_BATCH = 1000;
 
 /** The result an executor reports for one router (docs/api.md "Changes"). */
 export type TChangeRouterResult = "succeeded" | "failed" | "reverted" | "skipped_offline";
@@ -167,6 +172,19 @@ export class ChangeWorkflow {
         const started = await this.#dispatch(query, change, current.wave, now);
         if (started > 0) return change;
       }
+    });
+  }
+
+  /**
+   * The safety net of the durable dispatcher (a scheduled task, each minute): queues a step for
+   * every change that is running or due, so a change whose step job was lost still moves on. A
+   * duplicate step finds nothing to do.
+   */
+  sweep(): Promise<number> {
+    return this.#db.transaction(async (query) => {
+      const ids = await new ChangesRepository(query).dueIds(this.#clock.now(), CHANGE_SWEEP_BATCH);
+      for (const id of ids) await queueChangeAdvance(this.#engine, id, query);
+      return ids.length;
     });
   }
 

@@ -249,6 +249,17 @@ export class ChangesRepository {
     return rows[0] ? changeFromRow(rows[0]) : null;
   }
 
+  /** Changes the dispatcher should look at now: running ones and scheduled ones whose time has come. */
+  async dueIds(now: Date, limit: number): Promise<string[]> {
+    const rows = await this.#query<Row>(
+      `select id from changes where state = 'running'
+         or (state = 'scheduled' and (start_at is null or start_at <= to_timestamp($1::float8 / 1000.0)))
+       order by updated_at limit $2`,
+      [now.getTime(), limit],
+    );
+    return rows.map((row) => String(row.id));
+  }
+
   /** The change, its row locked until the transaction ends: the one order of every change writer (change, then its routers). */
   async lock(id: string): Promise<ChangeRecord | null> {
     if (!isUuid(id)) return null;
