@@ -2,7 +2,7 @@ import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Router } from "./router.entity.ts";
 
 // The partitioned health series (migration 131, docs/scale.md "Health samples"): one row per router
-// (and interface) per UTC day, `day` in days since 1970-01-01, `data` packed records
+// (and interface) per quarter day (`part`), `day` in days since 1970-01-01, `data` packed records
 // (repositories/health-packing.ts). Partitions are made and dropped by the health-partitions job.
 
 /** 5-minute resource samples (daily partitions, RESOURCE_RETENTION_DAYS). */
@@ -12,6 +12,7 @@ export const RouterResourceSamples = defineEntity({
   properties: {
     router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
     day: p.integer().primary(),
+    part: p.smallint().primary(),
     data: p.blob(),
   },
 });
@@ -24,6 +25,7 @@ export const RouterResourceHourly = defineEntity({
   properties: {
     router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
     day: p.integer().primary(),
+    part: p.smallint().primary(),
     data: p.blob(),
   },
 });
@@ -37,6 +39,7 @@ export const RouterTrafficSamples = defineEntity({
     router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
     name: p.string().length(100).primary(),
     day: p.integer().primary(),
+    part: p.smallint().primary(),
     data: p.blob(),
   },
 });
@@ -50,6 +53,7 @@ export const RouterTrafficHourly = defineEntity({
     router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
     name: p.string().length(100).primary(),
     day: p.integer().primary(),
+    part: p.smallint().primary(),
     data: p.blob(),
   },
 });

@@ -9,10 +9,11 @@ export const HEALTH_SERIES_TABLES = {
 } as const;
 
 /**
- * Health kept over time (docs/api.md "Health"). One row per router (and interface) per UTC day,
- * `day` counted in days since 1970-01-01; `data` packs that day's fixed-size records
- * (health-packing.ts), appended as periods close, so a day of 5-minute samples is one row and one
- * index entry, not 288 (row headers alone would be 8 KiB). Range partitions on `day` (created and
+ * Health kept over time (docs/api.md "Health"). One row per router (and interface) per quarter of a
+ * UTC day (`part` 0-3; the hourly tier: one per day, `part` 0), `day` counted in days since
+ * 1970-01-01; `data` packs fixed-size records (health-packing.ts), appended as periods close, so a
+ * day of 5-minute samples is 4 rows and index entries, not 288 (row headers alone would be 8 KiB),
+ * and a row stays small enough to be rewritten cheaply and never toasted. Range partitions on `day` (created and
  * dropped by the health-partitions job): retention drops whole partitions, never deletes rows.
  * `router_interfaces_latest`: the latest state and rates per interface.
  */
@@ -21,12 +22,12 @@ export class HealthSeriesMigration extends Migration {
     const { resourceSamples, resourceHourly, trafficSamples, trafficHourly } = HEALTH_SERIES_TABLES;
     for (const table of [resourceSamples, resourceHourly]) {
       this.addSql(
-        `create table "${table}" ("router_id" uuid not null, "day" int not null, "data" bytea not null, primary key ("router_id", "day")) partition by range ("day");`,
+        `create table "${table}" ("router_id" uuid not null, "day" int not null, "part" smallint not null, "data" bytea not null, primary key ("router_id", "day", "part")) partition by range ("day");`,
       );
     }
     for (const table of [trafficSamples, trafficHourly]) {
       this.addSql(
-        `create table "${table}" ("router_id" uuid not null, "name" varchar(100) not null, "day" int not null, "data" bytea not null, primary key ("router_id", "name", "day")) partition by range ("day");`,
+        `create table "${table}" ("router_id" uuid not null, "name" varchar(100) not null, "day" int not null, "part" smallint not null, "data" bytea not null, primary key ("router_id", "name", "day", "part")) partition by range ("day");`,
       );
     }
     for (const table of Object.values(HEALTH_SERIES_TABLES)) {

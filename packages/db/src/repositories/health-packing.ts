@@ -50,6 +50,10 @@ const readValues = (data: Buffer, at: number): HealthValues => {
   };
 };
 
+/** The quarter of the UTC day a 5-minute record's row holds (hourly records: one row a day, part 0). */
+export const PART_MS = 21_600_000;
+export const partOf = (ms: number): number => Math.floor((ms - dayOf(ms) * DAY_MS) / PART_MS);
+
 /** Seconds into the UTC day of `ms` (3 bytes). */
 const secondOfDay = (ms: number): number => Math.floor((ms - dayOf(ms) * DAY_MS) / 1000);
 

@@ -6,6 +6,7 @@ import {
   packResourceHour,
   packResourceSample,
   packTraffic,
+  partOf,
   type ResourceHour,
   type ResourceSample,
   type TrafficRecord,
@@ -127,14 +128,19 @@ export class HealthSeriesRepository {
     records: readonly T[],
     pack: (record: T) => Buffer,
   ): Promise<void> {
-    // One row per (router, interface, day): the records of a day are concatenated in order.
-    const rows = new Map<string, { routerId: string; name: string | undefined; day: number; parts: Buffer[] }>();
+    // One row per (router, interface, day, part): the records of a part are concatenated in order.
+    const hourly = MONTHLY.has(table);
+    const rows = new Map<
+      string,
+      { routerId: string; name: string | undefined; day: number; part: number; parts: Buffer[] }
+    >();
     for (const record of records) {
       const day = dayOf(record.atMs);
-      const key = `${record.routerId}\u0000${record.name ?? ""}\u0000${day}`;
+      const part = hourly ? 0 : partOf(record.atMs);
+      const key = `${record.routerId}\u0000${record.name ?? ""}\u0000${day}\u0000${part}`;
       let row = rows.get(key);
       if (!row) {
-        row = { routerId: record.routerId, name: record.name, day, parts: [] };
+        row = { routerId: record.routerId, name: record.name, day, part, parts: [] };
         rows.set(key, row);
       }
       row.parts.push(pack(record));
@@ -143,22 +149,25 @@ export class HealthSeriesRepository {
     for (const day of new Set(list.map((row) => row.day))) await this.ensurePartition(query, table, day);
     const ids = plainArray(list.map((row) => row.routerId));
     const days = plainArray(list.map((row) => row.day));
+    const parts = plainArray(list.map((row) => row.part));
     const data = textArray(list.map((row) => hex(Buffer.concat(row.parts))));
     if (table === HEALTH_SERIES_TABLES.trafficSamples || table === HEALTH_SERIES_TABLES.trafficHourly) {
       await query(
-        `insert into "${table}" as t (router_id, name, day, data)
-         select u.router_id, u.name, u.day, u.data from unnest($1::uuid[], $2::text[], $3::int[], $4::bytea[]) as u(router_id, name, day, data)
+        `insert into "${table}" as t (router_id, name, day, part, data)
+         select u.router_id, u.name, u.day, u.part, u.data
+         from unnest($1::uuid[], $2::text[], $3::int[], $4::smallint[], $5::bytea[]) as u(router_id, name, day, part, data)
          where exists (select 1 from routers r where r.id = u.router_id)
-         on conflict (router_id, name, day) do update set data = t.data || excluded.data`,
-        [ids, textArray(list.map((row) => row.name ?? "")), days, data],
+         on conflict (router_id, name, day, part) do update set data = t.data || excluded.data`,
+        [ids, textArray(list.map((row) => row.name ?? "")), days, parts, data],
       );
     } else {
       await query(
-        `insert into "${table}" as t (router_id, day, data)
-         select u.router_id, u.day, u.data from unnest($1::uuid[], $2::int[], $3::bytea[]) as u(router_id, day, data)
+        `insert into "${table}" as t (router_id, day, part, data)
+         select u.router_id, u.day, u.part, u.data
+         from unnest($1::uuid[], $2::int[], $3::smallint[], $4::bytea[]) as u(router_id, day, part, data)
          where exists (select 1 from routers r where r.id = u.router_id)
-         on conflict (router_id, day) do update set data = t.data || excluded.data`,
-        [ids, days, data],
+         on conflict (router_id, day, part) do update set data = t.data || excluded.data`,
+        [ids, days, parts, data],
       );
     }
   }
@@ -234,11 +243,11 @@ export class HealthSeriesRepository {
     const rows =
       name === undefined
         ? await this.#db.query<{ day: unknown; data: unknown }>(
-            `select day, data from "${table}" where router_id = $1::uuid and day >= $2::int and day <= $3::int order by day`,
+            `select day, data from "${table}" where router_id = $1::uuid and day >= $2::int and day <= $3::int order by day, part`,
             [routerId, dayOf(fromMs), dayOf(toMs - 1)],
           )
         : await this.#db.query<{ day: unknown; data: unknown }>(
-            `select day, data from "${table}" where router_id = $1::uuid and name = $2 and day >= $3::int and day <= $4::int order by day`,
+            `select day, data from "${table}" where router_id = $1::uuid and name = $2 and day >= $3::int and day <= $4::int order by day, part`,
             [routerId, name, dayOf(fromMs), dayOf(toMs - 1)],
           );
     return rows.map((row) => ({ day: Number(row.day), data: bytesOf(row.data) }));
