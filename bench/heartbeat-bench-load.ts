@@ -65,7 +65,43 @@ const body = (index: number) =>
     hardwareboard: true,
     uptime: Math.floor(process.uptime()) + 86_400,
   });
-const frame = (peer: Peer) => body(peer.index);
+// BENCH_HEALTH=1 (phase 8): every heartbeat also carries resources, 8 interfaces and a ping
+// (docs/api.md "Health"), as the adoption script sends them: counters that grow, values as floats.
+const HEALTH = process.env.BENCH_HEALTH === "1";
+const IFACES = ["ether1", "ether2", "ether3", "ether4", "ether5", "sfp-sfpplus1", "wg0", "vlan10"];
+const healthBody = (index: number) => {
+  const t = Math.floor(Date.now() / 1000);
+  return JSON.stringify({
+    type: "heartbeat",
+    identity: `bench-${index}`,
+    serial_number: `BENCH${index}`,
+    software_version: "7.16.2",
+    software_id: "BNCH-0001",
+    model: "RB5009UG+S+",
+    board_name: "RB5009UG+S+",
+    hardwareboard: true,
+    uptime: Math.floor(process.uptime()) + 86_400,
+    resources: {
+      cpu_load: `${(index + t) % 37}.000000`,
+      memory_total: 1073741824,
+      memory_free: 536870912 - ((index * 4096) % 65536),
+      disk_total: 134217728,
+      disk_free: 67108864,
+      temperature: `${40 + (index % 7)}.000000`,
+      voltage: 24.1,
+    },
+    interfaces: IFACES.map((name, k) => ({
+      name,
+      rx_bytes: t * (1000 + k) + index,
+      tx_bytes: t * (500 + k),
+      rx_errors: 0,
+      tx_errors: 0,
+      running: true,
+    })),
+    ping: { target: "10.255.0.1", sent: 5, received: 5, rtt_avg_ms: "1.200000", rtt_max_ms: 2 },
+  });
+};
+const frame = (peer: Peer) => (HEALTH ? healthBody(peer.index) : body(peer.index));
 
 const send = (peer: Peer) => {
   const ws = peer.ws;
@@ -156,7 +192,7 @@ let httpStatuses: Record<string, number> = {};
 const post = (target: URL, runId: string, index: number): Promise<boolean> =>
   new Promise((resolve) => {
     const started = performance.now();
-    const text = body(index);
+    const text = HEALTH ? healthBody(index) : body(index);
     const req = http.request(
       {
         host: target.hostname,

@@ -121,6 +121,8 @@ const startDaemon = async (port: number, databaseUrl: string, intervalMs: number
     HEARTBEAT_PORT: String(port),
     HEARTBEAT_INTERVAL_MS: String(intervalMs),
     MISSED_HEARTBEATS: String(missed),
+    // Phase 8 keeps production's ratio of one sample per 10 heartbeats at a shorter interval.
+    RESOURCE_SAMPLE_SECONDS: process.env.RESOURCE_SAMPLE_SECONDS ?? "300",
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: "warn",
   });

@@ -32,7 +32,7 @@ import { once } from "node:events";
 import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { HeartbeatsRepository, openDatabase, RoutersRepository } from "@fleet/db";
+import { HealthSeriesRepository, HeartbeatsRepository, openDatabase, queryOf, RoutersRepository } from "@fleet/db";
 import { downtimeBetween, effectiveLastSeen, hashHeartbeatToken, splitByUtcHour } from "@fleet/shared";
 import pg from "pg";
 
@@ -86,7 +86,11 @@ const PROCESS_COUNTS = (processesArg ?? "")
     if (!Number.isInteger(n) || n < 1) throw new Error("--processes needs counts like 1,2,4");
     return n;
   });
-const PHASES = new Set((phasesArg ?? (processesArg ? "7" : "1,2,3,4,5,6")).split(","));
+const PHASES = new Set((phasesArg ?? (processesArg ? "7" : "1,2,3,4,5,6,8")).split(","));
+// Phase 8 (docs/scale.md "Health samples"): one health sample per 10 heartbeats, as in production
+// (300 s / 30 s), whatever --interval-ms the bench runs at.
+process.env.RESOURCE_SAMPLE_SECONDS ??= String(Math.max(1, Math.round((INTERVAL * 10) / 1000)));
+const STORAGE_ROUTERS = opt("storage-routers", 200);
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const RUN = Date.now().toString(36);
 
@@ -1201,6 +1205,88 @@ const loadavg = async () =>
     .map((x) => fmt(x, 1))
     .join(" ");
 
+/**
+ * Phase 8's storage and read figures, written the way the daemon writes them: a day of 5-minute
+ * samples appended period by period for STORAGE_ROUTERS routers (resources, and 8 interfaces'
+ * traffic), measured as their partitions' total size; then 400 days of hourly records for one
+ * router and the time to read and decode them.
+ */
+const healthStorage = async () => {
+  const series = new HealthSeriesRepository(setupDb);
+  const query = queryOf(setupDb);
+  const n = Math.min(ROUTERS, STORAGE_ROUTERS);
+  const ids = Array.from({ length: n }, (_, i) => routerId(i));
+  const day0 = Date.UTC(2020, 0, 1);
+  const ifaces = ["ether1", "ether2", "ether3", "ether4", "ether5", "sfp-sfpplus1", "wg0", "vlan10"];
+  for (let p = 0; p < 288; p++) {
+    const atMs = day0 + p * 300_000;
+    await series.append(query, {
+      resourceSamples: ids.map((routerId, i) => ({
+        routerId,
+        atMs,
+        values: {
+          cpuLoad: (i + p * 7) % 37,
+          memoryUsedPercent: 50 + (p % 10) / 10,
+          diskUsedPercent: 50,
+          temperature: 40 + (i % 7),
+          voltage: 24.1,
+          pingLossPercent: 0,
+          pingRttMs: 1.2 + (p % 5) / 10,
+        },
+      })),
+      trafficSamples: ids.flatMap((routerId, i) =>
+        ifaces.map((name, k) => ({
+          routerId,
+          name,
+          atMs,
+          rxBps: Math.round(1e6 * (1 + Math.sin((p + i + k) / 20))),
+          txBps: Math.round(5e5 * (1 + Math.cos((p + k) / 15))),
+          rxErrors: 0,
+          txErrors: 0,
+        })),
+      ),
+    });
+  }
+  const day = Math.floor(day0 / 86_400_000);
+  const size = async (table: string) =>
+    Number(
+      (await setupDb.query<{ n: string }>(`select pg_total_relation_size('"${table}_d${day}"')::text as n`))[0]?.n ??
+        Number.NaN,
+    );
+  await setupDb.query(`vacuum router_resource_samples_d${day}, router_traffic_samples_d${day}`);
+  const resourceBytes = (await size("router_resource_samples")) / n;
+  const trafficBytes = (await size("router_traffic_samples")) / n;
+  await setupDb.query(`vacuum full router_resource_samples_d${day}, router_traffic_samples_d${day}`);
+  const resourceLiveBytes = (await size("router_resource_samples")) / n;
+  const trafficLiveBytes = (await size("router_traffic_samples")) / n;
+  const start = Date.UTC(2021, 0, 1);
+  const values = {
+    cpuLoad: 12,
+    memoryUsedPercent: 50,
+    diskUsedPercent: 40,
+    temperature: 41,
+    voltage: 24,
+    pingLossPercent: 0,
+    pingRttMs: 1.5,
+  };
+  const hours = Array.from({ length: 400 * 24 }, (_, h) => ({
+    routerId: routerId(0),
+    atMs: start + h * 3_600_000,
+    min: values,
+    avg: { ...values, cpuLoad: h % 50 },
+    max: values,
+  }));
+  await series.append(query, { resourceHours: hours });
+  const readMs: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    const t0 = performance.now();
+    const read = await series.resourceHours(routerId(0), start, start + 400 * 86_400_000);
+    if (read.length !== hours.length) throw new Error(`read ${read.length} hours, expected ${hours.length}`);
+    if (i > 0) readMs.push(performance.now() - t0); // the first read warms the plan and the cache
+  }
+  return { routers: n, resourceBytes, trafficBytes, resourceLiveBytes, trafficLiveBytes, readMs };
+};
+
 try {
   const load0 = await loadavg();
   const ws = { baseline: [] as PhaseResult[], daemon: [] as PhaseResult[] };
@@ -1239,6 +1325,37 @@ try {
       log(`  run ${r} HTTP: ${JSON.stringify({ baseline: web.baseline.at(-1), daemon: web.daemon.at(-1) })}`);
     }
   }
+  const health = {
+    wsPlain: [] as PhaseResult[],
+    wsHealth: [] as PhaseResult[],
+    httpPlain: [] as HttpResult[],
+    httpHealth: [] as HttpResult[],
+  };
+  if (PHASES.has("8")) {
+    for (let r = 1; r <= REPEAT; r++) {
+      log(
+        `[run ${r}/${REPEAT}] 8. health: the daemon with plain heartbeats, then with resources + 8 interfaces + ping (WebSocket, HTTP)`,
+      );
+      const withHealth = async <T>(on: boolean, work: () => Promise<T>): Promise<T> => {
+        if (on) process.env.BENCH_HEALTH = "1";
+        try {
+          return await work();
+        } finally {
+          delete process.env.BENCH_HEALTH;
+        }
+      };
+      health.wsPlain.push(await withHealth(false, () => runPhase("daemon")));
+      health.wsHealth.push(await withHealth(true, () => runPhase("daemon")));
+      for (const on of [false, true]) {
+        const side = await withHealth(on, () => httpPhase("daemon"));
+        await closeAll(side.loaders);
+        await closeAll(side.servers);
+        (on ? health.httpHealth : health.httpPlain).push(side.result);
+      }
+      log(`  run ${r} health: ${JSON.stringify({ ws: health.wsHealth.at(-1), http: health.httpHealth.at(-1) })}`);
+    }
+  }
+  const healthStore = PHASES.has("8") ? await healthStorage() : undefined;
   const scale = new Map<number, ProcessesResult[]>();
   if (PHASES.has("7")) {
     const counts = PROCESS_COUNTS.length > 0 ? PROCESS_COUNTS : [1, 2, 4];
@@ -1577,6 +1694,44 @@ try {
       `| 5 | faults opened / missing / false | - | ${faults.opened} / ${faults.missing} / ${faults.falseFaults} | - | zero false | ${yes(faults.falseFaults === 0)} |`,
       `| 5 | worst minutes_down error, silenced / others (min) | - | ${fmt(faults.worstSilencedMinutes, 3)} / ${fmt(faults.worstOthersMinutes, 3)} | - | <= 1 | ${yes(Math.max(faults.worstSilencedMinutes, faults.worstOthersMinutes) <= 1)} |`,
     );
+  if (PHASES.has("8")) {
+    const ratio = (a: readonly number[], b: readonly number[]) => mmm(ratios(a, b), 2);
+    const wsRatio = median(
+      ratios(
+        health.wsHealth.map((x) => x.cpuUsPerHb),
+        health.wsPlain.map((x) => x.cpuUsPerHb),
+      ),
+    );
+    const httpRatio = median(
+      ratios(
+        health.httpHealth.map((x) => x.cpuUsPerHb),
+        health.httpPlain.map((x) => x.cpuUsPerHb),
+      ),
+    );
+    const pg = [...health.wsHealth.map((x) => x.pgOwnUsPerHb), ...health.httpHealth.map((x) => x.pgOwnUsPerHb)];
+    lines.push(
+      "",
+      `Phase 8: health (docs/api.md "Health"): resources + 8 interfaces + ping in every heartbeat vs plain heartbeats in the same run; RESOURCE_SAMPLE_SECONDS=${process.env.RESOURCE_SAMPLE_SECONDS} (one sample per 10 heartbeats). min / **median** / max of ${REPEAT} run(s).`,
+      "",
+      "| measure | plain | with health | ratio | target | met |",
+      "|---|---|---|---|---|---|",
+      `| daemon CPU per heartbeat, WebSocket (µs) | ${mmm(health.wsPlain.map((x) => x.cpuUsPerHb))} | ${mmm(health.wsHealth.map((x) => x.cpuUsPerHb))} | ${ratio(
+        health.wsHealth.map((x) => x.cpuUsPerHb),
+        health.wsPlain.map((x) => x.cpuUsPerHb),
+      )} | <= 1.3x | ${yes(wsRatio <= 1.3)} |`,
+      `| daemon CPU per heartbeat, HTTP (µs) | ${mmm(health.httpPlain.map((x) => x.cpuUsPerHb))} | ${mmm(health.httpHealth.map((x) => x.cpuUsPerHb))} | ${ratio(
+        health.httpHealth.map((x) => x.cpuUsPerHb),
+        health.httpPlain.map((x) => x.cpuUsPerHb),
+      )} | <= 1.3x | ${yes(httpRatio <= 1.3)} |`,
+      `| PostgreSQL CPU per heartbeat, bench database's backends, samples and rollups included (µs; WS and HTTP runs) | ${mmm([...health.wsPlain.map((x) => x.pgOwnUsPerHb), ...health.httpPlain.map((x) => x.pgOwnUsPerHb)])} | ${mmm(pg)} | - | <= 20 | ${yes(median(pg) <= 20)} |`,
+    );
+    if (healthStore)
+      lines.push(
+        `| storage per router per day, 5-minute resource samples (bytes; ${healthStore.routers} routers, 288 samples each, after VACUUM / VACUUM FULL) | - | ${fmt(healthStore.resourceBytes, 0)} / ${fmt(healthStore.resourceLiveBytes, 0)} | - | <= 1024 | ${yes(healthStore.resourceBytes <= 1024)} |`,
+        `| storage per router per day, 5-minute traffic of 8 interfaces (bytes, after VACUUM / VACUUM FULL) | - | ${fmt(healthStore.trafficBytes, 0)} / ${fmt(healthStore.trafficLiveBytes, 0)} | - | - | - |`,
+        `| 400-day hourly series of one router, read and decoded (ms) | - | ${mmm(healthStore.readMs, 2)} | - | < 50 | ${yes(median(healthStore.readMs) < 50)} |`,
+      );
+  }
   lines.push("");
   process.stdout.write(`${lines.join("\n")}\n`);
 } finally {

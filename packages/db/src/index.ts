@@ -53,3 +53,5 @@ export * from "./repositories/alert-engine.repository.ts";
 export * from "./jobs/notification-jobs.ts";
 export * from "./repositories/changes.repository.ts";
 export * from "./changes/change-workflow.ts";
+export * from "./repositories/router-health.repository.ts";
+export * from "./repositories/health-series.repository.ts";

@@ -37,6 +37,14 @@ import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { RouterLiveness } from "./router-liveness.entity.ts";
+import { RouterHealthLatest } from "./router-health-latest.entity.ts";
+import {
+  RouterInterfaceLatest,
+  RouterResourceHourly,
+  RouterResourceSamples,
+  RouterTrafficHourly,
+  RouterTrafficSamples,
+} from "./router-health-series.entity.ts";
 import { RouterWireguardPeer } from "./router-wireguard-peer.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
@@ -95,6 +103,12 @@ export const ENTITIES = [
   AlertPending,
   AlertRouterState,
   AlertStorm,
+  RouterHealthLatest,
+  RouterResourceSamples,
+  RouterResourceHourly,
+  RouterTrafficSamples,
+  RouterTrafficHourly,
+  RouterInterfaceLatest,
   Change,
   ChangeRouter,
 ];
@@ -128,6 +142,12 @@ export {
   RouterDowntimeHour,
   RouterFault,
   RouterLiveness,
+  RouterHealthLatest,
+  RouterInterfaceLatest,
+  RouterResourceHourly,
+  RouterResourceSamples,
+  RouterTrafficHourly,
+  RouterTrafficSamples,
   RouterWireguardPeer,
   Team,
   User,
