@@ -32,6 +32,7 @@ import { appRouter } from "./trpc/app-router.ts";
 import { DEV_LOGIN_PER_MINUTE } from "./trpc/rate-limit.ts";
 import { type AlertTiming, wireAlerts } from "./wiring/alerts.wiring.ts";
 import { wireAuth } from "./wiring/auth.wiring.ts";
+import { wireHealth } from "./wiring/health.wiring.ts";
 import { wireBilling } from "./wiring/billing.wiring.ts";
 import { type WebhookTiming, wireEvents } from "./wiring/events.wiring.ts";
 import { wireRateLimits } from "./wiring/rate-limits.wiring.ts";
@@ -139,6 +140,8 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...(options.alertTiming ? { timing: options.alertTiming } : {}),
     });
     wired.add(alerts);
+    const health = wireHealth(ctx, { evaluate: options.schedules !== false });
+    wired.add(health);
 
     const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
     const services: Services = {
@@ -149,6 +152,7 @@ export const startApi = async (options: StartApiOptions): Promise<RunningApi> =>
       ...routers.services,
       ...tenancy.services,
       ...alerts.services,
+      ...health.services,
       clientAddress: (req) =>
         clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.clients.trustProxy),
     };

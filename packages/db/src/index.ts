@@ -48,4 +48,6 @@ export * from "./repositories/notifications.repository.ts";
 export * from "./repositories/alert-rules.repository.ts";
 export * from "./repositories/maintenance-windows.repository.ts";
 export * from "./repositories/alert-engine.repository.ts";
+export * from "./repositories/health-thresholds.repository.ts";
+export * from "./repositories/resource-faults.repository.ts";
 export * from "./jobs/notification-jobs.ts";

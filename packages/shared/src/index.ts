@@ -55,3 +55,4 @@ export * from "./rules/roles.ts";
 export * from "./schemas/tenancy.schema.ts";
 export * from "./rules/zoned-time.ts";
 export * from "./schemas/alerts.schema.ts";
+export * from "./schemas/health-thresholds.schema.ts";

@@ -21,6 +21,7 @@ import {
 import { BillingSubscription } from "./billing-subscription.entity.ts";
 import { ClusterLease } from "./cluster-lease.entity.ts";
 import { Forward } from "./forward.entity.ts";
+import { OrganizationHealthThresholds, RouterHealthState, RouterHealthThresholds } from "./health-threshold.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
 import { HeartbeatDaemon } from "./heartbeat-daemon.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
@@ -94,6 +95,9 @@ export const ENTITIES = [
   AlertPending,
   AlertRouterState,
   AlertStorm,
+  OrganizationHealthThresholds,
+  RouterHealthThresholds,
+  RouterHealthState,
 ];
 
 export {
@@ -141,4 +145,7 @@ export {
   AlertPending,
   AlertRouterState,
   AlertStorm,
+  OrganizationHealthThresholds,
+  RouterHealthThresholds,
+  RouterHealthState,
 };

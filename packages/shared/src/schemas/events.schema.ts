@@ -54,6 +54,7 @@ export const AUDIT_ACTIONS = [
   "invitation.revoked",
   "maintenance.created",
   "maintenance.deleted",
+  "router.resource",
 ] as const;
 export type TAuditAction = (typeof AUDIT_ACTIONS)[number];
 
