@@ -51,3 +51,4 @@ export * from "./repositories/alert-engine.repository.ts";
 export * from "./repositories/health-thresholds.repository.ts";
 export * from "./repositories/resource-faults.repository.ts";
 export * from "./jobs/notification-jobs.ts";
+export * from "./repositories/router-health.repository.ts";

@@ -37,6 +37,7 @@ import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { RouterLiveness } from "./router-liveness.entity.ts";
+import { RouterHealthLatest } from "./router-health-latest.entity.ts";
 import { RouterWireguardPeer } from "./router-wireguard-peer.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
@@ -95,6 +96,7 @@ export const ENTITIES = [
   AlertPending,
   AlertRouterState,
   AlertStorm,
+  RouterHealthLatest,
   OrganizationHealthThresholds,
   RouterHealthThresholds,
   RouterHealthState,
@@ -129,6 +131,7 @@ export {
   RouterDowntimeHour,
   RouterFault,
   RouterLiveness,
+  RouterHealthLatest,
   RouterWireguardPeer,
   Team,
   User,

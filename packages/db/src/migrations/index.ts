@@ -36,6 +36,7 @@ import { AlertsMigration } from "./20261129-101-alerts.migration.ts";
 import { AlertEventsRoutersMigration } from "./20261129-102-alert-events-routers.migration.ts";
 import { HealthThresholdsMigration } from "./20261130-140-health-thresholds.migration.ts";
 import { AlertsTeamScopeMigration } from "./20261129-120-alerts-team-scope.migration.ts";
+import { RouterHealthLatestMigration } from "./20261130-130-router-health-latest.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -78,5 +79,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-101-alerts", class: AlertsMigration },
   { name: "20261129-102-alert-events-routers", class: AlertEventsRoutersMigration },
   { name: "20261129-120-alerts-team-scope", class: AlertsTeamScopeMigration },
+  { name: "20261130-130-router-health-latest", class: RouterHealthLatestMigration },
   { name: "20261130-140-health-thresholds", class: HealthThresholdsMigration },
 ];

@@ -54,7 +54,7 @@ const EVALUATE_LOCK_KEY = 727_274_038;
 
 // One statement per sweep (docs/api.md "Health thresholds"): the latest values of every router
 // with a pulse, five measures each, against the threshold that applies (coalesce: an explicit JSON
-// null at a level stops the fall-through). Only what can change comes back: a watched measure
+// null at a level stops the fall-through; `real` values rounded to 2 decimals, as reported). Only what can change comes back: a watched measure
 // above its threshold, or a measure with state (counting down or with an open fault). A sequential
 // read of the one-row-per-router table and primary-key probes of the thresholds and states: no
 // index serves "above a per-organization threshold", and the table is as narrow as the fleet.
@@ -62,9 +62,9 @@ const CANDIDATES_SQL = `
 with m(measure) as (values ('cpu'), ('memory'), ('disk'), ('temperature'), ('ping_loss')),
 c as (
   select h.router_id, r.organization_id, r.name, r.identity, m.measure,
-    (case m.measure when 'cpu' then h.cpu_load when 'memory' then h.memory_used_percent
+    round((case m.measure when 'cpu' then h.cpu_load when 'memory' then h.memory_used_percent
        when 'disk' then h.disk_used_percent when 'temperature' then h.temperature
-       else h.ping_loss_percent end)::float8 as value,
+       else h.ping_loss_percent end)::numeric, 2)::float8 as value,
     coalesce(rt.thresholds -> m.measure, ot.thresholds -> m.measure, $1::jsonb -> m.measure) as threshold
   from router_health_latest h
   join routers r on r.id = h.router_id
