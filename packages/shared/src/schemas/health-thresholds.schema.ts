@@ -36,12 +36,15 @@ const thresholdOf = (range: { min: number; max: number }) => {
         above: z
           .number({ error: (issue) => (issue.input === undefined ? "is required" : aboveError) })
           .min(range.min, { error: aboveError })
-          .max(range.max, { error: aboveError }),
+          .max(range.max, { error: aboveError })
+          // A pipe keeps trpc-to-openapi from coercing strings into numbers (see forward.schema.ts).
+          .transform((value) => value),
         for_seconds: z
           .number({ error: (issue) => (issue.input === undefined ? "is required" : forError) })
           .int({ error: forError })
           .min(min, { error: forError })
-          .max(max, { error: forError }),
+          .max(max, { error: forError })
+          .transform((value) => value),
       },
       { error: 'must be an object {"above", "for_seconds"} or null' },
     )
@@ -57,8 +60,8 @@ const thresholdFields = {
   ping_loss: thresholdOf(percent),
 };
 
-/** A PUT body: only the measures it names are replaced; null stops watching one. */
-export const ZHealthThresholdsBody = z.strictObject(
+/** A PUT body: only the measures it names are replaced; null stops watching one; other keys are ignored. */
+export const ZHealthThresholdsBody = z.object(
   {
     cpu: thresholdFields.cpu.optional(),
     memory: thresholdFields.memory.optional(),
