@@ -2,6 +2,7 @@ import {
   acquireJobEngine,
   type AuditOrigin,
   type JobEngine,
+  NOTIFICATION_DELIVERY_QUEUE,
   queryOf,
   RoutersRepository,
   WEBHOOK_DELIVERY_QUEUE,
@@ -12,6 +13,7 @@ import { DEFAULT_HEALTH_THRESHOLDS, ManualClock } from "@fleet/shared";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rejection } from "../../testing/rejections.ts";
+import { AlertEngine } from "../alerts/alert-engine.ts";
 import { AlertRulesService } from "../alerts/alert-rules.service.ts";
 import { NotificationChannelsService } from "../alerts/notification-channels.service.ts";
 import { SecretBox } from "../webhooks/webhook-secret.ts";
@@ -38,6 +40,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   engine = await acquireJobEngine(db);
   await engine.defineQueue({ name: WEBHOOK_DELIVERY_QUEUE, retryLimit: WEBHOOK_RETRY_LIMIT });
+  await engine.defineQueue({ name: NOTIFICATION_DELIVERY_QUEUE });
   thresholds = new HealthThresholdsService({ db, clock, routers: new RoutersRepository(db) });
 });
 afterAll(async () => {
@@ -305,6 +308,28 @@ describe("resource evaluator (service tier)", () => {
         router.id,
       ]),
     ).toEqual([{ action: "router.resource", measure: "disk" }]);
+    // The alert engine turns it into a message naming the measure, the value and the threshold.
+    const alerts = new AlertEngine({
+      db,
+      jobs: engine,
+      runtime: { started: true, ensure: async () => undefined },
+      clock,
+      logger,
+      publicUrl: () => "https://fleet.test.invalid",
+      pollMs: 3_600_000,
+    });
+    try {
+      await alerts.run();
+    } finally {
+      await alerts.close();
+    }
+    const [sent] = await db.query<{ event: string; message: { title: string; lines: Array<{ text: string }> } }>(
+      "select event, message from notification_deliveries where router_id = $1",
+      [router.id],
+    );
+    expect(sent?.event).toBe("router.resource");
+    expect(sent?.message.title).toBe("Disk used high: core-1");
+    expect(sent?.message.lines[0]?.text).toMatch(/^Disk used on core-1 in .+ is 97 %, above 95 %, at /);
   });
 });
 

@@ -8,20 +8,12 @@ import {
   type ResourceStateRecord,
   SYSTEM_ORIGIN,
 } from "@fleet/db";
-import { type Clock, coalescingRunner, DEFAULT_HEALTH_THRESHOLDS, type THealthMeasure } from "@fleet/shared";
+import { type Clock, coalescingRunner, DEFAULT_HEALTH_THRESHOLDS } from "@fleet/shared";
 import type { Logger } from "pino";
+import { resourceLabel } from "./resource-labels.ts";
 
 /** How often each API process offers to evaluate (one at a time across the cluster). */
 export const RESOURCE_EVALUATION_MS = 5_000;
-
-const LABELS: Record<THealthMeasure, { name: string; unit: string }> = {
-  cpu: { name: "CPU load", unit: " %" },
-  memory: { name: "Memory used", unit: " %" },
-  disk: { name: "Disk used", unit: " %" },
-  temperature: { name: "Temperature", unit: " C" },
-  ping_loss: { name: "Ping loss", unit: " %" },
-};
-const labelOf = (measure: string) => LABELS[measure as THealthMeasure] ?? { name: measure, unit: "" };
 
 /** What one candidate becomes: its next state (null: forgotten), and a fault to open or complete. */
 export interface ResourceDecision {
@@ -124,7 +116,7 @@ export const evaluateResources = async (deps: EvaluateResourcesDeps): Promise<Ev
       if (d.state) save.push(d.state);
       else if (c.aboveSince !== null || c.belowSince !== null || c.faultId !== null) forget.push(c);
       if (d.open && c.threshold) {
-        const { name, unit } = labelOf(c.measure);
+        const { name, unit } = resourceLabel(c.measure);
         const who = c.name || c.identity || c.routerId;
         toOpen.push({
           c,
