@@ -333,6 +333,34 @@ describe("resource evaluator (service tier)", () => {
   });
 });
 
+describe("resource evaluator at scale", () => {
+  it("runs at most one statement of each kind for 2 routers as for 40: set-based, not per router", async () => {
+    const statements = async (n: number) => {
+      const user = await makeUser(db);
+      for (let i = 0; i < n; i++) {
+        const router = await makeRouter(db, user);
+        await setLatest(router.id, { disk: 99, cpu: 99 });
+      }
+      let count = 0;
+      const counting: Pick<TestDatabase, "transaction"> = {
+        transaction: (work) =>
+          db.transaction((query) =>
+            work((sql, params) => {
+              count++;
+              return query(sql, params);
+            }),
+          ),
+      };
+      clock.advance(1_000);
+      await evaluateResources({ db: counting, clock });
+      return count;
+    };
+    // Lock, candidates, open, complete, save, forget, audit: at most once each, whatever the count.
+    expect(await statements(2)).toBeLessThanOrEqual(7);
+    expect(await statements(40)).toBeLessThanOrEqual(7);
+  });
+});
+
 describe("decide", () => {
   const base = {
     routerId: "r",
