@@ -52,3 +52,4 @@ export * from "./repositories/health-thresholds.repository.ts";
 export * from "./repositories/resource-faults.repository.ts";
 export * from "./jobs/notification-jobs.ts";
 export * from "./repositories/router-health.repository.ts";
+export * from "./repositories/health-series.repository.ts";

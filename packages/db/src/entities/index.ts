@@ -38,6 +38,13 @@ import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { RouterLiveness } from "./router-liveness.entity.ts";
 import { RouterHealthLatest } from "./router-health-latest.entity.ts";
+import {
+  RouterInterfaceLatest,
+  RouterResourceHourly,
+  RouterResourceSamples,
+  RouterTrafficHourly,
+  RouterTrafficSamples,
+} from "./router-health-series.entity.ts";
 import { RouterWireguardPeer } from "./router-wireguard-peer.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
@@ -97,6 +104,11 @@ export const ENTITIES = [
   AlertRouterState,
   AlertStorm,
   RouterHealthLatest,
+  RouterResourceSamples,
+  RouterResourceHourly,
+  RouterTrafficSamples,
+  RouterTrafficHourly,
+  RouterInterfaceLatest,
   OrganizationHealthThresholds,
   RouterHealthThresholds,
   RouterHealthState,
@@ -132,6 +144,11 @@ export {
   RouterFault,
   RouterLiveness,
   RouterHealthLatest,
+  RouterInterfaceLatest,
+  RouterResourceHourly,
+  RouterResourceSamples,
+  RouterTrafficHourly,
+  RouterTrafficSamples,
   RouterWireguardPeer,
   Team,
   User,

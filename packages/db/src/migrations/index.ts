@@ -37,6 +37,7 @@ import { AlertEventsRoutersMigration } from "./20261129-102-alert-events-routers
 import { HealthThresholdsMigration } from "./20261130-140-health-thresholds.migration.ts";
 import { AlertsTeamScopeMigration } from "./20261129-120-alerts-team-scope.migration.ts";
 import { RouterHealthLatestMigration } from "./20261130-130-router-health-latest.migration.ts";
+import { HealthSeriesMigration } from "./20261130-131-health-series.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -80,5 +81,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-102-alert-events-routers", class: AlertEventsRoutersMigration },
   { name: "20261129-120-alerts-team-scope", class: AlertsTeamScopeMigration },
   { name: "20261130-130-router-health-latest", class: RouterHealthLatestMigration },
+  { name: "20261130-131-health-series", class: HealthSeriesMigration },
   { name: "20261130-140-health-thresholds", class: HealthThresholdsMigration },
 ];
