@@ -1,8 +1,9 @@
 import { makeRouter } from "@fleet/db/testing";
-import { DEFAULT_HEALTH_THRESHOLDS } from "@fleet/shared";
+import { DEFAULT_HEALTH_THRESHOLDS, ManualClock } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../client.ts";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
+import { evaluateResources } from "./resource-evaluator.ts";
 
 // What is HTTP about health thresholds (docs/api.md "Health thresholds"): status codes, JSend
 // bodies, field errors, scopes and tRPC. The rules are in health.service.test.ts.
@@ -106,6 +107,33 @@ describe("health thresholds over HTTP", () => {
       ).status,
     ).toBe(403);
     expect((await h.request("GET", "/api/health-thresholds")).status).toBe(401);
+  });
+
+  it("a resource fault opened inside a maintenance window is listed with maintenance: true", async () => {
+    const user = await h.login();
+    const router = await makeRouter(h.db, user, { name: "hot-1" });
+    const clock = new ManualClock(Date.UTC(2026, 10, 1, 2, 0, 0));
+    const window = await h.request("POST", "/api/maintenance-windows", {
+      token: user.token,
+      body: { name: "all", starts_at: "2026-11-01T01:00:00Z", ends_at: "2026-11-01T03:00:00Z" },
+    });
+    expect(window.status).toBe(201);
+    await h.db.query(
+      "insert into router_health_latest (router_id, reported_at, disk_used_percent) values ($1, $2::timestamptz, 99)",
+      [router.id, clock.now().toISOString()],
+    );
+    await evaluateResources({ db: h.db, clock });
+    const faults = await h.request("GET", `/api/routers/${router.id}/faults`, { token: user.token });
+    expect(faults.body.data).toEqual([
+      expect.objectContaining({
+        type: "resource",
+        cause: "disk",
+        severity: "warning",
+        status: "ongoing",
+        message: "Disk used above 95 %: hot-1",
+        maintenance: true,
+      }),
+    ]);
   });
 
   it("tRPC mirrors the paths (healthThresholds.*), with 422 field paths in data.errors", async () => {
