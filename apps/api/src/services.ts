@@ -2,6 +2,7 @@ import type { Request } from "express";
 import type { AlertRulesService } from "./features/alerts/alert-rules.service.ts";
 import type { MaintenanceWindowsService } from "./features/alerts/maintenance-windows.service.ts";
 import type { NotificationChannelsService } from "./features/alerts/notification-channels.service.ts";
+import type { HealthThresholdsService } from "./features/health/health-thresholds.service.ts";
 import type { AccountService } from "./features/account/account.service.ts";
 import type { ApiKeysService } from "./features/api-keys/api-keys.service.ts";
 import type { AuditLogService } from "./features/audit-log/audit-log.service.ts";
@@ -78,4 +79,6 @@ export interface Services {
   notificationChannels: NotificationChannelsService;
   alertRules: AlertRulesService;
   maintenanceWindows: MaintenanceWindowsService;
+  /** docs/api.md "Health thresholds". */
+  healthThresholds: HealthThresholdsService;
 }

@@ -33,6 +33,7 @@ import { DEV_LOGIN_PER_MINUTE } from "./trpc/rate-limit.ts";
 import { type AlertTiming, wireAlerts } from "./wiring/alerts.wiring.ts";
 import { wireChanges } from "./wiring/changes.wiring.ts";
 import { wireAuth } from "./wiring/auth.wiring.ts";
+import { wireHealth } from "./wiring/health.wiring.ts";
 import { wireBilling } from "./wiring/billing.wiring.ts";
 import { type WebhookTiming, wireEvents } from "./wiring/events.wiring.ts";
 import { wireRateLimits } from "./wiring/rate-limits.wiring.ts";
@@ -152,6 +153,8 @@ export const composeApi = async (production: StartApiOptions, overrides: ApiOver
     wired.add(alerts);
     const changes = await wireChanges(ctx);
     wired.add(changes);
+    const health = wireHealth(ctx, { evaluate: options.schedules !== false });
+    wired.add(health);
 
     const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
     const services: Services = {
@@ -163,6 +166,7 @@ export const composeApi = async (production: StartApiOptions, overrides: ApiOver
       ...tenancy.services,
       ...alerts.services,
       ...changes.services,
+      ...health.services,
       clientAddress: (req) =>
         clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], config.clients.trustProxy),
     };

@@ -50,6 +50,8 @@ export * from "./repositories/notifications.repository.ts";
 export * from "./repositories/alert-rules.repository.ts";
 export * from "./repositories/maintenance-windows.repository.ts";
 export * from "./repositories/alert-engine.repository.ts";
+export * from "./repositories/health-thresholds.repository.ts";
+export * from "./repositories/resource-faults.repository.ts";
 export * from "./jobs/notification-jobs.ts";
 export * from "./repositories/changes.repository.ts";
 export * from "./changes/change-workflow.ts";

@@ -58,3 +58,4 @@ export * from "./rules/zoned-time.ts";
 export * from "./schemas/alerts.schema.ts";
 export * from "./routeros/change-script.ts";
 export * from "./schemas/changes.schema.ts";
+export * from "./schemas/health-thresholds.schema.ts";

@@ -19,6 +19,7 @@ import { alertRulesRouter } from "../features/alerts/alert-rules.routes.ts";
 import { maintenanceWindowsRouter } from "../features/alerts/maintenance-windows.routes.ts";
 import { notificationChannelsRouter } from "../features/alerts/notification-channels.routes.ts";
 import { changesRouter } from "../features/changes/changes.routes.ts";
+import { healthThresholdsRouter } from "../features/health/health-thresholds.routes.ts";
 import { router } from "./init.ts";
 
 /** The one procedure set behind tRPC (/trpc), REST (spec paths) and /openapi.json. */
@@ -35,6 +36,7 @@ export const appRouter = router({
   notificationChannels: notificationChannelsRouter,
   alertRules: alertRulesRouter,
   maintenanceWindows: maintenanceWindowsRouter,
+  healthThresholds: healthThresholdsRouter,
   availability: availabilityRouter,
   backups: backupsRouter,
   access: accessRouter,

@@ -22,6 +22,7 @@ import {
 import { BillingSubscription } from "./billing-subscription.entity.ts";
 import { ClusterLease } from "./cluster-lease.entity.ts";
 import { Forward } from "./forward.entity.ts";
+import { OrganizationHealthThresholds, RouterHealthState, RouterHealthThresholds } from "./health-threshold.entity.ts";
 import { HeartbeatCoverage } from "./heartbeat-coverage.entity.ts";
 import { HeartbeatDaemon } from "./heartbeat-daemon.entity.ts";
 import { OemProduct } from "./oem-product.entity.ts";
@@ -111,6 +112,9 @@ export const ENTITIES = [
   RouterInterfaceLatest,
   Change,
   ChangeRouter,
+  OrganizationHealthThresholds,
+  RouterHealthThresholds,
+  RouterHealthState,
 ];
 
 export {
@@ -166,4 +170,7 @@ export {
   AlertStorm,
   Change,
   ChangeRouter,
+  OrganizationHealthThresholds,
+  RouterHealthThresholds,
+  RouterHealthState,
 };

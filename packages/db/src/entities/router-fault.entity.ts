@@ -3,14 +3,27 @@ import { Router } from "./router.entity.ts";
 
 /**
  * A fault of a router (docs/api.md "Fault"). Opened by the heartbeat daemon's sweeper after
- * MISSED_HEARTBEATS missed periods, completed by the router's next heartbeat. The partial unique
- * index keeps at most one ongoing fault per router, so concurrent sweepers open each fault once.
+ * MISSED_HEARTBEATS missed periods, completed by the router's next heartbeat; a `resource` fault
+ * (`cause` the measure) by the resource evaluator (docs/api.md "Health thresholds"). The partial
+ * unique indexes keep at most one ongoing `site` fault per router and one ongoing `resource` fault
+ * per router and measure, so concurrent sweepers open each fault once.
  */
 export const RouterFault = defineEntity({
   name: "RouterFault",
   tableName: "router_faults",
   indexes: [{ name: "router_faults_router_id_created_at_index", properties: ["router", "createdAt"] }],
-  uniques: [{ name: "router_faults_one_ongoing_unique", properties: ["router"], where: `"status" = 'ongoing'` }],
+  uniques: [
+    {
+      name: "router_faults_one_ongoing_unique",
+      properties: ["router"],
+      where: `"status" = 'ongoing' and "type" = 'site'`,
+    },
+    {
+      name: "router_faults_one_ongoing_resource_unique",
+      properties: ["router", "cause"],
+      where: `"status" = 'ongoing' and "type" = 'resource'`,
+    },
+  ],
   properties: {
     id: p.uuid().primary(),
     router: () => p.manyToOne(Router).deleteRule("cascade"),

@@ -34,6 +34,7 @@ import { SignInMigration } from "./20261129-080-sign-in.migration.ts";
 import { TeamScopeMigration } from "./20261129-050-team-scope.migration.ts";
 import { AlertsMigration } from "./20261129-101-alerts.migration.ts";
 import { AlertEventsRoutersMigration } from "./20261129-102-alert-events-routers.migration.ts";
+import { HealthThresholdsMigration } from "./20261130-140-health-thresholds.migration.ts";
 import { AlertsTeamScopeMigration } from "./20261129-120-alerts-team-scope.migration.ts";
 import { RouterHealthLatestMigration } from "./20261130-130-router-health-latest.migration.ts";
 import { HealthSeriesMigration } from "./20261130-131-health-series.migration.ts";
@@ -82,5 +83,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-120-alerts-team-scope", class: AlertsTeamScopeMigration },
   { name: "20261130-130-router-health-latest", class: RouterHealthLatestMigration },
   { name: "20261130-131-health-series", class: HealthSeriesMigration },
+  { name: "20261130-140-health-thresholds", class: HealthThresholdsMigration },
   { name: "20261130-150-changes", class: ChangesMigration },
 ];

@@ -16,12 +16,13 @@ export interface FleetAvailabilityRow {
 
 // Correlated subqueries per router: its liveness row by primary key, and a range scan of the router's own slice of
 // `router_downtime_hours_pkey` (router_id, hour) and `router_faults_router_id_created_at_index`,
-// so the report reads only the team's rows inside the range, however large the tables grow.
+// so the report reads only the team's rows inside the range, however large the tables grow. Only
+// `site` faults are outages; `resource` faults (docs/api.md "Health thresholds") are not counted.
 const FLEET_SQL = `select r.id, r.name, ${ms("(select l.last_seen_at from router_liveness l where l.router_id = r.id)", "last_seen_ms")},
   coalesce((select sum(d.seconds_down) from router_downtime_hours d
     where d.router_id = r.id and d.hour >= to_timestamp($2::float8 / 1000.0) and d.hour < to_timestamp($3::float8 / 1000.0)), 0)::float8 as seconds_down,
   (select count(*) from router_faults f
-    where f.router_id = r.id and f.created_at >= to_timestamp($2::float8 / 1000.0) and f.created_at < to_timestamp($3::float8 / 1000.0))::int as faults
+    where f.router_id = r.id and f.type = 'site' and f.created_at >= to_timestamp($2::float8 / 1000.0) and f.created_at < to_timestamp($3::float8 / 1000.0))::int as faults
   from routers r where r.team_id = $1::uuid`;
 
 const HOURS_SQL = `select ${ms("hour", "hour_ms")}, seconds_down from router_downtime_hours

@@ -342,7 +342,7 @@ done as (
     duration_seconds = greatest(0, floor(v.resolved_ms / 1000.0 - extract(epoch from f.created_at)))::int,
     cause = v.cause
   from v
-  where f.router_id = v.router_id and f.status = 'ongoing'
+  where f.router_id = v.router_id and f.status = 'ongoing' and f.type = 'site'
   returning f.*
 )
 select f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
@@ -396,7 +396,7 @@ opened as (
   insert into router_faults (id, router_id, type, severity, message, cause, status, created_at)
   select gen_random_uuid(), v.router_id, 'site', 'error', v.message, 'Unknown', 'ongoing', to_timestamp(v.created_ms / 1000.0)
   from v join flipped f on f.id = v.router_id
-  on conflict (router_id) where status = 'ongoing' do nothing
+  on conflict (router_id) where status = 'ongoing' and type = 'site' do nothing
   returning *
 )
 select o.id, o.router_id, o.type, o.severity, o.message, o.cause, o.status, ${ms("o.created_at", "created_ms")},

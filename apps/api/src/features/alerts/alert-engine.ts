@@ -20,6 +20,7 @@ import type { Logger } from "pino";
 import { type AlertMessage, eventSummary, formatWhen } from "./alert-message.ts";
 import { queueNotificationDeliveries } from "./notification-channels.service.ts";
 import { maintenanceEnd, selects } from "./router-selection.ts";
+import { resourceLabel } from "../health/resource-labels.ts";
 
 /** More than this many routers of one organization within {@link STORM_WINDOW_MS}: one grouped message. */
 export const STORM_THRESHOLD = 10;
@@ -57,6 +58,37 @@ const hasSelector = (rule: AlertRuleRecord) =>
 const subscribes = (rule: AlertRuleRecord, action: string) => rule.events.includes("*") || rule.events.includes(action);
 const routerName = (r: AlertRouterFacts | undefined) => (r ? r.name || r.identity || r.id : "");
 const offlineKey = (routerId: string) => `fleet-${routerId}-offline`;
+
+/**
+ * `router.resource` (docs/api.md "Health thresholds"): what crossed which threshold; PagerDuty
+ * triggers one incident per router and measure and resolves it when the fault completes.
+ */
+const resourceMessage = (
+  base: Pick<AlertMessage, "organization" | "at" | "link">,
+  p: AlertPendingRecord,
+  name: string,
+  when: string,
+): AlertMessage => {
+  const d = (p.details.details ?? {}) as Record<string, unknown>;
+  const measure = String(d.measure ?? "");
+  const { name: label, unit } = resourceLabel(measure);
+  const above = d.state === "above";
+  const value = typeof d.value === "number" ? `${d.value}${unit}` : "no value";
+  const text = above
+    ? `${label} on ${name} in ${base.organization} is ${value}, above ${String(d.threshold)}${unit}, at ${when}.`
+    : `${label} on ${name} in ${base.organization} is back to normal (${value}) at ${when}.`;
+  return {
+    ...base,
+    kind: "event",
+    title: above ? `${label} high: ${name}` : `${label} back to normal: ${name}`,
+    lines: [{ text, ...(base.link ? { link: base.link } : {}) }],
+    pagerduty: {
+      action: above ? "trigger" : "resolve",
+      dedupKey: `fleet-${p.routerId ?? p.organizationId}-resource-${measure}`,
+      severity: above ? "warning" : "info",
+    },
+  };
+};
 
 /**
  * Turns audit entries into notifications (docs/api.md "Alerts and maintenance windows"), off the
@@ -425,6 +457,7 @@ export class AlertEngine {
         },
       };
     }
+    if (p.event === "router.resource") return resourceMessage(base, p, name, when);
     const subject = name ? ` on ${name}` : "";
     const details = p.details.details;
     const summary = eventSummary(
