@@ -17,6 +17,10 @@ export interface SimulatorArgs {
   quiet: boolean;
   /** Adopt like a real router: run the adoption command, then heartbeats over HTTP from its scheduler. */
   adopt: boolean;
+  /** `--overload K`, `--overheat K`, `--lossy K`: the first K adopted routers report CPU > 95 %, > 80 C, half their pings lost. */
+  overload: number;
+  overheat: number;
+  lossy: number;
 }
 
 /** The user of the README's first session: the simulator's routers land in that user's organization. */
@@ -38,6 +42,9 @@ export const USAGE = `Usage: npm run simulate -- --routers N [options]
   --silent K             K routers go silent after their first heartbeat (faults open)
   --flap K               K routers alternate online/offline, long enough to open faults
   --reboot K             K routers go away and come back with a reset uptime (cause: reboot)
+  --overload K           with --adopt: K routers report a CPU load above 95 %
+  --overheat K           with --adopt: K routers report a temperature above 80 C
+  --lossy K              with --adopt: K routers lose half of their heartbeat pings
   --no-bind              do not connect from each router's loopback tunnel_ip
   --quiet                no periodic status lines
   --help                 this text
@@ -78,6 +85,9 @@ const OPTIONS = {
   "no-bind": { type: "boolean" },
   quiet: { type: "boolean" },
   adopt: { type: "boolean" },
+  overload: { type: "string" },
+  overheat: { type: "string" },
+  lossy: { type: "string" },
 } as const;
 
 /** node:util's parse errors, in the words the rest of the simulator uses. */
@@ -117,6 +127,9 @@ export const parseArgs = (
     bindTunnelIp: v["no-bind"] !== true,
     quiet: v.quiet === true,
     adopt: v.adopt === true,
+    overload: 0,
+    overheat: 0,
+    lossy: 0,
   };
   if (args.help) return args;
   if (v.routers !== undefined) args.routers = count("--routers", v.routers, 100_000);
@@ -133,7 +146,21 @@ export const parseArgs = (
   if (v.silent !== undefined) args.silent = count("--silent", v.silent, 100_000);
   if (v.flap !== undefined) args.flap = count("--flap", v.flap, 100_000);
   if (v.reboot !== undefined) args.reboot = count("--reboot", v.reboot, 100_000);
+  if (v.overload !== undefined) args.overload = count("--overload", v.overload, 100_000);
+  if (v.overheat !== undefined) args.overheat = count("--overheat", v.overheat, 100_000);
+  if (v.lossy !== undefined) args.lossy = count("--lossy", v.lossy, 100_000);
   if (args.routers < 1) throw new ArgsError("--routers N is required (N >= 1)");
+  if (!args.adopt && args.overload + args.overheat + args.lossy > 0) {
+    // Health comes from the adoption script the simulated RouterOS runs (docs/routeros.md "Health").
+    throw new ArgsError("--overload, --overheat and --lossy need --adopt: adopted routers report health");
+  }
+  for (const [name, k] of [
+    ["--overload", args.overload],
+    ["--overheat", args.overheat],
+    ["--lossy", args.lossy],
+  ] as const) {
+    if (k > args.routers) throw new ArgsError(`${name} cannot exceed --routers`);
+  }
   if (v["heartbeat-url"] !== undefined && v["api-url"] === undefined) {
     // The API runs beside the heartbeat daemon: same host, the API's port.
     const api = new URL(defaults.apiUrl);

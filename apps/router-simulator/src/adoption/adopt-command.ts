@@ -47,6 +47,11 @@ export const runAdoptedSimulator = async (
   const fleet = await startAdoptedFleet({
     routers: entries,
     bindTunnelIp: args.bindTunnelIp,
+    healthOf: (index) => ({
+      overload: index < args.overload,
+      overheat: index < args.overheat,
+      lossy: index < args.lossy,
+    }),
     onRouter: (router) => hook(router),
     onError: (router, error) => say(`router ${router.tunnelIp}: adoption failed: ${error.message}`),
     reenroll: async (index, refused) => {

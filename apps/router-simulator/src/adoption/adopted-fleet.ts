@@ -1,6 +1,7 @@
 import type { DeviceSnapshot } from "../routeros/script/routeros-device.ts";
 import { tunnelIpFor } from "../tunnel-ips.ts";
 import type { RouterOsDevice } from "../routeros/script/routeros-device.ts";
+import type { HealthBehaviour } from "../routeros/health/simulated-health.ts";
 import { AdoptedRouter } from "./adopted-router.ts";
 
 /** A router to run: freshly enrolled (with its adoption command) or saved by an earlier run (with its device). */
@@ -24,6 +25,8 @@ export interface AdoptedFleetOptions {
   version?: string;
   /** Device-mode of the routers at these indexes (home mode forbids fetch or scheduler); others allow all. */
   deviceModes?: Record<number, { fetch: boolean; scheduler: boolean }>;
+  /** `--overload`, `--overheat`, `--lossy`: the health behaviour of the router at `index`. */
+  healthOf?: (index: number) => HealthBehaviour;
   /**
    * Called for each router before it adopts: attach its SSH side here (`router.authorize` decides
    * logins from the users and keys the script creates). A returned function runs at shutdown.
@@ -77,6 +80,7 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       ...(entry.identity ? { identity: entry.identity } : {}),
       ...(o.version ? { version: o.version } : {}),
       ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),
+      ...(o.healthOf ? { health: o.healthOf(index) } : {}),
       ...(o.onTunnelChange
         ? { onTunnelChange: (device: RouterOsDevice) => o.onTunnelChange?.(index, device) ?? Promise.resolve() }
         : {}),

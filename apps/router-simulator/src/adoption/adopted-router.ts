@@ -6,6 +6,7 @@ import {
   type HttpResponse,
   RouterOsDevice,
 } from "../routeros/script/routeros-device.ts";
+import { type HealthBehaviour, healthSeed, SimulatedHealth } from "../routeros/health/simulated-health.ts";
 
 /** Hardware an adopted router claims: a RouterBOARD and a CHR (no RouterBOARD, no serial number). */
 const HARDWARE = [
@@ -31,6 +32,8 @@ export interface AdoptedRouterOptions {
   deviceMode?: { fetch: boolean; scheduler: boolean };
   /** `--netns`: applies the router's WireGuard tables to a real interface (RouterOsDeviceOptions.onTunnelChange). */
   onTunnelChange?: (device: RouterOsDevice) => Promise<void>;
+  /** `--overload`, `--overheat`, `--lossy`: what this router's health pushes past the thresholds. */
+  health?: HealthBehaviour;
 }
 
 export interface RecordedRequest extends HttpRequest {
@@ -70,6 +73,8 @@ export class AdoptedRouter {
       bootedAt: Date.now() - (options.index % 7) * 86_400_000 - 3_723_000,
       ...(options.deviceMode ? { deviceMode: options.deviceMode } : {}),
       ...(options.onTunnelChange ? { onTunnelChange: options.onTunnelChange } : {}),
+      // Health drifts per router: the same router id gives the same values at the same time.
+      health: new SimulatedHealth(healthSeed(options.routerId), hardware.routerboard, options.health ?? {}),
       http: (request) => this.#send(request),
     });
   }
