@@ -21,6 +21,7 @@ export * from "./rules/human-time.ts";
 export * from "./rules/router-health.ts";
 export * from "./schemas/router.schema.ts";
 export * from "./schemas/heartbeat.schema.ts";
+export * from "./schemas/health.schema.ts";
 export * from "./contracts/status-feed.ts";
 export * from "./runtime/process-lifecycle.ts";
 export * from "./runtime/coalescing-runner.ts";

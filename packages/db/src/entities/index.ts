@@ -36,6 +36,7 @@ import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { RouterLiveness } from "./router-liveness.entity.ts";
+import { RouterHealthLatest } from "./router-health-latest.entity.ts";
 import { RouterWireguardPeer } from "./router-wireguard-peer.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
@@ -94,6 +95,7 @@ export const ENTITIES = [
   AlertPending,
   AlertRouterState,
   AlertStorm,
+  RouterHealthLatest,
 ];
 
 export {
@@ -125,6 +127,7 @@ export {
   RouterDowntimeHour,
   RouterFault,
   RouterLiveness,
+  RouterHealthLatest,
   RouterWireguardPeer,
   Team,
   User,

@@ -35,6 +35,7 @@ import { TeamScopeMigration } from "./20261129-050-team-scope.migration.ts";
 import { AlertsMigration } from "./20261129-101-alerts.migration.ts";
 import { AlertEventsRoutersMigration } from "./20261129-102-alert-events-routers.migration.ts";
 import { AlertsTeamScopeMigration } from "./20261129-120-alerts-team-scope.migration.ts";
+import { RouterHealthLatestMigration } from "./20261130-130-router-health-latest.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -77,4 +78,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-101-alerts", class: AlertsMigration },
   { name: "20261129-102-alert-events-routers", class: AlertEventsRoutersMigration },
   { name: "20261129-120-alerts-team-scope", class: AlertsTeamScopeMigration },
+  { name: "20261130-130-router-health-latest", class: RouterHealthLatestMigration },
 ];

@@ -74,6 +74,41 @@ const values: Record<string, unknown[]> = {
     {},
   ],
   metadata: [undefined, null, {}, { site: "north" }, { "\u0001": 1 }, [], "text", 3],
+  resources: [
+    undefined,
+    null,
+    { cpu_load: "12.000000", memory_total: 1024, memory_free: "512", temperature: 41 },
+    { cpu_load: 100, disk_total: 10, disk_free: 10, voltage: "24.1" },
+    {},
+    { cpu_load: "NaN" },
+    { memory_total: -1 },
+    { memory_total: 1e30 },
+    { memory_total: 1, memory_free: 2 },
+    "busy",
+    [],
+  ],
+  interfaces: [
+    undefined,
+    null,
+    [{ name: "ether1", rx_bytes: "1000", tx_bytes: 2000.0, running: "true" }],
+    [{ name: "wg0", rx_errors: 0, tx_errors: "0", running: false }],
+    [],
+    [{ name: "bad\u0001" }],
+    [{ name: "a" }, { name: "a" }],
+    [{ name: "ether1", rx_bytes: -5 }],
+    [{ name: "ether1", running: "maybe" }],
+    { name: "ether1" },
+  ],
+  ping: [
+    undefined,
+    null,
+    { target: "10.255.0.1", sent: 5, received: "4", rtt_avg_ms: "1.5", rtt_max_ms: 3 },
+    { sent: "5.000000", received: 5 },
+    {},
+    { sent: 5, received: 6 },
+    { rtt_avg_ms: "inf" },
+    { target: 7 },
+  ],
   extra: [undefined, "ignored", { nested: true }],
 };
 
@@ -129,6 +164,11 @@ describe("readPlainHeartbeat, the daemon's fast path", () => {
       uptime: (next) => [86_400, "1w2d03:04:05", "3600", null][Math.floor(next() * 4)],
       tunnel_ip: (next) => [undefined, null, "10.0.0.1", "fd00::1"][Math.floor(next() * 4)],
       metadata: (next) => (next() < 0.5 ? undefined : null),
+      resources: (next) =>
+        [undefined, null, { cpu_load: "3.000000", memory_total: 10, memory_free: "5" }][Math.floor(next() * 3)],
+      interfaces: (next) =>
+        [undefined, [{ name: "ether1", rx_bytes: "1000.000000", running: "true" }]][Math.floor(next() * 2)],
+      ping: (next) => [undefined, { sent: 5, received: "5", rtt_avg_ms: 1.5 }][Math.floor(next() * 2)],
       extra: () => "newer script",
     };
     const frames = corpus(2_000, (field, _options, next) =>

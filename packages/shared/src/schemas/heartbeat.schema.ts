@@ -3,6 +3,7 @@ import { z } from "zod";
 import { isWireguardKey } from "../crypto/wireguard-keys.ts";
 import { parseRouterOsBoolean, parseUptimeSeconds } from "../rules/routeros-duration.ts";
 import { breaksTextRule, findTextRuleViolation, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
+import { type HealthIssue, readHealthInterfaces, readHealthPing, readHealthResources } from "./health.schema.ts";
 
 /** docs/api.md "Routers and heartbeats": frames over this many bytes close the WebSocket with 1009. */
 export const HEARTBEAT_MAX_FRAME_BYTES = 16 * 1024;
@@ -30,6 +31,18 @@ const REPORTED_MAX = {
 
 const UPTIME_MAX_SECONDS = 1e10;
 const UPTIME_ERROR = "must be seconds or a RouterOS duration such as 1w2d03:04:05";
+
+/** A health part (health.schema.ts) as a zod field: the plain reader decides, its issues become zod's. */
+const healthPart = <T>(read: (value: unknown, issues: HealthIssue[]) => T) =>
+  z
+    .unknown()
+    .transform((value, ctx): T => {
+      const issues: HealthIssue[] = [];
+      const out = read(value, issues);
+      for (const issue of issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
+      return out;
+    })
+    .optional();
 
 /**
  * One heartbeat (docs/api.md "Routers and heartbeats"), over WebSocket or `POST /v1/heartbeat`. Unknown top-level
@@ -86,6 +99,10 @@ export const ZHeartbeatFrame = z.object({
       if (path !== undefined) ctx.addIssue({ code: "custom", message: TEXT_RULE_MESSAGE, path: path.split(".") });
     })
     .nullish(),
+  // docs/api.md "Health": resources, interfaces and a ping, values as RouterOS writes them.
+  resources: healthPart(readHealthResources),
+  interfaces: healthPart(readHealthInterfaces),
+  ping: healthPart(readHealthPing),
 });
 /** The text fields, for the fast path below: the same limits as the schema's. */
 const REPORTED_FIELDS = Object.entries(REPORTED_MAX) as Array<[keyof typeof REPORTED_MAX, number]>;
@@ -143,6 +160,14 @@ export const readPlainHeartbeat = (json: Record<string, unknown>): THeartbeatFra
   const metadata = json.metadata;
   if (metadata === null) frame.metadata = null;
   else if (metadata !== undefined) return undefined;
+  if (json.resources !== undefined || json.interfaces !== undefined || json.ping !== undefined) {
+    // The same readers as the schema's: whatever they refuse, zod refuses with the same message.
+    const issues: HealthIssue[] = [];
+    if (json.resources !== undefined) frame.resources = readHealthResources(json.resources, issues);
+    if (json.interfaces !== undefined) frame.interfaces = readHealthInterfaces(json.interfaces, issues);
+    if (json.ping !== undefined) frame.ping = readHealthPing(json.ping, issues);
+    if (issues.length > 0) return undefined;
+  }
   return frame;
 };
 

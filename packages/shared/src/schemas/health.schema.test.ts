@@ -1,0 +1,96 @@
+import { describe, expect, it } from "vitest";
+import { HEALTH_MAX_INTERFACES, pingLossPercent, usedPercent } from "./health.schema.ts";
+import { readPlainHeartbeat, ZHeartbeatFrame } from "./heartbeat.schema.ts";
+
+const refusal = (frame: Record<string, unknown>) => {
+  const result = ZHeartbeatFrame.safeParse({ type: "heartbeat", ...frame });
+  expect(readPlainHeartbeat({ type: "heartbeat", ...frame })).toBeUndefined();
+  return result.success ? undefined : result.error.issues[0]?.path.map(String).join(".");
+};
+
+const accepted = (frame: Record<string, unknown>) => {
+  const result = ZHeartbeatFrame.safeParse({ type: "heartbeat", ...frame });
+  expect(result.success, JSON.stringify(result.error?.issues)).toBe(true);
+  // The fast path answers the same.
+  expect(readPlainHeartbeat({ type: "heartbeat", ...frame })).toStrictEqual(result.data);
+  return result.data;
+};
+
+const interfaces = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({ name: `ether${i + 1}`, rx_bytes: i, tx_bytes: "12.000000", running: "true" }));
+
+describe('heartbeat health (docs/api.md "Health")', () => {
+  it("takes values as RouterOS writes them: floats and numeric strings", () => {
+    const frame = accepted({
+      resources: {
+        cpu_load: "12.000000",
+        memory_total: 1073741824,
+        memory_free: "536870912",
+        disk_total: 134217728.0,
+        disk_free: 67108864,
+        temperature: "41.5",
+        voltage: 24.1,
+      },
+      interfaces: [{ name: "ether1", rx_bytes: "1.2e9", tx_bytes: 0, rx_errors: 0, tx_errors: "3", running: "yes" }],
+      ping: { target: "10.255.0.1", sent: "5", received: 4, rtt_avg_ms: "1.25", rtt_max_ms: 3 },
+    });
+    expect(frame?.resources).toEqual({
+      cpu_load: 12,
+      memory_total: 1073741824,
+      memory_free: 536870912,
+      disk_total: 134217728,
+      disk_free: 67108864,
+      temperature: 41.5,
+      voltage: 24.1,
+    });
+    expect(frame?.interfaces).toEqual([
+      { name: "ether1", rx_bytes: 1.2e9, tx_bytes: 0, rx_errors: 0, tx_errors: 3, running: true },
+    ]);
+    expect(frame?.ping).toEqual({ target: "10.255.0.1", sent: 5, received: 4, rtt_avg_ms: 1.25, rtt_max_ms: 3 });
+    expect(usedPercent(1000, 250)).toBe(75);
+    expect(usedPercent(0, 0)).toBeNull();
+    expect(pingLossPercent({ sent: 5, received: 4 })).toBe(20);
+    expect(pingLossPercent({ sent: 0, received: 0 })).toBeNull();
+  });
+
+  it("refuses NaN, inf, negative bytes, 10^30 and out-of-range values, naming the field", () => {
+    expect(refusal({ resources: { cpu_load: "NaN" } })).toBe("resources.cpu_load");
+    expect(refusal({ resources: { cpu_load: "inf" } })).toBe("resources.cpu_load");
+    expect(refusal({ resources: { cpu_load: "-inf" } })).toBe("resources.cpu_load");
+    expect(refusal({ resources: { cpu_load: 100.5 } })).toBe("resources.cpu_load");
+    expect(refusal({ resources: { cpu_load: -1 } })).toBe("resources.cpu_load");
+    expect(refusal({ resources: { cpu_load: " 5" } })).toBe("resources.cpu_load");
+    expect(refusal({ resources: { cpu_load: true } })).toBe("resources.cpu_load");
+    expect(refusal({ resources: { memory_total: -1 } })).toBe("resources.memory_total");
+    expect(refusal({ resources: { memory_total: 1e30 } })).toBe("resources.memory_total");
+    expect(refusal({ resources: { memory_total: 10, memory_free: 11 } })).toBe("resources.memory_free");
+    expect(refusal({ resources: { disk_total: 10, disk_free: 11 } })).toBe("resources.disk_free");
+    expect(refusal({ resources: { temperature: 1e30 } })).toBe("resources.temperature");
+    expect(refusal({ resources: { voltage: -3 } })).toBe("resources.voltage");
+    expect(refusal({ resources: "busy" })).toBe("resources");
+    expect(refusal({ interfaces: [{ name: "ether1", rx_bytes: -5 }] })).toBe("interfaces.0.rx_bytes");
+    expect(refusal({ interfaces: [{ name: "ether1", tx_bytes: "1e30" }] })).toBe("interfaces.0.tx_bytes");
+    expect(refusal({ interfaces: [{ name: "ether1", rx_errors: 1.5 }] })).toBe("interfaces.0.rx_errors");
+    expect(refusal({ interfaces: [{ name: "ether\u0001" }] })).toBe("interfaces.0.name");
+    expect(refusal({ interfaces: [{ name: "" }] })).toBe("interfaces.0.name");
+    expect(refusal({ interfaces: [{ name: "a" }, { name: "a" }] })).toBe("interfaces.1.name");
+    expect(refusal({ interfaces: [{ name: "a", running: "maybe" }] })).toBe("interfaces.0.running");
+    expect(refusal({ interfaces: { name: "a" } })).toBe("interfaces");
+    expect(refusal({ ping: { sent: 5, received: 6 } })).toBe("ping.received");
+    expect(refusal({ ping: { sent: 101 } })).toBe("ping.sent");
+    expect(refusal({ ping: { rtt_avg_ms: "NaN" } })).toBe("ping.rtt_avg_ms");
+    expect(refusal({ ping: { target: "10.0.0.1\n" } })).toBe("ping.target");
+  });
+
+  it("takes at most 64 interfaces (64 accepted, 65 refused)", () => {
+    expect(accepted({ interfaces: interfaces(HEALTH_MAX_INTERFACES) })?.interfaces).toHaveLength(64);
+    expect(refusal({ interfaces: interfaces(HEALTH_MAX_INTERFACES + 1) })).toBe("interfaces");
+  });
+
+  it("takes limits at their edge and null as not reported", () => {
+    accepted({ resources: { cpu_load: 100, memory_total: 2 ** 64, memory_free: 0, temperature: -100, voltage: 100 } });
+    accepted({ resources: { cpu_load: null, temperature: null }, interfaces: null, ping: null });
+    accepted({ resources: {}, interfaces: [], ping: {} });
+    accepted({ ping: { sent: 100, received: 100, rtt_avg_ms: 60_000, rtt_max_ms: 0 } });
+  });
+});
