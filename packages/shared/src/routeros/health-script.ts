@@ -1,4 +1,5 @@
 import { IPV4_PATTERN } from "../rules/ipv4-rules.ts";
+import { HEALTH_MAX_INTERFACES } from "../schemas/health.schema.ts";
 import {
   command,
   divided,
@@ -41,7 +42,7 @@ import {
 /** `/interface` types reported: ethernet, wireless (legacy `wlan`, wifi package `wifi`), WireGuard, PPPoE, VLAN. */
 export const HEALTH_INTERFACE_TYPES = ["ether", "wlan", "wifi", "wg", "pppoe-out", "pppoe-in", "vlan"] as const;
 /** The heartbeat's limit (CONTRACT section 20): the script stops adding interfaces there. */
-export const HEALTH_SCRIPT_MAX_INTERFACES = 64;
+export const HEALTH_SCRIPT_MAX_INTERFACES = HEALTH_MAX_INTERFACES;
 /** Packets of the heartbeat's ping. */
 export const HEALTH_PING_COUNT = 5;
 

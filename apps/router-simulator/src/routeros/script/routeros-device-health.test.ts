@@ -4,6 +4,7 @@ import {
   generateEd25519KeyPair,
   HEALTH_SCRIPT_MAX_INTERFACES,
   ManualClock,
+  ZHeartbeatFrame,
 } from "@fleet/shared";
 import { describe, expect, it } from "vitest";
 import { type HealthBehaviour, healthSeed, SimulatedHealth } from "../health/simulated-health.ts";
@@ -105,6 +106,12 @@ describe("health in the heartbeat of a simulated RouterOS 7 device", () => {
     expect(first.ping).toMatchObject({ target: "100.64.0.1", sent: 5, received: 5 });
     expect(first.ping?.rtt_avg_ms).toBeGreaterThanOrEqual(0);
     expect(first.ping?.rtt_max_ms).toBeGreaterThanOrEqual(first.ping?.rtt_avg_ms ?? 0);
+    // The heartbeat schema the daemon validates with takes it as it is.
+    const parsed = ZHeartbeatFrame.safeParse(JSON.parse(raw));
+    expect(parsed.error).toBeUndefined();
+    expect(parsed.data?.resources?.cpu_load).toBe(r.cpu_load);
+    expect(parsed.data?.interfaces?.length).toBe(names.length);
+    expect(parsed.data?.ping?.received).toBe(5);
   });
 
   it("sends no ping without a target, and a CHR has no temperature or voltage", async () => {
@@ -168,6 +175,7 @@ describe("health in the heartbeat of a simulated RouterOS 7 device", () => {
     const many = await adopted({ routerboard: false, behaviour: { vlans: HEALTH_SCRIPT_MAX_INTERFACES - 1 } });
     expect(many.first.interfaces).toHaveLength(HEALTH_SCRIPT_MAX_INTERFACES);
     expect(many.first.interfaces?.map((i) => i.name)).not.toContain(`vlan${100 + HEALTH_SCRIPT_MAX_INTERFACES - 2}`);
+    expect(ZHeartbeatFrame.safeParse(many.first).success).toBe(true);
   });
 
   it("keeps sending a heartbeat when a reading fails: a board without /system health values", async () => {
