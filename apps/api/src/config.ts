@@ -119,8 +119,10 @@ export interface ApiConfig {
   events: {
     /** `AUDIT_RETENTION_DAYS` (default 365): audit entries older than this are pruned. */
     auditRetentionDays: number;
-    /** `METRICS_RETENTION_DAYS` (default 400): hourly downtime older than this is pruned. */
+    /** `METRICS_RETENTION_DAYS` (default 400): hourly downtime and hourly health older than this are pruned. */
     metricsRetentionDays: number;
+    /** `RESOURCE_RETENTION_DAYS` (default 30): health samples older than this are dropped (docs/api.md "Health"). */
+    resourceRetentionDays: number;
     /** `ACCESS_PASSWORD_KEY` (>= 32 bytes): temporary router users' passwords derive from it; dev: generated in DATA_DIR. */
     accessPasswordKey: string | undefined;
     /** `WEBHOOK_ALLOW_PRIVATE` (default false): webhooks may use http and loopback/private addresses. */
@@ -289,6 +291,7 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
     events: {
       auditRetentionDays: envInt(env, "AUDIT_RETENTION_DAYS", 365, 1, 36_500),
       metricsRetentionDays: envInt(env, "METRICS_RETENTION_DAYS", 400, 1, 36_500),
+      resourceRetentionDays: envInt(env, "RESOURCE_RETENTION_DAYS", 30, 1, 36_500),
       accessPasswordKey: envSecret(env, "ACCESS_PASSWORD_KEY", 32),
       webhookAllowPrivate: envBool(env, "WEBHOOK_ALLOW_PRIVATE", false),
       webhookEncryptionKey: envSecret(env, "WEBHOOK_ENCRYPTION_KEY", 32),

@@ -22,6 +22,8 @@ export interface HeartbeatConfig {
   intervalMs: number;
   /** MISSED_HEARTBEATS: consecutive missed periods that open a fault. */
   missedHeartbeats: number;
+  /** `RESOURCE_SAMPLE_SECONDS` (default 300): one health sample per router per this period (docs/api.md "Health"). */
+  resourceSampleSeconds: number;
   databaseUrl: string | undefined;
   /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
@@ -134,6 +136,7 @@ export const loadHeartbeatConfig = (given: TEnv = process.env, { serving = true 
     port: envPort(env, "HEARTBEAT_PORT", 3001),
     intervalMs,
     missedHeartbeats: envInt(env, "MISSED_HEARTBEATS", 10, 1, 10_000),
+    resourceSampleSeconds: envInt(env, "RESOURCE_SAMPLE_SECONDS", 300, 1, 86_400),
     databaseUrl: databaseUrl?.toString(),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
     metricsPort: envPortOptional(env, "METRICS_PORT"),

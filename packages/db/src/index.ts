@@ -50,3 +50,4 @@ export * from "./repositories/maintenance-windows.repository.ts";
 export * from "./repositories/alert-engine.repository.ts";
 export * from "./jobs/notification-jobs.ts";
 export * from "./repositories/router-health.repository.ts";
+export * from "./repositories/health-series.repository.ts";

@@ -48,6 +48,9 @@ export class HeartbeatIntake {
     const previous = beating.lastSeenMs;
     beating.lastSeenMs = write.seenAt.getTime();
     this.#o.writer.enqueue(write, previous);
+    const { resources, interfaces, ping } = parsed.frame;
+    if (resources || interfaces || ping)
+      this.#o.writer.observeHealth(owner.routerId, beating.lastSeenMs, { resources, interfaces, ping });
     return null;
   }
 

@@ -3,6 +3,7 @@ import { coalescingRunner, jitterToleranceMs } from "@fleet/shared";
 import type { Logger } from "pino";
 import { observeFlush } from "../metrics/prometheus.ts";
 import { errorSummary, isRowRefusal } from "./row-refusal.ts";
+import type { HealthFlush, HealthReport, HealthTracker } from "./health-tracker.ts";
 
 /** The persistence the writer needs (HeartbeatsRepository in production). */
 export interface HeartbeatStore {
@@ -38,6 +39,11 @@ export interface HeartbeatWriterOptions {
   onReplaced: (replaced: ReplacedToken[]) => void;
   /** Monotonic milliseconds for the flush schedule (default `performance.now`); tests pass their own. */
   now?: () => number;
+  /**
+   * Health beyond up and down (docs/api.md "Health"): heartbeats' health goes to the tracker, and
+   * each flush writes what it drains after the liveness rows. Its failures never fail a heartbeat.
+   */
+  health?: { tracker: HealthTracker; write(flush: HealthFlush): Promise<void> };
 }
 
 export interface FlushStats {
@@ -185,6 +191,24 @@ export class HeartbeatWriter {
     else this.#timer = setTimeout(run, wait).unref();
   }
 
+  /** Takes the health a heartbeat reported (memory only; written by the next flushes). */
+  observeHealth(routerId: string, atMs: number, report: HealthReport): void {
+    this.#o.health?.tracker.observe(routerId, atMs, report);
+  }
+
+  /** Writes what the health tracker has due; a failure puts it back for the next flush. */
+  async #writeHealth(): Promise<void> {
+    const health = this.#o.health;
+    if (!health?.tracker.due) return;
+    const flush = health.tracker.drain();
+    try {
+      await health.write(flush);
+    } catch (error) {
+      health.tracker.requeue(flush);
+      this.#o.logger.warn({ ...errorSummary(error) }, "health samples not written; will retry");
+    }
+  }
+
   /** Drops a router's pending heartbeat (it was deleted). */
   forget(routerId: string): void {
     this.#pending.delete(routerId);
@@ -199,15 +223,21 @@ export class HeartbeatWriter {
     this.#started = false;
     clearTimeout(this.#timer);
     await this.#flusher.current()?.catch(() => {});
+    // The periods open now close with the values reported so far.
+    this.#o.health?.tracker.closeAll();
     // Final flush; retried once, since a failure here would lose acknowledged heartbeats.
-    for (let attempt = 0; attempt < 2 && this.#pending.size > 0; attempt++) await this.flush();
+    for (let attempt = 0; attempt < 2 && (this.#pending.size > 0 || this.#o.health?.tracker.due); attempt++)
+      await this.flush();
     if (this.#pending.size > 0) {
       this.#o.logger.error({ lost: this.#pending.size }, "could not write acknowledged heartbeats at shutdown");
     }
   }
 
   async #flushOnce(): Promise<void> {
-    if (this.#pending.size === 0) return;
+    if (this.#pending.size === 0) {
+      await this.#writeHealth();
+      return;
+    }
     const batch = [...this.#pending.values()];
     this.#pending = new Map();
     this.#eventful = false;
@@ -246,6 +276,7 @@ export class HeartbeatWriter {
       );
       this.#failingSince = null;
     }
+    await this.#writeHealth();
     if (outcome.written.length === 0) return;
     this.stats.flushes += 1;
     this.stats.rows += outcome.written.length;

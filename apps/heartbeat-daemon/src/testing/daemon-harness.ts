@@ -17,6 +17,8 @@ export interface DaemonHarnessOptions {
   timers?: boolean;
   /** METRICS_TOKEN of the daemon. */
   metricsToken?: string;
+  /** RESOURCE_SAMPLE_SECONDS of the daemon (default 300). */
+  resourceSampleSeconds?: number;
   /** Silent unless given (tests that read log lines pass a capturing one). */
   logger?: Logger;
 }
@@ -38,6 +40,9 @@ export const startDaemonHarness = async (db: Database, options: DaemonHarnessOpt
     DATA_DIR: "memory",
     LOG_LEVEL: "silent",
     ...(options.metricsToken === undefined ? {} : { METRICS_TOKEN: options.metricsToken }),
+    ...(options.resourceSampleSeconds === undefined
+      ? {}
+      : { RESOURCE_SAMPLE_SECONDS: String(options.resourceSampleSeconds) }),
   });
   config.tuning = { ...config.tuning, ...options.tuning };
   const clock = options.clock ?? new ManualClock();

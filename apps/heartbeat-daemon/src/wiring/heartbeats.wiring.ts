@@ -1,4 +1,6 @@
+import { HealthSeriesRepository, type Query, queryOf, RouterHealthRepository } from "@fleet/db";
 import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
+import { type HealthFlush, HealthTracker } from "../heartbeats/health-tracker.ts";
 import { HeartbeatWriter } from "../heartbeats/heartbeat-writer.ts";
 import { ResumptionService } from "../heartbeats/resumption.service.ts";
 import type { TokenAuthenticator } from "../transport/token-auth.ts";
@@ -35,8 +37,19 @@ export const wireHeartbeats = async (
       "no heartbeat daemon was running; silent routers get a full threshold",
     );
   }
+  // docs/api.md "Health": latest values, samples and hourly rollups, written by the same flushes.
+  const series = new HealthSeriesRepository(db);
+  const query = queryOf(db);
+  const health = {
+    tracker: new HealthTracker({ sampleSeconds: config.resourceSampleSeconds, clock }),
+    write: async (flush: HealthFlush) => {
+      await writeLatest(query, flush);
+      await series.append(query, flush);
+    },
+  };
   const writer = new HeartbeatWriter({
     store,
+    health,
     resumption: new ResumptionService({
       store,
       db,
@@ -82,4 +95,10 @@ export const wireHeartbeats = async (
       await store.removeDaemon(daemonId).catch((error) => logger.warn({ err: error }, "daemon row not removed"));
     },
   };
+};
+
+/** The latest values and interface states of one flush: one statement each. */
+const writeLatest = async (query: Query, flush: HealthFlush): Promise<void> => {
+  await RouterHealthRepository.upsertLatest(query, flush.latest);
+  await HealthSeriesRepository.upsertInterfaces(query, flush.interfaces);
 };

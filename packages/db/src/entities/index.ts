@@ -37,6 +37,13 @@ import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { RouterLiveness } from "./router-liveness.entity.ts";
 import { RouterHealthLatest } from "./router-health-latest.entity.ts";
+import {
+  RouterInterfaceLatest,
+  RouterResourceHourly,
+  RouterResourceSamples,
+  RouterTrafficHourly,
+  RouterTrafficSamples,
+} from "./router-health-series.entity.ts";
 import { RouterWireguardPeer } from "./router-wireguard-peer.entity.ts";
 import { Team } from "./team.entity.ts";
 import { User } from "./user.entity.ts";
@@ -96,6 +103,11 @@ export const ENTITIES = [
   AlertRouterState,
   AlertStorm,
   RouterHealthLatest,
+  RouterResourceSamples,
+  RouterResourceHourly,
+  RouterTrafficSamples,
+  RouterTrafficHourly,
+  RouterInterfaceLatest,
 ];
 
 export {
@@ -128,6 +140,11 @@ export {
   RouterFault,
   RouterLiveness,
   RouterHealthLatest,
+  RouterInterfaceLatest,
+  RouterResourceHourly,
+  RouterResourceSamples,
+  RouterTrafficHourly,
+  RouterTrafficSamples,
   RouterWireguardPeer,
   Team,
   User,

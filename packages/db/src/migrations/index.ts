@@ -36,6 +36,7 @@ import { AlertsMigration } from "./20261129-101-alerts.migration.ts";
 import { AlertEventsRoutersMigration } from "./20261129-102-alert-events-routers.migration.ts";
 import { AlertsTeamScopeMigration } from "./20261129-120-alerts-team-scope.migration.ts";
 import { RouterHealthLatestMigration } from "./20261130-130-router-health-latest.migration.ts";
+import { HealthSeriesMigration } from "./20261130-131-health-series.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -79,4 +80,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261129-102-alert-events-routers", class: AlertEventsRoutersMigration },
   { name: "20261129-120-alerts-team-scope", class: AlertsTeamScopeMigration },
   { name: "20261130-130-router-health-latest", class: RouterHealthLatestMigration },
+  { name: "20261130-131-health-series", class: HealthSeriesMigration },
 ];

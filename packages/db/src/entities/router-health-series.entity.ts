@@ -1,0 +1,75 @@
+import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
+import { Router } from "./router.entity.ts";
+
+// The partitioned health series (migration 131, docs/scale.md "Health samples"): one row per router
+// (and interface) per UTC day, `day` in days since 1970-01-01, `data` packed records
+// (repositories/health-packing.ts). Partitions are made and dropped by the health-partitions job.
+
+/** 5-minute resource samples (daily partitions, RESOURCE_RETENTION_DAYS). */
+export const RouterResourceSamples = defineEntity({
+  name: "RouterResourceSamples",
+  tableName: "router_resource_samples",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    day: p.integer().primary(),
+    data: p.blob(),
+  },
+});
+export type TRouterResourceSamples = InferEntity<typeof RouterResourceSamples>;
+
+/** Hourly resource min/avg/max (monthly partitions, METRICS_RETENTION_DAYS). */
+export const RouterResourceHourly = defineEntity({
+  name: "RouterResourceHourly",
+  tableName: "router_resource_hourly",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    day: p.integer().primary(),
+    data: p.blob(),
+  },
+});
+export type TRouterResourceHourly = InferEntity<typeof RouterResourceHourly>;
+
+/** 5-minute interface rates (daily partitions). */
+export const RouterTrafficSamples = defineEntity({
+  name: "RouterTrafficSamples",
+  tableName: "router_traffic_samples",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    name: p.string().length(100).primary(),
+    day: p.integer().primary(),
+    data: p.blob(),
+  },
+});
+export type TRouterTrafficSamples = InferEntity<typeof RouterTrafficSamples>;
+
+/** Hourly interface rates (monthly partitions). */
+export const RouterTrafficHourly = defineEntity({
+  name: "RouterTrafficHourly",
+  tableName: "router_traffic_hourly",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    name: p.string().length(100).primary(),
+    day: p.integer().primary(),
+    data: p.blob(),
+  },
+});
+export type TRouterTrafficHourly = InferEntity<typeof RouterTrafficHourly>;
+
+/** The latest state, counters and rates of each interface a router reports. */
+export const RouterInterfaceLatest = defineEntity({
+  name: "RouterInterfaceLatest",
+  tableName: "router_interfaces_latest",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    name: p.string().length(100).primary(),
+    reportedAt: p.datetime(),
+    running: p.boolean().nullable(),
+    rxBytes: p.double().nullable(),
+    txBytes: p.double().nullable(),
+    rxErrors: p.double().nullable(),
+    txErrors: p.double().nullable(),
+    rxBps: p.double().nullable(),
+    txBps: p.double().nullable(),
+  },
+});
+export type TRouterInterfaceLatest = InferEntity<typeof RouterInterfaceLatest>;
