@@ -20,6 +20,7 @@ import type { InvoicesService } from "./features/invoices/invoices.service.ts";
 import type { PaymentMethodsService } from "./features/payment-methods/payment-methods.service.ts";
 import type { AdoptionService } from "./features/routers/adoption/adoption.service.ts";
 import type { RouterService } from "./features/routers/routers.service.ts";
+import type { RouterHealthService } from "./features/routers/router-health.service.ts";
 import type { StripeWebhookService } from "./features/subscriptions/stripe-webhook.service.ts";
 import type { TeamResolver } from "./features/teams/team-resolver.ts";
 import type { RateLimiter } from "./trpc/rate-limit.ts";
@@ -59,6 +60,8 @@ export interface Services {
   /** Open streams per credential and organization (docs/api.md "Rate limits"). */
   streamLimits: StreamLimits;
   availability: AvailabilityService;
+  /** Resource and traffic series of a router (docs/api.md "Health"). */
+  routerHealth: RouterHealthService;
   backups: BackupsService;
   access: AccessService;
   /** Effective roles down the tree, and members (docs/api.md "Roles and scopes"). */

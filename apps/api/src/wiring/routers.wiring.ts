@@ -4,6 +4,7 @@ import {
   AvailabilityRepository,
   acquireStatusFeed,
   ConfigBackupsRepository,
+  HealthSeriesRepository,
   loadOemSnapshot,
   MaintenanceWindowsRepository,
   OemRepository,
@@ -26,6 +27,8 @@ import { agentPublicKeySource } from "../features/routers/adoption/agent-public-
 import { AdoptionService } from "../features/routers/adoption/adoption.service.ts";
 import { hubPublicKeySource } from "../features/routers/adoption/hub-public-key.ts";
 import { RouterService } from "../features/routers/routers.service.ts";
+import { RouterHealthService } from "../features/routers/router-health.service.ts";
+import { maintainHealthPartitions } from "../features/routers/health-partitions.job.ts";
 import type { SubscriptionService } from "../features/subscriptions/subscription.service.ts";
 import type { Wired, WiringContext } from "./wiring.ts";
 
@@ -37,6 +40,7 @@ export interface RoutersServices {
   forwards: ForwardsService;
   access: AccessService;
   backups: BackupsService;
+  routerHealth: RouterHealthService;
 }
 
 /**
@@ -91,6 +95,7 @@ export const wireRouters = async (
     pingTarget: adoptionConfig.pingTarget,
     ...wireguardAdoption(config, sources?.hubPublicKey),
   });
+  const healthSeries = new HealthSeriesRepository(db);
   const services: RoutersServices = {
     routers: new RouterService({
       routers: new RoutersRepository(db),
@@ -108,6 +113,11 @@ export const wireRouters = async (
       maintenanceWindows: (organizationId) => new MaintenanceWindowsRepository(queryOf(db)).listFor([organizationId]),
     }),
     adoption,
+    routerHealth: new RouterHealthService({
+      series: healthSeries,
+      routers: new RoutersRepository(db),
+      clock,
+    }),
     oem: new OemService({ catalog: oemCatalog }),
     availability: new AvailabilityService({
       availability,
@@ -169,6 +179,20 @@ export const wireRouters = async (
             clock,
             retentionDays: config.events.metricsRetentionDays,
             logger: logger.child({ job: "downtime-prune" }),
+          }),
+      },
+      // docs/scale.md "Health samples": partitions made ahead and dropped past their retention.
+      {
+        queue: "health.partitions",
+        cron: "41 * * * *",
+        run: () =>
+          maintainHealthPartitions({
+            series: healthSeries,
+            query: queryOf(db),
+            clock,
+            resourceRetentionDays: config.events.resourceRetentionDays,
+            metricsRetentionDays: config.events.metricsRetentionDays,
+            logger: logger.child({ job: "health-partitions" }),
           }),
       },
     ],

@@ -31,6 +31,10 @@ export interface RouterRecord {
   userMetadata: Record<string, unknown>;
   tags: string[];
   createdAt: Date;
+  /** The latest health values (docs/api.md "Health"); null: never reported. Absent where not read. */
+  cpuLoad?: number | null;
+  memoryUsedPercent?: number | null;
+  temperature?: number | null;
 }
 
 /** A fault (docs/api.md "Fault"): the fields the shared mapper renders. */
@@ -77,7 +81,7 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
  * `routers r`: joins, not a subquery per row, so a list of thousands is one pass.
  */
 export const LIVENESS_JOIN =
-  "left join router_liveness l on l.router_id = r.id left join router_wireguard_peers w on w.router_id = r.id";
+  "left join router_liveness l on l.router_id = r.id left join router_wireguard_peers w on w.router_id = r.id left join router_health_latest hl on hl.router_id = r.id";
 
 /** A router's columns; the query joins its liveness (`from routers r ${LIVENESS_JOIN}`). */
 export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
@@ -85,7 +89,8 @@ export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.ide
   coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
   r.tags, ${ms("r.created_at", "created_ms")},
   w.router_id is not null as tunnel_bound, ${ms("w.handshake_at", "tunnel_handshake_ms")},
-  ${ms("w.answered_at", "tunnel_answered_ms")}`;
+  ${ms("w.answered_at", "tunnel_answered_ms")}, hl.cpu_load::float8 as cpu_load,
+  hl.memory_used_percent::float8 as memory_used_percent, hl.temperature::float8 as temperature`;
 
 const FAULT_COLUMNS = `f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
   ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds`;
@@ -129,7 +134,13 @@ export const routerFromRow = (row: Row): RouterRecord => ({
   userMetadata: json(row.user_metadata),
   tags: stringList(row.tags),
   createdAt: new Date(toNumber(row.created_ms)),
+  cpuLoad: numberOrNull(row.cpu_load),
+  memoryUsedPercent: numberOrNull(row.memory_used_percent),
+  temperature: numberOrNull(row.temperature),
 });
+
+const numberOrNull = (value: unknown): number | null =>
+  value === null || value === undefined ? null : toNumber(value);
 
 export const faultFromRow = (row: Row): FaultRecord => ({
   id: String(row.id),
@@ -163,7 +174,19 @@ const QUARANTINED = (address: string, now: string) => `exists (select 1 from tun
 export type RouterListPosition =
   | { sort: "name"; name: string; id: string }
   /** `lastSeenMicros`: epoch microseconds as decimal text; null: never seen. */
-  | { sort: "last_seen"; lastSeenMicros: string | null; id: string };
+  | { sort: "last_seen"; lastSeenMicros: string | null; id: string }
+  /** A health measure (docs/api.md "Health"), as float8 text; null: never reported. */
+  | { sort: HealthSort; value: string | null; id: string };
+
+/** Health sorts: worst (highest) first, never reported last. */
+export type HealthSort = "cpu" | "memory" | "temperature";
+const HEALTH_SORT_COLUMN: Record<HealthSort, string> = {
+  cpu: "hl.cpu_load",
+  memory: "hl.memory_used_percent",
+  temperature: "hl.temperature",
+};
+/** Below every value a measure can take (temperature goes down to -100): never reported sorts last. */
+const NEVER_REPORTED = "-1e9";
 
 /** docs/api.md "Listing a fleet". */
 export interface RouterListFilter {
@@ -173,7 +196,7 @@ export interface RouterListFilter {
   status?: "online" | "offline" | undefined;
   /** Only routers carrying this tag. */
   tag?: string | undefined;
-  sort: "name" | "last_seen";
+  sort: "name" | "last_seen" | HealthSort;
   /** Rows strictly after this position (same `sort`). */
   after?: RouterListPosition | undefined;
   limit?: number | undefined;
@@ -218,34 +241,42 @@ export class RoutersRepository {
     const lastSeen = "coalesce((extract(epoch from l.last_seen_at) * 1000000)::int8, -1)";
     const byName = `lower(r.name) collate "C"`;
     const after = filter.after;
+    const sort = filter.sort;
+    const healthKey =
+      sort === "name" || sort === "last_seen"
+        ? undefined
+        : `coalesce(${HEALTH_SORT_COLUMN[sort]}::float8, ${NEVER_REPORTED})`;
     if (after?.sort === "name") {
       params.push(after.name, after.id);
       where.push(`(${byName}, r.id) > (lower($${params.length - 1}::text) collate "C", $${params.length}::uuid)`);
     } else if (after?.sort === "last_seen") {
       params.push(after.lastSeenMicros ?? "-1", after.id);
       where.push(`(${lastSeen}, r.id) < ($${params.length - 1}::int8, $${params.length}::uuid)`);
+    } else if (after && healthKey) {
+      params.push(after.value ?? NEVER_REPORTED, after.id);
+      where.push(`(${healthKey}, r.id) < ($${params.length - 1}::float8, $${params.length}::uuid)`);
     }
-    const order = filter.sort === "name" ? `${byName}, r.id` : `${lastSeen} desc, r.id desc`;
+    // Health sorts, like last_seen, sort the team's rows (the latest values change with every heartbeat: no index on them).
+    const order =
+      sort === "name" ? `${byName}, r.id` : healthKey ? `${healthKey} desc, r.id desc` : `${lastSeen} desc, r.id desc`;
     let limit = "";
     if (filter.limit !== undefined) {
       params.push(filter.limit);
       limit = ` limit $${params.length}::int`;
     }
     const rows = await this.#db.query<Row>(
-      `select ${ROUTER_COLUMNS}, ${lastSeen}::text as last_seen_us
+      `select ${ROUTER_COLUMNS}, ${lastSeen}::text as last_seen_us${healthKey ? `, ${healthKey}::text as health_key` : ""}
        from routers r ${LIVENESS_JOIN} where ${where.join(" and ")} order by ${order}${limit}`,
       params,
     );
-    return rows.map((row) => {
+    return rows.map((row): RouterListRow => {
       const router = routerFromRow(row);
       const micros = String(row.last_seen_us);
-      return {
-        router,
-        position:
-          filter.sort === "name"
-            ? { sort: "name", name: router.name, id: router.id }
-            : { sort: "last_seen", lastSeenMicros: micros === "-1" ? null : micros, id: router.id },
-      };
+      if (sort === "name") return { router, position: { sort, name: router.name, id: router.id } };
+      if (sort === "last_seen")
+        return { router, position: { sort, lastSeenMicros: micros === "-1" ? null : micros, id: router.id } };
+      const key = String(row.health_key);
+      return { router, position: { sort, value: Number(key) === Number(NEVER_REPORTED) ? null : key, id: router.id } };
     });
   }
 
@@ -385,6 +416,7 @@ export class RoutersRepository {
       `update routers as r set user_metadata = $2::jsonb, name = $3
        from routers x left join router_liveness l on l.router_id = x.id
          left join router_wireguard_peers w on w.router_id = x.id
+         left join router_health_latest hl on hl.router_id = x.id
        where r.id = $1 and x.id = r.id returning ${ROUTER_COLUMNS}`,
       [routerId, JSON.stringify(userMetadata), name],
     );

@@ -1,5 +1,7 @@
 import { parseRouterOsBoolean } from "../rules/routeros-duration.ts";
-import { breaksTextRule, TEXT_RULE_MESSAGE } from "../rules/text-rules.ts";
+import { z } from "zod";
+import { breaksTextRule, TEXT_RULE_MESSAGE, textRule } from "../rules/text-rules.ts";
+import { successEnvelope } from "./common.schema.ts";
 
 /**
  * The health a heartbeat may carry (docs/api.md "Health"): `resources`, `interfaces`, `ping`. One plain
@@ -269,3 +271,96 @@ export const pingLossPercent = (ping: THealthPing | null | undefined): number | 
   ping?.sent == null || ping.received == null || ping.sent === 0
     ? null
     : ((ping.sent - ping.received) / ping.sent) * 100;
+
+// ---- Reads (docs/api.md "Health") ----
+
+/** Bounds of the series reads; exported so tests probe the edges. */
+export const HEALTH_SERIES_LIMITS = {
+  /** At most this many points in one answer (span / step): 400 days of hours fit. */
+  maxPoints: 10_000,
+  /** Default span when `from` is left out: one day at `5m`, 30 days at `1h`. */
+  defaultSpanMs: { "5m": 86_400_000, "1h": 30 * 86_400_000 },
+  stepMs: { "5m": 300_000, "1h": 3_600_000 },
+} as const;
+
+const seriesBound = textRule(
+  z.string({ error: "must be an ISO 8601 date-time" }).max(64, { error: "must be an ISO 8601 date-time" }),
+);
+const seriesStep = z.enum(["5m", "1h"], { error: "must be 5m or 1h" });
+
+/** GET /api/routers/{router_id}/resources. */
+export const ZRouterResourcesQuery = z.object({
+  router_id: textRule(z.string({ error: "must be a string" })),
+  from: seriesBound.optional(),
+  to: seriesBound.optional(),
+  step: seriesStep.optional(),
+});
+export type TRouterResourcesQuery = z.infer<typeof ZRouterResourcesQuery>;
+
+/** GET /api/routers/{router_id}/interfaces/{name}/traffic. */
+export const ZRouterTrafficQuery = ZRouterResourcesQuery.extend({
+  name: textRule(z.string({ error: "must be a string" }).min(1).max(HEALTH_INTERFACE_NAME_MAX)),
+});
+export type TRouterTrafficQuery = z.infer<typeof ZRouterTrafficQuery>;
+
+const measure = (description: string) => z.number().nullable().meta({ description });
+const RESOURCE_FIELDS = {
+  cpu_load: measure("Percent."),
+  memory_used_percent: measure("Percent of memory_total."),
+  disk_used_percent: measure("Percent of disk_total."),
+  temperature: measure("Degrees C."),
+  voltage: measure("V."),
+  ping_loss_percent: measure("Percent of the packets sent."),
+  ping_rtt_ms: measure("Average round-trip time, ms."),
+} as const;
+export const HEALTH_RESOURCE_FIELDS = Object.keys(RESOURCE_FIELDS) as Array<keyof typeof RESOURCE_FIELDS>;
+
+/** One point of a resource series; at `1h` with `min_`/`max_` beside each measure (then the plain one is the average). */
+export const ZResourcePoint = z
+  .object({
+    at: z.string().meta({ description: "Start of the sample period or hour, ISO 8601 +00:00." }),
+    ...RESOURCE_FIELDS,
+    ...Object.fromEntries(
+      HEALTH_RESOURCE_FIELDS.flatMap((field) => [
+        [`min_${field}`, z.number().nullable().optional()],
+        [`max_${field}`, z.number().nullable().optional()],
+      ]),
+    ),
+  })
+  .meta({ id: "ResourcePoint" });
+export type TResourcePoint = z.infer<typeof ZResourcePoint>;
+export const ZRouterResources = successEnvelope(z.array(ZResourcePoint)).meta({ id: "RouterResources" });
+
+export const ZInterfaceState = z
+  .object({
+    name: z.string(),
+    running: z.boolean().nullable(),
+    rx_bytes: z.number().nullable(),
+    tx_bytes: z.number().nullable(),
+    rx_errors: z.number().nullable(),
+    tx_errors: z.number().nullable(),
+    rx_bps: z
+      .number()
+      .nullable()
+      .meta({ description: "Bits per second over the last interval; null after a counter reset." }),
+    tx_bps: z.number().nullable(),
+    reported_at: z.string(),
+  })
+  .meta({ id: "InterfaceState" });
+export type TInterfaceState = z.infer<typeof ZInterfaceState>;
+export const ZRouterInterfaces = successEnvelope(z.array(ZInterfaceState)).meta({ id: "RouterInterfaces" });
+
+export const ZTrafficPoint = z
+  .object({
+    at: z.string(),
+    rx_bps: z
+      .number()
+      .nullable()
+      .meta({ description: "Average bits per second; null when only counter resets were seen." }),
+    tx_bps: z.number().nullable(),
+    rx_errors: z.number().nullable().meta({ description: "Errors counted in the period." }),
+    tx_errors: z.number().nullable(),
+  })
+  .meta({ id: "TrafficPoint" });
+export type TTrafficPoint = z.infer<typeof ZTrafficPoint>;
+export const ZRouterTraffic = successEnvelope(z.array(ZTrafficPoint)).meta({ id: "RouterTraffic" });

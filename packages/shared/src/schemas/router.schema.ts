@@ -37,6 +37,12 @@ export const ZRouter = z
     tags: z
       .array(z.string())
       .meta({ description: "Set with PATCH /api/routers/{id}; used by alert rules and maintenance windows." }),
+    cpu_load: z.number().nullable().meta({ description: "Latest reported CPU load, percent; null: never reported." }),
+    memory_used_percent: z
+      .number()
+      .nullable()
+      .meta({ description: "Latest memory used, percent; null: never reported." }),
+    temperature: z.number().nullable().meta({ description: "Latest temperature, degrees C; null: never reported." }),
   })
   .meta({ id: "Router" });
 export type TRouter = z.infer<typeof ZRouter>;
@@ -284,9 +290,15 @@ export const ZListRoutersInput = z
       }),
     status: z.enum(["online", "offline"], { error: "must be online or offline" }).optional(),
     tag: ZRouterTag.optional().meta({ description: "Only the routers that carry this tag." }),
-    sort: z.enum(["name", "last_seen"], { error: "must be name or last_seen" }).optional().meta({
-      description: "name (default): A to Z, case-insensitive; last_seen: most recently seen first, never seen last.",
-    }),
+    sort: z
+      .enum(["name", "last_seen", "cpu", "memory", "temperature"], {
+        error: "must be name, last_seen, cpu, memory or temperature",
+      })
+      .optional()
+      .meta({
+        description:
+          "name (default): A to Z, case-insensitive; last_seen: most recently seen first, never seen last; cpu, memory, temperature: highest latest value first, never reported last.",
+      }),
   })
   .optional();
 export type TListRoutersInput = z.infer<typeof ZListRoutersInput>;

@@ -45,6 +45,9 @@ export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
     last_seen_at: router.lastSeenAt ? formatDateTime(router.lastSeenAt) : null,
     created_at: formatDateTime(router.createdAt),
     tags: router.tags,
+    cpu_load: router.cpuLoad ?? null,
+    memory_used_percent: router.memoryUsedPercent ?? null,
+    temperature: router.temperature ?? null,
   };
 };
 
@@ -108,7 +111,9 @@ export const encodeListCursor = (position: RouterListPosition): string =>
     JSON.stringify(
       position.sort === "name"
         ? ["name", position.name, position.id]
-        : ["last_seen", position.lastSeenMicros, position.id],
+        : position.sort === "last_seen"
+          ? ["last_seen", position.lastSeenMicros, position.id]
+          : [position.sort, position.value, position.id],
     ),
   ).toString("base64url");
 
@@ -128,5 +133,12 @@ export const decodeListCursor = (cursor: string): RouterListPosition | null => {
     return { sort, name: key, id };
   if (sort === "last_seen" && (key === null || (typeof key === "string" && /^\d{1,19}$/.test(key))))
     return { sort, lastSeenMicros: key, id };
+  // A health measure as float8 text (docs/api.md "Health"); parsed back by PostgreSQL as a bound float8.
+  if (
+    (sort === "cpu" || sort === "memory" || sort === "temperature") &&
+    (key === null ||
+      (typeof key === "string" && key.length <= 32 && Number.isFinite(Number(key)) && /^-?[0-9.e+-]+$/.test(key)))
+  )
+    return { sort, value: key, id };
   return null;
 };

@@ -6,6 +6,9 @@ import { getRouterFaults } from "./get-router-faults.ts";
 import { getRouterMetadata } from "./get-router-metadata.ts";
 import { getRouterMetrics } from "./get-router-metrics.ts";
 import { getRouterOem } from "./get-router-oem.ts";
+import { getRouterInterfaces } from "./get-router-interfaces.ts";
+import { getRouterResources } from "./get-router-resources.ts";
+import { getRouterTraffic } from "./get-router-traffic.ts";
 import { listRouters } from "./list-routers.ts";
 import { onRouterStatus } from "./on-router-status.ts";
 import { reissueAdoption } from "./reissue-adoption.ts";
@@ -28,4 +31,7 @@ export const routersRouter = router({
   faults: getRouterFaults,
   onStatus: onRouterStatus,
   adoption: reissueAdoption,
+  resources: getRouterResources,
+  interfaces: getRouterInterfaces,
+  traffic: getRouterTraffic,
 });

@@ -82,6 +82,9 @@ describe("POST /api/routers", () => {
       last_seen_at: null,
       created_at: "2026-11-21 13:20:00",
       tags: [],
+      cpu_load: null,
+      memory_used_percent: null,
+      temperature: null,
     });
     expect(token).toMatch(/^hb_[A-Za-z0-9_-]{43}$/);
     // A tunnel address assigned from the default TUNNEL_NETWORK 100.64.0.0/10, never claimed by the router.
