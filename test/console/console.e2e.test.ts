@@ -76,6 +76,9 @@ beforeAll(async () => {
       TUNNEL_SSH_PORT: String(sshPort),
       // Backups are taken on demand below; the schedule must not race them.
       BACKUP_INTERVAL_HOURS: "0",
+      // Health samples every second, with a ping in every heartbeat, so charts have points at once.
+      RESOURCE_SAMPLE_SECONDS: "1",
+      HEALTH_PING_TARGET: "127.0.0.1",
     }),
   );
   // PGlite, or PostgreSQL with DATABASE_URL (the status stream then rides LISTEN/NOTIFY).
@@ -232,6 +235,8 @@ describe("the operator console", () => {
             tunnelIp: row?.tunnel_ip ?? "",
             bindTunnelIp: false,
             identity: `edge-${index === 0 ? "a" : "b"}`,
+            // edge-b runs hot (CPU above 95 %): sorting by CPU puts it before edge-a.
+            health: { overload: index === 1 },
           });
           routers.push(router);
           routerOs.push(
@@ -252,6 +257,24 @@ describe("the operator console", () => {
         await eventually(async () => (await routerRow("edge-b").textContent())?.includes("Online"), "edge-b online");
         await page.getByRole("list", { name: "Router counts" }).getByText("2 online").waitFor();
         await shot("05-fleet-online");
+        // Health columns, sorted on the server, worst first: the overloaded edge-b leads.
+        const firstRouter = () =>
+          page.getByRole("table", { name: "Routers" }).getByRole("row").nth(1).getByRole("rowheader").textContent();
+        await page.getByRole("combobox", { name: "Sort by" }).selectOption({ label: "Name" });
+        await eventually(async () => (await firstRouter()) === "edge-a", "edge-a first by name");
+        await page.getByRole("button", { name: "Sort by CPU, highest first" }).click();
+        await eventually(async () => (await firstRouter()) === "edge-b", "edge-b first by CPU");
+        expect(
+          await routerRow("edge-b")
+            .getByRole("cell", { name: /^(9[6-9]|100) %$/ })
+            .count(),
+        ).toBe(1);
+        expect(
+          await routerRow("edge-a")
+            .getByRole("cell", { name: /^\d{1,2} %$/ })
+            .count(),
+        ).toBeGreaterThanOrEqual(1);
+        await shot("05b-fleet-by-cpu");
         const edgeB = routers[1] as AdoptedRouter;
         edgeB.stop();
         await eventually(
@@ -280,6 +303,20 @@ describe("the operator console", () => {
         await page.getByRole("link", { name: "edge-b" }).click();
         await heading("edge-b").waitFor();
         await page.getByRole("img", { name: /Downtime per hour over the last 24 hours/ }).waitFor();
+        // Health charts from the router's samples: CPU (overloaded), memory, temperature, ping, traffic.
+        const health = page.getByRole("region", { name: "Health" });
+        await health.getByRole("img", { name: /^CPU load\. CPU load: latest (9[6-9]|100)(\.\d)? %/ }).waitFor();
+        await health.getByRole("img", { name: /^Memory used\. Memory used: latest [\d.]+ %/ }).waitFor();
+        await health.getByRole("img", { name: /^Temperature\. Temperature: latest [\d.]+ °C/ }).waitFor();
+        await health.getByRole("img", { name: /^Ping\. Ping loss: latest 0 %/ }).waitFor();
+        await health.getByRole("img", { name: /^Traffic on ether1\. Received: latest/ }).waitFor();
+        await shot("07a-router-health");
+        await health.getByRole("combobox", { name: "Range" }).selectOption({ label: "Last 7 days" });
+        await health
+          .getByRole("img", { name: /^CPU load\./ })
+          .or(health.getByText("No health samples"))
+          .first()
+          .waitFor();
         const availability = page.getByRole("img", { name: /Availability per day over the last 30 days/ });
         await availability.waitFor();
         expect(await description(availability)).toMatch(/Worst day \d{4}-\d\d-\d\d: [\d.]+ % up/);

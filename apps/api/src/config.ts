@@ -17,6 +17,7 @@ import {
   envTunnelNetwork,
   loadEntryPointEnv,
   loadTunnelModeEnv,
+  isHealthPingTarget,
   ROUTEROS_USER_NAME,
   type TEnv,
   type TunnelModeEnv,
@@ -177,6 +178,8 @@ export interface AdoptionConfig {
   tunnel: TunnelModeEnv;
   /** `TUNNEL_SSH_PORT`: what the router's tunnel filter rule lets the agent reach. */
   sshPort: number;
+  /** `HEALTH_PING_TARGET`: what every heartbeat pings (default: the hub in wireguard mode, else none). */
+  pingTarget: string | undefined;
 }
 
 /** The only reader of the environment. Throws ConfigError naming the variable on a bad value. */
@@ -399,7 +402,17 @@ const loadAdoptionConfig = (env: TEnv): AdoptionConfig => {
     tunnelNetwork: envTunnelNetwork(env).cidr,
     tunnel: loadTunnelModeEnv(env, envTunnelNetwork(env)),
     sshPort: envTunnelSshPort(env),
+    pingTarget: envHealthPingTarget(env, loadTunnelModeEnv(env, envTunnelNetwork(env))),
   };
+};
+
+/** docs/routeros.md "Health": the heartbeat's ping target, an IPv4 address or host name the script may carry. */
+const envHealthPingTarget = (env: TEnv, tunnel: TunnelModeEnv): string | undefined => {
+  const target = envOptional(env, "HEALTH_PING_TARGET");
+  if (target === undefined) return tunnel.mode === "wireguard" ? tunnel.hubAddress : undefined;
+  if (!isHealthPingTarget(target))
+    throw new ConfigError("HEALTH_PING_TARGET", "must be an IPv4 address or a host name");
+  return target;
 };
 
 const envWebhookSecret = (env: TEnv): string | undefined => {

@@ -21,6 +21,10 @@ export interface SimulatorArgs {
   rebootSeconds: number;
   /** K adopted routers lose their management tunnel after the next change script (until a backup is loaded). */
   breakTunnelOnChange: number;
+  /** `--overload K`, `--overheat K`, `--lossy K`: the first K adopted routers report CPU > 95 %, > 80 C, half their pings lost. */
+  overload: number;
+  overheat: number;
+  lossy: number;
 }
 
 /** The user of the README's first session: the simulator's routers land in that user's organization. */
@@ -47,6 +51,9 @@ export const USAGE = `Usage: npm run simulate -- --routers N [options]
   --break-tunnel-on-change K
                          K adopted routers lose their management tunnel after the next change script
                          they run, until a backup is loaded (the guard of a fleet change)
+  --overload K           with --adopt: K routers report a CPU load above 95 %
+  --overheat K           with --adopt: K routers report a temperature above 80 C
+  --lossy K              with --adopt: K routers lose half of their heartbeat pings
   --no-bind              do not connect from each router's loopback tunnel_ip
   --quiet                no periodic status lines
   --help                 this text
@@ -89,6 +96,9 @@ const OPTIONS = {
   adopt: { type: "boolean" },
   "reboot-seconds": { type: "string" },
   "break-tunnel-on-change": { type: "string" },
+  overload: { type: "string" },
+  overheat: { type: "string" },
+  lossy: { type: "string" },
 } as const;
 
 /** node:util's parse errors, in the words the rest of the simulator uses. */
@@ -130,6 +140,9 @@ export const parseArgs = (
     adopt: v.adopt === true,
     rebootSeconds: 10,
     breakTunnelOnChange: 0,
+    overload: 0,
+    overheat: 0,
+    lossy: 0,
   };
   if (args.help) return args;
   if (v.routers !== undefined) args.routers = count("--routers", v.routers, 100_000);
@@ -152,7 +165,21 @@ export const parseArgs = (
     if (!args.adopt) throw new ArgsError("--break-tunnel-on-change needs --adopt (routers that run change scripts)");
   }
   if (args.breakTunnelOnChange > args.routers) throw new ArgsError("--break-tunnel-on-change cannot exceed --routers");
+  if (v.overload !== undefined) args.overload = count("--overload", v.overload, 100_000);
+  if (v.overheat !== undefined) args.overheat = count("--overheat", v.overheat, 100_000);
+  if (v.lossy !== undefined) args.lossy = count("--lossy", v.lossy, 100_000);
   if (args.routers < 1) throw new ArgsError("--routers N is required (N >= 1)");
+  if (!args.adopt && args.overload + args.overheat + args.lossy > 0) {
+    // Health comes from the adoption script the simulated RouterOS runs (docs/routeros.md "Health").
+    throw new ArgsError("--overload, --overheat and --lossy need --adopt: adopted routers report health");
+  }
+  for (const [name, k] of [
+    ["--overload", args.overload],
+    ["--overheat", args.overheat],
+    ["--lossy", args.lossy],
+  ] as const) {
+    if (k > args.routers) throw new ArgsError(`${name} cannot exceed --routers`);
+  }
   if (v["heartbeat-url"] !== undefined && v["api-url"] === undefined) {
     // The API runs beside the heartbeat daemon: same host, the API's port.
     const api = new URL(defaults.apiUrl);

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
-import { ArgsError, parseArgs } from "./cli-args.ts";
+import { ArgsError, parseArgs, USAGE } from "./cli-args.ts";
 import { startSimulator } from "./simulator.ts";
 import { tunnelIpFor } from "./tunnel-ips.ts";
 
@@ -205,6 +205,19 @@ describe("command line", () => {
     expect(parseArgs(["-h"]).help).toBe(true);
     expect(parseArgs(["--routers", "3", "--adopt"])).toMatchObject({ help: false, email: "you@example.com" });
     expect(parseArgs(["--routers", "3", "--email", "ops@example.net"]).email).toBe("ops@example.net");
+  });
+
+  it("takes --overload, --overheat and --lossy up to --routers, with --adopt, and lists them in --help", () => {
+    expect(
+      parseArgs(["--routers", "3", "--adopt", "--overload", "3", "--overheat", "1", "--lossy", "2"]),
+    ).toMatchObject({ overload: 3, overheat: 1, lossy: 2 });
+    expect(parseArgs(["--routers", "3", "--adopt"])).toMatchObject({ overload: 0, overheat: 0, lossy: 0 });
+    for (const flag of ["--overload", "--overheat", "--lossy"]) {
+      expect(() => parseArgs(["--routers", "3", "--adopt", flag, "4"])).toThrow(`${flag} cannot exceed --routers`);
+      expect(() => parseArgs(["--routers", "3", flag, "1"])).toThrow(/need --adopt/);
+      expect(() => parseArgs(["--routers", "3", "--adopt", flag, "-1"])).toThrow(ArgsError);
+      expect(USAGE).toContain(`${flag} K`);
+    }
   });
 
   it("gives every router a distinct loopback tunnel address", () => {

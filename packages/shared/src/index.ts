@@ -33,6 +33,7 @@ export * from "./rules/uuid.ts";
 export * from "./crypto/ssh-keys.ts";
 export * from "./routeros/routeros-script.ts";
 export * from "./routeros/adoption-script.ts";
+export * from "./routeros/health-script.ts";
 export * from "./tokens/heartbeat-token.ts";
 export * from "./runtime/server-lifecycle.ts";
 export * from "./rules/routeros-duration.ts";

@@ -92,6 +92,7 @@ export const wireRouters = async (
     intervalMs: adoptionConfig.intervalMs,
     sshUser: adoptionConfig.sshUser,
     tunnelNetwork: adoptionConfig.tunnelNetwork,
+    pingTarget: adoptionConfig.pingTarget,
     ...wireguardAdoption(config, sources?.hubPublicKey),
   });
   const healthSeries = new HealthSeriesRepository(db);

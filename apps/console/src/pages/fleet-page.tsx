@@ -5,7 +5,7 @@ import { QueryState } from "../components/query-state.tsx";
 import { Link } from "../navigation.tsx";
 import { type Router, useTRPC } from "../trpc.ts";
 
-type Sort = "name" | "last_seen";
+type Sort = "name" | "last_seen" | "cpu" | "memory" | "temperature";
 type Status = "all" | "online" | "offline";
 
 /** Routers a page of the fleet list holds (docs/console.md "Fleet"). */
@@ -14,6 +14,17 @@ export const FLEET_PAGE_SIZE = 100;
 /** What the router calls itself, else the name it was enrolled with, else its id. */
 export const routerLabel = (router: Pick<Router, "identity" | "name" | "id">) =>
   router.identity || router.name || `Router ${router.id.slice(0, 8)}`;
+
+/** A latest health value (null: never reported), whole numbers with its unit. */
+const measure = (value: number | null | undefined, unit: string) =>
+  value === null || value === undefined ? "—" : `${Math.round(value)} ${unit}`;
+
+/** The latest-health columns, each sortable on the server, worst (highest) first. */
+const HEALTH_COLUMNS = [
+  { sort: "cpu", title: "CPU" },
+  { sort: "memory", title: "Memory" },
+  { sort: "temperature", title: "Temperature" },
+] as const;
 
 export const StatusBadge = ({ online }: { online: boolean }) => (
   <span className={online ? "badge online" : "badge offline"}>{online ? "Online" : "Offline"}</span>
@@ -93,6 +104,9 @@ export const FleetPage = () => {
           <select id="fleet-sort" value={sort} onChange={(e) => setSort(e.target.value as Sort)}>
             <option value="last_seen">Last seen, newest first</option>
             <option value="name">Name</option>
+            <option value="cpu">CPU load, highest first</option>
+            <option value="memory">Memory used, highest first</option>
+            <option value="temperature">Temperature, highest first</option>
           </select>
         </div>
       </div>
@@ -111,6 +125,18 @@ export const FleetPage = () => {
               <th scope="col">Status</th>
               <th scope="col">Model</th>
               <th scope="col">RouterOS</th>
+              {HEALTH_COLUMNS.map((column) => (
+                <th key={column.sort} scope="col" aria-sort={sort === column.sort ? "descending" : undefined}>
+                  <button
+                    type="button"
+                    className="sort"
+                    aria-label={`Sort by ${column.title}, highest first`}
+                    onClick={() => setSort(column.sort)}
+                  >
+                    {column.title}
+                  </button>
+                </th>
+              ))}
               <th scope="col">Last seen</th>
               <th scope="col">From</th>
             </tr>
@@ -127,6 +153,9 @@ export const FleetPage = () => {
                 </td>
                 <td>{router.model || "—"}</td>
                 <td>{router.software_version || "—"}</td>
+                <td>{measure(router.cpu_load, "%")}</td>
+                <td>{measure(router.memory_used_percent, "%")}</td>
+                <td>{measure(router.temperature, "°C")}</td>
                 <td>{router.last_seen}</td>
                 <td>{router.last_seen_from ?? "—"}</td>
               </tr>

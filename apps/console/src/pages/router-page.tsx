@@ -11,6 +11,7 @@ import { routerLabel, StatusBadge } from "./fleet-page.tsx";
 import { AccessSection } from "./router-access.tsx";
 import { BackupsSection } from "./router-backups.tsx";
 import { ForwardsSection } from "./router-forwards.tsx";
+import { HealthSection } from "./router-health.tsx";
 
 /**
  * The router page is a list of sections, each its own component with its own queries
@@ -20,6 +21,7 @@ const SECTIONS: ReadonlyArray<{ id: string; title: string; render: (routerId: st
   { id: "metadata", title: "Metadata", render: (id) => <MetadataSection routerId={id} /> },
   { id: "tags", title: "Tags", render: (id) => <TagsSection routerId={id} /> },
   { id: "oem", title: "Hardware", render: (id) => <OemSection routerId={id} /> },
+  { id: "health", title: "Health", render: (id) => <HealthSection routerId={id} /> },
   { id: "downtime", title: "Downtime, last 24 hours", render: (id) => <MetricsSection routerId={id} /> },
   { id: "availability", title: "Availability, last 30 days", render: (id) => <AvailabilitySection routerId={id} /> },
   { id: "faults", title: "Faults", render: (id) => <FaultsSection routerId={id} /> },

@@ -48,6 +48,11 @@ export const runAdoptedSimulator = async (
     routers: entries,
     bindTunnelIp: args.bindTunnelIp,
     system: (index) => ({ rebootSeconds: args.rebootSeconds, breakTunnelOnChange: index < args.breakTunnelOnChange }),
+    healthOf: (index) => ({
+      overload: index < args.overload,
+      overheat: index < args.overheat,
+      lossy: index < args.lossy,
+    }),
     onRouter: (router) => hook(router),
     onError: (router, error) => say(`router ${router.tunnelIp}: adoption failed: ${error.message}`),
     reenroll: async (index, refused) => {

@@ -1,6 +1,7 @@
 import type { DeviceSnapshot } from "../routeros/script/routeros-device.ts";
 import { tunnelIpFor } from "../tunnel-ips.ts";
 import type { RouterOsDevice } from "../routeros/script/routeros-device.ts";
+import type { HealthBehaviour } from "../routeros/health/simulated-health.ts";
 import { AdoptedRouter } from "./adopted-router.ts";
 import type { RouterOsSystemOptions } from "../routeros/script/routeros-device-system.ts";
 
@@ -27,6 +28,8 @@ export interface AdoptedFleetOptions {
   deviceModes?: Record<number, { fetch: boolean; scheduler: boolean }>;
   /** Reboot time and tunnel breaking of the router at `index` (routeros-device-system.ts). */
   system?: (index: number) => RouterOsSystemOptions;
+  /** `--overload`, `--overheat`, `--lossy`: the health behaviour of the router at `index`. */
+  healthOf?: (index: number) => HealthBehaviour;
   /**
    * Called for each router before it adopts: attach its SSH side here (`router.authorize` decides
    * logins from the users and keys the script creates). A returned function runs at shutdown.
@@ -81,6 +84,7 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       ...(o.version ? { version: o.version } : {}),
       ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),
       ...(o.system ? { system: o.system(index) } : {}),
+      ...(o.healthOf ? { health: o.healthOf(index) } : {}),
       ...(o.onTunnelChange
         ? { onTunnelChange: (device: RouterOsDevice) => o.onTunnelChange?.(index, device) ?? Promise.resolve() }
         : {}),

@@ -7,6 +7,7 @@ import {
   RouterOsDevice,
 } from "../routeros/script/routeros-device.ts";
 import { INSTALLED_VERSION, type RouterOsSystemOptions } from "../routeros/script/routeros-device-system.ts";
+import { type HealthBehaviour, healthSeed, SimulatedHealth } from "../routeros/health/simulated-health.ts";
 
 /** Hardware an adopted router claims: a RouterBOARD and a CHR (no RouterBOARD, no serial number). */
 const HARDWARE = [
@@ -34,6 +35,8 @@ export interface AdoptedRouterOptions {
   onTunnelChange?: (device: RouterOsDevice) => Promise<void>;
   /** `--reboot-seconds`, `--break-tunnel-on-change` (routeros-device-system.ts). */
   system?: RouterOsSystemOptions;
+  /** `--overload`, `--overheat`, `--lossy`: what this router's health pushes past the thresholds. */
+  health?: HealthBehaviour;
 }
 
 export interface RecordedRequest extends HttpRequest {
@@ -75,6 +78,8 @@ export class AdoptedRouter {
       ...(options.deviceMode ? { deviceMode: options.deviceMode } : {}),
       ...(options.onTunnelChange ? { onTunnelChange: options.onTunnelChange } : {}),
       ...(options.system ? { system: options.system } : {}),
+      // Health drifts per router: the same router id gives the same values at the same time.
+      health: new SimulatedHealth(healthSeed(options.routerId), hardware.routerboard, options.health ?? {}),
       http: (request) => this.#send(request),
     });
   }

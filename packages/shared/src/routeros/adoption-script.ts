@@ -23,6 +23,7 @@ import {
   variable,
   word,
 } from "./routeros-script.ts";
+import { healthHeartbeatStatements } from "./health-script.ts";
 import {
   type AdoptionWireguard,
   removeWireguardStatements,
@@ -52,6 +53,8 @@ export interface AdoptionScriptInput {
   agentPublicKey: string;
   /** `TUNNEL_MODE=wireguard`: the script also builds the router's end of the tunnel. */
   wireguard?: AdoptionWireguard | undefined;
+  /** `HEALTH_PING_TARGET`: where every heartbeat's 5-packet ping goes; none when unset (docs/routeros.md "Health"). */
+  pingTarget?: string | undefined;
 }
 
 /** Names of what the script installs; running it again removes these first. */
@@ -106,7 +109,7 @@ export const deviceModeMessage = (feature: "fetch" | "scheduler"): string =>
  * and no software-id: its license's system-id stands in for both.
  */
 export const heartbeatScript = (
-  input: Pick<AdoptionScriptInput, "heartbeatUrl" | "heartbeatToken" | "wireguard">,
+  input: Pick<AdoptionScriptInput, "heartbeatUrl" | "heartbeatToken" | "wireguard" | "pingTarget">,
 ): RosStatement[] => [
   comment('fleet heartbeat (docs/routeros.md "Adoption")'),
   local("hb", emptyArray()),
@@ -132,6 +135,7 @@ export const heartbeatScript = (
     ],
   ),
   ...(input.wireguard ? wireguardKeyHeartbeatStatements() : []),
+  ...healthHeartbeatStatements(input.pingTarget),
   tryDo(
     [
       command("tool", "fetch", {

@@ -20,7 +20,11 @@ export type RosValue =
   | { kind: "key"; name: string; key: string }
   | { kind: "array" }
   | { kind: "sub"; command: RosCommand }
-  | { kind: "cmp"; op: "=" | "!="; left: RosValue; right: RosValue };
+  | { kind: "cmp"; op: "=" | "!=" | "<" | ">"; left: RosValue; right: RosValue }
+  /** Integer (or time) arithmetic: `($a + 1)`, `(($t) * 1000)`. */
+  | { kind: "arith"; op: "+" | "/" | "*"; left: RosValue; right: RosValue }
+  /** `($name->[...])`: an array element whose key is itself a value. */
+  | { kind: "index"; name: string; index: RosValue };
 
 /** `/menu path verb positional... name=value...`, or a global command (`:serialize ...`) when `global`. */
 export interface RosCommand {
@@ -30,6 +34,8 @@ export interface RosCommand {
   verb: string;
   /** True for the `:`-prefixed global commands. */
   global?: boolean;
+  /** True for a root-menu command written with its slash (`/ping`). */
+  root?: boolean;
   positional: readonly RosValue[];
   args: ReadonlyArray<readonly [string, RosValue]>;
 }
@@ -38,7 +44,8 @@ export type RosStatement =
   | RosCommand
   | { kind: "comment"; text: string }
   | { kind: "local"; name: string; value: RosValue }
-  | { kind: "set"; name: string; key?: string; value: RosValue }
+  | { kind: "set"; name: string; key?: string; index?: RosValue; value: RosValue }
+  | { kind: "foreach"; name: string; in: RosValue; body: readonly RosStatement[] }
   | { kind: "if"; condition: RosValue; then: readonly RosStatement[]; otherwise?: readonly RosStatement[] }
   | { kind: "do"; body: readonly RosStatement[]; onError: readonly RosStatement[] }
   | { kind: "error"; message: RosValue };
@@ -165,6 +172,16 @@ export const emptyArray = (): RosValue => ({ kind: "array" });
 export const sub = (command: RosCommand): RosValue => ({ kind: "sub", command });
 export const notEqual = (left: RosValue, right: RosValue): RosValue => ({ kind: "cmp", op: "!=", left, right });
 export const equal = (left: RosValue, right: RosValue): RosValue => ({ kind: "cmp", op: "=", left, right });
+export const less = (left: RosValue, right: RosValue): RosValue => ({ kind: "cmp", op: "<", left, right });
+export const greater = (left: RosValue, right: RosValue): RosValue => ({ kind: "cmp", op: ">", left, right });
+export const plus = (left: RosValue, right: RosValue): RosValue => ({ kind: "arith", op: "+", left, right });
+export const times = (left: RosValue, right: RosValue): RosValue => ({ kind: "arith", op: "*", left, right });
+export const divided = (left: RosValue, right: RosValue): RosValue => ({ kind: "arith", op: "/", left, right });
+export const element = (name: string, at: RosValue): RosValue => ({
+  kind: "index",
+  name: check(VAR_NAME, name, "variable"),
+  index: at,
+});
 
 type Args = Record<string, RosValue>;
 
@@ -181,6 +198,12 @@ export const command = (path: string, verb: string, args: Args = {}, positional:
 export const globalCommand = (verb: string, args: Args = {}, positional: RosValue[] = []): RosCommand => ({
   ...command("", verb, args, positional),
   global: true,
+});
+
+/** A root-menu command written with its slash: `/ping address=... count=5 as-value`. */
+export const rootCommand = (verb: string, args: Args = {}, positional: RosValue[] = []): RosCommand => ({
+  ...command("", verb, args, positional),
+  root: true,
 });
 
 /** `[find where name="x" ...]`. */
@@ -200,6 +223,20 @@ export const set = (name: string, value: RosValue, k?: string): RosStatement => 
   name: check(VAR_NAME, name, "variable"),
   ...(k === undefined ? {} : { key: k }),
   value,
+});
+/** `:set ($name->[...]) value`: appends with `[:len $name]` as the key. */
+export const setAt = (name: string, at: RosValue, value: RosValue): RosStatement => ({
+  kind: "set",
+  name: check(VAR_NAME, name, "variable"),
+  index: at,
+  value,
+});
+/** `:foreach name in=... do={...}`. */
+export const forEach = (name: string, over: RosValue, body: RosStatement[]): RosStatement => ({
+  kind: "foreach",
+  name: check(VAR_NAME, name, "variable"),
+  in: over,
+  body,
 });
 export const ifThen = (condition: RosValue, then: RosStatement[], otherwise?: RosStatement[]): RosStatement => ({
   kind: "if",
@@ -235,12 +272,21 @@ const renderValue = (value: RosValue, inArgument: boolean): string => {
     case "sub":
       return `[${renderCommand(value.command)}]`;
     case "cmp":
+    case "arith":
       return `(${renderValue(value.left, false)} ${value.op} ${renderValue(value.right, false)})`;
+    case "index":
+      return `($${check(VAR_NAME, value.name, "variable")}->${renderValue(value.index, false)})`;
   }
 };
 
 const renderCommand = (c: RosCommand): string => {
-  const head = c.global ? `:${c.verb}` : c.path.length > 0 ? `/${c.path.join(" ")} ${c.verb}` : c.verb;
+  const head = c.global
+    ? `:${c.verb}`
+    : c.path.length > 0
+      ? `/${c.path.join(" ")} ${c.verb}`
+      : c.root
+        ? `/${c.verb}`
+        : c.verb;
   const parts = [head];
   for (const p of c.positional) parts.push(renderValue(p, true));
   for (const [name, value] of c.args) parts.push(`${check(ARG_NAME, name, "argument")}=${renderValue(value, true)}`);
@@ -262,7 +308,12 @@ const renderStatement = (s: RosStatement, indent: string): string => {
     case "local":
       return `${indent}:local ${check(VAR_NAME, s.name, "variable")} ${renderValue(s.value, false)}`;
     case "set": {
-      const target = s.key === undefined ? s.name : `($${s.name}->${routerOsString(s.key)})`;
+      const target =
+        s.index !== undefined
+          ? renderValue({ kind: "index", name: s.name, index: s.index }, false)
+          : s.key === undefined
+            ? s.name
+            : `($${s.name}->${routerOsString(s.key)})`;
       return `${indent}:set ${target} ${renderValue(s.value, false)}`;
     }
     case "if": {
@@ -271,6 +322,8 @@ const renderStatement = (s: RosStatement, indent: string): string => {
       const otherwise = s.otherwise ? ` else=${renderBlock(s.otherwise, indent)}` : "";
       return `${indent}:if ${condition} do=${renderBlock(s.then, indent)}${otherwise}`;
     }
+    case "foreach":
+      return `${indent}:foreach ${check(VAR_NAME, s.name, "variable")} in=${renderValue(s.in, true)} do=${renderBlock(s.body, indent)}`;
     case "do":
       return `${indent}:do ${renderBlock(s.body, indent)} on-error=${renderBlock(s.onError, indent)}`;
     case "error":

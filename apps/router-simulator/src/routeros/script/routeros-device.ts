@@ -1,6 +1,17 @@
 import { type Clock, generateWireguardKeyPair, isWireguardKey, systemClock } from "@fleet/shared";
 import ssh2 from "ssh2";
 import { NOT_SYSTEM, RouterOsSystem, type RouterOsSystemOptions } from "./routeros-device-system.ts";
+import {
+  type FindConditions,
+  findInterfaces,
+  findSensors,
+  getInterface,
+  getSensor,
+  HealthCommandError,
+  type HealthValue,
+  ping,
+} from "../health/health-commands.ts";
+import { healthSeed, SimulatedHealth } from "../health/simulated-health.ts";
 import { type Arg, type Expr, parseRouterOsScript, type Statement } from "./routeros-script-parser.ts";
 
 /**
@@ -72,6 +83,8 @@ export interface RouterOsDeviceOptions {
   onTunnelChange?: (device: RouterOsDevice) => Promise<void>;
   /** Reboots, update channels, `--break-tunnel-on-change` (routeros-device-system.ts). */
   system?: RouterOsSystemOptions;
+  /** What `/system resource`, `/system health`, `/interface` and `/ping` report; default: from the serial number. */
+  health?: SimulatedHealth;
 }
 
 interface Item {
@@ -211,6 +224,10 @@ export const serializeJson = (value: RosVal, noStringConversion = false): string
   if (typeof value === "boolean") return value ? "true" : "false";
   if (typeof value === "number") return value.toFixed(6);
   if (value instanceof RosTime) return JSON.stringify(value.toString());
+  if (value instanceof Map && isList(value)) {
+    // A list (keys 0..n-1, as `:set ($a->[:len $a]) $x` appends) is a JSON array.
+    return `[${[...value.values()].map((v) => serializeJson(v, noStringConversion)).join(",")}]`;
+  }
   if (value instanceof Map) {
     const keys = [...value.keys()].sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${serializeJson(value.get(k), noStringConversion)}`).join(",")}}`;
@@ -219,6 +236,52 @@ export const serializeJson = (value: RosVal, noStringConversion = false): string
   if (!noStringConversion && /^-?\d+(\.\d+)?$/.test(value)) return Number(value).toFixed(6);
   return JSON.stringify(value);
 };
+
+const isList = (value: Map<string, RosVal>): boolean =>
+  value.size > 0 && [...value.keys()].every((k, i) => k === String(i));
+
+/** A health command's plain value as the interpreter's value (records become arrays, times RosTime). */
+const fromHealth = (value: HealthValue): RosVal => {
+  if (Array.isArray(value)) {
+    return new Map(
+      value.map((record, i) => [
+        String(i),
+        new Map<string, RosVal>(
+          Object.entries(record).map(([k, v]) => [k, typeof v === "object" ? new RosTime(v.seconds) : v]),
+        ),
+      ]),
+    );
+  }
+  if (value && typeof value === "object" && "seconds" in value) return new RosTime(value.seconds);
+  return value;
+};
+
+/** `<`, `>`, `+`, `*`, `/` on numbers, and a time times or plus a number as RouterOS does it. */
+const arithmetic = (op: "<" | ">" | "+" | "*" | "/", left: RosVal, right: RosVal): RosVal => {
+  const number = (v: RosVal): number => {
+    if (typeof v === "number") return v;
+    if (v instanceof RosTime) return v.seconds;
+    if (typeof v === "string" && /^-?\d+$/.test(v)) return Number(v);
+    throw new RouterOsRuntimeError(`cannot use ${str(v)} in arithmetic`);
+  };
+  const a = number(left);
+  const b = number(right);
+  switch (op) {
+    case "<":
+      return a < b;
+    case ">":
+      return a > b;
+    case "+":
+      return left instanceof RosTime ? new RosTime(a + b) : a + b;
+    case "*":
+      return left instanceof RosTime || right instanceof RosTime ? new RosTime(a * b) : a * b;
+    case "/":
+      if (b === 0) throw new RouterOsRuntimeError("division by zero");
+      return left instanceof RosTime && !(right instanceof RosTime) ? new RosTime(a / b) : Math.trunc(a / b);
+  }
+};
+
+const NOT_HEALTH = Symbol("not a health command");
 
 class Scope {
   readonly vars = new Map<string, RosVal>();
@@ -255,6 +318,7 @@ export class RouterOsDevice {
   version: string;
   /** Milliseconds since the epoch at boot: a reboot moves it. */
   bootedAt: number;
+  readonly health: SimulatedHealth;
   #nextId = 1;
   #timers = new Map<string, NodeJS.Timeout>();
   #identity: string;
@@ -266,6 +330,7 @@ export class RouterOsDevice {
     this.version = options.version;
     this.bootedAt = options.bootedAt;
     this.system = new RouterOsSystem(this, options.system);
+    this.health = options.health ?? new SimulatedHealth(healthSeed(options.serialNumber), options.routerboard);
     this.tables["user group"].push(
       ...["read", "write", "full"].map((name) => ({ id: this.#id(), props: { name, policy: "", builtin: "yes" } })),
     );
@@ -399,6 +464,7 @@ export class RouterOsDevice {
         const left = await this.#eval(e.left, scope, menu);
         const right = await this.#eval(e.right, scope, menu);
         if (e.op === "->") return left instanceof Map ? left.get(str(right)) : undefined;
+        if (e.op !== "=" && e.op !== "!=") return arithmetic(e.op, left, right);
         const same = typeof left === typeof right ? str(left) === str(right) : false;
         return e.op === "=" ? same : !same;
       }
@@ -489,6 +555,48 @@ export class RouterOsDevice {
       }
       case "tostr":
         return str(await this.#eval(positional[0], scope, menu));
+      case "toarray": {
+        const value = await this.#eval(positional[0], scope, menu);
+        if (value instanceof Map) return value;
+        const parts = str(value) === "" ? [] : str(value).split(",");
+        return new Map<string, RosVal>(parts.map((part, i) => [String(i), part]));
+      }
+      case "tonum": {
+        const value = await this.#eval(positional[0], scope, menu);
+        if (typeof value === "number") return value;
+        // A time value becomes its whole seconds.
+        if (value instanceof RosTime) return Math.floor(value.seconds);
+        return typeof value === "string" && /^-?\d+$/.test(value) ? Number(value) : undefined;
+      }
+      case "typeof": {
+        const value = await this.#eval(positional[0], scope, menu);
+        if (value === undefined) return "nothing";
+        if (value instanceof RosTime) return "time";
+        if (value instanceof Map || typeof value === "object") return "array";
+        return typeof value === "number" ? "num" : typeof value === "boolean" ? "bool" : "str";
+      }
+      case "foreach": {
+        const named = this.#named(s.args, ["in", "do"], ":foreach");
+        const name = positional[0];
+        if (name?.kind !== "word") throw new RouterOsRuntimeError("bad variable name");
+        const body = named.get("do");
+        if (body?.kind !== "block") throw new RouterOsRuntimeError(":foreach needs do={...}");
+        const over = await this.#eval(named.get("in"), scope, menu);
+        const items: RosVal[] =
+          over instanceof Map
+            ? [...over.values()]
+            : over && typeof over === "object" && "ids" in over
+              ? over.ids
+              : over === undefined
+                ? []
+                : [over];
+        for (const item of items) {
+          const inner = new Scope(scope);
+          inner.vars.set(name.value, item);
+          await this.#exec(body.body, inner, menu);
+        }
+        return undefined;
+      }
       case "len": {
         const value = await this.#eval(positional[0], scope, menu);
         if (value instanceof Map) return value.size;
@@ -519,7 +627,7 @@ export class RouterOsDevice {
   }
 
   async #menu(s: Extract<Statement, { kind: "menu" }>, scope: Scope, outer: string): Promise<RosVal> {
-    const menu = s.path.length > 0 || s.verb === "import" ? s.path.join(" ") : outer;
+    const menu = s.path.length > 0 || s.verb === "import" || s.verb === "ping" ? s.path.join(" ") : outer;
     const positional = this.#positional(s.args);
     switch (`${menu}|${s.verb}`) {
       case "system device-mode|get":
@@ -538,6 +646,7 @@ export class RouterOsDevice {
             version: this.version,
             "board-name": this.options.boardName,
             uptime: new RosTime((this.#nowMs() - this.bootedAt) / 1000),
+            ...this.#resourceProps(),
           },
           scope,
           menu,
@@ -587,6 +696,8 @@ export class RouterOsDevice {
       await Promise.all(positional.map(async (p) => str(await this.#eval(p, scope, menu)))),
     );
     if (system !== NOT_SYSTEM) return system;
+    const health = await this.#healthCommand(menu, s, positional, scope);
+    if (health !== NOT_HEALTH) return health;
     if (!isTable(menu)) throw new RouterOsRuntimeError(`bad command name ${s.verb} in /${menu}`);
     const table = this.tables[menu];
     switch (s.verb) {
@@ -642,6 +753,66 @@ export class RouterOsDevice {
     for (const arg of args)
       if (arg.name !== undefined) values.set(arg.name, str(await this.#eval(arg.value, scope, menu)));
     return values;
+  }
+
+  /** `/system resource`'s measured properties (docs/routeros.md "Health"). */
+  #resourceProps(): Record<string, RosVal> {
+    const r = this.health.resources(this.#nowMs());
+    return {
+      "cpu-load": r.cpuLoad,
+      "total-memory": r.totalMemory,
+      "free-memory": r.freeMemory,
+      "total-hdd-space": r.totalHdd,
+      "free-hdd-space": r.freeHdd,
+    };
+  }
+
+  /** `/system health`, `/interface` and `/ping` (health/health-commands.ts); NOT_HEALTH for other commands. */
+  async #healthCommand(
+    menu: string,
+    s: Extract<Statement, { kind: "menu" }>,
+    positional: Expr[],
+    scope: Scope,
+  ): Promise<RosVal | typeof NOT_HEALTH> {
+    const key = `${menu}|${s.verb}`;
+    if (!["system health|find", "system health|get", "interface|find", "interface|get", "|ping"].includes(key)) {
+      return NOT_HEALTH;
+    }
+    const context = { health: this.health, nowMs: this.#nowMs(), bootedAtMs: this.bootedAt };
+    const conditions = async (): Promise<FindConditions> => {
+      const where = positional.filter((p) => !(p.kind === "word" && p.value === "where"));
+      if (where.length > 0) throw new RouterOsRuntimeError("find: only name=value conditions are simulated");
+      const out: FindConditions = [];
+      for (const a of s.args) if (a.name !== undefined) out.push([a.name, str(await this.#eval(a.value, scope, menu))]);
+      return out;
+    };
+    const target = async (): Promise<string | string[]> => {
+      const value = await this.#eval(positional[0], scope, menu);
+      return value && typeof value === "object" && "ids" in value ? value.ids : str(value);
+    };
+    try {
+      switch (key) {
+        case "system health|find":
+          return findSensors(context, await conditions());
+        case "interface|find":
+          return findInterfaces(context, await conditions());
+        case "system health|get":
+          return fromHealth(getSensor(context, await target(), str(await this.#eval(positional[1], scope, menu))));
+        case "interface|get":
+          return fromHealth(getInterface(context, await target(), str(await this.#eval(positional[1], scope, menu))));
+        default: {
+          const args = new Map<string, string>();
+          for (const a of s.args)
+            if (a.name !== undefined) args.set(a.name, str(await this.#eval(a.value, scope, menu)));
+          const flags = positional.map((p) => (p.kind === "word" ? p.value : "?"));
+          if (flags.some((f) => f !== "as-value")) throw new RouterOsRuntimeError("expected end of command");
+          return fromHealth(ping(context, args, flags.includes("as-value")));
+        }
+      }
+    } catch (error) {
+      if (error instanceof HealthCommandError) throw new RouterOsRuntimeError(error.message);
+      throw error;
+    }
   }
 
   async #get(positional: Expr[], props: Record<string, RosVal>, scope: Scope, menu: string): Promise<RosVal> {

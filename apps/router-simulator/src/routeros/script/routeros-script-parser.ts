@@ -14,9 +14,13 @@ export type Expr =
   | { kind: "var"; name: string }
   | { kind: "sub"; statement: Statement }
   | { kind: "block"; body: Statement[] }
-  | { kind: "binary"; op: "=" | "!=" | "->"; left: Expr; right: Expr }
+  | { kind: "binary"; op: BinaryOp; left: Expr; right: Expr }
   | { kind: "not"; value: Expr }
   | { kind: "array" };
+
+/** Operators inside `( ... )`: comparisons, `->`, and the integer/time arithmetic health reading needs. */
+export type BinaryOp = "=" | "!=" | "->" | "<" | ">" | "+" | "*" | "/";
+const OPERATORS: readonly BinaryOp[] = ["->", "!=", "=", "<", ">", "+", "*", "/"];
 
 export interface Arg {
   name: string | undefined;
@@ -31,7 +35,7 @@ export class RouterOsSyntaxError extends Error {}
 
 /** Menus the simulator knows and the commands each takes; anything else is a "bad command name". */
 export const MENUS: Record<string, readonly string[]> = {
-  "": ["import"],
+  "": ["import", "ping"],
   system: ["reboot"],
   "system note": ["get", "set"],
   "system ntp": [],
@@ -43,6 +47,7 @@ export const MENUS: Record<string, readonly string[]> = {
   "system device-mode": ["get", "print"],
   "system identity": ["get", "set"],
   "system resource": ["get"],
+  "system health": ["get", "find", "print"],
   "system routerboard": ["get"],
   "system license": ["get"],
   "system script": ["add", "remove", "run", "print"],
@@ -52,7 +57,7 @@ export const MENUS: Record<string, readonly string[]> = {
   "user ssh-keys": ["add", "remove", "print"],
   tool: ["fetch"],
   file: ["remove", "print"],
-  interface: [],
+  interface: ["get", "find", "print"],
   "interface wireguard": ["add", "remove", "find", "get", "print"],
   "interface wireguard peers": ["add", "remove", "find", "print"],
   ip: [],
@@ -75,6 +80,10 @@ const GLOBALS = new Set([
   "tostr",
   "len",
   "delay",
+  "foreach",
+  "toarray",
+  "tonum",
+  "typeof",
 ]);
 
 class Reader {
@@ -180,7 +189,7 @@ const readVariable = (r: Reader): Expr => {
   return { kind: "var", name: r.text.slice(start, r.i) };
 };
 
-/** `( ... )`: an operand, optionally `=`, `!=` or `->` and another operand; `({})` is an empty array. */
+/** `( ... )`: an operand, optionally an operator of OPERATORS and another operand; `({})` is an empty array. */
 const readParen = (r: Reader): Expr => {
   r.i += 1;
   r.skipBlanks();
@@ -197,10 +206,7 @@ const readParen = (r: Reader): Expr => {
     left = { kind: "not", value: readOperand(r) };
   } else left = readOperand(r);
   r.skipBlanks();
-  let op: "=" | "!=" | "->" | undefined;
-  if (r.text.startsWith("->", r.i)) op = "->";
-  else if (r.text.startsWith("!=", r.i)) op = "!=";
-  else if (r.peek() === "=") op = "=";
+  const op = OPERATORS.find((o) => r.text.startsWith(o, r.i));
   if (op) {
     r.i += op.length;
     r.skipBlanks();
@@ -208,7 +214,7 @@ const readParen = (r: Reader): Expr => {
     left = { kind: "binary", op, left, right };
     r.skipBlanks();
   }
-  if (r.peek() !== ")") r.fail("expected ) or an operator this simulator knows (=, !=, ->)", r.i);
+  if (r.peek() !== ")") r.fail(`expected ) or an operator this simulator knows (${OPERATORS.join(", ")})`, r.i);
   r.i += 1;
   return left;
 };

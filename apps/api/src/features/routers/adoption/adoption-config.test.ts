@@ -65,6 +65,7 @@ describe("adoption configuration", () => {
       tunnelNetwork: "127.64.0.0/10",
       tunnel: { mode: "external" },
       sshPort: 2222,
+      pingTarget: undefined,
     });
     // Production, with what production requires (docs/operations.md "Production").
     const production = loadApiConfig({
@@ -95,6 +96,10 @@ describe("adoption configuration", () => {
     [{ TUNNEL_SSH_PUBLIC_KEY: `${OPENSSH_PUBLIC} comment` }, null],
     [{ TUNNEL_SSH_PUBLIC_KEY: 'ssh-ed25519 AAAA"; /system reboot' }, "TUNNEL_SSH_PUBLIC_KEY"],
     [{ HEARTBEAT_INTERVAL_MS: "49" }, "HEARTBEAT_INTERVAL_MS"],
+    [{ HEALTH_PING_TARGET: "192.0.2.1" }, null],
+    [{ HEALTH_PING_TARGET: "gw.example.net" }, null],
+    [{ HEALTH_PING_TARGET: "192.0.2.1 count=1000" }, "HEALTH_PING_TARGET"],
+    [{ HEALTH_PING_TARGET: 'x"; /system reboot' }, "HEALTH_PING_TARGET"],
   ])("%j -> %s", (env, variable) => {
     if (variable === null) expect(() => loadApiConfig(env)).not.toThrow();
     else expect(() => loadApiConfig(env)).toThrow(new RegExp(`^Invalid configuration: ${variable} `));
@@ -108,6 +113,15 @@ describe("adoption configuration", () => {
     });
     expect(adoption.apiPublicUrl).toBe("https://api.example.net");
     expect(adoption.sshPublicKey).toBe(OPENSSH_PUBLIC);
+  });
+
+  it("pings the hub by default in wireguard mode, else nothing unless HEALTH_PING_TARGET says", () => {
+    const wireguard = { TUNNEL_MODE: "wireguard", TUNNEL_WG_ENDPOINT: "hub.example.net:51820" };
+    const { adoption } = loadApiConfig(wireguard);
+    expect(adoption.tunnel.mode === "wireguard" && adoption.tunnel.hubAddress).toBe(adoption.pingTarget);
+    expect(adoption.pingTarget).toMatch(/^\d+\.\d+\.\d+\.1$/);
+    expect(loadApiConfig({ ...wireguard, HEALTH_PING_TARGET: "192.0.2.7" }).adoption.pingTarget).toBe("192.0.2.7");
+    expect(loadApiConfig({ HEALTH_PING_TARGET: "192.0.2.7" }).adoption.pingTarget).toBe("192.0.2.7");
   });
 });
 

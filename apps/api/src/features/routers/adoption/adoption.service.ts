@@ -39,6 +39,8 @@ export interface AdoptionServiceDeps {
   intervalMs: number;
   sshUser: string;
   tunnelNetwork: string;
+  /** `HEALTH_PING_TARGET`: each heartbeat's ping (docs/routeros.md "Health"); none when undefined. */
+  pingTarget?: string | undefined;
   /**
    * `TUNNEL_MODE=wireguard`: what the script's tunnel part is built from (the router's own address
    * comes from its row); `hubPublicKey` is undefined while the hub's key is not known.
@@ -175,6 +177,7 @@ export class AdoptionService {
       sshUser: this.#deps.sshUser,
       tunnelNetwork: this.#deps.tunnelNetwork,
       agentPublicKey,
+      pingTarget: this.#deps.pingTarget,
     });
   }
 
