@@ -87,7 +87,9 @@ export const startApiHarness = async (
       devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
       schedules: options.schedules ?? false,
       ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
-      ...(options.connections ? { connections: options.connections } : {}),
+      // A request of a loaded CI machine may take longer than production's 10 s deadline; the
+      // deadline's own tests (connection-guard.test.ts) pass theirs.
+      connections: { requestTimeoutMs: 120_000, ...options.connections },
       ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
       ...(options.alertTiming ? { alertTiming: options.alertTiming } : {}),
     },

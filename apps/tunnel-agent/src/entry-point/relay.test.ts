@@ -17,6 +17,13 @@ afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
 
+const freeOnEntry = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const probe = net.createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, ENTRY, () => probe.close(() => resolve(true)));
+  });
+
 /** A stand-in for the router's tunnel side: counts connections and bytes, echoes or sinks. */
 const startRouter = async (mode: "echo" | "sink" = "echo") => {
   const seen = { connections: 0, bytes: 0, hash: createHash("sha256") };
@@ -36,8 +43,15 @@ const startRouter = async (mode: "echo" | "sink" = "echo") => {
     });
     socket.on("end", () => socket.end(`${seen.bytes}`));
   });
-  server.listen(0, TUNNEL);
-  await once(server, "listening");
+  // The relay listens on ENTRY at the router's port number: take a number free on both addresses,
+  // or the relay's bind fails and the client reaches whatever else holds ENTRY:port.
+  for (let attempt = 1; ; attempt++) {
+    server.listen(0, TUNNEL);
+    await once(server, "listening");
+    if (await freeOnEntry((server.address() as net.AddressInfo).port)) break;
+    await new Promise((resolve) => server.close(resolve));
+    if (attempt === 50) throw new Error("no port free on both loopback addresses");
+  }
   cleanups.push(() => {
     for (const s of sockets) s.destroy();
     return new Promise((resolve) => server.close(resolve));
