@@ -551,3 +551,61 @@ describe("hostile input refused by ZCreateChangeInput", () => {
     }
   });
 });
+
+describe("more hostile selectors, cursors and limits", () => {
+  it("a team-bound credential naming another team, or its routers by id or tag, is 404 and writes nothing", async () => {
+    const { owner, ids, origin } = await org(1);
+    await db.query(`update routers set tags = '["core"]' where id = $1`, [ids[0]]);
+    const team = crypto.randomUUID();
+    await db.query(
+      "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'Bound', false, now())",
+      [team, owner.organizationId],
+    );
+    await makeRouter(db, { organizationId: owner.organizationId, teamId: team });
+    const before = await databaseFingerprint(db);
+    for (const routers of [{ team_id: owner.teamId }, { router_ids: [ids[0] ?? ""] }]) {
+      expect((await rejection(service.create(owner.organizationId, origin, body({ routers }), team))).status).toBe(404);
+    }
+    // A tag only another team's routers carry selects nothing of this team: 422, not a hint.
+    const tagged = await rejection(
+      service.create(owner.organizationId, origin, body({ routers: { tags: ["core"] } }), team),
+    );
+    expect(tagged.status).toBe(422);
+    expect(await databaseFingerprint(db)).toBe(before);
+  });
+
+  it("a well-formed cursor from nowhere (far future, unknown id) pages without error", async () => {
+    const { owner, origin } = await org(1);
+    const made = await service.create(owner.organizationId, origin, body());
+    for (const raw of [`999999999999999:${crypto.randomUUID()}`, `0:${crypto.randomUUID()}`]) {
+      const cursor = Buffer.from(raw).toString("base64url");
+      const page = await service.list(owner.organizationId, { cursor });
+      expect(page.data.map((c) => c.id)).toEqual(raw.startsWith("0:") ? [] : [made.id]);
+    }
+  });
+
+  it("selector and name limits at n and n+1", () => {
+    const refused = (input: Record<string, unknown>) => {
+      const result = ZCreateChangeInput.safeParse({
+        name: "x",
+        kind: "script",
+        script: ":put 1",
+        routers: {},
+        ...input,
+      });
+      return result.success ? null : [...new Set(result.error.issues.map((i) => i.path.join(".")))];
+    };
+    const ids = (n: number) => Array.from({ length: n }, () => crypto.randomUUID());
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
+    expect(refused({ routers: { router_ids: ids(CHANGE_LIMITS.selectorRouterIds) } })).toBeNull();
+    expect(refused({ routers: { router_ids: ids(CHANGE_LIMITS.selectorRouterIds + 1) } })).toEqual([
+      "routers.router_ids",
+    ]);
+    expect(refused({ routers: { tags: tags(CHANGE_LIMITS.selectorTags) } })).toBeNull();
+    expect(refused({ routers: { tags: tags(CHANGE_LIMITS.selectorTags + 1) } })).toEqual(["routers.tags"]);
+    expect(refused({ name: "n".repeat(CHANGE_LIMITS.name) })).toBeNull();
+    expect(refused({ name: "n".repeat(CHANGE_LIMITS.name + 1) })).toEqual(["name"]);
+    for (const guard of [60.5, "60", null, -60]) expect(refused({ guard_seconds: guard })).toEqual(["guard_seconds"]);
+    expect(refused({ routers: { router_ids: ["a\u0000"] } })).toEqual(["routers.router_ids.0"]);
+  });
+});
