@@ -99,10 +99,17 @@ describe("renderChangeScript against hostile templates", () => {
 
   it("refuses a placeholder right after $: the value would name the variable to read", () => {
     const dollar = "$";
-    for (const template of [`:put ${dollar}{{identity}}`, `:put "${dollar}{{identity}}"`]) {
+    for (const template of [
+      `:put ${dollar}{{identity}}`,
+      `:put "${dollar}{{identity}}"`,
+      `:put "${dollar}a{{identity}}"`,
+      `:put ${dollar}my_var{{identity}}`,
+    ]) {
       expect(() => renderChangeScript(template, vars())).toThrow(ChangePlaceholderError);
     }
     expect(changeTemplateProblems(`:put "\\${dollar}{{identity}}"`)).toEqual([]);
+    expect(changeTemplateProblems(`:put "\\${dollar}a{{identity}}"`)).toEqual([]);
+    expect(changeTemplateProblems(`:put "${dollar}a {{identity}}"`)).toEqual([]);
   });
 
   it("a placeholder inside $[...] or $(...) of a string is a whole literal there, not a string's body", () => {

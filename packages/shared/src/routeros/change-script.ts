@@ -106,14 +106,16 @@ export const CHANGE_RENDERED_SCRIPT_BYTES = 256 * 1024;
 /**
  * Where a known placeholder stands somewhere its value could not be a string of its own: right after
  * a `\` inside a string (the template would escape the literal's first character, and the value
- * would end the string) or right after `$` (the value would name the variable to read).
+ * would end the string) or right after `$` or `$name` (the value would name the variable to read).
  */
 export const misplacedChangePlaceholders = (template: string): string[] => {
   const kinds = contexts(template);
   const misplaced: string[] = [];
   for (const match of template.matchAll(PLACEHOLDER)) {
     const offset = match.index ?? 0;
-    const afterDollar = offset > 0 && template[offset - 1] === "$" && kinds[offset - 1] !== ESCAPED;
+    const variable = /\$[A-Za-z0-9_]*$/.exec(template.slice(Math.max(0, offset - 256), offset));
+    const dollar = variable ? offset - variable[0].length : -1;
+    const afterDollar = dollar >= 0 && kinds[dollar] !== ESCAPED;
     if (kinds[offset] === ESCAPED || afterDollar) misplaced.push(match[0]);
   }
   return misplaced;
@@ -130,7 +132,9 @@ export const changeTemplateProblems = (template: string): string[] => {
   }
   const misplaced = misplacedChangePlaceholders(template);
   if (misplaced.length > 0) {
-    problems.push(`has placeholders right after \\ in a string or after $: ${[...new Set(misplaced)].join(", ")}`);
+    problems.push(
+      `has placeholders right after \\ in a string or after a $ variable name: ${[...new Set(misplaced)].join(", ")}`,
+    );
   }
   return problems;
 };
