@@ -5,7 +5,14 @@ import { listRouterJobs, routerJobsQueue } from "../jobs/router-jobs.ts";
 import { ChangesRepository, type NewChange } from "../repositories/changes.repository.ts";
 import { queryOf } from "../database.ts";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
-import { assignWaves, CHANGE_ADVANCE_QUEUE, changeAdvanceQueue, ChangeWorkflow } from "./change-workflow.ts";
+import {
+  assignWaves,
+  CHANGE_ADVANCE_QUEUE,
+  CHANGE_AUDIT_OUTPUT_CHARS,
+  CHANGE_OUTPUT_CHARS,
+  changeAdvanceQueue,
+  ChangeWorkflow,
+} from "./change-workflow.ts";
 
 // The workflow on a real database and job engine, driven as the agent drives it: the dispatcher's
 // steps are called as its job would call them, routers finish through finishChangeRouter.
@@ -245,5 +252,43 @@ describe("ChangeWorkflow", () => {
     clock.advance(3_600_000);
     expect((await workflow.advance(change.id))?.state).toBe("running");
     expect(await states(change.id)).toEqual(["running"]);
+  });
+});
+
+// Issue 39 "Bad input and attackers": a router's output is the router's, so hostile.
+describe("hostile router output", () => {
+  it("NUL, a lone surrogate and an oversized output are stored (cleaned, cut) and the change goes on", async () => {
+    const { owner, ids } = await fleet(1);
+    const change = await workflow.create(newChange(owner), ids, USER);
+    await workflow.advance(change.id);
+    const [step] = await changes.listRouters(change.id);
+    const cut = `${"x".repeat(CHANGE_OUTPUT_CHARS - 1)}\u{1F600}tail`;
+    const finished = await workflow.finishChangeRouter(step?.id ?? "", {
+      state: "failed",
+      output: `a\u0000b\ud800c${cut}`,
+    });
+    expect(finished?.output?.startsWith("a\uFFFDb\uFFFDc")).toBe(true);
+    expect(finished?.output?.length).toBeLessThanOrEqual(CHANGE_OUTPUT_CHARS);
+    expect(finished?.output).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
+    const audit = await db.query<{ details: unknown }>(
+      "select details from audit_log where target_id = $1 and action = 'change.router.failed'",
+      [change.id],
+    );
+    expect(audit).toHaveLength(1);
+    expect((await changes.find(change.id))?.state).toBe("halted");
+  });
+
+  it("the audit entry's cut of the output never halves a surrogate pair", async () => {
+    const { owner, ids } = await fleet(1);
+    const change = await workflow.create(newChange(owner), ids, USER);
+    await workflow.advance(change.id);
+    const [step] = await changes.listRouters(change.id);
+    const output = `${"y".repeat(CHANGE_AUDIT_OUTPUT_CHARS - 1)}\u{1F600}`;
+    expect((await workflow.finishChangeRouter(step?.id ?? "", { state: "succeeded", output }))?.output).toBe(output);
+    const [entry] = await db.query<{ details: { output: string } }>(
+      "select details from audit_log where target_id = $1 and action = 'change.router.succeeded'",
+      [change.id],
+    );
+    expect(entry?.details.output).toBe(`${"y".repeat(CHANGE_AUDIT_OUTPUT_CHARS - 1)}\uFFFD`);
   });
 });

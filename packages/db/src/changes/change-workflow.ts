@@ -43,6 +43,17 @@ export const CHANGE_AUDIT_OUTPUT_CHARS = 1000;
 /** Characters of a router's output kept on its row. */
 export const CHANGE_OUTPUT_CHARS = 64 * 1024;
 
+/**
+ * A router's output as PostgreSQL can hold it (text and jsonb refuse NUL, UTF-8 has no lone
+ * surrogate): both become U+FFFD, and the cut at {@link CHANGE_OUTPUT_CHARS} never halves a pair.
+ * Without it one hostile byte from a router failed its report forever.
+ */
+const storableOutput = (output: string): string => {
+  let cut = output.slice(0, CHANGE_OUTPUT_CHARS);
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  return cut.toWellFormed().replaceAll("\u0000", "\uFFFD");
+};
+
 type Sender = Pick<JobEngine, "send">;
 
 /** Queues the change's next dispatcher step in the caller's transaction, now or at `at`. */
@@ -205,8 +216,7 @@ export class ChangeWorkflow {
       const change = await changes.lock(step.changeId);
       if (!change) return null;
       const now = this.#clock.now();
-      const output =
-        result.output === undefined || result.output === null ? null : result.output.slice(0, CHANGE_OUTPUT_CHARS);
+      const output = result.output === undefined || result.output === null ? null : storableOutput(result.output);
       const finished = await changes.finishRouter(id, result.state, output, now);
       if (!finished) return null;
       await this.#auditRouter(query, change, finished);
@@ -320,7 +330,7 @@ export class ChangeWorkflow {
         change_id: change.id,
         name: change.name,
         wave: step.wave,
-        output: step.output === null ? null : step.output.slice(0, CHANGE_AUDIT_OUTPUT_CHARS),
+        output: step.output === null ? null : step.output.slice(0, CHANGE_AUDIT_OUTPUT_CHARS).toWellFormed(),
       },
     });
   }

@@ -501,6 +501,13 @@ export class ChangesRepository {
     return rows.map((row) => ({ id: String(row.id), teamId: String(row.team_id) }));
   }
 
+  /** The user who made an API key (the person an approval by that key stands for); null when it is gone. */
+  async apiKeyMaker(keyId: string): Promise<string | null> {
+    if (!isUuid(keyId)) return null;
+    const rows = await this.#query<Row>("select created_by from api_keys where id = $1", [keyId]);
+    return rows[0] ? String(rows[0].created_by) : null;
+  }
+
   /** Of these ids, the ones that are routers of the organization (and team, when given). */
   async ownedRouterIds(organizationId: string, ids: readonly string[], teamId?: string): Promise<Set<string>> {
     const valid = ids.filter(isUuid);

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { ChangePlaceholderError, renderChangeScript, unknownChangePlaceholders } from "./change-script.ts";
+import {
+  CHANGE_RENDERED_SCRIPT_BYTES,
+  ChangePlaceholderError,
+  changeTemplateProblems,
+  renderChangeScript,
+  unknownChangePlaceholders,
+} from "./change-script.ts";
 import { readRouterOsString } from "./routeros-script.ts";
 
 const vars = (overrides: Partial<Parameters<typeof renderChangeScript>[1]> = {}) => ({
@@ -24,6 +30,9 @@ const HOSTILE = [
   "{ :put 1 }",
   "# not a comment",
   "é ☃ \u0000 \u001b",
+  "tab\there\rcr\u2028ls\u2029ps\u0085nel",
+  '\\\\"\\',
+  `${"\\$[".repeat(2000)}]`,
 ];
 
 describe("renderChangeScript", () => {
@@ -70,5 +79,73 @@ describe("renderChangeScript", () => {
 
   it("reads metadata keys as own properties only", () => {
     expect(renderChangeScript(":put {{metadata.constructor}}", vars())).toBe(':put ""');
+  });
+});
+
+// Issue 39 "Bad input and attackers": templates that try to put a value where it is not a string.
+describe("renderChangeScript against hostile templates", () => {
+  const evil = 'x"; /system reset-configuration; :put "';
+
+  it("refuses a placeholder right after a string's backslash: the value would end the string", () => {
+    // `"\{{identity}}"` rendered as the literal's body would give `"\\"; /system reset-...`.
+    for (const template of [':put "\\{{identity}}"', ':put "a\\{{ name }}b"']) {
+      expect(changeTemplateProblems(template)).toHaveLength(1);
+      expect(() => renderChangeScript(template, vars({ identity: evil, name: evil }))).toThrow(ChangePlaceholderError);
+    }
+    // An escaped backslash before it is only a backslash: the placeholder is in the string.
+    const script = renderChangeScript(':put "a\\\\{{identity}}"', vars({ identity: evil }));
+    expect(readRouterOsString(script, script.indexOf('"')).value).toBe(`a\\${evil}`);
+  });
+
+  it("refuses a placeholder right after $: the value would name the variable to read", () => {
+    const dollar = "$";
+    for (const template of [
+      `:put ${dollar}{{identity}}`,
+      `:put "${dollar}{{identity}}"`,
+      `:put "${dollar}a{{identity}}"`,
+      `:put ${dollar}my_var{{identity}}`,
+    ]) {
+      expect(() => renderChangeScript(template, vars())).toThrow(ChangePlaceholderError);
+    }
+    expect(changeTemplateProblems(`:put "\\${dollar}{{identity}}"`)).toEqual([]);
+    expect(changeTemplateProblems(`:put "\\${dollar}a{{identity}}"`)).toEqual([]);
+    expect(changeTemplateProblems(`:put "${dollar}a {{identity}}"`)).toEqual([]);
+  });
+
+  it("a placeholder inside $[...] or $(...) of a string is a whole literal there, not a string's body", () => {
+    for (const [template, open] of [
+      [':put "id $[/system identity get {{identity}}] end"', "get "],
+      [':put "sum $({{identity}} . "x") end"', "$("],
+      [':put "$[:put [:len {{identity}}]] end"', ":len "],
+    ] as const) {
+      const script = renderChangeScript(template, vars({ identity: evil }));
+      const start = script.indexOf(open) + open.length;
+      const literal = readRouterOsString(script, start);
+      expect(literal.value).toBe(evil);
+    }
+  });
+
+  it("nested and spaced braces: {{{identity}}} is a literal in braces, {{ identity }} is identity", () => {
+    expect(renderChangeScript(":put {{{identity}}}", vars({ identity: evil }))).toBe(
+      ':put {"x\\"\\3B /system reset-configuration\\3B :put \\""}',
+    );
+    expect(renderChangeScript(":put {{ identity }}", vars())).toBe(':put "gw-1"');
+    expect(unknownChangePlaceholders("{{{{identity}}}} {{}} {{ }} {{metadata.a.b}} {{metadata.ü}}")).toEqual([
+      "",
+      "metadata.a.b",
+      "metadata.ü",
+    ]);
+    // Unbalanced braces are left as written; only whole placeholders are replaced.
+    expect(renderChangeScript(":put {{identity} {identity}}", vars())).toBe(":put {{identity} {identity}}");
+  });
+
+  it("a value of any length reads back as itself; a rendered script over the limit is refused", () => {
+    const long = "é;\n".repeat(10_000);
+    const script = renderChangeScript(":put {{identity}}", vars({ identity: long }));
+    expect(readRouterOsString(script, 5)).toEqual({ value: long, end: script.length });
+    const many = ":put {{identity}}\n".repeat(2000);
+    const big = "a".repeat(Math.ceil(CHANGE_RENDERED_SCRIPT_BYTES / 2000));
+    expect(() => renderChangeScript(many, vars({ identity: big }))).toThrow(ChangePlaceholderError);
+    expect(() => renderChangeScript(":put {{identity}}", vars({ identity: "\ud800" }))).toThrow(ChangePlaceholderError);
   });
 });

@@ -50,45 +50,114 @@ const placeholderValue = (placeholder: string, vars: ChangeScriptVars): string =
   return valueText(Object.hasOwn(vars.metadata, key) ? vars.metadata[key] : undefined);
 };
 
+/** What an offset of a template is, read as RouterOS reads it. */
+const COMMAND = 0;
+const STRING = 1;
+/** Inside a string, right after its `\`: the template escapes whatever comes here. */
+const ESCAPED = 2;
+
+const CLOSING: Record<string, string> = { "[": "]", "(": ")", "{": "}" };
+
 /**
- * Whether each offset of `template` is inside a string literal, read as RouterOS does: `"` opens
- * and closes, `\` escapes the next character inside, and a line whose first word starts with `#`
- * is a comment (its quotes count for nothing).
+ * The context of each offset of `template`, read as RouterOS does: `"` opens and closes a string,
+ * `\` escapes the next character inside, `$[` and `$(` inside a string open a command (or an
+ * expression) again until their bracket closes, brackets, parentheses and braces nest, and a line
+ * whose first word starts with `#` is a comment (its quotes count for nothing).
  */
-const stringOffsets = (template: string): Uint8Array => {
-  const inside = new Uint8Array(template.length + 1);
-  let inString = false;
+const contexts = (template: string): Uint8Array => {
+  const kinds = new Uint8Array(template.length + 1);
+  // Each entry: null for a string, else the character that closes the command context.
+  const stack: Array<string | null> = [""];
   let lineStart = true;
   for (let i = 0; i < template.length; i++) {
-    const c = template[i];
-    if (inString) {
-      inside[i] = 1;
+    const c = template[i] ?? "";
+    const top = stack.at(-1);
+    if (top === null) {
+      kinds[i] = STRING;
       if (c === "\\") {
-        inside[i + 1] = 1;
+        kinds[i + 1] = ESCAPED;
         i += 1;
-      } else if (c === '"') inString = false;
+      } else if (c === '"') stack.pop();
+      else if (c === "$" && (template[i + 1] === "[" || template[i + 1] === "(")) {
+        kinds[i + 1] = STRING;
+        stack.push(CLOSING[template[i + 1] ?? ""] ?? "");
+        i += 1;
+        lineStart = false;
+      }
       continue;
     }
+    kinds[i] = COMMAND;
     if (lineStart && c === "#") {
       while (i + 1 < template.length && template[i + 1] !== "\n") i += 1;
       continue;
     }
-    if (c === '"') {
-      inString = true;
-      lineStart = false;
-    } else if (c === "\n") lineStart = true;
-    else if (c !== " " && c !== "\t") lineStart = false;
+    if (c === '"') stack.push(null);
+    else if (c in CLOSING) stack.push(CLOSING[c] ?? "");
+    else if (c === top && stack.length > 1) stack.pop();
+    if (c === "\n") lineStart = true;
+    else if (c !== " " && c !== "\t" && !(c in CLOSING)) lineStart = false;
   }
-  return inside;
+  return kinds;
 };
+
+/** A rendered script longer than this (UTF-8 bytes) is refused: values multiply with placeholders. */
+export const CHANGE_RENDERED_SCRIPT_BYTES = 256 * 1024;
+
+/**
+ * Where a known placeholder stands somewhere its value could not be a string of its own: right after
+ * a `\` inside a string (the template would escape the literal's first character, and the value
+ * would end the string) or right after `$` or `$name` (the value would name the variable to read).
+ */
+export const misplacedChangePlaceholders = (template: string): string[] => {
+  const kinds = contexts(template);
+  const misplaced: string[] = [];
+  for (const match of template.matchAll(PLACEHOLDER)) {
+    const offset = match.index ?? 0;
+    const variable = /\$[A-Za-z0-9_]*$/.exec(template.slice(Math.max(0, offset - 256), offset));
+    const dollar = variable ? offset - variable[0].length : -1;
+    const afterDollar = dollar >= 0 && kinds[dollar] !== ESCAPED;
+    if (kinds[offset] === ESCAPED || afterDollar) misplaced.push(match[0]);
+  }
+  return misplaced;
+};
+
+/** Why a template cannot be a change's script (refused with 422 at create time); empty when it can. */
+export const changeTemplateProblems = (template: string): string[] => {
+  const problems: string[] = [];
+  const unknown = unknownChangePlaceholders(template);
+  if (unknown.length > 0) {
+    problems.push(
+      `holds unknown placeholders: ${unknown.map((p) => `{{${p}}}`).join(", ")}; known are {{identity}}, {{name}}, {{tunnel_ip}} and {{metadata.<key>}}`,
+    );
+  }
+  const misplaced = misplacedChangePlaceholders(template);
+  if (misplaced.length > 0) {
+    problems.push(
+      `has placeholders right after \\ in a string or after a $ variable name: ${[...new Set(misplaced)].join(", ")}`,
+    );
+  }
+  return problems;
+};
+
+const encoder = new TextEncoder();
 
 /** The script for one router: every placeholder replaced by its value, quoted for RouterOS. */
 export const renderChangeScript = (template: string, vars: ChangeScriptVars): string => {
-  const unknown = unknownChangePlaceholders(template);
-  if (unknown.length > 0) throw new ChangePlaceholderError(`unknown placeholder {{${unknown[0]}}}`);
-  const inside = stringOffsets(template);
-  return template.replace(PLACEHOLDER, (_match, inner: string, offset: number) => {
-    const literal = routerOsString(placeholderValue(inner.trim(), vars));
-    return inside[offset] === 1 ? literal.slice(1, -1) : literal;
+  const problems = changeTemplateProblems(template);
+  if (problems.length > 0) throw new ChangePlaceholderError(`the script ${problems[0]}`);
+  const kinds = contexts(template);
+  const rendered = template.replace(PLACEHOLDER, (_match, inner: string, offset: number) => {
+    let literal: string;
+    try {
+      literal = routerOsString(placeholderValue(inner.trim(), vars));
+    } catch (error) {
+      if (error instanceof ChangePlaceholderError) throw error;
+      throw new ChangePlaceholderError(`{{${inner.trim()}}} holds a value RouterOS cannot: ${String(error)}`);
+    }
+    return kinds[offset] === STRING ? literal.slice(1, -1) : literal;
   });
+  if (encoder.encode(rendered).length > CHANGE_RENDERED_SCRIPT_BYTES) {
+    throw new ChangePlaceholderError(`the rendered script is over ${CHANGE_RENDERED_SCRIPT_BYTES} bytes`);
+  }
+  return rendered;
 };

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { unknownChangePlaceholders } from "../routeros/change-script.ts";
+import { changeTemplateProblems } from "../routeros/change-script.ts";
 import { stringError, text } from "../rules/text-rules.ts";
 import { successEnvelope } from "./common.schema.ts";
 import { ZRouterTag } from "./router.schema.ts";
@@ -57,11 +57,33 @@ const between = (limits: { min: number; max: number }) => {
 const anId = text({ min: 1, max: 100, error: stringError });
 const encoder = new TextEncoder();
 
+/** A date and time that exist: Date.parse rolls 2026-02-31 over to March and takes 24:00. */
+const calendarValid = (v: string): boolean => {
+  const [y = 0, m = 0, d = 0, h = 0, min = 0] = (v.match(/^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)/) ?? [])
+    .slice(1)
+    .map(Number);
+  const day = new Date(Date.UTC(y, m - 1, d));
+  return (
+    y >= 1970 &&
+    day.getUTCFullYear() === y &&
+    day.getUTCMonth() === m - 1 &&
+    day.getUTCDate() === d &&
+    h < 24 &&
+    min < 60
+  );
+};
+
+/** A RouterOS version as a router prints it: `7.16.2`, `7.17rc3`, `7.18beta2`. */
+const ROUTEROS_VERSION = /^\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:(?:rc|beta)\d{1,3})?$/;
+
 const instant = z
   .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be an ISO 8601 date-time") })
   .max(40, { error: "must be an ISO 8601 date-time" })
   .refine(
-    (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?(Z|[+-]\d\d:\d\d)$/.test(v) && !Number.isNaN(Date.parse(v)),
+    (v) =>
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?(Z|[+-]\d\d:\d\d)$/.test(v) &&
+      !Number.isNaN(Date.parse(v)) &&
+      calendarValid(v),
     { error: "must be an ISO 8601 date-time with an offset, such as 2026-12-01T22:00:00Z" },
   );
 
@@ -103,7 +125,9 @@ export const ZCreateChangeInput = z
     firmware: z
       .object({
         channel: z.enum(FIRMWARE_CHANNELS, { error: 'must be "stable" or "long-term"' }),
-        version: text({ min: 1, max: CHANGE_LIMITS.firmwareVersion, error: stringError }).optional(),
+        version: text({ min: 1, max: CHANGE_LIMITS.firmwareVersion, error: stringError })
+          .refine((v) => ROUTEROS_VERSION.test(v), { error: "must be a RouterOS version such as 7.16.2 or 7.17rc3" })
+          .optional(),
       })
       .optional(),
     routers: ZChangeSelector,
@@ -123,13 +147,8 @@ export const ZCreateChangeInput = z
       if (input.script !== undefined)
         ctx.addIssue({ code: "custom", path: ["script"], message: "must be left out of a firmware change" });
     }
-    const unknown = input.script === undefined ? [] : unknownChangePlaceholders(input.script);
-    if (unknown.length > 0) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["script"],
-        message: `holds unknown placeholders: ${unknown.map((p) => `{{${p}}}`).join(", ")}; known are {{identity}}, {{name}}, {{tunnel_ip}} and {{metadata.<key>}}`,
-      });
+    for (const problem of input.script === undefined ? [] : changeTemplateProblems(input.script)) {
+      ctx.addIssue({ code: "custom", path: ["script"], message: problem });
     }
   });
 export type TCreateChangeInput = z.infer<typeof ZCreateChangeInput>;

@@ -19,6 +19,7 @@ import {
 } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rejection } from "../../testing/rejections.ts";
+import { mintApiKey, storeApiKey } from "../api-keys/api-keys.service.ts";
 import { ChangesService } from "./changes.service.ts";
 
 // The service tier (docs/contributing.md "Add a test"): ChangesService and the dispatcher on a real
@@ -294,17 +295,17 @@ describe("approval and transitions", () => {
     const before = await databaseFingerprint(db);
     const other = stranger.owner.organizationId;
     for (const attempt of [
-      service.get(other, change.id),
-      service.routers(other, change.id),
-      service.preview(other, change.id, ids[0] ?? ""),
-      service.approve(other, change.id, stranger.origin),
-      service.pause(other, change.id, stranger.origin),
-      service.resume(other, change.id, stranger.origin),
-      service.cancel(other, change.id, stranger.origin),
-      service.get(owner.organizationId, crypto.randomUUID()),
-      service.get(owner.organizationId, "not-a-uuid"),
+      () => service.get(other, change.id),
+      () => service.routers(other, change.id),
+      () => service.preview(other, change.id, ids[0] ?? ""),
+      () => service.approve(other, change.id, stranger.origin),
+      () => service.pause(other, change.id, stranger.origin),
+      () => service.resume(other, change.id, stranger.origin),
+      () => service.cancel(other, change.id, stranger.origin),
+      () => service.get(owner.organizationId, crypto.randomUUID()),
+      () => service.get(owner.organizationId, "not-a-uuid"),
     ]) {
-      expect((await rejection(attempt)).status).toBe(404);
+      expect((await rejection(attempt())).status).toBe(404);
     }
     expect(await databaseFingerprint(db)).toBe(before);
   });
@@ -377,5 +378,234 @@ describe("preview and list", () => {
     expect([second.data.map((c) => c.id), second.next_cursor]).toEqual([[made[0]], null]);
     expect((await service.list((await makeUser(db)).organizationId, {})).data).toEqual([]);
     expect((await rejection(service.list(owner.organizationId, { cursor: "bogus" }))).status).toBe(422);
+  });
+});
+
+// Issue 39 "Bad input and attackers": each case an attempt, each with what must hold.
+describe("attacks on changes", () => {
+  const keyOf = async (organizationId: string, createdBy: string): Promise<AuditOrigin> => {
+    const { prefix, keyHash } = mintApiKey();
+    const record = await storeApiKey(
+      db,
+      {
+        organizationId,
+        createdBy,
+        name: "approver",
+        prefix,
+        keyHash,
+        scopes: ["routers:read", "organizations:write"],
+        createdAt: clock.now(),
+        expiresAt: null,
+      },
+      originOf(createdBy),
+    );
+    if (!record) throw new Error("no key stored");
+    return { actor: { type: "api_key", id: record.id }, sourceIp: null };
+  };
+
+  it("the author cannot approve through an API key of theirs, nor a key's change with their token", async () => {
+    const { owner, origin } = await org(1);
+    const change = await service.create(owner.organizationId, origin, body({ requires_approval: true }));
+    const authorsKey = await keyOf(owner.organizationId, owner.userId);
+    const before = await databaseFingerprint(db);
+    expect((await rejection(service.approve(owner.organizationId, change.id, authorsKey))).status).toBe(403);
+    expect(await databaseFingerprint(db)).toBe(before);
+
+    const byKey = await service.create(owner.organizationId, authorsKey, body({ requires_approval: true }));
+    expect((await rejection(service.approve(owner.organizationId, byKey.id, origin))).status).toBe(403);
+    const otherPersonsKey = await keyOf(owner.organizationId, crypto.randomUUID());
+    expect((await service.approve(owner.organizationId, byKey.id, otherPersonsKey)).state).toBe("running");
+  });
+
+  it("two approvals, resumes or cancels at once: exactly one wins, the other is 409", async () => {
+    const { owner, origin } = await org(2);
+    const change = await service.create(owner.organizationId, origin, body({ requires_approval: true }));
+    const approvals = await Promise.allSettled([
+      service.approve(owner.organizationId, change.id, originOf(crypto.randomUUID())),
+      service.approve(owner.organizationId, change.id, originOf(crypto.randomUUID())),
+    ]);
+    const statuses = (results: PromiseSettledResult<unknown>[]) =>
+      results.map((r) => (r.status === "fulfilled" ? 200 : (r.reason as { status: number }).status)).sort();
+    expect(statuses(approvals)).toEqual([200, 409]);
+    const started = await db.query("select 1 from audit_log where target_id = $1 and action = 'change.started'", [
+      change.id,
+    ]);
+    expect(started).toHaveLength(1);
+    await service.pause(owner.organizationId, change.id, origin);
+    const resumes = await Promise.allSettled([
+      service.resume(owner.organizationId, change.id, origin),
+      service.resume(owner.organizationId, change.id, origin),
+    ]);
+    expect(statuses(resumes)).toEqual([200, 409]);
+    const cancels = await Promise.allSettled([
+      service.cancel(owner.organizationId, change.id, origin),
+      service.cancel(owner.organizationId, change.id, origin),
+    ]);
+    expect(statuses(cancels)).toEqual([200, 409]);
+  });
+
+  it("a router's identity changed mid-wave: a started router keeps the script rendered at its dispatch", async () => {
+    const { owner, ids, origin } = await org(2);
+    const change = await service.create(
+      owner.organizationId,
+      origin,
+      body({ script: ":put {{identity}}", routers: { router_ids: ids } }),
+    );
+    await db.query("update routers set identity = 'before' where id = any($1::uuid[])", [`{${ids.join(",")}}`]);
+    await workflow.advance(change.id);
+    await db.query(`update routers set identity = 'after";/system reboot' where id = any($1::uuid[])`, [
+      `{${ids.join(",")}}`,
+    ]);
+    const [canary] = await repo.listRouters(change.id);
+    expect([canary?.state, canary?.script]).toEqual(["running", ':put "before"']);
+    // The preview shows the router's values now; the next wave renders them at its own dispatch.
+    expect((await service.preview(owner.organizationId, change.id, ids[1] ?? "")).script).toBe(
+      ':put "after\\"\\3B/system reboot"',
+    );
+    await workflow.finishChangeRouter(canary?.id ?? "", { state: "succeeded" });
+    await workflow.advance(change.id);
+    expect((await repo.listRouters(change.id))[1]?.script).toBe(':put "after\\"\\3B/system reboot"');
+  });
+
+  it("a router whose values render past the limit: preview 422 naming router_id, its step fails, nothing runs", async () => {
+    const { owner, ids, origin } = await org(1);
+    const change = await service.create(
+      owner.organizationId,
+      origin,
+      body({ script: ":put {{identity}}\n".repeat(1000), routers: { router_ids: ids } }),
+    );
+    await db.query("update routers set identity = $2 where id = $1", [ids[0], "é".repeat(200)]);
+    const error = await rejection(service.preview(owner.organizationId, change.id, ids[0] ?? ""));
+    expect([error.status, Object.keys(error.fields ?? {})]).toEqual([422, ["router_id"]]);
+    await workflow.advance(change.id);
+    const [step] = await repo.listRouters(change.id);
+    expect([step?.state, step?.output?.startsWith("script not rendered")]).toEqual(["failed", true]);
+    expect(await listRouterJobs(db, { kind: ROUTER_JOB_KINDS.changeApply, routerId: ids[0] })).toHaveLength(0);
+  });
+
+  it("start_at: in the past starts at once; up to 366 days ahead is scheduled; further is 422 and writes nothing", async () => {
+    const { owner, origin } = await org(1);
+    const at = (ms: number) => new Date(clock.nowMs() + ms).toISOString();
+    const past = await service.create(owner.organizationId, origin, body({ start_at: "2000-01-01T00:00:00Z" }));
+    expect(past.state).toBe("running");
+    const year = 366 * 24 * 3600 * 1000;
+    expect((await service.create(owner.organizationId, origin, body({ start_at: at(year) }))).state).toBe("scheduled");
+    const before = await databaseFingerprint(db);
+    const error = await rejection(service.create(owner.organizationId, origin, body({ start_at: at(year + 1000) })));
+    expect([error.status, Object.keys(error.fields ?? {})]).toEqual([422, ["start_at"]]);
+    expect(await databaseFingerprint(db)).toBe(before);
+  });
+
+  it("a tag selector matching nothing is 422; another org's router in preview is 404", async () => {
+    const { owner, ids, origin } = await org(1);
+    const stranger = await org(1);
+    const before = await databaseFingerprint(db);
+    const none = await rejection(service.create(owner.organizationId, origin, body({ routers: { tags: ["nope"] } })));
+    expect(none.status).toBe(422);
+    expect(await databaseFingerprint(db)).toBe(before);
+    const change = await service.create(owner.organizationId, origin, body({ routers: { router_ids: ids } }));
+    for (const routerId of [stranger.ids[0] ?? "", "not-a-uuid", crypto.randomUUID()]) {
+      expect((await rejection(service.preview(owner.organizationId, change.id, routerId))).status).toBe(404);
+    }
+  });
+});
+
+describe("hostile input refused by ZCreateChangeInput", () => {
+  const fields = (input: Record<string, unknown>) => {
+    const result = ZCreateChangeInput.safeParse({ name: "x", kind: "script", script: ":put 1", routers: {}, ...input });
+    return result.success ? null : [...new Set(result.error.issues.map((i) => i.path.join(".")))];
+  };
+
+  it("script: the text rule (tab and newline only), placeholders where a value could leave its string", () => {
+    expect(fields({ script: ":put 1\t\n:put 2" })).toBeNull();
+    for (const bad of [
+      ":put 1\u0000",
+      ":put 1\r",
+      ":put \u001b",
+      ":put \ud800",
+      ':put "\\{{identity}}"',
+      `:put ${"$"}{{name}}`,
+    ]) {
+      expect(fields({ script: bad })).toEqual(["script"]);
+    }
+  });
+
+  it("firmware version is a RouterOS version; start_at is a real instant", () => {
+    const firmware = (version: string) =>
+      fields({ kind: "firmware", script: undefined, firmware: { channel: "stable", version } });
+    for (const ok of ["7.16", "7.16.2", "7.17rc3", "7.18beta2"]) expect(firmware(ok)).toBeNull();
+    for (const bad of ["7", "v7.16", "7.16; /system reset", "7.16\n", "latest", "7.16.2.1"]) {
+      expect(firmware(bad)).toEqual(["firmware.version"]);
+    }
+    expect(fields({ start_at: "2026-12-01T22:00:00Z" })).toBeNull();
+    expect(fields({ start_at: "2026-12-01T22:00:00+05:30" })).toBeNull();
+    for (const bad of [
+      "2026-02-31T00:00:00Z",
+      "2026-12-01T24:00:00Z",
+      "2026-12-01T22:60:00Z",
+      "0000-01-01T00:00:00Z",
+      "tomorrow",
+      "2026-12-01T22:00:00",
+    ]) {
+      expect(fields({ start_at: bad })).toEqual(["start_at"]);
+    }
+  });
+});
+
+describe("more hostile selectors, cursors and limits", () => {
+  it("a team-bound credential naming another team, or its routers by id or tag, is 404 and writes nothing", async () => {
+    const { owner, ids, origin } = await org(1);
+    await db.query(`update routers set tags = '["core"]' where id = $1`, [ids[0]]);
+    const team = crypto.randomUUID();
+    await db.query(
+      "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'Bound', false, now())",
+      [team, owner.organizationId],
+    );
+    await makeRouter(db, { organizationId: owner.organizationId, teamId: team });
+    const before = await databaseFingerprint(db);
+    for (const routers of [{ team_id: owner.teamId }, { router_ids: [ids[0] ?? ""] }]) {
+      expect((await rejection(service.create(owner.organizationId, origin, body({ routers }), team))).status).toBe(404);
+    }
+    // A tag only another team's routers carry selects nothing of this team: 422, not a hint.
+    const tagged = await rejection(
+      service.create(owner.organizationId, origin, body({ routers: { tags: ["core"] } }), team),
+    );
+    expect(tagged.status).toBe(422);
+    expect(await databaseFingerprint(db)).toBe(before);
+  });
+
+  it("a well-formed cursor from nowhere (far future, unknown id) pages without error", async () => {
+    const { owner, origin } = await org(1);
+    const made = await service.create(owner.organizationId, origin, body());
+    for (const raw of [`999999999999999:${crypto.randomUUID()}`, `0:${crypto.randomUUID()}`]) {
+      const cursor = Buffer.from(raw).toString("base64url");
+      const page = await service.list(owner.organizationId, { cursor });
+      expect(page.data.map((c) => c.id)).toEqual(raw.startsWith("0:") ? [] : [made.id]);
+    }
+  });
+
+  it("selector and name limits at n and n+1", () => {
+    const refused = (input: Record<string, unknown>) => {
+      const result = ZCreateChangeInput.safeParse({
+        name: "x",
+        kind: "script",
+        script: ":put 1",
+        routers: {},
+        ...input,
+      });
+      return result.success ? null : [...new Set(result.error.issues.map((i) => i.path.join(".")))];
+    };
+    const ids = (n: number) => Array.from({ length: n }, () => crypto.randomUUID());
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
+    expect(refused({ routers: { router_ids: ids(CHANGE_LIMITS.selectorRouterIds) } })).toBeNull();
+    expect(refused({ routers: { router_ids: ids(CHANGE_LIMITS.selectorRouterIds + 1) } })).toEqual([
+      "routers.router_ids",
+    ]);
+    expect(refused({ routers: { tags: tags(CHANGE_LIMITS.selectorTags) } })).toBeNull();
+    expect(refused({ routers: { tags: tags(CHANGE_LIMITS.selectorTags + 1) } })).toEqual(["routers.tags"]);
+    expect(refused({ name: "n".repeat(CHANGE_LIMITS.name) })).toBeNull();
+    expect(refused({ name: "n".repeat(CHANGE_LIMITS.name + 1) })).toEqual(["name"]);
+    for (const guard of [60.5, "60", null, -60]) expect(refused({ guard_seconds: guard })).toEqual(["guard_seconds"]);
+    expect(refused({ routers: { router_ids: ["a\u0000"] } })).toEqual(["routers.router_ids.0"]);
   });
 });

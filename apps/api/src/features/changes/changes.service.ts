@@ -12,6 +12,7 @@ import {
 import {
   AppError,
   CHANGE_LIMITS,
+  ChangePlaceholderError,
   type Clock,
   renderChangeScript,
   type TChange,
@@ -31,6 +32,19 @@ export interface ChangesDeps {
   workflow: ChangeWorkflow;
   clock: Clock;
 }
+
+/**
+ * The person behind an actor: a user, or the user who made an API key; null for a key that no
+ * longer exists (its maker cannot be told apart from anyone, so it approves nothing).
+ */
+const personOf = async (query: Query, actor: AuditOrigin["actor"]): Promise<string | null> => {
+  if (actor.type === "user") return actor.id;
+  if (actor.type !== "api_key") return null;
+  return actor.id === null ? null : new ChangesRepository(query).apiKeyMaker(actor.id);
+};
+
+/** How far ahead a change may be scheduled. */
+const START_AT_MAX_AHEAD_MS = 366 * 24 * 3600 * 1000;
 
 const notFound = () => new AppError("not_found", "Change not found.");
 const conflict = (change: ChangeRecord, verb: string) =>
@@ -58,6 +72,11 @@ export class ChangesService {
   ): Promise<TCreatedChange> {
     const selector = storedSelector(input.routers);
     const now = this.#d.clock.now();
+    if (input.start_at !== undefined && Date.parse(input.start_at) > now.getTime() + START_AT_MAX_AHEAD_MS) {
+      throw new AppError("validation_failed", "A change can be scheduled at most a year ahead.", {
+        fields: { start_at: ["must be at most 366 days ahead"] },
+      });
+    }
     const strategy = input.strategy ?? {};
     const { change, counts, routers } = await this.#d.db.transaction(async (query) => {
       const owned = await ownSelector(query, organizationId, selector, teamId);
@@ -141,15 +160,23 @@ export class ChangesService {
     const target = await changes.target(change.id, routerId);
     if (!target) throw new AppError("not_found", "Router not found in this change.");
     if (change.kind !== "script") return { router_id: target.routerId, script: null };
-    return {
-      router_id: target.routerId,
-      script: renderChangeScript(change.script ?? "", {
-        identity: target.identity,
-        name: target.name,
-        tunnel_ip: target.tunnelIp ?? "",
-        metadata: target.metadata,
-      }),
-    };
+    try {
+      return {
+        router_id: target.routerId,
+        script: renderChangeScript(change.script ?? "", {
+          identity: target.identity,
+          name: target.name,
+          tunnel_ip: target.tunnelIp ?? "",
+          metadata: target.metadata,
+        }),
+      };
+    } catch (error) {
+      // The router's values as they are now cannot be rendered (its step would fail the same way).
+      if (!(error instanceof ChangePlaceholderError)) throw error;
+      throw new AppError("validation_failed", "The script cannot be rendered for this router.", {
+        fields: { router_id: [error.message] },
+      });
+    }
   }
 
   /**
@@ -159,7 +186,11 @@ export class ChangesService {
   approve(organizationId: string, id: string, origin: AuditOrigin, teamId?: string): Promise<TChange> {
     return this.#transition(organizationId, id, teamId, async (query, change) => {
       if (change.state !== "awaiting_approval") throw conflict(change, "approved");
-      if (change.createdBy.type === origin.actor.type && change.createdBy.id === origin.actor.id) {
+      // People, not credentials: an API key stands for the user who made it, so an author cannot
+      // approve with a key of theirs (nor with their token a change one of their keys made).
+      const author = await personOf(query, change.createdBy);
+      const approver = await personOf(query, origin.actor);
+      if (author === null || approver === null || author === approver) {
         throw new AppError("forbidden", "The author of a change cannot approve it: another person must.");
       }
       const now = this.#d.clock.now();

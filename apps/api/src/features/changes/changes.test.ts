@@ -117,6 +117,52 @@ describe("changes over HTTP", () => {
     expect((await h.refused("POST", `/api/changes/${id}/resume`, { token: user.token })).status).toBe(409);
   });
 
+  it("roles: a viewer may only read; a technician creates and cancels but cannot approve", async () => {
+    const user = await h.login();
+    const router = await makeRouter(h.db, user);
+    const created = await h.request("POST", "/api/changes", { token: user.token, body: script([router.id]) });
+    const id = created.body.data.id as string;
+    const viewer = await adminApiKey(h.db, user.organizationId, ["routers:read"]);
+    expect((await h.request("GET", `/api/changes/${id}`, { token: viewer })).status).toBe(200);
+    expect((await h.refused("POST", "/api/changes", { token: viewer, body: script([router.id]) })).status).toBe(403);
+    for (const verb of ["approve", "pause", "resume", "cancel"]) {
+      expect((await h.refused("POST", `/api/changes/${id}/${verb}`, { token: viewer })).status).toBe(403);
+    }
+    const technician = await adminApiKey(h.db, user.organizationId, ["routers:read", "routers:write"]);
+    expect((await h.refused("POST", `/api/changes/${id}/approve`, { token: technician })).status).toBe(403);
+    const mine = await h.request("POST", "/api/changes", { token: technician, body: script([router.id]) });
+    expect(mine.status).toBe(201);
+    const cancelled = await h.request("POST", `/api/changes/${mine.body.data.id}/cancel`, { token: technician });
+    expect([cancelled.status, cancelled.body.data.state]).toEqual([200, "cancelled"]);
+  });
+
+  it("garbage in the list's query and the preview's is 422 or 404, never 500", async () => {
+    const user = await h.login();
+    const router = await makeRouter(h.db, user);
+    const created = await h.request("POST", "/api/changes", { token: user.token, body: script([router.id]) });
+    const id = created.body.data.id as string;
+    for (const [query, field] of [
+      ["cursor=bogus", "cursor"],
+      ["cursor=%00", "cursor"],
+      [`cursor=${"A".repeat(201)}`, "cursor"],
+      [`cursor=${Buffer.from('{"t":"x","id":"y"}').toString("base64url")}`, "cursor"],
+      ["limit=0", "limit"],
+      ["limit=201", "limit"],
+      ["limit=1.5", "limit"],
+      ["limit=abc", "limit"],
+    ]) {
+      const res = await h.refused("GET", `/api/changes?${query}`, { token: user.token });
+      expect([query, res.status, Object.keys(res.body.data ?? {})]).toEqual([query, 422, [field]]);
+    }
+    const stranger = await h.login();
+    const theirs = await makeRouter(h.db, stranger);
+    for (const routerId of [theirs.id, "not-a-uuid", "%00"]) {
+      const res = await h.refused("GET", `/api/changes/${id}/preview?router_id=${routerId}`, { token: user.token });
+      expect([routerId, res.status]).toEqual([routerId, routerId === "%00" ? 422 : 404]);
+    }
+    expect((await h.refused("GET", `/api/changes/${id}/preview`, { token: user.token })).status).toBe(422);
+  });
+
   it("serves changes.* over tRPC; another person approves and the dispatcher starts the canary", async () => {
     const user = await h.login();
     const router = await makeRouter(h.db, user);
