@@ -152,24 +152,12 @@ const detail = (details: Record<string, unknown>, ...keys: string[]): string => 
 const OUTCOMES = ["succeeded", "failed", "reverted", "skipped_offline"];
 const rank = (state: string) => (OUTCOMES.includes(state) ? OUTCOMES.indexOf(state) : OUTCOMES.length);
 
-const UNITS: Record<string, string> = { cpu: " %", memory: " %", disk: " %", ping_loss: " %", temperature: " C" };
-
 /**
- * What an event other than offline/online says, in one line, from its audit details:
- * `router.resource` (a measure over its threshold: measure, value, threshold, state) and the
- * fleet changes' `change.*` (name, error or reason, counts); any other action by its name. `subject` is " on <router>" or "".
+ * What an event other than offline/online says, in one line, from its audit details: the fleet
+ * changes' `change.*` (name, error or reason, counts); any other action by its name
+ * (`router.resource` has its own message in alert-engine.ts). `subject` is " on <router>" or "".
  */
 export const eventSummary = (action: string, details: Record<string, unknown>, subject: string): string => {
-  if (action === "router.resource") {
-    const measure = detail(details, "measure") || "a resource";
-    const unit = UNITS[measure] ?? "";
-    const value = detail(details, "value");
-    const threshold = detail(details, "threshold");
-    const state = detail(details, "state");
-    const reading = value ? ` at ${value}${unit}` : "";
-    const limit = threshold ? ` (threshold ${threshold}${unit})` : "";
-    return `${measure}${reading}${limit}${subject}${state ? `: ${state}` : ""}`;
-  }
   if (action.startsWith("change.")) {
     const name = detail(details, "name", "change_name");
     const change = name ? `Change "${name}"` : "A change";

@@ -403,7 +403,7 @@ describe("the alert engine (service tier)", () => {
         action: "router.resource",
         target: { type: "router", id: router.id },
         routerId: router.id,
-        details: { measure: "cpu", value: 97, threshold: 90, state: "ongoing" },
+        details: { measure: "cpu", value: 97, threshold: 90, state: "above" },
       },
       {
         ...base,
@@ -425,7 +425,7 @@ describe("the alert engine (service tier)", () => {
     await eventually(() => s.of("slack").length === 3, "three messages", 30_000);
     expect(s.of("slack").map((r) => String(r.body.text).split("\n")[0])).toEqual(
       expect.arrayContaining([
-        "cpu at 97 % (threshold 90 %) on edge-7: ongoing",
+        "CPU load high: edge-7",
         'Change "NTP servers" failed on edge-7: expected end of command',
         'Change "NTP servers" completed (9 succeeded, 1 failed)',
       ]),
