@@ -87,9 +87,11 @@ export const startApiHarness = async (
       devLoginPerMinute: options.devLoginPerMinute ?? 1_000_000,
       schedules: options.schedules ?? false,
       ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
-      // A request of a loaded CI machine may take longer than production's 10 s deadline; the
-      // deadline's own tests (connection-guard.test.ts) pass theirs.
-      connections: { requestTimeoutMs: 120_000, ...options.connections },
+      // A request of a loaded CI machine may take longer than production's 10 s deadline, and a
+      // test that works on the database for over 5 s between two requests must not find its
+      // pooled keep-alive connection being closed (ECONNRESET); the guard's own tests
+      // (connection-guard.test.ts) pass theirs.
+      connections: { requestTimeoutMs: 120_000, keepAliveTimeoutMs: 120_000, ...options.connections },
       ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
       ...(options.alertTiming ? { alertTiming: options.alertTiming } : {}),
     },
