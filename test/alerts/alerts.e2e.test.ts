@@ -190,7 +190,8 @@ const settled = (t: Tenant, channel: string, n: number): Promise<Json[]> =>
 
 const firstLine = (slack: Json) => String(slack.text).split("\n")[0];
 
-describe("alerts from outside", () => {
+// Each case waits on real sends and sweeps: on a loaded CI machine the storm alone took over 30 s.
+describe("alerts from outside", { timeout: 120_000 }, () => {
   it("a router offline and back: one message each on every channel; PagerDuty trigger, then resolve", async () => {
     const t = await tenant(1);
     await rule(t);
