@@ -45,6 +45,7 @@ beforeAll(async () => {
   h = await startDaemonHarness(db, {
     clock: new ManualClock(hourStart),
     resourceSampleSeconds: 60,
+    healthPingTarget: "192.0.2.1",
     tuning: { flushIntervalMs: NEVER_MS, steadyFlushMs: NEVER_MS, floodBurst: 10_000, floodPerSecond: 10_000 },
   });
 });
@@ -175,6 +176,9 @@ describe('health samples (docs/api.md "Health")', () => {
       { interfaces: [{ name: "ether\u0001", rx_bytes: 1 }] },
       { interfaces: Array.from({ length: 65 }, (_, i) => ({ name: `e${i}` })) },
       { ping: { sent: 5, received: "inf" } },
+      // A ping to anything but HEALTH_PING_TARGET: not what the adoption script does.
+      { ping: { target: "198.51.100.7", sent: 5, received: 5 } },
+      { ping: { target: "192.0.2.1 ", sent: 5, received: 5 } },
     ]) {
       h.clock.set(t0 + 1_000);
       const answer = await post(bad.heartbeatToken, fields);
@@ -186,6 +190,7 @@ describe('health samples (docs/api.md "Health")', () => {
     // Both report in the same flushes; the bad one's counters go backwards and wrap.
     await beatAt(good.heartbeatToken, 1_000, {
       resources: { cpu_load: 5 },
+      ping: { target: "192.0.2.1", sent: 5, received: 5 },
       interfaces: [{ name: "ether1", rx_bytes: 0, tx_bytes: 0 }],
     });
     await beatAt(bad.heartbeatToken, 1_000, {
