@@ -62,4 +62,16 @@ describe("heartbeat daemon configuration", () => {
     // The admin CLI reads only the database settings and serves nothing.
     expect(loadHeartbeatConfig({ NODE_ENV: "production" }, { serving: false }).port).toBe(3001);
   });
+
+  it("HEALTH_PING_TARGET: as given, else the hub's tunnel address in wireguard mode, else none", () => {
+    expect(loadHeartbeatConfig({}).healthPingTarget).toBeUndefined();
+    expect(loadHeartbeatConfig({ HEALTH_PING_TARGET: "gw.example.net" }).healthPingTarget).toBe("gw.example.net");
+    expect(loadHeartbeatConfig({ TUNNEL_MODE: "wireguard", TUNNEL_NETWORK: "10.77.0.0/16" }).healthPingTarget).toBe(
+      "10.77.0.1",
+    );
+    expect(loadHeartbeatConfig({ TUNNEL_MODE: "wireguard", HEALTH_PING_TARGET: "192.0.2.7" }).healthPingTarget).toBe(
+      "192.0.2.7",
+    );
+    expect(() => loadHeartbeatConfig({ HEALTH_PING_TARGET: 'x"; /system reboot' })).toThrow(ConfigError);
+  });
 });

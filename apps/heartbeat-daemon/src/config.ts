@@ -8,7 +8,11 @@ import {
   envPort,
   envPortOptional,
   envString,
+  envTunnelModeName,
+  envTunnelNetwork,
   envUrl,
+  isHealthPingTarget,
+  tunnelHostAt,
   requireMetricsGuardInProduction,
   type TEnv,
 } from "@fleet/shared";
@@ -24,6 +28,11 @@ export interface HeartbeatConfig {
   missedHeartbeats: number;
   /** `RESOURCE_SAMPLE_SECONDS` (default 300): one health sample per router per this period (docs/api.md "Health"). */
   resourceSampleSeconds: number;
+  /**
+   * `HEALTH_PING_TARGET` (default: the hub's tunnel address in wireguard mode, else unset, as the
+   * API's): a heartbeat whose ping names another target is refused (docs/api.md "Health").
+   */
+  healthPingTarget: string | undefined;
   databaseUrl: string | undefined;
   /** `METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
@@ -137,6 +146,7 @@ export const loadHeartbeatConfig = (given: TEnv = process.env, { serving = true 
     intervalMs,
     missedHeartbeats: envInt(env, "MISSED_HEARTBEATS", 10, 1, 10_000),
     resourceSampleSeconds: envInt(env, "RESOURCE_SAMPLE_SECONDS", 300, 1, 86_400),
+    healthPingTarget: envHealthPingTarget(env),
     databaseUrl: databaseUrl?.toString(),
     metricsToken: envOptional(env, "METRICS_TOKEN"),
     metricsPort: envPortOptional(env, "METRICS_PORT"),
@@ -147,4 +157,16 @@ export const loadHeartbeatConfig = (given: TEnv = process.env, { serving = true 
     workers,
     tuning: defaultTuning(intervalMs),
   };
+};
+
+/** The API's rule (apps/api/src/config.ts), without the hub settings the daemon never needs. */
+const envHealthPingTarget = (env: TEnv): string | undefined => {
+  const target = envOptional(env, "HEALTH_PING_TARGET");
+  if (target !== undefined) {
+    if (!isHealthPingTarget(target))
+      throw new ConfigError("HEALTH_PING_TARGET", "must be an IPv4 address or a host name");
+    return target;
+  }
+  if (envTunnelModeName(env) !== "wireguard") return undefined;
+  return envString(env, "TUNNEL_HUB_ADDRESS", tunnelHostAt(envTunnelNetwork(env), 0));
 };

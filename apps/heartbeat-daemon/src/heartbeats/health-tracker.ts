@@ -53,15 +53,16 @@ const valuesOf = (report: HealthReport): HealthValues | null => {
   };
 };
 
-const asArray = (v: HealthValues): Array<number | null> => [
-  v.cpuLoad,
-  v.memoryUsedPercent,
-  v.diskUsedPercent,
-  v.temperature,
-  v.voltage,
-  v.pingLossPercent,
-  v.pingRttMs,
-];
+/** The measures in the order of the hourly accumulator (and `fromArray`). */
+const KEYS = [
+  "cpuLoad",
+  "memoryUsedPercent",
+  "diskUsedPercent",
+  "temperature",
+  "voltage",
+  "pingLossPercent",
+  "pingRttMs",
+] as const satisfies ReadonlyArray<keyof HealthValues>;
 const fromArray = (a: ArrayLike<number | null>): HealthValues => ({
   cpuLoad: a[0] ?? null,
   memoryUsedPercent: a[1] ?? null,
@@ -81,6 +82,15 @@ interface Traffic {
   txErrors: number;
 }
 const emptyTraffic = (): Traffic => ({ rxBytes: 0, txBytes: 0, seconds: 0, rxErrors: 0, txErrors: 0 });
+const addBytes = (t: Traffic, rx: number, tx: number, seconds: number): void => {
+  t.rxBytes += rx;
+  t.txBytes += tx;
+  t.seconds += seconds;
+};
+const addErrors = (t: Traffic, rx: number | null, tx: number | null): void => {
+  if (rx !== null) t.rxErrors += rx;
+  if (tx !== null) t.txErrors += tx;
+};
 
 interface InterfaceState {
   /** The previous heartbeat's counters and time (the rate's start). */
@@ -108,8 +118,16 @@ interface RouterState {
   hourly: Float64Array;
   hourlyCount: number;
   interfaces: Map<string, InterfaceState>;
-  /** The latest values to upsert at the next flush. */
-  latest: LatestHealthRecord | null;
+  /** The latest values reported (each measure's last report), and when. */
+  current: HealthValues | null;
+  currentAtMs: number;
+  /**
+   * The latest values are upserted at the next flush: they changed, or this sample period has not
+   * written them yet (a steady router's row is rewritten once per period, not once per heartbeat).
+   */
+  latestDue: boolean;
+  /** The sample period the latest values were last drained in (-1: never). */
+  writtenPeriod: number;
   /** Interfaces whose latest state is written at the next flush (their running flag changed, or a period closed). */
   interfacesDue: boolean;
   lastSeenMs: number;
@@ -169,7 +187,10 @@ export class HealthTracker {
         hourly: newHourly(),
         hourlyCount: 0,
         interfaces: new Map(),
-        latest: null,
+        current: null,
+        currentAtMs: atMs,
+        latestDue: false,
+        writtenPeriod: -1,
         interfacesDue: false,
         lastSeenMs: atMs,
       };
@@ -190,13 +211,16 @@ export class HealthTracker {
     }
     state.lastSeenMs = atMs;
     if (values) {
-      state.last = state.last ? mergeValues(state.last, values) : values;
-      const latest = state.latest;
-      state.latest = { ...(latest ? mergeValues(latest, values) : values), routerId, reportedAt: new Date(atMs) };
+      if (state.last) mergeInto(state.last, values);
+      else state.last = values;
+      let changed = true;
+      if (state.current) changed = mergeInto(state.current, values);
+      else state.current = { ...values };
+      state.currentAtMs = atMs;
+      if (changed || period !== state.writtenPeriod) state.latestDue = true;
       const acc = state.hourly;
-      const list = asArray(values);
       for (let i = 0; i < MEASURES; i++) {
-        const v = list[i];
+        const v = values[KEYS[i] as keyof HealthValues];
         if (v === null || v === undefined) continue;
         const at = i * 4;
         const min = acc[at] as number;
@@ -235,11 +259,8 @@ export class HealthTracker {
         const rx = delta(report.rx_bytes, i.rx);
         const tx = delta(report.tx_bytes, i.tx);
         if (seconds > 0 && rx !== null && tx !== null) {
-          for (const t of [i.period, i.hour]) {
-            t.rxBytes += rx;
-            t.txBytes += tx;
-            t.seconds += seconds;
-          }
+          addBytes(i.period, rx, tx, seconds);
+          addBytes(i.hour, rx, tx, seconds);
           i.rxBps = (rx * 8) / seconds;
           i.txBps = (tx * 8) / seconds;
         } else {
@@ -248,10 +269,8 @@ export class HealthTracker {
         }
         const rxErr = delta(report.rx_errors, i.rxErr);
         const txErr = delta(report.tx_errors, i.txErr);
-        for (const t of [i.period, i.hour]) {
-          if (rxErr !== null) t.rxErrors += rxErr;
-          if (txErr !== null) t.txErrors += txErr;
-        }
+        addErrors(i.period, rxErr, txErr);
+        addErrors(i.hour, rxErr, txErr);
       }
       const running = report.running ?? null;
       if (running !== i.running) state.interfacesDue = true;
@@ -361,7 +380,7 @@ export class HealthTracker {
           state.hourlyCount > 0 ||
           [...state.interfaces.values()].some((i) => i.hour.seconds > 0 || i.hour.rxErrors > 0);
         // Nothing left to close: forgotten (its counters are stale; its next report starts afresh).
-        if (!pendingHour && !state.latest && !state.interfacesDue) this.#routers.delete(routerId);
+        if (!pendingHour && !state.latestDue && !state.interfacesDue) this.#routers.delete(routerId);
         else {
           state.period = current;
           this.#openPeriod(current, routerId);
@@ -370,9 +389,10 @@ export class HealthTracker {
     }
     const out = this.#out;
     for (const [routerId, state] of this.#routers) {
-      if (state.latest) {
-        out.latest.push(state.latest);
-        state.latest = null;
+      if (state.latestDue && state.current) {
+        out.latest.push({ ...state.current, routerId, reportedAt: new Date(state.currentAtMs) });
+        state.latestDue = false;
+        state.writtenPeriod = Math.floor(state.currentAtMs / this.#sampleMs);
       }
       if (state.interfacesDue) {
         state.interfacesDue = false;
@@ -403,9 +423,13 @@ export class HealthTracker {
     out.resourceHours.unshift(...flush.resourceHours);
     out.trafficSamples.unshift(...flush.trafficSamples);
     out.trafficHours.unshift(...flush.trafficHours);
+    // Not written: the values held now (as new as those, or newer) are written by the next flush.
     for (const latest of flush.latest) {
       const state = this.#routers.get(latest.routerId);
-      if (state && !state.latest) state.latest = latest;
+      if (state) {
+        state.latestDue = true;
+        state.writtenPeriod = -1;
+      }
     }
     for (const i of flush.interfaces) {
       const state = this.#routers.get(i.routerId);
@@ -421,7 +445,7 @@ export class HealthTracker {
     if (this.#queued > 0) return true;
     const current = Math.floor(this.#clock.nowMs() / this.#sampleMs);
     for (const period of this.#open.keys()) if (period < current) return true;
-    for (const state of this.#routers.values()) if (state.latest || state.interfacesDue) return true;
+    for (const state of this.#routers.values()) if (state.latestDue || state.interfacesDue) return true;
     return false;
   }
 
@@ -444,17 +468,20 @@ const emptyFlush = (): HealthFlush => ({
   trafficHours: [],
 });
 
-/** Measures a heartbeat did not report keep the values reported earlier. */
-const mergeValues = <T extends HealthValues>(older: T, newer: HealthValues): T => ({
-  ...older,
-  cpuLoad: newer.cpuLoad ?? older.cpuLoad,
-  memoryUsedPercent: newer.memoryUsedPercent ?? older.memoryUsedPercent,
-  diskUsedPercent: newer.diskUsedPercent ?? older.diskUsedPercent,
-  temperature: newer.temperature ?? older.temperature,
-  voltage: newer.voltage ?? older.voltage,
-  pingLossPercent: newer.pingLossPercent ?? older.pingLossPercent,
-  pingRttMs: newer.pingRttMs ?? older.pingRttMs,
-});
+/**
+ * Measures a heartbeat did not report keep the values reported earlier; writes into `older` (held
+ * by the tracker only: a heartbeat allocates nothing here). Whether any value changed.
+ */
+const mergeInto = (older: HealthValues, newer: HealthValues): boolean => {
+  let changed = false;
+  for (const key of KEYS) {
+    const value = newer[key];
+    if (value === null || value === older[key]) continue;
+    older[key] = value;
+    changed = true;
+  }
+  return changed;
+};
 
 const trafficRecord = (routerId: string, name: string, atMs: number, t: Traffic): TrafficRecord => ({
   routerId,

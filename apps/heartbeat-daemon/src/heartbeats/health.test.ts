@@ -3,6 +3,7 @@ import { HealthSeriesRepository, RouterHealthRepository } from "@fleet/db";
 import { ManualClock } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonHarness, startDaemonHarness } from "../testing/daemon-harness.ts";
+import { HealthTracker } from "./health-tracker.ts";
 
 // docs/api.md "Health": heartbeats with resources, interfaces and a ping become the latest values,
 // one sample per RESOURCE_SAMPLE_SECONDS (here 60 s), hourly min/avg/max and interface rates.
@@ -45,6 +46,7 @@ beforeAll(async () => {
   h = await startDaemonHarness(db, {
     clock: new ManualClock(hourStart),
     resourceSampleSeconds: 60,
+    healthPingTarget: "192.0.2.1",
     tuning: { flushIntervalMs: NEVER_MS, steadyFlushMs: NEVER_MS, floodBurst: 10_000, floodPerSecond: 10_000 },
   });
 });
@@ -175,6 +177,9 @@ describe('health samples (docs/api.md "Health")', () => {
       { interfaces: [{ name: "ether\u0001", rx_bytes: 1 }] },
       { interfaces: Array.from({ length: 65 }, (_, i) => ({ name: `e${i}` })) },
       { ping: { sent: 5, received: "inf" } },
+      // A ping to anything but HEALTH_PING_TARGET: not what the adoption script does.
+      { ping: { target: "198.51.100.7", sent: 5, received: 5 } },
+      { ping: { target: "192.0.2.1 ", sent: 5, received: 5 } },
     ]) {
       h.clock.set(t0 + 1_000);
       const answer = await post(bad.heartbeatToken, fields);
@@ -186,6 +191,7 @@ describe('health samples (docs/api.md "Health")', () => {
     // Both report in the same flushes; the bad one's counters go backwards and wrap.
     await beatAt(good.heartbeatToken, 1_000, {
       resources: { cpu_load: 5 },
+      ping: { target: "192.0.2.1", sent: 5, received: 5 },
       interfaces: [{ name: "ether1", rx_bytes: 0, tx_bytes: 0 }],
     });
     await beatAt(bad.heartbeatToken, 1_000, {
@@ -206,5 +212,30 @@ describe('health samples (docs/api.md "Health")', () => {
     expect(goodTraffic.map((t) => [t.rxBps, t.txBps])).toEqual([[800, 8]]);
     expect((await series.resourceSamples(good.id, t0, t0 + HOUR_MS)).map((s) => s.values.cpuLoad)).toEqual([6]);
     expect((await series.traffic(bad.id, "ether1", "samples", t0, t0 + HOUR_MS)).map((t) => t.rxBps)).toEqual([null]);
+  });
+});
+
+describe("the latest values: written when they change, else once per sample period", () => {
+  it("drains a steady router's values once per period and a changed value at once", () => {
+    const clock = new ManualClock(hourStart);
+    const tracker = new HealthTracker({ sampleSeconds: 60, clock });
+    const at = (offsetMs: number, cpu: number, temperature?: number) => {
+      clock.set(hourStart + offsetMs);
+      tracker.observe("r1", hourStart + offsetMs, { resources: { cpu_load: cpu, temperature } });
+      return tracker.drain().latest.map((l) => [l.reportedAt.getTime() - hourStart, l.cpuLoad, l.temperature]);
+    };
+    expect(at(1_000, 10, 40)).toEqual([[1_000, 10, 40]]);
+    expect(at(20_000, 10)).toEqual([]); // same values, same period: no row rewritten
+    expect(at(40_000, 10, 40)).toEqual([]);
+    expect(at(50_000, 11)).toEqual([[50_000, 11, 40]]); // changed: at once, temperature kept
+    expect(at(61_000, 11)).toEqual([[61_000, 11, 40]]); // a new period: written once
+    expect(at(62_000, 11)).toEqual([]);
+    expect(tracker.due).toBe(false);
+    // A flush the database did not take is written again by the next one, with the values held now.
+    clock.set(hourStart + 63_000);
+    tracker.observe("r1", hourStart + 63_000, { resources: { cpu_load: 12 } });
+    const failed = tracker.drain();
+    tracker.requeue(failed);
+    expect(tracker.drain().latest.map((l) => l.cpuLoad)).toEqual([12]);
   });
 });

@@ -15,7 +15,11 @@ export interface HeartbeatIntakeOptions {
   binder?: WireguardBinder;
   /** Spends an unspent adoption URL with the token's first heartbeat, before the ack. */
   spender?: AdoptionSpender;
+  /** HEALTH_PING_TARGET: a ping naming another target is refused like any bad field (docs/api.md "Health"). */
+  pingTarget?: string;
 }
+
+const PING_TARGET_ISSUE = "must be the ping target the adoption script was given";
 
 /** A cached owner as the intake marks it (the writer defers the flush of a router beating on time). */
 type Beating = TokenOwner & { lastSeenMs?: number };
@@ -39,6 +43,14 @@ export class HeartbeatIntake {
   accept(owner: TokenOwner, text: string, peer: string | null): FrameRefusal | null {
     const parsed = parseHeartbeat(text);
     if (!parsed.ok) return parsed;
+    const target = parsed.frame.ping?.target;
+    if (typeof target === "string" && this.#o.pingTarget !== undefined && target !== this.#o.pingTarget)
+      return {
+        ok: false,
+        kind: "schema",
+        message: `Not a valid heartbeat: ping.target ${PING_TARGET_ISSUE}.`,
+        errors: { "ping.target": [PING_TARGET_ISSUE] },
+      };
     this.#tunnelClaims.check(owner, parsed.frame.tunnel_ip);
     this.#o.binder?.check(owner, parsed.frame.wireguard_public_key);
     const write = toWrite(owner, parsed.frame, this.#o.clock.now(), peer);

@@ -19,6 +19,8 @@ export interface DaemonHarnessOptions {
   metricsToken?: string;
   /** RESOURCE_SAMPLE_SECONDS of the daemon (default 300). */
   resourceSampleSeconds?: number;
+  /** HEALTH_PING_TARGET of the daemon (default unset: any ping target is taken). */
+  healthPingTarget?: string;
   /** Silent unless given (tests that read log lines pass a capturing one). */
   logger?: Logger;
 }
@@ -43,6 +45,7 @@ export const startDaemonHarness = async (db: Database, options: DaemonHarnessOpt
     ...(options.resourceSampleSeconds === undefined
       ? {}
       : { RESOURCE_SAMPLE_SECONDS: String(options.resourceSampleSeconds) }),
+    ...(options.healthPingTarget === undefined ? {} : { HEALTH_PING_TARGET: options.healthPingTarget }),
   });
   config.tuning = { ...config.tuning, ...options.tuning };
   const clock = options.clock ?? new ManualClock();

@@ -51,6 +51,8 @@ export interface HeartbeatServerOptions {
   binder?: WireguardBinder;
   /** Spends a router's adoption URL with its token's first heartbeat, before the ack (docs/routeros.md "Adoption"). */
   spender?: AdoptionSpender;
+  /** HEALTH_PING_TARGET: a ping naming another target is refused (docs/api.md "Health"). */
+  pingTarget?: string | undefined;
   /** Time of the heartbeats written (the daemon's clock). */
   clock: Clock;
   /** Elapsed time of the transport: timeouts, token cache, flood buckets, pings (`monotonicClock`). */
@@ -88,6 +90,7 @@ export const startHeartbeatServer = async (o: HeartbeatServerOptions): Promise<H
     logger: o.logger,
     ...(o.binder ? { binder: o.binder } : {}),
     ...(o.spender ? { spender: o.spender } : {}),
+    ...(o.pingTarget !== undefined ? { pingTarget: o.pingTarget } : {}),
   });
   const ws = new WsHeartbeats({
     tuning: o.tuning,

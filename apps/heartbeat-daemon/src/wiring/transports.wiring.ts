@@ -43,6 +43,7 @@ export const wireTransports = async (
     transportClock,
     logger,
     metricsToken: config.metricsToken,
+    pingTarget: config.healthPingTarget,
     isReady: async () => {
       if (!migrated) migrated = await db.isReady();
       if (!migrated) return false;
