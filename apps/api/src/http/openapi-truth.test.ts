@@ -384,6 +384,20 @@ describe("the OpenAPI document tells the truth", () => {
     await call("POST", `/api/changes/${changeId}/pause`, { token: a });
     await call("POST", `/api/changes/${changeId}/cancel`, { token: a });
 
+    // health (the rules: features/routers/router-health.service.test.ts, features/health/*.test.ts)
+    await call("GET", `/api/routers/${watched.id}/resources?step=1h`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/resources?from=2026-02-30`, { token: t });
+    await call("GET", `/api/routers/${UNKNOWN}/resources`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/interfaces`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/interfaces/vlan%2F10/traffic`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/interfaces/%00/traffic`, { token: t });
+    await call("GET", "/api/health-thresholds", { token: t });
+    await call("PUT", "/api/health-thresholds", { token: t, body: { cpu: { above: 95, for_seconds: 60 } } });
+    await call("PUT", "/api/health-thresholds", { token: t, body: { cpu: { above: 101, for_seconds: 60 } } });
+    await call("GET", `/api/routers/${watched.id}/health-thresholds`, { token: t });
+    await call("PUT", `/api/routers/${watched.id}/health-thresholds`, { token: t, body: { disk: null } });
+    await call("PUT", `/api/routers/${UNKNOWN}/health-thresholds`, { token: t, body: { disk: null } });
+
     // the rate limit: a fresh credential up to the limit and one more
     const busy = await h.login();
     for (let i = 0; i <= RATE_LIMIT; i++) await call("GET", "/api/routers", { token: busy.token });
