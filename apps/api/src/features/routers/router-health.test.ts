@@ -153,6 +153,9 @@ describe('health reads (docs/api.md "Health")', () => {
       ["to=2026-13-01T00:00:00Z", "to"],
       ["from=2026-11-30T12:00:00Z&to=2026-11-30T11:00:00Z", "from"],
       ["from=2026-11-30%00", "from"],
+      ["from=2026-11-29&from=2026-11-30", "from"],
+      ["step=5m&step=1h", "step"],
+      ["from=2026-02-30", "from"],
     ];
     for (const [query, field] of cases) {
       for (const path of [base, `/api/routers/${router.id}/interfaces/ether1/traffic`]) {
