@@ -384,22 +384,19 @@ describe("the OpenAPI document tells the truth", () => {
     await call("POST", `/api/changes/${changeId}/pause`, { token: a });
     await call("POST", `/api/changes/${changeId}/cancel`, { token: a });
 
-    // health (the rules: features/health/*.test.ts)
-    const span = "from=2026-11-01T00:00:00Z&to=2026-11-02T00:00:00Z";
-    await call("GET", `/api/routers/${tagged}/resources?${span}&step=5m`, { token: a });
-    await call("GET", `/api/routers/${tagged}/resources?${span}&step=2m`, { token: a });
-    await call("GET", `/api/routers/${UNKNOWN}/resources?${span}&step=1h`, { token: a });
-    await call("GET", `/api/routers/${tagged}/interfaces`, { token: a });
-    await call("GET", `/api/routers/${UNKNOWN}/interfaces`, { token: a });
-    await call("GET", `/api/routers/${tagged}/interfaces/ether1/traffic?${span}&step=1h`, { token: a });
-    await call("GET", `/api/routers/${tagged}/interfaces/ether1/traffic?step=1d`, { token: a });
-    await call("GET", "/api/health-thresholds", { token: a });
-    await call("PUT", "/api/health-thresholds", { token: a, body: { cpu: { above: 80, for_seconds: 60 } } });
-    await call("PUT", "/api/health-thresholds", { token: a, body: { cpu: { above: 101, for_seconds: 60 } } });
-    await call("GET", `/api/routers/${tagged}/health-thresholds`, { token: a });
-    await call("GET", `/api/routers/${UNKNOWN}/health-thresholds`, { token: a });
-    await call("PUT", `/api/routers/${tagged}/health-thresholds`, { token: a, body: { disk: null } });
-    await call("PUT", `/api/routers/${UNKNOWN}/health-thresholds`, { token: a, body: { disk: null } });
+    // health (the rules: features/routers/router-health.service.test.ts, features/health/*.test.ts)
+    await call("GET", `/api/routers/${watched.id}/resources?step=1h`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/resources?from=2026-02-30`, { token: t });
+    await call("GET", `/api/routers/${UNKNOWN}/resources`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/interfaces`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/interfaces/vlan%2F10/traffic`, { token: t });
+    await call("GET", `/api/routers/${watched.id}/interfaces/%00/traffic`, { token: t });
+    await call("GET", "/api/health-thresholds", { token: t });
+    await call("PUT", "/api/health-thresholds", { token: t, body: { cpu: { above: 95, for_seconds: 60 } } });
+    await call("PUT", "/api/health-thresholds", { token: t, body: { cpu: { above: 101, for_seconds: 60 } } });
+    await call("GET", `/api/routers/${watched.id}/health-thresholds`, { token: t });
+    await call("PUT", `/api/routers/${watched.id}/health-thresholds`, { token: t, body: { disk: null } });
+    await call("PUT", `/api/routers/${UNKNOWN}/health-thresholds`, { token: t, body: { disk: null } });
 
     // the rate limit: a fresh credential up to the limit and one more
     const busy = await h.login();

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { HEALTH_MAX_INTERFACES, pingLossPercent, usedPercent } from "./health.schema.ts";
+import {
+  HEALTH_INTERFACE_NAME_MAX,
+  HEALTH_MAX_INTERFACES,
+  isHealthInterfaceName,
+  pingLossPercent,
+  usedPercent,
+} from "./health.schema.ts";
 import { readPlainHeartbeat, ZHeartbeatFrame } from "./heartbeat.schema.ts";
 
 const refusal = (frame: Record<string, unknown>) => {
@@ -92,5 +98,63 @@ describe('heartbeat health (docs/api.md "Health")', () => {
     accepted({ resources: { cpu_load: null, temperature: null }, interfaces: null, ping: null });
     accepted({ resources: {}, interfaces: [], ping: {} });
     accepted({ ping: { sent: 100, received: 100, rtt_avg_ms: 60_000, rtt_max_ms: 0 } });
+  });
+
+  it("hostile values (issue 38): spaces, hex, 1e309, -0, names at the limit and one past it", () => {
+    for (const value of [
+      " 5",
+      "5 ",
+      "5\t",
+      "0x10",
+      "0b1",
+      "0o7",
+      "1e309",
+      "-1e309",
+      JSON.parse("1e309"),
+      "1_000",
+      "5,5",
+      "",
+      "+",
+      ".",
+      "e5",
+      "Infinity",
+    ]) {
+      expect(refusal({ resources: { cpu_load: value } }), JSON.stringify(value)).toBe("resources.cpu_load");
+      expect(refusal({ interfaces: [{ name: "e", rx_bytes: value }] }), JSON.stringify(value)).toBe(
+        "interfaces.0.rx_bytes",
+      );
+      expect(refusal({ ping: { rtt_avg_ms: value } }), JSON.stringify(value)).toBe("ping.rtt_avg_ms");
+    }
+    // -0 is 0, never a negative zero stored or echoed.
+    const zero = accepted({
+      resources: { cpu_load: "-0", temperature: -0 },
+      interfaces: [{ name: "e", rx_bytes: "-0.0" }],
+    });
+    expect(Object.is(zero?.resources?.cpu_load, 0)).toBe(true);
+    expect(Object.is(zero?.resources?.temperature, 0)).toBe(true);
+    expect(Object.is(zero?.interfaces?.[0]?.rx_bytes, 0)).toBe(true);
+    expect(refusal({ resources: { memory_total: "-1e-9" } })).toBe("resources.memory_total");
+    // A counter at 2^64 and one past it.
+    accepted({ interfaces: [{ name: "e", rx_bytes: 2 ** 64 }] });
+    expect(refusal({ interfaces: [{ name: "e", rx_bytes: 2 ** 64 + 2 ** 12 }] })).toBe("interfaces.0.rx_bytes");
+    // Names: the maximum length, one more, and what a URL path makes hard (held verbatim).
+    const longest = "n".repeat(HEALTH_INTERFACE_NAME_MAX);
+    expect(accepted({ interfaces: [{ name: longest }] })?.interfaces?.[0]?.name).toBe(longest);
+    expect(refusal({ interfaces: [{ name: `${longest}n` }] })).toBe("interfaces.0.name");
+    expect(refusal({ interfaces: [{ name: "ether1\u007f" }] })).toBe("interfaces.0.name");
+    expect(refusal({ interfaces: [{ name: "\ud800" }] })).toBe("interfaces.0.name");
+    expect(refusal({ interfaces: [{ name: JSON.parse("1e309") }] })).toBe("interfaces.0.name");
+    expect(refusal({ interfaces: [{ name: ["ether1"] }] })).toBe("interfaces.0.name");
+    const odd = accepted({ interfaces: [{ name: "vlan/10" }, { name: ".." }, { name: "%41" }, { name: "A" }] });
+    expect(odd?.interfaces?.map((i) => i.name)).toEqual(["vlan/10", "..", "%41", "A"]);
+    expect([longest, "vlan/10", ".."].every(isHealthInterfaceName)).toBe(true);
+    expect([`${longest}n`, "", "a\u0000", "\udc00"].some(isHealthInterfaceName)).toBe(false);
+    // 64 interfaces of the longest names and 65 of the shortest.
+    const many = (n: number, name: (i: number) => string) => Array.from({ length: n }, (_, i) => ({ name: name(i) }));
+    expect(
+      accepted({ interfaces: many(HEALTH_MAX_INTERFACES, (i) => `${i}`.padStart(HEALTH_INTERFACE_NAME_MAX, "x")) })
+        ?.interfaces,
+    ).toHaveLength(HEALTH_MAX_INTERFACES);
+    expect(refusal({ interfaces: many(HEALTH_MAX_INTERFACES + 1, (i) => `${i}`) })).toBe("interfaces");
   });
 });

@@ -297,10 +297,23 @@ export const ZRouterResourcesQuery = z.object({
 });
 export type TRouterResourcesQuery = z.infer<typeof ZRouterResourcesQuery>;
 
-/** GET /api/routers/{router_id}/interfaces/{name}/traffic. */
+/**
+ * GET /api/routers/{router_id}/interfaces/{name}/traffic. Over REST `name` arrives percent-encoded
+ * (`vlan%2F10`), up to three characters a character; the service takes it decoded and holds it to
+ * {@link isHealthInterfaceName}.
+ */
 export const ZRouterTrafficQuery = ZRouterResourcesQuery.extend({
-  name: textRule(z.string({ error: "must be a string" }).min(1).max(HEALTH_INTERFACE_NAME_MAX)),
+  name: textRule(
+    z
+      .string({ error: "must be a string" })
+      .min(1)
+      .max(3 * HEALTH_INTERFACE_NAME_MAX),
+  ),
 });
+
+/** A name a heartbeat could have reported: 1 to HEALTH_INTERFACE_NAME_MAX characters, text rule. */
+export const isHealthInterfaceName = (name: string): boolean =>
+  name.length >= 1 && name.length <= HEALTH_INTERFACE_NAME_MAX && !breaksTextRule(name);
 export type TRouterTrafficQuery = z.infer<typeof ZRouterTrafficQuery>;
 
 const measure = (description: string) => z.number().nullable().meta({ description });

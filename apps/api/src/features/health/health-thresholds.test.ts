@@ -151,4 +151,56 @@ describe("health thresholds over HTTP", () => {
     const error = await client.healthThresholds.update.mutate({ cpu: { above: 500, for_seconds: 0 } }).catch((e) => e);
     expect(error.data).toMatchObject({ httpStatus: 422, errors: { "cpu.above": [expect.any(String)] } });
   });
+
+  it("hostile bodies: not an object is 400 or 422, NaN is malformed JSON (400), a smuggled router_id is ignored", async () => {
+    const user = await h.login();
+    const router = await makeRouter(h.db, user);
+    const sibling = await makeRouter(h.db, user);
+    const headers = { "content-type": "application/json" };
+    for (const path of ["/api/health-thresholds", `/api/routers/${router.id}/health-thresholds`]) {
+      for (const rawBody of ["null", "[]", '"cpu"', "42"]) {
+        const res = await h.refused("PUT", path, { token: user.token, rawBody, headers });
+        // The JSON parser takes only objects and arrays at the top (400); an array is a bad body (422).
+        expect(res.status, `${path} ${rawBody}`).toBe(rawBody === "[]" ? 422 : 400);
+        expect(res.body.status).toBe("fail");
+      }
+      for (const rawBody of ['{"cpu": {"above": NaN, "for_seconds": 0}}', '{"cpu": {"above": Infinity}}']) {
+        const res = await h.refused("PUT", path, { token: user.token, rawBody, headers });
+        expect(res.status, rawBody).toBe(400);
+      }
+      // 1e309 is valid JSON that parses to Infinity: a bad field, not a 500.
+      const huge = await h.refused("PUT", path, {
+        token: user.token,
+        rawBody: '{"cpu": {"above": 1e309, "for_seconds": 0}}',
+        headers,
+      });
+      expect([huge.status, Object.keys(huge.body.data ?? {})]).toEqual([422, ["cpu.above"]]);
+    }
+    const put = await h.request("PUT", `/api/routers/${router.id}/health-thresholds`, {
+      token: user.token,
+      body: { router_id: sibling.id, id: sibling.id, cpu: null },
+    });
+    expect(put.status).toBe(200);
+    expect(put.body.data.overridden).toEqual(["cpu"]);
+    const untouched = await h.request("GET", `/api/routers/${sibling.id}/health-thresholds`, { token: user.token });
+    expect(untouched.body.data.overridden).toEqual([]);
+  });
+
+  it("a viewer (routers:read) changes nothing on either PUT; another organization's PUT changes nothing", async () => {
+    const owner = await h.login();
+    const router = await makeRouter(h.db, owner);
+    const viewer = await h.login(undefined, { scope: "routers:read" });
+    const stranger = await h.login();
+    const body = { cpu: { above: 1, for_seconds: 0 }, disk: null };
+    expect((await h.refused("PUT", "/api/health-thresholds", { token: viewer.token, body })).status).toBe(403);
+    expect(
+      (await h.refused("PUT", `/api/routers/${router.id}/health-thresholds`, { token: stranger.token, body })).status,
+    ).toBe(404);
+    for (const id of ["not-a-uuid", "00000000-0000-0000-0000-000000000000", "%00", "..%2F"]) {
+      const res = await h.refused("PUT", `/api/routers/${id}/health-thresholds`, { token: owner.token, body });
+      expect([404, 422], id).toContain(res.status);
+    }
+    const got = await h.request("GET", `/api/routers/${router.id}/health-thresholds`, { token: owner.token });
+    expect(got.body.data).toEqual({ ...DEFAULT_HEALTH_THRESHOLDS, overridden: [] });
+  });
 });

@@ -10,7 +10,9 @@ import {
   AppError,
   type Clock,
   formatIsoUtc,
+  HEALTH_INTERFACE_NAME_MAX,
   HEALTH_SERIES_LIMITS,
+  isHealthInterfaceName,
   type TInterfaceState,
   type TResourcePoint,
   type TRouterResourcesQuery,
@@ -43,13 +45,41 @@ const notFound = () => new AppError("not_found", "Router not found.");
 const invalid = (field: string, message: string) =>
   new AppError("validation_failed", `'${field}' ${message}.`, { fields: { [field]: [message] } });
 
-/** A bound as sent: an ISO 8601 date-time (a date alone is its UTC midnight). */
+/** `YYYY-MM-DD`, optionally `THH:MM[:SS[.fraction]]` (or a space) and a zone (`Z`, `+HH:MM`, `+HHMM`). */
+const BOUND = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/**
+ * A bound as sent: an ISO 8601 date-time; a date alone is its UTC midnight and a time without a
+ * zone is UTC, whatever the server's zone. A calendar day that does not exist (February 30) or an
+ * hour, minute, second or offset out of range is refused, not rolled over.
+ */
 const parseBound = (value: string, field: string): number => {
-  if (!/^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value))
-    throw invalid(field, "must be an ISO 8601 date-time");
-  const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
-  if (!Number.isFinite(ms)) throw invalid(field, "must be an ISO 8601 date-time");
-  return ms;
+  const match = BOUND.exec(value);
+  if (!match) throw invalid(field, "must be an ISO 8601 date-time");
+  const [, year, month, day, hour = "00", minute = "00", second = "00", fraction = "", zone = "Z"] = match;
+  const [y, mo, d, h, mi, s] = [year, month, day, hour, minute, second].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const [offsetHours, offsetMinutes] = zone === "Z" ? [0, 0] : [Number(zone.slice(1, 3)), Number(zone.slice(-2))];
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d); // years 0000-0099 as written, not 19xx
+  const valid =
+    date.getUTCFullYear() === y &&
+    date.getUTCMonth() === mo - 1 &&
+    date.getUTCDate() === d &&
+    h < 24 &&
+    mi < 60 &&
+    s < 60 &&
+    offsetHours < 24 &&
+    offsetMinutes < 60;
+  if (!valid) throw invalid(field, "must be an ISO 8601 date-time");
+  const offset = (zone.startsWith("-") ? -1 : 1) * (offsetHours * 60 + offsetMinutes);
+  return date.getTime() + ((h * 60 + mi - offset) * 60 + s) * 1000 + Math.floor(Number(`0${fraction}`) * 1000);
 };
 
 const VALUE_FIELDS = [
@@ -124,6 +154,11 @@ export class RouterHealthService {
   }
 
   async traffic(teamId: string, query: TRouterTrafficQuery): Promise<TTrafficPoint[]> {
+    if (!isHealthInterfaceName(query.name))
+      throw invalid(
+        "name",
+        `must be an interface name of 1 to ${HEALTH_INTERFACE_NAME_MAX} characters, no control characters`,
+      );
     const { step, fromMs, toMs } = this.#range(query);
     const router = await this.#find(teamId, query.router_id);
     const tier = step === "1h" ? "hourly" : "samples";

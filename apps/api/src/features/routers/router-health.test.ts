@@ -153,6 +153,9 @@ describe('health reads (docs/api.md "Health")', () => {
       ["to=2026-13-01T00:00:00Z", "to"],
       ["from=2026-11-30T12:00:00Z&to=2026-11-30T11:00:00Z", "from"],
       ["from=2026-11-30%00", "from"],
+      ["from=2026-11-29&from=2026-11-30", "from"],
+      ["step=5m&step=1h", "step"],
+      ["from=2026-02-30", "from"],
     ];
     for (const [query, field] of cases) {
       for (const path of [base, `/api/routers/${router.id}/interfaces/ether1/traffic`]) {
@@ -213,5 +216,114 @@ describe('health reads (docs/api.md "Health")', () => {
     expect((await get(user, `/api/routers?sort=memory&limit=1&cursor=${first.body.next_cursor}`)).status).toBe(422);
     expect((await get(user, "/api/routers?sort=load")).status).toBe(422);
     expect((await get(user, `/api/routers/${b.id}`)).body.data).toMatchObject({ cpu_load: 95 });
+  });
+});
+
+describe("health reads under attack (issue 38)", () => {
+  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+
+  it("refuses crafted or foreign cursors on the health sorts with 422, never 500 or another team's rows", async () => {
+    const user = await h.login();
+    const other = await h.login();
+    const mine = await makeRouter(h.db, user, { name: "mine" });
+    const theirs = await makeRouter(h.db, other, { name: "theirs" });
+    await RouterHealthRepository.upsertLatest(queryOf(h.db), [
+      { routerId: mine.id, reportedAt: new Date(NOW), ...values(50) },
+      { routerId: theirs.id, reportedAt: new Date(NOW), ...values(40) },
+    ]);
+    const byName = await get(user, "/api/routers?sort=name&limit=1");
+    const byLastSeen = await get(user, "/api/routers?sort=last_seen&limit=1");
+    const crafted = [
+      byName.body.next_cursor ?? b64(["name", "mine", mine.id]),
+      byLastSeen.body.next_cursor ?? b64(["last_seen", null, mine.id]),
+      b64(["cpu", "1e-400", mine.id]),
+      b64(["cpu", "-1e-400", mine.id]),
+      b64(["cpu", "1e309", mine.id]),
+      b64(["cpu", "1.7976931348623159e308", mine.id]),
+      b64(["cpu", "NaN", mine.id]),
+      b64(["cpu", "Infinity", mine.id]),
+      b64(["cpu", "0x10", mine.id]),
+      b64(["cpu", " 5", mine.id]),
+      b64(["cpu", "", mine.id]),
+      b64(["cpu", 50, mine.id]),
+      b64(["cpu", "50", "not-a-uuid"]),
+      b64(["cpu", "50", mine.id, "extra"]),
+      b64({ sort: "cpu", value: "50", id: mine.id }),
+      b64(["cpu", "5'; drop table routers; --", mine.id]),
+      "%%%",
+      "a".repeat(5000),
+    ];
+    for (const cursor of crafted) {
+      const res = await h.refused("GET", `/api/routers?sort=cpu&limit=1&cursor=${encodeURIComponent(cursor)}`, {
+        token: user.token,
+      });
+      expect(res.status, cursor.slice(0, 60)).toBe(422);
+      expect(Object.keys(res.body.data ?? {}), cursor.slice(0, 60)).toEqual(["cursor"]);
+    }
+    // A well-formed cursor naming another team's router answers only this team's rows.
+    for (const value of ["100", "1e-300", "-0", null]) {
+      const res = await get(user, `/api/routers?sort=cpu&limit=5&cursor=${b64(["cpu", value, theirs.id])}`);
+      expect(res.status, String(value)).toBe(200);
+      for (const router of res.body.data) expect(router.id).not.toBe(theirs.id);
+    }
+  });
+
+  it("interface names in the path: slashes, dot-dot, percent-encoding, control characters, 101 characters", async () => {
+    const user = await h.login();
+    const router = await makeRouter(h.db, user);
+    const series = new HealthSeriesRepository(h.db);
+    const odd = ["vlan/10", "..", "%41", "x".repeat(100)];
+    await series.append(queryOf(h.db), {
+      resourceSamples: [],
+      resourceHours: [],
+      trafficSamples: odd.map((name) => ({
+        routerId: router.id,
+        name,
+        atMs: NOW - 5 * 60_000,
+        rxBps: 1_000,
+        txBps: 100,
+        rxErrors: 0,
+        txErrors: 0,
+      })),
+      trafficHours: [],
+    });
+    const traffic = (encoded: string) => get(user, `/api/routers/${router.id}/interfaces/${encoded}/traffic`);
+    // Each name, percent-encoded, reaches its own series and no other.
+    for (const name of odd.filter((n) => n !== "..")) {
+      const res = await traffic(encodeURIComponent(name));
+      expect(res.status, name).toBe(200);
+      expect(res.body.data, name).toHaveLength(1);
+    }
+    expect((await traffic("A")).body.data).toEqual([]); // "%41" is not "A"
+    // ".." and "%2E%2E" are dot segments every URL parser resolves: no route, never another router's.
+    for (const dots of ["..", "%2E%2E", "..%2F..%2F.."]) {
+      const res = await traffic(dots);
+      if (res.status === 200) expect(res.body.data, dots).toEqual([]);
+      else expect(res.status, dots).toBe(404);
+    }
+    const client = createClient({ url: h.api.url, token: user.token });
+    expect((await client.routers.traffic.query({ router_id: router.id, name: ".." })).data).toHaveLength(1);
+    expect((await client.routers.traffic.query({ router_id: router.id, name: "%41" })).data).toHaveLength(1);
+    expect((await traffic("vlan%252F10")).body.data).toEqual([]);
+    for (const encoded of ["%00", "ether%01", "ether%7F", "ether%0A", "x".repeat(101), "%ED%A0%80"]) {
+      const res = await h.refused("GET", `/api/routers/${router.id}/interfaces/${encoded}/traffic`, {
+        token: user.token,
+      });
+      expect(res.status, encoded).toBe(422);
+      expect(Object.keys(res.body.data ?? {}), encoded).toEqual(["name"]);
+    }
+    // Malformed percent-encoding and a 200-character name are refused, never a 500.
+    for (const encoded of ["%E0%A4%A", "%", "%zz", "y".repeat(200)]) {
+      const res = await h.refused("GET", `/api/routers/${router.id}/interfaces/${encoded}/traffic`, {
+        token: user.token,
+      });
+      expect([400, 404, 422], encoded).toContain(res.status);
+      expect(res.body.status, encoded).toBe("fail");
+    }
+    // Another organization's router: 404 whatever the name.
+    const other = await h.login();
+    expect(
+      (await get(other, `/api/routers/${router.id}/interfaces/${encodeURIComponent("vlan/10")}/traffic`)).status,
+    ).toBe(404);
   });
 });

@@ -134,11 +134,19 @@ export const decodeListCursor = (cursor: string): RouterListPosition | null => {
   if (sort === "last_seen" && (key === null || (typeof key === "string" && /^\d{1,19}$/.test(key))))
     return { sort, lastSeenMicros: key, id };
   // A health measure as float8 text (docs/api.md "Health"); parsed back by PostgreSQL as a bound float8.
-  if (
-    (sort === "cpu" || sort === "memory" || sort === "temperature") &&
-    (key === null ||
-      (typeof key === "string" && key.length <= 32 && Number.isFinite(Number(key)) && /^-?[0-9.e+-]+$/.test(key)))
-  )
+  if ((sort === "cpu" || sort === "memory" || sort === "temperature") && (key === null || isFloat8Text(key)))
     return { sort, value: key, id };
   return null;
+};
+
+/**
+ * Text PostgreSQL reads as a float8 without an error: a plain decimal that neither overflows nor
+ * underflows to zero ("1e-400" is out of range for PostgreSQL, 0 for JavaScript).
+ */
+const isFloat8Text = (key: unknown): key is string => {
+  if (typeof key !== "string" || key.length > 32 || !/^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(key)) return false;
+  const value = Number(key);
+  if (!Number.isFinite(value)) return false;
+  const mantissa = key.split(/e/i)[0] ?? "";
+  return value !== 0 || !/[1-9]/.test(mantissa);
 };
