@@ -403,7 +403,38 @@ describe("health from outside", () => {
     expect(own(await databaseFingerprint(db))).toEqual(before);
     expect(await reads()).toEqual(readsBefore);
     // The limit is 64: 64 interfaces are taken (on another router, this one stays untouched).
-    const other = (await tenant(1)).routers[0] as Router;
+    const stranger = await tenant(1);
+    const other = stranger.routers[0] as Router;
     expect((await post(other, heartbeat(`"interfaces":${JSON.stringify(many.slice(0, 64))}`))).status).toBe(200);
+    await system.heartbeat.flush();
+    expect((await ok("GET", `/api/routers/${other.id}/interfaces`, stranger.token)).data).toHaveLength(64);
+    // Another organization's router is not found.
+    for (const path of ["resources?step=1h", "interfaces", "interfaces/ether1/traffic"]) {
+      const answer = await call("GET", `/api/routers/${router.id}/${path}`, stranger.token);
+      expect(answer.status, path).toBe(404);
+      expect(answer.body).toMatchObject({ status: "fail", message: expect.any(String) });
+    }
+  });
+
+  it("thresholds are refused at n+1 and change nothing; null stops watching a measure", async () => {
+    const t = await tenant(0);
+    const accepted = { cpu: { above: 100, for_seconds: 86_400 }, temperature: { above: 150, for_seconds: 0 } };
+    await ok("PUT", "/api/health-thresholds", t.token, accepted);
+    const before = (await ok("GET", "/api/health-thresholds", t.token)).data;
+    for (const [field, body] of [
+      ["cpu.above", { cpu: { above: 100.5, for_seconds: 0 } }],
+      ["cpu.for_seconds", { cpu: { above: 50, for_seconds: 86_401 } }],
+      ["temperature.above", { temperature: { above: 150.5, for_seconds: 0 } }],
+      ["memory.above", { memory: { above: "NaN", for_seconds: 0 } }],
+    ] as const) {
+      const answer = await call("PUT", "/api/health-thresholds", t.token, body);
+      expect(answer.status, field).toBe(422);
+      expect(JSON.stringify(answer.body), field).toContain(field.split(".")[0]);
+    }
+    expect((await ok("GET", "/api/health-thresholds", t.token)).data).toEqual(before);
+    await ok("PUT", "/api/health-thresholds", t.token, { cpu: null });
+    const after = (await ok("GET", "/api/health-thresholds", t.token)).data;
+    expect(after.cpu).toBeNull();
+    expect(after.temperature).toEqual(before.temperature);
   });
 });
