@@ -11,8 +11,8 @@
  * address-reuse.e2e 63360-63379, tracing 63380-63389, console.e2e 63390-63399, access.e2e
  * 63400-63499, agent-queue 63500-63599, job-lease 63600-63699, wireguard-tunnel.e2e 63700-63799,
  * start-tunnel-agent 63800-63839, notifications.e2e 63840-63849, alerts.e2e 63850-63859,
- * changes.e2e 63860-63869, console changes.e2e 63870-63879. The README doctest draws its block
- * from 61000-62999.
+ * changes.e2e 63860-63869, console changes.e2e 63870-63879, health.e2e 63880-63889. The README
+ * doctest draws its block from 61000-62999.
  */
 export const testSystemEnv = (overrides: Record<string, string> = {}): Record<string, string> => ({
   PORT: "0",
