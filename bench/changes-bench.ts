@@ -26,6 +26,8 @@ const { values } = parseArgs({
     "interval-ms": { type: "string", default: "5000" },
     /** Router jobs one agent runs at once (the system's is 4: more agents scale out). */
     concurrency: { type: "string", default: "4" },
+    /** Fleet change steps one agent runs at once (TUNNEL_CHANGE_CONCURRENCY). */
+    "change-concurrency": { type: "string", default: "64" },
   },
 });
 const N = Number(values.routers);
@@ -55,6 +57,7 @@ const config = loadAllInOneConfig({
   MISSED_HEARTBEATS: "10",
 });
 config.tunnelAgent.jobs.concurrency = Number(values.concurrency);
+config.tunnelAgent.jobs.changeConcurrency = Number(values["change-concurrency"]);
 const system = await startAll({ config, logger: pino({ level: "silent" }), db });
 const email = `bench-${crypto.randomUUID()}@example.com`;
 const login = await fetch(`${system.api.url}/v1/auth/dev-login`, {
@@ -96,8 +99,10 @@ for (let index = 0; index < N; index++) {
   const options = router.device.options as { http: (request: HttpRequest) => Promise<HttpResponse> };
   const send = options.http;
   options.http = async (request) => {
+    // Only a heartbeat sent after the script ended confirms it (one already on its way does not).
+    const after = t.scriptDoneAt !== undefined;
     const response = await send(request);
-    if (t.scriptDoneAt !== undefined && t.heartbeatAfterScriptAt === undefined) t.heartbeatAfterScriptAt = Date.now();
+    if (after && t.heartbeatAfterScriptAt === undefined) t.heartbeatAfterScriptAt = Date.now();
     return response;
   };
   const ros = await startSimulatedRouterOs({

@@ -15,6 +15,8 @@ export interface AdoptedFleetEntry {
   identity?: string;
   /** The configuration an earlier run saved: the router boots with it instead of adopting. */
   device?: DeviceSnapshot;
+  /** `/system resource get version` an earlier run saved (a firmware change upgrades it). */
+  version?: string;
 }
 
 export interface AdoptedFleetOptions {
@@ -78,7 +80,7 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       tunnelIp: entry.tunnel_ip ?? tunnelIpFor(index),
       bindTunnelIp: o.bindTunnelIp ?? true,
       ...(entry.identity ? { identity: entry.identity } : {}),
-      ...(o.version ? { version: o.version } : {}),
+      ...(entry.version || o.version ? { version: entry.version ?? o.version } : {}),
       ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),
       ...(o.system ? { system: o.system(index) } : {}),
       ...(o.onTunnelChange
@@ -138,6 +140,7 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
           tunnel_ip: r.tunnelIp,
           identity: r.device.identity,
           device: r.device.snapshot(),
+          version: r.device.version,
         })),
     close: async () => {
       for (const router of routers) router.stop();
