@@ -55,8 +55,11 @@ export interface ChangeJobDeps {
   logger: Logger;
   sshPort: number;
   tunnelNetwork: TunnelNetwork;
-  /** The configuration backup of section 15 (the `router.backup` handler), taken before a script runs. */
-  backup: JobHandler;
+  /**
+   * The configuration backup of section 15 (the `router.backup` handler), taken before a script
+   * runs, over the step's own SSH session when given one.
+   */
+  backup: (job: JobRecord, session?: RouterOsClient) => Promise<void>;
   /** Queues this step's job again, to run at `at` (waiting for a heartbeat never holds a worker). */
   requeue(routerId: string, changeRouterId: string, at: Date): Promise<void>;
   /** How long a waiting step sleeps between looks (well under a heartbeat interval). */
@@ -271,7 +274,9 @@ class StepRunner {
     let phase = decodePhase(this.#s.step.phase);
     if (phase.kind === "start") {
       const kind = ROUTER_JOB_KINDS.backup;
-      await this.#d.backup({ ...this.#job, kind, payload: { kind, router_id: this.#s.step.routerId } });
+      const backupJob = { ...this.#job, kind, payload: { kind, router_id: this.#s.step.routerId } };
+      // One login for the whole step: the backup reads over the session the step goes on with.
+      await this.#session((router) => this.#d.backup(backupJob, router));
       phase = { kind: "binary" };
       if (!(await this.#setPhase(phase))) return;
     }

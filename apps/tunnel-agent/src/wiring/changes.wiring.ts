@@ -1,6 +1,6 @@
 import { ChangeExecutorRepository, ChangeWorkflow, queryOf, queueRouterJob } from "@fleet/db";
 import { ROUTER_JOB_KINDS, type TRouterJobKind } from "@fleet/shared";
-import { applyChangeHandler } from "../jobs/apply-change.ts";
+import { applyChangeHandler, type ChangeJobDeps } from "../jobs/apply-change.ts";
 import { BeatWatcher } from "../jobs/beat-watcher.ts";
 import type { JobHandler } from "../jobs/router-job-worker.ts";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
@@ -20,7 +20,7 @@ export interface ChangeServices {
 /** Fleet changes, the agent's side (docs/api.md "Changes", docs/routeros.md "The guard"). */
 export const wireChanges = (
   { config, db, logger, jobs, clock }: AgentContext,
-  deps: { connector: RouterOsConnector; backup: JobHandler },
+  deps: { connector: RouterOsConnector; backup: ChangeJobDeps["backup"] },
 ): Wired<ChangeServices> => {
   const steps = new ChangeExecutorRepository(queryOf(db));
   const beats = new BeatWatcher({
