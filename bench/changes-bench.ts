@@ -104,9 +104,11 @@ for (let index = 0; index < N; index++) {
   const send = options.http;
   options.http = async (request) => {
     // Only a heartbeat sent after the script ended confirms it (one already on its way does not).
+    // Timed when sent: the system sees it then, whenever this loaded process reads the answer.
     const after = t.scriptDoneAt !== undefined;
+    const sentAt = Date.now();
     const response = await send(request);
-    if (after && t.heartbeatAfterScriptAt === undefined) t.heartbeatAfterScriptAt = Date.now();
+    if (after && t.heartbeatAfterScriptAt === undefined) t.heartbeatAfterScriptAt = sentAt;
     return response;
   };
   const ros = await startSimulatedRouterOs({
