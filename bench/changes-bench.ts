@@ -105,10 +105,12 @@ for (let index = 0; index < N; index++) {
   options.http = async (request) => {
     // Only a heartbeat sent after the script ended confirms it (one already on its way does not).
     // Timed when sent: the system sees it then, whenever this loaded process reads the answer.
-    const after = t.scriptDoneAt !== undefined;
+    // (Compared when it is answered: one sent during an earlier run must not count for this one.)
     const sentAt = Date.now();
     const response = await send(request);
-    if (after && t.heartbeatAfterScriptAt === undefined) t.heartbeatAfterScriptAt = sentAt;
+    const done = t.scriptDoneAt;
+    if (done !== undefined && sentAt > done && t.heartbeatAfterScriptAt === undefined)
+      t.heartbeatAfterScriptAt = sentAt;
     return response;
   };
   const ros = await startSimulatedRouterOs({
