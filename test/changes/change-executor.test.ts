@@ -28,7 +28,8 @@ import {
   type TunnelNetwork,
 } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
-import { applyChangeHandler, encodePhase } from "@fleet/tunnel-agent/jobs/apply-change";
+import { applyChangeHandler, type ChangeJobDeps, encodePhase } from "@fleet/tunnel-agent/jobs/apply-change";
+import { BeatWatcher } from "@fleet/tunnel-agent/jobs/beat-watcher";
 import { backupRouterHandler } from "@fleet/tunnel-agent/jobs/backup-router";
 import { addGuard, guardName } from "@fleet/tunnel-agent/routeros/change-commands";
 import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
@@ -101,7 +102,7 @@ const simulatedRouter = async () => {
   return { device, ssh };
 };
 
-const executor = (port: number) => {
+const executorDeps = (port: number): ChangeJobDeps => {
   const connector = new SshRouterOsConnector({
     username: "fleet",
     privateKey: agentKey.private,
@@ -111,7 +112,7 @@ const executor = (port: number) => {
   });
   const tunnelNetwork = parseTunnelNetwork("127.0.0.0/8") as TunnelNetwork;
   const forwards = new ForwardTargetsRepository(db);
-  return applyChangeHandler({
+  return {
     changes: workflow,
     steps: new ChangeExecutorRepository(queryOf(db)),
     connector,
@@ -140,8 +141,10 @@ const executor = (port: number) => {
       );
     },
     pollMs: 1000,
-  });
+  };
 };
+
+const executor = (port: number) => applyChangeHandler(executorDeps(port));
 
 const USER = { actor: { type: "user" as const, id: crypto.randomUUID() }, sourceIp: null };
 
@@ -229,7 +232,10 @@ describe("change.apply: a script change", () => {
     const done = await c.current();
     expect(done?.state).toBe("succeeded");
     expect(done?.output).toBe("applied");
+    // Confirmed: neither the guard nor the binary backup it would load stays on the router.
     expect(guards(device)).toEqual([]);
+    expect(device.system.backups()).toEqual([]);
+    expect(device.tables.file.map((f) => f.props.name)).toEqual([]);
     // Another delivery of the job changes nothing, and the script went to the router once.
     await run(c.job);
     expect(sent(ssh, "/ip dns set servers=9.9.9.9")).toBe(1);
@@ -303,6 +309,41 @@ describe("change.apply: a script change", () => {
     expect(step?.output).toMatch(/^bad command name bridge \(line 2 column \d+\)$/);
     expect(device.system.settings().dns.servers).toBe("");
     expect(guards(device)).toEqual([]);
+    expect(device.system.backups()).toEqual([]);
+  });
+
+  it("waits in its job for the heartbeat when it may, and confirms as soon as it lands", async () => {
+    const { device, ssh } = await simulatedRouter();
+    const watcher = new BeatWatcher({
+      lastSeen: (ids) => new ChangeExecutorRepository(queryOf(db)).lastSeen(ids),
+      checkMs: 20,
+      logger,
+    });
+    const run = applyChangeHandler({
+      ...executorDeps(ssh.port),
+      beats: { wait: watcher.wait.bind(watcher), holdMs: 30_000 },
+    });
+    const c = await dispatched({ script: "/ip dns set servers=9.9.9.8" });
+    const attempt = run(c.job);
+    await eventually(async () => (await c.current())?.phase?.startsWith("confirm:"), "the script run");
+    clock.advance(10);
+    await c.heartbeat(clock.now());
+    await attempt;
+    expect((await c.current())?.state).toBe("succeeded");
+    expect(guards(device)).toEqual([]);
+    expect(device.system.backups()).toEqual([]);
+    // Confirmed in the one job: nothing was queued again (the one job is the dispatcher's).
+    expect(await listRouterJobs(db, { routerId: c.routerId, kind: ROUTER_JOB_KINDS.changeApply })).toHaveLength(1);
+    // A hold that ends without a heartbeat goes back to the queue as before.
+    const d = await dispatched({ script: "/ip dns set servers=9.9.9.7" });
+    const short = applyChangeHandler({
+      ...executorDeps(ssh.port),
+      beats: { wait: watcher.wait.bind(watcher), holdMs: 50 },
+    });
+    await short(d.job);
+    expect((await d.current())?.state).toBe("running");
+    expect(await listRouterJobs(db, { routerId: d.routerId, kind: ROUTER_JOB_KINDS.changeApply })).toHaveLength(2);
+    watcher.close();
   });
 });
 

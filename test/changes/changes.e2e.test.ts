@@ -176,9 +176,9 @@ describe("fleet changes on simulated routers", () => {
       expect(byRouter.get(ok().routerId)?.output).toContain("applied");
       expect(ok().device.system.settings().dns.servers).toBe("9.9.9.9");
       expect(ok().device.system.settings().note.note).toBe("changed on edge-ok");
-      // Confirmed: no guard is left behind, the binary backup stays on flash.
+      // Confirmed: neither the guard nor its binary backup is left behind.
       expect(guards(ok())).toEqual([]);
-      expect(ok().device.system.backups()).toHaveLength(1);
+      expect(ok().device.system.backups()).toEqual([]);
 
       expect(byRouter.get(cut().routerId)?.state).toBe("reverted");
       // The router loaded its backup by itself: the change is gone and the tunnel is back.

@@ -71,6 +71,8 @@ export interface TunnelAgentConfig {
     concurrency: number;
     /** Further jobs at once that are only forward and access applies/removals (never behind bulk work). */
     interactiveConcurrency: number;
+    /** `TUNNEL_CHANGE_CONCURRENCY`: further jobs at once that are fleet change steps (mostly waiting on routers). */
+    changeConcurrency: number;
   };
   /** `TUNNEL_RECONCILE_INTERVAL_MS`: period of the router-vs-database reconciliation (also run at start). */
   reconcileIntervalMs: number;
@@ -137,6 +139,7 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
       pollSeconds: 1,
       concurrency: 4,
       interactiveConcurrency: 2,
+      changeConcurrency: envInt(env, "TUNNEL_CHANGE_CONCURRENCY", 64, 1, 1_000),
     },
     reconcileIntervalMs: envInt(env, "TUNNEL_RECONCILE_INTERVAL_MS", 60_000, 1_000, 86_400_000),
     expirySweepIntervalMs: 30_000,

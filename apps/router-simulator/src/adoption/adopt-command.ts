@@ -76,6 +76,8 @@ export const runAdoptedSimulator = async (
   }, 10_000);
   const stop = async () => {
     clearInterval(status);
+    // Again at the end: what the run changed (a firmware change's version) is what the next one resumes.
+    writeAdoptedState(stateFile, [...fleet.saved(), ...saved.slice(args.routers)]);
     await fleet.close();
     process.exit(0);
   };

@@ -121,9 +121,19 @@ describe("adopted routers across runs", () => {
         { router_id: "r-d", adoption_command: adoptionCommand(`${base}/api/adoption/r-d`), identity: "sim-rd" },
       ],
     });
+    // A firmware change upgraded it during the run: the next run boots the upgraded version.
+    const [router] = first.routers;
+    if (router) router.device.version = "7.16.2 (stable)";
     const saved = first.saved();
     await first.close();
-    expect(saved).toEqual([expect.objectContaining({ router_id: "r-d", tunnel_ip: "127.0.1.1", identity: "sim-rd" })]);
+    expect(saved).toEqual([
+      expect.objectContaining({
+        router_id: "r-d",
+        tunnel_ip: "127.0.1.1",
+        identity: "sim-rd",
+        version: "7.16.2 (stable)",
+      }),
+    ]);
     const dir = mkdtempSync(path.join(tmpdir(), "h21-sim-state-"));
     try {
       const file = adoptedStateFile(dir);
@@ -144,6 +154,7 @@ describe("adopted routers across runs", () => {
         // The scheduler's startup run beat during boot, before any interval passed.
         expect(posts.length).toBeGreaterThan(before);
         expect(JSON.parse(posts.at(-1)?.body ?? "{}")).toMatchObject({ identity: "sim-rd" });
+        expect(again.routers[0]?.device.version).toBe("7.16.2 (stable)");
       } finally {
         await again.close();
       }

@@ -16,6 +16,8 @@ export interface AdoptedFleetEntry {
   identity?: string;
   /** The configuration an earlier run saved: the router boots with it instead of adopting. */
   device?: DeviceSnapshot;
+  /** `/system resource get version` an earlier run saved (a firmware change upgrades it). */
+  version?: string;
 }
 
 export interface AdoptedFleetOptions {
@@ -81,7 +83,7 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
       tunnelIp: entry.tunnel_ip ?? tunnelIpFor(index),
       bindTunnelIp: o.bindTunnelIp ?? true,
       ...(entry.identity ? { identity: entry.identity } : {}),
-      ...(o.version ? { version: o.version } : {}),
+      ...(entry.version || o.version ? { version: entry.version ?? o.version } : {}),
       ...(o.deviceModes?.[index] ? { deviceMode: o.deviceModes[index] } : {}),
       ...(o.system ? { system: o.system(index) } : {}),
       ...(o.healthOf ? { health: o.healthOf(index) } : {}),
@@ -142,6 +144,7 @@ export const startAdoptedFleet = async (o: AdoptedFleetOptions): Promise<Running
           tunnel_ip: r.tunnelIp,
           identity: r.device.identity,
           device: r.device.snapshot(),
+          version: r.device.version,
         })),
     close: async () => {
       for (const router of routers) router.stop();

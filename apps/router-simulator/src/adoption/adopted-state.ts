@@ -26,7 +26,8 @@ export const readAdoptedState = (file: string): AdoptedFleetEntry[] => {
       typeof r.router_id === "string" &&
       typeof r.tunnel_ip === "string" &&
       typeof r.device === "object" &&
-      r.device !== null,
+      r.device !== null &&
+      (r.version === undefined || typeof r.version === "string"),
   );
 };
 

@@ -55,12 +55,20 @@ export interface ChangeJobDeps {
   logger: Logger;
   sshPort: number;
   tunnelNetwork: TunnelNetwork;
-  /** The configuration backup of section 15 (the `router.backup` handler), taken before a script runs. */
-  backup: JobHandler;
+  /**
+   * The configuration backup of section 15 (the `router.backup` handler), taken before a script
+   * runs, over the step's own SSH session when given one.
+   */
+  backup: (job: JobRecord, session?: RouterOsClient) => Promise<void>;
   /** Queues this step's job again, to run at `at` (waiting for a heartbeat never holds a worker). */
   requeue(routerId: string, changeRouterId: string, at: Date): Promise<void>;
   /** How long a waiting step sleeps between looks (well under a heartbeat interval). */
   pollMs: number;
+  /**
+   * Waits in the job, up to `holdMs`, for the router's heartbeat after its script (BeatWatcher),
+   * so a step is confirmed as soon as the heartbeat lands; only a longer wait goes back to the queue.
+   */
+  beats?: { wait(routerId: string, afterMs: number, timeoutMs: number): Promise<boolean>; holdMs: number };
 }
 
 /**
@@ -250,6 +258,13 @@ class StepRunner {
     this.#client = undefined;
   }
 
+  /** Best effort after a failure before the script: the guard (if any) and the binary backup go. */
+  async #cleanUp(): Promise<void> {
+    await this.#session((router) => runMarked(router, removeGuard(this.#guard))).catch((error: unknown) => {
+      this.#log.warn({ err: error }, "the guard and binary backup could not be removed");
+    });
+  }
+
   async #later(): Promise<void> {
     const at = new Date(this.#d.clock.now().getTime() + this.#d.pollMs);
     await this.#d.requeue(this.#s.step.routerId, this.#id, at);
@@ -259,13 +274,18 @@ class StepRunner {
     let phase = decodePhase(this.#s.step.phase);
     if (phase.kind === "start") {
       const kind = ROUTER_JOB_KINDS.backup;
-      await this.#d.backup({ ...this.#job, kind, payload: { kind, router_id: this.#s.step.routerId } });
+      const backupJob = { ...this.#job, kind, payload: { kind, router_id: this.#s.step.routerId } };
+      // One login for the whole step: the backup reads over the session the step goes on with.
+      await this.#session((router) => this.#d.backup(backupJob, router));
       phase = { kind: "binary" };
       if (!(await this.#setPhase(phase))) return;
     }
     if (phase.kind === "binary") {
       const saved = await this.#session((router) => runMarked(router, saveBinaryBackup(this.#guard)));
-      if (!saved.ok) return this.#finish("failed", `the binary backup failed: ${saved.output}`);
+      if (!saved.ok) {
+        await this.#cleanUp();
+        return this.#finish("failed", `the binary backup failed: ${saved.output}`);
+      }
       phase = { kind: "guard" };
       if (!(await this.#setPhase(phase))) return;
     }
@@ -274,7 +294,10 @@ class StepRunner {
       const added = await this.#session((router) =>
         runMarked(router, addGuard(this.#guard, this.#s.change.guardSeconds)),
       );
-      if (!added.ok) return this.#finish("failed", `the guard could not be installed: ${added.output}`);
+      if (!added.ok) {
+        await this.#cleanUp();
+        return this.#finish("failed", `the guard could not be installed: ${added.output}`);
+      }
       phase = { kind: "script", guardAt };
       if (!(await this.#setPhase(phase))) return;
     }
@@ -319,7 +342,12 @@ class StepRunner {
       return this.#finish("reverted", output ? `${output}\n${note}` : note);
     }
     const pulse = await this.#d.steps.pulse(this.#s.step.routerId);
-    const beat = pulse?.lastSeenAt && pulse.lastSeenAt.getTime() > phase.doneAt;
+    let beat =
+      pulse?.lastSeenAt !== null && pulse?.lastSeenAt !== undefined && pulse.lastSeenAt.getTime() > phase.doneAt;
+    if (!beat && this.#d.beats) {
+      const timeoutMs = Math.min(this.#d.beats.holdMs, phase.guardAt + this.#guardMs - now);
+      beat = await this.#d.beats.wait(this.#s.step.routerId, phase.doneAt, timeoutMs);
+    }
     if (beat) {
       const removed = await this.#session((router) => runMarked(router, removeGuard(this.#guard))).catch(
         () => undefined,

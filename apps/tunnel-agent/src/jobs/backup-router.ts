@@ -11,7 +11,11 @@ import {
 } from "@fleet/db";
 import { type Clock, digestConfigExport, type TunnelNetwork, ZReconcileJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
-import { type RouterOsConnector, RouterOsOutputTooLargeError } from "../routeros/routeros-client.ts";
+import {
+  type RouterOsClient,
+  type RouterOsConnector,
+  RouterOsOutputTooLargeError,
+} from "../routeros/routeros-client.ts";
 import { exportConfiguration } from "../routeros/routeros-commands.ts";
 import { describeJobError, jobPayload, PermanentJobError } from "./job-errors.ts";
 import { withRouterSession } from "./router-session.ts";
@@ -112,7 +116,8 @@ export const storeConfigRead = async (
  */
 export const backupRouterHandler =
   (deps: BackupJobDeps) =>
-  async (job: JobRecord): Promise<void> => {
+  /** `session`: an SSH session to the router the caller already has (a change step's), used instead of a new login. */
+  async (job: JobRecord, session?: RouterOsClient): Promise<void> => {
     const routerId = jobPayload(ZReconcileJobPayload, job).router_id;
     const tunnelIp = await deps.forwards.routerTunnelIp(routerId);
     if (!tunnelIp) {
@@ -124,9 +129,8 @@ export const backupRouterHandler =
       const target = tunnelTarget(deps, routerId, tunnelIp);
       let content: string;
       try {
-        content = await withRouterSession(deps.connector, target, (router) =>
-          router.exec(exportConfiguration(), { maxBytes: deps.maxBytes }),
-        );
+        const read = (router: RouterOsClient) => router.exec(exportConfiguration(), { maxBytes: deps.maxBytes });
+        content = session ? await read(session) : await withRouterSession(deps.connector, target, read);
       } catch (error) {
         // A router that answers more than the cap answers it again: no retry (docs/api.md "Configuration backups").
         if (error instanceof RouterOsOutputTooLargeError) {

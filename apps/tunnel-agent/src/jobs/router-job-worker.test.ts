@@ -88,3 +88,54 @@ it("applies a forward and an access session while backups queued before them hol
     await worker.close();
   }
 }, 60_000);
+
+it("runs fleet change steps in a lane of their own: as many at once as changeConcurrency, beside bulk work", async () => {
+  const CHANGE_CONCURRENCY = 8;
+  // Steps of different routers, each waiting on its router until the test lets them go.
+  for (let i = 0; i < CHANGE_CONCURRENCY + 4; i++) {
+    await queueRouterJob(engine, {
+      kind: ROUTER_JOB_KINDS.changeApply,
+      router_id: crypto.randomUUID(),
+      change_router_id: crypto.randomUUID(),
+    });
+  }
+  let release: () => void = () => {};
+  const waiting = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let started = 0;
+  const applied: string[] = [];
+  const worker = new RouterJobWorker({
+    engine,
+    locks,
+    handlers: {
+      [ROUTER_JOB_KINDS.changeApply]: async () => {
+        started++;
+        await waiting;
+      },
+      [ROUTER_JOB_KINDS.apply]: async (job) => {
+        applied.push(job.kind);
+      },
+    },
+    logger: pino({ level: "silent" }),
+    concurrency: 1,
+    interactiveConcurrency: 1,
+    changeConcurrency: CHANGE_CONCURRENCY,
+    pollSeconds: 0.5,
+  });
+  try {
+    await worker.start();
+    // The change lane's 8, and the one bulk worker (change steps come before bulk jobs there): 9, not 10.
+    await eventually(() => started === CHANGE_CONCURRENCY + 1, "the change steps running", 30_000);
+    await queueRouterJob(engine, {
+      kind: ROUTER_JOB_KINDS.apply,
+      router_id: crypto.randomUUID(),
+      forward_id: crypto.randomUUID(),
+    });
+    await eventually(() => applied.length === 1, "the forward applied", 30_000);
+    expect(started).toBe(CHANGE_CONCURRENCY + 1);
+  } finally {
+    release();
+    await worker.close();
+  }
+}, 60_000);

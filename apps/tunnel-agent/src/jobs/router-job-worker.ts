@@ -1,4 +1,5 @@
 import {
+  CHANGE_JOB_PRIORITY,
   type EngineJob,
   INTERACTIVE_JOB_PRIORITY,
   type JobEngine,
@@ -30,6 +31,11 @@ export interface RouterJobWorkerOptions {
    * INTERACTIVE_JOB_PRIORITY): however many slow backups fill the others, one of these is free.
    */
   interactiveConcurrency: number;
+  /**
+   * Further workers that take fleet change steps (CHANGE_JOB_PRIORITY) and interactive jobs: a
+   * change's steps mostly wait on their routers, so many run at once without holding bulk work back.
+   */
+  changeConcurrency?: number;
   /** Poll period when no notification arrives (a job held back behind its router's head). */
   pollSeconds: number;
   /** Called after each attempt (the relay re-reads forwards then; metrics). */
@@ -96,6 +102,13 @@ export class RouterJobWorker {
       { ...work, localConcurrency: this.#o.interactiveConcurrency, minPriority: INTERACTIVE_JOB_PRIORITY },
       this.#handle,
     );
+    if (this.#o.changeConcurrency) {
+      await this.#o.engine.work<RouterJobData>(
+        ROUTER_JOBS_QUEUE,
+        { ...work, localConcurrency: this.#o.changeConcurrency, minPriority: CHANGE_JOB_PRIORITY },
+        this.#handle,
+      );
+    }
     // Polled as often as the queue itself: until this runs, the failed original holds its router's
     // later jobs back (pg-boss sends no notification when it moves a job to the dead-letter queue).
     const deadLetterPoll = { pollingIntervalSeconds: this.#o.pollSeconds };

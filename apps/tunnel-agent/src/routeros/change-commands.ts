@@ -41,9 +41,17 @@ export const addGuard = (name: string, guardSeconds: number): string => {
   ].join("\n");
 };
 
-/** Removes the guard and answers how many schedulers of that name are left (0 when confirmed). */
+/**
+ * Removes the guard and the binary backup it would load (after a confirmed success or a failure
+ * nothing on the router refers to them) and answers how many schedulers of that name are left (0
+ * when confirmed). The file's removal cannot stop the script: the guard's answer is what counts.
+ */
 export const removeGuard = (name: string): string =>
-  [`/system scheduler remove [find name="${name}"]`, `:put [:len [/system scheduler find name="${name}"]]`].join("\n");
+  [
+    `/system scheduler remove [find name="${name}"]`,
+    `:do { /file remove [find name="${name}.backup"] } on-error={}`,
+    `:put [:len [/system scheduler find name="${name}"]]`,
+  ].join("\n");
 
 /** Checks the channel: prints the installed and the offered version, one a line. */
 export const checkForUpdates = (channel: (typeof FIRMWARE_CHANNELS)[number]): string => {

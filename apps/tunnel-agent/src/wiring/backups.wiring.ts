@@ -8,12 +8,12 @@ import {
 } from "@fleet/db";
 import { backupRouterHandler } from "../jobs/backup-router.ts";
 import type { JobHandler } from "../jobs/router-job-worker.ts";
-import type { RouterOsConnector } from "../routeros/routeros-client.ts";
+import type { RouterOsClient, RouterOsConnector } from "../routeros/routeros-client.ts";
 import type { AgentContext, Wired } from "./wiring.ts";
 
 export interface BackupServices {
-  /** The `router.backup` job handler. */
-  handler: JobHandler;
+  /** The `router.backup` job handler (with a session: over it, without a login of its own). */
+  handler: (job: JobRecord, session?: RouterOsClient) => Promise<void>;
   /** Wraps a handler that changes a router: its success queues a backup of that router. */
   thenBackup(handler: JobHandler): JobHandler;
   /** Queues a backup of every router not queued within BACKUP_INTERVAL_HOURS (the schedule runs it every 10 minutes). */

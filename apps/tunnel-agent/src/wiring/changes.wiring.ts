@@ -1,12 +1,16 @@
 import { ChangeExecutorRepository, ChangeWorkflow, queryOf, queueRouterJob } from "@fleet/db";
 import { ROUTER_JOB_KINDS, type TRouterJobKind } from "@fleet/shared";
-import { applyChangeHandler } from "../jobs/apply-change.ts";
+import { applyChangeHandler, type ChangeJobDeps } from "../jobs/apply-change.ts";
+import { BeatWatcher } from "../jobs/beat-watcher.ts";
 import type { JobHandler } from "../jobs/router-job-worker.ts";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
 import type { AgentContext, Wired } from "./wiring.ts";
 
-/** A waiting step looks again after this long: a heartbeat is confirmed well within two intervals. */
+/** A step still waiting after its hold looks again after this long (a new job). */
 export const CHANGE_CONFIRM_POLL_MS = 1_000;
+
+/** Period of the one heartbeat read that serves every step waiting for its confirmation. */
+export const CHANGE_BEAT_CHECK_MS = 100;
 
 export interface ChangeServices {
   /** The `change.apply` job handler. */
@@ -16,11 +20,17 @@ export interface ChangeServices {
 /** Fleet changes, the agent's side (docs/api.md "Changes", docs/routeros.md "The guard"). */
 export const wireChanges = (
   { config, db, logger, jobs, clock }: AgentContext,
-  deps: { connector: RouterOsConnector; backup: JobHandler },
+  deps: { connector: RouterOsConnector; backup: ChangeJobDeps["backup"] },
 ): Wired<ChangeServices> => {
+  const steps = new ChangeExecutorRepository(queryOf(db));
+  const beats = new BeatWatcher({
+    lastSeen: (routerIds) => steps.lastSeen(routerIds),
+    checkMs: CHANGE_BEAT_CHECK_MS,
+    logger: logger.child({ part: "changes" }),
+  });
   const handler = applyChangeHandler({
     changes: new ChangeWorkflow(db, jobs, clock),
-    steps: new ChangeExecutorRepository(queryOf(db)),
+    steps,
     connector: deps.connector,
     clock,
     logger: logger.child({ part: "changes" }),
@@ -36,10 +46,15 @@ export const wireChanges = (
       );
     },
     pollMs: CHANGE_CONFIRM_POLL_MS,
+    // Held in the job for at most half its lease, so an attempt that waits is never taken for dead.
+    beats: {
+      wait: (routerId, afterMs, timeoutMs) => beats.wait(routerId, afterMs, timeoutMs),
+      holdMs: config.jobs.leaseMs / 2,
+    },
   });
   return {
     services: { handlers: { [ROUTER_JOB_KINDS.changeApply]: handler } },
     schedules: [],
-    close: async () => {},
+    close: async () => beats.close(),
   };
 };

@@ -75,6 +75,7 @@ export const wireJobs = (
     logger: logger.child({ part: "jobs" }),
     concurrency: config.jobs.concurrency,
     interactiveConcurrency: config.jobs.interactiveConcurrency,
+    changeConcurrency: config.jobs.changeConcurrency,
     pollSeconds: config.jobs.pollSeconds,
     onJobFinished: deps.refreshRelay,
   });

@@ -78,9 +78,20 @@ const INTERACTIVE_KINDS: ReadonlySet<TRouterJobKind> = new Set([
 /** The priority of interactive router jobs (bulk jobs have 0). */
 export const INTERACTIVE_JOB_PRIORITY = 10;
 
+/**
+ * The priority of a fleet change's router steps (`change.apply`): mostly waiting on the router
+ * (its commands, its heartbeat), so the agent runs many at once in a lane of their own
+ * (TUNNEL_CHANGE_CONCURRENCY) that bulk work cannot occupy; below interactive jobs.
+ */
+export const CHANGE_JOB_PRIORITY = 5;
+
 /** The queue priority of a router job of this kind. */
 export const routerJobPriority = (kind: TRouterJobKind): number =>
-  INTERACTIVE_KINDS.has(kind) ? INTERACTIVE_JOB_PRIORITY : 0;
+  INTERACTIVE_KINDS.has(kind)
+    ? INTERACTIVE_JOB_PRIORITY
+    : kind === ROUTER_JOB_KINDS.changeApply
+      ? CHANGE_JOB_PRIORITY
+      : 0;
 
 /** Queues a router job; with `executor` it commits or rolls back with the caller's transaction. */
 export const queueRouterJob = (

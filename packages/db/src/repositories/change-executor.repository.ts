@@ -37,6 +37,18 @@ export class ChangeExecutorRepository {
     };
   }
 
+  /** The latest heartbeat (epoch ms) of each of these routers that has one: one read for many waiting steps. */
+  async lastSeen(routerIds: readonly string[]): Promise<Map<string, number>> {
+    const ids = routerIds.filter(isUuid);
+    if (ids.length === 0) return new Map();
+    const rows = await this.#query<{ router_id: string; last_seen_ms: number | string | null }>(
+      `select router_id, (extract(epoch from last_seen_at) * 1000)::float8 as last_seen_ms
+       from router_liveness where router_id = any($1::uuid[]) and last_seen_at is not null`,
+      [ids],
+    );
+    return new Map(rows.map((r) => [String(r.router_id), toNumber(r.last_seen_ms ?? 0)]));
+  }
+
   /** Keeps the script's output on a running step (its result, later, keeps it). */
   async recordOutput(changeRouterId: string, output: string): Promise<void> {
     if (!isUuid(changeRouterId)) return;

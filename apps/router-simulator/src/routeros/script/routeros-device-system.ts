@@ -89,7 +89,14 @@ export class RouterOsSystem {
 
   /** Names of the binary backups kept (`<name>.backup`). */
   backups(): string[] {
+    this.#forgetRemovedFiles();
     return [...this.#backups.keys()];
+  }
+
+  /** A backup whose file was removed (`/file remove`) is gone: it can no longer be loaded. */
+  #forgetRemovedFiles(): void {
+    const files = new Set(this.#device.tables.file.map((f) => f.props.name));
+    for (const file of this.#backups.keys()) if (!files.has(file)) this.#backups.delete(file);
   }
 
   settings(): Readonly<Settings> {
@@ -184,6 +191,7 @@ export class RouterOsSystem {
       case "system backup|load": {
         only(["name", "password"]);
         const file = backupFile(named.get("name") ?? "");
+        this.#forgetRemovedFiles();
         const backup = this.#backups.get(file);
         if (!backup) throw new RouterOsRuntimeError(`failure: no such file ${file}`);
         // RouterOS loads a backup by rebooting into it; the tunnel comes back with that configuration.
@@ -275,6 +283,7 @@ export class RouterOsSystem {
   #reboot(next: () => DeviceSnapshot | undefined): void {
     if (this.#rebooting) return;
     const kept = this.#device.snapshot();
+    this.#forgetRemovedFiles();
     // The command answers before the router goes down, as RouterOS does.
     this.#rebooting = setTimeout(() => {
       const saved = next() ?? kept;
