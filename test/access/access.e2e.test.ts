@@ -301,6 +301,15 @@ describe("temporary SSH access to a simulated router through the entry point", (
     await makeAccount(db, owner.organizationId);
     const { id: routerId } = await makeRouter(db, owner, { tunnelIp: "127.0.0.63" });
     const base = `/api/routers/${routerId}/access`;
+    // An earlier case's SSH session through the entry point is audited when it ends, on its own
+    // time: the refusals below are judged on every other audit entry.
+    const auditedRefusable = async () =>
+      (
+        await db.query<{ n: number }>(
+          "select count(*)::int as n from audit_log where action not like 'router.access.connection.%'",
+        )
+      )[0]?.n;
+    const auditBefore = await auditedRefusable();
     const before = await databaseFingerprint(db);
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ["level", body({ level: "admin" }), "level"],
@@ -324,8 +333,14 @@ describe("temporary SSH access to a simulated router through the entry point", (
     expect((await api("DELETE", `${base}/${crypto.randomUUID()}`, owner.token)).status).toBe(404);
     // The heartbeat daemon's bookkeeping moves on its own schedule (each sweep tick marks `heartbeat_daemons`).
     const strip = (f: string) =>
-      f.split(",").filter((t) => !t.startsWith("heartbeat_coverage:") && !t.startsWith("heartbeat_daemons:"));
+      f
+        .split(",")
+        .filter(
+          (t) =>
+            !t.startsWith("heartbeat_coverage:") && !t.startsWith("heartbeat_daemons:") && !t.startsWith("audit_log:"),
+        );
     expect(strip(await databaseFingerprint(db))).toEqual(strip(before));
+    expect(await auditedRefusable()).toBe(auditBefore);
 
     // The edges themselves are accepted, and the quota counts access with forwards.
     for (const minutes of [15, 1440]) {
