@@ -1,4 +1,5 @@
 import { loadAllInOneConfig } from "@fleet/all-in-one";
+import { apiClient, type Json } from "../support/api-client.ts";
 import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { startHttpReceiver } from "@fleet/api/testing/alert-receivers";
 import { startSmtpSink } from "@fleet/api/testing/smtp";
@@ -54,32 +55,7 @@ afterAll(async () => {
   await db?.close();
 });
 
-/** A JSON answer, read field by field. */
-type Json = any;
-
-const call = async (
-  method: string,
-  path: string,
-  token: string,
-  body?: unknown,
-): Promise<{ status: number; body: Json }> => {
-  const res = await fetch(`${system.api.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-};
-
-const ok = async (method: string, path: string, token: string, body?: unknown): Promise<Json> => {
-  const answer = await call(method, path, token, body);
-  if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return answer.body;
-};
+const { call, ok } = apiClient(() => system.api.url);
 
 interface Tenant {
   token: string;

@@ -1,4 +1,5 @@
 import { loadAllInOneConfig } from "@fleet/all-in-one";
+import { apiClient, type Json } from "../support/api-client.ts";
 import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { createTestDatabase, databaseFingerprint, type TestDatabase } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
@@ -31,6 +32,8 @@ beforeAll(async () => {
       RESOURCE_SAMPLE_SECONDS: String(SAMPLE / 1000),
       ENTRY_POINT_PORTS: "63880-63889",
       TRIAL_ROUTERS: "100",
+      // The clock is manual and the rate limit counts per its minute: polling waits would reach 600.
+      RATE_LIMIT_PER_MINUTE: "1000000",
     }),
   );
   system = await startTestSystem({ config, logger: pino({ level: "silent" }), db, clock });
@@ -41,32 +44,7 @@ afterAll(async () => {
   await db?.close();
 });
 
-/** A JSON answer, read field by field. */
-type Json = any;
-
-const call = async (
-  method: string,
-  path: string,
-  token: string,
-  body?: unknown,
-): Promise<{ status: number; body: Json }> => {
-  const res = await fetch(`${system.api.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-};
-
-const ok = async (method: string, path: string, token: string, body?: unknown): Promise<Json> => {
-  const answer = await call(method, path, token, body);
-  if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return answer.body;
-};
+const { call, ok } = apiClient(() => system.api.url);
 
 interface Router {
   id: string;
