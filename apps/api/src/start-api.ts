@@ -15,10 +15,9 @@ import {
   serverUrl,
   systemClock,
 } from "@fleet/shared";
-import type { StripeEmulator } from "@fleet/stripe-emulator";
+import type { startStripeEmulator } from "@fleet/stripe-emulator";
 import type { Logger } from "pino";
 import type { ApiConfig } from "./config.ts";
-import type { ReconcileResult } from "./features/subscriptions/reconcile-billing.ts";
 import { createApp } from "./http/app.ts";
 import {
   API_CONNECTION_TUNING,
@@ -85,6 +84,11 @@ export interface ApiOverrides {
   connections?: Partial<ApiConnectionTuning>;
   /** Open streams per credential and organization (default: 20 and 200, docs/api.md "Rate limits"). */
   streamLimits?: StreamLimitsOptions;
+  /**
+   * Starts the built-in Stripe emulator when no processor is configured (default: the package's
+   * own); the harness wraps it to keep the emulator it waits on for webhook deliveries.
+   */
+  startStripeEmulator?: typeof startStripeEmulator;
 }
 
 export interface RunningApi {
@@ -92,10 +96,6 @@ export interface RunningApi {
   port: number;
   /** Set when the built-in Stripe emulator was started. */
   stripeEmulatorUrl: string | undefined;
-  /** The built-in emulator itself (tests wait for its webhook deliveries). */
-  stripeEmulator: StripeEmulator | undefined;
-  /** `reconcileBilling` on demand: every account's billing mirror rebuilt from the processor now. */
-  reconcileBilling(): Promise<ReconcileResult>;
   /** Publishable key clients use with the processor's client-side library. */
   publishableKey: string;
   devLogin: boolean;
@@ -125,7 +125,7 @@ export const composeApi = async (production: StartApiOptions, overrides: ApiOver
   const wired = new FeatureWiring<Wired<unknown>>(() => jobs.stop());
   let boundUrl = `http://${config.host}:${config.port}`;
   try {
-    const billing = await wireBilling(ctx);
+    const billing = await wireBilling(ctx, options.startStripeEmulator);
     wired.add(billing);
     const auth = wireAuth(ctx, { apiUrl: () => boundUrl, streamLimits: options.streamLimits });
     wired.add(auth);
@@ -156,7 +156,7 @@ export const composeApi = async (production: StartApiOptions, overrides: ApiOver
     const health = wireHealth(ctx, { evaluate: options.schedules !== false });
     wired.add(health);
 
-    const { subscriptions: _subscriptions, mirror, ...billingServices } = billing.services;
+    const { subscriptions: _subscriptions, mirror: _mirror, ...billingServices } = billing.services;
     const services: Services = {
       ...billingServices,
       ...auth.services,
@@ -219,8 +219,6 @@ export const composeApi = async (production: StartApiOptions, overrides: ApiOver
       url,
       port,
       stripeEmulatorUrl: billing.emulator?.url,
-      stripeEmulator: billing.emulator,
-      reconcileBilling: () => mirror.reconcile(),
       publishableKey: stripe.publishableKey,
       devLogin: auth.signer !== undefined,
       close: async () => {

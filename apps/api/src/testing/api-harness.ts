@@ -6,9 +6,12 @@ import type { Clock } from "@fleet/shared";
 import { eventually, OffsetClock } from "@fleet/shared/testing";
 import { type ApiConfig, loadApiConfig } from "../config.ts";
 import { type ApiOverrides, composeApi, type RunningApi } from "../start-api.ts";
+import { type StripeEmulator, startStripeEmulator } from "@fleet/stripe-emulator";
 
 export interface ApiHarness {
   api: RunningApi;
+  /** The API's built-in Stripe emulator (undefined when the env configures a processor): tests wait for its webhook deliveries. */
+  stripeEmulator: StripeEmulator | undefined;
   db: TestDatabase;
   config: ApiConfig;
   /** The API's wall clock, real time plus `offsetMs` (tests move it to expire tokens). */
@@ -79,6 +82,7 @@ export const startApiHarness = async (
     ...env,
   });
   const clock = new OffsetClock();
+  let stripeEmulator: StripeEmulator | undefined;
   const api = await composeApi(
     { config, db, logger: options.logger ?? pino({ level: "silent" }) },
     {
@@ -94,6 +98,10 @@ export const startApiHarness = async (
       connections: { requestTimeoutMs: 120_000, keepAliveTimeoutMs: 120_000, ...options.connections },
       ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
       ...(options.alertTiming ? { alertTiming: options.alertTiming } : {}),
+      startStripeEmulator: async (emulatorOptions) => {
+        stripeEmulator = await startStripeEmulator(emulatorOptions);
+        return stripeEmulator;
+      },
     },
   );
   const request: ApiHarness["request"] = async (method, path, options = {}) => {
@@ -117,7 +125,7 @@ export const startApiHarness = async (
   const refused: ApiHarness["refused"] = async (method, path, options) => {
     // Processor events of earlier steps land first (the emulator posts them after answering), so
     // only this request is measured.
-    const emulator = api.stripeEmulator;
+    const emulator = stripeEmulator;
     if (emulator) {
       await eventually(async () => {
         await emulator.webhooksIdle();
@@ -154,6 +162,7 @@ export const startApiHarness = async (
   };
   return {
     api,
+    stripeEmulator,
     db,
     config,
     clock,

@@ -22,7 +22,7 @@ export const testCard = (number: string) => ({ number, exp_month: 12, exp_year: 
  * directly at the processor reach the billing mirror through them (docs/billing.md "Webhooks").
  */
 export const settleWebhooks = async (h: ApiHarness): Promise<void> => {
-  const emulator = h.api.stripeEmulator;
+  const emulator = h.stripeEmulator;
   if (!emulator) return;
   await eventually(async () => {
     await emulator.webhooksIdle();

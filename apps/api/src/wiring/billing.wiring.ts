@@ -42,7 +42,10 @@ export interface WiredBilling extends Wired<BillingServices> {
  * Accounts, payment methods, invoices, subscriptions and the billing mirror (docs/billing.md), on
  * the `stripe` SDK pointed at Stripe when keys are set, else at the emulator (started here).
  */
-export const wireBilling = async ({ config, db, logger, wallClock }: WiringContext): Promise<WiredBilling> => {
+export const wireBilling = async (
+  { config, db, logger, wallClock }: WiringContext,
+  startEmulator: typeof startStripeEmulator = startStripeEmulator,
+): Promise<WiredBilling> => {
   let emulator: StripeEmulator | undefined;
   let stripe: StripeConnection;
   // docs/billing.md "Webhooks": the configured endpoint secret, else (emulator) one kept in DATA_DIR.
@@ -62,7 +65,7 @@ export const wireBilling = async ({ config, db, logger, wallClock }: WiringConte
     };
   } else {
     // Loopback only, whatever HOST is: it accepts any test key (docs/billing.md "Stripe emulator").
-    emulator = await startStripeEmulator({
+    emulator = await startEmulator({
       host: "127.0.0.1",
       port: config.stripe.emulatorPort,
       dataDir: config.dataDir,

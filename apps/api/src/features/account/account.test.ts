@@ -361,14 +361,14 @@ describe("an account update never leaves the processor and the database differen
           .split(",")
           .filter((part) => !part.startsWith("stripe_webhook_events:"))
           .join(",");
-      await h.api.stripeEmulator?.webhooksIdle();
+      await h.stripeEmulator?.webhooksIdle();
       const before = await withoutEventLog();
       const res = await h.request("PATCH", "/v1/account", {
         token: owner.token,
         body: { name: "Refused By Database", address: { city: "Utrecht" } },
       });
       expect(res.status).toBe(500);
-      await h.api.stripeEmulator?.webhooksIdle();
+      await h.stripeEmulator?.webhooksIdle();
       expect(await withoutEventLog()).toBe(before);
       expect(await customerName(owner.customerId)).toBe("Card Co");
       const stripe = emulatorSdk(h, EMULATOR_SECRET_KEY);
