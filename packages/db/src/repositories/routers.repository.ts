@@ -218,8 +218,10 @@ export class RoutersRepository {
    * A team's routers, filtered and in `sort` order, after `after` and at most `limit` of them
    * (docs/api.md "Listing a fleet"). Keyset paging on (sort key, id): the name order walks the
    * index `routers_team_name_id_index` from the position on, so a deep page costs what the first
-   * does. The last-seen order sorts the team's rows (`router_liveness` has no index on what every
-   * heartbeat changes, docs/architecture.md "Liveness: what a heartbeat writes").
+   * does. The last-seen and health orders sort the team's rows (`router_liveness` and
+   * `router_health_latest` have no index on what every heartbeat changes, docs/architecture.md
+   * "Liveness: what a heartbeat writes"), so they sort narrow rows (id and key) and read the full
+   * columns of the page's rows only.
    */
   async listByTeam(filter: RouterListFilter): Promise<RouterListRow[]> {
     const params: unknown[] = [filter.teamId];
@@ -256,26 +258,30 @@ export class RoutersRepository {
       params.push(after.value ?? NEVER_REPORTED, after.id);
       where.push(`(${healthKey}, r.id) < ($${params.length - 1}::float8, $${params.length}::uuid)`);
     }
-    // Health sorts, like last_seen, sort the team's rows (the latest values change with every heartbeat: no index on them).
-    const order =
-      sort === "name" ? `${byName}, r.id` : healthKey ? `${healthKey} desc, r.id desc` : `${lastSeen} desc, r.id desc`;
     let limit = "";
     if (filter.limit !== undefined) {
       params.push(filter.limit);
       limit = ` limit $${params.length}::int`;
     }
-    const rows = await this.#db.query<Row>(
-      `select ${ROUTER_COLUMNS}, ${lastSeen}::text as last_seen_us${healthKey ? `, ${healthKey}::text as health_key` : ""}
-       from routers r ${LIVENESS_JOIN} where ${where.join(" and ")} order by ${order}${limit}`,
-      params,
-    );
+    const sql =
+      sort === "name"
+        ? `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where ${where.join(" and ")} order by ${byName}, r.id${limit}`
+        : // Planner-sensitive: the page is chosen from narrow rows, then only its rows are read in full.
+          `with page as (
+             select r.id, ${healthKey ?? lastSeen} as sort_key
+             from routers r left join router_liveness l on l.router_id = r.id
+               ${healthKey ? "left join router_health_latest hl on hl.router_id = r.id" : ""}
+             where ${where.join(" and ")} order by sort_key desc, r.id desc${limit}
+           )
+           select ${ROUTER_COLUMNS}, page.sort_key::text as sort_key
+           from page join routers r on r.id = page.id ${LIVENESS_JOIN} order by page.sort_key desc, r.id desc`;
+    const rows = await this.#db.query<Row>(sql, params);
     return rows.map((row): RouterListRow => {
       const router = routerFromRow(row);
-      const micros = String(row.last_seen_us);
       if (sort === "name") return { router, position: { sort, name: router.name, id: router.id } };
+      const key = String(row.sort_key);
       if (sort === "last_seen")
-        return { router, position: { sort, lastSeenMicros: micros === "-1" ? null : micros, id: router.id } };
-      const key = String(row.health_key);
+        return { router, position: { sort, lastSeenMicros: key === "-1" ? null : key, id: router.id } };
       return { router, position: { sort, value: Number(key) === Number(NEVER_REPORTED) ? null : key, id: router.id } };
     });
   }
