@@ -8,11 +8,14 @@
  * --only <target> (one target, measured after a warm-up run).
  * Then `GET /api/routers?limit=100` on a team of --fleet-routers routers (default 10,000), the first
  * page and one deep in the cursor (docs/api.md "Listing a fleet"; target p99 < 50 ms), at
- * --fleet-concurrency connections (default 4: latency, not throughput); `--only fleet` runs it alone. `BENCH_NODE_ARGS=--cpu-prof` profiles
+ * --fleet-concurrency connections (default 4: latency, not throughput); `--only fleet` runs it alone
+ * (`--only fleet --pglite`: the API on its embedded PGlite in a scratch DATA_DIR instead of PostgreSQL). `BENCH_NODE_ARGS=--cpu-prof` profiles
  * both servers (`node bench/cpuprofile-top.ts <file>` summarises a profile). Server CPU is user + system time
  * (/proc); the system share is printed too, since loopback socket sends also run the receiving side.
  */
 import { createSecretKey } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { openDatabase } from "@fleet/db";
@@ -32,8 +35,11 @@ const { values } = parseArgs({
     "log-level": { type: "string", default: "info" },
     "fleet-routers": { type: "string", default: "10000" },
     "fleet-concurrency": { type: "string", default: "4" },
+    pglite: { type: "boolean", default: false },
   },
 });
+const pglite = values.pglite === true;
+if (pglite && values.only !== "fleet") throw new Error("--pglite measures the fleet only: add --only fleet");
 const fleetRouters = Number(values["fleet-routers"]);
 const fleetConcurrency = Number(values["fleet-concurrency"]);
 const durationMs = Number(values["duration-ms"]);
@@ -42,14 +48,18 @@ const rounds = Number(values.rounds);
 
 const baseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const dbName = `bench_${Date.now().toString(36)}`;
-const admin = new pg.Client({ connectionString: baseUrl });
-await admin.connect();
-await admin.query(`create database "${dbName}"`);
-await admin.end();
 const dbUrl = new URL(baseUrl);
 dbUrl.pathname = `/${dbName}`;
+/** With --pglite: the API's DATA_DIR, seeded here and then opened by the API process alone. */
+const dataDir = pglite ? mkdtempSync(path.join(tmpdir(), "fleet-bench-")) : undefined;
+if (!dataDir) {
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  await admin.query(`create database "${dbName}"`);
+  await admin.end();
+}
 
-const db = await openDatabase({ databaseUrl: dbUrl.toString(), dataDir: "memory" });
+const db = await openDatabase(dataDir ? { dataDir } : { databaseUrl: dbUrl.toString(), dataDir: "memory" });
 await db.migrate();
 const user = await makeUser(db);
 await makeAccount(db, user.organizationId, { name: "Bench Networks", country: "DE" });
@@ -65,7 +75,8 @@ await db.query(
   [user.organizationId, user.teamId, fleetRouters],
 );
 // What autovacuum does soon after such a load: without statistics the planner misjudges the table.
-await db.query("analyze routers, router_liveness");
+// PGlite has no autovacuum: it plans as an embedded installation would.
+if (!dataDir) await db.query("analyze routers, router_liveness");
 await db.close();
 
 const secret = `bench-secret-${crypto.randomUUID()}`;
@@ -81,22 +92,24 @@ const basePort = await freePort();
 const api = await startProcess(
   path.join(root, "apps/api/src/main.ts"),
   {
-    DATABASE_URL: dbUrl.toString(),
+    ...(dataDir ? {} : { DATABASE_URL: dbUrl.toString() }),
     PORT: String(apiPort),
     JWT_SECRET: secret,
     LOG_LEVEL: values["log-level"],
     STRIPE_EMULATOR_PORT: "0",
-    DATA_DIR: "memory",
+    DATA_DIR: dataDir ?? "memory",
     // The bench is one credential at full speed: the per-credential limit would answer 429.
     RATE_LIMIT_PER_MINUTE: "1000000",
   },
   `http://127.0.0.1:${apiPort}/healthz`,
 );
-const baseline = await startProcess(
-  path.join(root, "bench/account-baseline-server.ts"),
-  { DATABASE_URL: dbUrl.toString(), PORT: String(basePort), BENCH_ORG_ID: user.organizationId },
-  `http://127.0.0.1:${basePort}/healthz`,
-);
+const baseline = dataDir
+  ? undefined
+  : await startProcess(
+      path.join(root, "bench/account-baseline-server.ts"),
+      { DATABASE_URL: dbUrl.toString(), PORT: String(basePort), BENCH_ORG_ID: user.organizationId },
+      `http://127.0.0.1:${basePort}/healthz`,
+    );
 
 const auth = { authorization: `Bearer ${token}` };
 // An API key of the same organization (docs/api.md "Authentication"): verified through its own
@@ -115,10 +128,11 @@ if (keyAnswer.status !== 201) throw new Error(`creating the bench API key answer
 const apiKey = ((await keyAnswer.json()) as { key: string }).key;
 const keyAuth = { authorization: `Bearer ${apiKey}` };
 /** Runs a load and adds the server's CPU time per answered request (less sensitive to a busy machine). */
-const stats = new pg.Client({ connectionString: dbUrl.toString() });
-await stats.connect();
+const stats = dataDir ? undefined : new pg.Client({ connectionString: dbUrl.toString() });
+await stats?.connect();
 /** Transactions committed in the bench database so far (each autocommitted statement is one). */
 const commits = async (): Promise<number> => {
+  if (!stats) return Number.NaN;
   // The statistics snapshot is per transaction: clear it so each reading is fresh.
   await stats.query("select pg_stat_clear_snapshot()");
   const { rows } = await stats.query<{ n: string }>(
@@ -156,7 +170,7 @@ async function syscalls(pid: number | undefined): Promise<{ reads: number; write
 }
 const targets = {
   baseline: () =>
-    measured(baseline.pid, () =>
+    measured(baseline?.pid, () =>
       runLoad(
         "baseline (express+pg)",
         `http://127.0.0.1:${basePort}/v1/account`,
@@ -213,11 +227,14 @@ async function runFleet() {
   }
   const options = { concurrency: fleetConcurrency, durationMs, expectStatus: 200 };
   console.log(
-    `\nGET /api/routers?limit=100 on ${fleetRouters} routers, ${fleetConcurrency} connections (target p99 < 50 ms)`,
+    `\nGET /api/routers?limit=100 on ${fleetRouters} routers (${dataDir ? "PGlite" : "PostgreSQL"}), ${fleetConcurrency} connections (target p99 < 50 ms)`,
   );
   for (const [label, url] of [
     ["first page", page()],
     ["deep page (9,000 in)", page(cursor)],
+    // Orders no index serves (docs/api.md "Listing a fleet"), and a search.
+    ["last_seen, first page", `${page()}&sort=last_seen`],
+    ["q=gw-12, first page", `${page()}&q=gw-12`],
   ] as const) {
     await runLoad(label, url, auth, options);
     for (let round = 0; round < rounds; round++)
@@ -240,12 +257,15 @@ try {
   }
 } finally {
   await stopProcess(api);
-  await stopProcess(baseline);
-  await stats.end();
-  const cleanup = new pg.Client({ connectionString: baseUrl });
-  await cleanup.connect();
-  await cleanup.query(`drop database if exists "${dbName}" with (force)`);
-  await cleanup.end();
+  if (baseline) await stopProcess(baseline);
+  await stats?.end();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  else {
+    const cleanup = new pg.Client({ connectionString: baseUrl });
+    await cleanup.connect();
+    await cleanup.query(`drop database if exists "${dbName}" with (force)`);
+    await cleanup.end();
+  }
 }
 
 async function runAll() {

@@ -266,7 +266,8 @@ export class RoutersRepository {
     const sql =
       sort === "name"
         ? `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where ${where.join(" and ")} order by ${byName}, r.id${limit}`
-        : // Planner-sensitive: the page is chosen from narrow rows, then only its rows are read in full.
+        : // Planner-sensitive: the page is chosen from narrow rows, then only its rows are read in full,
+          // by primary key (`any(array(...))`: a join alone may hash the whole table instead).
           `with page as (
              select r.id, ${healthKey ?? lastSeen} as sort_key
              from routers r left join router_liveness l on l.router_id = r.id
@@ -274,7 +275,8 @@ export class RoutersRepository {
              where ${where.join(" and ")} order by sort_key desc, r.id desc${limit}
            )
            select ${ROUTER_COLUMNS}, page.sort_key::text as sort_key
-           from page join routers r on r.id = page.id ${LIVENESS_JOIN} order by page.sort_key desc, r.id desc`;
+           from page join routers r on r.id = page.id ${LIVENESS_JOIN}
+           where r.id = any(array(select id from page)) order by page.sort_key desc, r.id desc`;
     const rows = await this.#db.query<Row>(sql, params);
     return rows.map((row): RouterListRow => {
       const router = routerFromRow(row);
