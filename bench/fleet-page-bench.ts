@@ -20,6 +20,7 @@ import { parseArgs } from "node:util";
 import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { startTestSystem } from "@fleet/all-in-one/testing";
 import { ensureConsoleBuilt } from "@fleet/console/build";
+import { RoutersRepository } from "@fleet/db";
 import { createTestDatabase } from "@fleet/db/testing";
 import pino from "pino";
 import { chromium } from "playwright-core";
@@ -95,8 +96,10 @@ await db.query(
      select id from routers where team_id = $1 and identity = 'gw-7')`,
   [teamId],
 );
-// What autovacuum does soon after such a load (PostgreSQL): without statistics the planner misjudges the tables.
+// What autovacuum does soon after such a load (PostgreSQL), and PGlite's 10-minute schedule:
+// without statistics the planner misjudges the tables.
 if (db.url) await db.query("analyze routers, router_liveness, router_health_latest");
+else await new RoutersRepository(db).refreshPlannerStatistics();
 process.stderr.write(`seeded ${N} routers in ${Math.round(performance.now() - seeded)} ms\n`);
 
 const profile = mkdtempSync(path.join(tmpdir(), "fleet-page-bench-"));

@@ -154,6 +154,7 @@ export const wireRouters = async (
     }),
   };
   await installOemSnapshot(db, clock.now(), logger);
+  await new RoutersRepository(db).refreshPlannerStatistics();
   let oemRefresh: OemRefreshSchedule | undefined;
   if (config.oem.catalogUrl) {
     oemRefresh = await scheduleOemRefresh(jobs, {
@@ -170,6 +171,16 @@ export const wireRouters = async (
     services,
     // docs/api.md "Availability": METRICS_RETENTION_DAYS of hourly downtime, pruned hourly.
     schedules: [
+      // PGlite has no autovacuum: the fleet list's statistics refreshed as it would (docs/api.md "Listing a fleet").
+      ...(db.driver === "pglite"
+        ? [
+            {
+              queue: "routers.statistics",
+              cron: "*/10 * * * *",
+              run: () => new RoutersRepository(db).refreshPlannerStatistics(),
+            },
+          ]
+        : []),
       {
         queue: "downtime.prune",
         cron: "37 * * * *",

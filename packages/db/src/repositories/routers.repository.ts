@@ -288,6 +288,18 @@ export class RoutersRepository {
     });
   }
 
+  /**
+   * On PGlite, which has no autovacuum: the planner statistics of the router list's tables, as
+   * autovacuum keeps them on PostgreSQL (there: nothing to do, false). Without them the planner
+   * takes a team of thousands for a handful of rows and sorts it whole instead of walking
+   * `routers_team_name_id_index` (docs/api.md "Listing a fleet").
+   */
+  async refreshPlannerStatistics(): Promise<boolean> {
+    if (this.#db.driver !== "pglite") return false;
+    await this.#db.query("analyze routers, router_liveness, router_health_latest");
+    return true;
+  }
+
   /** How many routers the team has, and how many of them are online. */
   async countByTeam(teamId: string): Promise<{ total: number; online: number }> {
     const [row] = await this.#db.query<{ total: unknown; online: unknown }>(
