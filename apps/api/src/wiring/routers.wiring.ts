@@ -154,7 +154,6 @@ export const wireRouters = async (
     }),
   };
   await installOemSnapshot(db, clock.now(), logger);
-  await new RoutersRepository(db).refreshPlannerStatistics();
   let oemRefresh: OemRefreshSchedule | undefined;
   if (config.oem.catalogUrl) {
     oemRefresh = await scheduleOemRefresh(jobs, {
@@ -171,7 +170,8 @@ export const wireRouters = async (
     services,
     // docs/api.md "Availability": METRICS_RETENTION_DAYS of hourly downtime, pruned hourly.
     schedules: [
-      // PGlite has no autovacuum: the fleet list's statistics refreshed as it would (docs/api.md "Listing a fleet").
+      // PGlite has no autovacuum: the fleet list's statistics refreshed as it would (docs/api.md "Listing
+      // a fleet"). They persist in DATA_DIR, so a restart keeps them; the first pass comes within 10 minutes.
       ...(db.driver === "pglite"
         ? [
             {
