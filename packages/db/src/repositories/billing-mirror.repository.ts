@@ -368,13 +368,9 @@ export class BillingMirrorRepository {
     this.#db = db;
   }
 
-  async #query(): Promise<Query> {
-    return queryOf(this.#db);
-  }
-
   /** Writes outside a transaction (each statement on its own). */
   async writer(): Promise<BillingMirrorWriter> {
-    return new BillingMirrorWriter(await this.#query());
+    return new BillingMirrorWriter(queryOf(this.#db));
   }
 
   /** Oldest first, like the processor lists them. */
