@@ -76,8 +76,10 @@ export interface CoverageRecord extends HeartbeatCoverageState {
 
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
-// The fleet list's raw statement (listByTeam) reads these; every other read is `selectRouters`.
-/** The joins of `selectRouters` as SQL text, after `routers r`. */
+/**
+ * The joins of `selectRouters` as SQL text, after `routers r`, for the fleet list's raw statement
+ * (listByTeam): a list of thousands is one pass, not a subquery per row.
+ */
 export const LIVENESS_JOIN =
   "left join router_liveness l on l.router_id = r.id left join router_wireguard_peers w on w.router_id = r.id left join router_health_latest hl on hl.router_id = r.id";
 
