@@ -59,7 +59,7 @@ const CHANNEL_COLUMNS = [
   "c.created_at",
   "c.updated_at",
 ] as const;
-// The same columns where no alias can be given (an insert's returning).
+// The same columns unqualified: an insert's or update's returning (MikroORM converts only those).
 const CHANNEL_FIELDS = [
   "id",
   "organization_id",
@@ -214,17 +214,17 @@ export class NotificationsRepository {
   ): Promise<ChannelRecord | null> {
     if (!isUuid(id)) return null;
     const row = await this.#query.kysely
-      .updateTable("notification_channels as c")
+      .updateTable("notification_channels")
       .set({
         name: change.name,
         config: change.config,
         secret_ciphertext: change.secretCiphertext,
         updated_at: change.updatedAt,
       })
-      .where("c.id", "=", id)
-      .where("c.organization_id", "=", organizationId)
-      .$if(teamId !== undefined, (qb) => qb.where("c.team_id", "=", teamId ?? null))
-      .returning(CHANNEL_COLUMNS)
+      .where("id", "=", id)
+      .where("organization_id", "=", organizationId)
+      .$if(teamId !== undefined, (qb) => qb.where("team_id", "=", teamId ?? null))
+      .returning(CHANNEL_FIELDS)
       .executeTakeFirst();
     return row ? channelFromRow(row) : null;
   }
