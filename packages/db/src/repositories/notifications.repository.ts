@@ -281,18 +281,16 @@ export class NotificationsRepository {
     limit: number,
     before?: { createdAt: Date; id: string },
   ): Promise<NotificationDeliveryRecord[]> {
-    const rows = await selectDeliveries(this.#query)
+    let page = selectDeliveries(this.#query)
       .where("d.channel_id", "=", channelId)
       .where("d.status", "<>", "pending")
-      .$if(before !== undefined, (qb) =>
-        qb.where((eb) =>
-          eb(eb.refTuple("d.created_at", "d.id"), "<", eb.tuple(before?.createdAt ?? new Date(0), before?.id ?? "")),
-        ),
-      )
       .orderBy("d.created_at", "desc")
       .orderBy("d.id", "desc")
-      .limit(limit)
-      .execute();
+      .limit(limit);
+    if (before) {
+      page = page.where((eb) => eb(eb.refTuple("d.created_at", "d.id"), "<", eb.tuple(before.createdAt, before.id)));
+    }
+    const rows = await page.execute();
     return rows.map(deliveryFromRow);
   }
 
