@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { Database, Schema } from "../database.ts";
+import type { Query, Schema } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** One router of the fleet report, before ongoing outages are added. */
@@ -60,20 +60,20 @@ const hoursQuery = (kysely: Kysely<Schema>, routerId: string, from: Date, to: Da
 
 /** Availability history (docs/api.md "Availability"): reads of hourly downtime over long ranges, and its retention. */
 export class AvailabilityRepository {
-  readonly #db: Database;
-  constructor(db: Database) {
-    this.#db = db;
+  readonly #query: Query;
+  constructor(query: Query) {
+    this.#query = query;
   }
 
   /** Stored seconds down per UTC hour in [from, to), keyed by the hour's epoch milliseconds. */
   async downtimeHours(routerId: string, from: Date, to: Date): Promise<Map<number, number>> {
-    const rows = await hoursQuery(this.#db.query.kysely, routerId, from, to).execute();
+    const rows = await hoursQuery(this.#query.kysely, routerId, from, to).execute();
     return new Map(rows.map((r) => [r.hour.getTime(), r.seconds_down]));
   }
 
   /** Every router of the team with its stored downtime and faults in [from, to). */
   async fleet(teamId: string, from: Date, to: Date): Promise<FleetAvailabilityRow[]> {
-    const rows = await fleetQuery(this.#db.query.kysely, teamId, from, to).execute();
+    const rows = await fleetQuery(this.#query.kysely, teamId, from, to).execute();
     return rows.map((row) => ({
       routerId: row.id,
       name: row.name,
@@ -88,8 +88,8 @@ export class AvailabilityRepository {
     const plan = (rows: Record<string, unknown>[]) =>
       rows.map((r) => String(r["QUERY PLAN"] ?? Object.values(r)[0])).join("\n");
     return {
-      fleet: plan(await fleetQuery(this.#db.query.kysely, teamId, from, to).explain()),
-      router: plan(await hoursQuery(this.#db.query.kysely, routerId, from, to).explain()),
+      fleet: plan(await fleetQuery(this.#query.kysely, teamId, from, to).explain()),
+      router: plan(await hoursQuery(this.#query.kysely, routerId, from, to).explain()),
     };
   }
 
@@ -97,7 +97,7 @@ export class AvailabilityRepository {
   async prune(before: Date, batch = 10_000): Promise<number> {
     let total = 0;
     for (;;) {
-      const row = await this.#db.query.kysely
+      const row = await this.#query.kysely
         .with("doomed", (db) =>
           db.selectFrom("router_downtime_hours").select(["router_id", "hour"]).where("hour", "<", before).limit(batch),
         )
