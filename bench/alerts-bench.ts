@@ -26,7 +26,8 @@ import {
 } from "@fleet/api";
 import { startHttpReceiver } from "@fleet/api/testing/alert-receivers";
 import { startSmtpSink } from "@fleet/api/testing/smtp";
-import { acquireJobEngine, type Database, insertAuditEntries, queryOf, SYSTEM_ORIGIN } from "@fleet/db";
+import { acquireJobEngine, type Database, insertAuditEntries, type Query, queryOf, SYSTEM_ORIGIN } from "@fleet/db";
+import type { KyselyPlugin } from "kysely";
 import { createTestDatabase, makeUser } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import pino from "pino";
@@ -40,19 +41,27 @@ const STORM_WINDOW_MS = 60_000;
 
 const db = await createTestDatabase();
 let statements = 0;
+// Every statement counts, raw or built with `query.kysely` (a plugin sees each one as it runs).
+const counting: KyselyPlugin = {
+  transformQuery: ({ node }) => {
+    statements++;
+    return node;
+  },
+  transformResult: async ({ result }) => result,
+};
+const countedQuery = <Q extends Query>(query: Q): Q =>
+  Object.assign(
+    ((sql: string, params?: readonly unknown[]) => {
+      statements++;
+      return query(sql, params);
+    }) as Q,
+    { kysely: query.kysely.withPlugin(counting) },
+  );
 const counted: Database = {
   ...db,
-  query: ((sql: string, params?: readonly unknown[]) => {
-    statements++;
-    return db.query(sql, params);
-  }) as Database["query"],
+  query: countedQuery(db.query),
   transaction: ((work: Parameters<Database["transaction"]>[0]) =>
-    db.transaction((query) =>
-      work(((sql: string, params?: readonly unknown[]) => {
-        statements++;
-        return query(sql, params);
-      }) as typeof query),
-    )) as Database["transaction"],
+    db.transaction((query) => work(countedQuery(query)))) as Database["transaction"],
 };
 const [http, smtp] = await Promise.all([startHttpReceiver(), startSmtpSink()]);
 const clock = new ManualClock(new Date("2026-12-01T09:00:00Z"));

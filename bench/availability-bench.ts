@@ -8,7 +8,7 @@
  * runs on PGlite in memory.
  */
 import { parseArgs } from "node:util";
-import { AvailabilityRepository } from "@fleet/db";
+import { AvailabilityRepository, queryOf } from "@fleet/db";
 import { createTestDatabase } from "@fleet/db/testing";
 
 const { values } = parseArgs({
@@ -55,7 +55,7 @@ await db.query("vacuum analyze");
 seeded = Date.now() - seeded;
 const [{ n } = { n: 0 }] = await db.query<{ n: number }>("select count(*)::int as n from router_downtime_hours");
 
-const repo = new AvailabilityRepository(db);
+const repo = new AvailabilityRepository(queryOf(db));
 const best = async (work: () => Promise<unknown>) => {
   let fastest = Number.POSITIVE_INFINITY;
   for (let i = 0; i < 3; i++) {

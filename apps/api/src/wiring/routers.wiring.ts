@@ -74,7 +74,7 @@ export const wireRouters = async (
 ): Promise<Wired<RoutersServices>> => {
   const statusFeed = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const oemCatalog = new OemRepository(queryOf(db));
-  const availability = new AvailabilityRepository(db);
+  const availability = new AvailabilityRepository(queryOf(db));
   const hostForUrl = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const { adoption: adoptionConfig } = config;
   const defaultHeartbeatUrl = `http://${hostForUrl.includes(":") ? `[${hostForUrl}]` : hostForUrl}:${adoptionConfig.heartbeatPort}`;

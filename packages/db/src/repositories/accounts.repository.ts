@@ -1,6 +1,7 @@
 import { isUuid } from "@fleet/shared";
-import type { Database } from "../database.ts";
-import { isUniqueViolation, toDate, toNumber } from "./sql-values.ts";
+import { sql } from "kysely";
+import type { Database, Query, Row } from "../database.ts";
+import { isUniqueViolation, toNumber } from "./sql-values.ts";
 
 export interface AccountRecord {
   id: string;
@@ -46,72 +47,49 @@ export interface AccountPatch {
   address?: Partial<AccountRecord["address"]>;
 }
 
-// The common case in one cheap statement: an organization at the top of its tree with its own
-// account. Everything else (children, no account yet, unknown ids) takes the recursive query.
-const OWN_ACCOUNT_SQL = `
-select o.name as root_name, a.id, a.name, a.email, a.currency, a.balance_minor, a.address_city, a.address_country,
-  a.address_line1, a.address_line2, a.address_postal_code, a.address_state, a.stripe_customer_id,
-  (extract(epoch from a.created_at) * 1000)::float8 as created_ms
-from billing_accounts a join organizations o on o.id = a.organization_id
-where a.organization_id = $1 and o.parent_id is null`;
+const ACCOUNT_COLUMNS = [
+  "id",
+  "organization_id",
+  "name",
+  "email",
+  "currency",
+  "balance_minor",
+  "address_city",
+  "address_country",
+  "address_line1",
+  "address_line2",
+  "address_postal_code",
+  "address_state",
+  "stripe_customer_id",
+  "created_at",
+] as const;
 
-// Depth cap guards against a cycle someone writes by hand; real trees are a few levels deep.
-const BILLING_CONTEXT_SQL = `
-with recursive chain (id, parent_id, name, depth) as (
-  select id, parent_id, name, 0 from organizations where id = $1
-  union all
-  select o.id, o.parent_id, o.name, c.depth + 1
-  from organizations o join chain c on o.id = c.parent_id
-  where c.depth < 32
-)
-select c.id as root_id, c.name as root_name,
-  a.id, a.name, a.email, a.currency, a.balance_minor, a.address_city, a.address_country,
-  a.address_line1, a.address_line2, a.address_postal_code, a.address_state, a.stripe_customer_id,
-  (extract(epoch from a.created_at) * 1000)::float8 as created_ms
-from chain c
-left join billing_accounts a on a.organization_id = c.id
-where c.parent_id is null
-limit 1`;
+type AccountRow = Pick<Row<"billing_accounts">, (typeof ACCOUNT_COLUMNS)[number]>;
 
-type AccountRow = Record<string, unknown>;
-
-const fromRow = (organizationId: string, row: AccountRow): AccountRecord => ({
-  id: String(row.id),
-  organizationId,
-  name: String(row.name),
-  email: String(row.email),
-  currency: String(row.currency),
+const fromRow = (row: AccountRow): AccountRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  name: row.name,
+  email: row.email,
+  currency: row.currency,
+  // bigint: the drivers hand it over as text.
   balanceMinor: toNumber(row.balance_minor),
   address: {
-    city: String(row.address_city),
-    country: String(row.address_country),
-    line1: String(row.address_line1),
-    line2: String(row.address_line2),
-    postalCode: String(row.address_postal_code),
-    state: String(row.address_state),
+    city: row.address_city,
+    country: row.address_country,
+    line1: row.address_line1,
+    line2: row.address_line2,
+    postalCode: row.address_postal_code,
+    state: row.address_state,
   },
-  stripeCustomerId: String(row.stripe_customer_id),
-  createdAt: toDate(row.created_ms),
+  stripeCustomerId: row.stripe_customer_id,
+  createdAt: row.created_at,
 });
 
-/** The columns `fromRow` reads, for statements on `billing_accounts` alone. */
-const ACCOUNT_COLUMNS = `id, organization_id, name, email, currency, balance_minor, address_city, address_country,
-  address_line1, address_line2, address_postal_code, address_state, stripe_customer_id,
-  (extract(epoch from created_at) * 1000)::float8 as created_ms`;
-
-/** The columns a patch may set, in a fixed order, with the value each takes from the patch. */
-const patchColumns = (p: AccountPatch): Array<[string, unknown]> => [
-  ["name", p.name],
-  ["email", p.email],
-  ["currency", p.currency],
-  ["balance_minor", p.balanceMinor],
-  ["address_city", p.address?.city],
-  ["address_country", p.address?.country],
-  ["address_line1", p.address?.line1],
-  ["address_line2", p.address?.line2],
-  ["address_postal_code", p.address?.postalCode],
-  ["address_state", p.address?.state],
-];
+const selectAccounts = (query: Query) =>
+  query.kysely
+    .selectFrom("billing_accounts")
+    .select(ACCOUNT_COLUMNS.map((column) => `billing_accounts.${column}` as const));
 
 export class AccountsRepository {
   readonly #db: Database;
@@ -119,29 +97,54 @@ export class AccountsRepository {
     this.#db = db;
   }
 
-  /** One statement: the organization's billing root and the root's account. Null: unknown org. */
+  /** The organization's billing root and the root's account. Null: unknown org. */
   async billingContext(organizationId: string): Promise<BillingContext | null> {
     if (!isUuid(organizationId)) return null;
-    const own = (await this.#db.query<AccountRow>(OWN_ACCOUNT_SQL, [organizationId], { prepare: "account_own" }))[0];
+    // The common case in one cheap statement: an organization at the top of its tree with its own
+    // account. Everything else (children, no account yet, unknown ids) walks up the tree.
+    const own = await selectAccounts(this.#db.query)
+      .innerJoin("organizations as o", "o.id", "billing_accounts.organization_id")
+      .select("o.name as root_name")
+      .where("billing_accounts.organization_id", "=", organizationId)
+      .where("o.parent_id", "is", null)
+      .executeTakeFirst();
     if (own) {
       return {
         organizationId,
         rootOrganizationId: organizationId,
-        rootOrganizationName: String(own.root_name),
-        account: fromRow(organizationId, own),
+        rootOrganizationName: own.root_name,
+        account: fromRow(own),
       };
     }
-    const rows = await this.#db.query<AccountRow>(BILLING_CONTEXT_SQL, [organizationId], {
-      prepare: "account_context",
-    });
-    const row = rows[0];
-    if (!row) return null;
-    const rootId = String(row.root_id);
+    const root = await this.#db.query.kysely
+      .withRecursive("chain(id, parent_id, name, depth)", (db) =>
+        db
+          .selectFrom("organizations")
+          .select(["id", "parent_id", "name", sql<number>`0`.as("depth")])
+          .where("id", "=", organizationId)
+          .unionAll((qb) =>
+            qb
+              .selectFrom("organizations as o")
+              .innerJoin("chain as c", "o.id", "c.parent_id")
+              .select(["o.id", "o.parent_id", "o.name", (eb) => eb("c.depth", "+", 1).as("depth")])
+              // Depth cap guards against a cycle someone writes by hand; real trees are a few levels deep.
+              .where("c.depth", "<", 32),
+          ),
+      )
+      .selectFrom("chain as c")
+      .select(["c.id", "c.name"])
+      .where("c.parent_id", "is", null)
+      .limit(1)
+      .executeTakeFirst();
+    if (!root) return null;
+    const account = await selectAccounts(this.#db.query)
+      .where("billing_accounts.organization_id", "=", root.id)
+      .executeTakeFirst();
     return {
       organizationId,
-      rootOrganizationId: rootId,
-      rootOrganizationName: String(row.root_name),
-      account: row.id === null || row.id === undefined ? null : fromRow(rootId, row),
+      rootOrganizationId: root.id,
+      rootOrganizationName: root.name,
+      account: account ? fromRow(account) : null,
     };
   }
 
@@ -154,34 +157,36 @@ export class AccountsRepository {
     candidates: ReadonlyArray<{ customerId: string; organizationId: string }>,
   ): Promise<string[]> {
     if (candidates.length === 0) return [];
-    const rows = await this.#db.query<{ customer_id: string }>(
-      `select c.customer_id from unnest($1::text[], $2::text[]) as c(customer_id, organization_id)
-       join organizations o on o.id::text = c.organization_id
-       where not exists (select 1 from billing_accounts a where a.stripe_customer_id = c.customer_id)`,
-      [candidates.map((c) => c.customerId), candidates.map((c) => c.organizationId)],
+    // Raw: the candidates come in as arrays through unnest.
+    const { rows } = await sql<{ customer_id: string }>`
+      select c.customer_id from unnest(${candidates.map((c) => c.customerId)}::text[],
+        ${candidates.map((c) => c.organizationId)}::text[]) as c(customer_id, organization_id)
+      join organizations o on o.id::text = c.organization_id
+      where not exists (select 1 from billing_accounts a where a.stripe_customer_id = c.customer_id)`.execute(
+      this.#db.query.kysely,
     );
-    return rows.map((r) => String(r.customer_id));
+    return rows.map((r) => r.customer_id);
   }
 
   /** Inserts the account; returns null when the organization already has one (a lost race). */
   async insert(input: NewAccount): Promise<AccountRecord | null> {
     try {
-      const rows = await this.#db.query<AccountRow>(
-        `insert into billing_accounts (id, organization_id, name, email, address_country, stripe_customer_id,
-           balance_minor, created_at, updated_at)
-         values ($1, $2, $3, $4, $5, $6, $7, now(), now())
-         returning ${ACCOUNT_COLUMNS}`,
-        [
-          crypto.randomUUID(),
-          input.organizationId,
-          input.name,
-          input.email,
-          input.country,
-          input.stripeCustomerId,
-          input.balanceMinor,
-        ],
-      );
-      return fromRow(input.organizationId, rows[0] as AccountRow);
+      const row = await this.#db.query.kysely
+        .insertInto("billing_accounts")
+        .values({
+          id: crypto.randomUUID(),
+          organization_id: input.organizationId,
+          name: input.name,
+          email: input.email,
+          address_country: input.country,
+          stripe_customer_id: input.stripeCustomerId,
+          balance_minor: input.balanceMinor,
+          created_at: sql<Date>`now()`,
+          updated_at: sql<Date>`now()`,
+        })
+        .returning(ACCOUNT_COLUMNS)
+        .executeTakeFirstOrThrow();
+      return fromRow(row);
     } catch (error) {
       if (isUniqueViolation(error)) return null;
       throw error;
@@ -190,21 +195,29 @@ export class AccountsRepository {
 
   /** Changes the supplied fields only (docs/api.md "Update rules"); throws for an unknown id. */
   async update(accountId: string, patch: AccountPatch): Promise<AccountRecord> {
-    const params: unknown[] = [accountId];
-    const sets: string[] = [];
-    for (const [column, value] of patchColumns(patch)) {
-      if (value === undefined) continue;
-      params.push(value);
-      sets.push(`${column} = $${params.length}`);
-    }
-    const rows = await this.#db.query<AccountRow>(
-      sets.length === 0
-        ? `select ${ACCOUNT_COLUMNS} from billing_accounts where id = $1`
-        : `update billing_accounts set ${sets.join(", ")}, updated_at = now() where id = $1 returning ${ACCOUNT_COLUMNS}`,
-      params,
-    );
-    const row = rows[0];
+    const sets = {
+      name: patch.name,
+      email: patch.email,
+      currency: patch.currency,
+      balance_minor: patch.balanceMinor,
+      address_city: patch.address?.city,
+      address_country: patch.address?.country,
+      address_line1: patch.address?.line1,
+      address_line2: patch.address?.line2,
+      address_postal_code: patch.address?.postalCode,
+      address_state: patch.address?.state,
+    };
+    const changes = Object.values(sets).some((value) => value !== undefined);
+    // Kysely leaves out the columns whose value is undefined.
+    const row = changes
+      ? await this.#db.query.kysely
+          .updateTable("billing_accounts")
+          .set({ ...sets, updated_at: sql<Date>`now()` })
+          .where("id", "=", accountId)
+          .returning(ACCOUNT_COLUMNS)
+          .executeTakeFirst()
+      : await selectAccounts(this.#db.query).where("billing_accounts.id", "=", accountId).executeTakeFirst();
     if (!row) throw new Error(`billing account ${accountId} not found`);
-    return fromRow(String(row.organization_id), row);
+    return fromRow(row);
   }
 }

@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import type { Database, Query, Row } from "../database.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
@@ -76,87 +77,67 @@ export const AUDIT_COLUMNS = [
   "details",
 ] as const;
 
-// The inserts below stay raw: the outbox state and the team are computed in the statement, from
-// rows of the same transaction, and the batches take their columns as arrays through unnest.
-
 /**
  * `dispatched_at` of a new entry: null (waiting in the outbox) only when its organization has an
  * enabled webhook; otherwise the entry is born dispatched, so the outbox holds only work and the
- * dispatcher writes nothing for organizations without webhooks.
+ * dispatcher writes nothing for organizations without webhooks. Raw SQL text, for the batches.
  */
 const outboxState = (organizationId: string, occurredAt: string) =>
-  `(case when exists (select 1 from webhooks w where w.organization_id = ${organizationId} and w.disabled_at is null)
-    then null else ${occurredAt} end)`;
-
-/**
- * `team_id` of a new entry: the one given, else its router's team, else (the router was removed in
- * this transaction or before) the team of the router's latest entry. COALESCE evaluates lazily, so
- * an entry that names its team costs no lookup.
- */
-const teamOf = (organizationId: string, routerId: string, given: string) =>
-  `coalesce(${given}, (select tr.team_id from routers tr where tr.id = ${routerId}),
-    (select ta.team_id from audit_log ta where ta.organization_id = ${organizationId} and ta.router_id = ${routerId}
-      and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))`;
-
-const INSERT_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type,
-  target_id, router_id, source_ip, details, dispatched_at, team_id)
-  values (gen_random_uuid(), $1::uuid, to_timestamp($2::float8 / 1000.0), $3, $4, $5, $6, $7, $8, $9, $10::jsonb,
-    ${outboxState("$1::uuid", "to_timestamp($2::float8 / 1000.0)")}, ${teamOf("$1::uuid", "$8::uuid", "$11::uuid")})`;
-
-// Batched inserts (the relay's connection log): rows whose forward no longer exists are dropped,
-// and the organization and router come from the forward, so a caller cannot misfile an entry.
-const INSERT_FORWARD_EVENTS_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
-  target_type, target_id, router_id, source_ip, details, dispatched_at, team_id)
-  select gen_random_uuid(), r.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, 'system', null,
-    'forward', f.id::text, f.router_id, v.source_ip, v.details,
-    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}, r.team_id
-  from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::jsonb[]) as v(forward_id, occurred_ms, action, source_ip, details)
-  join forwards f on f.id = v.forward_id
-  join routers r on r.id = f.router_id`;
-
-// The same batch for temporary router access (the relay serves both): `forward.connection.*` is
-// recorded as `router.access.connection.*` against the access session.
-const INSERT_ACCESS_EVENTS_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
-  target_type, target_id, router_id, source_ip, details, dispatched_at, team_id)
-  select gen_random_uuid(), r.organization_id, to_timestamp(v.occurred_ms / 1000.0),
-    replace(v.action, 'forward.connection.', 'router.access.connection.'), 'system', null,
-    'router_access', a.id::text, a.router_id, v.source_ip, v.details,
-    ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}, r.team_id
-  from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::jsonb[]) as v(forward_id, occurred_ms, action, source_ip, details)
-  join router_access a on a.id = v.forward_id
-  join routers r on r.id = a.router_id`;
-
-// Many entries in one statement (a sweep's faults, a hub's tunnel flips): the same columns and
-// outbox rule as INSERT_SQL, one row per array element.
-const INSERT_MANY_SQL = `insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
-  target_type, target_id, router_id, source_ip, details, dispatched_at, team_id)
-  select gen_random_uuid(), v.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, v.actor_type, v.actor_id,
-    v.target_type, v.target_id, v.router_id, v.source_ip, v.details,
-    ${outboxState("v.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")},
-    ${teamOf("v.organization_id", "v.router_id", "v.team_id")}
-  from unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::uuid[],
-    $9::text[], $10::jsonb[], $11::uuid[])
-    as v(organization_id, occurred_ms, action, actor_type, actor_id, target_type, target_id, router_id, source_ip, details,
-      team_id)`;
-
-/** Parameters of one audit insert, in the order of {@link INSERT_SQL}. */
-const insertParams = (entry: NewAuditEntry): unknown[] => [
-  entry.organizationId,
-  entry.occurredAt.getTime(),
-  entry.action,
-  entry.actor.type,
-  entry.actor.id,
-  entry.target.type,
-  entry.target.id,
-  entry.routerId ?? null,
-  entry.sourceIp ?? null,
-  JSON.stringify(entry.details ?? {}),
-  entry.teamId ?? null,
-];
+  sql.raw(`(case when exists (select 1 from webhooks w where w.organization_id = ${organizationId} and w.disabled_at is null)
+    then null else ${occurredAt} end)`);
 
 /** Writes one entry through `query`, so it commits or rolls back with the change it records. */
 export const insertAuditEntry = async (query: Query, entry: NewAuditEntry): Promise<void> => {
-  await query(INSERT_SQL, insertParams(entry));
+  const routerId = entry.routerId ?? null;
+  await query.kysely
+    .insertInto("audit_log")
+    .values((eb) => ({
+      id: sql<string>`gen_random_uuid()`,
+      organization_id: entry.organizationId,
+      occurred_at: entry.occurredAt,
+      action: entry.action,
+      actor_type: entry.actor.type,
+      actor_id: entry.actor.id,
+      target_type: entry.target.type,
+      target_id: entry.target.id,
+      router_id: routerId,
+      source_ip: entry.sourceIp ?? null,
+      details: entry.details ?? {},
+      // The outbox state (see `outboxState`), computed from rows of the same transaction.
+      dispatched_at: eb
+        .case()
+        .when(
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom("webhooks as w")
+                .select("w.id")
+                .where("w.organization_id", "=", entry.organizationId)
+                .where("w.disabled_at", "is", null),
+            ),
+          ),
+        )
+        .then(eb.cast<Date>(eb.val(entry.occurredAt), "timestamptz"))
+        .end(),
+      // The team given, else its router's team, else (the router was removed in this transaction or
+      // before) the team of the router's latest entry; an entry that names its team costs no lookup.
+      team_id:
+        entry.teamId != null || routerId === null
+          ? (entry.teamId ?? null)
+          : eb.fn.coalesce(
+              eb.selectFrom("routers as tr").select("tr.team_id").where("tr.id", "=", routerId),
+              eb
+                .selectFrom("audit_log as ta")
+                .select("ta.team_id")
+                .where("ta.organization_id", "=", entry.organizationId)
+                .where("ta.router_id", "=", routerId)
+                .where("ta.team_id", "is not", null)
+                .orderBy("ta.occurred_at", "desc")
+                .orderBy("ta.id", "desc")
+                .limit(1),
+            ),
+    }))
+    .execute();
 };
 
 /**
@@ -165,19 +146,53 @@ export const insertAuditEntry = async (query: Query, entry: NewAuditEntry): Prom
  */
 export const insertAuditEntries = async (query: Query, entries: readonly NewAuditEntry[]): Promise<void> => {
   if (entries.length === 0) return;
-  await query(INSERT_MANY_SQL, [
-    textArray(entries.map((e) => e.organizationId)),
-    plainArray(entries.map((e) => e.occurredAt.getTime())),
-    textArray(entries.map((e) => e.action)),
-    textArray(entries.map((e) => e.actor.type)),
-    textArray(entries.map((e) => e.actor.id)),
-    textArray(entries.map((e) => e.target.type)),
-    textArray(entries.map((e) => e.target.id)),
-    textArray(entries.map((e) => e.routerId ?? null)),
-    textArray(entries.map((e) => e.sourceIp ?? null)),
-    textArray(entries.map((e) => JSON.stringify(e.details ?? {}))),
-    textArray(entries.map((e) => e.teamId ?? null)),
-  ]);
+  // Raw: one row per array element through unnest; outbox state and team as in insertAuditEntry.
+  await sql`insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
+    target_type, target_id, router_id, source_ip, details, dispatched_at, team_id)
+    select gen_random_uuid(), v.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, v.actor_type, v.actor_id,
+      v.target_type, v.target_id, v.router_id, v.source_ip, v.details,
+      ${outboxState("v.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")},
+      coalesce(v.team_id, (select tr.team_id from routers tr where tr.id = v.router_id),
+        (select ta.team_id from audit_log ta where ta.organization_id = v.organization_id and ta.router_id = v.router_id
+          and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))
+    from unnest(${textArray(entries.map((e) => e.organizationId))}::uuid[],
+      ${plainArray(entries.map((e) => e.occurredAt.getTime()))}::float8[],
+      ${textArray(entries.map((e) => e.action))}::text[], ${textArray(entries.map((e) => e.actor.type))}::text[],
+      ${textArray(entries.map((e) => e.actor.id))}::text[], ${textArray(entries.map((e) => e.target.type))}::text[],
+      ${textArray(entries.map((e) => e.target.id))}::text[], ${textArray(entries.map((e) => e.routerId ?? null))}::uuid[],
+      ${textArray(entries.map((e) => e.sourceIp ?? null))}::text[],
+      ${textArray(entries.map((e) => JSON.stringify(e.details ?? {})))}::jsonb[],
+      ${textArray(entries.map((e) => e.teamId ?? null))}::uuid[])
+      as v(organization_id, occurred_ms, action, actor_type, actor_id, target_type, target_id, router_id, source_ip, details,
+        team_id)`.execute(query.kysely);
+};
+
+/**
+ * The relay's batch for one kind of session (forwards, or temporary router access): rows whose
+ * session no longer exists are dropped, and the organization and router come from the session, so a
+ * caller cannot misfile an entry. Access records `forward.connection.*` as
+ * `router.access.connection.*` against the access session.
+ */
+const insertConnectionEvents = (kind: "forward" | "router_access", events: readonly ForwardConnectionEvent[]) => {
+  // Raw: the batch comes in as arrays through unnest.
+  const session =
+    kind === "forward"
+      ? sql.raw("'forward', s.id::text, s.router_id, v.source_ip, v.details")
+      : sql.raw("'router_access', s.id::text, s.router_id, v.source_ip, v.details");
+  const action =
+    kind === "forward"
+      ? sql.raw("v.action")
+      : sql.raw("replace(v.action, 'forward.connection.', 'router.access.connection.')");
+  const table = sql.raw(kind === "forward" ? "forwards" : "router_access");
+  return sql`insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id,
+    target_type, target_id, router_id, source_ip, details, dispatched_at, team_id)
+    select gen_random_uuid(), r.organization_id, to_timestamp(v.occurred_ms / 1000.0), ${action}, 'system', null,
+      ${session}, ${outboxState("r.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")}, r.team_id
+    from unnest(${events.map((e) => e.forwardId)}::uuid[], ${events.map((e) => e.occurredAt.getTime())}::float8[],
+      ${events.map((e) => e.action)}::text[], ${events.map((e) => e.sourceIp)}::text[],
+      ${events.map((e) => JSON.stringify(e.details))}::jsonb[]) as v(forward_id, occurred_ms, action, source_ip, details)
+    join ${table} s on s.id = v.forward_id
+    join routers r on r.id = s.router_id`;
 };
 
 export const auditFromRow = (row: Pick<Row<"audit_log">, (typeof AUDIT_COLUMNS)[number]>): AuditRecord => ({
@@ -214,18 +229,11 @@ export class AuditLogRepository {
     await insertAuditEntry(this.#db.query, entry);
   }
 
-  /** The relay's batch: one statement for many connections. */
+  /** The relay's batch: one statement for many connections (of each kind of session). */
   async recordForwardEvents(events: readonly ForwardConnectionEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const params = [
-      events.map((e) => e.forwardId),
-      events.map((e) => e.occurredAt.getTime()),
-      events.map((e) => e.action),
-      events.map((e) => e.sourceIp),
-      events.map((e) => JSON.stringify(e.details)),
-    ];
-    await this.#db.query(INSERT_FORWARD_EVENTS_SQL, params);
-    await this.#db.query(INSERT_ACCESS_EVENTS_SQL, params);
+    await insertConnectionEvents("forward", events).execute(this.#db.query.kysely);
+    await insertConnectionEvents("router_access", events).execute(this.#db.query.kysely);
   }
 
   /**
@@ -238,8 +246,7 @@ export class AuditLogRepository {
 
   /** The plan of {@link list} (tests show it uses an index). */
   async explainList(filter: AuditListFilter): Promise<string> {
-    const { sql, parameters } = listQuery(this.#db.query, filter).compile();
-    const rows = await this.#db.query<Record<string, unknown>>(`explain ${sql}`, parameters);
+    const rows = await listQuery(this.#db.query, filter).explain<Record<string, unknown>>();
     return rows.map((r) => String(r["QUERY PLAN"] ?? Object.values(r)[0])).join("\n");
   }
 
@@ -247,15 +254,16 @@ export class AuditLogRepository {
   async prune(before: Date, batch = 10_000): Promise<number> {
     let total = 0;
     for (;;) {
-      // Raw: a delete cannot take a limit, so the batch is chosen in a CTE.
-      const rows = await this.#db.query<{ n: unknown }>(
-        `with doomed as (
-           select id from audit_log where occurred_at < to_timestamp($1::float8 / 1000.0) limit $2::int
-         ), gone as (delete from audit_log a using doomed where a.id = doomed.id returning 1)
-         select count(*)::int as n from gone`,
-        [before.getTime(), batch],
-      );
-      const n = toNumber(rows[0]?.n ?? 0);
+      // A delete cannot take a limit, so the batch is chosen in a CTE.
+      const row = await this.#db.query.kysely
+        .with("doomed", (db) => db.selectFrom("audit_log").select("id").where("occurred_at", "<", before).limit(batch))
+        .with("gone", (db) =>
+          db.deleteFrom("audit_log as a").using("doomed").whereRef("a.id", "=", "doomed.id").returning("a.id"),
+        )
+        .selectFrom("gone")
+        .select((eb) => eb.fn.countAll().as("n"))
+        .executeTakeFirst();
+      const n = toNumber(row?.n ?? 0);
       total += n;
       if (n < batch) return total;
     }

@@ -1,7 +1,4 @@
 import type { Query } from "../database.ts";
-import { toNumber } from "./sql-values.ts";
-
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
 /** A stored configuration version, without its text. */
 export interface BackupRecord {
@@ -39,18 +36,35 @@ export type StoreOutcome =
   | { kind: "unchanged"; backup: BackupRecord }
   | { kind: "created"; backup: BackupRecord; previous: BackupRecord | null; linesAdded: number; linesRemoved: number };
 
-const COLUMNS = `b.id, b.router_id, ${ms("b.created_at", "created_ms")}, ${ms("b.checked_at", "checked_ms")}, b.sha256, b.normalized_sha256, b.bytes, b.lines`;
+const COLUMNS = [
+  "b.id",
+  "b.router_id",
+  "b.created_at",
+  "b.checked_at",
+  "b.sha256",
+  "b.normalized_sha256",
+  "b.bytes",
+  "b.lines",
+] as const;
 
-const fromRow = (row: Record<string, unknown>): BackupRecord => ({
-  id: String(row.id),
-  routerId: String(row.router_id),
-  createdAt: new Date(toNumber(row.created_ms)),
-  checkedAt: new Date(toNumber(row.checked_ms)),
-  sha256: String(row.sha256),
-  normalizedSha256:
-    row.normalized_sha256 === null || row.normalized_sha256 === undefined ? null : String(row.normalized_sha256),
-  bytes: toNumber(row.bytes),
-  lines: toNumber(row.lines),
+const selectBackups = (query: Query) => query.kysely.selectFrom("router_config_backups as b").select(COLUMNS);
+
+type BackupRow = Awaited<ReturnType<ReturnType<typeof selectBackups>["executeTakeFirstOrThrow"]>>;
+
+const fromRow = (row: BackupRow): BackupRecord => ({
+  id: row.id,
+  routerId: row.router_id,
+  createdAt: row.created_at,
+  checkedAt: row.checked_at,
+  sha256: row.sha256,
+  normalizedSha256: row.normalized_sha256,
+  bytes: row.bytes,
+  lines: row.lines,
+});
+
+const withContent = (row: BackupRow & { content: string }): BackupRecord & { content: string } => ({
+  ...fromRow(row),
+  content: row.content,
 });
 
 /**
@@ -65,47 +79,61 @@ export class ConfigBackupsRepository {
 
   /** Locks the router's row (two reads of one router store one after the other); null when it is gone. */
   async lockRouter(routerId: string): Promise<{ organizationId: string } | null> {
-    const [router] = await this.#query<{ organization_id: string }>(
-      "select organization_id from routers where id = $1::uuid for update",
-      [routerId],
-    );
-    return router ? { organizationId: String(router.organization_id) } : null;
+    const router = await this.#query.kysely
+      .selectFrom("routers")
+      .select("organization_id")
+      .where("id", "=", routerId)
+      .forUpdate()
+      .executeTakeFirst();
+    return router ? { organizationId: router.organization_id } : null;
   }
 
   /** The router's newest version with its text. */
   async latest(routerId: string): Promise<(BackupRecord & { content: string }) | null> {
-    const [row] = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS}, b.content from router_config_backups b where b.router_id = $1::uuid
-       order by b.created_at desc, b.id desc limit 1`,
-      [routerId],
-    );
-    return row ? { ...fromRow(row), content: String(row.content) } : null;
+    const row = await selectBackups(this.#query)
+      .select("b.content")
+      .where("b.router_id", "=", routerId)
+      .orderBy("b.created_at", "desc")
+      .orderBy("b.id", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    return row ? withContent(row) : null;
   }
 
   /** A read succeeded: the last failure shown beside the list is cleared. */
   async clearFailure(routerId: string): Promise<void> {
-    await this.#query(
-      `insert into router_backup_states (router_id, failed_at, failure_reason) values ($1::uuid, null, null)
-       on conflict (router_id) do update set failed_at = null, failure_reason = null`,
-      [routerId],
-    );
+    await this.#query.kysely
+      .insertInto("router_backup_states")
+      .values({ router_id: routerId, failed_at: null, failure_reason: null })
+      .onConflict((oc) => oc.column("router_id").doUpdateSet({ failed_at: null, failure_reason: null }))
+      .execute();
   }
 
   /** The same text was read again: only the version's `checked_at` moves. */
   async markChecked(id: string, at: Date): Promise<void> {
-    await this.#query(
-      "update router_config_backups set checked_at = to_timestamp($2::float8 / 1000.0) where id = $1::uuid",
-      [id, at.getTime()],
-    );
+    await this.#query.kysely
+      .updateTable("router_config_backups")
+      .set({ checked_at: at })
+      .where("id", "=", id)
+      .execute();
   }
 
   async insert(read: Omit<ConfigRead, "retention">): Promise<BackupRecord> {
     const id = crypto.randomUUID();
-    await this.#query(
-      `insert into router_config_backups (id, router_id, created_at, checked_at, sha256, normalized_sha256, bytes, lines, content)
-       values ($1::uuid, $2::uuid, to_timestamp($3::float8 / 1000.0), to_timestamp($3::float8 / 1000.0), $4, $5, $6, $7, $8)`,
-      [id, read.routerId, read.at.getTime(), read.sha256, read.normalizedSha256, read.bytes, read.lines, read.content],
-    );
+    await this.#query.kysely
+      .insertInto("router_config_backups")
+      .values({
+        id,
+        router_id: read.routerId,
+        created_at: read.at,
+        checked_at: read.at,
+        sha256: read.sha256,
+        normalized_sha256: read.normalizedSha256,
+        bytes: read.bytes,
+        lines: read.lines,
+        content: read.content,
+      })
+      .execute();
     return {
       id,
       routerId: read.routerId,
@@ -120,31 +148,52 @@ export class ConfigBackupsRepository {
 
   /** Deletes the router's oldest versions beyond the newest `retention`. */
   async pruneBeyond(routerId: string, retention: number): Promise<void> {
-    await this.#query(
-      `delete from router_config_backups where id in (
-         select id from router_config_backups where router_id = $1::uuid
-         order by created_at desc, id desc offset $2::int)`,
-      [routerId, retention],
-    );
+    await this.#query.kysely
+      .deleteFrom("router_config_backups")
+      .where("id", "in", (eb) =>
+        eb
+          .selectFrom("router_config_backups")
+          .select("id")
+          .where("router_id", "=", routerId)
+          .orderBy("created_at", "desc")
+          .orderBy("id", "desc")
+          .offset(retention),
+      )
+      .execute();
   }
 
   /** A backup job failed for good: shown beside the list until the next success. */
   async recordFailure(routerId: string, at: Date, reason: string): Promise<void> {
-    await this.#query(
-      `insert into router_backup_states (router_id, failed_at, failure_reason)
-       select id, to_timestamp($2::float8 / 1000.0), $3 from routers where id = $1::uuid
-       on conflict (router_id) do update set failed_at = excluded.failed_at, failure_reason = excluded.failure_reason`,
-      [routerId, at.getTime(), reason.slice(0, 500)],
-    );
+    await this.#query.kysely
+      .insertInto("router_backup_states")
+      .columns(["router_id", "failed_at", "failure_reason"])
+      .expression((eb) =>
+        eb
+          .selectFrom("routers")
+          .select((s) => [
+            "id",
+            s.cast<Date>(s.val(at), "timestamptz").as("failed_at"),
+            s.cast<string>(s.val(reason.slice(0, 500)), "text").as("failure_reason"),
+          ])
+          .where("id", "=", routerId),
+      )
+      .onConflict((oc) =>
+        oc.column("router_id").doUpdateSet((eb) => ({
+          failed_at: eb.ref("excluded.failed_at"),
+          failure_reason: eb.ref("excluded.failure_reason"),
+        })),
+      )
+      .execute();
   }
 
   async lastFailure(routerId: string): Promise<BackupFailure | null> {
-    const [row] = await this.#query<Record<string, unknown>>(
-      `select ${ms("failed_at", "failed_ms")}, failure_reason from router_backup_states
-       where router_id = $1::uuid and failed_at is not null`,
-      [routerId],
-    );
-    return row ? { failedAt: new Date(toNumber(row.failed_ms)), reason: String(row.failure_reason ?? "") } : null;
+    const row = await this.#query.kysely
+      .selectFrom("router_backup_states")
+      .select(["failed_at", "failure_reason"])
+      .where("router_id", "=", routerId)
+      .where("failed_at", "is not", null)
+      .executeTakeFirst();
+    return row?.failed_at ? { failedAt: row.failed_at, reason: row.failure_reason ?? "" } : null;
   }
 
   /** Newest first, strictly older than `before` when given. */
@@ -153,38 +202,41 @@ export class ConfigBackupsRepository {
     limit: number,
     before?: { createdAt: Date; id: string } | undefined,
   ): Promise<BackupRecord[]> {
-    const params: unknown[] = [routerId, limit];
-    let where = "b.router_id = $1::uuid";
-    if (before) {
-      params.push(before.createdAt.getTime(), before.id);
-      where += " and (b.created_at, b.id) < (to_timestamp($3::float8 / 1000.0), $4::uuid)";
-    }
-    const rows = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS} from router_config_backups b where ${where}
-       order by b.created_at desc, b.id desc limit $2::int`,
-      params,
-    );
+    const rows = await selectBackups(this.#query)
+      .where("b.router_id", "=", routerId)
+      .$if(before !== undefined, (qb) =>
+        qb.where((eb) =>
+          eb(eb.refTuple("b.created_at", "b.id"), "<", eb.tuple(before?.createdAt ?? new Date(0), before?.id ?? "")),
+        ),
+      )
+      .orderBy("b.created_at", "desc")
+      .orderBy("b.id", "desc")
+      .limit(limit)
+      .execute();
     return rows.map(fromRow);
   }
 
   /** One version with its text; null when it is not the router's. */
   async get(routerId: string, id: string): Promise<(BackupRecord & { content: string }) | null> {
-    const [row] = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS}, b.content from router_config_backups b where b.id = $1::uuid and b.router_id = $2::uuid`,
-      [id, routerId],
-    );
-    return row ? { ...fromRow(row), content: String(row.content) } : null;
+    const row = await selectBackups(this.#query)
+      .select("b.content")
+      .where("b.id", "=", id)
+      .where("b.router_id", "=", routerId)
+      .executeTakeFirst();
+    return row ? withContent(row) : null;
   }
 
   /** The version stored just before `backup`, with its text. */
   async previous(backup: BackupRecord): Promise<(BackupRecord & { content: string }) | null> {
-    const [row] = await this.#query<Record<string, unknown>>(
-      `select ${COLUMNS}, b.content from router_config_backups b
-       where b.router_id = $1::uuid and (b.created_at, b.id) < (to_timestamp($2::float8 / 1000.0), $3::uuid)
-       order by b.created_at desc, b.id desc limit 1`,
-      [backup.routerId, backup.createdAt.getTime(), backup.id],
-    );
-    return row ? { ...fromRow(row), content: String(row.content) } : null;
+    const row = await selectBackups(this.#query)
+      .select("b.content")
+      .where("b.router_id", "=", backup.routerId)
+      .where((eb) => eb(eb.refTuple("b.created_at", "b.id"), "<", eb.tuple(backup.createdAt, backup.id)))
+      .orderBy("b.created_at", "desc")
+      .orderBy("b.id", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    return row ? withContent(row) : null;
   }
 
   /**
@@ -192,17 +244,23 @@ export class ConfigBackupsRepository {
    * marked queued now; at most `limit` per call, those waiting longest first.
    */
   async claimDue(since: Date, now: Date, limit: number): Promise<string[]> {
-    const rows = await this.#query<{ id: string }>(
-      `insert into router_backup_states (router_id, queued_at)
-       select r.id, to_timestamp($2::float8 / 1000.0) from routers r
-       left join router_backup_states s on s.router_id = r.id
-       where r.tunnel_ip is not null and (s.queued_at is null or s.queued_at < to_timestamp($1::float8 / 1000.0))
-       order by s.queued_at nulls first, r.id
-       limit $3::int
-       on conflict (router_id) do update set queued_at = excluded.queued_at
-       returning router_id as id`,
-      [since.getTime(), now.getTime(), limit],
-    );
-    return rows.map((row) => String(row.id));
+    const rows = await this.#query.kysely
+      .insertInto("router_backup_states")
+      .columns(["router_id", "queued_at"])
+      .expression((eb) =>
+        eb
+          .selectFrom("routers as r")
+          .leftJoin("router_backup_states as s", "s.router_id", "r.id")
+          .select((s) => ["r.id", s.cast<Date>(s.val(now), "timestamptz").as("queued_at")])
+          .where("r.tunnel_ip", "is not", null)
+          .where((w) => w.or([w("s.queued_at", "is", null), w("s.queued_at", "<", since)]))
+          .orderBy("s.queued_at", (ob) => ob.asc().nullsFirst())
+          .orderBy("r.id")
+          .limit(limit),
+      )
+      .onConflict((oc) => oc.column("router_id").doUpdateSet((eb) => ({ queued_at: eb.ref("excluded.queued_at") })))
+      .returning("router_id")
+      .execute();
+    return rows.map((row) => row.router_id);
   }
 }

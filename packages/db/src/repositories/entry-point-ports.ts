@@ -1,6 +1,5 @@
+import { sql } from "kysely";
 import type { Query } from "../database.ts";
-
-type Row = Record<string, unknown>;
 
 export interface PortClaim<T> {
   /** ENTRY_POINT_HOST: ports are unique per entry point among active forwards and access sessions together. */
@@ -26,19 +25,19 @@ export interface PortClaim<T> {
 export const claimEntryPointPort = async <T>(query: Query, claim: PortClaim<T>): Promise<T | null> => {
   let freedStale = false;
   for (let attempt = 0; attempt < claim.attempts; attempt++) {
-    const [free] = await query<Row>(
-      `select p::int as port from generate_series($1::int, $2::int) as p
-       where not exists (select 1 from forwards f where f.entry_point = $3 and f.port = p and f.status = 'active')
-         and not exists (select 1 from router_access a where a.entry_point = $3 and a.port = p and a.status = 'active')
-       order by random() limit 1`,
-      [claim.ports[0], claim.ports[1], claim.entryPoint],
-    );
+    // Raw: a random free port of a range is read off generate_series, a function, not a table.
+    const { rows } = await sql<{ port: number }>`
+      select p::int as port from generate_series(${claim.ports[0]}::int, ${claim.ports[1]}::int) as p
+      where not exists (select 1 from forwards f where f.entry_point = ${claim.entryPoint} and f.port = p and f.status = 'active')
+        and not exists (select 1 from router_access a where a.entry_point = ${claim.entryPoint} and a.port = p and a.status = 'active')
+      order by random() limit 1`.execute(query.kysely);
+    const free = rows[0];
     if (!free) {
       if (freedStale || !claim.freeStale || !(await claim.freeStale())) return null;
       freedStale = true;
       continue;
     }
-    const inserted = await claim.insert(Number(free.port));
+    const inserted = await claim.insert(free.port);
     if (inserted !== null) return inserted;
   }
   return null;

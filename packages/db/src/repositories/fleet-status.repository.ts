@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import type { Database } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -10,28 +11,34 @@ export class FleetStatusRepository {
 
   /** Routers with a heartbeat since `since`, and all routers. */
   async routerCounts(since: Date): Promise<{ connected: number; total: number }> {
-    const [row] = await this.#db.query<{ connected: unknown; total: unknown }>(
-      `select count(*) filter (where l.last_seen_at >= $1)::int as connected, count(*)::int as total
-       from routers r left join router_liveness l on l.router_id = r.id`,
-      [since],
-    );
-    return { connected: toNumber(row?.connected ?? 0), total: toNumber(row?.total ?? 0) };
+    const row = await this.#db.query.kysely
+      .selectFrom("routers as r")
+      .leftJoin("router_liveness as l", "l.router_id", "r.id")
+      .select((eb) => [
+        eb.fn.countAll().filterWhere("l.last_seen_at", ">=", since).as("connected"),
+        eb.fn.countAll().as("total"),
+      ])
+      .executeTakeFirstOrThrow();
+    return { connected: toNumber(row.connected), total: toNumber(row.total) };
   }
 
   async openFaults(): Promise<number> {
-    const [row] = await this.#db.query<{ n: unknown }>(
-      `select count(*)::int as n from router_faults where status = 'ongoing'`,
-    );
-    return toNumber(row?.n ?? 0);
+    const row = await this.#db.query.kysely
+      .selectFrom("router_faults")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .where("status", "=", "ongoing")
+      .executeTakeFirstOrThrow();
+    return toNumber(row.n);
   }
 
   /** Connections to this database by application name, other than the asking one (PostgreSQL; none on PGlite). */
   async connectionsByApplication(): Promise<Array<{ application_name: string; n: number }>> {
     if (this.#db.driver !== "postgresql") return [];
-    return this.#db.query<{ application_name: string; n: number }>(
-      `select coalesce(nullif(application_name, ''), '(unnamed)') as application_name, count(*)::int as n
-       from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
-       group by 1 order by 1`,
-    );
+    // Raw: pg_stat_activity is a system view, not one of our entities.
+    const { rows } = await sql<{ application_name: string; n: number }>`
+      select coalesce(nullif(application_name, ''), '(unnamed)') as application_name, count(*)::int as n
+      from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+      group by 1 order by 1`.execute(this.#db.query.kysely);
+    return rows;
   }
 }

@@ -1,15 +1,8 @@
 import { isUuid } from "@fleet/shared";
+import { sql } from "kysely";
 import { type Database, queryOf } from "../database.ts";
-import {
-  FORWARD_COLUMNS,
-  type ForwardRecord,
-  ForwardsRepository,
-  forwardFromRow,
-  type RelayTarget,
-} from "./forwards.repository.ts";
+import { type ForwardRecord, ForwardsRepository, forwardFromRow, type RelayTarget } from "./forwards.repository.ts";
 import { toDate, toNumber } from "./sql-values.ts";
-
-type Row = Record<string, unknown>;
 
 const CANONICAL_IPV4_SQL =
   "^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$";
@@ -27,21 +20,28 @@ export class ForwardTargetsRepository {
 
   /** The earliest `expires_at` among active forwards (the expiry timer sleeps until then). */
   async nextExpiry(): Promise<Date | null> {
-    const rows = await this.#db.query<Row>(`select min(expires_at) as t from forwards where status = 'active'`);
-    const t = rows[0]?.t;
+    const row = await this.#db.query.kysely
+      .selectFrom("forwards")
+      .select((eb) => eb.fn.min("expires_at").as("t"))
+      .where("status", "=", "active")
+      .executeTakeFirst();
+    // An aggregate is no entity column: the plugin leaves it as the driver's text.
+    const t: unknown = row?.t;
     return t === null || t === undefined ? null : toDate(t);
   }
 
   /** A forward with its router's current tunnel address, for the agent's job handlers. */
   async findForAgent(id: string): Promise<{ forward: ForwardRecord; tunnelIp: string | null } | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#db.query<Row>(
-      `select ${FORWARD_COLUMNS}, r.tunnel_ip from forwards f join routers r on r.id = f.router_id where f.id = $1`,
-      [id],
-    );
-    const row = rows[0];
+    const row = await this.#db.query.kysely
+      .selectFrom("forwards as f")
+      .innerJoin("routers as r", "r.id", "f.router_id")
+      .selectAll("f")
+      .select("r.tunnel_ip")
+      .where("f.id", "=", id)
+      .executeTakeFirst();
     if (!row) return null;
-    return { forward: forwardFromRow(row), tunnelIp: row.tunnel_ip === null ? null : String(row.tunnel_ip) };
+    return { forward: forwardFromRow(row), tunnelIp: row.tunnel_ip };
   }
 
   /**
@@ -53,29 +53,28 @@ export class ForwardTargetsRepository {
     networkCidr: string,
     limit: number,
   ): Promise<{ count: number; routers: Array<{ id: string; tunnelIp: string | null }> }> {
-    // CASE keeps the inet cast away from text that is not a canonical address.
-    const where = `r.tunnel_ip is null or case when r.tunnel_ip ~ '${CANONICAL_IPV4_SQL}'
-      then not (r.tunnel_ip::inet << $1::inet) else true end`;
-    const rows = await this.#db.query<Row>(
-      `select r.id, r.tunnel_ip, count(*) over ()::int as total from routers r where ${where}
-       order by r.created_at, r.id limit $2::int`,
-      [networkCidr, limit],
-    );
+    // Raw: inet containment and a window count have no typed form; CASE keeps the inet cast away
+    // from text that is not a canonical address.
+    const { rows } = await sql<{ id: string; tunnel_ip: string | null; total: number }>`
+      select r.id, r.tunnel_ip, count(*) over ()::int as total from routers r
+      where r.tunnel_ip is null or case when r.tunnel_ip ~ ${CANONICAL_IPV4_SQL}
+        then not (r.tunnel_ip::inet << ${networkCidr}::inet) else true end
+      order by r.created_at, r.id limit ${limit}::int`.execute(this.#db.query.kysely);
     return {
       count: toNumber(rows[0]?.total ?? 0),
-      routers: rows.map((row) => ({
-        id: String(row.id),
-        tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
-      })),
+      routers: rows.map((row) => ({ id: row.id, tunnelIp: row.tunnel_ip })),
     };
   }
 
   /** The router's assigned tunnel address, or null when the router is gone or has none. */
   async routerTunnelIp(routerId: string): Promise<string | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#db.query<Row>(`select tunnel_ip from routers where id = $1`, [routerId]);
-    const ip = rows[0]?.tunnel_ip;
-    return ip === null || ip === undefined ? null : String(ip);
+    const row = await this.#db.query.kysely
+      .selectFrom("routers")
+      .select("tunnel_ip")
+      .where("id", "=", routerId)
+      .executeTakeFirst();
+    return row?.tunnel_ip ?? null;
   }
 
   /** Forwards of one router that should have a rule right now (not closed, not past expiry), oldest first. */
@@ -88,12 +87,16 @@ export class ForwardTargetsRepository {
    * address moved between routers, a rule on that device may belong to either row.
    */
   async activeAtTunnel(tunnelIp: string, now: Date): Promise<ForwardRecord[]> {
-    const rows = await this.#db.query<Row>(
-      `select ${FORWARD_COLUMNS} from forwards f join routers r on r.id = f.router_id
-       where r.tunnel_ip = $1 and f.status = 'active' and f.expires_at > $2
-       order by f.created_at, f.id`,
-      [tunnelIp, now],
-    );
+    const rows = await this.#db.query.kysely
+      .selectFrom("forwards as f")
+      .innerJoin("routers as r", "r.id", "f.router_id")
+      .selectAll("f")
+      .where("r.tunnel_ip", "=", tunnelIp)
+      .where("f.status", "=", "active")
+      .where("f.expires_at", ">", now)
+      .orderBy("f.created_at")
+      .orderBy("f.id")
+      .execute();
     return rows.map(forwardFromRow);
   }
 
@@ -104,19 +107,23 @@ export class ForwardTargetsRepository {
    * another device at that address (docs/routeros.md "Offboarding").
    */
   async relayTargets(entryPoint: string, now: Date): Promise<RelayTarget[]> {
-    const rows = await this.#db.query<Row>(
-      `select f.id, f.port, f.allow_only_cidr, f.expires_at, r.tunnel_ip
-       from forwards f join routers r on r.id = f.router_id
-       where f.entry_point = $1 and f.status = 'active' and f.applied_at is not null and f.expires_at > $2
-         and r.tunnel_ip is not null`,
-      [entryPoint, now],
-    );
+    const rows = await this.#db.query.kysely
+      .selectFrom("forwards as f")
+      .innerJoin("routers as r", "r.id", "f.router_id")
+      .select(["f.id", "f.port", "f.allow_only_cidr", "f.expires_at", "r.tunnel_ip"])
+      .where("f.entry_point", "=", entryPoint)
+      .where("f.status", "=", "active")
+      .where("f.applied_at", "is not", null)
+      .where("f.expires_at", ">", now)
+      .where("r.tunnel_ip", "is not", null)
+      .$narrowType<{ tunnel_ip: string }>()
+      .execute();
     return rows.map((row) => ({
-      id: String(row.id),
-      port: toNumber(row.port),
-      allowOnlyCidr: String(row.allow_only_cidr),
-      tunnelIp: String(row.tunnel_ip),
-      expiresAt: toDate(row.expires_at),
+      id: row.id,
+      port: row.port,
+      allowOnlyCidr: row.allow_only_cidr,
+      tunnelIp: row.tunnel_ip,
+      expiresAt: row.expires_at,
     }));
   }
 
@@ -127,12 +134,16 @@ export class ForwardTargetsRepository {
    * the dead-letter queue; the first reconciliation after it comes back repairs it.
    */
   async routersToReconcile(since: Date): Promise<string[]> {
-    const rows = await this.#db.query<Row>(
-      `select distinct f.router_id from forwards f join routers r on r.id = f.router_id
-         join router_liveness l on l.router_id = r.id
-       where r.tunnel_ip is not null and l.has_pulse and (f.status = 'active' or f.closed_at >= $1)`,
-      [since],
-    );
-    return rows.map((row) => String(row.router_id));
+    const rows = await this.#db.query.kysely
+      .selectFrom("forwards as f")
+      .innerJoin("routers as r", "r.id", "f.router_id")
+      .innerJoin("router_liveness as l", "l.router_id", "r.id")
+      .select("f.router_id")
+      .distinct()
+      .where("r.tunnel_ip", "is not", null)
+      .where("l.has_pulse", "=", true)
+      .where((eb) => eb.or([eb("f.status", "=", "active"), eb("f.closed_at", ">=", since)]))
+      .execute();
+    return rows.map((row) => row.router_id);
   }
 }

@@ -113,4 +113,18 @@ describe("ForwardsRepository and ForwardTargetsRepository", () => {
     await db.query("update router_liveness set has_pulse = true where router_id = $1", [offline.id]);
     expect(await targets.routersToReconcile(T0)).toContain(offline.id);
   });
+
+  it("reports routers without an address, or with one outside the tunnel network, and how many", async () => {
+    const o = await makeUser(db);
+    const none = await makeRouter(db, o, { tunnelIp: null });
+    const outside = await makeRouter(db, o, { tunnelIp: "10.9.8.7" });
+    const inside = await makeRouter(db, o);
+    const report = await targets.routersWithoutReachableTunnel("100.64.0.0/10", 1000);
+    const ids = report.routers.map((r) => r.id);
+    expect(ids).toEqual(expect.arrayContaining([none.id, outside.id]));
+    expect(ids).not.toContain(inside.id);
+    expect(report.routers.find((r) => r.id === outside.id)?.tunnelIp).toBe("10.9.8.7");
+    expect(report.count).toBe(report.routers.length);
+    expect((await targets.routersWithoutReachableTunnel("100.64.0.0/10", 1)).count).toBe(report.count);
+  });
 });

@@ -23,26 +23,32 @@ export interface MaintenanceWindowRecord {
   createdAt: Date;
 }
 
-type Row = Record<string, unknown>;
+const COLUMNS = [
+  "id",
+  "organization_id",
+  "team_id",
+  "name",
+  "routers",
+  "starts_at",
+  "ends_at",
+  "weekly",
+  "created_at",
+] as const;
 
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
-const json = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(value) : value) as T;
-const dateOrNull = (value: unknown): Date | null =>
-  value === null || value === undefined ? null : new Date(toNumber(value));
+const selectWindows = (query: Query) => query.kysely.selectFrom("maintenance_windows").select(COLUMNS);
 
-const COLUMNS = `w.id, w.organization_id, w.team_id, w.name, w.routers, ${ms("w.starts_at", "starts_ms")}, ${ms("w.ends_at", "ends_ms")},
-  w.weekly, ${ms("w.created_at", "created_ms")}`;
+type WindowRow = Awaited<ReturnType<ReturnType<typeof selectWindows>["executeTakeFirstOrThrow"]>>;
 
-const fromRow = (row: Row): MaintenanceWindowRecord => ({
-  id: String(row.id),
-  organizationId: String(row.organization_id),
-  teamId: row.team_id === null || row.team_id === undefined ? null : String(row.team_id),
-  name: String(row.name),
-  routers: json<RouterSelectorRecord>(row.routers) ?? {},
-  startsAt: dateOrNull(row.starts_ms),
-  endsAt: dateOrNull(row.ends_ms),
-  weekly: row.weekly === null || row.weekly === undefined ? null : json<WeeklyRecord>(row.weekly),
-  createdAt: new Date(toNumber(row.created_ms)),
+const fromRow = (row: WindowRow): MaintenanceWindowRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  teamId: row.team_id,
+  name: row.name,
+  routers: row.routers as RouterSelectorRecord,
+  startsAt: row.starts_at,
+  endsAt: row.ends_at,
+  weekly: row.weekly as WeeklyRecord | null,
+  createdAt: row.created_at,
 });
 
 /** `maintenance_windows`: reads and writes only. */
@@ -53,72 +59,72 @@ export class MaintenanceWindowsRepository {
   }
 
   async count(organizationId: string): Promise<number> {
-    const [row] = await this.#query<Row>(
-      "select count(*)::int as n from maintenance_windows where organization_id = $1",
-      [organizationId],
-    );
-    return toNumber(row?.n ?? 0);
+    const row = await this.#query.kysely
+      .selectFrom("maintenance_windows")
+      .select((eb) => eb.fn.countAll().as("n"))
+      .where("organization_id", "=", organizationId)
+      .executeTakeFirstOrThrow();
+    return toNumber(row.n);
   }
 
   async insert(input: Omit<MaintenanceWindowRecord, "id">): Promise<MaintenanceWindowRecord> {
-    const rows = await this.#query<Row>(
-      `insert into maintenance_windows as w (id, organization_id, name, routers, starts_at, ends_at, weekly, created_at, team_id)
-       values (gen_random_uuid(), $1, $2, $3::jsonb, to_timestamp($4::float8 / 1000.0), to_timestamp($5::float8 / 1000.0),
-         $6::jsonb, to_timestamp($7::float8 / 1000.0), $8::uuid)
-       returning ${COLUMNS}`,
-      [
-        input.organizationId,
-        input.name,
-        JSON.stringify(input.routers),
-        input.startsAt?.getTime() ?? null,
-        input.endsAt?.getTime() ?? null,
-        input.weekly === null ? null : JSON.stringify(input.weekly),
-        input.createdAt.getTime(),
-        input.teamId,
-      ],
-    );
-    const row = rows[0];
-    if (!row) throw new Error("maintenance window insert returned no row");
+    const row = await this.#query.kysely
+      .insertInto("maintenance_windows")
+      .values({
+        id: crypto.randomUUID(),
+        organization_id: input.organizationId,
+        name: input.name,
+        routers: { ...input.routers },
+        starts_at: input.startsAt,
+        ends_at: input.endsAt,
+        weekly: input.weekly === null ? null : { ...input.weekly },
+        created_at: input.createdAt,
+        team_id: input.teamId,
+      })
+      .returning(COLUMNS)
+      .executeTakeFirstOrThrow();
     return fromRow(row);
   }
 
   /** With `teamId` (a team-bound credential) here, in `get` and `delete`: only that team's windows. */
   async list(organizationId: string, teamId?: string): Promise<MaintenanceWindowRecord[]> {
-    const rows = await this.#query<Row>(
-      `select ${COLUMNS} from maintenance_windows w where w.organization_id = $1
-       and ($2::uuid is null or w.team_id = $2::uuid) order by w.created_at, w.id`,
-      [organizationId, teamId ?? null],
-    );
+    const rows = await selectWindows(this.#query)
+      .where("organization_id", "=", organizationId)
+      .$if(teamId !== undefined, (qb) => qb.where("team_id", "=", teamId ?? null))
+      .orderBy("created_at")
+      .orderBy("id")
+      .execute();
     return rows.map(fromRow);
   }
 
   /** The windows of these organizations (the alert engine's and the availability report's look). */
   async listFor(organizationIds: readonly string[]): Promise<MaintenanceWindowRecord[]> {
     if (organizationIds.length === 0) return [];
-    const rows = await this.#query<Row>(
-      `select ${COLUMNS} from maintenance_windows w where w.organization_id = any($1::uuid[])`,
-      [[...new Set(organizationIds)]],
-    );
+    const rows = await selectWindows(this.#query)
+      .where("organization_id", "=", (eb) => eb.fn.any(eb.val([...new Set(organizationIds)])))
+      .execute();
     return rows.map(fromRow);
   }
 
   async get(organizationId: string, id: string, teamId?: string): Promise<MaintenanceWindowRecord | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `select ${COLUMNS} from maintenance_windows w where w.id = $1 and w.organization_id = $2
-       and ($3::uuid is null or w.team_id = $3::uuid)`,
-      [id, organizationId, teamId ?? null],
-    );
-    return rows[0] ? fromRow(rows[0]) : null;
+    const row = await selectWindows(this.#query)
+      .where("id", "=", id)
+      .where("organization_id", "=", organizationId)
+      .$if(teamId !== undefined, (qb) => qb.where("team_id", "=", teamId ?? null))
+      .executeTakeFirst();
+    return row ? fromRow(row) : null;
   }
 
   async delete(organizationId: string, id: string, teamId?: string): Promise<MaintenanceWindowRecord | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.#query<Row>(
-      `delete from maintenance_windows w where w.id = $1 and w.organization_id = $2
-       and ($3::uuid is null or w.team_id = $3::uuid) returning ${COLUMNS}`,
-      [id, organizationId, teamId ?? null],
-    );
-    return rows[0] ? fromRow(rows[0]) : null;
+    const row = await this.#query.kysely
+      .deleteFrom("maintenance_windows")
+      .where("id", "=", id)
+      .where("organization_id", "=", organizationId)
+      .$if(teamId !== undefined, (qb) => qb.where("team_id", "=", teamId ?? null))
+      .returning(COLUMNS)
+      .executeTakeFirst();
+    return row ? fromRow(row) : null;
   }
 }

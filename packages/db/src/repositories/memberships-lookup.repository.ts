@@ -20,24 +20,33 @@ export class MembershipsLookupRepository {
 
   async organizationsOf(userId: string): Promise<UserOrganization[]> {
     if (!isUuid(userId)) return [];
-    return this.#query<UserOrganization>(
-      `select o.id, o.name, m.role from organization_members m join organizations o on o.id = m.organization_id
-       where m.user_id = $1 order by o.name, o.id`,
-      [userId],
-    );
+    return this.#query.kysely
+      .selectFrom("organization_members as m")
+      .innerJoin("organizations as o", "o.id", "m.organization_id")
+      .select(["o.id", "o.name", "m.role"])
+      .where("m.user_id", "=", userId)
+      .orderBy("o.name")
+      .orderBy("o.id")
+      .execute();
   }
 
   async userEmail(userId: string): Promise<string | null> {
     if (!isUuid(userId)) return null;
-    const rows = await this.#query<{ email: string }>(`select email from users where id = $1`, [userId]);
-    return rows[0]?.email ?? null;
+    const row = await this.#query.kysely
+      .selectFrom("users")
+      .select("email")
+      .where("id", "=", userId)
+      .executeTakeFirst();
+    return row?.email ?? null;
   }
 
   /** docs/api.md "Sign-in": the chosen organization becomes the user's current one. */
   async setCurrentOrganization(userId: string, organizationId: string): Promise<void> {
-    await this.#query(
-      `update users set current_organization_id = $2 where id = $1 and current_organization_id is distinct from $2`,
-      [userId, organizationId],
-    );
+    await this.#query.kysely
+      .updateTable("users")
+      .set({ current_organization_id: organizationId })
+      .where("id", "=", userId)
+      .where("current_organization_id", "is distinct from", organizationId)
+      .execute();
   }
 }

@@ -1,6 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
-import { type Database, type Query, queryOf } from "../database.ts";
+import type { ExpressionBuilder } from "kysely";
+import { type Database, type Query, queryOf, type Schema } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A router as the API reads it (docs/api.md "Router", "Router Metadata"). */
@@ -76,9 +77,8 @@ export interface CoverageRecord extends HeartbeatCoverageState {
 const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
 
 /**
- * Joins a router `r` to its liveness `l` (router_liveness: pulse, last seen, uptime; no row: never
- * seen) and its WireGuard peer `w` (no row: no key bound). Every read of ROUTER_COLUMNS has it after
- * `routers r`: joins, not a subquery per row, so a list of thousands is one pass.
+ * The joins of `selectRouters` as SQL text, after `routers r`, for the fleet list's raw statement
+ * (listByTeam): a list of thousands is one pass, not a subquery per row.
  */
 export const LIVENESS_JOIN =
   "left join router_liveness l on l.router_id = r.id left join router_wireguard_peers w on w.router_id = r.id left join router_health_latest hl on hl.router_id = r.id";
@@ -91,9 +91,6 @@ export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.ide
   w.router_id is not null as tunnel_bound, ${ms("w.handshake_at", "tunnel_handshake_ms")},
   ${ms("w.answered_at", "tunnel_answered_ms")}, hl.cpu_load::float8 as cpu_load,
   hl.memory_used_percent::float8 as memory_used_percent, hl.temperature::float8 as temperature`;
-
-const FAULT_COLUMNS = `f.id, f.router_id, f.type, f.severity, f.message, f.cause, f.status,
-  ${ms("f.created_at", "created_ms")}, ${ms("f.resolved_at", "resolved_ms")}, f.duration_seconds`;
 
 type Row = Record<string, unknown>;
 
@@ -110,6 +107,7 @@ const stringList = (value: unknown): string[] => {
 const dateOrNull = (value: unknown): Date | null =>
   value === null || value === undefined ? null : new Date(toNumber(value));
 
+/** A raw row of ROUTER_COLUMNS (the fleet list's) to its record. */
 export const routerFromRow = (row: Row): RouterRecord => ({
   id: String(row.id),
   organizationId: String(row.organization_id),
@@ -142,6 +140,7 @@ export const routerFromRow = (row: Row): RouterRecord => ({
 const numberOrNull = (value: unknown): number | null =>
   value === null || value === undefined ? null : toNumber(value);
 
+/** A raw fault row (the heartbeat flush's statements) to its record. */
 export const faultFromRow = (row: Row): FaultRecord => ({
   id: String(row.id),
   routerId: String(row.router_id),
@@ -166,9 +165,88 @@ export const coverageFromRow = (row: Row): CoverageRecord => ({
 export const COVERAGE_COLUMNS = `${ms("covered_since", "covered_since_ms")}, ${ms("alive_at", "alive_ms")},
   ${ms("outage_started_at", "outage_ms")}, interval_ms`;
 
-/** A tunnel address is free of quarantine when no removed router holds it past `$now` (docs/api.md "Routers and heartbeats"). */
-const QUARANTINED = (address: string, now: string) => `exists (select 1 from tunnel_addresses q
-  where q.tunnel_ip = ${address} and q.removed_at is not null and q.offboarded_at is null and q.quarantined_until > ${now})`;
+/**
+ * A router with its liveness `l` (router_liveness: pulse, last seen, uptime; no row: never seen),
+ * its WireGuard peer `w` (no row: no key bound) and its latest health `hl`: joins, not a subquery
+ * per row.
+ */
+const selectRouters = (query: Query) =>
+  query.kysely
+    .selectFrom("routers as r")
+    .leftJoin("router_liveness as l", "l.router_id", "r.id")
+    .leftJoin("router_wireguard_peers as w", "w.router_id", "r.id")
+    .leftJoin("router_health_latest as hl", "hl.router_id", "r.id")
+    .select((eb) => [
+      "r.id",
+      "r.organization_id",
+      "r.team_id",
+      "r.name",
+      "r.identity",
+      "r.serial_number",
+      "r.software_version",
+      "r.software_id",
+      "r.model",
+      "r.board_name",
+      "r.hardwareboard",
+      "r.tunnel_ip",
+      "r.reported_metadata",
+      "r.user_metadata",
+      "r.tags",
+      "r.created_at",
+      "l.uptime_seconds",
+      "l.has_pulse",
+      "l.last_seen_at",
+      "l.last_seen_from",
+      eb("w.router_id", "is not", null).as("tunnel_bound"),
+      "w.handshake_at",
+      "w.answered_at",
+      "hl.cpu_load",
+      "hl.memory_used_percent",
+      "hl.temperature",
+    ]);
+
+type RouterRow = Awaited<ReturnType<ReturnType<typeof selectRouters>["executeTakeFirstOrThrow"]>>;
+
+const routerFromTypedRow = (row: RouterRow): RouterRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  teamId: row.team_id,
+  name: row.name,
+  identity: row.identity,
+  serialNumber: row.serial_number,
+  softwareVersion: row.software_version,
+  softwareId: row.software_id,
+  model: row.model,
+  boardName: row.board_name,
+  hardwareboard: row.hardwareboard,
+  uptimeSeconds: numberOrNull(row.uptime_seconds),
+  hasPulse: row.has_pulse === true,
+  lastSeenAt: row.last_seen_at,
+  lastSeenFrom: row.last_seen_from,
+  tunnelIp: row.tunnel_ip,
+  tunnelBound: Boolean(row.tunnel_bound),
+  tunnelHandshakeAt: row.handshake_at,
+  tunnelAnsweredAt: row.answered_at,
+  reportedMetadata: row.reported_metadata,
+  userMetadata: row.user_metadata,
+  tags: row.tags,
+  createdAt: row.created_at,
+  cpuLoad: numberOrNull(row.cpu_load),
+  memoryUsedPercent: numberOrNull(row.memory_used_percent),
+  temperature: numberOrNull(row.temperature),
+});
+
+/** A tunnel address is in quarantine while a removed router holds it past `now` (docs/api.md "Routers and heartbeats"). */
+const quarantined = (eb: ExpressionBuilder<Schema, never>, tunnelIp: string, now: Date) =>
+  eb.exists(
+    eb
+      .selectFrom("tunnel_addresses as q")
+      .select("q.tunnel_ip")
+      .where("q.tunnel_ip", "=", tunnelIp)
+      .where("q.removed_at", "is not", null)
+      .where("q.offboarded_at", "is", null)
+      .where("q.quarantined_until", ">", now),
+  );
 
 /** Where a page of a router list ends (and the next begins): the sort key and the id. */
 export type RouterListPosition =
@@ -263,6 +341,7 @@ export class RoutersRepository {
       params.push(filter.limit);
       limit = ` limit $${params.length}::int`;
     }
+    // Raw: planner-sensitive keyset paging, measured by `npm run bench` (issue 34, Deliver 3).
     const sql =
       sort === "name"
         ? `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where ${where.join(" and ")} order by ${byName}, r.id${limit}`
@@ -302,22 +381,26 @@ export class RoutersRepository {
 
   /** How many routers the team has, and how many of them are online. */
   async countByTeam(teamId: string): Promise<{ total: number; online: number }> {
-    const [row] = await this.#db.query<{ total: unknown; online: unknown }>(
-      `select count(*)::int as total, count(*) filter (where l.has_pulse)::int as online
-       from routers r left join router_liveness l on l.router_id = r.id where r.team_id = $1`,
-      [teamId],
-    );
+    const row = await this.#db.query.kysely
+      .selectFrom("routers as r")
+      .leftJoin("router_liveness as l", "l.router_id", "r.id")
+      .select((eb) => [
+        eb.fn.countAll().as("total"),
+        eb.fn.countAll().filterWhere("l.has_pulse", "=", true).as("online"),
+      ])
+      .where("r.team_id", "=", teamId)
+      .executeTakeFirst();
     return { total: toNumber(row?.total ?? 0), online: toNumber(row?.online ?? 0) };
   }
 
   /** The router if it exists in `teamId`; null for unknown ids, malformed ids and other teams. */
   async findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#db.query<Row>(
-      `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.id = $1 and r.team_id = $2`,
-      [routerId, teamId],
-    );
-    return rows[0] ? routerFromRow(rows[0]) : null;
+    const row = await selectRouters(queryOf(this.#db))
+      .where("r.id", "=", routerId)
+      .where("r.team_id", "=", teamId)
+      .executeTakeFirst();
+    return row ? routerFromTypedRow(row) : null;
   }
 
   /**
@@ -325,48 +408,73 @@ export class RoutersRepository {
    * which writes its audit entry); throws {@link TunnelIpTakenError} when another router holds it.
    */
   async insert(input: NewRouter, query: Query = queryOf(this.#db)): Promise<RouterRecord> {
-    const rows = await query<Row>(
-      `with inserted as (
-         insert into routers as r (id, organization_id, team_id, name, heartbeat_token_hash, created_at, tunnel_ip)
-         select $1::uuid, $2::uuid, $3::uuid, $4::text, $5::text, to_timestamp($6::float8 / 1000.0), $7::text
-         where not ${QUARANTINED("$7::text", "to_timestamp($6::float8 / 1000.0)")}
-         on conflict (tunnel_ip) do nothing
-         returning r.*
-       )
-       select ${ROUTER_COLUMNS} from inserted r ${LIVENESS_JOIN}`,
-      [
-        crypto.randomUUID(),
-        input.organizationId,
-        input.teamId,
-        input.name,
-        input.tokenHash,
-        input.createdAt.getTime(),
-        input.tunnelIp,
-      ],
-    );
-    const row = rows[0];
+    const row = await query.kysely
+      .insertInto("routers")
+      .columns(["id", "organization_id", "team_id", "name", "heartbeat_token_hash", "created_at", "tunnel_ip"])
+      .expression(
+        query.kysely
+          .selectNoFrom((eb) => [
+            eb.cast<string>(eb.val(crypto.randomUUID()), "uuid").as("id"),
+            eb.cast<string>(eb.val(input.organizationId), "uuid").as("organization_id"),
+            eb.cast<string>(eb.val(input.teamId), "uuid").as("team_id"),
+            eb.cast<string>(eb.val(input.name), "text").as("name"),
+            eb.cast<string>(eb.val(input.tokenHash), "text").as("heartbeat_token_hash"),
+            eb.cast<Date>(eb.val(input.createdAt), "timestamptz").as("created_at"),
+            eb.cast<string>(eb.val(input.tunnelIp), "text").as("tunnel_ip"),
+          ])
+          .where((eb) => eb.not(quarantined(eb, input.tunnelIp, input.createdAt))),
+      )
+      .onConflict((oc) => oc.column("tunnel_ip").doNothing())
+      .returningAll()
+      .executeTakeFirst();
     if (!row) throw new TunnelIpTakenError(input.tunnelIp);
-    return routerFromRow(row);
+    // A router just made has no liveness, key or health yet.
+    return routerFromTypedRow({
+      ...row,
+      uptime_seconds: null,
+      has_pulse: null,
+      last_seen_at: null,
+      last_seen_from: null,
+      tunnel_bound: false,
+      handshake_at: null,
+      answered_at: null,
+      cpu_load: null,
+      memory_used_percent: null,
+      temperature: null,
+    });
   }
 
   /** True when some router (of any organization) holds the tunnel address, or it is quarantined at `now`. */
   async tunnelIpHeld(tunnelIp: string, now: Date): Promise<boolean> {
-    const rows = await this.#db.query(
-      `select 1 where exists (select 1 from routers where tunnel_ip = $1)
-         or ${QUARANTINED("$1", "to_timestamp($2::float8 / 1000.0)")}`,
-      [tunnelIp, now.getTime()],
-    );
-    return rows.length > 0;
+    const row = await this.#db.query.kysely
+      .selectNoFrom((eb) =>
+        eb
+          .or([
+            eb.exists(eb.selectFrom("routers").select("id").where("tunnel_ip", "=", tunnelIp)),
+            quarantined(eb, tunnelIp, now),
+          ])
+          .as("held"),
+      )
+      .executeTakeFirstOrThrow();
+    return Boolean(row.held);
   }
 
   /** Every tunnel address in use or quarantined at `now` (the allocator's fallback when random picks keep colliding). */
   async tunnelIpsInUse(now: Date): Promise<Set<string>> {
-    const rows = await this.#db.query<{ tunnel_ip: string }>(
-      `select tunnel_ip from routers where tunnel_ip is not null
-       union select tunnel_ip from tunnel_addresses
-       where removed_at is not null and offboarded_at is null and quarantined_until > to_timestamp($1::float8 / 1000.0)`,
-      [now.getTime()],
-    );
+    const rows = await this.#db.query.kysely
+      .selectFrom("routers")
+      .select("tunnel_ip")
+      .where("tunnel_ip", "is not", null)
+      .$narrowType<{ tunnel_ip: string }>()
+      .union((eb) =>
+        eb
+          .selectFrom("tunnel_addresses")
+          .select("tunnel_ip")
+          .where("removed_at", "is not", null)
+          .where("offboarded_at", "is", null)
+          .where("quarantined_until", ">", now),
+      )
+      .execute();
     return new Set(rows.map((row) => row.tunnel_ip));
   }
 
@@ -377,12 +485,13 @@ export class RoutersRepository {
    */
   async deleteInTeam(query: Query, teamId: string, routerId: string): Promise<DeletedRouter | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await query<{ id: string; organization_id: string; name: string }>(
-      "delete from routers where id = $1 and team_id = $2 returning id, organization_id, name",
-      [routerId, teamId],
-    );
-    const row = rows[0];
-    return row ? { id: String(row.id), organizationId: String(row.organization_id), name: String(row.name) } : null;
+    const row = await query.kysely
+      .deleteFrom("routers")
+      .where("id", "=", routerId)
+      .where("team_id", "=", teamId)
+      .returning(["id", "organization_id", "name"])
+      .executeTakeFirst();
+    return row ? { id: row.id, organizationId: row.organization_id, name: row.name } : null;
   }
 
   /**
@@ -397,32 +506,72 @@ export class RoutersRepository {
     quarantineUntil: Date,
   ): Promise<void> {
     if (!isUuid(routerId)) return;
-    await query(
-      `insert into tunnel_addresses as t (tunnel_ip, router_id, organization_id, host_key_fingerprint, pinned_at,
-         removed_at, quarantined_until, offboarded_at)
-       select r.tunnel_ip, r.id, r.organization_id, k.fingerprint, k.created_at,
-         to_timestamp($3::float8 / 1000.0), to_timestamp($4::float8 / 1000.0), null
-       from routers r left join ssh_host_keys k on k.router_id = r.id
-       where r.id = $1 and r.team_id = $2 and r.tunnel_ip is not null
-       on conflict (tunnel_ip) do update set router_id = excluded.router_id,
-         organization_id = excluded.organization_id,
-         host_key_fingerprint = coalesce(excluded.host_key_fingerprint, case
-           when t.router_id = excluded.router_id or t.organization_id = excluded.organization_id
-           then t.host_key_fingerprint end),
-         pinned_at = coalesce(excluded.pinned_at, t.pinned_at),
-         removed_at = excluded.removed_at, quarantined_until = excluded.quarantined_until, offboarded_at = null`,
-      [routerId, teamId, at.getTime(), quarantineUntil.getTime()],
-    );
+    await query.kysely
+      .insertInto("tunnel_addresses")
+      .columns([
+        "tunnel_ip",
+        "router_id",
+        "organization_id",
+        "host_key_fingerprint",
+        "pinned_at",
+        "removed_at",
+        "quarantined_until",
+        "offboarded_at",
+      ])
+      .expression(
+        query.kysely
+          .selectFrom("routers as r")
+          .leftJoin("ssh_host_keys as k", "k.router_id", "r.id")
+          .select((eb) => [
+            "r.tunnel_ip",
+            "r.id",
+            "r.organization_id",
+            "k.fingerprint",
+            "k.created_at",
+            eb.cast<Date>(eb.val(at), "timestamptz").as("removed_at"),
+            eb.cast<Date>(eb.val(quarantineUntil), "timestamptz").as("quarantined_until"),
+            eb.cast<Date | null>(eb.lit(null), "timestamptz").as("offboarded_at"),
+          ])
+          .where("r.id", "=", routerId)
+          .where("r.team_id", "=", teamId)
+          .where("r.tunnel_ip", "is not", null),
+      )
+      .onConflict((oc) =>
+        oc.column("tunnel_ip").doUpdateSet((eb) => ({
+          router_id: eb.ref("excluded.router_id"),
+          organization_id: eb.ref("excluded.organization_id"),
+          // The pin of the address survives a router of the same organization or the same router.
+          host_key_fingerprint: eb.fn.coalesce(
+            "excluded.host_key_fingerprint",
+            eb
+              .case()
+              .when(
+                eb.or([
+                  eb("tunnel_addresses.router_id", "=", eb.ref("excluded.router_id")),
+                  eb("tunnel_addresses.organization_id", "=", eb.ref("excluded.organization_id")),
+                ]),
+              )
+              .then(eb.ref("tunnel_addresses.host_key_fingerprint"))
+              .end(),
+          ),
+          pinned_at: eb.fn.coalesce("excluded.pinned_at", "tunnel_addresses.pinned_at"),
+          removed_at: eb.ref("excluded.removed_at"),
+          quarantined_until: eb.ref("excluded.quarantined_until"),
+          offboarded_at: null,
+        })),
+      )
+      .execute();
   }
 
   /** The team's router, its row locked until `query`'s transaction ends; null when not the team's. */
   async lockInTeam(query: Query, teamId: string, routerId: string): Promise<RouterRecord | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await query<Row>(
-      `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.id = $1 and r.team_id = $2 for update of r`,
-      [routerId, teamId],
-    );
-    return rows[0] ? routerFromRow(rows[0]) : null;
+    const row = await selectRouters(query)
+      .where("r.id", "=", routerId)
+      .where("r.team_id", "=", teamId)
+      .forUpdate("r")
+      .executeTakeFirst();
+    return row ? routerFromTypedRow(row) : null;
   }
 
   /** Writes the user metadata and name of a router (locked first with `lockInTeam`). */
@@ -432,50 +581,92 @@ export class RoutersRepository {
     userMetadata: Record<string, unknown>,
     name: string,
   ): Promise<RouterRecord | null> {
-    const updated = await query<Row>(
-      `update routers as r set user_metadata = $2::jsonb, name = $3
-       from routers x left join router_liveness l on l.router_id = x.id
-         left join router_wireguard_peers w on w.router_id = x.id
-         left join router_health_latest hl on hl.router_id = x.id
-       where r.id = $1 and x.id = r.id returning ${ROUTER_COLUMNS}`,
-      [routerId, JSON.stringify(userMetadata), name],
-    );
-    return updated[0] ? routerFromRow(updated[0]) : null;
+    const updated = await query.kysely
+      .updateTable("routers")
+      .set({ user_metadata: userMetadata, name })
+      .where("id", "=", routerId)
+      .executeTakeFirst();
+    if (updated.numUpdatedRows === 0n) return null;
+    const row = await selectRouters(query).where("r.id", "=", routerId).executeTakeFirst();
+    return row ? routerFromTypedRow(row) : null;
   }
 
   /** Replaces a router's tags; null when the router is not the team's. */
   async updateTags(teamId: string, routerId: string, tags: readonly string[]): Promise<RouterRecord | null> {
     if (!isUuid(routerId)) return null;
-    const rows = await this.#db.query<Row>(
-      `with updated as (update routers set tags = $3::jsonb where id = $1 and team_id = $2 returning *)
-       select ${ROUTER_COLUMNS} from updated r ${LIVENESS_JOIN}`,
-      [routerId, teamId, JSON.stringify(tags)],
-    );
-    return rows[0] ? routerFromRow(rows[0]) : null;
+    const query = queryOf(this.#db);
+    const updated = await query.kysely
+      .updateTable("routers")
+      .set({ tags: [...tags] })
+      .where("id", "=", routerId)
+      .where("team_id", "=", teamId)
+      .executeTakeFirst();
+    if (updated.numUpdatedRows === 0n) return null;
+    const row = await selectRouters(query).where("r.id", "=", routerId).executeTakeFirst();
+    return row ? routerFromTypedRow(row) : null;
   }
 
   /** The router's most recent faults, newest first. */
   async faults(routerId: string, limit: number): Promise<FaultRecord[]> {
-    const rows = await this.#db.query<Row>(
-      `select ${FAULT_COLUMNS} from router_faults f where f.router_id = $1 order by f.created_at desc, f.id desc limit $2::int`,
-      [routerId, limit],
-    );
-    return rows.map(faultFromRow);
+    const rows = await this.#db.query.kysely
+      .selectFrom("router_faults")
+      .select([
+        "id",
+        "router_id",
+        "type",
+        "severity",
+        "message",
+        "cause",
+        "status",
+        "created_at",
+        "resolved_at",
+        "duration_seconds",
+      ])
+      .where("router_id", "=", routerId)
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      routerId: row.router_id,
+      type: row.type,
+      severity: row.severity,
+      message: row.message,
+      cause: row.cause,
+      status: row.status,
+      createdAt: row.created_at,
+      resolvedAt: row.resolved_at,
+      durationSeconds: row.duration_seconds,
+    }));
   }
 
   /** Stored seconds down per UTC hour in [from, to), keyed by the hour's epoch milliseconds. */
   async downtimeHours(routerId: string, from: Date, to: Date): Promise<Map<number, number>> {
-    const rows = await this.#db.query<{ hour_ms: unknown; seconds_down: unknown }>(
-      `select ${ms("hour", "hour_ms")}, seconds_down from router_downtime_hours
-       where router_id = $1 and hour >= to_timestamp($2::float8 / 1000.0) and hour < to_timestamp($3::float8 / 1000.0)`,
-      [routerId, from.getTime(), to.getTime()],
-    );
-    return new Map(rows.map((r) => [toNumber(r.hour_ms), toNumber(r.seconds_down)]));
+    const rows = await this.#db.query.kysely
+      .selectFrom("router_downtime_hours")
+      .select(["hour", "seconds_down"])
+      .where("router_id", "=", routerId)
+      .where("hour", ">=", from)
+      .where("hour", "<", to)
+      .execute();
+    return new Map(rows.map((r) => [r.hour.getTime(), r.seconds_down]));
   }
 
   /** The heartbeat daemons' coverage record; null before any daemon ran. */
   async coverage(): Promise<CoverageRecord | null> {
-    const rows = await this.#db.query<Row>(`select ${COVERAGE_COLUMNS} from heartbeat_coverage where id = 1`);
-    return rows[0] ? coverageFromRow(rows[0]) : null;
+    const row = await this.#db.query.kysely
+      .selectFrom("heartbeat_coverage")
+      .select(["covered_since", "alive_at", "outage_started_at", "interval_ms"])
+      .where("id", "=", 1)
+      .executeTakeFirst();
+    return row
+      ? {
+          coveredSince: row.covered_since,
+          aliveAt: row.alive_at,
+          outageStartedAt: row.outage_started_at,
+          intervalMs: row.interval_ms,
+        }
+      : null;
   }
 }

@@ -2,42 +2,6 @@ import { isUuid } from "@fleet/shared";
 import type { Query } from "../database.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
-type Row = Record<string, unknown>;
-
-// The billing root (the organization that pays) of organization `$1`: the top of its parent chain.
-const BILLING_ROOT_SQL = `
-with recursive chain (id, parent_id, depth) as (
-  select id, parent_id, 0 from organizations where id = $1
-  union all
-  select o.id, o.parent_id, c.depth + 1 from organizations o join chain c on o.id = c.parent_id where c.depth < 32
-)
-select id as root_id from chain where parent_id is null limit 1`;
-
-// Active sessions (forwards and temporary router access) of every organization under (and
-// including) billing root `$1`, and whether the root has a payment method on file.
-const TREE_SESSIONS_SQL = `
-with recursive tree (id, depth) as (
-  select id, 0 from organizations where id = $1
-  union all
-  select o.id, t.depth + 1 from organizations o join tree t on o.parent_id = t.id where t.depth < 32
-)
-select count(*)::int as n, min(x.expires_at) as frees_at,
-  exists (select 1 from billing_accounts a join billing_payment_methods pm on pm.account_id = a.id
-          where a.organization_id = $1) as has_card
-from (
-  select f.expires_at from forwards f join routers r on r.id = f.router_id
-  where r.organization_id in (select id from tree) and f.status = 'active' and f.expires_at > $2
-  union all
-  select a.expires_at from router_access a join routers r on r.id = a.router_id
-  where r.organization_id in (select id from tree) and a.status = 'active' and a.expires_at > $2
-) x`;
-
-const ROUTER_SESSIONS_SQL = `
-select count(*)::int as n, min(expires_at) as frees_at from (
-  select expires_at from forwards where router_id = $1 and status = 'active' and expires_at > $2
-  union all
-  select expires_at from router_access where router_id = $1 and status = 'active' and expires_at > $2) x`;
-
 /** How many sessions (forwards and temporary router access) are active, and when the first of them expires. */
 export interface ActiveSessions {
   count: number;
@@ -50,6 +14,9 @@ export interface SessionRouter {
   organizationId: string;
   tunnelIp: string | null;
 }
+
+// The tree walks stop 32 levels down, as a guard against a cycle in `parent_id`.
+const MAX_DEPTH = 32;
 
 /**
  * What the session quotas count (docs/api.md "Tunnel agent and entry point"): forwards and temporary
@@ -68,21 +35,40 @@ export class SessionCountsRepository {
    */
   async router(routerId: string, teamId: string, options: { forUpdate?: boolean } = {}): Promise<SessionRouter | null> {
     if (!isUuid(routerId) || !isUuid(teamId)) return null;
-    const [router] = await this.#query<Row>(
-      `select id, organization_id, tunnel_ip from routers where id = $1 and team_id = $2${options.forUpdate ? " for update" : ""}`,
-      [routerId, teamId],
-    );
+    const router = await this.#query.kysely
+      .selectFrom("routers")
+      .select(["id", "organization_id", "tunnel_ip"])
+      .where("id", "=", routerId)
+      .where("team_id", "=", teamId)
+      .$if(options.forUpdate === true, (qb) => qb.forUpdate())
+      .executeTakeFirst();
     if (!router) return null;
-    return {
-      id: String(router.id),
-      organizationId: String(router.organization_id),
-      tunnelIp: router.tunnel_ip === null || router.tunnel_ip === undefined ? null : String(router.tunnel_ip),
-    };
+    return { id: router.id, organizationId: router.organization_id, tunnelIp: router.tunnel_ip };
   }
 
   async activeOnRouter(routerId: string, now: Date): Promise<ActiveSessions> {
-    const [row] = await this.#query<Row>(ROUTER_SESSIONS_SQL, [routerId, now]);
-    return { count: toNumber(row?.n ?? 0), freesAt: row?.frees_at ? toDate(row.frees_at) : null };
+    const row = await this.#query.kysely
+      .selectFrom((eb) =>
+        eb
+          .selectFrom("forwards")
+          .select("expires_at")
+          .where("router_id", "=", routerId)
+          .where("status", "=", "active")
+          .where("expires_at", ">", now)
+          .unionAll(
+            eb
+              .selectFrom("router_access")
+              .select("expires_at")
+              .where("router_id", "=", routerId)
+              .where("status", "=", "active")
+              .where("expires_at", ">", now),
+          )
+          .as("x"),
+      )
+      // An aggregate is not converted as its column is: min() comes back as the driver's text.
+      .select((eb) => [eb.fn.countAll().as("n"), eb.fn.min<Date | string | null>("x.expires_at").as("frees_at")])
+      .executeTakeFirstOrThrow();
+    return { count: toNumber(row.n), freesAt: row.frees_at === null ? null : toDate(row.frees_at) };
   }
 
   /**
@@ -90,19 +76,85 @@ export class SessionCountsRepository {
    * across one tree serialize here (routers are always locked before their billing root: no cycle).
    */
   async lockBillingRoot(organizationId: string): Promise<string> {
-    const [root] = await this.#query<Row>(BILLING_ROOT_SQL, [organizationId]);
-    const rootId = String(root?.root_id ?? organizationId);
-    await this.#query("select id from organizations where id = $1 for update", [rootId]);
+    // The billing root (the organization that pays): the top of the parent chain.
+    const root = await this.#query.kysely
+      .withRecursive("chain(id, parent_id, depth)", (db) =>
+        db
+          .selectFrom("organizations")
+          .select(["id", "parent_id", (eb) => eb.lit(0).as("depth")])
+          .where("id", "=", organizationId)
+          .unionAll(
+            db
+              .selectFrom("organizations as o")
+              .innerJoin("chain as c", "o.id", "c.parent_id")
+              .select(["o.id", "o.parent_id", (eb) => eb("c.depth", "+", 1).as("depth")])
+              .where("c.depth", "<", MAX_DEPTH),
+          ),
+      )
+      .selectFrom("chain")
+      .select("id")
+      .where("parent_id", "is", null)
+      .limit(1)
+      .executeTakeFirst();
+    const rootId = root?.id ?? organizationId;
+    await this.#query.kysely.selectFrom("organizations").select("id").where("id", "=", rootId).forUpdate().execute();
     return rootId;
   }
 
   /** Active sessions of the billing root's whole tree, and whether the root has a payment method on file. */
   async activeInTree(rootId: string, now: Date): Promise<ActiveSessions & { hasCard: boolean }> {
-    const [row] = await this.#query<Row>(TREE_SESSIONS_SQL, [rootId, now]);
+    const row = await this.#query.kysely
+      .withRecursive("tree(id, depth)", (db) =>
+        db
+          .selectFrom("organizations")
+          .select(["id", (eb) => eb.lit(0).as("depth")])
+          .where("id", "=", rootId)
+          .unionAll(
+            db
+              .selectFrom("organizations as o")
+              .innerJoin("tree as t", "o.parent_id", "t.id")
+              .select(["o.id", (eb) => eb("t.depth", "+", 1).as("depth")])
+              .where("t.depth", "<", MAX_DEPTH),
+          ),
+      )
+      .selectFrom((eb) =>
+        eb
+          .selectFrom("forwards as f")
+          .innerJoin("routers as r", "r.id", "f.router_id")
+          .select("f.expires_at")
+          .where("r.organization_id", "in", eb.selectFrom("tree").select("tree.id"))
+          .where("f.status", "=", "active")
+          .where("f.expires_at", ">", now)
+          .unionAll(
+            eb
+              .selectFrom("router_access as a")
+              .innerJoin("routers as r", "r.id", "a.router_id")
+              .select("a.expires_at")
+              .where("r.organization_id", "in", eb.selectFrom("tree").select("tree.id"))
+              .where("a.status", "=", "active")
+              .where("a.expires_at", ">", now),
+          )
+          .as("x"),
+      )
+      .select((eb) => [
+        eb.fn.countAll().as("n"),
+        // An aggregate is not converted as its column is: min() comes back as the driver's text.
+        eb.fn.min<Date | string | null>("x.expires_at").as("frees_at"),
+        eb
+          .exists(
+            eb
+              .selectFrom("billing_accounts as a")
+              .innerJoin("billing_payment_methods as pm", "pm.account_id", "a.id")
+              .select(eb.lit(1).as("one"))
+              .where("a.organization_id", "=", rootId),
+          )
+          .as("has_card"),
+      ])
+      .executeTakeFirstOrThrow();
     return {
-      count: toNumber(row?.n ?? 0),
-      freesAt: row?.frees_at ? toDate(row.frees_at) : null,
-      hasCard: row?.has_card === true,
+      count: toNumber(row.n),
+      freesAt: row.frees_at === null ? null : toDate(row.frees_at),
+      hasCard: row.has_card === true,
     };
   }
 }

@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import type { Database, Query } from "../database.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
@@ -48,23 +49,27 @@ export interface TunnelTransition {
  */
 export const TUNNEL_UP_WINDOW_MS = 180_000;
 
-const BIND_SQL = `
-with existing as (select public_key from router_wireguard_peers where router_id = $1),
-inserted as (
-  insert into router_wireguard_peers (router_id, public_key, bound_at)
-  select $1::uuid, $2, to_timestamp($3::float8 / 1000.0)
-  where not exists (select 1 from existing) and exists (select 1 from routers where id = $1::uuid)
-  on conflict do nothing
-  returning router_id
-)
-select (select count(*) from inserted)::int as inserted, (select public_key from existing) as existing_key`;
-
+// Raw: the readings come in as arrays through unnest, and the flip is judged in the statement.
 // The previous `up` comes from a self-join (the statement's snapshot), so a flip is known from the
 // same statement. Only rows whose handshake or answer moved, whose status flips or whose
 // endpoint changed are written (a roaming router, or a new NAT mapping, is rare).
-const HANDSHAKES_SQL = `
+interface TransitionRow {
+  router_id: string;
+  team_id: string;
+  organization_id: string;
+  tunnel_ip: string | null;
+  up: boolean;
+}
+
+const handshakesStatement = (readings: readonly HandshakeReading[], now: Date) => {
+  const nowMs = now.getTime();
+  return sql<TransitionRow>`
 with v as (
-  select * from unnest($1::text[], $2::float8[], $5::text[], $6::text[], $7::float8[])
+  select * from unnest(${textArray(readings.map((r) => r.publicKey))}::text[],
+    ${plainArray(readings.map((r) => (r.handshakeAt ? r.handshakeAt.getTime() : null)))}::float8[],
+    ${textArray(readings.map((r) => r.endpoint ?? null))}::text[],
+    ${textArray(readings.map((r) => r.answered?.routerId ?? null))}::text[],
+    ${plainArray(readings.map((r) => (r.answered ? r.answered.at.getTime() : null)))}::float8[])
     as v(public_key, handshake_ms, endpoint, answered_router, answered_ms)
 ), next as (
   select o.router_id, o.up as was_up,
@@ -74,7 +79,8 @@ with v as (
     coalesce(v.endpoint, o.endpoint) as endpoint
   from v join router_wireguard_peers o on o.public_key = v.public_key
 ), judged as (
-  select n.*, coalesce(n.latest_ms > $3::float8 - $4::float8 and n.answered_ms > $3::float8 - $4::float8, false) as up
+  select n.*, coalesce(n.latest_ms > ${nowMs}::float8 - ${TUNNEL_UP_WINDOW_MS}::float8
+    and n.answered_ms > ${nowMs}::float8 - ${TUNNEL_UP_WINDOW_MS}::float8, false) as up
   from next n
 ), changed as (
   update router_wireguard_peers w set
@@ -93,6 +99,7 @@ with v as (
   select c.router_id, c.up from changed c where c.up <> c.was_up
 )
 select f.router_id, r.team_id, r.organization_id, r.tunnel_ip, f.up from flipped f join routers r on r.id = f.router_id`;
+};
 
 /**
  * The management tunnel's bindings (docs/routeros.md "The management tunnel"): the heartbeat daemon
@@ -107,44 +114,68 @@ export class WireguardPeersRepository {
 
   /** Binds `publicKey` to the router unless it has a key or another router holds this one. */
   async bind(routerId: string, publicKey: string, at: Date): Promise<WireguardBindOutcome> {
-    const rows = await this.#db.query<{ inserted: number; existing_key: string | null }>(BIND_SQL, [
-      routerId,
-      publicKey,
-      at.getTime(),
-    ]);
-    const row = rows[0];
-    if (row && toNumber(row.inserted) > 0) return "bound";
-    if (row?.existing_key === publicKey) return "unchanged";
-    if (row?.existing_key) return "changed";
+    // One statement: the insert and the key the router already had see the same snapshot.
+    const row = await this.#db.query.kysely
+      .with("existing", (db) =>
+        db.selectFrom("router_wireguard_peers").select("public_key").where("router_id", "=", routerId),
+      )
+      .with("inserted", (db) =>
+        db
+          .insertInto("router_wireguard_peers")
+          .columns(["router_id", "public_key", "bound_at"])
+          .expression(
+            db
+              .selectNoFrom((s) => [
+                s.cast<string>(s.val(routerId), "uuid").as("router_id"),
+                s.cast<string>(s.val(publicKey), "text").as("public_key"),
+                s.cast<Date>(s.val(at), "timestamptz").as("bound_at"),
+              ])
+              .where((w) =>
+                w.and([
+                  w.not(w.exists(w.selectFrom("existing").select("public_key"))),
+                  w.exists(w.selectFrom("routers").select("id").where("id", "=", routerId)),
+                ]),
+              ),
+          )
+          .onConflict((oc) => oc.doNothing())
+          .returning("router_id"),
+      )
+      .selectNoFrom((eb) => [
+        eb.selectFrom("inserted").select(eb.fn.countAll().as("n")).as("inserted"),
+        eb.selectFrom("existing").select("public_key").as("existing_key"),
+      ])
+      .executeTakeFirstOrThrow();
+    if (toNumber(row.inserted ?? 0) > 0) return "bound";
+    if (row.existing_key === publicKey) return "unchanged";
+    if (row.existing_key) return "changed";
     return "taken";
   }
 
   /** Every binding of a router that has a tunnel address: the hub's peer set. */
   async bindings(): Promise<WireguardBinding[]> {
-    const rows = await this.#db.query<{
-      router_id: string;
-      public_key: string;
-      tunnel_ip: string;
-      endpoint: string | null;
-    }>(
-      `select w.router_id, w.public_key, r.tunnel_ip, w.endpoint from router_wireguard_peers w
-       join routers r on r.id = w.router_id where r.tunnel_ip is not null`,
-    );
+    const rows = await this.#db.query.kysely
+      .selectFrom("router_wireguard_peers as w")
+      .innerJoin("routers as r", "r.id", "w.router_id")
+      .select(["w.router_id", "w.public_key", "r.tunnel_ip", "w.endpoint"])
+      .where("r.tunnel_ip", "is not", null)
+      .$narrowType<{ tunnel_ip: string }>()
+      .execute();
     return rows.map((r) => ({
-      routerId: String(r.router_id),
+      routerId: r.router_id,
       publicKey: r.public_key,
       tunnelIp: r.tunnel_ip,
-      endpoint: r.endpoint ?? null,
+      endpoint: r.endpoint,
     }));
   }
 
   /** The router's bound key, or null (pending). */
   async keyOf(routerId: string): Promise<string | null> {
-    const rows = await this.#db.query<{ public_key: string }>(
-      "select public_key from router_wireguard_peers where router_id = $1::uuid",
-      [routerId],
-    );
-    return rows[0]?.public_key ?? null;
+    const row = await this.#db.query.kysely
+      .selectFrom("router_wireguard_peers")
+      .select("public_key")
+      .where("router_id", "=", routerId)
+      .executeTakeFirst();
+    return row?.public_key ?? null;
   }
 
   /**
@@ -155,27 +186,13 @@ export class WireguardPeersRepository {
    */
   async recordHandshakes(query: Query, readings: readonly HandshakeReading[], now: Date): Promise<TunnelTransition[]> {
     if (readings.length === 0) return [];
-    const rows = await query<{
-      router_id: string;
-      team_id: string;
-      organization_id: string;
-      tunnel_ip: string | null;
-      up: boolean;
-    }>(HANDSHAKES_SQL, [
-      textArray(readings.map((r) => r.publicKey)),
-      plainArray(readings.map((r) => (r.handshakeAt ? r.handshakeAt.getTime() : null))),
-      now.getTime(),
-      TUNNEL_UP_WINDOW_MS,
-      textArray(readings.map((r) => r.endpoint ?? null)),
-      textArray(readings.map((r) => r.answered?.routerId ?? null)),
-      plainArray(readings.map((r) => (r.answered ? r.answered.at.getTime() : null))),
-    ]);
+    const { rows } = await handshakesStatement(readings, now).execute(query.kysely);
     return rows.map((r) => ({
-      routerId: String(r.router_id),
-      teamId: String(r.team_id),
-      organizationId: String(r.organization_id),
-      tunnelIp: r.tunnel_ip === null || r.tunnel_ip === undefined ? null : String(r.tunnel_ip),
-      up: r.up === true,
+      routerId: r.router_id,
+      teamId: r.team_id,
+      organizationId: r.organization_id,
+      tunnelIp: r.tunnel_ip,
+      up: r.up,
     }));
   }
 }

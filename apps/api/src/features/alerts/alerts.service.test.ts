@@ -2,6 +2,7 @@ import {
   acquireJobEngine,
   insertAuditEntries,
   type JobEngine,
+  NotificationsRepository,
   queryOf,
   queueNotificationDelivery,
   SYSTEM_ORIGIN,
@@ -219,6 +220,36 @@ describe("notification channels (service tier)", () => {
     expect(log.data).toEqual([
       expect.objectContaining({ event: "notification.test", status: "sent", attempts: 1, error: null }),
     ]);
+  });
+
+  it("pages the delivery log newest first through next_cursor, each delivery once", async () => {
+    const s = await setUp();
+    const channelId = s.channels.slack?.id ?? "";
+    const repo = new NotificationsRepository(queryOf(db));
+    // Suppressed deliveries are listed without an attempt; two share a time, so their ids order them.
+    const stored: string[] = [];
+    for (const at of [T0 - 3000, T0 - 2000, T0 - 2000]) {
+      const delivery = {
+        id: crypto.randomUUID(),
+        channelId,
+        organizationId: s.owner.organizationId,
+        event: "router.offline",
+        routerId: null,
+        status: "suppressed" as const,
+        message: {},
+        idempotencyKey: null,
+      };
+      stored.push(...(await repo.insertDeliveries([delivery], new Date(at))));
+    }
+    const [oldest, ...tied] = stored;
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await channels.deliveries(s.owner.organizationId, { id: channelId, limit: 1, cursor });
+      seen.push(...page.data.map((d) => d.id));
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined && seen.length <= stored.length);
+    expect(seen).toEqual([...tied.sort().reverse(), oldest]);
   });
 
   it("a job run again for a delivery already sent (a worker restarted after sending) sends nothing more", async () => {

@@ -17,7 +17,7 @@ let service: AvailabilityService;
 beforeAll(async () => {
   db = await createTestDatabase();
   service = new AvailabilityService({
-    availability: new AvailabilityRepository(db),
+    availability: new AvailabilityRepository(queryOf(db)),
     routers: new RoutersRepository(db),
     clock: new ManualClock(NOW),
     maintenanceWindows: (organizationId) => new MaintenanceWindowsRepository(queryOf(db)).listFor([organizationId]),

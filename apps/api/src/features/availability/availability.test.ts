@@ -1,4 +1,4 @@
-import { AvailabilityRepository } from "@fleet/db";
+import { AvailabilityRepository, queryOf } from "@fleet/db";
 import { makeRouter } from "@fleet/db/testing";
 import { ManualClock } from "@fleet/shared";
 import pino from "pino";
@@ -224,7 +224,7 @@ describe("retention (METRICS_RETENTION_DAYS)", () => {
       [at(400, 1), 60],
       [at(399), 60],
     ]);
-    const repo = new AvailabilityRepository(h.db);
+    const repo = new AvailabilityRepository(queryOf(h.db));
     const removed = await pruneDowntime({
       downtime: { prune: (before) => repo.prune(before, 2) },
       clock,
@@ -273,7 +273,7 @@ describe("the report SQL is index-backed", () => {
     await h.db.query("analyze routers");
     await h.db.query("vacuum analyze router_downtime_hours");
     await h.db.query("analyze router_faults");
-    const repo = new AvailabilityRepository(h.db);
+    const repo = new AvailabilityRepository(queryOf(h.db));
     const router = await makeRouter(h.db, user);
     const plans = await repo.explain(user.teamId, router.id, new Date(NOW - 400 * DAY), new Date(NOW));
     const indexScan = (index: string) =>
