@@ -10,6 +10,7 @@
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
 import type { Database } from "@fleet/db";
+import type { KyselyPlugin } from "kysely";
 import { createTestDatabase, makeChildOrganization, makeUser } from "@fleet/db/testing";
 import { ALL_SCOPES, ManualClock } from "@fleet/shared";
 import { MembershipsService, ROLE_CACHE_TTL_MS } from "@fleet/api";
@@ -22,12 +23,23 @@ const REQUESTS = Number(values.requests);
 
 const db = await createTestDatabase();
 let queries = 0;
+// Every statement counts, raw or built with `query.kysely` (a plugin sees each one as it runs).
+const counting: KyselyPlugin = {
+  transformQuery: ({ node }) => {
+    queries++;
+    return node;
+  },
+  transformResult: async ({ result }) => result,
+};
 const counted: Database = {
   ...db,
-  query: ((sql: string, params?: readonly unknown[]) => {
-    queries++;
-    return db.query(sql, params);
-  }) as Database["query"],
+  query: Object.assign(
+    ((sql: string, params?: readonly unknown[]) => {
+      queries++;
+      return db.query(sql, params);
+    }) as Database["query"],
+    { kysely: db.query.kysely.withPlugin(counting) },
+  ),
 };
 const owner = await makeUser(db);
 let leaf = owner.organizationId;
