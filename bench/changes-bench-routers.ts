@@ -47,7 +47,19 @@ const routers: AdoptedRouter[] = [];
 const closers: Array<() => Promise<void>> = [];
 let cpu = process.cpuUsage();
 
+/** Pastes the adoption command again after a failure (a loaded machine times requests out). */
+const adoptWithRetries = async (router: AdoptedRouter) => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await router.adopt();
+    } catch (error) {
+      if (attempt >= 5) throw error;
+    }
+  }
+};
+
 const adopt = async (sshPort: number, mark: string, enrolled: EnrolledRouter[]) => {
+  const adoptions: Array<Promise<void>> = [];
   for (const e of enrolled) {
     const router = new AdoptedRouter({
       index: e.index,
@@ -96,9 +108,12 @@ const adopt = async (sshPort: number, mark: string, enrolled: EnrolledRouter[]) 
       },
     });
     closers.push(() => ros.close());
-    await router.adopt();
     routers.push(router);
+    // A few adoptions at once: one after the other, 1,000 take longer than the runs.
+    adoptions.push(adoptWithRetries(router));
+    if (adoptions.length >= 8) await Promise.all(adoptions.splice(0));
   }
+  await Promise.all(adoptions);
 };
 
 process.on("message", (message: ToRouters) => {
