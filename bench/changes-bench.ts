@@ -163,6 +163,13 @@ const stat = (xs: number[], digits = 0) => {
   return `p50 ${at(0.5)}  p95 ${at(0.95)}  max ${at(1)}`;
 };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+// The system's CPU with no change running (the routers' heartbeats, its own timers): a change's
+// own CPU is what a run takes beyond this rate.
+const idleStarted = process.cpuUsage();
+const idleWallStarted = performance.now();
+await new Promise((resolve) => setTimeout(resolve, 10_000));
+const idleUsage = process.cpuUsage(idleStarted);
+const idleCpuPerMs = (idleUsage.user + idleUsage.system) / 1000 / (performance.now() - idleWallStarted);
 const profiler = values.profile ? new Session() : undefined;
 if (profiler) {
   profiler.connect();
@@ -273,7 +280,7 @@ for (let run = 1; run <= RUNS; run++) {
     [
       `run ${run}/${RUNS}: ${N} routers, waves of ${WAVE}, 0 s between waves, heartbeat interval ${INTERVAL_MS} ms, agent concurrency ${values.concurrency} + ${values["change-concurrency"]} for changes`,
       `results: ${[...states].map(([s, n]) => `${s} ${n}`).join(", ")}`,
-      `whole change ${(wallMs / 1000).toFixed(1)} s; routers' time / wave parallelism ${(routerSum / Math.min(WAVE, N) / 1000).toFixed(1)} s (${waves} waves, the slowest router of each wave sets its end); CPU: system ${(systemCpuMs / 1000).toFixed(1)} s, routers' process ${(collected.cpuMs / 1000).toFixed(1)} s`,
+      `whole change ${(wallMs / 1000).toFixed(1)} s; routers' time / wave parallelism ${(routerSum / Math.min(WAVE, N) / 1000).toFixed(1)} s (${waves} waves, the slowest router of each wave sets its end); CPU: system ${(systemCpuMs / 1000).toFixed(1)} s (${((systemCpuMs - idleCpuPerMs * wallMs) / N).toFixed(1)} ms a router beyond its idle rate), routers' process ${(collected.cpuMs / 1000).toFixed(1)} s`,
       `step duration (ms):           ${stat(phases.duration)}`,
       `router's time (ms):           ${stat(phases.router)}   (SSH commands + wait for its next heartbeat)`,
       `system overhead (ms):         ${stat(phases.overhead)}   (duration minus the router's time; target < 100 ms)`,
