@@ -150,7 +150,7 @@ export const composeTunnelAgent = async (
     const access = wire(
       wireAccess(ctx, { connector, thenBackup, refreshRelay, passwordKey: options.accessPasswordKey }),
     ).services;
-    const changes = wire(wireChanges(ctx, { connector, backup: backups.handler })).services;
+    const changes = wire(await wireChanges(ctx, { connector, backup: backups.handler })).services;
     const { worker, lifecycle, reconcile } = wire(
       wireJobs(ctx, {
         connector,

@@ -1,4 +1,10 @@
-import { MemoryStatusFeed, type StatusFeed, type TRouterStatusEvent, ZRouterStatusEvent } from "@fleet/shared";
+import {
+  MemoryStatusFeed,
+  type StatusFeed,
+  type TFeedSignal,
+  type TRouterStatusEvent,
+  ZRouterStatusEvent,
+} from "@fleet/shared";
 import pg from "pg";
 import type { Database } from "./database.ts";
 
@@ -6,6 +12,8 @@ import type { Database } from "./database.ts";
 export const STATUS_CHANNEL = "fleet_router_status";
 /** The channel that tells every heartbeat daemon a router's token was replaced (payload: JSON array of router ids). */
 export const TOKEN_CHANNEL = "fleet_router_tokens";
+/** The channel of fleet change signals (payload: JSON `{"k": <TFeedSignal>, "i": [items]}`). */
+export const SIGNAL_CHANNEL = "fleet_signals";
 // NOTIFY payloads must stay under 8000 bytes; events are packed into arrays below this.
 const MAX_PAYLOAD_BYTES = 7_500;
 const RECONNECT_MS = 1_000;
@@ -105,9 +113,13 @@ class PostgresStatusFeed implements StatusFeed {
       if (!message.payload) return;
       if (message.channel === STATUS_CHANNEL) this.#local.deliver(parsePayload(message.payload));
       else if (message.channel === TOKEN_CHANNEL) this.#local.deliverTokenReplaced(parseRouterIds(message.payload));
+      else if (message.channel === SIGNAL_CHANNEL) {
+        const signal = parseSignal(message.payload);
+        if (signal) this.#local.deliverSignal(signal.kind, signal.items);
+      }
     });
     await client.connect();
-    await client.query(`listen ${STATUS_CHANNEL}; listen ${TOKEN_CHANNEL}`);
+    await client.query(`listen ${STATUS_CHANNEL}; listen ${TOKEN_CHANNEL}; listen ${SIGNAL_CHANNEL}`);
     this.#client = client;
   }
 
@@ -155,7 +167,31 @@ class PostgresStatusFeed implements StatusFeed {
   onTokenReplaced(listener: (routerId: string) => void): () => void {
     return this.#local.onTokenReplaced(listener);
   }
+
+  async signal(kind: TFeedSignal, items: readonly string[]): Promise<void> {
+    if (items.length === 0) return;
+    // Items are router ids (with a time): a hundred fit one NOTIFY payload.
+    const payloads: string[] = [];
+    for (let i = 0; i < items.length; i += 100) payloads.push(JSON.stringify({ k: kind, i: items.slice(i, i + 100) }));
+    await this.#db.query("select pg_notify($1, p) from unnest($2::text[]) as p", [SIGNAL_CHANNEL, payloads]);
+  }
+
+  onSignal(kind: TFeedSignal, listener: (item: string) => void): () => void {
+    return this.#local.onSignal(kind, listener);
+  }
 }
+
+const SIGNALS: ReadonlySet<string> = new Set<TFeedSignal>(["change.awaiting", "router.beat"]);
+
+const parseSignal = (payload: string): { kind: TFeedSignal; items: string[] } | null => {
+  try {
+    const parsed = JSON.parse(payload) as { k?: unknown; i?: unknown };
+    if (typeof parsed.k !== "string" || !SIGNALS.has(parsed.k) || !Array.isArray(parsed.i)) return null;
+    return { kind: parsed.k as TFeedSignal, items: parsed.i.filter((x): x is string => typeof x === "string") };
+  } catch {
+    return null;
+  }
+};
 
 const parseRouterIds = (payload: string): string[] => {
   try {

@@ -248,6 +248,36 @@ describe("HeartbeatWriter: routers beating on time wait for the steady interval"
   });
 });
 
+describe('HeartbeatWriter: a heartbeat a change step waits for (docs/routeros.md "The guard")', () => {
+  it("is written at once and reported once; one seen before the wait began goes with the batch", async () => {
+    const [a, b] = [await makeRouter(db, owner, { identity: "" }), await makeRouter(db, owner, { identity: "" })];
+    const reported: Array<{ routerId: string; seenMs: number }> = [];
+    const { writer } = await startWriter({
+      steadyFlushMs: 60_000,
+      now: () => 1_000_000,
+      onExpedited: (beats) => reported.push(...beats),
+    });
+    const t = Date.now();
+    writer.enqueue(write(a, { seenAt: new Date(t) }));
+    writer.enqueue(write(b, { seenAt: new Date(t) }));
+    await eventually(() => writer.pending === 0, "the first flush");
+
+    writer.expedite(a.id, t + 1_000);
+    writer.expedite(b.id, t + 1_000);
+    // Steady heartbeats wait the steady interval (60 s here) unless a step waits for them.
+    writer.enqueue(write(b, { seenAt: new Date(t + 999) }), t);
+    expect(writer.flushDueAt).toBe(1_000_000 + 60_000);
+    writer.enqueue(write(a, { seenAt: new Date(t + 1_000), identity: "awaited" }), t);
+    await eventually(async () => (await row(a.id))?.identity === "awaited", "the awaited heartbeat written");
+    expect(reported).toEqual([{ routerId: a.id, seenMs: t + 1_000 }]);
+    // Reported once: the router's next heartbeat goes with the batch again.
+    writer.enqueue(write(a, { seenAt: new Date(t + 2_000) }), t + 1_000);
+    expect(writer.flushDueAt).toBe(1_000_000 + 60_000);
+    await writer.close();
+    expect(reported.map((r) => r.routerId)).toEqual([a.id]);
+  });
+});
+
 describe("HeartbeatWriter: two heartbeats of one router before a flush", () => {
   it("writes the newer reported fields over the older, keeps what the newer did not report and merges metadata", async () => {
     const router = await makeRouter(db, owner, { identity: "", hasPulse: false });

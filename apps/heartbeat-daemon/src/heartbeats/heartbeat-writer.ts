@@ -39,6 +39,8 @@ export interface HeartbeatWriterOptions {
   onReplaced: (replaced: ReplacedToken[]) => void;
   /** Monotonic milliseconds for the flush schedule (default `performance.now`); tests pass their own. */
   now?: () => number;
+  /** Heartbeats of {@link HeartbeatWriter.expedite}d routers, once written (epoch ms seen). */
+  onExpedited?: (beats: Array<{ routerId: string; seenMs: number }>) => void;
   /**
    * Health beyond up and down (docs/api.md "Health"): heartbeats' health goes to the tracker, and
    * each flush writes what it drains after the liveness rows. Its failures never fail a heartbeat.
@@ -101,6 +103,8 @@ export class HeartbeatWriter {
   #lastFlushAt = Number.NEGATIVE_INFINITY;
   readonly stats: FlushStats = { flushes: 0, rows: 0, failures: 0, dropped: 0, lastFlushMs: 0 };
   readonly #poisonLoggedAt = new Map<string, number>();
+  /** Routers whose next heartbeat a change step waits for, with when it began to (epoch ms). */
+  readonly #expedited = new Map<string, number>();
   #failingSince: number | null = null;
   #failureLoggedAt = Number.NEGATIVE_INFINITY;
   #failuresUnlogged = 0;
@@ -155,6 +159,7 @@ export class HeartbeatWriter {
    * it may wait `steadyFlushMs`. Any other schedules the flush `flushIntervalMs` after the last.
    */
   enqueue(write: HeartbeatWrite, previousSeenMs?: number): void {
+    const expeditedSince = this.#expedited.get(write.routerId);
     const earlier = this.#pending.get(write.routerId);
     // Heartbeats made with two tokens (one replaced) never merge: the newer stands alone.
     if (earlier && earlier.tokenHash === write.tokenHash) mergeInto(earlier, write, this.#onTimeMs);
@@ -164,8 +169,25 @@ export class HeartbeatWriter {
       (previousSeenMs === undefined || write.seenAt.getTime() - previousSeenMs >= this.#quietGapMs)
     )
       this.#eventful = true;
-    if (this.#pending.size >= this.#o.maxBatchRows) void this.flush();
+    // A change step waits for this one (its guard's confirmation): written now, not with the batch.
+    if (
+      this.#pending.size >= this.#o.maxBatchRows ||
+      (expeditedSince !== undefined && write.seenAt.getTime() >= expeditedSince)
+    )
+      void this.flush();
     else this.#flushSoon();
+  }
+
+  /**
+   * A fleet change step waits for the router's next heartbeat (docs/routeros.md "The guard"): one
+   * seen from `sinceMs` (epoch ms) on is flushed at once and reported to `onExpedited`. A router
+   * that never beats again is forgotten after an hour (guard_seconds is at most that).
+   */
+  expedite(routerId: string, sinceMs: number): void {
+    this.#expedited.set(routerId, sinceMs);
+    if (this.#expedited.size % 1024 === 0) {
+      for (const [id, since] of this.#expedited) if (since < sinceMs - 3_600_000) this.#expedited.delete(id);
+    }
   }
 
   /**
@@ -278,6 +300,17 @@ export class HeartbeatWriter {
     }
     await this.#writeHealth();
     if (outcome.written.length === 0) return;
+    if (this.#expedited.size > 0 && this.#o.onExpedited) {
+      const beats: Array<{ routerId: string; seenMs: number }> = [];
+      for (const write of outcome.written) {
+        const since = this.#expedited.get(write.routerId);
+        const seenMs = write.seenAt.getTime();
+        if (since === undefined || seenMs < since) continue;
+        this.#expedited.delete(write.routerId);
+        beats.push({ routerId: write.routerId, seenMs });
+      }
+      if (beats.length > 0) this.#o.onExpedited(beats);
+    }
     this.stats.flushes += 1;
     this.stats.rows += outcome.written.length;
     this.stats.lastFlushMs = performance.now() - started;

@@ -71,6 +71,15 @@ export const wireHeartbeats = async (
         closeRouter(id, "router removed; heartbeat token revoked");
       }
     },
+    // docs/routeros.md "The guard": the tunnel agent's change steps hear their router's heartbeat at once.
+    onExpedited: (beats) => {
+      feed
+        .signal(
+          "router.beat",
+          beats.map((b) => `${b.routerId}@${b.seenMs}`),
+        )
+        .catch(() => {});
+    },
     onReplaced: (replaced) => {
       for (const { routerId, tokenHash } of replaced) {
         auth.revokeToken(routerId, tokenHash);
@@ -78,6 +87,7 @@ export const wireHeartbeats = async (
       }
     },
   });
+  const offAwaiting = feed.onSignal("change.awaiting", (routerId) => writer.expedite(routerId, clock.now().getTime()));
   return {
     services: { writer, coverage },
     // The flush timer; the writer's close stops it and writes what was acknowledged.
@@ -90,6 +100,7 @@ export const wireHeartbeats = async (
       },
     ],
     close: async () => {
+      offAwaiting();
       await writer.close();
       // Closed cleanly: the sweepers need not wait for this daemon's writes any more.
       await store.removeDaemon(daemonId).catch((error) => logger.warn({ err: error }, "daemon row not removed"));

@@ -34,7 +34,8 @@ export interface ChangeStepView {
 /** What the executor needs of the change workflow (packages/db `ChangeWorkflow`). */
 export interface ChangeSteps {
   step(id: string): Promise<ChangeStepView | null>;
-  setChangeRouterPhase(id: string, phase: string | null): Promise<boolean>;
+  /** `output`: the script's, recorded with the phase that follows it. */
+  setChangeRouterPhase(id: string, phase: string | null, output?: string): Promise<boolean>;
   finishChangeRouter(
     id: string,
     /** `output` null keeps what the step recorded. */
@@ -47,7 +48,6 @@ export interface ChangeJobDeps {
   /** packages/db ChangeExecutorRepository. */
   steps: {
     pulse(routerId: string): Promise<RouterPulse | null>;
-    recordOutput(changeRouterId: string, output: string): Promise<void>;
     output(changeRouterId: string): Promise<string>;
   };
   connector: RouterOsConnector;
@@ -74,9 +74,10 @@ export interface ChangeJobDeps {
 /**
  * The resumable step of one router (`change_routers.phase`), the next thing to do. Times are epoch
  * milliseconds in base 36 so that a phase fits its column:
- * - script: (none) -> `binary` -> `guard` -> `script:<guard added>` -> `ran:<guard added>` ->
- *   `confirm:<guard added>:<script done>`; the script is sent only from `script:`, and `ran:` is
- *   written before it is sent, so an agent killed while it ran never sends it again.
+ * - script: (none) -> `ran:<guard added>` -> `confirm:<guard added>:<script done>`; `ran:` is
+ *   written before the script is sent, so an agent killed while it ran never sends it again (the
+ *   backups and the guard before it are taken again, harmlessly). `binary`, `guard` and
+ *   `script:<guard added>` are still read: earlier agents wrote them.
  * - firmware: (none) -> `install:<t>:<version>` -> `reboot:<t>:<version>`; likewise the install is
  *   sent only once.
  */
@@ -275,31 +276,32 @@ class StepRunner {
     if (phase.kind === "start") {
       const kind = ROUTER_JOB_KINDS.backup;
       const backupJob = { ...this.#job, kind, payload: { kind, router_id: this.#s.step.routerId } };
-      // One login for the whole step: the backup reads over the session the step goes on with.
+      // One login for the whole step: the backup reads over the session the step goes on with. No
+      // phase is recorded for it: an agent killed before `ran:` takes the backups again, harmless.
       await this.#session((router) => this.#d.backup(backupJob, router));
       phase = { kind: "binary" };
-      if (!(await this.#setPhase(phase))) return;
     }
-    if (phase.kind === "binary") {
-      const saved = await this.#session((router) => runMarked(router, saveBinaryBackup(this.#guard)));
-      if (!saved.ok) {
-        await this.#cleanUp();
-        return this.#finish("failed", `the binary backup failed: ${saved.output}`);
-      }
-      phase = { kind: "guard" };
-      if (!(await this.#setPhase(phase))) return;
-    }
-    if (phase.kind === "guard") {
+    if (phase.kind === "binary" || phase.kind === "guard") {
       const guardAt = this.#d.clock.now().getTime();
-      const added = await this.#session((router) =>
-        runMarked(router, addGuard(this.#guard, this.#s.change.guardSeconds)),
-      );
+      // The binary backup and the guard in one command (one round trip): a mark between them says
+      // which of the two failed, RouterOS stopping the script at its first error.
+      const saved = `fleet-saved-${nonce()}`;
+      const text = `${saveBinaryBackup(this.#guard)}\n:put "${saved}"\n${addGuard(this.#guard, this.#s.change.guardSeconds)}`;
+      const added = await this.#session((router) => runMarked(router, text));
+      const lines = added.output.split("\n");
+      const backedUp = lines.some((l) => l.trim() === saved);
+      const output = lines
+        .filter((l) => l.trim() !== saved)
+        .join("\n")
+        .trim();
       if (!added.ok) {
         await this.#cleanUp();
-        return this.#finish("failed", `the guard could not be installed: ${added.output}`);
+        return this.#finish(
+          "failed",
+          backedUp ? `the guard could not be installed: ${output}` : `the binary backup failed: ${output}`,
+        );
       }
       phase = { kind: "script", guardAt };
-      if (!(await this.#setPhase(phase))) return;
     }
     if (phase.kind === "script") {
       const guardAt = phase.guardAt;
@@ -320,9 +322,9 @@ class StepRunner {
         const note = removed.ok ? "" : "\nthe guard could not be removed: the router will restore its backup";
         return this.#finish("failed", `${result.output}${note}`);
       }
-      await this.#d.steps.recordOutput(this.#id, result.output);
       phase = { kind: "confirm", guardAt, doneAt: this.#d.clock.now().getTime() };
-      if (!(await this.#setPhase(phase))) return;
+      // The output and the phase in one write.
+      if (!(await this.#d.changes.setChangeRouterPhase(this.#id, encodePhase(phase), result.output))) return;
     }
     if (phase.kind === "ran") {
       this.#log.warn("the agent stopped while the change script ran; it is not sent again");
@@ -341,12 +343,14 @@ class StepRunner {
       const note = `no heartbeat and answer over the tunnel within guard_seconds (${this.#s.change.guardSeconds}); the router restores its backup`;
       return this.#finish("reverted", output ? `${output}\n${note}` : note);
     }
-    const pulse = await this.#d.steps.pulse(this.#s.step.routerId);
-    let beat =
-      pulse?.lastSeenAt !== null && pulse?.lastSeenAt !== undefined && pulse.lastSeenAt.getTime() > phase.doneAt;
-    if (!beat && this.#d.beats) {
+    let beat: boolean;
+    if (this.#d.beats) {
+      // The watcher's one read serves every waiting step: no read of this router's own first.
       const timeoutMs = Math.min(this.#d.beats.holdMs, phase.guardAt + this.#guardMs - now);
       beat = await this.#d.beats.wait(this.#s.step.routerId, phase.doneAt, timeoutMs);
+    } else {
+      const pulse = await this.#d.steps.pulse(this.#s.step.routerId);
+      beat = pulse?.lastSeenAt !== null && pulse?.lastSeenAt !== undefined && pulse.lastSeenAt.getTime() > phase.doneAt;
     }
     if (beat) {
       const removed = await this.#session((router) => runMarked(router, removeGuard(this.#guard))).catch(

@@ -1,3 +1,4 @@
+import type { StatusFeed } from "@fleet/shared";
 import type { Logger } from "pino";
 
 export interface BeatWatcherOptions {
@@ -6,6 +7,11 @@ export interface BeatWatcherOptions {
   /** Period of the one read that serves every waiting step. */
   checkMs: number;
   logger: Logger;
+  /**
+   * The heartbeat daemons' signals (StatusFeed): waiting routers are announced (`change.awaiting`)
+   * so their heartbeat is written at once and heard here (`router.beat`) without waiting for a read.
+   */
+  feed?: Pick<StatusFeed, "signal" | "onSignal">;
 }
 
 interface Waiter {
@@ -16,18 +22,26 @@ interface Waiter {
 
 /**
  * Waits for routers' heartbeats (docs/routeros.md "The guard"): a change step that has run its
- * script waits here for the router's next heartbeat instead of a delayed job, and every waiting
- * step of the agent shares one read of `router_liveness` each `checkMs`, so confirming a wave of
- * routers costs one query a period, not one job round trip per router.
+ * script waits here for the router's next heartbeat instead of a delayed job. The daemons signal
+ * the heartbeat as soon as it is written (`feed`); every waiting step of the agent also shares one
+ * read of `router_liveness` each `checkMs`, the backstop (a lost signal, a daemon without them).
  */
 export class BeatWatcher {
   readonly #o: BeatWatcherOptions;
   readonly #waiting = new Map<string, Set<Waiter>>();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Routers to announce as awaited, sent together at the end of the tick. */
+  #announce = new Set<string>();
+  readonly #off: (() => void) | undefined;
 
   constructor(options: BeatWatcherOptions) {
     this.#o = options;
+    this.#off = options.feed?.onSignal("router.beat", (item) => {
+      const at = item.lastIndexOf("@");
+      const seenMs = Number(item.slice(at + 1));
+      if (at > 0 && Number.isFinite(seenMs)) this.#seen(item.slice(0, at), seenMs);
+    });
   }
 
   /** True once the router has beaten after `afterMs` (epoch ms); false after `timeoutMs` without. */
@@ -43,12 +57,34 @@ export class BeatWatcher {
       waiters.add(waiter);
       this.#waiting.set(routerId, waiters);
       this.#schedule();
+      this.#announceSoon(routerId);
     });
+  }
+
+  #announceSoon(routerId: string): void {
+    const feed = this.#o.feed;
+    if (!feed) return;
+    if (this.#announce.size === 0) {
+      setImmediate(() => {
+        const ids = [...this.#announce];
+        this.#announce = new Set();
+        feed.signal("change.awaiting", ids).catch((error: unknown) => {
+          // The read each period still hears the heartbeat, a little later.
+          this.#o.logger.warn({ err: error }, "announcing awaited heartbeats failed");
+        });
+      });
+    }
+    this.#announce.add(routerId);
+  }
+
+  #seen(routerId: string, atMs: number): void {
+    for (const w of [...(this.#waiting.get(routerId) ?? [])]) if (atMs > w.afterMs) this.#settle(routerId, w, true);
   }
 
   /** Every waiter answers false at once (the agent stops). */
   close(): void {
     this.#closed = true;
+    this.#off?.();
     clearTimeout(this.#timer);
     this.#timer = undefined;
     for (const [routerId, waiters] of this.#waiting) for (const w of waiters) this.#settle(routerId, w, false);
@@ -70,9 +106,7 @@ export class BeatWatcher {
   async #check(): Promise<void> {
     try {
       const seen = await this.#o.lastSeen([...this.#waiting.keys()]);
-      for (const [routerId, at] of seen) {
-        for (const w of [...(this.#waiting.get(routerId) ?? [])]) if (at > w.afterMs) this.#settle(routerId, w, true);
-      }
+      for (const [routerId, at] of seen) this.#seen(routerId, at);
     } catch (error) {
       // A failed read is tried again next period; each waiter still ends at its timeout.
       this.#o.logger.warn({ err: error }, "reading routers' heartbeats failed");

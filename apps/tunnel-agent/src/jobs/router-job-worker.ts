@@ -17,6 +17,12 @@ import { describeJobError, isPermanentJobError } from "./job-errors.ts";
 
 export type JobHandler = (job: JobRecord) => Promise<void>;
 
+/**
+ * Change steps one worker of the change lane takes per fetch. A batch is completed in the queue
+ * when its last step ends (each step records its result itself, at once), so it is kept small.
+ */
+export const CHANGE_FETCH_BATCH = 8;
+
 export interface RouterJobWorkerOptions {
   engine: JobEngine;
   /** Handlers by job kind (ROUTER_JOB_KINDS); a kind without one fails its job. */
@@ -103,9 +109,17 @@ export class RouterJobWorker {
       this.#handle,
     );
     if (this.#o.changeConcurrency) {
+      // A wave's steps arrive together: a few workers taking batches fetch them in a few queries,
+      // where one worker per step would send a fetch each, on every poll and every notification.
+      const batchSize = Math.min(CHANGE_FETCH_BATCH, this.#o.changeConcurrency);
       await this.#o.engine.work<RouterJobData>(
         ROUTER_JOBS_QUEUE,
-        { ...work, localConcurrency: this.#o.changeConcurrency, minPriority: CHANGE_JOB_PRIORITY },
+        {
+          ...work,
+          localConcurrency: Math.ceil(this.#o.changeConcurrency / batchSize),
+          batchSize,
+          minPriority: CHANGE_JOB_PRIORITY,
+        },
         this.#handle,
       );
     }

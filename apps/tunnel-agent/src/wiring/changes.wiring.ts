@@ -1,4 +1,4 @@
-import { ChangeExecutorRepository, ChangeWorkflow, queryOf, queueRouterJob } from "@fleet/db";
+import { acquireStatusFeed, ChangeExecutorRepository, ChangeWorkflow, queryOf, queueRouterJob } from "@fleet/db";
 import { ROUTER_JOB_KINDS, type TRouterJobKind } from "@fleet/shared";
 import { applyChangeHandler, type ChangeJobDeps } from "../jobs/apply-change.ts";
 import { BeatWatcher } from "../jobs/beat-watcher.ts";
@@ -18,15 +18,18 @@ export interface ChangeServices {
 }
 
 /** Fleet changes, the agent's side (docs/api.md "Changes", docs/routeros.md "The guard"). */
-export const wireChanges = (
+export const wireChanges = async (
   { config, db, logger, jobs, clock }: AgentContext,
   deps: { connector: RouterOsConnector; backup: ChangeJobDeps["backup"] },
-): Wired<ChangeServices> => {
+): Promise<Wired<ChangeServices>> => {
   const steps = new ChangeExecutorRepository(queryOf(db));
+  // The daemons' signals: a waiting step hears its router's heartbeat as soon as it is written.
+  const feedHandle = await acquireStatusFeed(db, (error) => logger.warn({ err: error }, "status feed connection lost"));
   const beats = new BeatWatcher({
     lastSeen: (routerIds) => steps.lastSeen(routerIds),
     checkMs: CHANGE_BEAT_CHECK_MS,
     logger: logger.child({ part: "changes" }),
+    feed: feedHandle.feed,
   });
   const handler = applyChangeHandler({
     changes: new ChangeWorkflow(db, jobs, clock),
@@ -55,6 +58,9 @@ export const wireChanges = (
   return {
     services: { handlers: { [ROUTER_JOB_KINDS.changeApply]: handler } },
     schedules: [],
-    close: async () => beats.close(),
+    close: async () => {
+      beats.close();
+      await feedHandle.release();
+    },
   };
 };

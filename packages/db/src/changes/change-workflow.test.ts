@@ -162,6 +162,23 @@ describe("ChangeWorkflow", () => {
     },
   );
 
+  it("with no interval the last result of a wave starts the next one itself; earlier results start nothing", async () => {
+    const { owner, ids } = await fleet(4);
+    const change = await workflow.create(newChange(owner, { waveIntervalSeconds: 0, waveSize: 2 }), ids, USER);
+    await workflow.advance(change.id);
+    const [canary] = await stepIds(change.id);
+    await workflow.finishChangeRouter(canary ?? "", { state: "succeeded" });
+    // No dispatcher step in between: the result's own transaction started wave 1.
+    expect(await states(change.id)).toEqual(["succeeded", "running", "running", "pending"]);
+    const [first, second] = await stepIds(change.id);
+    await workflow.finishChangeRouter(first ?? "", { state: "succeeded" });
+    expect(await states(change.id)).toEqual(["succeeded", "succeeded", "running", "pending"]);
+    await workflow.finishChangeRouter(second ?? "", { state: "succeeded" });
+    expect(await states(change.id)).toEqual(["succeeded", "succeeded", "succeeded", "running"]);
+    for (const id of await stepIds(change.id)) await workflow.finishChangeRouter(id, { state: "succeeded" });
+    expect((await changes.get(owner.organizationId, change.id))?.state).toBe("completed");
+  });
+
   it("halts before the next wave when failures exceed max_failures, leaving its routers pending", async () => {
     const { owner, ids } = await fleet(3);
     const change = await workflow.create(newChange(owner, { waveIntervalSeconds: 0 }), ids, USER);

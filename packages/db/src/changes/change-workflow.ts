@@ -161,29 +161,46 @@ export class ChangeWorkflow {
         await this.audit(query, change, "change.started", SYSTEM_ORIGIN, {});
       }
       if (change.state !== "running") return change;
-      for (;;) {
-        const waves = await changes.waves(change.id);
-        const settled = await this.#settle(query, change, waves, now);
-        if (settled.state !== "running") return settled;
-        const current = waves.find((w) => w.pending > 0);
-        if (!current) return change;
-        const earlier = waves.filter((w) => w.wave < current.wave);
-        // A wave starts when every earlier router has its result and the interval since the last one has passed.
-        if (earlier.some((w) => w.running > 0)) return change;
-        const last = earlier
-          .map((w) => w.lastFinishedAt?.getTime() ?? 0)
-          .reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
-        if (earlier.length > 0 && Number.isFinite(last)) {
-          const due = new Date(last + change.waveIntervalSeconds * 1000);
-          if (due > now) {
-            await queueChangeAdvance(this.#engine, change.id, query, due);
-            return change;
-          }
-        }
-        const started = await this.#dispatch(query, change, current.wave, now);
-        if (started > 0) return change;
-      }
+      return this.#advanceRunning(query, change, now);
     });
+  }
+
+  /**
+   * Starts what is due of a running change whose row the caller has locked: the next wave once
+   * every earlier router has its result and the interval has passed, or a look queued for then.
+   * `waves`: the change's wave counts when the caller has just read them.
+   */
+  async #advanceRunning(
+    query: Query,
+    change: ChangeRecord,
+    now: Date,
+    read?: ChangeWaveRecord[],
+  ): Promise<ChangeRecord> {
+    const changes = new ChangesRepository(query);
+    let waves = read;
+    for (;;) {
+      waves ??= await changes.waves(change.id);
+      const settled = await this.#settle(query, change, waves, now);
+      if (settled.state !== "running") return settled;
+      const current = waves.find((w) => w.pending > 0);
+      if (!current) return change;
+      const earlier = waves.filter((w) => w.wave < current.wave);
+      // A wave starts when every earlier router has its result and the interval since the last one has passed.
+      if (earlier.some((w) => w.running > 0)) return change;
+      const last = earlier
+        .map((w) => w.lastFinishedAt?.getTime() ?? 0)
+        .reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
+      if (earlier.length > 0 && Number.isFinite(last)) {
+        const due = new Date(last + change.waveIntervalSeconds * 1000);
+        if (due > now) {
+          await queueChangeAdvance(this.#engine, change.id, query, due);
+          return change;
+        }
+      }
+      const started = await this.#dispatch(query, change, current.wave, now);
+      if (started > 0) return change;
+      waves = undefined;
+    }
   }
 
   /**
@@ -202,7 +219,7 @@ export class ChangeWorkflow {
   /**
    * Records one router's result (the agent's executor, once per router step): its state, output and
    * timings, the audit entry `change.router.<state>`, and the change's next step in the same
-   * transaction (a halt past `max_failures`, the completion, or the dispatcher's next look). A
+   * transaction (a halt past `max_failures`, the completion, the next wave or its delayed look). A
    * repeated report of a router that already has its result changes nothing and returns null.
    */
   finishChangeRouter(
@@ -221,16 +238,24 @@ export class ChangeWorkflow {
       if (!finished) return null;
       await this.#auditRouter(query, change, finished);
       if (change.state === "running" || change.state === "paused") {
-        const settled = await this.#settle(query, change, await changes.waves(change.id), now);
-        if (settled.state === "running") await queueChangeAdvance(this.#engine, change.id, query);
+        const waves = await changes.waves(change.id);
+        const settled = await this.#settle(query, change, waves, now);
+        // Only the last result of a wave can start the next one, and it does so here, in the same
+        // transaction: no dispatcher job between the waves (issue 39). A delayed wave queues its look.
+        if (settled.state === "running" && waves.every((w) => w.running === 0)) {
+          await this.#advanceRunning(query, settled, now, waves);
+        }
       }
       return finished;
     });
   }
 
-  /** The executor's resumable step of a running router (backup, guard, script, confirm, reboot); false when not running. */
-  setChangeRouterPhase(id: string, phase: string | null): Promise<boolean> {
-    return new ChangesRepository(queryOf(this.#db)).setPhase(id, phase);
+  /**
+   * The executor's resumable step of a running router (backup, guard, script, confirm, reboot), with
+   * the script's output once it ran; false when not running.
+   */
+  setChangeRouterPhase(id: string, phase: string | null, output?: string): Promise<boolean> {
+    return new ChangesRepository(queryOf(this.#db)).setPhase(id, phase, output);
   }
 
   /** A router step and its change, as the executor reads them; null for an unknown id. */

@@ -49,15 +49,6 @@ export class ChangeExecutorRepository {
     return new Map(rows.map((r) => [String(r.router_id), toNumber(r.last_seen_ms ?? 0)]));
   }
 
-  /** Keeps the script's output on a running step (its result, later, keeps it). */
-  async recordOutput(changeRouterId: string, output: string): Promise<void> {
-    if (!isUuid(changeRouterId)) return;
-    await this.#query("update change_routers set output = $2 where id = $1 and state = 'running'", [
-      changeRouterId,
-      output,
-    ]);
-  }
-
   async output(changeRouterId: string): Promise<string> {
     if (!isUuid(changeRouterId)) return "";
     const [row] = await this.#query<{ output: string | null }>("select output from change_routers where id = $1", [

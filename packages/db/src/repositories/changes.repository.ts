@@ -461,12 +461,15 @@ export class ChangesRepository {
     return rows.length;
   }
 
-  /** Records the executor's resumable step of a running router; false when it is not running. */
-  async setPhase(id: string, phase: string | null): Promise<boolean> {
+  /**
+   * Records the executor's resumable step of a running router, and the script's output when given
+   * (one statement); false when it is not running.
+   */
+  async setPhase(id: string, phase: string | null, output?: string): Promise<boolean> {
     if (!isUuid(id)) return false;
     const rows = await this.#query<Row>(
-      "update change_routers set phase = $2 where id = $1 and state = 'running' returning id",
-      [id, phase],
+      "update change_routers set phase = $2, output = coalesce($3, output) where id = $1 and state = 'running' returning id",
+      [id, phase, output ?? null],
     );
     return rows.length > 0;
   }

@@ -18,7 +18,19 @@ export interface StatusFeed {
   publishTokenReplaced(routerIds: readonly string[]): Promise<void>;
   /** Returns the unsubscribe function. */
   onTokenReplaced(listener: (routerId: string) => void): () => void;
+  /** Sends a {@link TFeedSignal}'s items to every process (best effort, like the rest). */
+  signal(kind: TFeedSignal, items: readonly string[]): Promise<void>;
+  /** Returns the unsubscribe function. */
+  onSignal(kind: TFeedSignal, listener: (item: string) => void): () => void;
 }
+
+/**
+ * Signals between the tunnel agent and the heartbeat daemons for fleet changes (docs/routeros.md
+ * "The guard"): `change.awaiting` (items: router ids) says change steps wait for these routers'
+ * next heartbeat, so a daemon writes it at once instead of with its batch; `router.beat` (items:
+ * `<router id>@<epoch ms seen>`) says such a heartbeat is written, so the step need not poll for it.
+ */
+export type TFeedSignal = "change.awaiting" | "router.beat";
 
 /** The in-process feed: PGlite and the all-in-one process, where everything shares one process. */
 export class MemoryStatusFeed implements StatusFeed {
@@ -70,6 +82,36 @@ export class MemoryStatusFeed implements StatusFeed {
     this.#tokenListeners.add(listener);
     return () => {
       this.#tokenListeners.delete(listener);
+    };
+  }
+
+  readonly #signals = new Map<TFeedSignal, Set<(item: string) => void>>();
+
+  async signal(kind: TFeedSignal, items: readonly string[]): Promise<void> {
+    this.deliverSignal(kind, items);
+  }
+
+  /** Hands signal items to local listeners; a throwing listener does not stop the others. */
+  deliverSignal(kind: TFeedSignal, items: readonly string[]): void {
+    const listeners = this.#signals.get(kind);
+    if (!listeners) return;
+    for (const item of items) {
+      for (const listener of listeners) {
+        try {
+          listener(item);
+        } catch {
+          // A listener's failure is its own problem.
+        }
+      }
+    }
+  }
+
+  onSignal(kind: TFeedSignal, listener: (item: string) => void): () => void {
+    const listeners = this.#signals.get(kind) ?? new Set();
+    listeners.add(listener);
+    this.#signals.set(kind, listeners);
+    return () => {
+      listeners.delete(listener);
     };
   }
 
