@@ -38,19 +38,23 @@ const MEASURES = 7;
 /** Records waiting for a database that does not answer, at most (the oldest go first). */
 const MAX_QUEUED_RECORDS = 200_000;
 
-const valuesOf = (report: HealthReport): HealthValues | null => {
+/**
+ * The values of `report` written into `into` (every measure; null when not reported); false when
+ * it reports neither resources nor a ping. `into` is the tracker's scratch: a heartbeat allocates
+ * no values object of its own.
+ */
+const valuesInto = (report: HealthReport, into: HealthValues): boolean => {
   const r = report.resources;
   const p = report.ping;
-  if (!r && !p) return null;
-  return {
-    cpuLoad: r?.cpu_load ?? null,
-    memoryUsedPercent: usedPercent(r?.memory_total, r?.memory_free),
-    diskUsedPercent: usedPercent(r?.disk_total, r?.disk_free),
-    temperature: r?.temperature ?? null,
-    voltage: r?.voltage ?? null,
-    pingLossPercent: pingLossPercent(p),
-    pingRttMs: p?.rtt_avg_ms ?? null,
-  };
+  if (!r && !p) return false;
+  into.cpuLoad = r?.cpu_load ?? null;
+  into.memoryUsedPercent = usedPercent(r?.memory_total, r?.memory_free);
+  into.diskUsedPercent = usedPercent(r?.disk_total, r?.disk_free);
+  into.temperature = r?.temperature ?? null;
+  into.voltage = r?.voltage ?? null;
+  into.pingLossPercent = pingLossPercent(p);
+  into.pingRttMs = p?.rtt_avg_ms ?? null;
+  return true;
 };
 
 /** The measures in the order of the hourly accumulator (and `fromArray`). */
@@ -93,6 +97,7 @@ const addErrors = (t: Traffic, rx: number | null, tx: number | null): void => {
 };
 
 interface InterfaceState {
+  name: string;
   /** The previous heartbeat's counters and time (the rate's start). */
   rx: number | null;
   tx: number | null;
@@ -118,6 +123,11 @@ interface RouterState {
   hourly: Float64Array;
   hourlyCount: number;
   interfaces: Map<string, InterfaceState>;
+  /**
+   * The interfaces in the order of the last report: a router reports the same ones in the same
+   * order every time, so the entry at a report's index is found without a lookup by name.
+   */
+  order: InterfaceState[];
   /** The latest values reported (each measure's last report), and when. */
   current: HealthValues | null;
   currentAtMs: number;
@@ -162,6 +172,16 @@ export class HealthTracker {
   readonly #open = new Map<number, Set<string>>();
   #out: HealthFlush = emptyFlush();
   #queued = 0;
+  /** One heartbeat's values while `observe` runs (see `valuesInto`). */
+  readonly #values: HealthValues = {
+    cpuLoad: null,
+    memoryUsedPercent: null,
+    diskUsedPercent: null,
+    temperature: null,
+    voltage: null,
+    pingLossPercent: null,
+    pingRttMs: null,
+  };
 
   constructor(options: { sampleSeconds: number; clock: Clock }) {
     this.#sampleMs = options.sampleSeconds * 1000;
@@ -174,7 +194,7 @@ export class HealthTracker {
   }
 
   observe(routerId: string, atMs: number, report: HealthReport): void {
-    const values = valuesOf(report);
+    const values = valuesInto(report, this.#values) ? this.#values : null;
     const interfaces = report.interfaces;
     if (!values && !interfaces) return;
     const period = Math.floor(atMs / this.#sampleMs);
@@ -187,6 +207,7 @@ export class HealthTracker {
         hourly: newHourly(),
         hourlyCount: 0,
         interfaces: new Map(),
+        order: [],
         current: null,
         currentAtMs: atMs,
         latestDue: false,
@@ -212,7 +233,7 @@ export class HealthTracker {
     state.lastSeenMs = atMs;
     if (values) {
       if (state.last) mergeInto(state.last, values);
-      else state.last = values;
+      else state.last = { ...values };
       let changed = true;
       if (state.current) changed = mergeInto(state.current, values);
       else state.current = { ...values };
@@ -236,10 +257,14 @@ export class HealthTracker {
   }
 
   #observeInterfaces(state: RouterState, atMs: number, interfaces: THealthInterface[]): void {
-    for (const report of interfaces) {
-      let i = state.interfaces.get(report.name);
+    const order = state.order;
+    for (let k = 0; k < interfaces.length; k++) {
+      const report = interfaces[k] as THealthInterface;
+      const known = order[k];
+      let i = known !== undefined && known.name === report.name ? known : state.interfaces.get(report.name);
       if (!i) {
         i = {
+          name: report.name,
           rx: null,
           tx: null,
           rxErr: null,
@@ -272,6 +297,7 @@ export class HealthTracker {
         addErrors(i.period, rxErr, txErr);
         addErrors(i.hour, rxErr, txErr);
       }
+      order[k] = i;
       const running = report.running ?? null;
       if (running !== i.running) state.interfacesDue = true;
       i.running = running;
@@ -282,6 +308,7 @@ export class HealthTracker {
       i.atMs = atMs;
       i.seen = true;
     }
+    order.length = interfaces.length;
     // At most 64 per heartbeat, but names change (an interface renamed): keep those of the last report only.
     if (state.interfaces.size > interfaces.length) {
       const names = new Set(interfaces.map((r) => r.name));
