@@ -96,22 +96,55 @@ const addErrors = (t: Traffic, rx: number | null, tx: number | null): void => {
   if (tx !== null) t.txErrors += tx;
 };
 
-interface InterfaceState {
-  name: string;
+/** NaN (unknown, in a field that only ever holds numbers) as null. */
+const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
+
+/**
+ * One interface of a router. Its numbers live in fields that only ever hold numbers (NaN: unknown),
+ * which V8 keeps as doubles written in place: a heartbeat's values are copied in, rather than its
+ * boxed numbers being kept alive (and promoted to the old generation) by a long-lived interface.
+ * The getters give the nullable values the drain writes.
+ */
+class InterfaceState {
+  readonly name: string;
   /** The previous heartbeat's counters and time (the rate's start). */
-  rx: number | null;
-  tx: number | null;
-  rxErr: number | null;
-  txErr: number | null;
+  rxNow = Number.NaN;
+  txNow = Number.NaN;
+  rxErrNow = Number.NaN;
+  txErrNow = Number.NaN;
   atMs: number;
-  running: boolean | null;
-  /** The rate of the latest interval (null: first report or a reset). */
-  rxBps: number | null;
-  txBps: number | null;
-  period: Traffic;
-  hour: Traffic;
+  running: boolean | null = null;
+  /** The rate of the latest interval (NaN: first report or a reset). */
+  rxRate = Number.NaN;
+  txRate = Number.NaN;
+  period: Traffic = emptyTraffic();
+  hour: Traffic = emptyTraffic();
   /** Reported within the current period (an interface gone from reports is no longer sampled). */
-  seen: boolean;
+  seen = true;
+
+  constructor(name: string, atMs: number) {
+    this.name = name;
+    this.atMs = atMs;
+  }
+
+  get rx(): number | null {
+    return orNull(this.rxNow);
+  }
+  get tx(): number | null {
+    return orNull(this.txNow);
+  }
+  get rxErr(): number | null {
+    return orNull(this.rxErrNow);
+  }
+  get txErr(): number | null {
+    return orNull(this.txErrNow);
+  }
+  get rxBps(): number | null {
+    return orNull(this.rxRate);
+  }
+  get txBps(): number | null {
+    return orNull(this.txRate);
+  }
 }
 
 interface RouterState {
@@ -152,9 +185,9 @@ const newHourly = () => {
   return a;
 };
 
-/** A counter delta, or null when the counter went backwards (a reboot, a wrap) or is unknown. */
-const delta = (now: number | null | undefined, before: number | null): number | null =>
-  now == null || before === null || now < before ? null : now - before;
+/** A counter delta, or null when the counter went backwards (a reboot, a wrap) or is unknown (NaN before). */
+const delta = (now: number | null | undefined, before: number): number | null =>
+  now == null || !(now >= before) ? null : now - before;
 
 /**
  * The daemon's health state (docs/api.md "Health", docs/scale.md "Health samples"): every heartbeat
@@ -263,37 +296,24 @@ export class HealthTracker {
       const known = order[k];
       let i = known !== undefined && known.name === report.name ? known : state.interfaces.get(report.name);
       if (!i) {
-        i = {
-          name: report.name,
-          rx: null,
-          tx: null,
-          rxErr: null,
-          txErr: null,
-          atMs,
-          running: null,
-          rxBps: null,
-          txBps: null,
-          period: emptyTraffic(),
-          hour: emptyTraffic(),
-          seen: true,
-        };
+        i = new InterfaceState(report.name, atMs);
         state.interfaces.set(report.name, i);
         state.interfacesDue = true;
       } else {
         const seconds = (atMs - i.atMs) / 1000;
-        const rx = delta(report.rx_bytes, i.rx);
-        const tx = delta(report.tx_bytes, i.tx);
+        const rx = delta(report.rx_bytes, i.rxNow);
+        const tx = delta(report.tx_bytes, i.txNow);
         if (seconds > 0 && rx !== null && tx !== null) {
           addBytes(i.period, rx, tx, seconds);
           addBytes(i.hour, rx, tx, seconds);
-          i.rxBps = (rx * 8) / seconds;
-          i.txBps = (tx * 8) / seconds;
+          i.rxRate = (rx * 8) / seconds;
+          i.txRate = (tx * 8) / seconds;
         } else {
-          i.rxBps = null;
-          i.txBps = null;
+          i.rxRate = Number.NaN;
+          i.txRate = Number.NaN;
         }
-        const rxErr = delta(report.rx_errors, i.rxErr);
-        const txErr = delta(report.tx_errors, i.txErr);
+        const rxErr = delta(report.rx_errors, i.rxErrNow);
+        const txErr = delta(report.tx_errors, i.txErrNow);
         addErrors(i.period, rxErr, txErr);
         addErrors(i.hour, rxErr, txErr);
       }
@@ -301,10 +321,10 @@ export class HealthTracker {
       const running = report.running ?? null;
       if (running !== i.running) state.interfacesDue = true;
       i.running = running;
-      i.rx = report.rx_bytes ?? null;
-      i.tx = report.tx_bytes ?? null;
-      i.rxErr = report.rx_errors ?? null;
-      i.txErr = report.tx_errors ?? null;
+      i.rxNow = report.rx_bytes ?? Number.NaN;
+      i.txNow = report.tx_bytes ?? Number.NaN;
+      i.rxErrNow = report.rx_errors ?? Number.NaN;
+      i.txErrNow = report.tx_errors ?? Number.NaN;
       i.atMs = atMs;
       i.seen = true;
     }
