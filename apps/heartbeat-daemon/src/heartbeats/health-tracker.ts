@@ -38,19 +38,23 @@ const MEASURES = 7;
 /** Records waiting for a database that does not answer, at most (the oldest go first). */
 const MAX_QUEUED_RECORDS = 200_000;
 
-const valuesOf = (report: HealthReport): HealthValues | null => {
+/**
+ * The values of `report` written into `into` (every measure; null when not reported); false when
+ * it reports neither resources nor a ping. `into` is the tracker's scratch: a heartbeat allocates
+ * no values object of its own.
+ */
+const valuesInto = (report: HealthReport, into: HealthValues): boolean => {
   const r = report.resources;
   const p = report.ping;
-  if (!r && !p) return null;
-  return {
-    cpuLoad: r?.cpu_load ?? null,
-    memoryUsedPercent: usedPercent(r?.memory_total, r?.memory_free),
-    diskUsedPercent: usedPercent(r?.disk_total, r?.disk_free),
-    temperature: r?.temperature ?? null,
-    voltage: r?.voltage ?? null,
-    pingLossPercent: pingLossPercent(p),
-    pingRttMs: p?.rtt_avg_ms ?? null,
-  };
+  if (!r && !p) return false;
+  into.cpuLoad = r?.cpu_load ?? null;
+  into.memoryUsedPercent = usedPercent(r?.memory_total, r?.memory_free);
+  into.diskUsedPercent = usedPercent(r?.disk_total, r?.disk_free);
+  into.temperature = r?.temperature ?? null;
+  into.voltage = r?.voltage ?? null;
+  into.pingLossPercent = pingLossPercent(p);
+  into.pingRttMs = p?.rtt_avg_ms ?? null;
+  return true;
 };
 
 /** The measures in the order of the hourly accumulator (and `fromArray`). */
@@ -92,21 +96,55 @@ const addErrors = (t: Traffic, rx: number | null, tx: number | null): void => {
   if (tx !== null) t.txErrors += tx;
 };
 
-interface InterfaceState {
+/** NaN (unknown, in a field that only ever holds numbers) as null. */
+const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
+
+/**
+ * One interface of a router. Its numbers live in fields that only ever hold numbers (NaN: unknown),
+ * which V8 keeps as doubles written in place: a heartbeat's values are copied in, rather than its
+ * boxed numbers being kept alive (and promoted to the old generation) by a long-lived interface.
+ * The getters give the nullable values the drain writes.
+ */
+class InterfaceState {
+  readonly name: string;
   /** The previous heartbeat's counters and time (the rate's start). */
-  rx: number | null;
-  tx: number | null;
-  rxErr: number | null;
-  txErr: number | null;
+  rxNow = Number.NaN;
+  txNow = Number.NaN;
+  rxErrNow = Number.NaN;
+  txErrNow = Number.NaN;
   atMs: number;
-  running: boolean | null;
-  /** The rate of the latest interval (null: first report or a reset). */
-  rxBps: number | null;
-  txBps: number | null;
-  period: Traffic;
-  hour: Traffic;
+  running: boolean | null = null;
+  /** The rate of the latest interval (NaN: first report or a reset). */
+  rxRate = Number.NaN;
+  txRate = Number.NaN;
+  period: Traffic = emptyTraffic();
+  hour: Traffic = emptyTraffic();
   /** Reported within the current period (an interface gone from reports is no longer sampled). */
-  seen: boolean;
+  seen = true;
+
+  constructor(name: string, atMs: number) {
+    this.name = name;
+    this.atMs = atMs;
+  }
+
+  get rx(): number | null {
+    return orNull(this.rxNow);
+  }
+  get tx(): number | null {
+    return orNull(this.txNow);
+  }
+  get rxErr(): number | null {
+    return orNull(this.rxErrNow);
+  }
+  get txErr(): number | null {
+    return orNull(this.txErrNow);
+  }
+  get rxBps(): number | null {
+    return orNull(this.rxRate);
+  }
+  get txBps(): number | null {
+    return orNull(this.txRate);
+  }
 }
 
 interface RouterState {
@@ -118,6 +156,11 @@ interface RouterState {
   hourly: Float64Array;
   hourlyCount: number;
   interfaces: Map<string, InterfaceState>;
+  /**
+   * The interfaces in the order of the last report: a router reports the same ones in the same
+   * order every time, so the entry at a report's index is found without a lookup by name.
+   */
+  order: InterfaceState[];
   /** The latest values reported (each measure's last report), and when. */
   current: HealthValues | null;
   currentAtMs: number;
@@ -142,9 +185,9 @@ const newHourly = () => {
   return a;
 };
 
-/** A counter delta, or null when the counter went backwards (a reboot, a wrap) or is unknown. */
-const delta = (now: number | null | undefined, before: number | null): number | null =>
-  now == null || before === null || now < before ? null : now - before;
+/** A counter delta, or null when the counter went backwards (a reboot, a wrap) or is unknown (NaN before). */
+const delta = (now: number | null | undefined, before: number): number | null =>
+  now == null || !(now >= before) ? null : now - before;
 
 /**
  * The daemon's health state (docs/api.md "Health", docs/scale.md "Health samples"): every heartbeat
@@ -162,6 +205,16 @@ export class HealthTracker {
   readonly #open = new Map<number, Set<string>>();
   #out: HealthFlush = emptyFlush();
   #queued = 0;
+  /** One heartbeat's values while `observe` runs (see `valuesInto`). */
+  readonly #values: HealthValues = {
+    cpuLoad: null,
+    memoryUsedPercent: null,
+    diskUsedPercent: null,
+    temperature: null,
+    voltage: null,
+    pingLossPercent: null,
+    pingRttMs: null,
+  };
 
   constructor(options: { sampleSeconds: number; clock: Clock }) {
     this.#sampleMs = options.sampleSeconds * 1000;
@@ -174,7 +227,7 @@ export class HealthTracker {
   }
 
   observe(routerId: string, atMs: number, report: HealthReport): void {
-    const values = valuesOf(report);
+    const values = valuesInto(report, this.#values) ? this.#values : null;
     const interfaces = report.interfaces;
     if (!values && !interfaces) return;
     const period = Math.floor(atMs / this.#sampleMs);
@@ -187,6 +240,7 @@ export class HealthTracker {
         hourly: newHourly(),
         hourlyCount: 0,
         interfaces: new Map(),
+        order: [],
         current: null,
         currentAtMs: atMs,
         latestDue: false,
@@ -212,7 +266,7 @@ export class HealthTracker {
     state.lastSeenMs = atMs;
     if (values) {
       if (state.last) mergeInto(state.last, values);
-      else state.last = values;
+      else state.last = { ...values };
       let changed = true;
       if (state.current) changed = mergeInto(state.current, values);
       else state.current = { ...values };
@@ -236,52 +290,45 @@ export class HealthTracker {
   }
 
   #observeInterfaces(state: RouterState, atMs: number, interfaces: THealthInterface[]): void {
-    for (const report of interfaces) {
-      let i = state.interfaces.get(report.name);
+    const order = state.order;
+    for (let k = 0; k < interfaces.length; k++) {
+      const report = interfaces[k] as THealthInterface;
+      const known = order[k];
+      let i = known !== undefined && known.name === report.name ? known : state.interfaces.get(report.name);
       if (!i) {
-        i = {
-          rx: null,
-          tx: null,
-          rxErr: null,
-          txErr: null,
-          atMs,
-          running: null,
-          rxBps: null,
-          txBps: null,
-          period: emptyTraffic(),
-          hour: emptyTraffic(),
-          seen: true,
-        };
+        i = new InterfaceState(report.name, atMs);
         state.interfaces.set(report.name, i);
         state.interfacesDue = true;
       } else {
         const seconds = (atMs - i.atMs) / 1000;
-        const rx = delta(report.rx_bytes, i.rx);
-        const tx = delta(report.tx_bytes, i.tx);
+        const rx = delta(report.rx_bytes, i.rxNow);
+        const tx = delta(report.tx_bytes, i.txNow);
         if (seconds > 0 && rx !== null && tx !== null) {
           addBytes(i.period, rx, tx, seconds);
           addBytes(i.hour, rx, tx, seconds);
-          i.rxBps = (rx * 8) / seconds;
-          i.txBps = (tx * 8) / seconds;
+          i.rxRate = (rx * 8) / seconds;
+          i.txRate = (tx * 8) / seconds;
         } else {
-          i.rxBps = null;
-          i.txBps = null;
+          i.rxRate = Number.NaN;
+          i.txRate = Number.NaN;
         }
-        const rxErr = delta(report.rx_errors, i.rxErr);
-        const txErr = delta(report.tx_errors, i.txErr);
+        const rxErr = delta(report.rx_errors, i.rxErrNow);
+        const txErr = delta(report.tx_errors, i.txErrNow);
         addErrors(i.period, rxErr, txErr);
         addErrors(i.hour, rxErr, txErr);
       }
+      order[k] = i;
       const running = report.running ?? null;
       if (running !== i.running) state.interfacesDue = true;
       i.running = running;
-      i.rx = report.rx_bytes ?? null;
-      i.tx = report.tx_bytes ?? null;
-      i.rxErr = report.rx_errors ?? null;
-      i.txErr = report.tx_errors ?? null;
+      i.rxNow = report.rx_bytes ?? Number.NaN;
+      i.txNow = report.tx_bytes ?? Number.NaN;
+      i.rxErrNow = report.rx_errors ?? Number.NaN;
+      i.txErrNow = report.tx_errors ?? Number.NaN;
       i.atMs = atMs;
       i.seen = true;
     }
+    order.length = interfaces.length;
     // At most 64 per heartbeat, but names change (an interface renamed): keep those of the last report only.
     if (state.interfaces.size > interfaces.length) {
       const names = new Set(interfaces.map((r) => r.name));

@@ -60,9 +60,10 @@ export class HeartbeatIntake {
     const previous = beating.lastSeenMs;
     beating.lastSeenMs = write.seenAt.getTime();
     this.#o.writer.enqueue(write, previous);
-    const { resources, interfaces, ping } = parsed.frame;
-    if (resources || interfaces || ping)
-      this.#o.writer.observeHealth(owner.routerId, beating.lastSeenMs, { resources, interfaces, ping });
+    const frame = parsed.frame;
+    // The frame is the health report (its resources, interfaces and ping): no object of its own.
+    if (frame.resources || frame.interfaces || frame.ping)
+      this.#o.writer.observeHealth(owner.routerId, beating.lastSeenMs, frame);
     return null;
   }
 

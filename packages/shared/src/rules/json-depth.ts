@@ -10,49 +10,32 @@ export const JSON_DEPTH_MESSAGE = `must not nest objects and arrays deeper than 
 /**
  * The top-level field under which a parsed JSON value nests deeper than `max` levels: `[key]`, or
  * `[]` when the root itself is the culprit (a deep array as the whole body); undefined when it does
- * not. Iterative (an explicit stack, no recursion), so no input can overflow the call stack, and a
- * flat object (a plain heartbeat) costs one pass over its own values.
+ * not. When several fields do, the last one names the refusal. The walk recurses, but never
+ * deeper than `max + 1` calls whatever the input (it stops at the first level past `max`), so no
+ * input can overflow the call stack; and it allocates nothing (a heartbeat's health parts are
+ * objects in arrays, walked on every heartbeat).
  */
 export const findDepthViolation = (value: unknown, max = MAX_JSON_DEPTH): string[] | undefined => {
   if (value === null || typeof value !== "object") return undefined;
   if (max < 1) return [];
-  // Parallel stacks of (node, depth, top-level key): no tuple per node.
-  const nodes: object[] = [];
-  const depths: number[] = [];
-  const tops: Array<string | undefined> = [];
-  const rootIsArray = Array.isArray(value);
+  if (Array.isArray(value)) {
+    for (const child of value) if (exceeds(child, 2, max)) return [];
+    return undefined;
+  }
+  let found: string | undefined;
   // for...in, not Object.keys: no array per call on the heartbeat's path (parsed JSON has no inherited keys).
-  for (const key in value) {
-    const child = (value as Record<string, unknown>)[key];
-    if (child !== null && typeof child === "object") {
-      nodes.push(child);
-      depths.push(2);
-      tops.push(rootIsArray ? undefined : key);
-    }
+  for (const key in value) if (exceeds((value as Record<string, unknown>)[key], 2, max)) found = key;
+  return found === undefined ? undefined : [found];
+};
+
+/** Whether `node`, at `depth` (the root is 1), or anything inside it lies deeper than `max`. */
+const exceeds = (node: unknown, depth: number, max: number): boolean => {
+  if (node === null || typeof node !== "object") return false;
+  if (depth > max) return true;
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) if (exceeds(node[i], depth + 1, max)) return true;
+    return false;
   }
-  while (nodes.length > 0) {
-    const node = nodes.pop() as object;
-    const depth = depths.pop() as number;
-    const top = tops.pop();
-    if (depth > max) return top === undefined ? [] : [top];
-    if (Array.isArray(node)) {
-      for (const child of node) {
-        if (child !== null && typeof child === "object") {
-          nodes.push(child);
-          depths.push(depth + 1);
-          tops.push(top);
-        }
-      }
-    } else {
-      for (const key in node) {
-        const child = (node as Record<string, unknown>)[key];
-        if (child !== null && typeof child === "object") {
-          nodes.push(child);
-          depths.push(depth + 1);
-          tops.push(top);
-        }
-      }
-    }
-  }
-  return undefined;
+  for (const key in node) if (exceeds((node as Record<string, unknown>)[key], depth + 1, max)) return true;
+  return false;
 };

@@ -6,6 +6,7 @@ import {
   pingLossPercent,
   usedPercent,
 } from "./health.schema.ts";
+import { type HealthIssue, readHealthInterfaces, readHealthPing, readHealthResources } from "./health.schema.ts";
 import { readPlainHeartbeat, ZHeartbeatFrame } from "./heartbeat.schema.ts";
 
 const refusal = (frame: Record<string, unknown>) => {
@@ -156,5 +157,38 @@ describe('heartbeat health (docs/api.md "Health")', () => {
         ?.interfaces,
     ).toHaveLength(HEALTH_MAX_INTERFACES);
     expect(refusal({ interfaces: many(HEALTH_MAX_INTERFACES + 1, (i) => `${i}`) })).toBe("interfaces");
+  });
+
+  it("parses once: plain parts are kept as parsed, RouterOS forms and unknown keys are copied", () => {
+    const read = <T>(reader: (value: unknown, issues: HealthIssue[]) => T, value: unknown) => {
+      const issues: HealthIssue[] = [];
+      const out = reader(value, issues);
+      expect(issues).toEqual([]);
+      return out;
+    };
+    const resources = { cpu_load: 12.5, memory_total: 1000, memory_free: 250 };
+    const interfaces = [
+      { name: "ether1", rx_bytes: 10, tx_bytes: 20, rx_errors: 0, tx_errors: 0, running: true },
+      { name: "wg0", running: null },
+    ];
+    const ping = { target: "10.255.0.1", sent: 5, received: 4, rtt_avg_ms: 1.5 };
+    expect(read(readHealthResources, resources)).toBe(resources);
+    expect(read(readHealthInterfaces, interfaces)).toBe(interfaces);
+    expect(read(readHealthPing, ping)).toBe(ping);
+    // A numeric string, -0, a RouterOS boolean or an unknown key: a plain copy, the input untouched.
+    expect(read(readHealthResources, { ...resources, cpu_load: "12.5" })).toEqual(resources);
+    expect(read(readHealthResources, { ...resources, extra: [1] })).toEqual(resources);
+    expect(Object.is(read(readHealthPing, { rtt_avg_ms: -0 })?.rtt_avg_ms, 0)).toBe(true);
+    const mixed = [interfaces[0], { name: "wg0", running: "yes", note: "x" }];
+    expect(read(readHealthInterfaces, mixed)).toEqual([interfaces[0], { name: "wg0", running: true }]);
+    expect(mixed[1]).toEqual({ name: "wg0", running: "yes", note: "x" });
+    // Plain values are held to the same rules: the cross checks, and names repeated early or late.
+    expect(refusal({ resources: { memory_total: 10, memory_free: 11 } })).toBe("resources.memory_free");
+    expect(refusal({ ping: { sent: 1, received: 2 } })).toBe("ping.received");
+    const named = (names: string[]) => names.map((name) => ({ name, rx_bytes: 1 }));
+    expect(refusal({ interfaces: named(["a", "b", "a"]) })).toBe("interfaces.2.name");
+    const many = Array.from({ length: 30 }, (_, i) => `e${i}`);
+    expect(refusal({ interfaces: named([...many, "e3"]) })).toBe("interfaces.30.name");
+    expect(accepted({ interfaces: named(many) })?.interfaces).toHaveLength(30);
   });
 });

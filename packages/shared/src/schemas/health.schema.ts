@@ -143,6 +143,80 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 const PERCENT: NumberRule = { min: 0, max: 100 };
 const BYTES: NumberRule = { min: 0, max: HEALTH_MAX_COUNTER, integer: true };
 const COUNTER: NumberRule = { min: 0, max: HEALTH_MAX_COUNTER, integer: true };
+const PACKETS: NumberRule = { min: 0, max: HEALTH_PING_MAX_PACKETS, integer: true };
+const RTT: NumberRule = { min: 0, max: HEALTH_PING_MAX_RTT_MS };
+
+/** The numbers of a part, in the order their issues are reported. */
+type NumberFields = ReadonlyArray<readonly [string, NumberRule]>;
+const RESOURCE_NUMBERS: NumberFields = [
+  ["cpu_load", PERCENT],
+  ["memory_total", BYTES],
+  ["memory_free", BYTES],
+  ["disk_total", BYTES],
+  ["disk_free", BYTES],
+  ["temperature", { min: HEALTH_TEMPERATURE_RANGE[0], max: HEALTH_TEMPERATURE_RANGE[1] }],
+  ["voltage", { min: 0, max: HEALTH_VOLTAGE_MAX }],
+];
+const INTERFACE_NUMBERS: NumberFields = [
+  ["rx_bytes", COUNTER],
+  ["tx_bytes", COUNTER],
+  ["rx_errors", COUNTER],
+  ["tx_errors", COUNTER],
+];
+const PING_NUMBERS: NumberFields = [
+  ["sent", PACKETS],
+  ["received", PACKETS],
+  ["rtt_avg_ms", RTT],
+  ["rtt_max_ms", RTT],
+];
+
+/*
+ * Parse once: a part whose values are already plain (numbers in range, no -0, no key of its own)
+ * is returned as the parsed JSON itself; only a part holding RouterOS forms ("12.000000", "yes")
+ * or unknown keys is copied. A heartbeat's 64 interfaces otherwise cost 64 objects and their
+ * boxed numbers again, which the daemon's garbage collector paid for every heartbeat.
+ */
+
+/** Whether `value` is already the plain form of a number under `rule` (absent and null included). */
+const isPlainNumber = (value: unknown, rule: NumberRule): boolean =>
+  value === undefined ||
+  value === null ||
+  (typeof value === "number" &&
+    value >= rule.min &&
+    value <= rule.max &&
+    (value !== 0 || 1 / value > 0) &&
+    (rule.integer !== true || Number.isInteger(value)));
+
+/** Own enumerable keys of a parsed JSON object (for...in: no array, parsed JSON inherits none). */
+const keyCount = (value: object): number => {
+  let n = 0;
+  for (const _ in value) n++;
+  return n;
+};
+
+/** The keys of `fields` present in `value` when each holds a plain number, else -1. */
+const plainNumbers = (value: Record<string, unknown>, fields: NumberFields): number => {
+  let present = 0;
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i] as readonly [string, NumberRule];
+    const v = value[field[0]];
+    if (v === undefined) continue;
+    if (!isPlainNumber(v, field[1])) return -1;
+    present++;
+  }
+  return present;
+};
+
+/** Reads every number of `fields` into `target` (the copying path); issues pushed in field order. */
+const readNumbers = (
+  source: Record<string, unknown>,
+  fields: NumberFields,
+  target: Record<string, unknown>,
+  path: Array<string | number>,
+  issues: HealthIssue[],
+): void => {
+  for (const [key, rule] of fields) readNumber(source, key, rule, target, path, issues);
+};
 
 /** `resources`: null/undefined as given, else the plain values; issues are pushed. */
 export const readHealthResources = (value: unknown, issues: HealthIssue[]): THealthResources | null | undefined => {
@@ -151,22 +225,12 @@ export const readHealthResources = (value: unknown, issues: HealthIssue[]): THea
     issues.push({ path: [], message: "must be an object" });
     return undefined;
   }
-  const out: Record<string, unknown> = {};
   const before = issues.length;
-  readNumber(value, "cpu_load", PERCENT, out, [], issues);
-  readNumber(value, "memory_total", BYTES, out, [], issues);
-  readNumber(value, "memory_free", BYTES, out, [], issues);
-  readNumber(value, "disk_total", BYTES, out, [], issues);
-  readNumber(value, "disk_free", BYTES, out, [], issues);
-  readNumber(
-    value,
-    "temperature",
-    { min: HEALTH_TEMPERATURE_RANGE[0], max: HEALTH_TEMPERATURE_RANGE[1] },
-    out,
-    [],
-    issues,
-  );
-  readNumber(value, "voltage", { min: 0, max: HEALTH_VOLTAGE_MAX }, out, [], issues);
+  let out: Record<string, unknown> = value;
+  if (plainNumbers(value, RESOURCE_NUMBERS) !== keyCount(value)) {
+    out = {};
+    readNumbers(value, RESOURCE_NUMBERS, out, [], issues);
+  }
   if (issues.length === before) {
     const resources = out as THealthResources;
     if (
@@ -181,6 +245,21 @@ export const readHealthResources = (value: unknown, issues: HealthIssue[]): THea
   return out as THealthResources;
 };
 
+/** An entry read (or kept as parsed) under the rules above. */
+const asInterface = (entry: Record<string, unknown>): THealthInterface => entry as unknown as THealthInterface;
+
+/** Up to this many interfaces, a repeated name is found by comparing with the earlier ones (no Set). */
+const NAMES_SCANNED = 16;
+
+/** Whether an interface is plain as parsed: a valid name (checked before), plain counters and running, no other key. */
+const isPlainInterface = (item: Record<string, unknown>): boolean => {
+  const numbers = plainNumbers(item, INTERFACE_NUMBERS);
+  if (numbers < 0) return false;
+  const running = item.running;
+  if (running !== undefined && running !== null && typeof running !== "boolean") return false;
+  return 1 + numbers + (running === undefined ? 0 : 1) === keyCount(item);
+};
+
 /** `interfaces`: at most HEALTH_MAX_INTERFACES, each named once. */
 export const readHealthInterfaces = (value: unknown, issues: HealthIssue[]): THealthInterface[] | null | undefined => {
   if (value === undefined || value === null) return value;
@@ -192,8 +271,9 @@ export const readHealthInterfaces = (value: unknown, issues: HealthIssue[]): THe
     issues.push({ path: [], message: `must hold at most ${HEALTH_MAX_INTERFACES} interfaces` });
     return undefined;
   }
-  const out: THealthInterface[] = [];
-  const names = new Set<string>();
+  // The parsed array itself while every entry is plain; a copy from the first entry that is not.
+  let copy: THealthInterface[] | undefined;
+  const names = value.length > NAMES_SCANNED ? new Set<string>() : undefined;
   for (let i = 0; i < value.length; i++) {
     const item = value[i];
     if (!isObject(item)) {
@@ -209,17 +289,18 @@ export const readHealthInterfaces = (value: unknown, issues: HealthIssue[]): THe
       issues.push({ path: [i, "name"], message: TEXT_RULE_MESSAGE });
       return undefined;
     }
-    if (names.has(name)) {
+    if (names ? names.has(name) : repeatsName(copy ?? (value as THealthInterface[]), i, name)) {
       issues.push({ path: [i, "name"], message: "must not repeat another interface's name" });
       return undefined;
     }
-    names.add(name);
+    names?.add(name);
+    if (name === item.name && isPlainInterface(item)) {
+      copy?.push(asInterface(item));
+      continue;
+    }
     const entry: Record<string, unknown> = { name };
     const before = issues.length;
-    readNumber(item, "rx_bytes", COUNTER, entry, [i], issues);
-    readNumber(item, "tx_bytes", COUNTER, entry, [i], issues);
-    readNumber(item, "rx_errors", COUNTER, entry, [i], issues);
-    readNumber(item, "tx_errors", COUNTER, entry, [i], issues);
+    readNumbers(item, INTERFACE_NUMBERS, entry, [i], issues);
     if (item.running === null) entry.running = null;
     else if (item.running !== undefined) {
       const running = parseRouterOsBoolean(item.running);
@@ -227,10 +308,22 @@ export const readHealthInterfaces = (value: unknown, issues: HealthIssue[]): THe
       else entry.running = running;
     }
     if (issues.length > before) return undefined;
-    out.push(entry as unknown as THealthInterface);
+    copy ??= (value as THealthInterface[]).slice(0, i);
+    copy.push(asInterface(entry));
   }
-  return out;
+  return copy ?? (value as THealthInterface[]);
 };
+
+/** Whether one of the first `count` interfaces (already read) is named `name`. */
+const repeatsName = (read: readonly THealthInterface[], count: number, name: string): boolean => {
+  for (let j = 0; j < count; j++) if ((read[j] as THealthInterface).name === name) return true;
+  return false;
+};
+
+const isPlainTarget = (target: unknown): boolean =>
+  target === undefined ||
+  target === null ||
+  (typeof target === "string" && target.length <= PING_TARGET_MAX && !breaksTextRule(target));
 
 /** `ping`: a few packets to the configured target; received never more than sent. */
 export const readHealthPing = (value: unknown, issues: HealthIssue[]): THealthPing | null | undefined => {
@@ -239,21 +332,21 @@ export const readHealthPing = (value: unknown, issues: HealthIssue[]): THealthPi
     issues.push({ path: [], message: "must be an object" });
     return undefined;
   }
-  const out: Record<string, unknown> = {};
   const before = issues.length;
-  const target = value.target;
-  if (target === null) out.target = null;
-  else if (target !== undefined) {
-    if (typeof target !== "string" || target.length > PING_TARGET_MAX)
-      issues.push({ path: ["target"], message: `must be a string of at most ${PING_TARGET_MAX} characters` });
-    else if (breaksTextRule(target)) issues.push({ path: ["target"], message: TEXT_RULE_MESSAGE });
-    else out.target = target;
+  let out: Record<string, unknown> = value;
+  const numbers = isPlainTarget(value.target) ? plainNumbers(value, PING_NUMBERS) : -1;
+  if (numbers < 0 || numbers + (value.target === undefined ? 0 : 1) !== keyCount(value)) {
+    out = {};
+    const target = value.target;
+    if (target === null) out.target = null;
+    else if (target !== undefined) {
+      if (typeof target !== "string" || target.length > PING_TARGET_MAX)
+        issues.push({ path: ["target"], message: `must be a string of at most ${PING_TARGET_MAX} characters` });
+      else if (breaksTextRule(target)) issues.push({ path: ["target"], message: TEXT_RULE_MESSAGE });
+      else out.target = target;
+    }
+    readNumbers(value, PING_NUMBERS, out, [], issues);
   }
-  const packets: NumberRule = { min: 0, max: HEALTH_PING_MAX_PACKETS, integer: true };
-  readNumber(value, "sent", packets, out, [], issues);
-  readNumber(value, "received", packets, out, [], issues);
-  readNumber(value, "rtt_avg_ms", { min: 0, max: HEALTH_PING_MAX_RTT_MS }, out, [], issues);
-  readNumber(value, "rtt_max_ms", { min: 0, max: HEALTH_PING_MAX_RTT_MS }, out, [], issues);
   if (issues.length === before) {
     const ping = out as THealthPing;
     if (ping.received != null && ping.sent != null && ping.received > ping.sent)

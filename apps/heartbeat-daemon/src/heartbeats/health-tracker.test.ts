@@ -1,0 +1,46 @@
+import { ManualClock } from "@fleet/shared";
+import { describe, expect, it } from "vitest";
+import { HealthTracker } from "./health-tracker.ts";
+
+// docs/api.md "Health": interface rates follow the interface's name, whatever its place in the report.
+
+const START = Date.UTC(2026, 11, 1, 0, 0, 0);
+
+describe("HealthTracker interfaces", () => {
+  it("keeps each interface's rate by name when the report reorders, drops or adds interfaces", () => {
+    const clock = new ManualClock(START);
+    const tracker = new HealthTracker({ sampleSeconds: 60, clock });
+    const beat = (offsetMs: number, interfaces: Array<[string, number]>) => {
+      clock.set(START + offsetMs);
+      tracker.observe("r1", START + offsetMs, {
+        interfaces: interfaces.map(([name, rx]) => ({ name, rx_bytes: rx, tx_bytes: 0, running: true })),
+      });
+    };
+    const rates = (interfaces: Array<{ name: string; rxBps: number | null }>) =>
+      Object.fromEntries(interfaces.map((i) => [i.name, i.rxBps]));
+    beat(0, [
+      ["a", 0],
+      ["b", 0],
+    ]);
+    expect(rates(tracker.drain().interfaces)).toEqual({ a: null, b: null });
+    beat(10_000, [
+      ["b", 1_000],
+      ["a", 2_000],
+    ]);
+    beat(20_000, [
+      ["c", 5],
+      ["a", 4_000],
+    ]);
+    // c is new (no rate yet); b was not in the last report but reported in this period.
+    expect(rates(tracker.drain().interfaces)).toEqual({ a: 1_600, b: 800, c: null });
+    beat(30_000, [
+      ["a", 5_000],
+      ["c", 1_005],
+    ]);
+    // The period closes: the latest rates, and each interface's sample: its own bytes over its own seconds.
+    clock.set(START + 60_000);
+    const flush = tracker.drain();
+    expect(rates(flush.interfaces)).toEqual({ a: 800, b: 800, c: 800 });
+    expect(rates(flush.trafficSamples)).toEqual({ a: (5_000 * 8) / 30, b: 800, c: 800 });
+  });
+});
