@@ -40,6 +40,7 @@ import { Router } from "./router.entity.ts";
 import { RouterLiveness } from "./router-liveness.entity.ts";
 import { RouterHealthLatest } from "./router-health-latest.entity.ts";
 import {
+  RouterHealthStaged,
   RouterInterfaceLatest,
   RouterResourceHourly,
   RouterResourceSamples,
@@ -110,6 +111,7 @@ export const ENTITIES = [
   RouterTrafficSamples,
   RouterTrafficHourly,
   RouterInterfaceLatest,
+  RouterHealthStaged,
   Change,
   ChangeRouter,
   OrganizationHealthThresholds,
@@ -147,6 +149,7 @@ export {
   RouterFault,
   RouterLiveness,
   RouterHealthLatest,
+  RouterHealthStaged,
   RouterInterfaceLatest,
   RouterResourceHourly,
   RouterResourceSamples,

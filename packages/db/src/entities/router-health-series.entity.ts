@@ -77,3 +77,16 @@ export const RouterInterfaceLatest = defineEntity({
   },
 });
 export type TRouterInterfaceLatest = InferEntity<typeof RouterInterfaceLatest>;
+
+/** The 5-minute tier while its day is open (migration 160): one row per router per period, compacted daily. */
+export const RouterHealthStaged = defineEntity({
+  name: "RouterHealthStaged",
+  tableName: "router_health_staged",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    day: p.integer().primary(),
+    second: p.integer().primary(),
+    data: p.blob(),
+  },
+});
+export type TRouterHealthStaged = InferEntity<typeof RouterHealthStaged>;

@@ -1,17 +1,23 @@
 import type { Database, Query } from "../database.ts";
 import { HEALTH_SERIES_TABLES } from "../migrations/20261130-131-health-series.migration.ts";
+import { HEALTH_STAGING_TABLE } from "../migrations/20261201-160-health-staging.migration.ts";
 import {
+  COMPACT_PART,
+  compactResourceSamples,
+  compactTraffic,
   DAY_MS,
   dayOf,
+  expandResourceSamples,
+  expandTraffic,
   packResourceHour,
-  packResourceSample,
+  packStaged,
   packTraffic,
-  partOf,
   type ResourceHour,
   type ResourceSample,
   type TrafficRecord,
   unpackResourceHours,
   unpackResourceSamples,
+  unpackStaged,
   unpackTraffic,
 } from "./health-packing.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
@@ -19,7 +25,9 @@ import { toDate } from "./sql-values.ts";
 
 export * from "./health-packing.ts";
 
-type SeriesTable = (typeof HEALTH_SERIES_TABLES)[keyof typeof HEALTH_SERIES_TABLES];
+type SeriesTable = (typeof HEALTH_SERIES_TABLES)[keyof typeof HEALTH_SERIES_TABLES] | typeof HEALTH_STAGING_TABLE;
+
+const SERIES_TABLES: readonly SeriesTable[] = [...Object.values(HEALTH_SERIES_TABLES), HEALTH_STAGING_TABLE];
 
 /** Daily partitions for the 5-minute tier, monthly for the hourly one (docs/scale.md "Health samples"). */
 const MONTHLY: ReadonlySet<SeriesTable> = new Set([
@@ -113,13 +121,79 @@ export class HealthSeriesRepository {
     return partition.name;
   }
 
-  /** Appends the records of one flush, one statement per table; routers that no longer exist are skipped. */
+  /**
+   * Writes the records of one flush; routers that no longer exist are skipped. The 5-minute records
+   * are staged (one inserted row per router per period, resources and interfaces together); the
+   * hourly ones are appended to one row per router (and interface) per day.
+   */
   async append(query: Query, write: HealthSeriesWrite): Promise<void> {
-    const { resourceSamples: rs, resourceHourly: rh, trafficSamples: ts, trafficHourly: th } = HEALTH_SERIES_TABLES;
-    if (write.resourceSamples?.length) await this.#appendRows(query, rs, write.resourceSamples, packResourceSample);
-    if (write.resourceHours?.length) await this.#appendRows(query, rh, write.resourceHours, packResourceHour);
-    if (write.trafficSamples?.length) await this.#appendRows(query, ts, write.trafficSamples, packTraffic);
-    if (write.trafficHours?.length) await this.#appendRows(query, th, write.trafficHours, packTraffic);
+    const { resourceHourly: rh, trafficHourly: th } = HEALTH_SERIES_TABLES;
+    if (write.resourceSamples?.length || write.trafficSamples?.length)
+      await this.#retryingDroppedPartition(HEALTH_STAGING_TABLE, () =>
+        this.#stage(query, write.resourceSamples ?? [], write.trafficSamples ?? []),
+      );
+    if (write.resourceHours?.length)
+      await this.#retryingDroppedPartition(rh, () =>
+        this.#appendRows(query, rh, write.resourceHours ?? [], packResourceHour),
+      );
+    if (write.trafficHours?.length)
+      await this.#retryingDroppedPartition(th, () =>
+        this.#appendRows(query, th, write.trafficHours ?? [], packTraffic),
+      );
+  }
+
+  /**
+   * Another process dropped a partition this one knew (compaction drops a staged day; retention
+   * drops expired ones): PostgreSQL finds no partition for the row (23514). Made again, written once more.
+   */
+  async #retryingDroppedPartition(table: SeriesTable, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code !== "23514") throw error;
+      for (const name of this.#known) if (name.startsWith(`${table}_`)) this.#known.delete(name);
+      await write();
+    }
+  }
+
+  /** One row per router and period: inserted, never updated (a period written twice keeps the later). */
+  async #stage(query: Query, samples: readonly ResourceSample[], traffic: readonly TrafficRecord[]): Promise<void> {
+    const rows = new Map<
+      string,
+      {
+        routerId: string;
+        atMs: number;
+        values: ResourceSample["values"] | null;
+        traffic: Array<{ name: string; record: TrafficRecord }>;
+      }
+    >();
+    const rowOf = (routerId: string, atMs: number) => {
+      const key = `${routerId}\u0000${atMs}`;
+      let row = rows.get(key);
+      if (!row) {
+        row = { routerId, atMs, values: null, traffic: [] };
+        rows.set(key, row);
+      }
+      return row;
+    };
+    for (const sample of samples) rowOf(sample.routerId, sample.atMs).values = sample.values;
+    for (const record of traffic) rowOf(record.routerId, record.atMs).traffic.push({ name: record.name, record });
+    const list = [...rows.values()];
+    for (const day of new Set(list.map((row) => dayOf(row.atMs))))
+      await this.ensurePartition(query, HEALTH_STAGING_TABLE, day);
+    await query(
+      `insert into "${HEALTH_STAGING_TABLE}" as t (router_id, day, second, data)
+       select u.router_id, u.day, u.second, u.data
+       from unnest($1::uuid[], $2::int[], $3::int[], $4::bytea[]) as u(router_id, day, second, data)
+       where exists (select 1 from routers r where r.id = u.router_id)
+       on conflict (router_id, day, second) do update set data = excluded.data`,
+      [
+        plainArray(list.map((row) => row.routerId)),
+        plainArray(list.map((row) => dayOf(row.atMs))),
+        plainArray(list.map((row) => Math.floor((row.atMs - dayOf(row.atMs) * DAY_MS) / 1000))),
+        textArray(list.map((row) => hex(packStaged(row.values, row.traffic)))),
+      ],
+    );
   }
 
   async #appendRows<T extends { routerId: string; atMs: number; name?: string }>(
@@ -128,15 +202,15 @@ export class HealthSeriesRepository {
     records: readonly T[],
     pack: (record: T) => Buffer,
   ): Promise<void> {
-    // One row per (router, interface, day, part): the records of a part are concatenated in order.
-    const hourly = MONTHLY.has(table);
+    // One row per (router, interface, day): the records of a day are concatenated in order.
     const rows = new Map<
       string,
       { routerId: string; name: string | undefined; day: number; part: number; parts: Buffer[] }
     >();
     for (const record of records) {
       const day = dayOf(record.atMs);
-      const part = hourly ? 0 : partOf(record.atMs);
+      // The hourly tier: one row a day (5-minute records are staged, see `#stage`).
+      const part = 0;
       const key = `${record.routerId}\u0000${record.name ?? ""}\u0000${day}\u0000${part}`;
       let row = rows.get(key);
       if (!row) {
@@ -201,12 +275,25 @@ export class HealthSeriesRepository {
     );
   }
 
-  /** Resource samples of a router in [from, to), by time. */
+  /** Resource samples of a router in [from, to), by time: compacted days and staged periods merged. */
   async resourceSamples(routerId: string, fromMs: number, toMs: number): Promise<ResourceSample[]> {
     const rows = await this.#days(HEALTH_SERIES_TABLES.resourceSamples, routerId, undefined, fromMs, toMs);
-    return rows
-      .flatMap((row) => unpackResourceSamples(routerId, row.day, row.data))
-      .filter((s) => s.atMs >= fromMs && s.atMs < toMs);
+    const staged = await this.#staged(routerId, fromMs, toMs);
+    return byTime(
+      [
+        ...rows.flatMap((row) =>
+          row.part === COMPACT_PART
+            ? expandResourceSamples(routerId, row.day, row.data)
+            : unpackResourceSamples(routerId, row.day, row.data),
+        ),
+        ...staged.flatMap((row) => {
+          const { sample } = unpackStaged(routerId, row.atMs, row.data);
+          return sample ? [sample] : [];
+        }),
+      ],
+      fromMs,
+      toMs,
+    );
   }
 
   /** Hourly min/avg/max of a router in [from, to), by time. */
@@ -225,11 +312,26 @@ export class HealthSeriesRepository {
     fromMs: number,
     toMs: number,
   ): Promise<TrafficRecord[]> {
-    const table = tier === "samples" ? HEALTH_SERIES_TABLES.trafficSamples : HEALTH_SERIES_TABLES.trafficHourly;
-    const rows = await this.#days(table, routerId, name, fromMs, toMs);
-    return rows
-      .flatMap((row) => unpackTraffic(routerId, name, row.day, row.data))
-      .filter((s) => s.atMs >= fromMs && s.atMs < toMs);
+    if (tier === "hourly") {
+      const rows = await this.#days(HEALTH_SERIES_TABLES.trafficHourly, routerId, name, fromMs, toMs);
+      return rows
+        .flatMap((row) => unpackTraffic(routerId, name, row.day, row.data))
+        .filter((s) => s.atMs >= fromMs && s.atMs < toMs);
+    }
+    const rows = await this.#days(HEALTH_SERIES_TABLES.trafficSamples, routerId, name, fromMs, toMs);
+    const staged = await this.#staged(routerId, fromMs, toMs);
+    return byTime(
+      [
+        ...rows.flatMap((row) =>
+          row.part === COMPACT_PART
+            ? expandTraffic(routerId, name, row.day, row.data)
+            : unpackTraffic(routerId, name, row.day, row.data),
+        ),
+        ...staged.flatMap((row) => unpackStaged(routerId, row.atMs, row.data).traffic.filter((t) => t.name === name)),
+      ],
+      fromMs,
+      toMs,
+    );
   }
 
   async #days(
@@ -238,19 +340,174 @@ export class HealthSeriesRepository {
     name: string | undefined,
     fromMs: number,
     toMs: number,
-  ): Promise<Array<{ day: number; data: Buffer }>> {
+  ): Promise<Array<{ day: number; part: number; data: Buffer }>> {
     // A range scan of the primary key in the partitions the days fall in (partition pruning on `day`).
     const rows =
       name === undefined
-        ? await this.#db.query<{ day: unknown; data: unknown }>(
-            `select day, data from "${table}" where router_id = $1::uuid and day >= $2::int and day <= $3::int order by day, part`,
+        ? await this.#db.query<{ day: unknown; part: unknown; data: unknown }>(
+            `select day, part, data from "${table}" where router_id = $1::uuid and day >= $2::int and day <= $3::int order by day, part`,
             [routerId, dayOf(fromMs), dayOf(toMs - 1)],
           )
-        : await this.#db.query<{ day: unknown; data: unknown }>(
-            `select day, data from "${table}" where router_id = $1::uuid and name = $2 and day >= $3::int and day <= $4::int order by day, part`,
+        : await this.#db.query<{ day: unknown; part: unknown; data: unknown }>(
+            `select day, part, data from "${table}" where router_id = $1::uuid and name = $2 and day >= $3::int and day <= $4::int order by day, part`,
             [routerId, name, dayOf(fromMs), dayOf(toMs - 1)],
           );
-    return rows.map((row) => ({ day: Number(row.day), data: bytesOf(row.data) }));
+    return rows.map((row) => ({ day: Number(row.day), part: Number(row.part), data: bytesOf(row.data) }));
+  }
+
+  /** The staged periods of a router in [from, to) (days not compacted yet). */
+  async #staged(routerId: string, fromMs: number, toMs: number): Promise<Array<{ atMs: number; data: Buffer }>> {
+    const rows = await this.#db.query<{ day: unknown; second: unknown; data: unknown }>(
+      `select day, second, data from "${HEALTH_STAGING_TABLE}" where router_id = $1::uuid and day >= $2::int and day <= $3::int order by day, second`,
+      [routerId, dayOf(fromMs), dayOf(toMs - 1)],
+    );
+    return rows.map((row) => ({
+      atMs: Number(row.day) * DAY_MS + Number(row.second) * 1000,
+      data: bytesOf(row.data),
+    }));
+  }
+
+  /** Days with a staged partition (compaction candidates), oldest first. */
+  async stagedDays(): Promise<number[]> {
+    return (await this.partitions())
+      .filter((p) => p.table === HEALTH_STAGING_TABLE)
+      .map((p) => p.end - 1)
+      .sort((a, b) => a - b);
+  }
+
+  /**
+   * Compacts a closed day (docs/scale.md "Health samples"): each router's staged periods of `day`,
+   * with what the day's compacted or quarter-day rows already hold, become one row per router (and
+   * interface) at `part` 4, and the day's staged partition is dropped. Run in one transaction
+   * (`query`): a crash leaves the day staged for the next run. The advisory lock makes a second
+   * runner skip; the table lock makes a late write for the day wait and then land in a new staged
+   * partition, merged by the next run. Returns the routers compacted, or null when skipped.
+   */
+  async compactDay(query: Query, day: number, batch = 500): Promise<number | null> {
+    const lock = await query<{ ok: boolean }>("select pg_try_advisory_xact_lock(160, $1::int) as ok", [day]);
+    if (lock[0]?.ok !== true) return null;
+    const staged = partitionOf(HEALTH_STAGING_TABLE, day).name;
+    const exists = await query<{ oid: unknown }>("select to_regclass($1) as oid", [staged]);
+    if (exists[0]?.oid === null || exists[0]?.oid === undefined) return 0;
+    await query(`lock table "${staged}" in access exclusive mode`);
+    const { resourceSamples: rs, trafficSamples: ts } = HEALTH_SERIES_TABLES;
+    await this.ensurePartition(query, rs, day);
+    await this.ensurePartition(query, ts, day);
+    let after = "00000000-0000-0000-0000-000000000000";
+    let routers = 0;
+    for (;;) {
+      const ids = (
+        await query<{ router_id: string }>(
+          `select distinct router_id from "${staged}" where router_id > $1::uuid order by router_id limit ${Math.max(1, Math.floor(batch))}`,
+          [after],
+        )
+      ).map((row) => String(row.router_id));
+      const last = ids.at(-1);
+      if (last === undefined) break;
+      after = last;
+      routers += ids.length;
+      await this.#compactRouters(query, staged, day, ids);
+    }
+    await query(`drop table "${staged}"`);
+    this.#known.delete(staged);
+    return routers;
+  }
+
+  async #compactRouters(query: Query, staged: string, day: number, ids: readonly string[]): Promise<void> {
+    const { resourceSamples: rs, trafficSamples: ts } = HEALTH_SERIES_TABLES;
+    const idArray = plainArray(ids);
+    const resources = new Map<string, ResourceSample[]>();
+    const traffic = new Map<string, { routerId: string; name: string; records: TrafficRecord[] }>();
+    const trafficOf = (routerId: string, name: string) => {
+      const key = `${routerId}\u0000${name}`;
+      let entry = traffic.get(key);
+      if (!entry) {
+        entry = { routerId, name, records: [] };
+        traffic.set(key, entry);
+      }
+      return entry.records;
+    };
+    const resourcesOf = (routerId: string) => {
+      let list = resources.get(routerId);
+      if (!list) {
+        list = [];
+        resources.set(routerId, list);
+      }
+      return list;
+    };
+    // What the day already holds first (quarter-day rows, an earlier compaction): staged periods win.
+    let legacy = false;
+    for (const row of await query<{ router_id: string; part: unknown; data: unknown }>(
+      `select router_id, part, data from "${rs}" where router_id = any($1::uuid[]) and day = $2::int order by router_id, part`,
+      [idArray, day],
+    )) {
+      const id = String(row.router_id);
+      const data = bytesOf(row.data);
+      const compact = Number(row.part) === COMPACT_PART;
+      if (!compact) legacy = true;
+      resourcesOf(id).push(...(compact ? expandResourceSamples(id, day, data) : unpackResourceSamples(id, day, data)));
+    }
+    for (const row of await query<{ router_id: string; name: string; part: unknown; data: unknown }>(
+      `select router_id, name, part, data from "${ts}" where router_id = any($1::uuid[]) and day = $2::int order by router_id, name, part`,
+      [idArray, day],
+    )) {
+      const id = String(row.router_id);
+      const name = String(row.name);
+      const data = bytesOf(row.data);
+      const compact = Number(row.part) === COMPACT_PART;
+      if (!compact) legacy = true;
+      trafficOf(id, name).push(...(compact ? expandTraffic(id, name, day, data) : unpackTraffic(id, name, day, data)));
+    }
+    for (const row of await query<{ router_id: string; second: unknown; data: unknown }>(
+      `select router_id, second, data from "${staged}" where router_id = any($1::uuid[]) order by router_id, second`,
+      [idArray],
+    )) {
+      const id = String(row.router_id);
+      const { sample, traffic: records } = unpackStaged(
+        id,
+        day * DAY_MS + Number(row.second) * 1000,
+        bytesOf(row.data),
+      );
+      if (sample) resourcesOf(id).push(sample);
+      for (const record of records) trafficOf(id, record.name).push(record);
+    }
+    const resourceRows = [...resources].map(([routerId, samples]) => ({
+      routerId,
+      data: compactResourceSamples(byTime(samples, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY)),
+    }));
+    const trafficRows = [...traffic.values()].map((entry) => ({
+      ...entry,
+      data: compactTraffic(byTime(entry.records, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY)),
+    }));
+    if (resourceRows.length > 0)
+      await query(
+        `insert into "${rs}" (router_id, day, part, data)
+         select u.router_id, $2::int, ${COMPACT_PART}, u.data from unnest($1::uuid[], $3::bytea[]) as u(router_id, data)
+         on conflict (router_id, day, part) do update set data = excluded.data`,
+        [plainArray(resourceRows.map((r) => r.routerId)), day, textArray(resourceRows.map((r) => hex(r.data)))],
+      );
+    if (trafficRows.length > 0)
+      await query(
+        `insert into "${ts}" (router_id, name, day, part, data)
+         select u.router_id, u.name, $2::int, ${COMPACT_PART}, u.data from unnest($1::uuid[], $3::text[], $4::bytea[]) as u(router_id, name, data)
+         on conflict (router_id, name, day, part) do update set data = excluded.data`,
+        [
+          plainArray(trafficRows.map((r) => r.routerId)),
+          day,
+          textArray(trafficRows.map((r) => r.name)),
+          textArray(trafficRows.map((r) => hex(r.data))),
+        ],
+      );
+    if (legacy) {
+      await query(
+        `delete from "${rs}" where router_id = any($1::uuid[]) and day = $2::int and part <> ${COMPACT_PART}`,
+        [idArray, day],
+      );
+      await query(
+        `delete from "${ts}" where router_id = any($1::uuid[]) and day = $2::int and part <> ${COMPACT_PART}`,
+        [idArray, day],
+      );
+    }
   }
 
   /** The latest state of a router's interfaces, by name. */
@@ -276,7 +533,7 @@ export class HealthSeriesRepository {
   /** Partitions of every series table: name and the day (exclusive) it ends. */
   async partitions(): Promise<Array<{ table: SeriesTable; name: string; end: number }>> {
     const out: Array<{ table: SeriesTable; name: string; end: number }> = [];
-    for (const table of Object.values(HEALTH_SERIES_TABLES)) {
+    for (const table of SERIES_TABLES) {
       const rows = await this.#db.query<{ relname: string }>(
         `select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
          where p.relname = $1 order by c.relname`,
@@ -292,9 +549,16 @@ export class HealthSeriesRepository {
 
   /** Drops a partition (retention): a catalog change, no row is deleted one by one. */
   async dropPartition(name: string): Promise<void> {
-    if (!/^router_(resource|traffic)_(samples|hourly)_[dm]\d+$/.test(name))
+    if (!/^router_((resource|traffic)_(samples|hourly)|health_staged)_[dm]\d+$/.test(name))
       throw new RangeError("not a health partition");
     await this.#db.query(`drop table if exists "${name}"`);
     this.#known.delete(name);
   }
 }
+
+/** Records of one series in [from, to), by time; a time given twice keeps the later entry (a staged period over a compacted one). */
+const byTime = <T extends { atMs: number }>(records: readonly T[], fromMs: number, toMs: number): T[] => {
+  const map = new Map<number, T>();
+  for (const record of records) if (record.atMs >= fromMs && record.atMs < toMs) map.set(record.atMs, record);
+  return [...map.values()].sort((a, b) => a.atMs - b.atMs);
+};
