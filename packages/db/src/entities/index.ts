@@ -41,7 +41,7 @@ import { RouterLiveness } from "./router-liveness.entity.ts";
 import { RouterHealthLatest } from "./router-health-latest.entity.ts";
 import {
   RouterHealthStaged,
-  RouterInterfaceLatest,
+  RouterInterfacesState,
   RouterResourceHourly,
   RouterResourceSamples,
   RouterTrafficHourly,
@@ -110,7 +110,7 @@ export const ENTITIES = [
   RouterResourceHourly,
   RouterTrafficSamples,
   RouterTrafficHourly,
-  RouterInterfaceLatest,
+  RouterInterfacesState,
   RouterHealthStaged,
   Change,
   ChangeRouter,
@@ -150,7 +150,7 @@ export {
   RouterLiveness,
   RouterHealthLatest,
   RouterHealthStaged,
-  RouterInterfaceLatest,
+  RouterInterfacesState,
   RouterResourceHourly,
   RouterResourceSamples,
   RouterTrafficHourly,

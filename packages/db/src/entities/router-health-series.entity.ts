@@ -59,24 +59,17 @@ export const RouterTrafficHourly = defineEntity({
 });
 export type TRouterTrafficHourly = InferEntity<typeof RouterTrafficHourly>;
 
-/** The latest state, counters and rates of each interface a router reports. */
-export const RouterInterfaceLatest = defineEntity({
-  name: "RouterInterfaceLatest",
-  tableName: "router_interfaces_latest",
+/** The latest state, counters and rates of the interfaces a router reports: one row per router (migration 161). */
+export const RouterInterfacesState = defineEntity({
+  name: "RouterInterfacesState",
+  tableName: "router_interfaces_state",
   properties: {
-    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
-    name: p.string().length(100).primary(),
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade").updateRule("cascade"),
     reportedAt: p.datetime(),
-    running: p.boolean().nullable(),
-    rxBytes: p.double().nullable(),
-    txBytes: p.double().nullable(),
-    rxErrors: p.double().nullable(),
-    txErrors: p.double().nullable(),
-    rxBps: p.double().nullable(),
-    txBps: p.double().nullable(),
+    interfaces: p.json(),
   },
 });
-export type TRouterInterfaceLatest = InferEntity<typeof RouterInterfaceLatest>;
+export type TRouterInterfacesState = InferEntity<typeof RouterInterfacesState>;
 
 /** The 5-minute tier while its day is open (migration 160): one row per router per period, compacted daily. */
 export const RouterHealthStaged = defineEntity({

@@ -102,8 +102,11 @@ describe('HealthSeriesRepository: staged and compacted 5-minute samples (docs/sc
     const atMs = DAY0 + 2 * DAY_MS;
     await series.append(queryOf(db), { resourceSamples: [sample(a, atMs, 1)] });
     await db.transaction((query) => other.compactDay(query, dayOf(atMs)));
-    // `series` still knows the partition it made; the database no longer has it.
-    await series.append(queryOf(db), { resourceSamples: [sample(a, atMs + 300_000, 2)] });
+    // `series` still knows the partition it made; the database no longer has it: the write fails
+    // once (the daemon puts its flush back) and the retry makes the partition again.
+    const late = { resourceSamples: [sample(a, atMs + 300_000, 2)] };
+    await expect(series.append(queryOf(db), late)).rejects.toMatchObject({ code: "23514" });
+    await series.append(queryOf(db), late);
     expect(await series.resourceSamples(a, atMs, atMs + DAY_MS)).toEqual([
       sample(a, atMs, 1),
       sample(a, atMs + 300_000, 2),
@@ -129,5 +132,34 @@ describe('HealthSeriesRepository: staged and compacted 5-minute samples (docs/sc
       [b, day],
     );
     expect(parts.map((r) => Number(r.part))).toEqual([4]);
+  });
+});
+
+describe("HealthSeriesRepository: the latest interface states, one row per router", () => {
+  it("merges entries by name and never lets an older entry replace a newer one", async () => {
+    const [a] = routerIds as [string];
+    const state = (name: string, atMs: number, rxBytes: number) => ({
+      routerId: a,
+      name,
+      reportedAt: new Date(atMs),
+      running: true,
+      rxBytes,
+      txBytes: 1,
+      rxErrors: 0,
+      txErrors: null,
+      rxBps: 8.5,
+      txBps: null,
+    });
+    await HealthSeriesRepository.upsertInterfaces(queryOf(db), [state("ether2", DAY0, 10), state("ether1", DAY0, 20)]);
+    await HealthSeriesRepository.upsertInterfaces(queryOf(db), [
+      state("ether1", DAY0 + 30_000, 21),
+      state("ether2", DAY0 - 30_000, 9),
+      state("wg0", DAY0 + 30_000, 5),
+    ]);
+    expect(await series.interfaces(a)).toEqual([
+      state("ether1", DAY0 + 30_000, 21),
+      state("ether2", DAY0, 10),
+      state("wg0", DAY0 + 30_000, 5),
+    ]);
   });
 });

@@ -82,8 +82,6 @@ export interface InterfaceLatestRecord {
   txBps: number | null;
 }
 
-const INTERFACE_COLUMNS =
-  "router_id, name, reported_at, running, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_bps, tx_bps";
 const num = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
 const bytesOf = (value: unknown): Buffer =>
   Buffer.isBuffer(value)
@@ -129,30 +127,32 @@ export class HealthSeriesRepository {
   async append(query: Query, write: HealthSeriesWrite): Promise<void> {
     const { resourceHourly: rh, trafficHourly: th } = HEALTH_SERIES_TABLES;
     if (write.resourceSamples?.length || write.trafficSamples?.length)
-      await this.#retryingDroppedPartition(HEALTH_STAGING_TABLE, () =>
+      await this.#forgettingDroppedPartition(HEALTH_STAGING_TABLE, () =>
         this.#stage(query, write.resourceSamples ?? [], write.trafficSamples ?? []),
       );
     if (write.resourceHours?.length)
-      await this.#retryingDroppedPartition(rh, () =>
+      await this.#forgettingDroppedPartition(rh, () =>
         this.#appendRows(query, rh, write.resourceHours ?? [], packResourceHour),
       );
     if (write.trafficHours?.length)
-      await this.#retryingDroppedPartition(th, () =>
+      await this.#forgettingDroppedPartition(th, () =>
         this.#appendRows(query, th, write.trafficHours ?? [], packTraffic),
       );
   }
 
   /**
    * Another process dropped a partition this one knew (compaction drops a staged day; retention
-   * drops expired ones): PostgreSQL finds no partition for the row (23514). Made again, written once more.
+   * drops expired ones): PostgreSQL finds no partition for the row (23514). This process forgets
+   * what it knew of the table and the write fails; the caller's retry makes the partition again
+   * (the daemon puts the flush back: in a transaction, nothing more may run after the error).
    */
-  async #retryingDroppedPartition(table: SeriesTable, write: () => Promise<void>): Promise<void> {
+  async #forgettingDroppedPartition(table: SeriesTable, write: () => Promise<void>): Promise<void> {
     try {
       await write();
     } catch (error) {
-      if ((error as { code?: unknown } | null)?.code !== "23514") throw error;
-      for (const name of this.#known) if (name.startsWith(`${table}_`)) this.#known.delete(name);
-      await write();
+      if ((error as { code?: unknown } | null)?.code === "23514")
+        for (const name of this.#known) if (name.startsWith(`${table}_`)) this.#known.delete(name);
+      throw error;
     }
   }
 
@@ -246,31 +246,37 @@ export class HealthSeriesRepository {
     }
   }
 
-  /** Upserts the latest state of interfaces (one entry per router and name). */
+  /**
+   * Writes the latest state of interfaces: one row per router, its entries merged by name (a name
+   * not in this write keeps its last state); an entry older than the one held is not written.
+   */
   static async upsertInterfaces(query: Query, records: readonly InterfaceLatestRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const col = (pick: (r: InterfaceLatestRecord) => number | boolean | null) => plainArray(records.map(pick));
+    const byRouter = new Map<string, { atMs: number; entries: Record<string, unknown[]> }>();
+    for (const r of records) {
+      let row = byRouter.get(r.routerId);
+      if (!row) {
+        row = { atMs: 0, entries: {} };
+        byRouter.set(r.routerId, row);
+      }
+      const atMs = r.reportedAt.getTime();
+      row.atMs = Math.max(row.atMs, atMs);
+      row.entries[r.name] = [atMs, r.running, r.rxBytes, r.txBytes, r.rxErrors, r.txErrors, r.rxBps, r.txBps];
+    }
+    const rows = [...byRouter];
+    // The merge keeps, per name, the newer of the held and the written entry (element 0: its time).
     await query(
-      `insert into router_interfaces_latest as i (${INTERFACE_COLUMNS})
-       select u.router_id, u.name, to_timestamp(u.at_ms / 1000.0), u.running, u.rx_bytes, u.tx_bytes, u.rx_errors, u.tx_errors, u.rx_bps, u.tx_bps
-       from unnest($1::uuid[], $2::text[], $3::float8[], $4::boolean[], $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::float8[], $10::float8[])
-         as u(router_id, name, at_ms, running, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_bps, tx_bps)
+      `insert into router_interfaces_state as s (router_id, reported_at, interfaces)
+       select u.router_id, to_timestamp(u.at_ms / 1000.0), u.interfaces
+       from unnest($1::uuid[], $2::float8[], $3::jsonb[]) as u(router_id, at_ms, interfaces)
        where exists (select 1 from routers r where r.id = u.router_id)
-       on conflict (router_id, name) do update set reported_at = excluded.reported_at, running = excluded.running,
-         rx_bytes = excluded.rx_bytes, tx_bytes = excluded.tx_bytes, rx_errors = excluded.rx_errors,
-         tx_errors = excluded.tx_errors, rx_bps = excluded.rx_bps, tx_bps = excluded.tx_bps
-       where excluded.reported_at >= i.reported_at`,
+       on conflict (router_id) do update set reported_at = greatest(s.reported_at, excluded.reported_at),
+         interfaces = s.interfaces || coalesce((select jsonb_object_agg(e.key, e.value) from jsonb_each(excluded.interfaces) e
+           where not (s.interfaces ? e.key) or (e.value ->> 0)::float8 >= (s.interfaces -> e.key ->> 0)::float8), '{}'::jsonb)`,
       [
-        col((r) => r.routerId as unknown as number),
-        textArray(records.map((r) => r.name)),
-        col((r) => r.reportedAt.getTime()),
-        col((r) => r.running),
-        col((r) => r.rxBytes),
-        col((r) => r.txBytes),
-        col((r) => r.rxErrors),
-        col((r) => r.txErrors),
-        col((r) => r.rxBps),
-        col((r) => r.txBps),
+        plainArray(rows.map(([routerId]) => routerId)),
+        plainArray(rows.map(([, row]) => row.atMs)),
+        textArray(rows.map(([, row]) => JSON.stringify(row.entries))),
       ],
     );
   }
@@ -512,22 +518,30 @@ export class HealthSeriesRepository {
 
   /** The latest state of a router's interfaces, by name. */
   async interfaces(routerId: string): Promise<InterfaceLatestRecord[]> {
-    const rows = await this.#db.query<Record<string, unknown>>(
-      `select ${INTERFACE_COLUMNS} from router_interfaces_latest where router_id = $1::uuid order by name`,
+    const rows = await this.#db.query<{ interfaces: unknown }>(
+      "select interfaces from router_interfaces_state where router_id = $1::uuid",
       [routerId],
     );
-    return rows.map((row) => ({
-      routerId: String(row.router_id),
-      name: String(row.name),
-      reportedAt: toDate(row.reported_at),
-      running: row.running === null || row.running === undefined ? null : Boolean(row.running),
-      rxBytes: num(row.rx_bytes),
-      txBytes: num(row.tx_bytes),
-      rxErrors: num(row.rx_errors),
-      txErrors: num(row.tx_errors),
-      rxBps: num(row.rx_bps),
-      txBps: num(row.tx_bps),
-    }));
+    const value = rows[0]?.interfaces;
+    if (value === undefined || value === null) return [];
+    const entries = (typeof value === "string" ? JSON.parse(value) : value) as Record<string, unknown[]>;
+    return Object.keys(entries)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .map((name) => {
+        const e = entries[name] ?? [];
+        return {
+          routerId,
+          name,
+          reportedAt: new Date(Number(e[0])),
+          running: e[1] === null || e[1] === undefined ? null : Boolean(e[1]),
+          rxBytes: num(e[2]),
+          txBytes: num(e[3]),
+          rxErrors: num(e[4]),
+          txErrors: num(e[5]),
+          rxBps: num(e[6]),
+          txBps: num(e[7]),
+        };
+      });
   }
 
   /** Partitions of every series table: name and the day (exclusive) it ends. */

@@ -64,6 +64,16 @@ const UPSERT_LATEST_SQL = `insert into router_health_latest as h (${LATEST_COLUM
     ping_rtt_ms = coalesce(excluded.ping_rtt_ms, h.ping_rtt_ms)
   where excluded.reported_at >= h.reported_at`;
 
+/**
+ * Lets the transaction of `query` commit without waiting for the disk, as the heartbeat flush does
+ * (heartbeats.repository.ts, `COMMIT_ASYNC`): a crash of PostgreSQL can lose the last moment of
+ * health, which the daemon's next flush writes again; waiting for the disk at each of its flushes
+ * cost more than the rows.
+ */
+export const commitWithoutWaiting = async (query: Query): Promise<void> => {
+  await query("select set_config('synchronous_commit', 'off', true)");
+};
+
 /** Latest health per router (docs/api.md "Health"): written by the daemon, read by lists and thresholds. */
 export class RouterHealthRepository {
   readonly #db: Pick<Database, "query">;
