@@ -21,7 +21,6 @@ import {
   unpackTraffic,
 } from "./health-packing.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
-import { toDate } from "./sql-values.ts";
 
 export * from "./health-packing.ts";
 
