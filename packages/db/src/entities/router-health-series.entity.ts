@@ -1,9 +1,11 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Router } from "./router.entity.ts";
 
-// The partitioned health series (migration 131, docs/scale.md "Health samples"): one row per router
-// (and interface) per quarter day (`part`), `day` in days since 1970-01-01, `data` packed records
-// (repositories/health-packing.ts). Partitions are made and dropped by the health-partitions job.
+// The partitioned health series (migrations 131 and 160, docs/scale.md "Health samples"): `day` in
+// days since 1970-01-01, `data` packed records (repositories/health-packing.ts). The 5-minute tier
+// holds one compacted row per router (and interface) per day (`part` 4; 0-3: quarter days written
+// before migration 160); the hourly tier one appended row per day (`part` 0). Partitions are made,
+// and dropped, by the health-partitions job.
 
 /** 5-minute resource samples (daily partitions, RESOURCE_RETENTION_DAYS). */
 export const RouterResourceSamples = defineEntity({

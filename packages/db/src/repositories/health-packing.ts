@@ -2,8 +2,9 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { HealthValues } from "./router-health.repository.ts";
 
 /**
- * The records packed into the health series' `data` (migration 131, docs/scale.md "Health
- * samples"): fixed-size, little-endian, appended as periods close. Values are quantized to what a
+ * The records packed into the health series' `data` (migrations 131 and 160, docs/scale.md "Health
+ * samples"): fixed-size, little-endian; staged, then compacted per day (5-minute tier) or
+ * appended (hourly tier). Values are quantized to what a
  * chart shows: cpu and ping loss to 1 %, memory and disk to 0.5 %, temperature to 1 C
  * (-100..154), voltage to 0.25 V (0..63.5), round-trip time to 0.1 ms (up to 6553.4 ms).
  * Out-of-range values are clamped; the maximum of each byte is "not reported".

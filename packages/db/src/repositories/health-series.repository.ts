@@ -90,8 +90,9 @@ const bytesOf = (value: unknown): Buffer =>
       : Buffer.from(String(value).replace(/^\\x/, ""), "hex");
 
 /**
- * The health series (docs/api.md "Health", docs/scale.md "Health samples"): packed records appended
- * to one row per router (and interface) per day, in range partitions made on first use and by the
+ * The health series (docs/api.md "Health", docs/scale.md "Health samples"): 5-minute records staged
+ * one row per router per period and compacted per day, hourly records appended to one row per
+ * router (and interface) per day, in range partitions made on first use and by the
  * health-partitions job, dropped by it when expired. Raw SQL: batched unnest writes and DDL.
  */
 export class HealthSeriesRepository {
