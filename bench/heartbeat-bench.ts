@@ -91,6 +91,15 @@ const PHASES = new Set((phasesArg ?? (processesArg ? "7" : "1,2,3,4,5,6,8")).spl
 // (300 s / 30 s), whatever --interval-ms the bench runs at.
 process.env.RESOURCE_SAMPLE_SECONDS ??= String(Math.max(1, Math.round((INTERVAL * 10) / 1000)));
 const STORAGE_ROUTERS = opt("storage-routers", 200);
+const SAMPLE_MS = Number(process.env.RESOURCE_SAMPLE_SECONDS) * 1000;
+/**
+ * Phase 8 measures whole sample periods: every router's period closes at the same boundary (the
+ * clock's, as in production), so a shorter window holds all of a boundary's sample writes or none
+ * of them, not their share per heartbeat. Set for both sides (plain and with health) of phase 8.
+ */
+let wholePeriods = false;
+const wholePeriodsOf = (ms: number) => (SAMPLE_MS > 0 ? Math.ceil(ms / SAMPLE_MS) * SAMPLE_MS : ms);
+const measured = (ms: number) => (wholePeriods ? wholePeriodsOf(ms) : ms);
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const RUN = Date.now().toString(36);
 
@@ -604,7 +613,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const c0 = split0.user + split0.system;
   const m0 = Date.now();
   const window0 = new Date().toISOString();
-  await sleep(MEASURE_MS);
+  await sleep(measured(MEASURE_MS));
   const split1 = await cpuSplit(servers);
   const c1 = split1.user + split1.system;
   const d1 = await databaseCpuUs();
@@ -792,7 +801,7 @@ const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpSide> => {
   const c0 = await cpu(servers);
   const m0 = Date.now();
   const window0 = new Date().toISOString();
-  await sleep(HTTP_MEASURE_MS);
+  await sleep(measured(HTTP_MEASURE_MS));
   const c1 = await cpu(servers);
   const d1 = await databaseCpuUs();
   const o1 = await ownBackendTicks();
@@ -1368,6 +1377,10 @@ try {
     httpHealth: [] as HttpResult[],
   };
   if (PHASES.has("8")) {
+    wholePeriods = true;
+    log(
+      `phase 8 measures whole sample periods: ${wholePeriodsOf(MEASURE_MS) / 1000} s (WebSocket), ${wholePeriodsOf(HTTP_MEASURE_MS) / 1000} s (HTTP)`,
+    );
     for (let r = 1; r <= REPEAT; r++) {
       log(
         `[run ${r}/${REPEAT}] 8. health: the daemon with plain heartbeats, then with resources + 8 interfaces + ping (WebSocket, HTTP)`,
@@ -1390,6 +1403,7 @@ try {
       }
       log(`  run ${r} health: ${JSON.stringify({ ws: health.wsHealth.at(-1), http: health.httpHealth.at(-1) })}`);
     }
+    wholePeriods = false;
   }
   const healthStore = PHASES.has("8") ? await healthStorage() : undefined;
   const scale = new Map<number, ProcessesResult[]>();
@@ -1747,7 +1761,7 @@ try {
     const pg = [...health.wsHealth.map((x) => x.pgOwnUsPerHb), ...health.httpHealth.map((x) => x.pgOwnUsPerHb)];
     lines.push(
       "",
-      `Phase 8: health (docs/api.md "Health"): resources + 8 interfaces + ping in every heartbeat vs plain heartbeats in the same run; RESOURCE_SAMPLE_SECONDS=${process.env.RESOURCE_SAMPLE_SECONDS} (one sample per 10 heartbeats). min / **median** / max of ${REPEAT} run(s).`,
+      `Phase 8: health (docs/api.md "Health"): resources + 8 interfaces + ping in every heartbeat vs plain heartbeats in the same run; RESOURCE_SAMPLE_SECONDS=${process.env.RESOURCE_SAMPLE_SECONDS} (one sample per 10 heartbeats), each window whole sample periods (${wholePeriodsOf(MEASURE_MS) / 1000} s WebSocket, ${wholePeriodsOf(HTTP_MEASURE_MS) / 1000} s HTTP). min / **median** / max of ${REPEAT} run(s).`,
       "",
       "| measure | plain | with health | ratio | target | met |",
       "|---|---|---|---|---|---|",
