@@ -1,4 +1,4 @@
-import { commitWithoutWaiting, HealthSeriesRepository, type Query, RouterHealthRepository } from "@fleet/db";
+import { HealthSeriesRepository, type Query, queryOf, RouterHealthRepository } from "@fleet/db";
 import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
 import { type HealthFlush, HealthTracker } from "../heartbeats/health-tracker.ts";
 import { HeartbeatWriter } from "../heartbeats/heartbeat-writer.ts";
@@ -38,16 +38,15 @@ export const wireHeartbeats = async (
     );
   }
   // docs/api.md "Health": latest values, samples and hourly rollups, written by the same flushes.
-  // One transaction per flush, committed without waiting for the disk (a commit each was most of its cost).
+  // Each statement commits without waiting for the disk (HEALTH_ASYNC_COMMIT).
   const series = new HealthSeriesRepository(db);
+  const query = queryOf(db);
   const health = {
     tracker: new HealthTracker({ sampleSeconds: config.resourceSampleSeconds, clock }),
-    write: (flush: HealthFlush) =>
-      db.transaction(async (query) => {
-        await commitWithoutWaiting(query);
-        await writeLatest(query, flush);
-        await series.append(query, flush);
-      }),
+    write: async (flush: HealthFlush) => {
+      await writeLatest(query, flush);
+      await series.append(query, flush);
+    },
   };
   const writer = new HeartbeatWriter({
     store,

@@ -21,6 +21,7 @@ import {
   unpackTraffic,
 } from "./health-packing.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
+import { HEALTH_ASYNC_COMMIT } from "./router-health.repository.ts";
 
 export * from "./health-packing.ts";
 
@@ -182,9 +183,9 @@ export class HealthSeriesRepository {
     for (const day of new Set(list.map((row) => dayOf(row.atMs))))
       await this.ensurePartition(query, HEALTH_STAGING_TABLE, day);
     await query(
-      `insert into "${HEALTH_STAGING_TABLE}" as t (router_id, day, second, data)
+      `with ${HEALTH_ASYNC_COMMIT} insert into "${HEALTH_STAGING_TABLE}" as t (router_id, day, second, data)
        select u.router_id, u.day, u.second, u.data
-       from unnest($1::uuid[], $2::int[], $3::int[], $4::bytea[]) as u(router_id, day, second, data)
+       from health_async cross join unnest($1::uuid[], $2::int[], $3::int[], $4::bytea[]) as u(router_id, day, second, data)
        where exists (select 1 from routers r where r.id = u.router_id)
        on conflict (router_id, day, second) do update set data = excluded.data`,
       [
@@ -227,18 +228,18 @@ export class HealthSeriesRepository {
     const data = textArray(list.map((row) => hex(Buffer.concat(row.parts))));
     if (table === HEALTH_SERIES_TABLES.trafficSamples || table === HEALTH_SERIES_TABLES.trafficHourly) {
       await query(
-        `insert into "${table}" as t (router_id, name, day, part, data)
+        `with ${HEALTH_ASYNC_COMMIT} insert into "${table}" as t (router_id, name, day, part, data)
          select u.router_id, u.name, u.day, u.part, u.data
-         from unnest($1::uuid[], $2::text[], $3::int[], $4::smallint[], $5::bytea[]) as u(router_id, name, day, part, data)
+         from health_async cross join unnest($1::uuid[], $2::text[], $3::int[], $4::smallint[], $5::bytea[]) as u(router_id, name, day, part, data)
          where exists (select 1 from routers r where r.id = u.router_id)
          on conflict (router_id, name, day, part) do update set data = t.data || excluded.data`,
         [ids, textArray(list.map((row) => row.name ?? "")), days, parts, data],
       );
     } else {
       await query(
-        `insert into "${table}" as t (router_id, day, part, data)
+        `with ${HEALTH_ASYNC_COMMIT} insert into "${table}" as t (router_id, day, part, data)
          select u.router_id, u.day, u.part, u.data
-         from unnest($1::uuid[], $2::int[], $3::smallint[], $4::bytea[]) as u(router_id, day, part, data)
+         from health_async cross join unnest($1::uuid[], $2::int[], $3::smallint[], $4::bytea[]) as u(router_id, day, part, data)
          where exists (select 1 from routers r where r.id = u.router_id)
          on conflict (router_id, day, part) do update set data = t.data || excluded.data`,
         [ids, days, parts, data],
@@ -266,9 +267,9 @@ export class HealthSeriesRepository {
     const rows = [...byRouter];
     // The merge keeps, per name, the newer of the held and the written entry (element 0: its time).
     await query(
-      `insert into router_interfaces_state as s (router_id, reported_at, interfaces)
+      `with ${HEALTH_ASYNC_COMMIT} insert into router_interfaces_state as s (router_id, reported_at, interfaces)
        select u.router_id, to_timestamp(u.at_ms / 1000.0), u.interfaces
-       from unnest($1::uuid[], $2::float8[], $3::jsonb[]) as u(router_id, at_ms, interfaces)
+       from health_async cross join unnest($1::uuid[], $2::float8[], $3::jsonb[]) as u(router_id, at_ms, interfaces)
        where exists (select 1 from routers r where r.id = u.router_id)
        on conflict (router_id) do update set reported_at = greatest(s.reported_at, excluded.reported_at),
          interfaces = s.interfaces || coalesce((select jsonb_object_agg(e.key, e.value) from jsonb_each(excluded.interfaces) e
