@@ -514,6 +514,27 @@ const describeShares = (a: CpuShares, b: CpuShares) => {
   return `server ${cores(b.server - a.server)}, load generators ${cores(b.loaders - a.loaders)}, postgres ${cores(b.postgres - a.postgres)}, everything else ${cores(others)}, idle ${cores(b.machine.idle - a.machine.idle)}, steal ${cores(b.machine.steal - a.machine.steal)}; busiest others: ${busiest}`;
 };
 /** µs of CPU the bench database's backends used between two readings (a backend new since `before` counts whole). */
+/**
+ * The bench database's backends' ticks through a window, read every second until the returned
+ * function is called: a backend that exits meanwhile (the pool closes idle connections) keeps what
+ * it used until its last reading, instead of dropping out of the sum with all of it.
+ */
+const watchBackends = () => {
+  const seen = new Map<number, number>();
+  const read = async () => {
+    for (const [pid, t] of await ownBackendTicks()) seen.set(pid, Math.max(t, seen.get(pid) ?? 0));
+  };
+  let busy = read();
+  const timer = setInterval(() => {
+    busy = busy.then(read);
+  }, 1000);
+  return async () => {
+    clearInterval(timer);
+    await busy;
+    await read();
+    return seen;
+  };
+};
 const ownBackendUs = (before: Map<number, number>, after: Map<number, number>) => {
   let ticks = 0;
   for (const [pid, t] of after) ticks += t - (before.get(pid) ?? 0);
@@ -609,6 +630,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const x0 = await xacts();
   const d0 = await databaseCpuUs();
   const o0 = await ownBackendTicks();
+  const backendsUntil = watchBackends();
   const split0 = await cpuSplit(servers);
   const c0 = split0.user + split0.system;
   const m0 = Date.now();
@@ -617,7 +639,7 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const split1 = await cpuSplit(servers);
   const c1 = split1.user + split1.system;
   const d1 = await databaseCpuUs();
-  const o1 = await ownBackendTicks();
+  const o1 = await backendsUntil();
   if (process.env.BENCH_DEBUG && mode === "daemon") {
     log(`    ${mode} window ${window0} .. ${new Date().toISOString()}`);
     for (const b of await backendBreakdown(o0, o1)) log(`    backend ${JSON.stringify(b)}`);
@@ -798,13 +820,14 @@ const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpSide> => {
   const x0 = await xacts();
   const d0 = await databaseCpuUs();
   const o0 = await ownBackendTicks();
+  const backendsUntil = watchBackends();
   const c0 = await cpu(servers);
   const m0 = Date.now();
   const window0 = new Date().toISOString();
   await sleep(measured(HTTP_MEASURE_MS));
   const c1 = await cpu(servers);
   const d1 = await databaseCpuUs();
-  const o1 = await ownBackendTicks();
+  const o1 = await backendsUntil();
   if (process.env.BENCH_DEBUG && mode === "daemon") {
     log(`    ${mode} window ${window0} .. ${new Date().toISOString()}`);
     for (const b of await backendBreakdown(o0, o1)) log(`    backend ${JSON.stringify(b)}`);
