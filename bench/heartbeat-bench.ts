@@ -91,6 +91,15 @@ const PHASES = new Set((phasesArg ?? (processesArg ? "7" : "1,2,3,4,5,6,8")).spl
 // (300 s / 30 s), whatever --interval-ms the bench runs at.
 process.env.RESOURCE_SAMPLE_SECONDS ??= String(Math.max(1, Math.round((INTERVAL * 10) / 1000)));
 const STORAGE_ROUTERS = opt("storage-routers", 200);
+const SAMPLE_MS = Number(process.env.RESOURCE_SAMPLE_SECONDS) * 1000;
+/**
+ * Phase 8 measures whole sample periods: every router's period closes at the same boundary (the
+ * clock's, as in production), so a shorter window holds all of a boundary's sample writes or none
+ * of them, not their share per heartbeat. Set for both sides (plain and with health) of phase 8.
+ */
+let wholePeriods = false;
+const wholePeriodsOf = (ms: number) => (SAMPLE_MS > 0 ? Math.ceil(ms / SAMPLE_MS) * SAMPLE_MS : ms);
+const measured = (ms: number) => (wholePeriods ? wholePeriodsOf(ms) : ms);
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const RUN = Date.now().toString(36);
 
@@ -505,6 +514,27 @@ const describeShares = (a: CpuShares, b: CpuShares) => {
   return `server ${cores(b.server - a.server)}, load generators ${cores(b.loaders - a.loaders)}, postgres ${cores(b.postgres - a.postgres)}, everything else ${cores(others)}, idle ${cores(b.machine.idle - a.machine.idle)}, steal ${cores(b.machine.steal - a.machine.steal)}; busiest others: ${busiest}`;
 };
 /** µs of CPU the bench database's backends used between two readings (a backend new since `before` counts whole). */
+/**
+ * The bench database's backends' ticks through a window, read every second until the returned
+ * function is called: a backend that exits meanwhile (the pool closes idle connections) keeps what
+ * it used until its last reading, instead of dropping out of the sum with all of it.
+ */
+const watchBackends = () => {
+  const seen = new Map<number, number>();
+  const read = async () => {
+    for (const [pid, t] of await ownBackendTicks()) seen.set(pid, Math.max(t, seen.get(pid) ?? 0));
+  };
+  let busy = read();
+  const timer = setInterval(() => {
+    busy = busy.then(read);
+  }, 1000);
+  return async () => {
+    clearInterval(timer);
+    await busy;
+    await read();
+    return seen;
+  };
+};
 const ownBackendUs = (before: Map<number, number>, after: Map<number, number>) => {
   let ticks = 0;
   for (const [pid, t] of after) ticks += t - (before.get(pid) ?? 0);
@@ -600,15 +630,16 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const x0 = await xacts();
   const d0 = await databaseCpuUs();
   const o0 = await ownBackendTicks();
+  const backendsUntil = watchBackends();
   const split0 = await cpuSplit(servers);
   const c0 = split0.user + split0.system;
   const m0 = Date.now();
   const window0 = new Date().toISOString();
-  await sleep(MEASURE_MS);
+  await sleep(measured(MEASURE_MS));
   const split1 = await cpuSplit(servers);
   const c1 = split1.user + split1.system;
   const d1 = await databaseCpuUs();
-  const o1 = await ownBackendTicks();
+  const o1 = await backendsUntil();
   if (process.env.BENCH_DEBUG && mode === "daemon") {
     log(`    ${mode} window ${window0} .. ${new Date().toISOString()}`);
     for (const b of await backendBreakdown(o0, o1)) log(`    backend ${JSON.stringify(b)}`);
@@ -789,13 +820,14 @@ const httpPhase = async (mode: "daemon" | "baseline"): Promise<HttpSide> => {
   const x0 = await xacts();
   const d0 = await databaseCpuUs();
   const o0 = await ownBackendTicks();
+  const backendsUntil = watchBackends();
   const c0 = await cpu(servers);
   const m0 = Date.now();
   const window0 = new Date().toISOString();
-  await sleep(HTTP_MEASURE_MS);
+  await sleep(measured(HTTP_MEASURE_MS));
   const c1 = await cpu(servers);
   const d1 = await databaseCpuUs();
-  const o1 = await ownBackendTicks();
+  const o1 = await backendsUntil();
   if (process.env.BENCH_DEBUG && mode === "daemon") {
     log(`    ${mode} window ${window0} .. ${new Date().toISOString()}`);
     for (const b of await backendBreakdown(o0, o1)) log(`    backend ${JSON.stringify(b)}`);
@@ -1207,58 +1239,94 @@ const loadavg = async () =>
 
 /**
  * Phase 8's storage and read figures, written the way the daemon writes them: a day of 5-minute
- * samples appended period by period for STORAGE_ROUTERS routers (resources, and 8 interfaces'
- * traffic), measured as their partitions' total size; then 400 days of hourly records for one
- * router and the time to read and decode them.
+ * samples staged period by period for STORAGE_ROUTERS routers (resources, and 8 interfaces'
+ * traffic), measured as the staged partition's size, then compacted the way the health-partitions
+ * job does and measured as the compacted partitions' total size (heap, index, TOAST) before and
+ * after VACUUM; once per repeat, a day each. The values wander like a router's (a seeded random
+ * walk, not a pattern deflate would flatter). Then 400 days of hourly records for one router and
+ * the time to read and decode them.
  */
 const healthStorage = async () => {
   const series = new HealthSeriesRepository(setupDb);
   const query = queryOf(setupDb);
   const n = Math.min(ROUTERS, STORAGE_ROUTERS);
   const ids = Array.from({ length: n }, (_, i) => routerId(i));
-  const day0 = Date.UTC(2020, 0, 1);
   const ifaces = ["ether1", "ether2", "ether3", "ether4", "ether5", "sfp-sfpplus1", "wg0", "vlan10"];
-  for (let p = 0; p < 288; p++) {
-    const atMs = day0 + p * 300_000;
-    await series.append(query, {
-      resourceSamples: ids.map((routerId, i) => ({
-        routerId,
-        atMs,
-        values: {
-          cpuLoad: (i + p * 7) % 37,
-          memoryUsedPercent: 50 + (p % 10) / 10,
-          diskUsedPercent: 50,
-          temperature: 40 + (i % 7),
-          voltage: 24.1,
-          pingLossPercent: 0,
-          pingRttMs: 1.2 + (p % 5) / 10,
-        },
-      })),
-      trafficSamples: ids.flatMap((routerId, i) =>
-        ifaces.map((name, k) => ({
-          routerId,
-          name,
-          atMs,
-          rxBps: Math.round(1e6 * (1 + Math.sin((p + i + k) / 20))),
-          txBps: Math.round(5e5 * (1 + Math.cos((p + k) / 15))),
-          rxErrors: 0,
-          txErrors: 0,
-        })),
-      ),
-    });
+  let seed = 38;
+  const random = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed / 2_147_483_648;
+  };
+  const walk = (x: number, step: number, lo: number, hi: number) =>
+    Math.min(hi, Math.max(lo, x + (random() * 2 - 1) * step));
+  const out = {
+    routers: n,
+    stagedBytes: [] as number[],
+    resourceBytes: [] as number[],
+    trafficBytes: [] as number[],
+    resourceVacuumedBytes: [] as number[],
+    trafficVacuumedBytes: [] as number[],
+    readMs: [] as number[],
+  };
+  for (let r = 0; r < REPEAT; r++) {
+    const day0 = Date.UTC(2020, 0, 1 + r);
+    const day = Math.floor(day0 / 86_400_000);
+    const state = ids.map((_, i) => ({ cpu: 5 + (i % 30), mem: 40 + (i % 20), temp: 40 + (i % 7), rtt: 2 + (i % 5) }));
+    const rates = ids.map(() => ifaces.map(() => 1e6 * random()));
+    for (let p = 0; p < 288; p++) {
+      const atMs = day0 + p * 300_000;
+      await series.append(query, {
+        resourceSamples: ids.map((routerId, i) => {
+          const s = state[i] as { cpu: number; mem: number; temp: number; rtt: number };
+          s.cpu = walk(s.cpu, 6, 0, 100);
+          s.mem = walk(s.mem, 0.6, 10, 95);
+          s.temp = walk(s.temp, 0.7, 30, 80);
+          s.rtt = walk(s.rtt, 0.8, 0.3, 40);
+          return {
+            routerId,
+            atMs,
+            values: {
+              cpuLoad: s.cpu,
+              memoryUsedPercent: s.mem,
+              diskUsedPercent: 50 + (i % 9),
+              temperature: s.temp,
+              voltage: 24.1,
+              pingLossPercent: random() < 0.02 ? 20 : 0,
+              pingRttMs: s.rtt,
+            },
+          };
+        }),
+        trafficSamples: ids.flatMap((routerId, i) =>
+          ifaces.map((name, k) => {
+            const row = rates[i] as number[];
+            row[k] = walk(row[k] as number, 2e5, 0, 1e8);
+            return {
+              routerId,
+              name,
+              atMs,
+              rxBps: Math.round(row[k] as number),
+              txBps: Math.round((row[k] as number) / 3),
+              rxErrors: random() < 0.01 ? 1 : 0,
+              txErrors: 0,
+            };
+          }),
+        ),
+      });
+    }
+    const size = async (table: string) =>
+      Number(
+        (await setupDb.query<{ n: string }>(`select pg_total_relation_size('"${table}_d${day}"')::text as n`))[0]?.n ??
+          Number.NaN,
+      );
+    // The staged day, as the database holds it until the job compacts it (rows inserted once).
+    out.stagedBytes.push((await size("router_health_staged")) / n);
+    await setupDb.transaction((q) => series.compactDay(q, day));
+    out.resourceBytes.push((await size("router_resource_samples")) / n);
+    out.trafficBytes.push((await size("router_traffic_samples")) / n);
+    await setupDb.query(`vacuum router_resource_samples_d${day}, router_traffic_samples_d${day}`);
+    out.resourceVacuumedBytes.push((await size("router_resource_samples")) / n);
+    out.trafficVacuumedBytes.push((await size("router_traffic_samples")) / n);
   }
-  const day = Math.floor(day0 / 86_400_000);
-  const size = async (table: string) =>
-    Number(
-      (await setupDb.query<{ n: string }>(`select pg_total_relation_size('"${table}_d${day}"')::text as n`))[0]?.n ??
-        Number.NaN,
-    );
-  await setupDb.query(`vacuum router_resource_samples_d${day}, router_traffic_samples_d${day}`);
-  const resourceBytes = (await size("router_resource_samples")) / n;
-  const trafficBytes = (await size("router_traffic_samples")) / n;
-  await setupDb.query(`vacuum full router_resource_samples_d${day}, router_traffic_samples_d${day}`);
-  const resourceLiveBytes = (await size("router_resource_samples")) / n;
-  const trafficLiveBytes = (await size("router_traffic_samples")) / n;
   const start = Date.UTC(2021, 0, 1);
   const values = {
     cpuLoad: 12,
@@ -1277,14 +1345,14 @@ const healthStorage = async () => {
     max: values,
   }));
   await series.append(query, { resourceHours: hours });
-  const readMs: number[] = [];
+  const readMs = out.readMs;
   for (let i = 0; i < 4; i++) {
     const t0 = performance.now();
     const read = await series.resourceHours(routerId(0), start, start + 400 * 86_400_000);
     if (read.length !== hours.length) throw new Error(`read ${read.length} hours, expected ${hours.length}`);
     if (i > 0) readMs.push(performance.now() - t0); // the first read warms the plan and the cache
   }
-  return { routers: n, resourceBytes, trafficBytes, resourceLiveBytes, trafficLiveBytes, readMs };
+  return out;
 };
 
 try {
@@ -1332,6 +1400,10 @@ try {
     httpHealth: [] as HttpResult[],
   };
   if (PHASES.has("8")) {
+    wholePeriods = true;
+    log(
+      `phase 8 measures whole sample periods: ${wholePeriodsOf(MEASURE_MS) / 1000} s (WebSocket), ${wholePeriodsOf(HTTP_MEASURE_MS) / 1000} s (HTTP)`,
+    );
     for (let r = 1; r <= REPEAT; r++) {
       log(
         `[run ${r}/${REPEAT}] 8. health: the daemon with plain heartbeats, then with resources + 8 interfaces + ping (WebSocket, HTTP)`,
@@ -1354,6 +1426,7 @@ try {
       }
       log(`  run ${r} health: ${JSON.stringify({ ws: health.wsHealth.at(-1), http: health.httpHealth.at(-1) })}`);
     }
+    wholePeriods = false;
   }
   const healthStore = PHASES.has("8") ? await healthStorage() : undefined;
   const scale = new Map<number, ProcessesResult[]>();
@@ -1711,7 +1784,7 @@ try {
     const pg = [...health.wsHealth.map((x) => x.pgOwnUsPerHb), ...health.httpHealth.map((x) => x.pgOwnUsPerHb)];
     lines.push(
       "",
-      `Phase 8: health (docs/api.md "Health"): resources + 8 interfaces + ping in every heartbeat vs plain heartbeats in the same run; RESOURCE_SAMPLE_SECONDS=${process.env.RESOURCE_SAMPLE_SECONDS} (one sample per 10 heartbeats). min / **median** / max of ${REPEAT} run(s).`,
+      `Phase 8: health (docs/api.md "Health"): resources + 8 interfaces + ping in every heartbeat vs plain heartbeats in the same run; RESOURCE_SAMPLE_SECONDS=${process.env.RESOURCE_SAMPLE_SECONDS} (one sample per 10 heartbeats), each window whole sample periods (${wholePeriodsOf(MEASURE_MS) / 1000} s WebSocket, ${wholePeriodsOf(HTTP_MEASURE_MS) / 1000} s HTTP). min / **median** / max of ${REPEAT} run(s).`,
       "",
       "| measure | plain | with health | ratio | target | met |",
       "|---|---|---|---|---|---|",
@@ -1727,8 +1800,10 @@ try {
     );
     if (healthStore)
       lines.push(
-        `| storage per router per day, 5-minute resource samples (bytes; ${healthStore.routers} routers, 288 samples each, after VACUUM / VACUUM FULL) | - | ${fmt(healthStore.resourceBytes, 0)} / ${fmt(healthStore.resourceLiveBytes, 0)} | - | <= 1024 | ${yes(healthStore.resourceBytes <= 1024)} |`,
-        `| storage per router per day, 5-minute traffic of 8 interfaces (bytes, after VACUUM / VACUUM FULL) | - | ${fmt(healthStore.trafficBytes, 0)} / ${fmt(healthStore.trafficLiveBytes, 0)} | - | - | - |`,
+        `| storage per router per day, 5-minute resource samples, compacted (bytes; ${healthStore.routers} routers, 288 samples each, before VACUUM) | - | ${mmm(healthStore.resourceBytes, 0)} | - | <= 1024 | ${yes(median(healthStore.resourceBytes) <= 1024)} |`,
+        `| the same after VACUUM (bytes) | - | ${mmm(healthStore.resourceVacuumedBytes, 0)} | - | <= 1024 | ${yes(median(healthStore.resourceVacuumedBytes) <= 1024)} |`,
+        `| storage per router per day, 5-minute traffic of 8 interfaces, compacted (bytes, before / after VACUUM) | - | ${mmm(healthStore.trafficBytes, 0)} / ${mmm(healthStore.trafficVacuumedBytes, 0)} | - | - | - |`,
+        `| a day staged before its compaction, resources and 8 interfaces (bytes per router; dropped by the compaction) | - | ${mmm(healthStore.stagedBytes, 0)} | - | - | - |`,
         `| 400-day hourly series of one router, read and decoded (ms) | - | ${mmm(healthStore.readMs, 2)} | - | < 50 | ${yes(median(healthStore.readMs) < 50)} |`,
       );
   }

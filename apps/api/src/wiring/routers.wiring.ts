@@ -200,6 +200,7 @@ export const wireRouters = async (
           maintainHealthPartitions({
             series: healthSeries,
             query: queryOf(db),
+            db,
             clock,
             resourceRetentionDays: config.events.resourceRetentionDays,
             metricsRetentionDays: config.events.metricsRetentionDays,

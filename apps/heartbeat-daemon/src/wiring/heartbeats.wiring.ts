@@ -38,6 +38,7 @@ export const wireHeartbeats = async (
     );
   }
   // docs/api.md "Health": latest values, samples and hourly rollups, written by the same flushes.
+  // Each statement commits without waiting for the disk (HEALTH_ASYNC_COMMIT).
   const series = new HealthSeriesRepository(db);
   const query = queryOf(db);
   const health = {

@@ -40,7 +40,8 @@ import { Router } from "./router.entity.ts";
 import { RouterLiveness } from "./router-liveness.entity.ts";
 import { RouterHealthLatest } from "./router-health-latest.entity.ts";
 import {
-  RouterInterfaceLatest,
+  RouterHealthStaged,
+  RouterInterfacesState,
   RouterResourceHourly,
   RouterResourceSamples,
   RouterTrafficHourly,
@@ -109,7 +110,8 @@ export const ENTITIES = [
   RouterResourceHourly,
   RouterTrafficSamples,
   RouterTrafficHourly,
-  RouterInterfaceLatest,
+  RouterInterfacesState,
+  RouterHealthStaged,
   Change,
   ChangeRouter,
   OrganizationHealthThresholds,
@@ -147,7 +149,8 @@ export {
   RouterFault,
   RouterLiveness,
   RouterHealthLatest,
-  RouterInterfaceLatest,
+  RouterHealthStaged,
+  RouterInterfacesState,
   RouterResourceHourly,
   RouterResourceSamples,
   RouterTrafficHourly,

@@ -1,9 +1,11 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { Router } from "./router.entity.ts";
 
-// The partitioned health series (migration 131, docs/scale.md "Health samples"): one row per router
-// (and interface) per quarter day (`part`), `day` in days since 1970-01-01, `data` packed records
-// (repositories/health-packing.ts). Partitions are made and dropped by the health-partitions job.
+// The partitioned health series (migrations 131 and 160, docs/scale.md "Health samples"): `day` in
+// days since 1970-01-01, `data` packed records (repositories/health-packing.ts). The 5-minute tier
+// holds one compacted row per router (and interface) per day (`part` 4; 0-3: quarter days written
+// before migration 160); the hourly tier one appended row per day (`part` 0). Partitions are made,
+// and dropped, by the health-partitions job.
 
 /** 5-minute resource samples (daily partitions, RESOURCE_RETENTION_DAYS). */
 export const RouterResourceSamples = defineEntity({
@@ -59,21 +61,27 @@ export const RouterTrafficHourly = defineEntity({
 });
 export type TRouterTrafficHourly = InferEntity<typeof RouterTrafficHourly>;
 
-/** The latest state, counters and rates of each interface a router reports. */
-export const RouterInterfaceLatest = defineEntity({
-  name: "RouterInterfaceLatest",
-  tableName: "router_interfaces_latest",
+/** The latest state, counters and rates of the interfaces a router reports: one row per router (migration 161). */
+export const RouterInterfacesState = defineEntity({
+  name: "RouterInterfacesState",
+  tableName: "router_interfaces_state",
   properties: {
-    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
-    name: p.string().length(100).primary(),
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade").updateRule("cascade"),
     reportedAt: p.datetime(),
-    running: p.boolean().nullable(),
-    rxBytes: p.double().nullable(),
-    txBytes: p.double().nullable(),
-    rxErrors: p.double().nullable(),
-    txErrors: p.double().nullable(),
-    rxBps: p.double().nullable(),
-    txBps: p.double().nullable(),
+    interfaces: p.json(),
   },
 });
-export type TRouterInterfaceLatest = InferEntity<typeof RouterInterfaceLatest>;
+export type TRouterInterfacesState = InferEntity<typeof RouterInterfacesState>;
+
+/** The 5-minute tier while its day is open (migration 160): one row per router per period, compacted daily. */
+export const RouterHealthStaged = defineEntity({
+  name: "RouterHealthStaged",
+  tableName: "router_health_staged",
+  properties: {
+    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+    day: p.integer().primary(),
+    second: p.integer().primary(),
+    data: p.blob(),
+  },
+});
+export type TRouterHealthStaged = InferEntity<typeof RouterHealthStaged>;

@@ -39,6 +39,8 @@ import { AlertsTeamScopeMigration } from "./20261129-120-alerts-team-scope.migra
 import { RouterHealthLatestMigration } from "./20261130-130-router-health-latest.migration.ts";
 import { HealthSeriesMigration } from "./20261130-131-health-series.migration.ts";
 import { ChangesMigration } from "./20261130-150-changes.migration.ts";
+import { HealthStagingMigration } from "./20261201-160-health-staging.migration.ts";
+import { InterfacesStateMigration } from "./20261201-161-interfaces-state.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -85,4 +87,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261130-131-health-series", class: HealthSeriesMigration },
   { name: "20261130-140-health-thresholds", class: HealthThresholdsMigration },
   { name: "20261130-150-changes", class: ChangesMigration },
+  { name: "20261201-160-health-staging", class: HealthStagingMigration },
+  { name: "20261201-161-interfaces-state", class: InterfacesStateMigration },
 ];

@@ -46,12 +46,23 @@ export const latestHealthFromRow = (row: Record<string, unknown>): LatestHealthR
   pingRttMs: num(row.ping_rtt_ms),
 });
 
+/**
+ * A CTE that lets its statement commit without waiting for the disk, as the heartbeat flush does
+ * (heartbeats.repository.ts, `COMMIT_ASYNC`), for the daemon's health writes: a crash of PostgreSQL
+ * can lose the last moment of health, which its next flush writes again. A commit that waited
+ * cost more than the rows; a transaction around them, its own statements. Read it (`cross join
+ * health_async`) so it runs.
+ */
+export const HEALTH_ASYNC_COMMIT =
+  "health_async as materialized (select set_config('synchronous_commit', 'off', true))";
+
 // Raw SQL: the daemon's flush writes a whole batch in one statement (arrays through unnest). A
 // measure not reported this time keeps its previous value: a heartbeat without `ping` does not
 // erase the last ping.
-const UPSERT_LATEST_SQL = `insert into router_health_latest as h (${LATEST_COLUMNS})
+const UPSERT_LATEST_SQL = `with ${HEALTH_ASYNC_COMMIT}
+  insert into router_health_latest as h (${LATEST_COLUMNS})
   select u.router_id, to_timestamp(u.at_ms / 1000.0), u.cpu, u.mem, u.disk, u.temp, u.volt, u.loss, u.rtt
-  from unnest($1::uuid[], $2::float8[], $3::real[], $4::real[], $5::real[], $6::real[], $7::real[], $8::real[], $9::real[])
+  from health_async cross join unnest($1::uuid[], $2::float8[], $3::real[], $4::real[], $5::real[], $6::real[], $7::real[], $8::real[], $9::real[])
     as u(router_id, at_ms, cpu, mem, disk, temp, volt, loss, rtt)
   where exists (select 1 from routers r where r.id = u.router_id)
   on conflict (router_id) do update set reported_at = excluded.reported_at,

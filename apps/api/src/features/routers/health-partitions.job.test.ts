@@ -36,6 +36,7 @@ describe('health partitions (docs/scale.md "Health samples")', () => {
       maintainHealthPartitions({
         series,
         query: queryOf(db),
+        db,
         clock,
         resourceRetentionDays: 30,
         metricsRetentionDays: 400,
@@ -57,6 +58,14 @@ describe('health partitions (docs/scale.md "Health samples")', () => {
       resourceSamples: [{ routerId: router.id, atMs: START, values }],
       resourceHours: [{ routerId: router.id, atMs: START, min: values, avg: values, max: values }],
     });
+    // The day is closed (and half an hour more): its staged samples are compacted, its staged partition dropped.
+    clock.set(Date.UTC(2026, 11, 1, 0, 29));
+    await run();
+    expect(await names()).toContain(`router_health_staged_d${today}`);
+    clock.set(Date.UTC(2026, 11, 1, 0, 31));
+    await run();
+    expect(await names()).not.toContain(`router_health_staged_d${today}`);
+    expect(await series.resourceSamples(router.id, START - DAY, START + DAY)).toHaveLength(1);
     // Day 30 after: the sample day is exactly at the edge of the retention, still kept.
     clock.set(START + 30 * DAY);
     expect(await run()).toEqual([]);

@@ -1,4 +1,4 @@
-import { dayOf, type HealthSeriesRepository, type Query } from "@fleet/db";
+import { type Database, DAY_MS, dayOf, type HealthSeriesRepository, type Query } from "@fleet/db";
 import type { Clock } from "@fleet/shared";
 import type { Logger } from "pino";
 
@@ -6,8 +6,13 @@ import type { Logger } from "pino";
 const DAYS_AHEAD = 2;
 
 export interface HealthPartitionsDeps {
-  series: Pick<HealthSeriesRepository, "ensurePartition" | "partitions" | "dropPartition">;
+  series: Pick<
+    HealthSeriesRepository,
+    "ensurePartition" | "partitions" | "dropPartition" | "stagedDays" | "compactDay"
+  >;
   query: Query;
+  /** Each staged day is compacted in a transaction of its own. */
+  db: Pick<Database, "transaction">;
   clock: Clock;
   /** `RESOURCE_RETENTION_DAYS`: the 5-minute tier. */
   resourceRetentionDays: number;
@@ -16,18 +21,31 @@ export interface HealthPartitionsDeps {
   logger: Logger;
 }
 
-const SAMPLE_TABLES = ["router_resource_samples", "router_traffic_samples"] as const;
+const SAMPLE_TABLES = ["router_resource_samples", "router_traffic_samples", "router_health_staged"] as const;
+/**
+ * A day is compacted once it has been over this long: the daemons write a period's sample at their
+ * first flush after it ends (seconds), so its last periods are in by then. A later one (a daemon
+ * that could not write for longer) lands in a new staged partition, merged by the next run.
+ */
+const COMPACT_AFTER_MS = 30 * 60_000;
 const HOURLY_TABLES = ["router_resource_hourly", "router_traffic_hourly"] as const;
 
 /**
  * The health series' partitions (docs/scale.md "Health samples"): makes today's and the next days'
- * (and months') ahead, and drops the partitions whose every day is past the retention: a catalog
- * change, no row deleted one by one. Cluster-wide, hourly; never throws. Returns the dropped names.
+ * (and months') ahead, compacts the staged 5-minute samples of closed days, and drops the
+ * partitions whose every day is past the retention: a catalog change, no row deleted one by one.
+ * Cluster-wide, hourly; never throws. Returns the dropped names.
  */
 export const maintainHealthPartitions = async (deps: HealthPartitionsDeps): Promise<string[]> => {
   const today = dayOf(deps.clock.nowMs());
   const dropped: string[] = [];
   try {
+    const closed = dayOf(deps.clock.nowMs() - COMPACT_AFTER_MS - DAY_MS);
+    for (const day of await deps.series.stagedDays()) {
+      if (day > closed) continue;
+      const routers = await deps.db.transaction((query) => deps.series.compactDay(query, day));
+      if (routers) deps.logger.info({ day, routers }, "compacted a day of health samples");
+    }
     for (let day = today; day <= today + DAYS_AHEAD; day++) {
       for (const table of [...SAMPLE_TABLES, ...HOURLY_TABLES])
         await deps.series.ensurePartition(deps.query, table, day);
