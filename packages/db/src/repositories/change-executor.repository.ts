@@ -1,6 +1,7 @@
 import { isUuid } from "@fleet/shared";
+import { sql } from "kysely";
 import type { Query } from "../database.ts";
-import { toNumber } from "./sql-values.ts";
+import { textArray } from "./pg-arrays.ts";
 
 /** What a fleet change's executor confirms with (docs/api.md "Changes"): the router's latest heartbeat. */
 export interface RouterPulse {
@@ -24,16 +25,17 @@ export class ChangeExecutorRepository {
 
   async pulse(routerId: string): Promise<RouterPulse | null> {
     if (!isUuid(routerId)) return null;
-    const [row] = await this.#query<Record<string, unknown>>(
-      `select r.tunnel_ip, r.software_version, (extract(epoch from l.last_seen_at) * 1000)::float8 as last_seen_ms
-       from routers r left join router_liveness l on l.router_id = r.id where r.id = $1`,
-      [routerId],
-    );
+    const row = await this.#query.kysely
+      .selectFrom("routers as r")
+      .leftJoin("router_liveness as l", "l.router_id", "r.id")
+      .select(["r.tunnel_ip", "r.software_version", "l.last_seen_at"])
+      .where("r.id", "=", routerId)
+      .executeTakeFirst();
     if (!row) return null;
     return {
-      tunnelIp: row.tunnel_ip === null ? null : String(row.tunnel_ip),
-      lastSeenAt: row.last_seen_ms === null ? null : new Date(toNumber(row.last_seen_ms)),
-      softwareVersion: String(row.software_version ?? ""),
+      tunnelIp: row.tunnel_ip,
+      lastSeenAt: row.last_seen_at,
+      softwareVersion: row.software_version,
     };
   }
 
@@ -41,19 +43,22 @@ export class ChangeExecutorRepository {
   async lastSeen(routerIds: readonly string[]): Promise<Map<string, number>> {
     const ids = routerIds.filter(isUuid);
     if (ids.length === 0) return new Map();
-    const rows = await this.#query<{ router_id: string; last_seen_ms: number | string | null }>(
-      `select router_id, (extract(epoch from last_seen_at) * 1000)::float8 as last_seen_ms
-       from router_liveness where router_id = any($1::uuid[]) and last_seen_at is not null`,
-      [ids],
-    );
-    return new Map(rows.map((r) => [String(r.router_id), toNumber(r.last_seen_ms ?? 0)]));
+    const rows = await this.#query.kysely
+      .selectFrom("router_liveness")
+      .select(["router_id", "last_seen_at"])
+      .where((eb) => eb("router_id", "=", eb.fn.any(sql<string[]>`${textArray(ids)}::uuid[]`)))
+      .where("last_seen_at", "is not", null)
+      .execute();
+    return new Map(rows.map((r) => [r.router_id, r.last_seen_at?.getTime() ?? 0]));
   }
 
   async output(changeRouterId: string): Promise<string> {
     if (!isUuid(changeRouterId)) return "";
-    const [row] = await this.#query<{ output: string | null }>("select output from change_routers where id = $1", [
-      changeRouterId,
-    ]);
+    const row = await this.#query.kysely
+      .selectFrom("change_routers")
+      .select("output")
+      .where("id", "=", changeRouterId)
+      .executeTakeFirst();
     return row?.output ?? "";
   }
 }
