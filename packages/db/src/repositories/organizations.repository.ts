@@ -1,6 +1,7 @@
 import { isUuid } from "@fleet/shared";
+import { sql } from "kysely";
 import type { Query } from "../database.ts";
-import { toNumber } from "./sql-values.ts";
+import { toDate, toNumber } from "./sql-values.ts";
 
 /** An organization with its place in its tree (docs/api.md "Organizations"). */
 export interface OrganizationNode {
@@ -31,14 +32,12 @@ const MAX_WALK = 32;
 
 // The organization and every one above it, nearest first (depth 0 = itself). Raw, like the walks
 // on it: recursive statements read plainer in SQL than in a builder.
-const CHAIN = `with recursive chain (id, parent_id, name, created_at, depth) as (
-  select id, parent_id, name, created_at, 0 from organizations where id = $1
+const chainFrom = (organizationId: string) => sql`with recursive chain (id, parent_id, name, created_at, depth) as (
+  select id, parent_id, name, created_at, 0 from organizations where id = ${organizationId}
   union all
   select o.id, o.parent_id, o.name, o.created_at, c.depth + 1
-  from organizations o join chain c on o.id = c.parent_id where c.depth < ${MAX_WALK}
+  from organizations o join chain c on o.id = c.parent_id where c.depth < ${sql.lit(MAX_WALK)}
 )`;
-
-const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
 
 /**
  * The organization tree: reads and writes of `organizations` on the `query` it is given. Trees are
@@ -53,10 +52,8 @@ export class OrganizationsRepository {
   /** The organization and its ancestors, nearest first; empty for an unknown id. */
   async chain(organizationId: string): Promise<Array<{ id: string; parentId: string | null; name: string }>> {
     if (!isUuid(organizationId)) return [];
-    const rows = await this.#query<{ id: string; parent_id: string | null; name: string }>(
-      `${CHAIN} select id, parent_id, name from chain order by depth`,
-      [organizationId],
-    );
+    const { rows } = await sql<{ id: string; parent_id: string | null; name: string }>`
+      ${chainFrom(organizationId)} select id, parent_id, name from chain order by depth`.execute(this.#query.kysely);
     return rows.map((r) => ({ id: r.id, parentId: r.parent_id, name: r.name }));
   }
 
@@ -66,32 +63,38 @@ export class OrganizationsRepository {
    */
   async subtree(rootId: string): Promise<OrganizationNode[]> {
     if (!isUuid(rootId)) return [];
-    const rows = await this.#query<Record<string, unknown>>(
-      `${CHAIN},
-       top as (select id, (select count(*) from chain) as level from chain where parent_id is null),
-       tree (id, parent_id, name, created_at, level) as (
-         select o.id, o.parent_id, o.name, o.created_at, (select level from top)::int from organizations o where o.id = $1
-         union all
-         select o.id, o.parent_id, o.name, o.created_at, t.level + 1
-         from organizations o join tree t on o.parent_id = t.id where t.level < ${MAX_WALK}
-       )
-       select t.id, t.parent_id, t.name, t.level, (select id from top) as billing_root_id,
-         ${ms("t.created_at")} as created_ms,
-         (select count(*) from routers r where r.organization_id = t.id) as routers,
-         (select count(*) from routers r join router_liveness l on l.router_id = r.id
-           where r.organization_id = t.id and l.has_pulse) as online
-       from tree t order by t.level, t.created_at, t.id`,
-      [rootId],
-    );
+    const { rows } = await sql<{
+      id: string;
+      parent_id: string | null;
+      name: string;
+      level: number;
+      billing_root_id: string;
+      created_at: unknown;
+      routers: unknown;
+      online: unknown;
+    }>`
+      ${chainFrom(rootId)},
+      top as (select id, (select count(*) from chain) as level from chain where parent_id is null),
+      tree (id, parent_id, name, created_at, level) as (
+        select o.id, o.parent_id, o.name, o.created_at, (select level from top)::int from organizations o where o.id = ${rootId}
+        union all
+        select o.id, o.parent_id, o.name, o.created_at, t.level + 1
+        from organizations o join tree t on o.parent_id = t.id where t.level < ${sql.lit(MAX_WALK)}
+      )
+      select t.id, t.parent_id, t.name, t.level, (select id from top) as billing_root_id, t.created_at,
+        (select count(*) from routers r where r.organization_id = t.id) as routers,
+        (select count(*) from routers r join router_liveness l on l.router_id = r.id
+          where r.organization_id = t.id and l.has_pulse) as online
+      from tree t order by t.level, t.created_at, t.id`.execute(this.#query.kysely);
     return rows.map((r) => ({
-      id: String(r.id),
-      name: String(r.name),
-      parentId: r.parent_id === null ? null : String(r.parent_id),
+      id: r.id,
+      name: r.name,
+      parentId: r.parent_id,
       level: toNumber(r.level),
-      billingRootId: String(r.billing_root_id),
+      billingRootId: r.billing_root_id,
       routers: toNumber(r.routers),
       online: toNumber(r.online),
-      createdAt: new Date(toNumber(r.created_ms)),
+      createdAt: toDate(r.created_at),
     }));
   }
 

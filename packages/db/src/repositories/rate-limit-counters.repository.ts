@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import type { Database } from "../database.ts";
 import { toNumber } from "./sql-values.ts";
 
@@ -22,21 +23,24 @@ export class RateLimitCountersRepository {
   /** Adds the hits (one UNNEST upsert) and answers each bucket's total in its window, keyed `bucket@window`. */
   async add(batch: readonly RateLimitHits[]): Promise<Map<string, number>> {
     if (batch.length === 0) return new Map();
-    const rows = await this.#db.query<{ bucket: string; window_ms: unknown; hits: unknown }>(
-      `insert into rate_limit_counters as c (bucket, window_start, hits)
-       select v.bucket, to_timestamp(v.window_ms / 1000.0), v.hits
-       from unnest($1::text[], $2::float8[], $3::int[]) as v(bucket, window_ms, hits)
-       on conflict (bucket, window_start) do update set hits = c.hits + excluded.hits
-       returning c.bucket, (extract(epoch from c.window_start) * 1000)::float8 as window_ms, c.hits`,
-      [batch.map((b) => b.bucket), batch.map((b) => b.windowStartMs), batch.map((b) => b.hits)],
+    // Raw: one statement text for any batch, its columns as arrays through unnest.
+    const { rows } = await sql<{ bucket: string; window_ms: unknown; hits: unknown }>`
+      insert into rate_limit_counters as c (bucket, window_start, hits)
+      select v.bucket, to_timestamp(v.window_ms / 1000.0), v.hits
+      from unnest(${batch.map((b) => b.bucket)}::text[], ${batch.map((b) => b.windowStartMs)}::float8[],
+        ${batch.map((b) => b.hits)}::int[]) as v(bucket, window_ms, hits)
+      on conflict (bucket, window_start) do update set hits = c.hits + excluded.hits
+      returning c.bucket, (extract(epoch from c.window_start) * 1000)::float8 as window_ms, c.hits`.execute(
+      this.#db.query.kysely,
     );
     return new Map(rows.map((row) => [`${row.bucket}@${toNumber(row.window_ms)}`, toNumber(row.hits)]));
   }
 
   /** Forgets windows that ended before `beforeMs`. */
   async prune(beforeMs: number): Promise<void> {
-    await this.#db.query("delete from rate_limit_counters where window_start < to_timestamp($1::float8 / 1000.0)", [
-      beforeMs,
-    ]);
+    await this.#db.query.kysely
+      .deleteFrom("rate_limit_counters")
+      .where("window_start", "<", new Date(beforeMs))
+      .execute();
   }
 }

@@ -1,6 +1,6 @@
-import type { Database, Query } from "../database.ts";
+import { sql } from "kysely";
+import type { Database, Query, Row } from "../database.ts";
 import { plainArray } from "./pg-arrays.ts";
-import { toDate } from "./sql-values.ts";
 
 /** The measures kept per router (docs/api.md "Health"); null: not reported. */
 export interface HealthValues {
@@ -29,21 +29,28 @@ export const HEALTH_MEASURES = [
   "pingRttMs",
 ] as const satisfies ReadonlyArray<keyof HealthValues>;
 
-const LATEST_COLUMNS = `router_id, reported_at, cpu_load, memory_used_percent, disk_used_percent, temperature, voltage,
-  ping_loss_percent, ping_rtt_ms`;
+const LATEST_COLUMNS = [
+  "router_id",
+  "reported_at",
+  "cpu_load",
+  "memory_used_percent",
+  "disk_used_percent",
+  "temperature",
+  "voltage",
+  "ping_loss_percent",
+  "ping_rtt_ms",
+] as const;
 
-const num = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
-
-export const latestHealthFromRow = (row: Record<string, unknown>): LatestHealthRecord => ({
-  routerId: String(row.router_id),
-  reportedAt: toDate(row.reported_at),
-  cpuLoad: num(row.cpu_load),
-  memoryUsedPercent: num(row.memory_used_percent),
-  diskUsedPercent: num(row.disk_used_percent),
-  temperature: num(row.temperature),
-  voltage: num(row.voltage),
-  pingLossPercent: num(row.ping_loss_percent),
-  pingRttMs: num(row.ping_rtt_ms),
+export const latestHealthFromRow = (row: Row<"router_health_latest">): LatestHealthRecord => ({
+  routerId: row.router_id,
+  reportedAt: row.reported_at,
+  cpuLoad: row.cpu_load,
+  memoryUsedPercent: row.memory_used_percent,
+  diskUsedPercent: row.disk_used_percent,
+  temperature: row.temperature,
+  voltage: row.voltage,
+  pingLossPercent: row.ping_loss_percent,
+  pingRttMs: row.ping_rtt_ms,
 });
 
 /**
@@ -56,25 +63,6 @@ export const latestHealthFromRow = (row: Record<string, unknown>): LatestHealthR
 export const HEALTH_ASYNC_COMMIT =
   "health_async as materialized (select set_config('synchronous_commit', 'off', true))";
 
-// Raw SQL: the daemon's flush writes a whole batch in one statement (arrays through unnest). A
-// measure not reported this time keeps its previous value: a heartbeat without `ping` does not
-// erase the last ping.
-const UPSERT_LATEST_SQL = `with ${HEALTH_ASYNC_COMMIT}
-  insert into router_health_latest as h (${LATEST_COLUMNS})
-  select u.router_id, to_timestamp(u.at_ms / 1000.0), u.cpu, u.mem, u.disk, u.temp, u.volt, u.loss, u.rtt
-  from health_async cross join unnest($1::uuid[], $2::float8[], $3::real[], $4::real[], $5::real[], $6::real[], $7::real[], $8::real[], $9::real[])
-    as u(router_id, at_ms, cpu, mem, disk, temp, volt, loss, rtt)
-  where exists (select 1 from routers r where r.id = u.router_id)
-  on conflict (router_id) do update set reported_at = excluded.reported_at,
-    cpu_load = coalesce(excluded.cpu_load, h.cpu_load),
-    memory_used_percent = coalesce(excluded.memory_used_percent, h.memory_used_percent),
-    disk_used_percent = coalesce(excluded.disk_used_percent, h.disk_used_percent),
-    temperature = coalesce(excluded.temperature, h.temperature),
-    voltage = coalesce(excluded.voltage, h.voltage),
-    ping_loss_percent = coalesce(excluded.ping_loss_percent, h.ping_loss_percent),
-    ping_rtt_ms = coalesce(excluded.ping_rtt_ms, h.ping_rtt_ms)
-  where excluded.reported_at >= h.reported_at`;
-
 /** Latest health per router (docs/api.md "Health"): written by the daemon, read by lists and thresholds. */
 export class RouterHealthRepository {
   readonly #db: Pick<Database, "query">;
@@ -85,35 +73,47 @@ export class RouterHealthRepository {
   /** Upserts the latest values of routers (one entry per router); routers that no longer exist are skipped. */
   static async upsertLatest(query: Query, records: readonly LatestHealthRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const column = (measure: keyof HealthValues) => plainArray(records.map((r) => r[measure]));
-    await query(UPSERT_LATEST_SQL, [
-      plainArray(records.map((r) => r.routerId)),
-      plainArray(records.map((r) => r.reportedAt.getTime())),
-      column("cpuLoad"),
-      column("memoryUsedPercent"),
-      column("diskUsedPercent"),
-      column("temperature"),
-      column("voltage"),
-      column("pingLossPercent"),
-      column("pingRttMs"),
-    ]);
+    const column = (measure: keyof HealthValues) => sql`${plainArray(records.map((r) => r[measure]))}::real[]`;
+    // Raw: the daemon's flush writes a whole batch in one statement (arrays through unnest). A
+    // measure not reported this time keeps its previous value: a heartbeat without `ping` does not
+    // erase the last ping.
+    await sql`with ${sql.raw(HEALTH_ASYNC_COMMIT)}
+      insert into router_health_latest as h (${sql.raw(LATEST_COLUMNS.join(", "))})
+      select u.router_id, to_timestamp(u.at_ms / 1000.0), u.cpu, u.mem, u.disk, u.temp, u.volt, u.loss, u.rtt
+      from health_async cross join unnest(${plainArray(records.map((r) => r.routerId))}::uuid[],
+        ${plainArray(records.map((r) => r.reportedAt.getTime()))}::float8[], ${column("cpuLoad")},
+        ${column("memoryUsedPercent")}, ${column("diskUsedPercent")}, ${column("temperature")}, ${column("voltage")},
+        ${column("pingLossPercent")}, ${column("pingRttMs")})
+        as u(router_id, at_ms, cpu, mem, disk, temp, volt, loss, rtt)
+      where exists (select 1 from routers r where r.id = u.router_id)
+      on conflict (router_id) do update set reported_at = excluded.reported_at,
+        cpu_load = coalesce(excluded.cpu_load, h.cpu_load),
+        memory_used_percent = coalesce(excluded.memory_used_percent, h.memory_used_percent),
+        disk_used_percent = coalesce(excluded.disk_used_percent, h.disk_used_percent),
+        temperature = coalesce(excluded.temperature, h.temperature),
+        voltage = coalesce(excluded.voltage, h.voltage),
+        ping_loss_percent = coalesce(excluded.ping_loss_percent, h.ping_loss_percent),
+        ping_rtt_ms = coalesce(excluded.ping_rtt_ms, h.ping_rtt_ms)
+      where excluded.reported_at >= h.reported_at`.execute(query.kysely);
   }
 
   async latest(routerId: string): Promise<LatestHealthRecord | null> {
-    const rows = await this.#db.query<Record<string, unknown>>(
-      `select ${LATEST_COLUMNS} from router_health_latest where router_id = $1::uuid`,
-      [routerId],
-    );
-    return rows[0] ? latestHealthFromRow(rows[0]) : null;
+    const row = await this.#db.query.kysely
+      .selectFrom("router_health_latest")
+      .select(LATEST_COLUMNS)
+      .where("router_id", "=", routerId)
+      .executeTakeFirst();
+    return row ? latestHealthFromRow(row) : null;
   }
 
   /** The latest values of many routers, keyed by router id (routers that never reported are absent). */
   async latestOf(routerIds: readonly string[]): Promise<Map<string, LatestHealthRecord>> {
     if (routerIds.length === 0) return new Map();
-    const rows = await this.#db.query<Record<string, unknown>>(
-      `select ${LATEST_COLUMNS} from router_health_latest where router_id = any($1::uuid[])`,
-      [plainArray(routerIds)],
-    );
-    return new Map(rows.map((row) => [String(row.router_id), latestHealthFromRow(row)]));
+    const rows = await this.#db.query.kysely
+      .selectFrom("router_health_latest")
+      .select(LATEST_COLUMNS)
+      .where((eb) => eb("router_id", "=", eb.fn.any(sql<string[]>`${plainArray(routerIds)}::uuid[]`)))
+      .execute();
+    return new Map(rows.map((row) => [row.router_id, latestHealthFromRow(row)]));
   }
 }

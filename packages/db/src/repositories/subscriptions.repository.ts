@@ -20,17 +20,6 @@ export interface NewSubscription {
   quantity: number;
 }
 
-// Walks down from the billing root: every organization below it is billed by it (docs/api.md 1).
-// Raw, like every walk of the tree: recursive statements read plainer in SQL than in a builder.
-const ROUTERS_IN_TREE_SQL = `
-with recursive tree (id, depth) as (
-  select id, 0 from organizations where id = $1
-  union all
-  select o.id, t.depth + 1 from organizations o join tree t on o.parent_id = t.id
-  where t.depth < 32
-)
-select count(*)::int as n from routers r where r.organization_id in (select id from tree)`;
-
 const SUBSCRIPTION_COLUMNS = [
   "id",
   "account_id",
@@ -108,7 +97,18 @@ export class SubscriptionsRepository {
 
   /** Routers of every organization in the tree under (and including) the billing root. */
   async countRoutersInTree(rootOrganizationId: string): Promise<number> {
-    const rows = await this.#query<{ n: unknown }>(ROUTERS_IN_TREE_SQL, [rootOrganizationId]);
+    // Walks down from the billing root: every organization below it is billed by it (docs/api.md 1).
+    // Raw, like every walk of the tree: recursive statements read plainer in SQL than in a builder.
+    const { rows } = await sql<{ n: number }>`
+      with recursive tree (id, depth) as (
+        select id, 0 from organizations where id = ${rootOrganizationId}
+        union all
+        select o.id, t.depth + 1 from organizations o join tree t on o.parent_id = t.id
+        where t.depth < 32
+      )
+      select count(*)::int as n from routers r where r.organization_id in (select id from tree)`.execute(
+      this.#query.kysely,
+    );
     return toNumber(rows[0]?.n ?? 0);
   }
 }

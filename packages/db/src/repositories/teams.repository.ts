@@ -126,12 +126,16 @@ export class TeamsRepository {
   /** Moves a router of the organization to the team; null when no such router. */
   async moveRouter(organizationId: string, routerId: string, teamId: string): Promise<{ fromTeamId: string } | null> {
     if (!isUuid(routerId)) return null;
-    // Raw: the self-join hands back the team the router leaves, in the one statement that moves it.
-    const rows = await this.#query<{ team_id: string }>(
-      `update routers r set team_id = $3 from routers old
-       where r.id = old.id and r.id = $2 and r.organization_id = $1 returning old.team_id`,
-      [organizationId, routerId, teamId],
-    );
-    return rows[0] ? { fromTeamId: String(rows[0].team_id) } : null;
+    // The self-join hands back the team the router leaves, in the one statement that moves it.
+    const row = await this.#query.kysely
+      .updateTable("routers as r")
+      .from("routers as old")
+      .set({ team_id: teamId })
+      .whereRef("r.id", "=", "old.id")
+      .where("r.id", "=", routerId)
+      .where("r.organization_id", "=", organizationId)
+      .returning("old.team_id")
+      .executeTakeFirst();
+    return row ? { fromTeamId: row.team_id } : null;
   }
 }

@@ -1,4 +1,5 @@
 import { isUuid } from "@fleet/shared";
+import { sql } from "kysely";
 import type { Query, Row } from "../database.ts";
 import { AUDIT_COLUMNS, type AuditRecord, auditFromRow } from "./audit-log.repository.ts";
 import { toNumber } from "./sql-values.ts";
@@ -254,27 +255,20 @@ export class WebhooksRepository {
   async insertDeliveries(rows: readonly NewDelivery[], now: Date): Promise<string[]> {
     if (rows.length === 0) return [];
     // Raw: one statement text for any batch, its columns as arrays through unnest.
-    const inserted = await this.#query<{ id: string }>(
-      `with v as (
-         select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[])
-           as v(id, webhook_id, audit_id, message_id, event_type, body)
-       )
-       insert into webhook_deliveries (id, webhook_id, audit_id, message_id, event_type, body, status, attempts, created_at)
-       select v.id, v.webhook_id, v.audit_id, v.message_id, v.event_type, v.body, 'pending', 0, to_timestamp($7::float8 / 1000.0)
-       from v
-       on conflict (webhook_id, audit_id) do nothing
-       returning id`,
-      [
-        rows.map((r) => r.id),
-        rows.map((r) => r.webhookId),
-        rows.map((r) => r.auditId),
-        rows.map((r) => messageIdOf(r.id)),
-        rows.map((r) => r.eventType),
-        rows.map((r) => r.body),
-        now.getTime(),
-      ],
-    );
-    return inserted.map((r) => String(r.id));
+    const { rows: inserted } = await sql<{ id: string }>`
+      with v as (
+        select * from unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.webhookId)}::uuid[],
+          ${rows.map((r) => r.auditId)}::uuid[], ${rows.map((r) => messageIdOf(r.id))}::text[],
+          ${rows.map((r) => r.eventType)}::text[], ${rows.map((r) => r.body)}::text[])
+          as v(id, webhook_id, audit_id, message_id, event_type, body)
+      )
+      insert into webhook_deliveries (id, webhook_id, audit_id, message_id, event_type, body, status, attempts, created_at)
+      select v.id, v.webhook_id, v.audit_id, v.message_id, v.event_type, v.body, 'pending', 0,
+        to_timestamp(${now.getTime()}::float8 / 1000.0)
+      from v
+      on conflict (webhook_id, audit_id) do nothing
+      returning id`.execute(this.#query.kysely);
+    return inserted.map((r) => r.id);
   }
 
   /** Whether the outbox holds anything (a cheap look before a transaction). */
