@@ -1,10 +1,11 @@
 import { oemLookupKeys, type TOemCatalog, type TOemProduct, isUuid } from "@fleet/shared";
+import { sql } from "kysely";
 import type { Query } from "../database.ts";
 import { oemMatchKeys, SNAPSHOT_SOURCE_PREFIX, snapshotSource } from "../oem/oem-snapshot.ts";
 import { textArray } from "./pg-arrays.ts";
 import { toNumber } from "./sql-values.ts";
 
-/** Rows per insert statement when the catalogue is replaced (3 parameters each). */
+/** Rows per insert statement when the catalogue is replaced (5 parameters each). */
 const INSERT_CHUNK = 1_000;
 
 /** The model facts of a router that OEM matching needs. */
@@ -47,16 +48,21 @@ export class OemRepository {
   /** The best entry for already-normalized keys, best key first; current models beat archived. */
   async findByKeys(keys: readonly string[]): Promise<TOemProduct | null> {
     if (keys.length === 0) return null;
-    // Raw: a rank per key over an array column, one statement text per number of keys.
-    const rank = keys.map((_, i) => `when $${i + 1} = any(match_keys) then ${i}`).join(" ");
-    const rows = await this.#query<{ document: unknown }>(
-      `select document from oem_products
-       where ${keys.map((_, i) => `$${i + 1} = any(match_keys)`).join(" or ")}
-       order by case ${rank} end, coalesce((document->>'archived')::boolean, false), slug
-       limit 1`,
-      keys,
-    );
-    const row = rows[0];
+    const row = await this.#query.kysely
+      .selectFrom("oem_products")
+      .select("document")
+      .where((eb) => eb.or(keys.map((key) => eb(eb.val(key), "=", eb.fn.any("match_keys")))))
+      // Raw: a rank per key over an array column, and a flag read out of the jsonb document.
+      .orderBy(
+        sql`case ${sql.join(
+          keys.map((key, i) => sql`when ${key} = any(match_keys) then ${sql.lit(i)}`),
+          sql` `,
+        )} end`,
+      )
+      .orderBy(sql`coalesce((document->>'archived')::boolean, false)`)
+      .orderBy("slug")
+      .limit(1)
+      .executeTakeFirst();
     return row ? parseDocument(row.document) : null;
   }
 
@@ -80,19 +86,21 @@ export class OemRepository {
     const products = catalog.products;
     const query = this.#query;
     await query.kysely.deleteFrom("oem_products").execute();
-    // Raw: one multi-row insert per chunk, its arrays written as literals both drivers read alike.
+    // One multi-row insert per chunk, its arrays written as literals both drivers read alike.
     for (let start = 0; start < products.length; start += INSERT_CHUNK) {
       const chunk = products.slice(start, start + INSERT_CHUNK);
-      const params: unknown[] = [source, now];
-      const values = chunk.map((product) => {
-        params.push(product.slug, textArray(oemMatchKeys(product)), JSON.stringify(product));
-        const n = params.length;
-        return `($${n - 2}, $${n - 1}::text[], $${n}::jsonb, $1, $2)`;
-      });
-      await query(
-        `insert into oem_products (slug, match_keys, document, source, updated_at) values ${values.join(", ")}`,
-        params,
-      );
+      await query.kysely
+        .insertInto("oem_products")
+        .values(
+          chunk.map((product) => ({
+            slug: product.slug,
+            match_keys: sql<string[]>`${textArray(oemMatchKeys(product))}::text[]`,
+            document: sql<TOemProduct>`${JSON.stringify(product)}::jsonb`,
+            source,
+            updated_at: now,
+          })),
+        )
+        .execute();
     }
     return products.length;
   }
