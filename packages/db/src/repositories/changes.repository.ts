@@ -110,7 +110,7 @@ const json = <T>(value: unknown): T => (typeof value === "string" ? JSON.parse(v
 const dateOrNull = (value: unknown): Date | null => (value === null || value === undefined ? null : toDate(value));
 
 /** A cursor's time as epoch ms: a Date's ISO text past year 9999 is no timestamp PostgreSQL reads. */
-const cursorTime = (at: Date | undefined) => sql<Date>`to_timestamp(${at?.getTime() ?? 0}::float8 / 1000.0)`;
+const instant = (at: Date) => sql<Date>`to_timestamp(${at.getTime()}::float8 / 1000.0)`;
 
 /** A uuid[] parameter: one bound value for any number of ids. */
 const uuids = (ids: readonly string[]) => sql<string[]>`${textArray(ids)}::uuid[]`;
@@ -343,7 +343,11 @@ export class ChangesRepository {
       .$if(teamId !== undefined, (qb) => qb.where("team_id", "=", teamId ?? null))
       .$if(before !== undefined, (qb) =>
         qb.where((eb) =>
-          eb(eb.refTuple("created_at", "id"), "<", eb.tuple(cursorTime(before?.createdAt), before?.id ?? "")),
+          eb(
+            eb.refTuple("created_at", "id"),
+            "<",
+            eb.tuple(instant(before?.createdAt ?? new Date(0)), before?.id ?? ""),
+          ),
         ),
       )
       .orderBy("created_at", "desc")
