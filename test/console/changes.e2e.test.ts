@@ -9,6 +9,7 @@ import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM_ARGS, watchConsolePage } from "../support/console-browser.ts";
 import { testSystemEnv } from "../support/system-env.ts";
 
 /**
@@ -22,15 +23,6 @@ import { testSystemEnv } from "../support/system-env.ts";
  * not expect, fails it. Screenshots land in test/console/screenshots/ (git-ignored), `changes-`.
  */
 const SCREENSHOTS = path.join(import.meta.dirname, "screenshots");
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 let db: TestDatabase;
 let system: TestSystem;
@@ -59,21 +51,7 @@ beforeAll(async () => {
     viewport: { width: 1280, height: 900 },
   });
   page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() !== "error") return;
-    // The browser reports every HTTP error answer here too; those are judged one by one below.
-    if (message.text().startsWith("Failed to load resource: the server responded with a status of")) return;
-    problems.push(`console error: ${message.text()} (${message.location().url})`);
-  });
-  page.on("response", (response) => {
-    if (response.status() < 400) return;
-    const url = new URL(response.url());
-    const procedures = url.pathname.startsWith("/trpc/") ? url.pathname.slice(6).split(",") : [url.pathname];
-    if (!procedures.every((p) => expectedFailures.includes(`${response.status()} ${p}`))) {
-      problems.push(`unexpected ${response.status()} from ${url.pathname}`);
-    }
-  });
+  watchConsolePage(page, { problems, expected: (status, name) => expectedFailures.includes(`${status} ${name}`) });
 }, 120_000);
 
 afterAll(async () => {

@@ -14,6 +14,7 @@ import pino from "pino";
 import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePortOn } from "../forwards/forward-fixtures.ts";
+import { CHROMIUM_ARGS, watchConsolePage } from "../support/console-browser.ts";
 import { testSystemEnv } from "../support/system-env.ts";
 
 /**
@@ -27,15 +28,6 @@ const SCREENSHOTS = path.join(import.meta.dirname, "screenshots");
 const INTERVAL_MS = 1_000;
 const MISSED = 2;
 const JWT_SECRET = `console-e2e-${crypto.randomUUID()}`;
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 let db: TestDatabase;
 let system: TestSystem;
@@ -101,24 +93,11 @@ beforeAll(async () => {
     permissions: ["clipboard-read", "clipboard-write"],
   });
   page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() !== "error") return;
-    // The browser reports every HTTP error answer here too; those are judged one by one below.
-    if (message.text().startsWith("Failed to load resource: the server responded with a status of")) return;
-    if (expectedFailures.includes("offline") && message.text().includes("ERR_INTERNET_DISCONNECTED")) return;
-    problems.push(`console error: ${message.text()} (${message.location().url})`);
-  });
-  page.on("response", (response) => {
-    if (response.status() < 400) return;
-    const url = new URL(response.url());
-    const procedures = url.pathname.startsWith("/trpc/") ? url.pathname.slice(6).split(",") : [url.pathname];
-    const allowed = procedures.every((p) =>
-      [...ALWAYS_EXPECTED, ...expectedFailures].some(
-        (e) => e === `${response.status()} ${p}` || e === `${response.status()} *`,
-      ),
-    );
-    if (!allowed) problems.push(`unexpected ${response.status()} from ${url.pathname}`);
+  watchConsolePage(page, {
+    problems,
+    expected: (status, name) =>
+      [...ALWAYS_EXPECTED, ...expectedFailures].some((e) => e === `${status} ${name}` || e === `${status} *`),
+    ignore: (message) => expectedFailures.includes("offline") && message.text().includes("ERR_INTERNET_DISCONNECTED"),
   });
 }, 120_000);
 

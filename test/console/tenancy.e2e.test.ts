@@ -9,6 +9,7 @@ import { eventually } from "@fleet/shared/testing";
 import pino from "pino";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM_ARGS, watchConsolePage } from "../support/console-browser.ts";
 import { testSystemEnv } from "../support/system-env.ts";
 
 /**
@@ -20,15 +21,6 @@ import { testSystemEnv } from "../support/system-env.ts";
  * fails the test. Screenshots land in test/console/screenshots/ (git-ignored).
  */
 const SCREENSHOTS = path.join(import.meta.dirname, "screenshots");
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const TOP = "owner's organization";
 const TECH = "tech@example.test";
 
@@ -46,25 +38,14 @@ const problems: string[] = [];
 /** Which failed answers the current step expects: `status procedure-or-path`. */
 let expectedFailures: string[] = [];
 
-const watch = (page: Page, who: string) => {
-  page.on("pageerror", (error) => problems.push(`${who}: page error: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() !== "error") return;
+const watch = (page: Page, who: string) =>
+  watchConsolePage(page, {
+    problems,
+    who,
+    expected: (status, name) => expectedFailures.includes(`${status} ${name}`),
     // The provider's development pages (another origin, fetching web fonts offline) are not ours.
-    if (!message.location().url.startsWith(base)) return;
-    // The browser reports every HTTP error answer here too; those are judged one by one below.
-    if (message.text().startsWith("Failed to load resource: the server responded with a status of")) return;
-    problems.push(`${who}: console error: ${message.text()} (${message.location().url})`);
+    ignore: (message) => !message.location().url.startsWith(base),
   });
-  page.on("response", (response) => {
-    if (response.status() < 400) return;
-    const url = new URL(response.url());
-    const names = url.pathname.startsWith("/trpc/") ? url.pathname.slice(6).split(",") : [url.pathname];
-    if (!names.every((n) => expectedFailures.includes(`${response.status()} ${n}`))) {
-      problems.push(`${who}: unexpected ${response.status()} from ${url.pathname}`);
-    }
-  });
-};
 
 beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });

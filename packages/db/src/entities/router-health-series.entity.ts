@@ -7,16 +7,24 @@ import { Router } from "./router.entity.ts";
 // before migration 160); the hourly tier one appended row per day (`part` 0). Partitions are made,
 // and dropped, by the health-partitions job.
 
+/** A resource series' columns: a router's day, in parts, of packed records. */
+const resourceSeries = () => ({
+  router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
+  day: p.integer().primary(),
+  part: p.smallint().primary(),
+  data: p.blob(),
+});
+/** A traffic series' columns: the same per interface `name` (second in the primary key). */
+const trafficSeries = () => {
+  const { router, ...rest } = resourceSeries();
+  return { router, name: p.string().length(100).primary(), ...rest };
+};
+
 /** 5-minute resource samples (daily partitions, RESOURCE_RETENTION_DAYS). */
 export const RouterResourceSamples = defineEntity({
   name: "RouterResourceSamples",
   tableName: "router_resource_samples",
-  properties: {
-    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
-    day: p.integer().primary(),
-    part: p.smallint().primary(),
-    data: p.blob(),
-  },
+  properties: resourceSeries(),
 });
 export type TRouterResourceSamples = InferEntity<typeof RouterResourceSamples>;
 
@@ -24,12 +32,7 @@ export type TRouterResourceSamples = InferEntity<typeof RouterResourceSamples>;
 export const RouterResourceHourly = defineEntity({
   name: "RouterResourceHourly",
   tableName: "router_resource_hourly",
-  properties: {
-    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
-    day: p.integer().primary(),
-    part: p.smallint().primary(),
-    data: p.blob(),
-  },
+  properties: resourceSeries(),
 });
 export type TRouterResourceHourly = InferEntity<typeof RouterResourceHourly>;
 
@@ -37,13 +40,7 @@ export type TRouterResourceHourly = InferEntity<typeof RouterResourceHourly>;
 export const RouterTrafficSamples = defineEntity({
   name: "RouterTrafficSamples",
   tableName: "router_traffic_samples",
-  properties: {
-    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
-    name: p.string().length(100).primary(),
-    day: p.integer().primary(),
-    part: p.smallint().primary(),
-    data: p.blob(),
-  },
+  properties: trafficSeries(),
 });
 export type TRouterTrafficSamples = InferEntity<typeof RouterTrafficSamples>;
 
@@ -51,13 +48,7 @@ export type TRouterTrafficSamples = InferEntity<typeof RouterTrafficSamples>;
 export const RouterTrafficHourly = defineEntity({
   name: "RouterTrafficHourly",
   tableName: "router_traffic_hourly",
-  properties: {
-    router: () => p.manyToOne(Router).primary().deleteRule("cascade"),
-    name: p.string().length(100).primary(),
-    day: p.integer().primary(),
-    part: p.smallint().primary(),
-    data: p.blob(),
-  },
+  properties: trafficSeries(),
 });
 export type TRouterTrafficHourly = InferEntity<typeof RouterTrafficHourly>;
 
