@@ -1,5 +1,6 @@
 import { isUuid } from "@fleet/shared";
 import { sql } from "kysely";
+import { compiledStatement } from "../compiled-statement.ts";
 import type { Database, Query, Row } from "../database.ts";
 import { isUniqueViolation, toNumber } from "./sql-values.ts";
 
@@ -91,6 +92,20 @@ const selectAccounts = (query: Query) =>
     .selectFrom("billing_accounts")
     .select(ACCOUNT_COLUMNS.map((column) => `billing_accounts.${column}` as const));
 
+/**
+ * The common case in one cheap statement: an organization at the top of its tree with its own
+ * account. Every request of the account endpoints makes it, so it is compiled once.
+ */
+const ownAccount = compiledStatement((kysely, organizationId: string) =>
+  kysely
+    .selectFrom("billing_accounts")
+    .select(ACCOUNT_COLUMNS.map((column) => `billing_accounts.${column}` as const))
+    .innerJoin("organizations as o", "o.id", "billing_accounts.organization_id")
+    .select("o.name as root_name")
+    .where("billing_accounts.organization_id", "=", organizationId)
+    .where("o.parent_id", "is", null),
+);
+
 export class AccountsRepository {
   readonly #db: Database;
   constructor(db: Database) {
@@ -100,14 +115,8 @@ export class AccountsRepository {
   /** The organization's billing root and the root's account. Null: unknown org. */
   async billingContext(organizationId: string): Promise<BillingContext | null> {
     if (!isUuid(organizationId)) return null;
-    // The common case in one cheap statement: an organization at the top of its tree with its own
-    // account. Everything else (children, no account yet, unknown ids) walks up the tree.
-    const own = await selectAccounts(this.#db.query)
-      .innerJoin("organizations as o", "o.id", "billing_accounts.organization_id")
-      .select("o.name as root_name")
-      .where("billing_accounts.organization_id", "=", organizationId)
-      .where("o.parent_id", "is", null)
-      .executeTakeFirst();
+    // Everything but the common case (children, no account yet, unknown ids) walks up the tree.
+    const [own] = await ownAccount(this.#db.query, organizationId);
     if (own) {
       return {
         organizationId,
