@@ -76,19 +76,20 @@ export const router = t.router;
 type Outcome = { ok: true } | { ok: false; error: TRPCError };
 
 /**
- * A failed outcome of `publicProcedure`'s span step: the span marked failed, and a domain error or a
+ * A failed outcome of the span step (`traced`): the span marked failed, and a domain error or a
  * schema refusal thrown as the tRPC code of its status (both transports agree; a schema refusal
  * becomes the 422 of REST, docs/api.md "Errors").
  */
 const failedOutcome = <R extends Outcome>(outcome: R): R => {
   if (outcome.ok) return outcome;
-  const cause =
-    outcome.error.cause instanceof AppError
-      ? outcome.error.cause
-      : (databaseUnavailable(outcome.error.cause) ?? validationError(outcome.error));
+  const cause = knownCause(outcome.error.cause) ?? validationError(outcome.error);
   if (cause) throw toTrpcError(cause);
   return outcome;
 };
+
+/** A domain error, or a database outage as one; undefined for anything else. */
+const knownCause = (error: unknown): AppError | undefined =>
+  error instanceof AppError ? error : databaseUnavailable(error);
 
 /** The span step's own work on the outcome: a failure marks the span. */
 const markSpan = <R extends Outcome>(span: Span, outcome: R): R => {
@@ -97,16 +98,28 @@ const markSpan = <R extends Outcome>(span: Span, outcome: R): R => {
 };
 
 /**
- * Every procedure starts here: domain code throws AppError, and this turns it into the tRPC code
- * of the same HTTP status so both transports agree.
+ * The step every procedure takes once: its span (docs/operations.md "Tracing", inside the request's
+ * span) around `run`, which authorizes when the procedure needs it and calls the rest of the chain.
+ * One middleware rather than one per concern: tRPC copies a call's options at every step of its chain.
  */
-export const publicProcedure = t.procedure.use(async ({ next, path }) => {
-  // docs/operations.md "Tracing": a span per procedure, inside the request's span.
-  const result = await inSpan(`trpc ${path}`, { "rpc.system": "trpc", "rpc.method": path }, async (span) =>
-    markSpan(span, await next()),
+const traced = async <R extends Outcome>(path: string, run: () => Promise<R>): Promise<R> =>
+  failedOutcome(
+    await inSpan(`trpc ${path}`, { "rpc.system": "trpc", "rpc.method": path }, async (span) =>
+      markSpan(span, await run()),
+    ),
   );
-  return failedOutcome(result);
-});
+
+/** A refusal of a step before the procedure's chain (authorization) as the tRPC code of its status. */
+const refused = (error: unknown): never => {
+  const cause = knownCause(error);
+  throw cause ? toTrpcError(cause) : error;
+};
+
+/**
+ * A procedure without a credential (sign-in): domain code throws AppError, and `traced` turns it
+ * into the tRPC code of the same HTTP status so both transports agree; so do the authorized ones.
+ */
+export const publicProcedure = t.procedure.use(({ next, path }) => traced(path, () => next()));
 
 /**
  * A subscription's events: an AppError thrown while the stream runs (after the middleware above
@@ -177,17 +190,22 @@ const withinRole = (claims: AuthClaims, scope: TScope | null): AuthClaims => {
  * token, as reads of the organization tree.
  */
 export const authedProcedure = (scope: TScope | null) =>
-  publicProcedure.use(async ({ ctx, next }) => next({ ctx: { auth: await authorize(ctx, scope) } }));
+  t.procedure.use(({ ctx, next, path }) =>
+    traced(path, async () => next({ ctx: { auth: await authorize(ctx, scope).catch(refused) } })),
+  );
 
 /**
  * A router-endpoint procedure: verified token with `scope`, and `ctx.teamId` resolved from the
  * token's team claim or the organization's default team (docs/api.md "Authentication").
  */
 export const teamProcedure = (scope: TScope) =>
-  authedProcedure(scope).use(async ({ ctx, next }) => {
-    const teamId = await ctx.services.teams.resolve(ctx.auth);
-    return next({ ctx: { teamId } });
-  });
+  t.procedure.use(({ ctx, next, path }) =>
+    traced(path, async () => {
+      const auth = await authorize(ctx, scope).catch(refused);
+      const teamId = await ctx.services.teams.resolve(auth).catch(refused);
+      return next({ ctx: { auth, teamId } });
+    }),
+  );
 
 /**
  * tRPC's error envelope of a refusal made before tRPC reads the request (a body nested too deep, a
