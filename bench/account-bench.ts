@@ -3,7 +3,8 @@
  * PostgreSQL) against a bare Express + pg baseline measured in the same run. Prints ratios, and the
  * frameworks' own floor (framework-floor-server.ts: tRPC's adapter and trpc-to-openapi over bare Express).
  * Each round measures every target once; ratios pair a target with the same round's baseline and are
- * printed as min / median / max over the rounds.
+ * printed as min / median / max over the rounds. One more line takes the API's idle CPU (its timers,
+ * measured before the rounds) out of its runs: what the requests themselves cost, whatever the throughput.
  * Options: --duration-ms N (per round, default 5000), --concurrency N (default 32), --rounds N (default 3),
  * --log-level L (the API's LOG_LEVEL, default info: one log line per request, as in production),
  * --only <target> (one target, measured after a warm-up run).
@@ -153,7 +154,18 @@ const commits = async (): Promise<number> => {
   );
   return Number(rows[0]?.n ?? Number.NaN);
 };
+/**
+ * CPU a server spends per second with no request (the API's job engine, lease and limiter timers),
+ * over `ms`: spread over the requests of a run, it would make a slower round look dearer per request.
+ */
+const idleCpuMsPerSecond = async (pid: number | undefined, ms = 4000): Promise<number> => {
+  const before = await cpuTimesMs(pid);
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  return ((await cpuTimesMs(pid)).total - before.total) / ((performance.now() - started) / 1000);
+};
 const measured = async (pid: number | undefined, run: () => Promise<LoadResult>) => {
+  const started = performance.now();
   const before = await cpuTimesMs(pid);
   const ioBefore = await syscalls(pid);
   const commitsBefore = await commits();
@@ -164,6 +176,8 @@ const measured = async (pid: number | undefined, run: () => Promise<LoadResult>)
   return {
     ...result,
     cpuUsPerRequest: per((after.total - before.total) * 1000),
+    /** Milliseconds the run lasted: with the idle rate, the CPU the server would have spent anyway. */
+    elapsedMs: performance.now() - started,
     // The kernel's share is mostly the loopback sockets (each send also runs the receiver's side).
     systemUsPerRequest: per((after.system - before.system) * 1000),
     userUsPerRequest: per((after.user - before.user) * 1000),
@@ -224,6 +238,7 @@ const targets = {
 };
 type Measured = LoadResult & {
   cpuUsPerRequest: number;
+  elapsedMs: number;
   systemUsPerRequest: number;
   userUsPerRequest: number;
   readsPerRequest: number;
@@ -290,6 +305,7 @@ try {
 
 async function runAll() {
   for (const run of Object.values(targets)) await run();
+  const apiIdle = await idleCpuMsPerSecond(api.pid);
   // Every round measures the targets one after the other, so each ratio pairs a target with the
   // baseline measured moments before it: on a shared machine the load changes between rounds, and
   // a ratio of two rounds measured apart says more about the machine than about the API.
@@ -332,6 +348,22 @@ async function runAll() {
     );
   console.log(
     `CPU/request over baseline + that framework's floor: REST ${spread(overFloor("rest", "floor-rest"))}x, tRPC ${spread(overFloor("trpc", "floor-trpc"))}x`,
+  );
+  // The same, with the API's idle CPU (measured before the rounds) taken out of its runs: what the
+  // requests themselves cost, whatever the round's throughput.
+  const net = (x: Measured) => x.cpuUsPerRequest - (apiIdle * x.elapsedMs) / Math.max(1, x.requests);
+  const netOverFloor = (name: string, floor: string) =>
+    of(name).map(
+      (x, i) =>
+        net(x) /
+        ((of("baseline")[i] as Measured).cpuUsPerRequest +
+          (of(floor)[i] as Measured).cpuUsPerRequest -
+          (of("floor-bare")[i] as Measured).cpuUsPerRequest),
+    );
+  const netOverBaseline = (name: string) =>
+    of(name).map((x, i) => net(x) / (of("baseline")[i] as Measured).cpuUsPerRequest);
+  console.log(
+    `Without the API's idle CPU (${apiIdle.toFixed(1)} ms/s): REST ${spread(netOverBaseline("rest"))}x baseline, ${spread(netOverFloor("rest", "floor-rest"))}x baseline + floor; tRPC ${spread(netOverBaseline("trpc"))}x, ${spread(netOverFloor("trpc", "floor-trpc"))}x`,
   );
   console.log(
     `API key vs JWT (REST): CPU/request ${spread(ratios("apikey", "cpuUsPerRequest", "rest"))}x   throughput ${spread(ratios("apikey", "rps", "rest"))} (target: about 1)`,
