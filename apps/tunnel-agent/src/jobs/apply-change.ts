@@ -29,6 +29,8 @@ export interface ChangeStepView {
     firmwareChannel: string | null;
     firmwareVersion: string | null;
   };
+  /** The router's tunnel address as the step was read (null once the router is gone). */
+  tunnelIp: string | null;
 }
 
 /** What the executor needs of the change workflow (packages/db `ChangeWorkflow`). */
@@ -241,8 +243,8 @@ class StepRunner {
   /** One SSH session for all the steps of one job (logging in is most of a step's cost). */
   async #session<T>(work: (router: RouterOsClient) => Promise<T>): Promise<T> {
     if (!this.#client) {
-      const pulse = await this.#d.steps.pulse(this.#s.step.routerId);
-      const target = tunnelTarget(this.#d, this.#s.step.routerId, pulse?.tunnelIp ?? null);
+      // The address was read with the step: no read of its own before the login.
+      const target = tunnelTarget(this.#d, this.#s.step.routerId, this.#s.tunnelIp);
       this.#client = await openRouterSession(this.#d.connector, target);
     }
     try {

@@ -6,6 +6,7 @@ import {
   type ForwardTargetsRepository,
   insertAuditEntry,
   type JobRecord,
+  queryOf,
   type StoreOutcome,
   SYSTEM_ORIGIN,
 } from "@fleet/db";
@@ -24,7 +25,7 @@ import { tunnelTarget } from "./tunnel-target.ts";
 
 export interface BackupJobDeps {
   /** A read is stored in one transaction of its own; repositories get its `query`. */
-  db: Pick<Database, "transaction">;
+  db: Pick<Database, "query" | "transaction">;
   backups: ConfigBackupsRepository;
   forwards: ForwardTargetsRepository;
   connector: RouterOsConnector;
@@ -58,21 +59,22 @@ export const countChangedLines = offLoopLineCounts();
  * one router store one after the other; null when the router is gone.
  */
 export const storeConfigRead = async (
-  db: Pick<Database, "transaction">,
+  db: Pick<Database, "query" | "transaction">,
   read: ConfigRead,
   countChanges: (previous: string, next: string) => LineChanges | Promise<LineChanges>,
 ): Promise<StoreOutcome | null> => {
-  const before = await db.transaction((query) => new ConfigBackupsRepository(query).latest(read.routerId));
+  // One read, outside any transaction: the one below checks it again under the lock.
+  const before = await new ConfigBackupsRepository(queryOf(db)).latest(read.routerId);
   const counted =
     before && before.normalizedSha256 !== read.normalizedSha256
       ? { id: before.id, changes: await countChanges(before.content, read.content) }
       : undefined;
   return db.transaction(async (query): Promise<StoreOutcome | null> => {
     const backups = new ConfigBackupsRepository(query);
-    const router = await backups.lockRouter(read.routerId);
-    if (!router) return null;
     // The newest version's row without its text: the text was read (and compared) before.
-    const [latest] = await backups.list(read.routerId, 1);
+    const locked = await backups.lockRouterWithLatest(read.routerId);
+    if (!locked) return null;
+    const { latest, organizationId } = locked;
     await backups.clearFailure(read.routerId);
     if (latest && latest.normalizedSha256 === read.normalizedSha256) {
       await backups.markChecked(latest.id, read.at);
@@ -90,7 +92,7 @@ export const storeConfigRead = async (
     const previous = latest ?? null;
     if (previous) {
       await insertAuditEntry(query, {
-        organizationId: router.organizationId,
+        organizationId,
         occurredAt: read.at,
         action: "router.config.changed",
         actor: SYSTEM_ORIGIN.actor,
@@ -119,18 +121,20 @@ export const backupRouterHandler =
   /** `session`: an SSH session to the router the caller already has (a change step's), used instead of a new login. */
   async (job: JobRecord, session?: RouterOsClient): Promise<void> => {
     const routerId = jobPayload(ZReconcileJobPayload, job).router_id;
-    const tunnelIp = await deps.forwards.routerTunnelIp(routerId);
-    if (!tunnelIp) {
+    // A caller's session is logged in already: no address to look up (a gone router stores nothing).
+    const tunnelIp = session ? null : await deps.forwards.routerTunnelIp(routerId);
+    if (!session && !tunnelIp) {
       deps.logger.info({ routerId }, "router gone or without an assigned tunnel address; no backup");
       return;
     }
     let outcome: StoreOutcome | null;
     try {
-      const target = tunnelTarget(deps, routerId, tunnelIp);
       let content: string;
       try {
         const read = (router: RouterOsClient) => router.exec(exportConfiguration(), { maxBytes: deps.maxBytes });
-        content = session ? await read(session) : await withRouterSession(deps.connector, target, read);
+        content = session
+          ? await read(session)
+          : await withRouterSession(deps.connector, tunnelTarget(deps, routerId, tunnelIp), read);
       } catch (error) {
         // A router that answers more than the cap answers it again: no retry (docs/api.md "Configuration backups").
         if (error instanceof RouterOsOutputTooLargeError) {

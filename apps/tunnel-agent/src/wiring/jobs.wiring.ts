@@ -77,7 +77,10 @@ export const wireJobs = (
     interactiveConcurrency: config.jobs.interactiveConcurrency,
     changeConcurrency: config.jobs.changeConcurrency,
     pollSeconds: config.jobs.pollSeconds,
-    onJobFinished: deps.refreshRelay,
+    // A change step touches no forward or access: the relay has nothing to re-read after one.
+    onJobFinished: (job) => {
+      if (job.kind !== ROUTER_JOB_KINDS.changeApply) deps.refreshRelay();
+    },
   });
   const reconcile = () => scheduleReconciliation({ forwards, engine: jobs, clock });
   const jobLoop: AgentSchedule = {

@@ -78,10 +78,11 @@ export const assignWaves = (
     wave: position < canary ? 0 : 1 + Math.floor((position - canary) / waveSize),
   }));
 
-/** A router step as its executor reads it: the row and its change. */
+/** A router step as its executor reads it: the row, its change and the router's tunnel address. */
 export interface ChangeStep {
   step: ChangeRouterRecord;
   change: ChangeRecord;
+  tunnelIp: string | null;
 }
 
 /**
@@ -228,9 +229,8 @@ export class ChangeWorkflow {
   ): Promise<ChangeRouterRecord | null> {
     return this.#db.transaction(async (query) => {
       const changes = new ChangesRepository(query);
-      const step = await changes.getRouterStep(id);
-      if (!step) return null;
-      const change = await changes.lock(step.changeId);
+      // The step's change locked in one statement: every result of a wave waits for this lock.
+      const change = await changes.lockOfRouterStep(id);
       if (!change) return null;
       const now = this.#clock.now();
       const output = result.output === undefined || result.output === null ? null : storableOutput(result.output);
@@ -258,13 +258,9 @@ export class ChangeWorkflow {
     return new ChangesRepository(queryOf(this.#db)).setPhase(id, phase, output);
   }
 
-  /** A router step and its change, as the executor reads them; null for an unknown id. */
-  async step(id: string): Promise<ChangeStep | null> {
-    const changes = new ChangesRepository(queryOf(this.#db));
-    const step = await changes.getRouterStep(id);
-    if (!step) return null;
-    const record = await changes.find(step.changeId);
-    return record ? { step, change: record } : null;
+  /** A router step, its change and its router's tunnel address (one read); null for an unknown id. */
+  step(id: string): Promise<ChangeStep | null> {
+    return new ChangesRepository(queryOf(this.#db)).routerStepOfChange(id);
   }
 
   /** Halts a change past its failure budget, completes one whose routers all have a result. */

@@ -435,15 +435,40 @@ export class ChangesRepository {
     return row ? routerFromRow(row) : null;
   }
 
-  /** One router step by its own id (the agent's job payload). */
-  async getRouterStep(id: string): Promise<ChangeRouterRecord | null> {
+  /**
+   * One router step with its change and the router's tunnel address (null once the router is
+   * gone), in one read: the agent's look at the start of each job.
+   */
+  async routerStepOfChange(
+    id: string,
+  ): Promise<{ step: ChangeRouterRecord; change: ChangeRecord; tunnelIp: string | null } | null> {
     if (!isUuid(id)) return null;
     const row = await this.#query.kysely
-      .selectFrom("change_routers")
-      .select(ROUTER_COLUMNS)
-      .where("id", "=", id)
+      .selectFrom("change_routers as cr")
+      .innerJoin("changes as c", "c.id", "cr.change_id")
+      .leftJoin("routers as r", "r.id", "cr.router_id")
+      .select([
+        ...ROUTER_COLUMNS.map((column) => `cr.${column}` as const),
+        ...CHANGE_COLUMNS.map((column) => `c.${column} as c_${column}` as const),
+        "r.tunnel_ip",
+      ])
+      .where("cr.id", "=", id)
       .executeTakeFirst();
-    return row ? routerFromRow(row) : null;
+    if (!row) return null;
+    const change = Object.fromEntries(CHANGE_COLUMNS.map((column) => [column, row[`c_${column}`]]));
+    return { step: routerFromRow(row), change: changeFromRow(change as Row<"changes">), tunnelIp: row.tunnel_ip };
+  }
+
+  /** The change of a router step, its row locked as {@link lock} does; null for an unknown step. */
+  async lockOfRouterStep(id: string): Promise<ChangeRecord | null> {
+    if (!isUuid(id)) return null;
+    const row = await this.#query.kysely
+      .selectFrom("changes")
+      .select(CHANGE_COLUMNS)
+      .where("id", "=", (eb) => eb.selectFrom("change_routers").select("change_id").where("id", "=", id))
+      .forUpdate()
+      .executeTakeFirst();
+    return row ? changeFromRow(row) : null;
   }
 
   /** Per wave: how many routers wait, run and are done, and when the wave started and last finished. */

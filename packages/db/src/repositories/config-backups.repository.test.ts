@@ -63,7 +63,8 @@ describe("ConfigBackupsRepository", () => {
   });
 
   it("pages newest first, finds the previous version and prunes beyond the retention", async () => {
-    const router = await makeRouter(db, await makeUser(db));
+    const owner = await makeUser(db);
+    const router = await makeRouter(db, owner);
     const stored = [];
     for (const n of [1, 2, 3, 4]) stored.push(await backups.insert(read(router.id, n)));
     await backups.markChecked(stored[3]?.id ?? "", at(9000));
@@ -81,6 +82,12 @@ describe("ConfigBackupsRepository", () => {
 
     await backups.pruneBeyond(router.id, 2);
     expect((await backups.list(router.id, 10)).map((b) => b.id)).toEqual([stored[3]?.id, stored[2]?.id]);
-    expect(await backups.lockRouter(router.id)).not.toBeNull();
+    expect(await backups.lockRouterWithLatest(router.id)).toEqual({
+      organizationId: owner.organizationId,
+      latest: expect.objectContaining({ id: stored[3]?.id, checkedAt: at(9000), bytes: 8 }),
+    });
+    const bare = await makeRouter(db, owner);
+    expect(await backups.lockRouterWithLatest(bare.id)).toEqual({ organizationId: owner.organizationId, latest: null });
+    expect(await backups.lockRouterWithLatest(crypto.randomUUID())).toBeNull();
   });
 });

@@ -77,15 +77,44 @@ export class ConfigBackupsRepository {
     this.#query = query;
   }
 
-  /** Locks the router's row (two reads of one router store one after the other); null when it is gone. */
-  async lockRouter(routerId: string): Promise<{ organizationId: string } | null> {
-    const router = await this.#query.kysely
-      .selectFrom("routers")
-      .select("organization_id")
-      .where("id", "=", routerId)
-      .forUpdate()
+  /**
+   * Locks the router's row (two reads of one router store one after the other) and reads its
+   * newest version without its text, in one statement; null when the router is gone.
+   */
+  async lockRouterWithLatest(
+    routerId: string,
+  ): Promise<{ organizationId: string; latest: BackupRecord | null } | null> {
+    const row = await this.#query.kysely
+      .selectFrom("routers as r")
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom("router_config_backups as b")
+            .select(COLUMNS)
+            .whereRef("b.router_id", "=", "r.id")
+            .orderBy("b.created_at", "desc")
+            .orderBy("b.id", "desc")
+            .limit(1)
+            .as("l"),
+        (join) => join.onTrue(),
+      )
+      .select([
+        "r.organization_id",
+        "l.id",
+        "l.router_id",
+        "l.created_at",
+        "l.checked_at",
+        "l.sha256",
+        "l.normalized_sha256",
+        "l.bytes",
+        "l.lines",
+      ])
+      .where("r.id", "=", routerId)
+      .forUpdate("r")
       .executeTakeFirst();
-    return router ? { organizationId: router.organization_id } : null;
+    if (!row) return null;
+    const { organization_id: organizationId, ...latest } = row;
+    return { organizationId, latest: latest.id === null ? null : fromRow(latest as BackupRow) };
   }
 
   /** The router's newest version with its text. */
