@@ -57,16 +57,7 @@ const valuesInto = (report: HealthReport, into: HealthValues): boolean => {
   return true;
 };
 
-/** The measures in the order of the hourly accumulator (and `fromArray`). */
-const KEYS = [
-  "cpuLoad",
-  "memoryUsedPercent",
-  "diskUsedPercent",
-  "temperature",
-  "voltage",
-  "pingLossPercent",
-  "pingRttMs",
-] as const satisfies ReadonlyArray<keyof HealthValues>;
+/** The measures in the order of the hourly accumulator (see `accumulate` in `observe`). */
 const fromArray = (a: ArrayLike<number | null>): HealthValues => ({
   cpuLoad: a[0] ?? null,
   memoryUsedPercent: a[1] ?? null,
@@ -90,6 +81,14 @@ const addBytes = (t: Traffic, rx: number, tx: number, seconds: number): void => 
   t.rxBytes += rx;
   t.txBytes += tx;
   t.seconds += seconds;
+};
+/** Back to zero, in place: a router's accumulators live as long as it reports (no object per period). */
+const resetTraffic = (t: Traffic): void => {
+  t.rxBytes = 0;
+  t.txBytes = 0;
+  t.seconds = 0;
+  t.rxErrors = 0;
+  t.txErrors = 0;
 };
 const addErrors = (t: Traffic, rx: number | null, tx: number | null): void => {
   if (rx !== null) t.rxErrors += rx;
@@ -176,13 +175,24 @@ interface RouterState {
   lastSeenMs: number;
 }
 
-const newHourly = () => {
-  const a = new Float64Array(MEASURES * 4);
+/** Empties an hourly accumulator in place (it lives as long as its router). */
+const resetHourly = (a: Float64Array): Float64Array => {
+  a.fill(0);
   for (let i = 0; i < MEASURES; i++) {
     a[i * 4] = Number.NaN;
     a[i * 4 + 1] = Number.NaN;
   }
   return a;
+};
+const newHourly = () => resetHourly(new Float64Array(MEASURES * 4));
+
+/** Adds one reported value (null: not reported) to the hourly accumulator's measure at `at`. */
+const accumulate = (acc: Float64Array, at: number, v: number | null): void => {
+  if (v === null) return;
+  if (!(v >= (acc[at] as number))) acc[at] = v;
+  if (!(v <= (acc[at + 1] as number))) acc[at + 1] = v;
+  acc[at + 2] = (acc[at + 2] as number) + v;
+  acc[at + 3] = (acc[at + 3] as number) + 1;
 };
 
 /** A counter delta, or null when the counter went backwards (a reboot, a wrap) or is unknown (NaN before). */
@@ -272,18 +282,15 @@ export class HealthTracker {
       else state.current = { ...values };
       state.currentAtMs = atMs;
       if (changed || period !== state.writtenPeriod) state.latestDue = true;
+      // One call per measure (in `fromArray`'s order), not a loop over key names: no keyed lookup per value.
       const acc = state.hourly;
-      for (let i = 0; i < MEASURES; i++) {
-        const v = values[KEYS[i] as keyof HealthValues];
-        if (v === null || v === undefined) continue;
-        const at = i * 4;
-        const min = acc[at] as number;
-        const max = acc[at + 1] as number;
-        if (!(v >= min)) acc[at] = v;
-        if (!(v <= max)) acc[at + 1] = v;
-        acc[at + 2] = (acc[at + 2] as number) + v;
-        acc[at + 3] = (acc[at + 3] as number) + 1;
-      }
+      accumulate(acc, 0, values.cpuLoad);
+      accumulate(acc, 4, values.memoryUsedPercent);
+      accumulate(acc, 8, values.diskUsedPercent);
+      accumulate(acc, 12, values.temperature);
+      accumulate(acc, 16, values.voltage);
+      accumulate(acc, 20, values.pingLossPercent);
+      accumulate(acc, 24, values.pingRttMs);
       state.hourlyCount++;
     }
     if (interfaces) this.#observeInterfaces(state, atMs, interfaces);
@@ -357,7 +364,7 @@ export class HealthTracker {
       if (!i.seen) continue;
       this.#out.trafficSamples.push(trafficRecord(routerId, name, atMs, i.period));
       this.#queued++;
-      i.period = emptyTraffic();
+      resetTraffic(i.period);
       i.seen = false;
     }
     if (state.interfaces.size > 0) state.interfacesDue = true;
@@ -379,14 +386,14 @@ export class HealthTracker {
       }
       this.#out.resourceHours.push({ routerId, atMs, min: fromArray(min), avg: fromArray(avg), max: fromArray(max) });
       this.#queued++;
-      state.hourly = newHourly();
+      resetHourly(state.hourly);
       state.hourlyCount = 0;
     }
     for (const [name, i] of state.interfaces) {
       if (i.hour.seconds === 0 && i.hour.rxErrors === 0 && i.hour.txErrors === 0) continue;
       this.#out.trafficHours.push(trafficRecord(routerId, name, atMs, i.hour));
       this.#queued++;
-      i.hour = emptyTraffic();
+      resetTraffic(i.hour);
     }
   }
 
@@ -520,11 +527,41 @@ const emptyFlush = (): HealthFlush => ({
  * by the tracker only: a heartbeat allocates nothing here). Whether any value changed.
  */
 const mergeInto = (older: HealthValues, newer: HealthValues): boolean => {
+  // Each measure by name (not a loop over key names): property access the compiler keeps monomorphic.
   let changed = false;
-  for (const key of KEYS) {
-    const value = newer[key];
-    if (value === null || value === older[key]) continue;
-    older[key] = value;
+  let v = newer.cpuLoad;
+  if (v !== null && v !== older.cpuLoad) {
+    older.cpuLoad = v;
+    changed = true;
+  }
+  v = newer.memoryUsedPercent;
+  if (v !== null && v !== older.memoryUsedPercent) {
+    older.memoryUsedPercent = v;
+    changed = true;
+  }
+  v = newer.diskUsedPercent;
+  if (v !== null && v !== older.diskUsedPercent) {
+    older.diskUsedPercent = v;
+    changed = true;
+  }
+  v = newer.temperature;
+  if (v !== null && v !== older.temperature) {
+    older.temperature = v;
+    changed = true;
+  }
+  v = newer.voltage;
+  if (v !== null && v !== older.voltage) {
+    older.voltage = v;
+    changed = true;
+  }
+  v = newer.pingLossPercent;
+  if (v !== null && v !== older.pingLossPercent) {
+    older.pingLossPercent = v;
+    changed = true;
+  }
+  v = newer.pingRttMs;
+  if (v !== null && v !== older.pingRttMs) {
+    older.pingRttMs = v;
     changed = true;
   }
   return changed;
