@@ -115,8 +115,10 @@ interface Child {
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const spawn = (file: string, gc: boolean): Child => {
   const profile = CPU_PROF && gc ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [];
+  // BENCH_NODE_ARGS="--trace-gc ...": more flags for the server processes (what the profile does not show).
+  const extra = gc ? (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "") : [];
   const proc = fork(path.join(here, file), [], {
-    execArgv: gc ? ["--expose-gc", ...profile] : [],
+    execArgv: gc ? ["--expose-gc", ...profile, ...extra] : [],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   let chain: Promise<unknown> = Promise.resolve();

@@ -43,4 +43,38 @@ describe("HealthTracker interfaces", () => {
     expect(rates(flush.interfaces)).toEqual({ a: 800, b: 800, c: 800 });
     expect(rates(flush.trafficSamples)).toEqual({ a: (5_000 * 8) / 30, b: 800, c: 800 });
   });
+
+  it("starts each period and hour from zero: consecutive samples and hours hold only their own reports", () => {
+    const clock = new ManualClock(START);
+    const tracker = new HealthTracker({ sampleSeconds: 60, clock });
+    const beat = (offsetMs: number, rx: number, errors: number, cpu: number) => {
+      clock.set(START + offsetMs);
+      tracker.observe("r1", START + offsetMs, {
+        resources: { cpu_load: cpu },
+        interfaces: [{ name: "a", rx_bytes: rx, tx_bytes: 0, rx_errors: errors }],
+      });
+    };
+    const HOUR = 3_600_000;
+    beat(0, 0, 0, 10);
+    beat(30_000, 3_000, 1, 30);
+    beat(90_000, 9_000, 3, 50); // second period: 6,000 bytes over 60 s, 2 errors
+    beat(HOUR + 90_000, 9_000 + 36_000, 3, 70); // the second hour: 36,000 bytes over 3,600 s
+    beat(HOUR + 150_000, 9_000 + 36_600, 4, 90);
+    clock.set(START + 2 * HOUR);
+    const flush = tracker.drain();
+    expect(flush.trafficSamples.map((t) => [t.atMs - START, t.rxBps, t.rxErrors])).toEqual([
+      [0, 800, 1],
+      [60_000, 800, 2],
+      [HOUR + 60_000, 80, 0],
+      [HOUR + 120_000, 80, 1],
+    ]);
+    expect(flush.trafficHours.map((t) => [t.atMs - START, t.rxBps, t.rxErrors])).toEqual([
+      [0, 800, 3],
+      [HOUR, 80, 1],
+    ]);
+    expect(flush.resourceHours.map((h) => [h.atMs - START, h.min.cpuLoad, h.avg.cpuLoad, h.max.cpuLoad])).toEqual([
+      [0, 10, 30, 50],
+      [HOUR, 70, 80, 90],
+    ]);
+  });
 });

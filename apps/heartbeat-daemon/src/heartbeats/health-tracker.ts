@@ -57,16 +57,7 @@ const valuesInto = (report: HealthReport, into: HealthValues): boolean => {
   return true;
 };
 
-/** The measures in the order of the hourly accumulator (and `fromArray`). */
-const KEYS = [
-  "cpuLoad",
-  "memoryUsedPercent",
-  "diskUsedPercent",
-  "temperature",
-  "voltage",
-  "pingLossPercent",
-  "pingRttMs",
-] as const satisfies ReadonlyArray<keyof HealthValues>;
+/** The measures in the order of the hourly accumulator (see `accumulate` in `observe`). */
 const fromArray = (a: ArrayLike<number | null>): HealthValues => ({
   cpuLoad: a[0] ?? null,
   memoryUsedPercent: a[1] ?? null,
@@ -77,73 +68,82 @@ const fromArray = (a: ArrayLike<number | null>): HealthValues => ({
   pingRttMs: a[6] ?? null,
 });
 
-/** Bytes and seconds of the intervals a rate is made of (reset intervals left out), and errors counted. */
-interface Traffic {
-  rxBytes: number;
-  txBytes: number;
-  seconds: number;
-  rxErrors: number;
-  txErrors: number;
-}
-const emptyTraffic = (): Traffic => ({ rxBytes: 0, txBytes: 0, seconds: 0, rxErrors: 0, txErrors: 0 });
-const addBytes = (t: Traffic, rx: number, tx: number, seconds: number): void => {
-  t.rxBytes += rx;
-  t.txBytes += tx;
-  t.seconds += seconds;
+/**
+ * An interface's numbers, one Float64Array each (NaN: unknown): V8 boxes every double an object
+ * field holds, so 17 fields were 17 heap numbers (plus two accumulator objects) per interface, walked
+ * by every heartbeat and by every major GC; here they are one contiguous block written in place.
+ * The counters and time of the previous heartbeat (the rate's start), the rate of the latest
+ * interval (NaN: first report or a reset), then two traffic accumulators, the period's and the
+ * hour's: bytes and seconds of the intervals a rate is made of (reset intervals left out), and
+ * errors counted.
+ */
+const RX_NOW = 0;
+const TX_NOW = 1;
+const RX_ERR_NOW = 2;
+const TX_ERR_NOW = 3;
+const AT_MS = 4;
+const RX_RATE = 5;
+const TX_RATE = 6;
+/** Offsets of the two accumulators; within one: rx bytes, tx bytes, seconds, rx errors, tx errors. */
+const PERIOD = 7;
+const HOUR = 12;
+const RX_BYTES = 0;
+const TX_BYTES = 1;
+const SECONDS = 2;
+const RX_ERRORS = 3;
+const TX_ERRORS = 4;
+const NUMBERS = 17;
+
+const addBytes = (n: Float64Array, at: number, rx: number, tx: number, seconds: number): void => {
+  n[at + RX_BYTES] = (n[at + RX_BYTES] as number) + rx;
+  n[at + TX_BYTES] = (n[at + TX_BYTES] as number) + tx;
+  n[at + SECONDS] = (n[at + SECONDS] as number) + seconds;
 };
-const addErrors = (t: Traffic, rx: number | null, tx: number | null): void => {
-  if (rx !== null) t.rxErrors += rx;
-  if (tx !== null) t.txErrors += tx;
+const addErrors = (n: Float64Array, at: number, rx: number | null, tx: number | null): void => {
+  if (rx !== null) n[at + RX_ERRORS] = (n[at + RX_ERRORS] as number) + rx;
+  if (tx !== null) n[at + TX_ERRORS] = (n[at + TX_ERRORS] as number) + tx;
 };
+/** Whether the accumulator at `at` holds anything (an interval with a rate, or errors). */
+const holdsTraffic = (n: Float64Array, at: number): boolean =>
+  (n[at + SECONDS] as number) > 0 || (n[at + RX_ERRORS] as number) > 0 || (n[at + TX_ERRORS] as number) > 0;
 
 /** NaN (unknown, in a field that only ever holds numbers) as null. */
 const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
 
-/**
- * One interface of a router. Its numbers live in fields that only ever hold numbers (NaN: unknown),
- * which V8 keeps as doubles written in place: a heartbeat's values are copied in, rather than its
- * boxed numbers being kept alive (and promoted to the old generation) by a long-lived interface.
- * The getters give the nullable values the drain writes.
- */
+/** One interface of a router; the getters give the nullable values the drain writes. */
 class InterfaceState {
   readonly name: string;
-  /** The previous heartbeat's counters and time (the rate's start). */
-  rxNow = Number.NaN;
-  txNow = Number.NaN;
-  rxErrNow = Number.NaN;
-  txErrNow = Number.NaN;
-  atMs: number;
+  readonly n = new Float64Array(NUMBERS);
   running: boolean | null = null;
-  /** The rate of the latest interval (NaN: first report or a reset). */
-  rxRate = Number.NaN;
-  txRate = Number.NaN;
-  period: Traffic = emptyTraffic();
-  hour: Traffic = emptyTraffic();
   /** Reported within the current period (an interface gone from reports is no longer sampled). */
   seen = true;
 
   constructor(name: string, atMs: number) {
     this.name = name;
-    this.atMs = atMs;
+    this.n.fill(Number.NaN, 0, PERIOD);
+    this.n[AT_MS] = atMs;
   }
 
+  get atMs(): number {
+    return this.n[AT_MS] as number;
+  }
   get rx(): number | null {
-    return orNull(this.rxNow);
+    return orNull(this.n[RX_NOW] as number);
   }
   get tx(): number | null {
-    return orNull(this.txNow);
+    return orNull(this.n[TX_NOW] as number);
   }
   get rxErr(): number | null {
-    return orNull(this.rxErrNow);
+    return orNull(this.n[RX_ERR_NOW] as number);
   }
   get txErr(): number | null {
-    return orNull(this.txErrNow);
+    return orNull(this.n[TX_ERR_NOW] as number);
   }
   get rxBps(): number | null {
-    return orNull(this.rxRate);
+    return orNull(this.n[RX_RATE] as number);
   }
   get txBps(): number | null {
-    return orNull(this.txRate);
+    return orNull(this.n[TX_RATE] as number);
   }
 }
 
@@ -176,13 +176,24 @@ interface RouterState {
   lastSeenMs: number;
 }
 
-const newHourly = () => {
-  const a = new Float64Array(MEASURES * 4);
+/** Empties an hourly accumulator in place (it lives as long as its router). */
+const resetHourly = (a: Float64Array): Float64Array => {
+  a.fill(0);
   for (let i = 0; i < MEASURES; i++) {
     a[i * 4] = Number.NaN;
     a[i * 4 + 1] = Number.NaN;
   }
   return a;
+};
+const newHourly = () => resetHourly(new Float64Array(MEASURES * 4));
+
+/** Adds one reported value (null: not reported) to the hourly accumulator's measure at `at`. */
+const accumulate = (acc: Float64Array, at: number, v: number | null): void => {
+  if (v === null) return;
+  if (!(v >= (acc[at] as number))) acc[at] = v;
+  if (!(v <= (acc[at + 1] as number))) acc[at + 1] = v;
+  acc[at + 2] = (acc[at + 2] as number) + v;
+  acc[at + 3] = (acc[at + 3] as number) + 1;
 };
 
 /** A counter delta, or null when the counter went backwards (a reboot, a wrap) or is unknown (NaN before). */
@@ -272,18 +283,15 @@ export class HealthTracker {
       else state.current = { ...values };
       state.currentAtMs = atMs;
       if (changed || period !== state.writtenPeriod) state.latestDue = true;
+      // One call per measure (in `fromArray`'s order), not a loop over key names: no keyed lookup per value.
       const acc = state.hourly;
-      for (let i = 0; i < MEASURES; i++) {
-        const v = values[KEYS[i] as keyof HealthValues];
-        if (v === null || v === undefined) continue;
-        const at = i * 4;
-        const min = acc[at] as number;
-        const max = acc[at + 1] as number;
-        if (!(v >= min)) acc[at] = v;
-        if (!(v <= max)) acc[at + 1] = v;
-        acc[at + 2] = (acc[at + 2] as number) + v;
-        acc[at + 3] = (acc[at + 3] as number) + 1;
-      }
+      accumulate(acc, 0, values.cpuLoad);
+      accumulate(acc, 4, values.memoryUsedPercent);
+      accumulate(acc, 8, values.diskUsedPercent);
+      accumulate(acc, 12, values.temperature);
+      accumulate(acc, 16, values.voltage);
+      accumulate(acc, 20, values.pingLossPercent);
+      accumulate(acc, 24, values.pingRttMs);
       state.hourlyCount++;
     }
     if (interfaces) this.#observeInterfaces(state, atMs, interfaces);
@@ -295,37 +303,40 @@ export class HealthTracker {
       const report = interfaces[k] as THealthInterface;
       const known = order[k];
       let i = known !== undefined && known.name === report.name ? known : state.interfaces.get(report.name);
-      if (!i) {
+      const created = i === undefined;
+      if (i === undefined) {
         i = new InterfaceState(report.name, atMs);
         state.interfaces.set(report.name, i);
         state.interfacesDue = true;
-      } else {
-        const seconds = (atMs - i.atMs) / 1000;
-        const rx = delta(report.rx_bytes, i.rxNow);
-        const tx = delta(report.tx_bytes, i.txNow);
+      }
+      const n = i.n;
+      if (!created) {
+        const seconds = (atMs - (n[AT_MS] as number)) / 1000;
+        const rx = delta(report.rx_bytes, n[RX_NOW] as number);
+        const tx = delta(report.tx_bytes, n[TX_NOW] as number);
         if (seconds > 0 && rx !== null && tx !== null) {
-          addBytes(i.period, rx, tx, seconds);
-          addBytes(i.hour, rx, tx, seconds);
-          i.rxRate = (rx * 8) / seconds;
-          i.txRate = (tx * 8) / seconds;
+          addBytes(n, PERIOD, rx, tx, seconds);
+          addBytes(n, HOUR, rx, tx, seconds);
+          n[RX_RATE] = (rx * 8) / seconds;
+          n[TX_RATE] = (tx * 8) / seconds;
         } else {
-          i.rxRate = Number.NaN;
-          i.txRate = Number.NaN;
+          n[RX_RATE] = Number.NaN;
+          n[TX_RATE] = Number.NaN;
         }
-        const rxErr = delta(report.rx_errors, i.rxErrNow);
-        const txErr = delta(report.tx_errors, i.txErrNow);
-        addErrors(i.period, rxErr, txErr);
-        addErrors(i.hour, rxErr, txErr);
+        const rxErr = delta(report.rx_errors, n[RX_ERR_NOW] as number);
+        const txErr = delta(report.tx_errors, n[TX_ERR_NOW] as number);
+        addErrors(n, PERIOD, rxErr, txErr);
+        addErrors(n, HOUR, rxErr, txErr);
       }
       order[k] = i;
       const running = report.running ?? null;
       if (running !== i.running) state.interfacesDue = true;
       i.running = running;
-      i.rxNow = report.rx_bytes ?? Number.NaN;
-      i.txNow = report.tx_bytes ?? Number.NaN;
-      i.rxErrNow = report.rx_errors ?? Number.NaN;
-      i.txErrNow = report.tx_errors ?? Number.NaN;
-      i.atMs = atMs;
+      n[RX_NOW] = report.rx_bytes ?? Number.NaN;
+      n[TX_NOW] = report.tx_bytes ?? Number.NaN;
+      n[RX_ERR_NOW] = report.rx_errors ?? Number.NaN;
+      n[TX_ERR_NOW] = report.tx_errors ?? Number.NaN;
+      n[AT_MS] = atMs;
       i.seen = true;
     }
     order.length = interfaces.length;
@@ -355,9 +366,9 @@ export class HealthTracker {
     state.last = null;
     for (const [name, i] of state.interfaces) {
       if (!i.seen) continue;
-      this.#out.trafficSamples.push(trafficRecord(routerId, name, atMs, i.period));
+      this.#out.trafficSamples.push(trafficRecord(routerId, name, atMs, i.n, PERIOD));
       this.#queued++;
-      i.period = emptyTraffic();
+      i.n.fill(0, PERIOD, PERIOD + 5);
       i.seen = false;
     }
     if (state.interfaces.size > 0) state.interfacesDue = true;
@@ -379,14 +390,14 @@ export class HealthTracker {
       }
       this.#out.resourceHours.push({ routerId, atMs, min: fromArray(min), avg: fromArray(avg), max: fromArray(max) });
       this.#queued++;
-      state.hourly = newHourly();
+      resetHourly(state.hourly);
       state.hourlyCount = 0;
     }
     for (const [name, i] of state.interfaces) {
-      if (i.hour.seconds === 0 && i.hour.rxErrors === 0 && i.hour.txErrors === 0) continue;
-      this.#out.trafficHours.push(trafficRecord(routerId, name, atMs, i.hour));
+      if (!holdsTraffic(i.n, HOUR)) continue;
+      this.#out.trafficHours.push(trafficRecord(routerId, name, atMs, i.n, HOUR));
       this.#queued++;
-      i.hour = emptyTraffic();
+      i.n.fill(0, HOUR, HOUR + 5);
     }
   }
 
@@ -425,7 +436,9 @@ export class HealthTracker {
         }
         const pendingHour =
           state.hourlyCount > 0 ||
-          [...state.interfaces.values()].some((i) => i.hour.seconds > 0 || i.hour.rxErrors > 0);
+          [...state.interfaces.values()].some(
+            (i) => (i.n[HOUR + SECONDS] as number) > 0 || (i.n[HOUR + RX_ERRORS] as number) > 0,
+          );
         // Nothing left to close: forgotten (its counters are stale; its next report starts afresh).
         if (!pendingHour && !state.latestDue && !state.interfacesDue) this.#routers.delete(routerId);
         else {
@@ -520,22 +533,55 @@ const emptyFlush = (): HealthFlush => ({
  * by the tracker only: a heartbeat allocates nothing here). Whether any value changed.
  */
 const mergeInto = (older: HealthValues, newer: HealthValues): boolean => {
+  // Each measure by name (not a loop over key names): property access the compiler keeps monomorphic.
   let changed = false;
-  for (const key of KEYS) {
-    const value = newer[key];
-    if (value === null || value === older[key]) continue;
-    older[key] = value;
+  let v = newer.cpuLoad;
+  if (v !== null && v !== older.cpuLoad) {
+    older.cpuLoad = v;
+    changed = true;
+  }
+  v = newer.memoryUsedPercent;
+  if (v !== null && v !== older.memoryUsedPercent) {
+    older.memoryUsedPercent = v;
+    changed = true;
+  }
+  v = newer.diskUsedPercent;
+  if (v !== null && v !== older.diskUsedPercent) {
+    older.diskUsedPercent = v;
+    changed = true;
+  }
+  v = newer.temperature;
+  if (v !== null && v !== older.temperature) {
+    older.temperature = v;
+    changed = true;
+  }
+  v = newer.voltage;
+  if (v !== null && v !== older.voltage) {
+    older.voltage = v;
+    changed = true;
+  }
+  v = newer.pingLossPercent;
+  if (v !== null && v !== older.pingLossPercent) {
+    older.pingLossPercent = v;
+    changed = true;
+  }
+  v = newer.pingRttMs;
+  if (v !== null && v !== older.pingRttMs) {
+    older.pingRttMs = v;
     changed = true;
   }
   return changed;
 };
 
-const trafficRecord = (routerId: string, name: string, atMs: number, t: Traffic): TrafficRecord => ({
-  routerId,
-  name,
-  atMs,
-  rxBps: t.seconds > 0 ? (t.rxBytes * 8) / t.seconds : null,
-  txBps: t.seconds > 0 ? (t.txBytes * 8) / t.seconds : null,
-  rxErrors: t.rxErrors,
-  txErrors: t.txErrors,
-});
+const trafficRecord = (routerId: string, name: string, atMs: number, n: Float64Array, at: number): TrafficRecord => {
+  const seconds = n[at + SECONDS] as number;
+  return {
+    routerId,
+    name,
+    atMs,
+    rxBps: seconds > 0 ? ((n[at + RX_BYTES] as number) * 8) / seconds : null,
+    txBps: seconds > 0 ? ((n[at + TX_BYTES] as number) * 8) / seconds : null,
+    rxErrors: n[at + RX_ERRORS] as number,
+    txErrors: n[at + TX_ERRORS] as number,
+  };
+};
