@@ -81,24 +81,23 @@ await db.query(
      select gen_random_uuid(), $1::uuid, $2::uuid, 'site-' || md5(i::text), 'gw-' || i, 'SN' || i, 'RB5009UG+S+',
        '7.16.2', md5('hb' || i) || md5(i::text), now()
      from generate_series(1, $3::int) i returning id
-   ), l as (
-     insert into router_liveness (router_id, has_pulse, last_seen_at, last_seen_from)
-     select id, random() > 0.33, now() - random() * interval '1 hour', '203.0.113.' || (1 + floor(random() * 250))::int
-     from r
    )
-   insert into router_health_latest (router_id, reported_at, cpu_load, memory_used_percent, temperature)
-   select id, now(), (random() * 90)::real, (random() * 90)::real, (30 + random() * 40)::real from r`,
+   insert into router_liveness (router_id, has_pulse, last_seen_at, last_seen_from, health_reported_at, cpu_load,
+     memory_used_percent, temperature)
+   select id, random() > 0.33, now() - random() * interval '1 hour', '203.0.113.' || (1 + floor(random() * 250))::int,
+     now(), (random() * 90)::real, (random() * 90)::real, (30 + random() * 40)::real
+   from r`,
   [organizationId, teamId, N],
 );
 // The hottest router, which a CPU sort must put first.
 await db.query(
-  `update router_health_latest set cpu_load = 100 where router_id = (
+  `update router_liveness set cpu_load = 100 where router_id = (
      select id from routers where team_id = $1 and identity = 'gw-7')`,
   [teamId],
 );
 // What autovacuum does soon after such a load (PostgreSQL), and PGlite's 10-minute schedule:
 // without statistics the planner misjudges the tables.
-if (db.url) await db.query("analyze routers, router_liveness, router_health_latest");
+if (db.url) await db.query("analyze routers, router_liveness");
 else await new RoutersRepository(db).refreshPlannerStatistics();
 process.stderr.write(`seeded ${N} routers in ${Math.round(performance.now() - seeded)} ms\n`);
 

@@ -91,6 +91,13 @@ const PHASES = new Set((phasesArg ?? (processesArg ? "7" : "1,2,3,4,5,6,8")).spl
 // (300 s / 30 s), whatever --interval-ms the bench runs at.
 process.env.RESOURCE_SAMPLE_SECONDS ??= String(Math.max(1, Math.round((INTERVAL * 10) / 1000)));
 const STORAGE_ROUTERS = opt("storage-routers", 200);
+/**
+ * `--health-transports ws|http|ws,http` (default both): the transports phase 8 runs. One of them
+ * halves a run at the 30 s cadence (each side of it measures whole 300 s sample periods).
+ */
+const HEALTH_TRANSPORTS = new Set(
+  (argv.includes("--health-transports") ? argv[argv.indexOf("--health-transports") + 1] : "ws,http")?.split(","),
+);
 const SAMPLE_MS = Number(process.env.RESOURCE_SAMPLE_SECONDS) * 1000;
 /**
  * Phase 8 measures whole sample periods: every router's period closes at the same boundary (the
@@ -1418,9 +1425,11 @@ try {
           delete process.env.BENCH_HEALTH;
         }
       };
-      health.wsPlain.push(await withHealth(false, () => runPhase("daemon")));
-      health.wsHealth.push(await withHealth(true, () => runPhase("daemon")));
-      for (const on of [false, true]) {
+      if (HEALTH_TRANSPORTS.has("ws")) {
+        health.wsPlain.push(await withHealth(false, () => runPhase("daemon")));
+        health.wsHealth.push(await withHealth(true, () => runPhase("daemon")));
+      }
+      for (const on of HEALTH_TRANSPORTS.has("http") ? [false, true] : []) {
         const side = await withHealth(on, () => httpPhase("daemon"));
         await closeAll(side.loaders);
         await closeAll(side.servers);

@@ -2,7 +2,6 @@ import type {
   HealthValues,
   HealthSeriesWrite,
   InterfaceLatestRecord,
-  LatestHealthRecord,
   ResourceHour,
   ResourceSample,
   TrafficRecord,
@@ -23,9 +22,11 @@ export interface HealthReport {
   ping?: THealthPing | null | undefined;
 }
 
-/** What a flush writes besides liveness: latest values, closed samples and hours. */
+/**
+ * What a flush writes besides liveness: interface states, closed samples and hours. The latest
+ * values go with the heartbeat's own liveness update (`observe` returns them to the writer).
+ */
 export interface HealthFlush extends HealthSeriesWrite {
-  latest: LatestHealthRecord[];
   interfaces: InterfaceLatestRecord[];
   resourceSamples: ResourceSample[];
   resourceHours: ResourceHour[];
@@ -161,16 +162,8 @@ interface RouterState {
    * order every time, so the entry at a report's index is found without a lookup by name.
    */
   order: InterfaceState[];
-  /** The latest values reported (each measure's last report), and when. */
+  /** The latest values reported (each measure's last report). */
   current: HealthValues | null;
-  currentAtMs: number;
-  /**
-   * The latest values are upserted at the next flush: they changed, or this sample period has not
-   * written them yet (a steady router's row is rewritten once per period, not once per heartbeat).
-   */
-  latestDue: boolean;
-  /** The sample period the latest values were last drained in (-1: never). */
-  writtenPeriod: number;
   /** Interfaces whose latest state is written at the next flush (their running flag changed, or a period closed). */
   interfacesDue: boolean;
   lastSeenMs: number;
@@ -202,8 +195,9 @@ const delta = (now: number | null | undefined, before: number): number | null =>
 
 /**
  * The daemon's health state (docs/api.md "Health", docs/scale.md "Health samples"): every heartbeat
- * with health passes through `observe` (memory only); each flush `drain`s the latest values of the
- * routers that reported and the periods that closed: one resource sample per router per
+ * with health passes through `observe` (memory only; it returns the latest values, which the writer
+ * puts in the heartbeat's liveness update); each flush `drain`s the interface states due and the
+ * periods that closed: one resource sample per router per
  * `sampleMs` (the last values reported in it), hourly min/avg/max (over every heartbeat of the
  * hour), and interface rates. A counter lower than before (a reboot, a wrap) gives no rate for
  * that interval, never a spike: rates are bytes over the seconds of the intervals that had none.
@@ -237,10 +231,15 @@ export class HealthTracker {
     return this.#routers.size;
   }
 
-  observe(routerId: string, atMs: number, report: HealthReport): void {
+  /**
+   * Takes a heartbeat's health; returns the router's latest values (each measure's last report,
+   * the tracker's own object: copy it to keep it), or null when the heartbeat reported none or came
+   * out of order.
+   */
+  observe(routerId: string, atMs: number, report: HealthReport): HealthValues | null {
     const values = valuesInto(report, this.#values) ? this.#values : null;
     const interfaces = report.interfaces;
-    if (!values && !interfaces) return;
+    if (!values && !interfaces) return null;
     const period = Math.floor(atMs / this.#sampleMs);
     let state = this.#routers.get(routerId);
     if (!state) {
@@ -253,16 +252,13 @@ export class HealthTracker {
         interfaces: new Map(),
         order: [],
         current: null,
-        currentAtMs: atMs,
-        latestDue: false,
-        writtenPeriod: -1,
         interfacesDue: false,
         lastSeenMs: atMs,
       };
       this.#routers.set(routerId, state);
       this.#openPeriod(period, routerId);
     } else {
-      if (atMs < state.lastSeenMs) return; // out of order (a retry): the series moves forward only
+      if (atMs < state.lastSeenMs) return null; // out of order (a retry): the series moves forward only
       if (period !== state.period) {
         this.#closePeriod(routerId, state);
         state.period = period;
@@ -278,11 +274,8 @@ export class HealthTracker {
     if (values) {
       if (state.last) mergeInto(state.last, values);
       else state.last = { ...values };
-      let changed = true;
-      if (state.current) changed = mergeInto(state.current, values);
+      if (state.current) mergeInto(state.current, values);
       else state.current = { ...values };
-      state.currentAtMs = atMs;
-      if (changed || period !== state.writtenPeriod) state.latestDue = true;
       // One call per measure (in `fromArray`'s order), not a loop over key names: no keyed lookup per value.
       const acc = state.hourly;
       accumulate(acc, 0, values.cpuLoad);
@@ -295,6 +288,7 @@ export class HealthTracker {
       state.hourlyCount++;
     }
     if (interfaces) this.#observeInterfaces(state, atMs, interfaces);
+    return values ? state.current : null;
   }
 
   #observeInterfaces(state: RouterState, atMs: number, interfaces: THealthInterface[]): void {
@@ -415,7 +409,7 @@ export class HealthTracker {
   }
 
   /**
-   * What the next flush writes: the latest values reported since the last drain, and every period
+   * What the next flush writes: the interface states due, and every period
    * and hour that ended by now (the clock), including those of routers that went silent.
    */
   drain(): HealthFlush {
@@ -440,7 +434,7 @@ export class HealthTracker {
             (i) => (i.n[HOUR + SECONDS] as number) > 0 || (i.n[HOUR + RX_ERRORS] as number) > 0,
           );
         // Nothing left to close: forgotten (its counters are stale; its next report starts afresh).
-        if (!pendingHour && !state.latestDue && !state.interfacesDue) this.#routers.delete(routerId);
+        if (!pendingHour && !state.interfacesDue) this.#routers.delete(routerId);
         else {
           state.period = current;
           this.#openPeriod(current, routerId);
@@ -449,11 +443,6 @@ export class HealthTracker {
     }
     const out = this.#out;
     for (const [routerId, state] of this.#routers) {
-      if (state.latestDue && state.current) {
-        out.latest.push({ ...state.current, routerId, reportedAt: new Date(state.currentAtMs) });
-        state.latestDue = false;
-        state.writtenPeriod = Math.floor(state.currentAtMs / this.#sampleMs);
-      }
       if (state.interfacesDue) {
         state.interfacesDue = false;
         for (const [name, i] of state.interfaces)
@@ -476,21 +465,13 @@ export class HealthTracker {
     return out;
   }
 
-  /** Puts back the records of a flush the database did not take (its latest values only if none newer). */
+  /** Puts back the records of a flush the database did not take (interface states: those held now). */
   requeue(flush: HealthFlush): void {
     const out = this.#out;
     out.resourceSamples.unshift(...flush.resourceSamples);
     out.resourceHours.unshift(...flush.resourceHours);
     out.trafficSamples.unshift(...flush.trafficSamples);
     out.trafficHours.unshift(...flush.trafficHours);
-    // Not written: the values held now (as new as those, or newer) are written by the next flush.
-    for (const latest of flush.latest) {
-      const state = this.#routers.get(latest.routerId);
-      if (state) {
-        state.latestDue = true;
-        state.writtenPeriod = -1;
-      }
-    }
     for (const i of flush.interfaces) {
       const state = this.#routers.get(i.routerId);
       if (state) state.interfacesDue = true;
@@ -505,7 +486,7 @@ export class HealthTracker {
     if (this.#queued > 0) return true;
     const current = Math.floor(this.#clock.nowMs() / this.#sampleMs);
     for (const period of this.#open.keys()) if (period < current) return true;
-    for (const state of this.#routers.values()) if (state.latestDue || state.interfacesDue) return true;
+    for (const state of this.#routers.values()) if (state.interfacesDue) return true;
     return false;
   }
 
@@ -520,7 +501,6 @@ export class HealthTracker {
 }
 
 const emptyFlush = (): HealthFlush => ({
-  latest: [],
   interfaces: [],
   resourceSamples: [],
   resourceHours: [],
@@ -530,47 +510,24 @@ const emptyFlush = (): HealthFlush => ({
 
 /**
  * Measures a heartbeat did not report keep the values reported earlier; writes into `older` (held
- * by the tracker only: a heartbeat allocates nothing here). Whether any value changed.
+ * by the tracker only: a heartbeat allocates nothing here).
  */
-const mergeInto = (older: HealthValues, newer: HealthValues): boolean => {
+const mergeInto = (older: HealthValues, newer: HealthValues): void => {
   // Each measure by name (not a loop over key names): property access the compiler keeps monomorphic.
-  let changed = false;
   let v = newer.cpuLoad;
-  if (v !== null && v !== older.cpuLoad) {
-    older.cpuLoad = v;
-    changed = true;
-  }
+  if (v !== null) older.cpuLoad = v;
   v = newer.memoryUsedPercent;
-  if (v !== null && v !== older.memoryUsedPercent) {
-    older.memoryUsedPercent = v;
-    changed = true;
-  }
+  if (v !== null) older.memoryUsedPercent = v;
   v = newer.diskUsedPercent;
-  if (v !== null && v !== older.diskUsedPercent) {
-    older.diskUsedPercent = v;
-    changed = true;
-  }
+  if (v !== null) older.diskUsedPercent = v;
   v = newer.temperature;
-  if (v !== null && v !== older.temperature) {
-    older.temperature = v;
-    changed = true;
-  }
+  if (v !== null) older.temperature = v;
   v = newer.voltage;
-  if (v !== null && v !== older.voltage) {
-    older.voltage = v;
-    changed = true;
-  }
+  if (v !== null) older.voltage = v;
   v = newer.pingLossPercent;
-  if (v !== null && v !== older.pingLossPercent) {
-    older.pingLossPercent = v;
-    changed = true;
-  }
+  if (v !== null) older.pingLossPercent = v;
   v = newer.pingRttMs;
-  if (v !== null && v !== older.pingRttMs) {
-    older.pingRttMs = v;
-    changed = true;
-  }
-  return changed;
+  if (v !== null) older.pingRttMs = v;
 };
 
 const trafficRecord = (routerId: string, name: string, atMs: number, n: Float64Array, at: number): TrafficRecord => {

@@ -215,27 +215,25 @@ describe('health samples (docs/api.md "Health")', () => {
   });
 });
 
-describe("the latest values: written when they change, else once per sample period", () => {
-  it("drains a steady router's values once per period and a changed value at once", () => {
+describe("the latest values: the writer's, for the heartbeat's own liveness update", () => {
+  it("returns each measure's last report, and nothing for a report out of order or without values", () => {
     const clock = new ManualClock(hourStart);
     const tracker = new HealthTracker({ sampleSeconds: 60, clock });
-    const at = (offsetMs: number, cpu: number, temperature?: number) => {
+    const at = (offsetMs: number, report: Parameters<HealthTracker["observe"]>[2]) => {
       clock.set(hourStart + offsetMs);
-      tracker.observe("r1", hourStart + offsetMs, { resources: { cpu_load: cpu, temperature } });
-      return tracker.drain().latest.map((l) => [l.reportedAt.getTime() - hourStart, l.cpuLoad, l.temperature]);
+      const values = tracker.observe("r1", hourStart + offsetMs, report);
+      return values && { cpu: values.cpuLoad, temperature: values.temperature, loss: values.pingLossPercent };
     };
-    expect(at(1_000, 10, 40)).toEqual([[1_000, 10, 40]]);
-    expect(at(20_000, 10)).toEqual([]); // same values, same period: no row rewritten
-    expect(at(40_000, 10, 40)).toEqual([]);
-    expect(at(50_000, 11)).toEqual([[50_000, 11, 40]]); // changed: at once, temperature kept
-    expect(at(61_000, 11)).toEqual([[61_000, 11, 40]]); // a new period: written once
-    expect(at(62_000, 11)).toEqual([]);
-    expect(tracker.due).toBe(false);
-    // A flush the database did not take is written again by the next one, with the values held now.
-    clock.set(hourStart + 63_000);
-    tracker.observe("r1", hourStart + 63_000, { resources: { cpu_load: 12 } });
-    const failed = tracker.drain();
-    tracker.requeue(failed);
-    expect(tracker.drain().latest.map((l) => l.cpuLoad)).toEqual([12]);
+    expect(at(1_000, { resources: { cpu_load: 10, temperature: 40 } })).toEqual({
+      cpu: 10,
+      temperature: 40,
+      loss: null,
+    });
+    // Not reported this time: kept. A ping alone is a value too.
+    expect(at(20_000, { resources: { cpu_load: 11 } })).toEqual({ cpu: 11, temperature: 40, loss: null });
+    expect(at(30_000, { ping: { sent: 5, received: 5 } })).toEqual({ cpu: 11, temperature: 40, loss: 0 });
+    expect(at(10_000, { resources: { cpu_load: 99 } })).toBeNull(); // out of order: changes nothing
+    expect(at(40_000, { interfaces: [{ name: "ether1", rx_bytes: 1, tx_bytes: 1 }] })).toBeNull();
+    expect(at(50_000, { resources: { temperature: 41 } })).toEqual({ cpu: 11, temperature: 41, loss: 0 });
   });
 });

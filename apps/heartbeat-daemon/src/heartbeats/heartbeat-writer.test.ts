@@ -1,9 +1,16 @@
-import { acquireStatusFeed, HeartbeatsRepository, type HeartbeatWrite, type StatusFeedHandle } from "@fleet/db";
+import {
+  acquireStatusFeed,
+  HeartbeatsRepository,
+  type HeartbeatWrite,
+  RouterHealthRepository,
+  type StatusFeedHandle,
+} from "@fleet/db";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { hashHeartbeatToken, ManualClock } from "@fleet/shared";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capturingLogger } from "../testing/daemon-harness.ts";
+import { HealthTracker } from "./health-tracker.ts";
 import { HeartbeatIntake } from "./heartbeat-intake.ts";
 import { HeartbeatWriter, type HeartbeatWriterOptions, mergeWrites } from "./heartbeat-writer.ts";
 import { ResumptionService } from "./resumption.service.ts";
@@ -302,6 +309,44 @@ describe("HeartbeatWriter: two heartbeats of one router before a flush", () => {
     const snapshot = [structuredClone(older), structuredClone(newer)];
     expect(mergeWrites(older, newer)).toMatchObject({ identity: "old", uptimeSeconds: 9, seenAt: newer.seenAt });
     expect([older, newer]).toEqual(snapshot);
+  });
+});
+
+describe("HeartbeatWriter: the latest health values go with the heartbeat's liveness write", () => {
+  it("writes them with the pending heartbeat, and with the next flush when one took the heartbeat first", async () => {
+    const router = await makeRouter(db, owner);
+    const clock = new ManualClock(Date.UTC(2026, 10, 30, 12, 0, 0));
+    const written: HeartbeatWrite[] = [];
+    const real = new HeartbeatsRepository(db);
+    const store = {
+      chunkSize: real.chunkSize,
+      applyHeartbeats: (writes: readonly HeartbeatWrite[], quietGapMs: number) => {
+        written.push(...writes.map((w) => ({ ...w })));
+        return real.applyHeartbeats(writes, quietGapMs);
+      },
+    };
+    const tracker = new HealthTracker({ sampleSeconds: 300, clock });
+    const { writer } = await startWriter({ store, health: { tracker, write: async () => {} } });
+    const cpuOf = async () => (await new RouterHealthRepository(db).latest(router.id))?.cpuLoad;
+    const beat = (cpu: number) => {
+      clock.advance(30_000);
+      writer.enqueue(write(router, { seenAt: clock.now() }));
+      writer.observeHealth(router.id, clock.nowMs(), { resources: { cpu_load: cpu } });
+    };
+    beat(10);
+    await writer.flush();
+    expect(written.at(-1)?.health).toEqual({ atMs: clock.nowMs(), values: expect.objectContaining({ cpuLoad: 10 }) });
+    expect(await cpuOf()).toBe(10);
+    // A flush took the heartbeat before its health came (one was due at once): the next flush writes it.
+    clock.advance(30_000);
+    writer.enqueue(write(router, { seenAt: clock.now() }));
+    await writer.flush();
+    writer.observeHealth(router.id, clock.nowMs(), { resources: { cpu_load: 20 } });
+    expect(await cpuOf()).toBe(10);
+    beat(30);
+    await writer.flush();
+    expect(await cpuOf()).toBe(30);
+    await writer.close();
   });
 });
 

@@ -87,6 +87,8 @@ interface FlushOutcome {
 export class HeartbeatWriter {
   readonly #o: HeartbeatWriterOptions;
   #pending = new Map<string, HeartbeatWrite>();
+  /** Latest health values that found no pending write (see `observeHealth`); rare. */
+  readonly #healthWaiting = new Map<string, NonNullable<HeartbeatWrite["health"]>>();
   readonly #flusher = coalescingRunner(
     () => this.#flushOnce(),
     () => this.#pending.size > 0,
@@ -213,9 +215,19 @@ export class HeartbeatWriter {
     else this.#timer = setTimeout(run, wait).unref();
   }
 
-  /** Takes the health a heartbeat reported (memory only; written by the next flushes). */
+  /**
+   * Takes the health a heartbeat reported, after its `enqueue`: the router's latest values go with
+   * its pending write (the liveness update writes them: no statement of their own); samples and
+   * interface states wait in the tracker for the next flushes. If a flush took the write already
+   * (one was due at once), they wait for the router's next flush.
+   */
   observeHealth(routerId: string, atMs: number, report: HealthReport): void {
-    this.#o.health?.tracker.observe(routerId, atMs, report);
+    const values = this.#o.health?.tracker.observe(routerId, atMs, report);
+    if (!values) return;
+    const health = { atMs, values: { ...values } };
+    const pending = this.#pending.get(routerId);
+    if (pending) pending.health = health;
+    else this.#healthWaiting.set(routerId, health);
   }
 
   /** Writes what the health tracker has due; a failure puts it back for the next flush. */
@@ -234,6 +246,7 @@ export class HeartbeatWriter {
   /** Drops a router's pending heartbeat (it was deleted). */
   forget(routerId: string): void {
     this.#pending.delete(routerId);
+    this.#healthWaiting.delete(routerId);
   }
 
   /** Writes everything pending now; resolves when it is written (or failed and was put back). */
@@ -262,6 +275,13 @@ export class HeartbeatWriter {
     }
     const batch = [...this.#pending.values()];
     this.#pending = new Map();
+    if (this.#healthWaiting.size > 0)
+      for (const write of batch) {
+        const waiting = this.#healthWaiting.get(write.routerId);
+        if (!waiting) continue;
+        this.#healthWaiting.delete(write.routerId);
+        if (!write.health || write.health.atMs < waiting.atMs) write.health = waiting;
+      }
     this.#eventful = false;
     this.#lastFlushAt = this.#now();
     const started = performance.now();
@@ -418,6 +438,8 @@ export const mergeInto = (older: HeartbeatWrite, newer: HeartbeatWrite, onTimeMs
   older.uptimeSeconds = newer.uptimeSeconds ?? older.uptimeSeconds;
   older.metadata =
     older.metadata && newer.metadata ? { ...older.metadata, ...newer.metadata } : (newer.metadata ?? older.metadata);
+  // The tracker's latest values hold every measure reported so far: the newer ones replace them.
+  older.health = newer.health ?? older.health;
   return older;
 };
 

@@ -1,4 +1,4 @@
-import { HealthSeriesRepository, type Query, queryOf, RouterHealthRepository } from "@fleet/db";
+import { type Database, HealthSeriesRepository, queryOf } from "@fleet/db";
 import type { CoverageHolder } from "../heartbeats/coverage-holder.ts";
 import { type HealthFlush, HealthTracker } from "../heartbeats/health-tracker.ts";
 import { HeartbeatWriter } from "../heartbeats/heartbeat-writer.ts";
@@ -37,16 +37,12 @@ export const wireHeartbeats = async (
       "no heartbeat daemon was running; silent routers get a full threshold",
     );
   }
-  // docs/api.md "Health": latest values, samples and hourly rollups, written by the same flushes.
+  // docs/api.md "Health": latest values (in the liveness update), interface states, samples and
+  // hourly rollups, written by the same flushes.
   // Each statement commits without waiting for the disk (HEALTH_ASYNC_COMMIT).
-  const series = new HealthSeriesRepository(db);
-  const query = queryOf(db);
   const health = {
     tracker: new HealthTracker({ sampleSeconds: config.resourceSampleSeconds, clock }),
-    write: async (flush: HealthFlush) => {
-      await writeLatest(query, flush);
-      await series.append(query, flush);
-    },
+    write: healthWrite(db),
   };
   const writer = new HeartbeatWriter({
     store,
@@ -109,8 +105,12 @@ export const wireHeartbeats = async (
   };
 };
 
-/** The latest values and interface states of one flush: one statement each. */
-const writeLatest = async (query: Query, flush: HealthFlush): Promise<void> => {
-  await RouterHealthRepository.upsertLatest(query, flush.latest);
-  await HealthSeriesRepository.upsertInterfaces(query, flush.interfaces);
+/** What a flush writes of health (also run by bench/health-flush-bench.ts). */
+export const healthWrite = (db: Database): ((flush: HealthFlush) => Promise<void>) => {
+  const series = new HealthSeriesRepository(db);
+  const query = queryOf(db);
+  return async (flush) => {
+    await HealthSeriesRepository.upsertInterfaces(query, flush.interfaces);
+    await series.append(query, flush);
+  };
 };

@@ -38,7 +38,6 @@ import { RouterFault } from "./router-fault.entity.ts";
 import { SshHostKey } from "./ssh-host-key.entity.ts";
 import { Router } from "./router.entity.ts";
 import { RouterLiveness } from "./router-liveness.entity.ts";
-import { RouterHealthLatest } from "./router-health-latest.entity.ts";
 import {
   RouterHealthStaged,
   RouterInterfacesState,
@@ -105,7 +104,6 @@ export const ENTITIES = [
   AlertPending,
   AlertRouterState,
   AlertStorm,
-  RouterHealthLatest,
   RouterResourceSamples,
   RouterResourceHourly,
   RouterTrafficSamples,
@@ -148,7 +146,6 @@ export {
   RouterDowntimeHour,
   RouterFault,
   RouterLiveness,
-  RouterHealthLatest,
   RouterHealthStaged,
   RouterInterfacesState,
   RouterResourceHourly,

@@ -33,6 +33,18 @@ export const RouterLiveness = defineEntity({
      * often (migration 035, docs/scale.md "Room on the page").
      */
     room: p.text().nullable(),
+    /**
+     * The latest health values (docs/api.md "Health"), written by the same heartbeat update
+     * (migration 170). Percentages are of the totals the router reported; null: not reported.
+     */
+    healthReportedAt: p.datetime().nullable(),
+    cpuLoad: p.float().nullable(),
+    memoryUsedPercent: p.float().nullable(),
+    diskUsedPercent: p.float().nullable(),
+    temperature: p.float().nullable(),
+    voltage: p.float().nullable(),
+    pingLossPercent: p.float().nullable(),
+    pingRttMs: p.float().nullable(),
   },
 });
 export type TRouterLiveness = InferEntity<typeof RouterLiveness>;

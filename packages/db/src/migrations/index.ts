@@ -37,6 +37,7 @@ import { AlertEventsRoutersMigration } from "./20261129-102-alert-events-routers
 import { HealthThresholdsMigration } from "./20261130-140-health-thresholds.migration.ts";
 import { AlertsTeamScopeMigration } from "./20261129-120-alerts-team-scope.migration.ts";
 import { RouterHealthLatestMigration } from "./20261130-130-router-health-latest.migration.ts";
+import { LivenessHealthMigration } from "./20261201-170-liveness-health.migration.ts";
 import { HealthSeriesMigration } from "./20261130-131-health-series.migration.ts";
 import { ChangesMigration } from "./20261130-150-changes.migration.ts";
 import { HealthStagingMigration } from "./20261201-160-health-staging.migration.ts";
@@ -89,4 +90,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261130-150-changes", class: ChangesMigration },
   { name: "20261201-160-health-staging", class: HealthStagingMigration },
   { name: "20261201-161-interfaces-state", class: InterfacesStateMigration },
+  { name: "20261201-170-liveness-health", class: LivenessHealthMigration },
 ];

@@ -6,6 +6,7 @@ import { createTestDatabase, lockWaiters, makeRouter, makeUser, type TestDatabas
 import { LIVENESS_ROOM_BYTES } from "../migrations/20261128-035-liveness-room.migration.ts";
 import { AdoptionsRepository } from "./adoptions.repository.ts";
 import { FLUSH_STATEMENTS, type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
+import { RouterHealthRepository } from "./router-health.repository.ts";
 
 // The flush's two statements (docs/architecture.md "Liveness: what a heartbeat writes"): a liveness
 // UPDATE for a router beating on time with nothing new, the full upsert for everything else. Both
@@ -303,6 +304,54 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
     },
   );
 
+  it("writes the latest health values with the liveness row, in either statement; a measure not reported and older values change nothing", async () => {
+    const router = await makeRouter(db, owner);
+    await db.query("delete from router_liveness where router_id = $1", [router.id]);
+    const latest = new RouterHealthRepository(db);
+    const values = (cpuLoad: number | null, temperature: number | null) => ({
+      cpuLoad,
+      memoryUsedPercent: 50,
+      diskUsedPercent: null,
+      temperature,
+      voltage: null,
+      pingLossPercent: null,
+      pingRttMs: 1.5,
+    });
+    const health = (atMs: number, cpu: number | null, temperature: number | null) => ({
+      health: { atMs, values: values(cpu, temperature) },
+    });
+    const first = await statementsOf(() =>
+      heartbeats.applyHeartbeats([beat(router, T0, health(T0, 10, 40))], QUIET_GAP_MS),
+    );
+    expect(first.statements).toEqual(["fast_health", "apply"]);
+    expect(await latest.latest(router.id)).toEqual({
+      routerId: router.id,
+      reportedAt: new Date(T0),
+      ...values(10, 40),
+    });
+
+    const steady = await statementsOf(() =>
+      heartbeats.applyHeartbeats([beat(router, T0 + 30_000, health(T0 + 30_000, 12, null))], QUIET_GAP_MS),
+    );
+    expect(steady.statements).toEqual(["fast_health"]);
+    const kept = { routerId: router.id, reportedAt: new Date(T0 + 30_000), ...values(12, 40) };
+    expect(await latest.latest(router.id)).toEqual(kept);
+    // Values older than the row's (another daemon process wrote newer ones), on either statement.
+    await heartbeats.applyHeartbeats([beat(router, T0 + 31_000, health(T0 + 20_000, 99, 99))], QUIET_GAP_MS);
+    await heartbeats.applyHeartbeats(
+      [beat(router, T0 + 32_000, { identity: "changed", ...health(T0 + 20_000, 98, 98) })],
+      QUIET_GAP_MS,
+    );
+    expect(await latest.latest(router.id)).toEqual(kept);
+    // A heartbeat without health keeps the values, and takes the plain statement.
+    const plain = await statementsOf(() =>
+      heartbeats.applyHeartbeats([beat(router, T0 + 60_000, { identity: "changed" })], QUIET_GAP_MS),
+    );
+    expect(plain.statements).toEqual(["fast"]);
+    expect(await latest.latest(router.id)).toEqual(kept);
+    expect((await latest.latestOf([router.id])).get(router.id)).toEqual(kept);
+  });
+
   it("a new liveness row carries room for later versions until its first steady update", async () => {
     const router = await makeRouter(db, owner);
     const room = async () =>
@@ -409,19 +458,22 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
       [owner.organizationId, owner.teamId],
     );
     await db.query("analyze routers, router_liveness");
-    const plan = await db.transaction(async (query) => {
-      await query("set local plan_cache_mode = force_generic_plan");
-      await query(`prepare steady_flush as ${FLUSH_STATEMENTS.fast}`);
-      try {
-        const rows = await query<{ "QUERY PLAN": unknown }>(
-          "explain (format json) execute steady_flush(null, null, null, null, null, null, 0)",
-        );
-        return JSON.stringify(rows[0]?.["QUERY PLAN"]);
-      } finally {
-        await query("deallocate steady_flush");
-      }
-    });
-    expect(plan).toContain("router_liveness_pkey");
-    expect(plan).not.toMatch(/"Index Cond":\s*"[^"]*ANY/);
+    const planOf = (statement: string, nulls: number) =>
+      db.transaction(async (query) => {
+        await query("set local plan_cache_mode = force_generic_plan");
+        await query(`prepare steady_flush as ${statement}`);
+        try {
+          const rows = await query<{ "QUERY PLAN": unknown }>(
+            `explain (format json) execute steady_flush(${[...Array(6).fill("null"), "0", ...Array(nulls).fill("null")].join(", ")})`,
+          );
+          return JSON.stringify(rows[0]?.["QUERY PLAN"]);
+        } finally {
+          await query("deallocate steady_flush");
+        }
+      });
+    for (const plan of [await planOf(FLUSH_STATEMENTS.fast, 0), await planOf(FLUSH_STATEMENTS.fastHealth, 8)]) {
+      expect(plan).toContain("router_liveness_pkey");
+      expect(plan).not.toMatch(/"Index Cond":\s*"[^"]*ANY/);
+    }
   });
 });

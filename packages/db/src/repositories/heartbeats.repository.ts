@@ -11,6 +11,7 @@ import {
 } from "./routers.repository.ts";
 import { LIVENESS_ROOM_BYTES } from "../migrations/20261128-035-liveness-room.migration.ts";
 import { binaryArray, plainArray, textArray } from "./pg-arrays.ts";
+import { HEALTH_MEASURES, type HealthValues } from "./router-health.repository.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A router a heartbeat token belongs to. */
@@ -56,6 +57,12 @@ export interface HeartbeatWrite {
   hardwareboard?: boolean | null | undefined;
   uptimeSeconds?: number | null | undefined;
   metadata?: Record<string, unknown> | null | undefined;
+  /**
+   * The router's latest health values and when they were reported (docs/api.md "Health"), written
+   * into the liveness row by the same update (a measure given as null keeps its value; values
+   * older than the row's are not written). Undefined: the heartbeat reported none.
+   */
+  health?: { atMs: number; values: HealthValues } | undefined;
   /**
    * Not written: when several heartbeats waited in the daemon's buffer as this one write (a
    * database outage), the first one's time and the silences between them, so the downtime and
@@ -247,14 +254,55 @@ where f.previous_has_pulse is not true or f.previous_seen_at is null
 union all
 select v.id, true, null, null, null from v where not exists (select 1 from f where f.router_id = v.id)`;
 
+// The latest health values a heartbeat carries, set on the liveness row (alias `l`) by its own
+// update (migration 170): no second statement and no second row per heartbeat. Values older than
+// the row's (another daemon process wrote newer ones) are not written; a measure not reported keeps
+// its value. `at`: when the values were reported; `value`: a measure's input, by input name and column.
+const HEALTH_MEASURE_COLUMNS = [
+  ["cpu", "cpu_load"],
+  ["mem", "memory_used_percent"],
+  ["disk", "disk_used_percent"],
+  ["temp", "temperature"],
+  ["volt", "voltage"],
+  ["loss", "ping_loss_percent"],
+  ["rtt", "ping_rtt_ms"],
+] as const;
+const healthSet = (at: string, value: (input: string, column: string) => string) =>
+  [
+    `health_reported_at = greatest(l.health_reported_at, ${at})`,
+    ...HEALTH_MEASURE_COLUMNS.map(
+      ([input, column]) =>
+        `${column} = case when ${at} < l.health_reported_at then l.${column} else coalesce(${value(input, column)}, l.${column}) end`,
+    ),
+  ].join(",\n    ");
+const HEALTH_INPUT = "$timestamptz[], $real[], $real[], $real[], $real[], $real[], $real[], $real[]";
+const HEALTH_COLUMNS = `h_at, ${HEALTH_MEASURE_COLUMNS.map(([input]) => input).join(", ")}`;
+const numbered = (template: string, first: number) => {
+  let n = first;
+  return template.replace(/\$(?=[a-z])/g, () => `$${n++}::`);
+};
+
+// FAST_SQL for a chunk in which some heartbeat carries health: the same update, which also sets the
+// latest values ($8-$15). A chunk without health takes FAST_SQL, whose rows carry nothing more.
+const FAST_HEALTH_SQL = FAST_SQL.replace("$6::bigint[])", `$6::bigint[], ${numbered(HEALTH_INPUT, 8)})`)
+  .replace(
+    "as v(id, seen_ms, peer, uptime, token_hash, facts_digest)",
+    `as v(id, seen_ms, peer, uptime, token_hash, facts_digest, ${HEALTH_COLUMNS})`,
+  )
+  .replace(
+    "    room = null\n  from v",
+    `    room = null,\n    ${healthSet("v.h_at", (input) => `v.${input}`)}\n  from v`,
+  );
+
 // Every column of a heartbeat, for APPLY_SQL. $14: the hash of the token it was made with; $15: the
-// digest of its reported facts (factsDigest).
+// digest of its reported facts (factsDigest); $16-$23: its latest health values (see healthSet).
 const INPUT_CTE = `
 with ${ASYNC_COMMIT}, v as (
   select v.* from async_commit cross join unnest($1::uuid[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[], $14::text[], $15::bigint[])
+    $8::text[], $9::text[], $10::boolean[], $11::bigint[], $12::jsonb[], $14::text[], $15::bigint[],
+    ${numbered(HEALTH_INPUT, 16)})
     as v(id, seen_ms, peer, identity, serial_number, software_version, software_id, model, board_name,
-      hardwareboard, uptime, metadata, token_hash, facts_digest)
+      hardwareboard, uptime, metadata, token_hash, facts_digest, ${HEALTH_COLUMNS})
 )`;
 
 // Whether a heartbeat reports a fact `routers` (alias r) does not hold yet.
@@ -280,15 +328,19 @@ const FACTS_CHANGED = `(v.identity is not null and v.identity is distinct from r
 // A fault the sweeper opens concurrently may be missed by `o`; the writer therefore also completes
 // faults for every router whose silence was long enough to have one (see HeartbeatAftermath).
 const APPLY_SQL = `${INPUT_CTE}, a as (
-  select v.id, v.seen_ms, v.peer, v.uptime, v.token_hash, v.facts_digest, r.team_id, ${FACTS_CHANGED} as changed
+  select v.id, v.seen_ms, v.peer, v.uptime, v.token_hash, v.facts_digest, ${HEALTH_COLUMNS.split(", ")
+    .map((c) => `v.${c}`)
+    .join(", ")},
+    r.team_id, ${FACTS_CHANGED} as changed
   from v join routers r on r.id = v.id and r.heartbeat_token_hash = v.token_hash
   order by r.id
   for no key update of r
 ), l as (
   insert into router_liveness as l (router_id, has_pulse, last_seen_at, last_seen_from, uptime_seconds,
-    heartbeat_token_hash, facts_digest, room)
+    heartbeat_token_hash, facts_digest, room, health_reported_at, cpu_load, memory_used_percent,
+    disk_used_percent, temperature, voltage, ping_loss_percent, ping_rtt_ms)
   select a.id, true, to_timestamp(a.seen_ms / 1000.0), a.peer, a.uptime, a.token_hash, a.facts_digest,
-    repeat(' ', ${LIVENESS_ROOM_BYTES}) from a
+    repeat(' ', ${LIVENESS_ROOM_BYTES}), a.h_at, a.cpu, a.mem, a.disk, a.temp, a.volt, a.loss, a.rtt from a
   on conflict (router_id) do update set
     previous_has_pulse = l.has_pulse,
     previous_seen_at = l.last_seen_at,
@@ -298,7 +350,8 @@ const APPLY_SQL = `${INPUT_CTE}, a as (
     uptime_seconds = coalesce(excluded.uptime_seconds, l.uptime_seconds),
     heartbeat_token_hash = excluded.heartbeat_token_hash,
     facts_digest = excluded.facts_digest,
-    room = null
+    room = null,
+    ${healthSet("excluded.health_reported_at", (_, column) => `excluded.${column}`)}
 ), u as (
   update routers r set
     identity = coalesce(v.identity, r.identity),
@@ -323,7 +376,7 @@ where a.id is null or o.has_pulse is not true or o.last_seen_at is null
   or o.last_seen_at <= to_timestamp((v.seen_ms - $13) / 1000.0)`;
 
 /** The flush's two statements, for tests that read their plans (heartbeats.repository.test.ts). */
-export const FLUSH_STATEMENTS = { fast: FAST_SQL, apply: APPLY_SQL } as const;
+export const FLUSH_STATEMENTS = { fast: FAST_SQL, fastHealth: FAST_HEALTH_SQL, apply: APPLY_SQL } as const;
 
 const DOWNTIME_SQL = `
 insert into router_downtime_hours (router_id, hour, seconds_down)
@@ -475,6 +528,30 @@ const fastParams = (part: readonly HeartbeatWrite[], digests: readonly Buffer[],
   quietGapMs,
 ];
 
+/** Whether any heartbeat of `part` carries health (then FAST_HEALTH_SQL). */
+const carriesHealth = (part: readonly HeartbeatWrite[]): boolean => {
+  for (const w of part) if (w.health) return true;
+  return false;
+};
+
+/** A measure as written (a value that is not a finite number, which validation refuses, as unknown: never a failed liveness write). */
+const finiteOrNull = (value: number | null | undefined): number | null =>
+  value === null || value === undefined || !Number.isFinite(value) ? null : value;
+
+/** The latest health of each heartbeat, in binary (healthSet's inputs, in HEALTH_COLUMNS order). */
+const healthParams = (part: readonly HeartbeatWrite[]): Buffer[] => [
+  binaryArray(
+    "timestamptz",
+    part.map((w) => w.health?.atMs),
+  ),
+  ...HEALTH_MEASURES.map((measure) =>
+    binaryArray(
+      "float4",
+      part.map((w) => finiteOrNull(w.health?.values[measure])),
+    ),
+  ),
+];
+
 /** The parameters of APPLY_SQL. */
 const applyParams = (part: readonly HeartbeatWrite[], digests: readonly Buffer[], quietGapMs: number): unknown[] => [
   plainArray(part.map((w) => w.routerId)),
@@ -492,6 +569,7 @@ const applyParams = (part: readonly HeartbeatWrite[], digests: readonly Buffer[]
   quietGapMs,
   textArray(part.map((w) => w.tokenHash)),
   binaryArray("int8", digests),
+  ...healthParams(part),
 ];
 
 const notableFromRow = (
@@ -584,13 +662,20 @@ export class HeartbeatsRepository {
     for (const [index, part] of parts.entries()) {
       if (index > 0 && this.#db.driver === "pglite") await yieldToEventLoop();
       const digests = part.map(factsDigest);
+      const health = carriesHealth(part);
       const fast = await this.#db.query<{
         id: string;
         missed: boolean;
         team_id: string | null;
         previous_has_pulse: boolean | null;
         previous_seen_ms: unknown;
-      }>(FAST_SQL, fastParams(part, digests, quietGapMs), { prepare: "heartbeats_fast" });
+      }>(
+        health ? FAST_HEALTH_SQL : FAST_SQL,
+        health
+          ? [...fastParams(part, digests, quietGapMs), ...healthParams(part)]
+          : fastParams(part, digests, quietGapMs),
+        { prepare: health ? "heartbeats_fast_health" : "heartbeats_fast" },
+      );
       const missed = new Set<string>();
       for (const row of fast) {
         if (row.missed) missed.add(row.id);

@@ -75,6 +75,22 @@ describe("binary arrays", () => {
     expect(empty).toEqual([{ n: 0 }]);
   });
 
+  it("round-trips float4 and timestamptz (Unix ms), nulls and times before 2000 included", async () => {
+    const times = [Date.UTC(2026, 10, 30, 12, 0, 0, 123), Date.UTC(1999, 11, 31, 23, 59, 59, 1), null];
+    const rows = await db.query<{ r: number | null; ms: number | null }>(
+      `select r::float8 as r, (extract(epoch from t) * 1000)::float8 as ms
+       from unnest($1::real[], $2::timestamptz[]) with ordinality as x(r, t, n) order by n`,
+      [binaryArray("float4", [12.5, -0.25, null]), binaryArray("timestamptz", times)],
+    );
+    expect(rows).toEqual([
+      { r: 12.5, ms: times[0] },
+      { r: -0.25, ms: times[1] },
+      { r: null, ms: null },
+    ]);
+    expect(() => binaryArray("float4", [Number.NaN])).toThrow(RangeError);
+    expect(() => binaryArray("timestamptz", [1.5])).toThrow(RangeError);
+  });
+
   it("refuses what is not of the element type before anything is sent", () => {
     expect(() => binaryArray("uuid", ["not-a-uuid"])).toThrow(RangeError);
     expect(() => binaryArray("uuid", ["0000000-00000-4000-8000-000000000000"])).toThrow(RangeError); // 36 chars, a dash moved

@@ -39,7 +39,9 @@ export const plainArray = (values: readonly (number | boolean | string | null | 
 };
 
 /** Element types of `binaryArray`, by their PostgreSQL type OID. */
-const ELEMENT_OID = { uuid: 2950, float8: 701, int8: 20, text: 25 } as const;
+const ELEMENT_OID = { uuid: 2950, float8: 701, float4: 700, int8: 20, timestamptz: 1184, text: 25 } as const;
+/** PostgreSQL's epoch (2000-01-01) in Unix milliseconds: timestamptz is microseconds since it. */
+const PG_EPOCH_MS = 946_684_800_000;
 export type BinaryElement = keyof typeof ELEMENT_OID;
 
 const HEX = new Int8Array(128).fill(-1);
@@ -50,7 +52,8 @@ for (let i = 0; i < 16; i++) {
 
 const elementSize = (type: BinaryElement, value: string | number | Buffer): number => {
   if (type === "uuid") return 16;
-  if (type === "float8" || type === "int8") return 8;
+  if (type === "float8" || type === "int8" || type === "timestamptz") return 8;
+  if (type === "float4") return 4;
   return Buffer.byteLength(value as string, "utf8");
 };
 
@@ -92,7 +95,7 @@ const writeInt8 = (out: Buffer, at: number, value: number | string | Buffer): vo
  * instead of 36 characters to parse: the binding of the heartbeat flush's parameters was about
  * 2 µs a row of the database's CPU in text (docs/scale.md). The element type must be the one the
  * statement casts the parameter to. int8 takes whole numbers, their decimal text, or 8 big-endian
- * bytes; null and undefined become NULL.
+ * bytes; timestamptz takes Unix milliseconds; null and undefined become NULL.
  */
 export const binaryArray = (
   type: BinaryElement,
@@ -132,9 +135,19 @@ export const binaryArray = (
       out.writeInt32BE(8, at);
       out.writeDoubleBE(value, at + 4);
       at += 12;
+    } else if (type === "float4") {
+      if (typeof value !== "number" || !Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
+      out.writeInt32BE(4, at);
+      out.writeFloatBE(value, at + 4);
+      at += 8;
     } else if (type === "int8") {
       out.writeInt32BE(8, at);
       writeInt8(out, at + 4, value);
+      at += 12;
+    } else if (type === "timestamptz") {
+      if (typeof value !== "number" || !Number.isSafeInteger(value)) throw new RangeError(`not a time in ms: ${value}`);
+      out.writeInt32BE(8, at);
+      writeInt8(out, at + 4, (value - PG_EPOCH_MS) * 1000);
       at += 12;
     } else {
       const written = out.write(String(value), at + 4, "utf8");

@@ -123,12 +123,12 @@ export class ResourceFaultsRepository {
              when 'disk' then h.disk_used_percent when 'temperature' then h.temperature
              else h.ping_loss_percent end)::numeric, 2)::float8 as value,
           coalesce(rt.thresholds -> m.measure, ot.thresholds -> m.measure, ${JSON.stringify(defaults)}::jsonb -> m.measure) as threshold
-        from router_health_latest h
+        from router_liveness h
         join routers r on r.id = h.router_id
-        join router_liveness l on l.router_id = h.router_id and l.has_pulse
         cross join m
         left join organization_health_thresholds ot on ot.organization_id = r.organization_id
         left join router_health_thresholds rt on rt.router_id = h.router_id
+        where h.has_pulse and h.health_reported_at is not null
       )
       select c.router_id, c.organization_id, c.name, c.identity, c.measure, c.value, c.threshold,
         ${ms("s.above_since", "above_ms")}, ${ms("s.below_since", "below_ms")}, s.fault_id

@@ -31,7 +31,7 @@ const record = (routerId: string, atMs: number, values: Partial<LatestHealthReco
   ...values,
 });
 
-describe("RouterHealthRepository (router_health_latest)", () => {
+describe("RouterHealthRepository (the latest values in router_liveness)", () => {
   it("upserts the latest values; a measure not reported keeps its last value; an older report changes nothing", async () => {
     const router = await makeRouter(db, owner);
     const other = await makeRouter(db, owner);

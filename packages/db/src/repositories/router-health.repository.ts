@@ -13,7 +13,7 @@ export interface HealthValues {
   pingRttMs: number | null;
 }
 
-/** One router's latest health, as `router_health_latest` holds it. */
+/** One router's latest health, as its `router_liveness` row holds it (migration 170). */
 export interface LatestHealthRecord extends HealthValues {
   routerId: string;
   reportedAt: Date;
@@ -31,7 +31,7 @@ export const HEALTH_MEASURES = [
 
 const LATEST_COLUMNS = [
   "router_id",
-  "reported_at",
+  "health_reported_at",
   "cpu_load",
   "memory_used_percent",
   "disk_used_percent",
@@ -41,9 +41,11 @@ const LATEST_COLUMNS = [
   "ping_rtt_ms",
 ] as const;
 
-export const latestHealthFromRow = (row: Row<"router_health_latest">): LatestHealthRecord => ({
+export const latestHealthFromRow = (
+  row: Pick<Row<"router_liveness">, (typeof LATEST_COLUMNS)[number]> & { health_reported_at: Date },
+): LatestHealthRecord => ({
   routerId: row.router_id,
-  reportedAt: row.reported_at,
+  reportedAt: row.health_reported_at,
   cpuLoad: row.cpu_load,
   memoryUsedPercent: row.memory_used_percent,
   diskUsedPercent: row.disk_used_percent,
@@ -63,22 +65,25 @@ export const latestHealthFromRow = (row: Row<"router_health_latest">): LatestHea
 export const HEALTH_ASYNC_COMMIT =
   "health_async as materialized (select set_config('synchronous_commit', 'off', true))";
 
-/** Latest health per router (docs/api.md "Health"): written by the daemon, read by lists and thresholds. */
+/** Latest health per router (docs/api.md "Health"), in `router_liveness`: written by the daemon, read by lists and thresholds. */
 export class RouterHealthRepository {
   readonly #db: Pick<Database, "query">;
   constructor(db: Pick<Database, "query">) {
     this.#db = db;
   }
 
-  /** Upserts the latest values of routers (one entry per router); routers that no longer exist are skipped. */
+  /**
+   * Writes the latest values of routers (one entry per router); routers that no longer exist are
+   * skipped. The daemon writes them with the heartbeat itself (heartbeats.repository.ts, FAST_SQL);
+   * this is the same write on its own, for data set up outside a heartbeat.
+   */
   static async upsertLatest(query: Query, records: readonly LatestHealthRecord[]): Promise<void> {
     if (records.length === 0) return;
     const column = (measure: keyof HealthValues) => sql`${plainArray(records.map((r) => r[measure]))}::real[]`;
-    // Raw: the daemon's flush writes a whole batch in one statement (arrays through unnest). A
-    // measure not reported this time keeps its previous value: a heartbeat without `ping` does not
-    // erase the last ping.
+    // Raw: a batch in one statement (arrays through unnest). A measure not reported this time keeps
+    // its previous value: a heartbeat without `ping` does not erase the last ping.
     await sql`with ${sql.raw(HEALTH_ASYNC_COMMIT)}
-      insert into router_health_latest as h (${sql.raw(LATEST_COLUMNS.join(", "))})
+      insert into router_liveness as h (${sql.raw(LATEST_COLUMNS.join(", "))})
       select u.router_id, to_timestamp(u.at_ms / 1000.0), u.cpu, u.mem, u.disk, u.temp, u.volt, u.loss, u.rtt
       from health_async cross join unnest(${plainArray(records.map((r) => r.routerId))}::uuid[],
         ${plainArray(records.map((r) => r.reportedAt.getTime()))}::float8[], ${column("cpuLoad")},
@@ -86,7 +91,7 @@ export class RouterHealthRepository {
         ${column("pingLossPercent")}, ${column("pingRttMs")})
         as u(router_id, at_ms, cpu, mem, disk, temp, volt, loss, rtt)
       where exists (select 1 from routers r where r.id = u.router_id)
-      on conflict (router_id) do update set reported_at = excluded.reported_at,
+      on conflict (router_id) do update set health_reported_at = excluded.health_reported_at,
         cpu_load = coalesce(excluded.cpu_load, h.cpu_load),
         memory_used_percent = coalesce(excluded.memory_used_percent, h.memory_used_percent),
         disk_used_percent = coalesce(excluded.disk_used_percent, h.disk_used_percent),
@@ -94,26 +99,31 @@ export class RouterHealthRepository {
         voltage = coalesce(excluded.voltage, h.voltage),
         ping_loss_percent = coalesce(excluded.ping_loss_percent, h.ping_loss_percent),
         ping_rtt_ms = coalesce(excluded.ping_rtt_ms, h.ping_rtt_ms)
-      where excluded.reported_at >= h.reported_at`.execute(query.kysely);
+      where h.health_reported_at is null or excluded.health_reported_at >= h.health_reported_at`.execute(query.kysely);
   }
 
   async latest(routerId: string): Promise<LatestHealthRecord | null> {
     const row = await this.#db.query.kysely
-      .selectFrom("router_health_latest")
+      .selectFrom("router_liveness")
       .select(LATEST_COLUMNS)
       .where("router_id", "=", routerId)
       .executeTakeFirst();
-    return row ? latestHealthFromRow(row) : null;
+    return row?.health_reported_at ? latestHealthFromRow({ ...row, health_reported_at: row.health_reported_at }) : null;
   }
 
   /** The latest values of many routers, keyed by router id (routers that never reported are absent). */
   async latestOf(routerIds: readonly string[]): Promise<Map<string, LatestHealthRecord>> {
     if (routerIds.length === 0) return new Map();
     const rows = await this.#db.query.kysely
-      .selectFrom("router_health_latest")
+      .selectFrom("router_liveness")
       .select(LATEST_COLUMNS)
       .where((eb) => eb("router_id", "=", eb.fn.any(sql<string[]>`${plainArray(routerIds)}::uuid[]`)))
+      .where("health_reported_at", "is not", null)
       .execute();
-    return new Map(rows.map((row) => [row.router_id, latestHealthFromRow(row)]));
+    const out = new Map<string, LatestHealthRecord>();
+    for (const row of rows)
+      if (row.health_reported_at)
+        out.set(row.router_id, latestHealthFromRow({ ...row, health_reported_at: row.health_reported_at }));
+    return out;
   }
 }

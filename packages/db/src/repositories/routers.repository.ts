@@ -81,7 +81,7 @@ const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 
  * (listByTeam): a list of thousands is one pass, not a subquery per row.
  */
 export const LIVENESS_JOIN =
-  "left join router_liveness l on l.router_id = r.id left join router_wireguard_peers w on w.router_id = r.id left join router_health_latest hl on hl.router_id = r.id";
+  "left join router_liveness l on l.router_id = r.id left join router_wireguard_peers w on w.router_id = r.id";
 
 /** A router's columns; the query joins its liveness (`from routers r ${LIVENESS_JOIN}`). */
 export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
@@ -89,8 +89,8 @@ export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.ide
   coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
   r.tags, ${ms("r.created_at", "created_ms")},
   w.router_id is not null as tunnel_bound, ${ms("w.handshake_at", "tunnel_handshake_ms")},
-  ${ms("w.answered_at", "tunnel_answered_ms")}, hl.cpu_load::float8 as cpu_load,
-  hl.memory_used_percent::float8 as memory_used_percent, hl.temperature::float8 as temperature`;
+  ${ms("w.answered_at", "tunnel_answered_ms")}, l.cpu_load::float8 as cpu_load,
+  l.memory_used_percent::float8 as memory_used_percent, l.temperature::float8 as temperature`;
 
 type Row = Record<string, unknown>;
 
@@ -167,15 +167,14 @@ export const COVERAGE_COLUMNS = `${ms("covered_since", "covered_since_ms")}, ${m
 
 /**
  * A router with its liveness `l` (router_liveness: pulse, last seen, uptime; no row: never seen),
- * its WireGuard peer `w` (no row: no key bound) and its latest health `hl`: joins, not a subquery
- * per row.
+ * its WireGuard peer `w` (no row: no key bound) and its latest health (in `l`): joins, not a
+ * subquery per row.
  */
 const selectRouters = (query: Query) =>
   query.kysely
     .selectFrom("routers as r")
     .leftJoin("router_liveness as l", "l.router_id", "r.id")
     .leftJoin("router_wireguard_peers as w", "w.router_id", "r.id")
-    .leftJoin("router_health_latest as hl", "hl.router_id", "r.id")
     .select((eb) => [
       "r.id",
       "r.organization_id",
@@ -200,9 +199,9 @@ const selectRouters = (query: Query) =>
       eb("w.router_id", "is not", null).as("tunnel_bound"),
       "w.handshake_at",
       "w.answered_at",
-      "hl.cpu_load",
-      "hl.memory_used_percent",
-      "hl.temperature",
+      "l.cpu_load",
+      "l.memory_used_percent",
+      "l.temperature",
     ]);
 
 type RouterRow = Awaited<ReturnType<ReturnType<typeof selectRouters>["executeTakeFirstOrThrow"]>>;
@@ -259,9 +258,9 @@ export type RouterListPosition =
 /** Health sorts: worst (highest) first, never reported last. */
 export type HealthSort = "cpu" | "memory" | "temperature";
 const HEALTH_SORT_COLUMN: Record<HealthSort, string> = {
-  cpu: "hl.cpu_load",
-  memory: "hl.memory_used_percent",
-  temperature: "hl.temperature",
+  cpu: "l.cpu_load",
+  memory: "l.memory_used_percent",
+  temperature: "l.temperature",
 };
 /** Below every value a measure can take (temperature goes down to -100): never reported sorts last. */
 const NEVER_REPORTED = "-1e9";
@@ -296,8 +295,8 @@ export class RoutersRepository {
    * A team's routers, filtered and in `sort` order, after `after` and at most `limit` of them
    * (docs/api.md "Listing a fleet"). Keyset paging on (sort key, id): the name order walks the
    * index `routers_team_name_id_index` from the position on, so a deep page costs what the first
-   * does. The last-seen and health orders sort the team's rows (`router_liveness` and
-   * `router_health_latest` have no index on what every heartbeat changes, docs/architecture.md
+   * does. The last-seen and health orders sort the team's rows (`router_liveness` has no index on
+   * what every heartbeat changes, docs/architecture.md
    * "Liveness: what a heartbeat writes"), so they sort narrow rows (id and key) and read the full
    * columns of the page's rows only.
    */
@@ -350,7 +349,6 @@ export class RoutersRepository {
           `with page as (
              select r.id, ${healthKey ?? lastSeen} as sort_key
              from routers r left join router_liveness l on l.router_id = r.id
-               ${healthKey ? "left join router_health_latest hl on hl.router_id = r.id" : ""}
              where ${where.join(" and ")} order by sort_key desc, r.id desc${limit}
            )
            select ${ROUTER_COLUMNS}, page.sort_key::text as sort_key
@@ -375,7 +373,7 @@ export class RoutersRepository {
    */
   async refreshPlannerStatistics(): Promise<boolean> {
     if (this.#db.driver !== "pglite") return false;
-    await this.#db.query("analyze routers, router_liveness, router_health_latest");
+    await this.#db.query("analyze routers, router_liveness");
     return true;
   }
 

@@ -119,7 +119,8 @@ describe("health thresholds over HTTP", () => {
     });
     expect(window.status).toBe(201);
     await h.db.query(
-      "insert into router_health_latest (router_id, reported_at, disk_used_percent) values ($1, $2::timestamptz, 99)",
+      `insert into router_liveness (router_id, health_reported_at, disk_used_percent) values ($1, $2::timestamptz, 99)
+       on conflict (router_id) do update set health_reported_at = excluded.health_reported_at, disk_used_percent = 99`,
       [router.id, clock.now().toISOString()],
     );
     await evaluateResources({ db: h.db, clock });

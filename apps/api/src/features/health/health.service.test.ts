@@ -53,9 +53,9 @@ const setLatest = (
   values: { cpu?: number | null; disk?: number | null; temperature?: number | null },
 ) =>
   db.query(
-    `insert into router_health_latest (router_id, reported_at, cpu_load, disk_used_percent, temperature)
+    `insert into router_liveness (router_id, health_reported_at, cpu_load, disk_used_percent, temperature)
      values ($1, to_timestamp($2::float8 / 1000.0), $3, $4, $5)
-     on conflict (router_id) do update set reported_at = excluded.reported_at, cpu_load = excluded.cpu_load,
+     on conflict (router_id) do update set health_reported_at = excluded.health_reported_at, cpu_load = excluded.cpu_load,
        disk_used_percent = excluded.disk_used_percent, temperature = excluded.temperature`,
     [routerId, clock.now().getTime(), values.cpu ?? null, values.disk ?? null, values.temperature ?? null],
   );
