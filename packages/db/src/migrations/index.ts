@@ -41,6 +41,7 @@ import { HealthSeriesMigration } from "./20261130-131-health-series.migration.ts
 import { ChangesMigration } from "./20261130-150-changes.migration.ts";
 import { HealthStagingMigration } from "./20261201-160-health-staging.migration.ts";
 import { InterfacesStateMigration } from "./20261201-161-interfaces-state.migration.ts";
+import { RouterSearchMigration } from "./20261201-180-router-search.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -89,4 +90,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261130-150-changes", class: ChangesMigration },
   { name: "20261201-160-health-staging", class: HealthStagingMigration },
   { name: "20261201-161-interfaces-state", class: InterfacesStateMigration },
+  { name: "20261201-180-router-search", class: RouterSearchMigration },
 ];
