@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, makeUser, type TestDatabase } from "../testing/index.ts";
-import { LIST_COLUMNS, LIST_JOIN, RoutersRepository } from "./routers.repository.ts";
+import { LIST_ITEM, LIST_JOIN, RoutersRepository } from "./routers.repository.ts";
 
 let db: TestDatabase;
 
@@ -30,7 +30,7 @@ describe("RoutersRepository.refreshPlannerStatistics", () => {
     expect(stats?.tuples).toBeGreaterThanOrEqual(3000);
     const plan = (
       await db.query<{ "QUERY PLAN": string }>(
-        `explain select ${LIST_COLUMNS} from routers r ${LIST_JOIN} where r.team_id = $1
+        `explain select ${LIST_ITEM} from routers r ${LIST_JOIN} where r.team_id = $1
          order by lower(r.name) collate "C", r.id limit 101`,
         [owner.teamId],
       )

@@ -75,8 +75,6 @@ export interface CoverageRecord extends HeartbeatCoverageState {
   intervalMs: number;
 }
 
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
-
 /**
  * The fleet list's joins as SQL text, after `routers r` (listByTeam's raw statement): a list of
  * thousands is one pass, not a subquery per row.
@@ -93,70 +91,72 @@ export type RouterListItem = Omit<
   "reportedMetadata" | "userMetadata" | "tunnelIp" | "tunnelBound" | "tunnelHandshakeAt" | "tunnelAnsweredAt"
 >;
 
-/** A {@link RouterListItem}'s columns (`from routers r ${LIST_JOIN}`). */
-export const LIST_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
-  r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8 as uptime_seconds,
-  coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from,
-  r.tags, ${ms("r.created_at", "created_ms")}, hl.cpu_load::float8 as cpu_load,
-  hl.memory_used_percent::float8 as memory_used_percent, hl.temperature::float8 as temperature`;
+const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
+const epochMs = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
+
+/**
+ * A {@link RouterListItem} as one JSON array per row (`from routers r ${LIST_JOIN}`): the drivers
+ * parse one value instead of twenty (on PGlite, in-process, a third of a page's CPU).
+ */
+export const LIST_ITEM = `json_build_array(r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number,
+  r.software_version, r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8,
+  coalesce(l.has_pulse, false), ${epochMs("l.last_seen_at")}, l.last_seen_from, r.tags, ${epochMs("r.created_at")},
+  hl.cpu_load::float8, hl.memory_used_percent::float8, hl.temperature::float8) as item`;
+
+/** {@link LIST_ITEM}'s values, in its order, as JSON gives them back. */
+type ListItemValues = [
+  id: string,
+  organizationId: string,
+  teamId: string,
+  name: string,
+  identity: string,
+  serialNumber: string,
+  softwareVersion: string,
+  softwareId: string,
+  model: string,
+  boardName: string,
+  hardwareboard: boolean,
+  uptimeSeconds: number | null,
+  hasPulse: boolean,
+  lastSeenMs: number | null,
+  lastSeenFrom: string | null,
+  tags: string[],
+  createdMs: number,
+  cpuLoad: number | null,
+  memoryUsedPercent: number | null,
+  temperature: number | null,
+];
 
 type Row = Record<string, unknown>;
-
-/** A raw row of LIST_COLUMNS: the driver has parsed every value (text, bool, float8, jsonb). */
-interface ListRow {
-  id: string;
-  organization_id: string;
-  team_id: string;
-  name: string;
-  identity: string;
-  serial_number: string;
-  software_version: string;
-  software_id: string;
-  model: string;
-  board_name: string;
-  hardwareboard: boolean;
-  uptime_seconds: number | null;
-  has_pulse: boolean;
-  last_seen_ms: number | null;
-  last_seen_from: string | null;
-  tags: unknown;
-  created_ms: number;
-  cpu_load: number | null;
-  memory_used_percent: number | null;
-  temperature: number | null;
-  sort_key?: string;
-}
-
-const stringList = (value: unknown): string[] => {
-  const parsed = typeof value === "string" ? JSON.parse(value) : value;
-  return Array.isArray(parsed) ? parsed.map(String) : [];
-};
 
 const dateOrNull = (value: unknown): Date | null =>
   value === null || value === undefined ? null : new Date(toNumber(value));
 
-const listItemFromRow = (row: ListRow): RouterListItem => ({
-  id: row.id,
-  organizationId: row.organization_id,
-  teamId: row.team_id,
-  name: row.name,
-  identity: row.identity,
-  serialNumber: row.serial_number,
-  softwareVersion: row.software_version,
-  softwareId: row.software_id,
-  model: row.model,
-  boardName: row.board_name,
-  hardwareboard: row.hardwareboard,
-  uptimeSeconds: numberOrNull(row.uptime_seconds),
-  hasPulse: row.has_pulse,
-  lastSeenAt: dateOrNull(row.last_seen_ms),
-  lastSeenFrom: row.last_seen_from,
-  tags: stringList(row.tags),
-  createdAt: new Date(toNumber(row.created_ms)),
-  cpuLoad: numberOrNull(row.cpu_load),
-  memoryUsedPercent: numberOrNull(row.memory_used_percent),
-  temperature: numberOrNull(row.temperature),
-});
+const listItemFromJson = (item: unknown): RouterListItem => {
+  const v = (typeof item === "string" ? JSON.parse(item) : item) as ListItemValues;
+  return {
+    id: v[0],
+    organizationId: v[1],
+    teamId: v[2],
+    name: v[3],
+    identity: v[4],
+    serialNumber: v[5],
+    softwareVersion: v[6],
+    softwareId: v[7],
+    model: v[8],
+    boardName: v[9],
+    hardwareboard: v[10],
+    uptimeSeconds: numberOrNull(v[11]),
+    hasPulse: v[12],
+    lastSeenAt: dateOrNull(v[13]),
+    lastSeenFrom: v[14],
+    tags: v[15],
+    createdAt: new Date(toNumber(v[16])),
+    cpuLoad: numberOrNull(v[17]),
+    memoryUsedPercent: numberOrNull(v[18]),
+    temperature: numberOrNull(v[19]),
+  };
+};
 
 const numberOrNull = (value: unknown): number | null =>
   value === null || value === undefined ? null : toNumber(value);
@@ -384,7 +384,7 @@ export class RoutersRepository {
     // Raw: planner-sensitive keyset paging, measured by `npm run bench` (issue 34, Deliver 3).
     const sql =
       sort === "name"
-        ? `select ${LIST_COLUMNS} from routers r ${LIST_JOIN} where ${where.join(" and ")} order by ${byName}, r.id${limit}`
+        ? `select ${LIST_ITEM} from routers r ${LIST_JOIN} where ${where.join(" and ")} order by ${byName}, r.id${limit}`
         : // Planner-sensitive: the page is chosen from narrow rows, then only its rows are read in full,
           // by primary key (`any(array(...))`: a join alone may hash the whole table instead).
           `with page as (
@@ -393,12 +393,12 @@ export class RoutersRepository {
                ${healthKey ? "left join router_health_latest hl on hl.router_id = r.id" : ""}
              where ${where.join(" and ")} order by sort_key desc, r.id desc${limit}
            )
-           select ${LIST_COLUMNS}, ${cursorKey} as sort_key
+           select ${LIST_ITEM}, ${cursorKey} as sort_key
            from page join routers r on r.id = page.id ${LIST_JOIN}
            where r.id = any(array(select id from page)) order by page.sort_key desc, r.id desc`;
-    const rows = await this.#db.query<ListRow>(sql, params);
+    const rows = await this.#db.query<{ item: unknown; sort_key?: string }>(sql, params);
     return rows.map((row): RouterListRow => {
-      const router = listItemFromRow(row);
+      const router = listItemFromJson(row.item);
       if (sort === "name") return { router, position: { sort, name: router.name, id: router.id } };
       const key = String(row.sort_key);
       if (sort === "last_seen")
