@@ -197,6 +197,7 @@ export const openDatabase = async (config: DatabaseConfig): Promise<Database> =>
 
 const openPglite = async (config: DatabaseConfig): Promise<Database> => {
   const { MikroORM: PgliteMikroORM } = await import("@mikro-orm/pglite");
+  const { pg_trgm } = await import("@electric-sql/pglite/contrib/pg_trgm");
   const inMemory = config.dataDir === "memory";
   const loadDataDir = config.loadDataDir;
   let dataDir = "memory://";
@@ -213,7 +214,8 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
       ...commonOptions(config),
       dbName: dataDir,
       // A function, so MikroORM's deep copy of its options leaves the Blob intact (a copied Blob is unreadable).
-      ...(inMemory && loadDataDir ? { driverOptions: () => ({ loadDataDir }) } : {}),
+      // pg_trgm: the fleet list's search index (migration 180).
+      driverOptions: () => ({ extensions: { pg_trgm }, ...(inMemory && loadDataDir ? { loadDataDir } : {}) }),
     });
   } catch (error) {
     unlock();

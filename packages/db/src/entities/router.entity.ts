@@ -1,6 +1,7 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/core";
 import { TOKEN_TO_LIVENESS_TRIGGER } from "../migrations/20261128-034-liveness-token.migration.ts";
 import { ROUTER_LIST_INDEX } from "../migrations/20261129-070-router-list.migration.ts";
+import { ROUTER_SEARCH_INDEX } from "../migrations/20261201-180-router-search.migration.ts";
 import { Organization } from "./organization.entity.ts";
 import { Team } from "./team.entity.ts";
 
@@ -37,6 +38,8 @@ export const Router = defineEntity({
   indexes: [
     // Keyset pages of a team's fleet in name order (docs/api.md "Listing a fleet").
     ROUTER_LIST_INDEX,
+    // `q`: substring search served by trigrams (docs/api.md "Listing a fleet").
+    ROUTER_SEARCH_INDEX,
   ],
   triggers: [
     {

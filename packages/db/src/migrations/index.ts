@@ -42,6 +42,7 @@ import { HealthSeriesMigration } from "./20261130-131-health-series.migration.ts
 import { ChangesMigration } from "./20261130-150-changes.migration.ts";
 import { HealthStagingMigration } from "./20261201-160-health-staging.migration.ts";
 import { InterfacesStateMigration } from "./20261201-161-interfaces-state.migration.ts";
+import { RouterSearchMigration } from "./20261201-180-router-search.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -91,4 +92,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261201-160-health-staging", class: HealthStagingMigration },
   { name: "20261201-161-interfaces-state", class: InterfacesStateMigration },
   { name: "20261201-170-liveness-health", class: LivenessHealthMigration },
+  { name: "20261201-180-router-search", class: RouterSearchMigration },
 ];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, makeUser, type TestDatabase } from "../testing/index.ts";
-import { LIVENESS_JOIN, ROUTER_COLUMNS, RoutersRepository } from "./routers.repository.ts";
+import { LIST_ITEM, LIST_JOIN, RoutersRepository } from "./routers.repository.ts";
 
 let db: TestDatabase;
 
@@ -30,7 +30,7 @@ describe("RoutersRepository.refreshPlannerStatistics", () => {
     expect(stats?.tuples).toBeGreaterThanOrEqual(3000);
     const plan = (
       await db.query<{ "QUERY PLAN": string }>(
-        `explain select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where r.team_id = $1
+        `explain select ${LIST_ITEM} from routers r ${LIST_JOIN} where r.team_id = $1
          order by lower(r.name) collate "C", r.id limit 101`,
         [owner.teamId],
       )
@@ -39,5 +39,37 @@ describe("RoutersRepository.refreshPlannerStatistics", () => {
       .join("\n");
     expect(plan).toMatch(/Index Scan using routers_team_name_id_index/);
     expect(plan).not.toMatch(/Sort/);
+  });
+});
+
+describe("RoutersRepository.listByTeam", () => {
+  it("finds q through the trigram index (routers_search_trgm_index), not a scan of the team", async () => {
+    const owner = await makeUser(db);
+    await db.query(
+      `insert into routers (id, organization_id, team_id, name, identity, heartbeat_token_hash, created_at)
+       select gen_random_uuid(), $1, $2, 'site-' || md5(i::text), 'gw-' || i, md5('q' || i) || md5(i::text), now()
+       from generate_series(1, 3000) i`,
+      [owner.organizationId, owner.teamId],
+    );
+    if (!(await new RoutersRepository(db).refreshPlannerStatistics())) await db.query("analyze routers");
+    const plans: string[] = [];
+    // The repository's own statement, explained instead of run.
+    const explaining = new Proxy(db, {
+      get: (target, key) =>
+        key === "query"
+          ? async (sql: string, params: unknown[]) => {
+              const rows = await target.query<{ "QUERY PLAN": string }>(`explain ${sql}`, params);
+              plans.push(rows.map((row) => row["QUERY PLAN"]).join("\n"));
+              return [];
+            }
+          : Reflect.get(target, key),
+    });
+    for (const sort of ["name", "last_seen"] as const)
+      await new RoutersRepository(explaining).listByTeam({ teamId: owner.teamId, q: "gw-12", sort, limit: 101 });
+    for (const plan of plans) expect(plan).toMatch(/routers_search_trgm_index/);
+    // gw-12, gw-120..gw-129, gw-1200..gw-1299; a match never spans two fields ("site-…" follows the identity).
+    const found = await new RoutersRepository(db).listByTeam({ teamId: owner.teamId, q: "gw-12", sort: "name" });
+    expect(found).toHaveLength(111);
+    expect(await new RoutersRepository(db).listByTeam({ teamId: owner.teamId, q: "0site", sort: "name" })).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import { isUuid } from "@fleet/shared";
 import type { FaultFields, HeartbeatCoverageState } from "@fleet/shared";
 import type { ExpressionBuilder } from "kysely";
 import { type Database, type Query, queryOf, type Schema } from "../database.ts";
+import { routerSearchText } from "../migrations/20261201-180-router-search.migration.ts";
 import { toNumber } from "./sql-values.ts";
 
 /** A router as the API reads it (docs/api.md "Router", "Router Metadata"). */
@@ -74,68 +75,87 @@ export interface CoverageRecord extends HeartbeatCoverageState {
   intervalMs: number;
 }
 
-const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
+/**
+ * The fleet list's joins as SQL text, after `routers r` (listByTeam's raw statement): a list of
+ * thousands is one pass, not a subquery per row.
+ */
+export const LIST_JOIN = "left join router_liveness l on l.router_id = r.id";
 
 /**
- * The joins of `selectRouters` as SQL text, after `routers r`, for the fleet list's raw statement
- * (listByTeam): a list of thousands is one pass, not a subquery per row.
+ * What a fleet list shows of a router (docs/api.md "Router"), its team and organization: no
+ * metadata and no tunnel state, which only one router's reads answer.
  */
-export const LIVENESS_JOIN =
-  "left join router_liveness l on l.router_id = r.id left join router_wireguard_peers w on w.router_id = r.id";
+export type RouterListItem = Omit<
+  RouterRecord,
+  "reportedMetadata" | "userMetadata" | "tunnelIp" | "tunnelBound" | "tunnelHandshakeAt" | "tunnelAnsweredAt"
+>;
 
-/** A router's columns; the query joins its liveness (`from routers r ${LIVENESS_JOIN}`). */
-export const ROUTER_COLUMNS = `r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number, r.software_version,
-  r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8 as uptime_seconds,
-  coalesce(l.has_pulse, false) as has_pulse, ${ms("l.last_seen_at", "last_seen_ms")}, l.last_seen_from, r.tunnel_ip, r.reported_metadata, r.user_metadata,
-  r.tags, ${ms("r.created_at", "created_ms")},
-  w.router_id is not null as tunnel_bound, ${ms("w.handshake_at", "tunnel_handshake_ms")},
-  ${ms("w.answered_at", "tunnel_answered_ms")}, l.cpu_load::float8 as cpu_load,
-  l.memory_used_percent::float8 as memory_used_percent, l.temperature::float8 as temperature`;
+const ms = (column: string, alias: string) => `(extract(epoch from ${column}) * 1000)::float8 as ${alias}`;
+const epochMs = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
+
+/**
+ * A {@link RouterListItem} as one JSON array per row (`from routers r ${LIST_JOIN}`): the drivers
+ * parse one value instead of twenty (on PGlite, in-process, a third of a page's CPU).
+ */
+export const LIST_ITEM = `json_build_array(r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number,
+  r.software_version, r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8,
+  coalesce(l.has_pulse, false), ${epochMs("l.last_seen_at")}, l.last_seen_from, r.tags, ${epochMs("r.created_at")},
+  l.cpu_load::float8, l.memory_used_percent::float8, l.temperature::float8) as item`;
+
+/** {@link LIST_ITEM}'s values, in its order, as JSON gives them back. */
+type ListItemValues = [
+  id: string,
+  organizationId: string,
+  teamId: string,
+  name: string,
+  identity: string,
+  serialNumber: string,
+  softwareVersion: string,
+  softwareId: string,
+  model: string,
+  boardName: string,
+  hardwareboard: boolean,
+  uptimeSeconds: number | null,
+  hasPulse: boolean,
+  lastSeenMs: number | null,
+  lastSeenFrom: string | null,
+  tags: string[],
+  createdMs: number,
+  cpuLoad: number | null,
+  memoryUsedPercent: number | null,
+  temperature: number | null,
+];
 
 type Row = Record<string, unknown>;
-
-const json = (value: unknown): Record<string, unknown> => {
-  const parsed = typeof value === "string" ? JSON.parse(value) : value;
-  return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
-};
-
-const stringList = (value: unknown): string[] => {
-  const parsed = typeof value === "string" ? JSON.parse(value) : value;
-  return Array.isArray(parsed) ? parsed.map(String) : [];
-};
 
 const dateOrNull = (value: unknown): Date | null =>
   value === null || value === undefined ? null : new Date(toNumber(value));
 
-/** A raw row of ROUTER_COLUMNS (the fleet list's) to its record. */
-export const routerFromRow = (row: Row): RouterRecord => ({
-  id: String(row.id),
-  organizationId: String(row.organization_id),
-  teamId: String(row.team_id),
-  name: String(row.name),
-  identity: String(row.identity),
-  serialNumber: String(row.serial_number),
-  softwareVersion: String(row.software_version),
-  softwareId: String(row.software_id),
-  model: String(row.model),
-  boardName: String(row.board_name),
-  hardwareboard: row.hardwareboard === true,
-  uptimeSeconds: row.uptime_seconds === null || row.uptime_seconds === undefined ? null : toNumber(row.uptime_seconds),
-  hasPulse: row.has_pulse === true,
-  lastSeenAt: dateOrNull(row.last_seen_ms),
-  lastSeenFrom: row.last_seen_from === null || row.last_seen_from === undefined ? null : String(row.last_seen_from),
-  tunnelIp: row.tunnel_ip === null || row.tunnel_ip === undefined ? null : String(row.tunnel_ip),
-  tunnelBound: row.tunnel_bound === true,
-  tunnelHandshakeAt: dateOrNull(row.tunnel_handshake_ms),
-  tunnelAnsweredAt: dateOrNull(row.tunnel_answered_ms),
-  reportedMetadata: json(row.reported_metadata),
-  userMetadata: json(row.user_metadata),
-  tags: stringList(row.tags),
-  createdAt: new Date(toNumber(row.created_ms)),
-  cpuLoad: numberOrNull(row.cpu_load),
-  memoryUsedPercent: numberOrNull(row.memory_used_percent),
-  temperature: numberOrNull(row.temperature),
-});
+const listItemFromJson = (item: unknown): RouterListItem => {
+  const v = (typeof item === "string" ? JSON.parse(item) : item) as ListItemValues;
+  return {
+    id: v[0],
+    organizationId: v[1],
+    teamId: v[2],
+    name: v[3],
+    identity: v[4],
+    serialNumber: v[5],
+    softwareVersion: v[6],
+    softwareId: v[7],
+    model: v[8],
+    boardName: v[9],
+    hardwareboard: v[10],
+    uptimeSeconds: numberOrNull(v[11]),
+    hasPulse: v[12],
+    lastSeenAt: dateOrNull(v[13]),
+    lastSeenFrom: v[14],
+    tags: v[15],
+    createdAt: new Date(toNumber(v[16])),
+    cpuLoad: numberOrNull(v[17]),
+    memoryUsedPercent: numberOrNull(v[18]),
+    temperature: numberOrNull(v[19]),
+  };
+};
 
 const numberOrNull = (value: unknown): number | null =>
   value === null || value === undefined ? null : toNumber(value);
@@ -280,9 +300,17 @@ export interface RouterListFilter {
 }
 
 export interface RouterListRow {
-  router: RouterRecord;
+  router: RouterListItem;
   position: RouterListPosition;
 }
+
+/**
+ * A `q` that a last-seen address can hold: `last_seen_from` is a socket's peer address (IPv4 or
+ * IPv6 text: hex digits, dots and colons), so any other `q` is searched on the router's row alone.
+ */
+const ADDRESS_TEXT = /^[0-9a-f.:]+$/i;
+/** Most recent first; never seen last. */
+const LAST_SEEN_KEY = "coalesce(l.last_seen_at, '-infinity')";
 
 /** The router inventory as the API sees it: always scoped to a team. */
 export class RoutersRepository {
@@ -295,10 +323,10 @@ export class RoutersRepository {
    * A team's routers, filtered and in `sort` order, after `after` and at most `limit` of them
    * (docs/api.md "Listing a fleet"). Keyset paging on (sort key, id): the name order walks the
    * index `routers_team_name_id_index` from the position on, so a deep page costs what the first
-   * does. The last-seen and health orders sort the team's rows (`router_liveness` has no index on
-   * what every heartbeat changes, docs/architecture.md
-   * "Liveness: what a heartbeat writes"), so they sort narrow rows (id and key) and read the full
-   * columns of the page's rows only.
+   * does; `q` reads the routers its trigrams find (`routers_search_trgm_index`). The last-seen and
+   * health orders sort the team's rows (`router_liveness` has no index on what every heartbeat
+   * changes, docs/architecture.md "Liveness: what a heartbeat writes"), so
+   * they sort narrow rows (id and key) and read the full columns of the page's rows only.
    */
   async listByTeam(filter: RouterListFilter): Promise<RouterListRow[]> {
     const params: unknown[] = [filter.teamId];
@@ -306,8 +334,12 @@ export class RoutersRepository {
     if (filter.q !== undefined && filter.q !== "") {
       params.push(`%${filter.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       const p = `$${params.length}`;
+      const own = `${routerSearchText("r.")} ilike ${p}`;
       where.push(
-        `(r.identity ilike ${p} or r.name ilike ${p} or r.serial_number ilike ${p} or r.model ilike ${p} or l.last_seen_from ilike ${p})`,
+        ADDRESS_TEXT.test(filter.q)
+          ? `r.id in (select r.id from routers r where r.team_id = $1 and ${own}
+               union select l.router_id from router_liveness l where l.last_seen_from ilike ${p})`
+          : own,
       );
     }
     if (filter.status !== undefined)
@@ -316,8 +348,6 @@ export class RoutersRepository {
       params.push(JSON.stringify([filter.tag]));
       where.push(`r.tags @> $${params.length}::jsonb`);
     }
-    // Exact microseconds (numeric, then int8), so a cursor resumes exactly where the page ended.
-    const lastSeen = "coalesce((extract(epoch from l.last_seen_at) * 1000000)::int8, -1)";
     const byName = `lower(r.name) collate "C"`;
     const after = filter.after;
     const sort = filter.sort;
@@ -329,8 +359,12 @@ export class RoutersRepository {
       params.push(after.name, after.id);
       where.push(`(${byName}, r.id) > (lower($${params.length - 1}::text) collate "C", $${params.length}::uuid)`);
     } else if (after?.sort === "last_seen") {
-      params.push(after.lastSeenMicros ?? "-1", after.id);
-      where.push(`(${lastSeen}, r.id) < ($${params.length - 1}::int8, $${params.length}::uuid)`);
+      // The cursor's microseconds back to the exact timestamp (whole seconds and the rest: no float rounding).
+      params.push(after.lastSeenMicros, after.id);
+      const m = `$${params.length - 1}::int8`;
+      where.push(
+        `(${LAST_SEEN_KEY}, r.id) < (coalesce(timestamptz 'epoch' + (${m} / 1000000) * interval '1 second' + (${m} % 1000000) * interval '1 microsecond', '-infinity'), $${params.length}::uuid)`,
+      );
     } else if (after && healthKey) {
       params.push(after.value ?? NEVER_REPORTED, after.id);
       where.push(`(${healthKey}, r.id) < ($${params.length - 1}::float8, $${params.length}::uuid)`);
@@ -340,23 +374,33 @@ export class RoutersRepository {
       params.push(filter.limit);
       limit = ` limit $${params.length}::int`;
     }
+    // The cursor's key as text: exact microseconds (-1: never seen), or the health value.
+    const cursorKey =
+      sort === "last_seen"
+        ? "coalesce((extract(epoch from nullif(page.sort_key, '-infinity')) * 1000000)::int8, -1)::text"
+        : "page.sort_key::text";
     // Raw: planner-sensitive keyset paging, measured by `npm run bench` (issue 34, Deliver 3).
     const sql =
       sort === "name"
-        ? `select ${ROUTER_COLUMNS} from routers r ${LIVENESS_JOIN} where ${where.join(" and ")} order by ${byName}, r.id${limit}`
+        ? `select ${LIST_ITEM} from routers r ${LIST_JOIN} where ${where.join(" and ")} order by ${byName}, r.id${limit}`
         : // Planner-sensitive: the page is chosen from narrow rows, then only its rows are read in full,
           // by primary key (`any(array(...))`: a join alone may hash the whole table instead).
           `with page as (
-             select r.id, ${healthKey ?? lastSeen} as sort_key
+             select r.id, ${healthKey ?? LAST_SEEN_KEY} as sort_key
              from routers r left join router_liveness l on l.router_id = r.id
              where ${where.join(" and ")} order by sort_key desc, r.id desc${limit}
            )
-           select ${ROUTER_COLUMNS}, page.sort_key::text as sort_key
-           from page join routers r on r.id = page.id ${LIVENESS_JOIN}
+           select ${LIST_ITEM}, ${cursorKey} as sort_key
+           from page join routers r on r.id = page.id ${LIST_JOIN}
            where r.id = any(array(select id from page)) order by page.sort_key desc, r.id desc`;
-    const rows = await this.#db.query<Row>(sql, params);
+    // Without `q` the text depends only on these, so PostgreSQL plans each shape once per
+    // connection (a third of a page's database time); a `q`'s plan depends on its pattern.
+    const prepare = filter.q
+      ? undefined
+      : `routers_list_${sort}_${filter.status ?? "any"}_${filter.tag === undefined ? "" : "tag_"}${after ? `after_${after.sort}_` : ""}${limit ? "limit" : "all"}`;
+    const rows = await this.#db.query<{ item: unknown; sort_key?: string }>(sql, params, prepare ? { prepare } : {});
     return rows.map((row): RouterListRow => {
-      const router = routerFromRow(row);
+      const router = listItemFromJson(row.item);
       if (sort === "name") return { router, position: { sort, name: router.name, id: router.id } };
       const key = String(row.sort_key);
       if (sort === "last_seen")

@@ -1,4 +1,10 @@
-import type { CoverageRecord, FleetAvailabilityRow, MaintenanceWindowRecord, RouterRecord } from "@fleet/db";
+import type {
+  CoverageRecord,
+  FleetAvailabilityRow,
+  MaintenanceWindowRecord,
+  RouterListItem,
+  RouterRecord,
+} from "@fleet/db";
 import {
   AppError,
   availabilityOf,
@@ -25,7 +31,7 @@ export interface AvailabilityReader {
 export interface AvailabilityRouters {
   findInTeam(teamId: string, routerId: string): Promise<RouterRecord | null>;
   /** Every router of the team (no limit): the maintenance selection needs their tags. */
-  listByTeam(filter: { teamId: string; sort: "name" }): Promise<{ router: RouterRecord }[]>;
+  listByTeam(filter: { teamId: string; sort: "name" }): Promise<{ router: RouterListItem }[]>;
   coverage(): Promise<CoverageRecord | null>;
 }
 

@@ -1,4 +1,4 @@
-import type { FaultRecord, RouterListPosition, RouterRecord } from "@fleet/db";
+import type { FaultRecord, RouterListItem, RouterListPosition, RouterRecord } from "@fleet/db";
 import {
   formatDateTime,
   formatDuration,
@@ -21,7 +21,7 @@ import {
  * Record -> docs/api.md "Router". An online router's uptime runs on from its last report; an offline
  * router shows the uptime it last reported. Timestamps are UTC.
  */
-export const toRouterResponse = (router: RouterRecord, now: Date): TRouter => {
+export const toRouterResponse = (router: RouterListItem, now: Date): TRouter => {
   let uptime: string | null = null;
   if (router.uptimeSeconds !== null) {
     const sinceReport =
