@@ -120,7 +120,12 @@ describe("OpenTelemetry tracing over OTLP/HTTP", () => {
     const inTrace = await eventually(
       () => {
         const spans = received.filter((s) => s.traceId === traceId);
-        return spans.some((s) => s.name === "trpc account.get") && spans.some((s) => s.kind === 3) ? spans : undefined;
+        // The server span ends after the response, so it may come in a later export than the others.
+        const complete =
+          spans.some((s) => s.kind === 2) &&
+          spans.some((s) => s.name === "trpc account.get") &&
+          spans.some((s) => s.kind === 3 && attribute(s, "db.query.text"));
+        return complete ? spans : undefined;
       },
       "the request's spans at the collector",
       30_000,
@@ -164,7 +169,12 @@ describe("OpenTelemetry tracing over OTLP/HTTP", () => {
       30_000,
     );
     expect(hookBodies.length).toBeGreaterThan(0);
-    const job = received.find((s) => s.spanId === delivery.parentSpanId);
+    // The job's span ends after the delivery's, so it may come in a later export.
+    const job = await eventually(
+      () => received.find((s) => s.spanId === delivery.parentSpanId),
+      "the delivery's parent span",
+      30_000,
+    );
     expect(job?.name).toMatch(/^job /);
     expect(job?.kind).toBe(5);
     expect(attribute(delivery, "http.response.status_code")).toEqual({ intValue: 204 });
