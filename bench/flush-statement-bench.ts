@@ -11,6 +11,7 @@ import { readFile } from "node:fs/promises";
 import { HeartbeatsRepository, type HeartbeatWrite, openDatabase } from "@fleet/db";
 import { hashHeartbeatToken } from "@fleet/shared";
 import pg from "pg";
+import { seedBenchFleet } from "./lib/bench-fleet.ts";
 
 const argv = process.argv.slice(2);
 const opt = (name: string, fallback: number): number => {
@@ -54,20 +55,7 @@ url.pathname = `/${dbName}`;
 const db = await openDatabase({ databaseUrl: url.toString(), dataDir: "memory", poolSize: 1 });
 try {
   await db.migrate();
-  const orgId = crypto.randomUUID();
-  const teamId = crypto.randomUUID();
-  await db.query("insert into organizations (id, name, created_at) values ($1, 'bench', now())", [orgId]);
-  await db.query(
-    "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'bench', true, now())",
-    [teamId, orgId],
-  );
-  await db.query(
-    `insert into routers (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
-     select (lpad(to_hex(i), 8, '0') || '-0000-4000-8000-000000000000')::uuid, $1, $2, 'bench ' || i,
-       encode(sha256(convert_to('hb_flush_' || $3 || '_' || i, 'UTF8')), 'hex'), now() - interval '1 day'
-     from generate_series(0, $4) as i`,
-    [orgId, teamId, RUN, ROUTERS - 1],
-  );
+  await seedBenchFleet(db, ROUTERS, `flush_${RUN}`);
   const hashes = Array.from({ length: ROUTERS }, (_, i) => hashHeartbeatToken(`hb_flush_${RUN}_${i}`));
   const write = (i: number, at: number): HeartbeatWrite => ({
     routerId: `${i.toString(16).padStart(8, "0")}-0000-4000-8000-000000000000`,

@@ -15,6 +15,7 @@ import { readFile } from "node:fs/promises";
 import { HeartbeatsRepository, type HeartbeatWrite, openDatabase } from "@fleet/db";
 import { hashHeartbeatToken, ManualClock } from "@fleet/shared";
 import pg from "pg";
+import { seedBenchFleet } from "./lib/bench-fleet.ts";
 import pino from "pino";
 import { HealthTracker } from "@fleet/heartbeat-daemon/heartbeats/health-tracker";
 import { HeartbeatWriter } from "@fleet/heartbeat-daemon/heartbeats/heartbeat-writer";
@@ -45,24 +46,7 @@ url.pathname = `/${dbName}`;
 const db = await openDatabase({ databaseUrl: url.toString(), dataDir: "memory", poolSize: 4 });
 try {
   await db.migrate();
-  const orgId = crypto.randomUUID();
-  const teamId = crypto.randomUUID();
-  await db.query("insert into organizations (id, name, created_at) values ($1, 'bench', now())", [orgId]);
-  await db.query(
-    "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'bench', true, now())",
-    [teamId, orgId],
-  );
-  await db.query(
-    `insert into routers (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
-     select (lpad(to_hex(i), 8, '0') || '-0000-4000-8000-000000000000')::uuid, $1, $2, 'bench ' || i,
-       encode(sha256(convert_to('hb_hflush_' || $3 || '_' || i, 'UTF8')), 'hex'), now() - interval '1 day'
-     from generate_series(0, $4) as i`,
-    [orgId, teamId, RUN, ROUTERS - 1],
-  );
-  const ids = Array.from(
-    { length: ROUTERS },
-    (_, i) => `${i.toString(16).padStart(8, "0")}-0000-4000-8000-000000000000`,
-  );
+  const { ids } = await seedBenchFleet(db, ROUTERS, `hflush_${RUN}`);
   const hashes = Array.from({ length: ROUTERS }, (_, i) => hashHeartbeatToken(`hb_hflush_${RUN}_${i}`));
   const clock = new ManualClock(Date.UTC(2026, 10, 30, 0, 0, 0));
   const tracker = new HealthTracker({ sampleSeconds: SAMPLE_S, clock });

@@ -1,0 +1,25 @@
+import type { Database } from "@fleet/db";
+
+/**
+ * One organization, its default team and `routers` routers with ids `<i as 8 hex digits>-0000-4000-8000-000000000000`
+ * and heartbeat tokens `hb_<prefix>_<i>` (hashed as the daemon hashes them), for the flush benches.
+ */
+export const seedBenchFleet = async (db: Database, routers: number, prefix: string): Promise<{ ids: string[] }> => {
+  const orgId = crypto.randomUUID();
+  const teamId = crypto.randomUUID();
+  await db.query("insert into organizations (id, name, created_at) values ($1, 'bench', now())", [orgId]);
+  await db.query(
+    "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'bench', true, now())",
+    [teamId, orgId],
+  );
+  await db.query(
+    `insert into routers (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
+     select (lpad(to_hex(i), 8, '0') || '-0000-4000-8000-000000000000')::uuid, $1, $2, 'bench ' || i,
+       encode(sha256(convert_to('hb_' || $3 || '_' || i, 'UTF8')), 'hex'), now() - interval '1 day'
+     from generate_series(0, $4) as i`,
+    [orgId, teamId, prefix, routers - 1],
+  );
+  return {
+    ids: Array.from({ length: routers }, (_, i) => `${i.toString(16).padStart(8, "0")}-0000-4000-8000-000000000000`),
+  };
+};
