@@ -207,8 +207,10 @@ describe("durable jobs", () => {
         const first = await spawnAgent(env);
         await eventually(() => sent(router, add) === 1, "the add command to reach the router");
         first.kill();
+        // Taken once and not finished: still active, or back for a retry when the 2 s lease ran out
+        // before this read (the engine's monitor runs every second; a loaded machine is slow here).
         const stuck = await jobOf(forward.id, ROUTER_JOB_KINDS.apply);
-        expect(stuck).toMatchObject({ state: "active", attempts: 1 });
+        expect(stuck).toMatchObject({ state: expect.stringMatching(/^(active|retry)$/), attempts: 1 });
         const second = await spawnAgent(env);
         try {
           await eventually(
@@ -237,7 +239,10 @@ describe("durable jobs", () => {
           const remove = removeForwardRule(forward.id);
           await eventually(() => sent(router, remove) >= 1, "the remove command to reach the router");
           second.kill();
-          expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({ state: "active", attempts: 1 });
+          expect(await jobOf(forward.id, ROUTER_JOB_KINDS.remove)).toMatchObject({
+            state: expect.stringMatching(/^(active|retry)$/),
+            attempts: 1,
+          });
         } finally {
           second.kill();
         }

@@ -84,15 +84,15 @@ const startWriter = async (options: Partial<HeartbeatWriterOptions> = {}) => {
 const writerWithOutage = async (flushIntervalMs: number) => {
   const { lines, logger } = capturingLogger();
   const real = new HeartbeatsRepository(db);
-  const state = { down: true, attempts: 0 };
+  const state: { down: boolean; attempts: number; gate?: Promise<void> } = { down: true, attempts: 0 };
   const writer = new HeartbeatWriter({
     store: {
       chunkSize: real.chunkSize,
-      applyHeartbeats: (rows, quietGapMs) => {
+      applyHeartbeats: async (rows, quietGapMs) => {
         state.attempts += 1;
-        return state.down
-          ? Promise.reject(Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" }))
-          : real.applyHeartbeats(rows, quietGapMs);
+        if (state.down) throw Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" });
+        await state.gate;
+        return real.applyHeartbeats(rows, quietGapMs);
       },
     },
     resumption: new ResumptionService({
@@ -166,6 +166,32 @@ describe('HeartbeatWriter with a row the database refuses (docs/api.md "Routers 
     expect(writer.pending).toBe(0);
     expect(await row(router.id)).toMatchObject({ has_pulse: true, identity: "kept" });
     expect(lines.some((l) => String(l.msg).includes("recovered"))).toBe(true);
+    await writer.close();
+  });
+});
+
+describe('HeartbeatWriter.caughtUp (the sweeps wait for it; docs/api.md "Routers and heartbeats")', () => {
+  it("stays false while the retry that ends an outage is still writing the buffered rows", async () => {
+    const router = await makeRouter(db, owner, { identity: "", hasPulse: false });
+    const { writer, state } = await writerWithOutage(250);
+    expect(writer.caughtUp).toBe(true);
+    writer.enqueue(write(router, { identity: "buffered" }));
+    await writer.flush();
+    expect(writer.caughtUp).toBe(false);
+    // The database is back, but the retry's statement has not finished yet.
+    let release: () => void = () => {};
+    state.gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    state.down = false;
+    const retry = writer.flush();
+    await eventually(() => state.attempts === 2, "the retry to reach the database");
+    expect(writer.pending).toBe(0);
+    expect(writer.caughtUp).toBe(false);
+    release();
+    await retry;
+    expect(writer.caughtUp).toBe(true);
+    expect(await row(router.id)).toMatchObject({ identity: "buffered" });
     await writer.close();
   });
 });

@@ -108,6 +108,8 @@ export class HeartbeatWriter {
   /** Routers whose next heartbeat a change step waits for, with when it began to (epoch ms). */
   readonly #expedited = new Map<string, number>();
   #failingSince: number | null = null;
+  /** Rows the flush running now took from `#pending`: acknowledged, not written yet. */
+  #inFlight = 0;
   #failureLoggedAt = Number.NEGATIVE_INFINITY;
   #failuresUnlogged = 0;
 
@@ -135,9 +137,12 @@ export class HeartbeatWriter {
     this.#started = true;
   }
 
-  /** False while writes fail (a database outage): acknowledged heartbeats wait here for it. */
+  /**
+   * False while writes fail (a database outage) and acknowledged heartbeats wait here, pending or in
+   * the flush running now (the retry that will end the outage has drained `#pending` already).
+   */
   get caughtUp(): boolean {
-    return this.#failingSince === null || this.#pending.size === 0;
+    return this.#failingSince === null || (this.#pending.size === 0 && this.#inFlight === 0);
   }
 
   get pending(): number {
@@ -275,6 +280,15 @@ export class HeartbeatWriter {
     }
     const batch = [...this.#pending.values()];
     this.#pending = new Map();
+    this.#inFlight = batch.length;
+    try {
+      await this.#flushBatch(batch);
+    } finally {
+      this.#inFlight = 0;
+    }
+  }
+
+  async #flushBatch(batch: HeartbeatWrite[]): Promise<void> {
     if (this.#healthWaiting.size > 0)
       for (const write of batch) {
         const waiting = this.#healthWaiting.get(write.routerId);
