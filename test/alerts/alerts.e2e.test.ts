@@ -55,7 +55,7 @@ afterAll(async () => {
   await db?.close();
 });
 
-const { call, ok } = apiClient(() => system.api.url);
+const { ok } = apiClient(() => system.api.url);
 
 interface Tenant {
   token: string;

@@ -37,7 +37,6 @@ const api = async (method: string, path: string, body?: unknown) => {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field below
   let parsed: any = text;
   try {
     parsed = text ? JSON.parse(text) : undefined;

@@ -1,6 +1,5 @@
 import { BillingMirror } from "../features/subscriptions/billing-mirror.ts";
-import { BillingMirrorRepository, queryOf, SubscriptionsRepository } from "@fleet/db";
-import { AccountsRepository } from "@fleet/db";
+import { AccountsRepository, queryOf, SubscriptionsRepository } from "@fleet/db";
 import { startStripeEmulator, type StripeEmulator } from "@fleet/stripe-emulator";
 import { serverUrl } from "@fleet/shared";
 import { AccountService } from "../features/account/account.service.ts";
