@@ -1,6 +1,6 @@
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnSystem, type SystemProcess, waitForOutput } from "./process-harness.ts";
+import { START_TIMEOUT_MS, spawnSystem, type SystemProcess, waitForOutput } from "./process-harness.ts";
 
 /**
  * `npm start` as a newcomer meets it: a real process, its banner, a token, the no-account answer,
@@ -24,7 +24,7 @@ describe("npm start (all-in-one process)", () => {
     }
     system = spawnSystem("apps/all-in-one/src/main.ts", env);
     url = await waitForOutput(system, /API\s+(http:\/\/\S+)/);
-  });
+  }, START_TIMEOUT_MS);
 
   afterAll(async () => {
     system?.cleanup();

@@ -57,8 +57,18 @@ export const spawnSystem = (
   };
 };
 
+/**
+ * How long a start may take: ~3.5 s on a quiet 2-core machine, but a start at the suite's busiest
+ * moment (the slow system files run first, three at once) once printed nothing for 60 s.
+ */
+export const START_TIMEOUT_MS = 120_000;
+
 /** Waits until `pattern` appears in the process's stderr and returns its first group. */
-export const waitForOutput = async (proc: SystemProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> => {
+export const waitForOutput = async (
+  proc: SystemProcess,
+  pattern: RegExp,
+  timeoutMs = START_TIMEOUT_MS,
+): Promise<string> => {
   const match = () => {
     const found = pattern.exec(proc.stderr());
     if (found) return found[1] ?? found[0];

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnSystem, type SystemProcess, waitForOutput } from "./process-harness.ts";
+import { START_TIMEOUT_MS, spawnSystem, type SystemProcess, waitForOutput } from "./process-harness.ts";
 
 /**
  * docs/operations.md "Tracing": with OTEL_EXPORTER_OTLP_ENDPOINT set, `npm start` sends OTLP/HTTP
@@ -83,7 +83,7 @@ beforeAll(async () => {
   }
   system = spawnSystem("apps/all-in-one/src/main.ts", env, { migrated: true });
   url = await waitForOutput(system, /API\s+(http:\/\/\S+)/);
-});
+}, START_TIMEOUT_MS);
 
 afterAll(async () => {
   system?.cleanup();

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { eventually } from "@fleet/shared/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { spawnSystem, type SystemProcess, waitForOutput } from "./process-harness.ts";
+import { START_TIMEOUT_MS, spawnSystem, type SystemProcess, waitForOutput } from "./process-harness.ts";
 
 /** A free port now (nothing listens on it until the receiver starts). */
 const freePort = async (): Promise<number> => {
@@ -24,8 +24,8 @@ const freePort = async (): Promise<number> => {
  * 30 s expiry before it is retried. A minute covers both with room for a loaded machine.
  */
 const DELIVERY_AFTER_RESTART_MS = 60_000;
-/** Each of the two starts is bounded by `waitForOutput`'s default (60 s); the test's timeout is the sum. */
-const TEST_TIMEOUT_MS = 2 * 60_000 + DELIVERY_AFTER_RESTART_MS;
+/** Each of the two starts is bounded by `waitForOutput`'s default; the test's timeout is the sum. */
+const TEST_TIMEOUT_MS = 2 * START_TIMEOUT_MS + DELIVERY_AFTER_RESTART_MS;
 
 /**
  * docs/api.md "Audit log and webhooks": delivery is at least once. The process is killed with
