@@ -15,6 +15,7 @@ import {
   StateBadge,
 } from "./changes-page.tsx";
 import { routerLabel } from "./fleet-page.tsx";
+import { stepLabel } from "../change-step.ts";
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : "—");
 const seconds = (from: string | null, to: string | null) =>
@@ -102,7 +103,7 @@ export const ChangePage = ({ changeId }: { changeId: string }) => {
                       </th>
                       <td>{r.wave === 0 ? "Canary" : r.wave}</td>
                       <td>{ROUTER_STATE_LABELS[r.state]}</td>
-                      <td>{r.phase ?? "—"}</td>
+                      <td>{stepLabel(r.phase)}</td>
                       <td>{when(r.started_at)}</td>
                       <td>{when(r.finished_at)}</td>
                       <td>{seconds(r.started_at, r.finished_at)}</td>

@@ -1,0 +1,14 @@
+import { describe, expect, it } from "vitest";
+import { stepLabel } from "./change-step.ts";
+
+describe("stepLabel", () => {
+  it("names the step and leaves out the agent's times", () => {
+    expect(stepLabel(null)).toBe("—");
+    expect(stepLabel("binary")).toBe("Backing up");
+    expect(stepLabel("ran:mx1uzbbf")).toBe("Script sent");
+    expect(stepLabel("confirm:mx1uzbbf:mx1v0a2c")).toBe("Confirming");
+    expect(stepLabel("install:mx1uzbbf:7.16.2")).toBe("Installing 7.16.2");
+    expect(stepLabel("reboot:mx1uzbbf:7.16.2")).toBe("Rebooting into 7.16.2");
+    expect(stepLabel("later-kind:1")).toBe("later-kind");
+  });
+});
