@@ -23,7 +23,6 @@ import { toFaultEvent } from "./fault-events.ts";
 
 /** The persistence the sweeper needs (HeartbeatsRepository in production). */
 export interface SweepStore {
-  markDaemon(params: SweepParams): Promise<void>;
   markAliveSweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null>;
   sweepIn<T>(query: Query, params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null>;
 }
@@ -84,7 +83,6 @@ const sweepRound = async <T>(
   params: SweepParams,
   work: (tx: SweepTransaction) => Promise<T>,
 ): Promise<T | null> => {
-  await deps.store.markDaemon(params);
   if (params.scan === false) return deps.store.markAliveSweep(params, work);
   return deps.db.transaction((query) => deps.store.sweepIn(query, params, work));
 };

@@ -442,6 +442,42 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
     expect(await sweep(true)).toEqual(["off", "on"]);
   });
 
+  it("a sweep marks its daemon's row in its own first statement while the daemon's writes succeed", async () => {
+    const T1 = T0 + 3_600_000;
+    await db.transaction((query) => heartbeats.startCoverage(query, new Date(T1), 5_000, 1_000));
+    const id = crypto.randomUUID();
+    const params = (scan: boolean, atMs: number, caughtUp: boolean) => ({
+      now: new Date(atMs),
+      intervalMs: 1_000,
+      missedHeartbeats: 3,
+      graceMs: 0,
+      toleranceMs: 0,
+      limit: 10,
+      scan,
+      daemon: { id, caughtUp, slackMs: 1_000, dropAfterMs: 60_000 },
+    });
+    const writtenThrough = async () =>
+      (
+        await db.query<{ ms: number }>(
+          "select (extract(epoch from written_through) * 1000)::float8 as ms from heartbeat_daemons where id = $1",
+          [id],
+        )
+      )[0]?.ms;
+    const idle = await statementsOf(() => heartbeats.markAliveSweep(params(false, T1 + 1_000, true), async () => 0));
+    expect(idle).toEqual({ result: 0, statements: ["heartbeat_alive"] });
+    expect(await writtenThrough()).toBe(T1 + 1_000);
+    // A daemon whose writes fail leaves its row where it was.
+    await heartbeats.markAliveSweep(params(false, T1 + 2_000, false), async () => 0);
+    expect(await writtenThrough()).toBe(T1 + 1_000);
+    // A scanning sweep marks it in the transaction's first statement, before it reads the rows.
+    const held = await db.transaction((query) =>
+      heartbeats.sweepIn(query, params(true, T1 + 3_000, true), async (tx) => tx.heldAt),
+    );
+    expect(held).toBeNull();
+    expect(await writtenThrough()).toBe(T1 + 3_000);
+    await heartbeats.removeDaemon(id);
+  });
+
   it("the steady statement's generic plan looks each router up once: no array condition in an index scan", async () => {
     // A prepared statement's generic plan assumes 10 input rows. With `router_id = any($1)` beside
     // the join it took a nested loop whose inner index scan re-read and re-sorted the whole id array

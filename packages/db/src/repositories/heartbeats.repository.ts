@@ -422,10 +422,17 @@ order by l.last_seen_at
 limit $8::int
 for update of l skip locked`;
 
-// A daemon's own row: written through $2 (ms); never moved back (clocks of processes differ a little).
-const MARK_DAEMON_SQL = `insert into heartbeat_daemons (id, written_through, stale_since)
-values ($1::uuid, to_timestamp($2::float8 / 1000.0), null)
-on conflict (id) do update set written_through = greatest(heartbeat_daemons.written_through, excluded.written_through), stale_since = null`;
+/**
+ * A CTE of each sweep's first statement that marks the sweeping daemon's own row written through
+ * `now` (ms); never moved back (clocks of processes differ a little). Nothing when `id` is null (no
+ * daemon, or its writes fail). It runs whether or not the sweep gets its lock.
+ */
+const markDaemon = (now: string, id: string) => `daemon_mark as (
+  insert into heartbeat_daemons (id, written_through, stale_since)
+  select ${id}::uuid, to_timestamp(${now}::float8 / 1000.0), null where ${id}::uuid is not null
+  on conflict (id) do update set written_through = greatest(heartbeat_daemons.written_through, excluded.written_through), stale_since = null)`;
+/** The row `markDaemon` marks: this daemon's while none of its writes fails (SweepParams.daemon). */
+const markedDaemon = (params: SweepParams): string | null => (params.daemon?.caughtUp ? params.daemon.id : null);
 
 // $1 now (ms), $2 slack, $3 drop after. The CTEs and the final select read the same snapshot, so
 // the select leaves out by itself the rows the statement drops.
@@ -775,25 +782,17 @@ export class HeartbeatsRepository {
     return { ...next, intervalMs };
   }
 
-  /** Marks this daemon's row (SweepParams.daemon) while its writes succeed; before every sweep. */
-  async markDaemon(params: SweepParams): Promise<void> {
-    const daemon = params.daemon;
-    if (daemon?.caughtUp) {
-      await this.#db.query(MARK_DAEMON_SQL, [daemon.id, params.now.getTime()], { prepare: "heartbeat_daemon_mark" });
-    }
-  }
-
   /**
    * A scanning sweep, in the caller's transaction: only one daemon process sweeps at a time
    * (advisory lock), it marks the daemons alive, and `work` decides which due routers get a fault.
-   * Null when another process holds the sweep.
+   * Null when another process holds the sweep (this daemon's row is marked all the same).
    */
   async sweepIn<T>(query: Query, params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
     const daemon = params.daemon;
     // The sweep's own transaction commits asynchronously (ASYNC_COMMIT) unless it opens faults.
     const locked = await query<{ ok: boolean }>(
-      `select pg_try_advisory_xact_lock($1) as ok, ${COMMIT_ASYNC} as commit`,
-      [SWEEP_LOCK_KEY],
+      `with ${markDaemon("$2", "$3")} select pg_try_advisory_xact_lock($1) as ok, ${COMMIT_ASYNC} as commit`,
+      [SWEEP_LOCK_KEY, params.now.getTime(), markedDaemon(params)],
     );
     if (locked[0]?.ok !== true) return null;
     // The oldest pulse comes with the coverage (one round trip; a scan of the narrow liveness
@@ -826,15 +825,17 @@ export class HeartbeatsRepository {
 
   /**
    * A sweep that reads nothing (`scan: false`, the steady state: no router can be due yet) only
-   * marks the daemons alive: one prepared statement that takes the sweep's lock for its own implicit
-   * transaction and commits asynchronously (ASYNC_COMMIT), instead of a transaction of four round
-   * trips. It finds no router, so `work` opens no fault. Null when another process holds the sweep.
+   * marks the daemons alive: one prepared statement that marks this daemon's row, takes the sweep's
+   * lock for its own implicit transaction and commits asynchronously (ASYNC_COMMIT), instead of a
+   * transaction of four round trips. It finds no router, so `work` opens no fault. Null when another
+   * process holds the sweep (this daemon's row is marked all the same).
    */
   async markAliveSweep<T>(params: SweepParams, work: (tx: SweepTransaction) => Promise<T>): Promise<T | null> {
     const rows = await this.#db.query<Record<string, unknown>>(
-      `with lock as materialized (select pg_try_advisory_xact_lock($3) as ok, ${COMMIT_ASYNC} as commit)
+      `with lock as materialized (select pg_try_advisory_xact_lock($3) as ok, ${COMMIT_ASYNC} as commit),
+       ${markDaemon("$1", "$4")}
        ${MARK_ALIVE} where id = 1 and (select ok from lock) returning ${COVERAGE_COLUMNS}`,
-      [params.now.getTime(), params.intervalMs, SWEEP_LOCK_KEY],
+      [params.now.getTime(), params.intervalMs, SWEEP_LOCK_KEY, markedDaemon(params)],
       { prepare: "heartbeat_alive" },
     );
     const row = rows[0];

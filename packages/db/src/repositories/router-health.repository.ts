@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import type { Database, Query, Row } from "../database.ts";
+import type { Database, Row } from "../database.ts";
 import { plainArray } from "./pg-arrays.ts";
 
 /** The measures kept per router (docs/api.md "Health"); null: not reported. */
@@ -70,36 +70,6 @@ export class RouterHealthRepository {
   readonly #db: Pick<Database, "query">;
   constructor(db: Pick<Database, "query">) {
     this.#db = db;
-  }
-
-  /**
-   * Writes the latest values of routers (one entry per router); routers that no longer exist are
-   * skipped. The daemon writes them with the heartbeat itself (heartbeats.repository.ts, FAST_SQL);
-   * this is the same write on its own, for data set up outside a heartbeat.
-   */
-  static async upsertLatest(query: Query, records: readonly LatestHealthRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    const column = (measure: keyof HealthValues) => sql`${plainArray(records.map((r) => r[measure]))}::real[]`;
-    // Raw: a batch in one statement (arrays through unnest). A measure not reported this time keeps
-    // its previous value: a heartbeat without `ping` does not erase the last ping.
-    await sql`with ${sql.raw(HEALTH_ASYNC_COMMIT)}
-      insert into router_liveness as h (${sql.raw(LATEST_COLUMNS.join(", "))})
-      select u.router_id, to_timestamp(u.at_ms / 1000.0), u.cpu, u.mem, u.disk, u.temp, u.volt, u.loss, u.rtt
-      from health_async cross join unnest(${plainArray(records.map((r) => r.routerId))}::uuid[],
-        ${plainArray(records.map((r) => r.reportedAt.getTime()))}::float8[], ${column("cpuLoad")},
-        ${column("memoryUsedPercent")}, ${column("diskUsedPercent")}, ${column("temperature")}, ${column("voltage")},
-        ${column("pingLossPercent")}, ${column("pingRttMs")})
-        as u(router_id, at_ms, cpu, mem, disk, temp, volt, loss, rtt)
-      where exists (select 1 from routers r where r.id = u.router_id)
-      on conflict (router_id) do update set health_reported_at = excluded.health_reported_at,
-        cpu_load = coalesce(excluded.cpu_load, h.cpu_load),
-        memory_used_percent = coalesce(excluded.memory_used_percent, h.memory_used_percent),
-        disk_used_percent = coalesce(excluded.disk_used_percent, h.disk_used_percent),
-        temperature = coalesce(excluded.temperature, h.temperature),
-        voltage = coalesce(excluded.voltage, h.voltage),
-        ping_loss_percent = coalesce(excluded.ping_loss_percent, h.ping_loss_percent),
-        ping_rtt_ms = coalesce(excluded.ping_rtt_ms, h.ping_rtt_ms)
-      where h.health_reported_at is null or excluded.health_reported_at >= h.health_reported_at`.execute(query.kysely);
   }
 
   async latest(routerId: string): Promise<LatestHealthRecord | null> {

@@ -1,6 +1,6 @@
-import { HealthSeriesRepository, queryOf, RouterHealthRepository } from "@fleet/db";
+import { type HealthValues, HealthSeriesRepository, HeartbeatsRepository, queryOf } from "@fleet/db";
 import { makeRouter } from "@fleet/db/testing";
-import { HEALTH_SERIES_LIMITS, ManualClock } from "@fleet/shared";
+import { HEALTH_SERIES_LIMITS, hashHeartbeatToken, ManualClock } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../client.ts";
 import { type ApiHarness, startApiHarness } from "../../testing/api-harness.ts";
@@ -31,6 +31,19 @@ const values = (cpu: number | null, extra: Partial<Record<string, number | null>
   pingRttMs: 1.5,
   ...extra,
 });
+
+/** Routers' latest values, written by the heartbeat flush as the daemon writes them. */
+const report = (beats: Array<[{ id: string; heartbeatToken: string }, HealthValues]>) =>
+  new HeartbeatsRepository(h.db).applyHeartbeats(
+    beats.map(([router, reported]) => ({
+      routerId: router.id,
+      tokenHash: hashHeartbeatToken(router.heartbeatToken),
+      seenAt: new Date(NOW),
+      peer: null,
+      health: { atMs: NOW, values: reported },
+    })),
+    60_000,
+  );
 
 const seed = async (routerId: string) => {
   const series = new HealthSeriesRepository(h.db);
@@ -180,12 +193,11 @@ describe('health reads (docs/api.md "Health")', () => {
     const c = await makeRouter(h.db, user, { name: "c" });
     const d = await makeRouter(h.db, user, { name: "d" });
     const never = await makeRouter(h.db, user, { name: "never" });
-    const at = new Date(NOW);
-    await RouterHealthRepository.upsertLatest(queryOf(h.db), [
-      { routerId: a.id, reportedAt: at, ...values(12.5, { memoryUsedPercent: 90, temperature: -5 }) },
-      { routerId: b.id, reportedAt: at, ...values(95, { memoryUsedPercent: 10, temperature: 70 }) },
-      { routerId: c.id, reportedAt: at, ...values(12.5, { memoryUsedPercent: 40, temperature: null }) },
-      { routerId: d.id, reportedAt: at, ...values(null, { memoryUsedPercent: null, temperature: 30 }) },
+    await report([
+      [a, values(12.5, { memoryUsedPercent: 90, temperature: -5 })],
+      [b, values(95, { memoryUsedPercent: 10, temperature: 70 })],
+      [c, values(12.5, { memoryUsedPercent: 40, temperature: null })],
+      [d, values(null, { memoryUsedPercent: null, temperature: 30 })],
     ]);
     const all = await get(user, "/api/routers?sort=cpu");
     expect(all.status).toBe(200);
@@ -227,9 +239,9 @@ describe("health reads under attack (issue 38)", () => {
     const other = await h.login();
     const mine = await makeRouter(h.db, user, { name: "mine" });
     const theirs = await makeRouter(h.db, other, { name: "theirs" });
-    await RouterHealthRepository.upsertLatest(queryOf(h.db), [
-      { routerId: mine.id, reportedAt: new Date(NOW), ...values(50) },
-      { routerId: theirs.id, reportedAt: new Date(NOW), ...values(40) },
+    await report([
+      [mine, values(50)],
+      [theirs, values(40)],
     ]);
     const byName = await get(user, "/api/routers?sort=name&limit=1");
     const byLastSeen = await get(user, "/api/routers?sort=last_seen&limit=1");
