@@ -105,6 +105,7 @@ describe("the console's Notifications page", () => {
       await nav("Notifications").click();
       await page.getByRole("heading", { name: "Notifications", level: 1 }).waitFor();
       await page.getByText("No channels yet.").waitFor();
+      await form("Add an alert rule").getByText("Add a channel above first.").waitFor();
 
       // A Slack channel at the loopback receiver.
       const channels = form("Add a channel");
@@ -126,6 +127,7 @@ describe("the console's Notifications page", () => {
 
       // A rule over that channel.
       const rules = form("Add an alert rule");
+      expect(await rules.getByText("Add a channel above first.").count()).toBe(0);
       await rules.getByRole("textbox", { name: "Rule name" }).fill("Sites down");
       await rules.getByRole("textbox", { name: "Minimum offline seconds" }).fill("120");
       await rules.getByRole("checkbox", { name: "NOC Slack" }).check();

@@ -229,6 +229,7 @@ const Rules = () => {
         </div>
         <fieldset>
           <legend>Channels</legend>
+          {channels.data?.data.length === 0 ? <p className="hint">Add a channel above first.</p> : null}
           {(channels.data?.data ?? []).map((c) => (
             <label key={c.id} className="check">
               <input
