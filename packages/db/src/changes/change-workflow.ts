@@ -237,7 +237,12 @@ export class ChangeWorkflow {
       const finished = await changes.finishRouter(id, result.state, output, now);
       if (!finished) return null;
       await this.#auditRouter(query, change, finished);
-      if (change.state === "running" || change.state === "paused") {
+      // A success while others of its wave still run and none of them failed decides nothing: the
+      // failures are as they were when the wave started (within the budget) and no wave can start
+      // yet. Only then is the change's whole tally skipped (issue 39: not O(routers) per result).
+      const decidesNothing =
+        finished.state === "succeeded" && finished.waveOthers.running > 0 && finished.waveOthers.failed === 0;
+      if (!decidesNothing && (change.state === "running" || change.state === "paused")) {
         const waves = await changes.waves(change.id);
         const settled = await this.#settle(query, change, waves, now);
         // Only the last result of a wave can start the next one, and it does so here, in the same

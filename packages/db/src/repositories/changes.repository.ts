@@ -1,6 +1,6 @@
 import { isUuid } from "@fleet/shared";
-import { sql } from "kysely";
-import type { Query, Row } from "../database.ts";
+import { type ExpressionBuilder, sql } from "kysely";
+import type { Query, Row, Schema } from "../database.ts";
 import type { AuditActor } from "./audit-log.repository.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
@@ -529,13 +529,24 @@ export class ChangesRepository {
       .execute();
   }
 
-  /** Ends a pending or running router; null when it had already ended (a repeated report). */
+  /**
+   * Ends a pending or running router; null when it had already ended (a repeated report). With it,
+   * how many other routers of its wave still run and have failed (a look at its wave only).
+   */
   async finishRouter(
     id: string,
     state: TChangeRouterState,
     output: string | null,
     now: Date,
-  ): Promise<ChangeRouterRecord | null> {
+  ): Promise<(ChangeRouterRecord & { waveOthers: { running: number; failed: number } }) | null> {
+    const others = (eb: ExpressionBuilder<Schema, "change_routers">, states: TChangeRouterState[]) =>
+      eb
+        .selectFrom("change_routers as o")
+        .select((o) => o.fn.countAll().as("n"))
+        .whereRef("o.change_id", "=", "change_routers.change_id")
+        .whereRef("o.wave", "=", "change_routers.wave")
+        .whereRef("o.id", "<>", "change_routers.id")
+        .where("o.state", "in", states);
     const row = await this.#query.kysely
       .updateTable("change_routers")
       .set((eb) => ({
@@ -546,9 +557,17 @@ export class ChangesRepository {
       }))
       .where("id", "=", id)
       .where("state", "in", ["pending", "running"])
-      .returning(ROUTER_COLUMNS)
+      .returning((eb) => [
+        ...ROUTER_COLUMNS,
+        others(eb, ["running"]).as("wave_running"),
+        others(eb, ["failed", "reverted"]).as("wave_failed"),
+      ])
       .executeTakeFirst();
-    return row ? routerFromRow(row) : null;
+    if (!row) return null;
+    return {
+      ...routerFromRow(row),
+      waveOthers: { running: toNumber(row.wave_running), failed: toNumber(row.wave_failed) },
+    };
   }
 
   /** Cancels every router that has not started. */
