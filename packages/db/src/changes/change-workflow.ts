@@ -78,11 +78,12 @@ export const assignWaves = (
     wave: position < canary ? 0 : 1 + Math.floor((position - canary) / waveSize),
   }));
 
-/** A router step as its executor reads it: the row, its change and the router's tunnel address. */
+/** A router step as its executor reads it: the row, its change, the router's tunnel address and host key pin. */
 export interface ChangeStep {
   step: ChangeRouterRecord;
   change: ChangeRecord;
   tunnelIp: string | null;
+  hostKey: string | null;
 }
 
 /**
@@ -263,7 +264,7 @@ export class ChangeWorkflow {
     return new ChangesRepository(queryOf(this.#db)).setPhase(id, phase, output);
   }
 
-  /** A router step, its change and its router's tunnel address (one read); null for an unknown id. */
+  /** A router step, its change, its router's tunnel address and host key pin (one read); null for an unknown id. */
   step(id: string): Promise<ChangeStep | null> {
     return new ChangesRepository(queryOf(this.#db)).routerStepOfChange(id);
   }

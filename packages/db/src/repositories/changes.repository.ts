@@ -436,27 +436,38 @@ export class ChangesRepository {
   }
 
   /**
-   * One router step with its change and the router's tunnel address (null once the router is
-   * gone), in one read: the agent's look at the start of each job.
+   * One router step with its change, the router's tunnel address (null once the router is gone)
+   * and its SSH host key pin (null before the first login), in one read: the agent's look at the
+   * start of each job.
    */
-  async routerStepOfChange(
-    id: string,
-  ): Promise<{ step: ChangeRouterRecord; change: ChangeRecord; tunnelIp: string | null } | null> {
+  async routerStepOfChange(id: string): Promise<{
+    step: ChangeRouterRecord;
+    change: ChangeRecord;
+    tunnelIp: string | null;
+    hostKey: string | null;
+  } | null> {
     if (!isUuid(id)) return null;
     const row = await this.#query.kysely
       .selectFrom("change_routers as cr")
       .innerJoin("changes as c", "c.id", "cr.change_id")
       .leftJoin("routers as r", "r.id", "cr.router_id")
+      .leftJoin("ssh_host_keys as k", "k.router_id", "r.id")
       .select([
         ...ROUTER_COLUMNS.map((column) => `cr.${column}` as const),
         ...CHANGE_COLUMNS.map((column) => `c.${column} as c_${column}` as const),
         "r.tunnel_ip",
+        "k.fingerprint",
       ])
       .where("cr.id", "=", id)
       .executeTakeFirst();
     if (!row) return null;
     const change = Object.fromEntries(CHANGE_COLUMNS.map((column) => [column, row[`c_${column}`]]));
-    return { step: routerFromRow(row), change: changeFromRow(change as Row<"changes">), tunnelIp: row.tunnel_ip };
+    return {
+      step: routerFromRow(row),
+      change: changeFromRow(change as Row<"changes">),
+      tunnelIp: row.tunnel_ip,
+      hostKey: row.fingerprint ?? null,
+    };
   }
 
   /** The change of a router step, its row locked as {@link lock} does; null for an unknown step. */
