@@ -7,7 +7,7 @@ import {
   type RouterOsSshServerOptions,
   startRouterOsSshServer,
 } from "@fleet/router-simulator/routeros/routeros-ssh-server";
-import { InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
+import { type HostKeyStore, InMemoryHostKeyStore } from "@fleet/tunnel-agent/routeros/host-key-store";
 import { exportConfiguration, listForwardRules } from "@fleet/tunnel-agent/routeros/routeros-commands";
 import { RouterOsOutputTooLargeError } from "@fleet/tunnel-agent/routeros/routeros-client";
 import {
@@ -156,6 +156,27 @@ describe("SshRouterOsConnector", () => {
     other.close();
     expect(await hostKeys.get(OTHER_ROUTER_ID)).toBe(impostor.hostKeyFingerprint);
     expect(await hostKeys.get(ROUTER_ID)).toBe(first.hostKeyFingerprint);
+  });
+
+  it("uses a pin the job read with its own row without asking the store, and refuses another key", async () => {
+    const sim = await startSim();
+    const store: HostKeyStore = {
+      get: async () => {
+        throw new Error("the store was asked");
+      },
+      set: async () => {
+        throw new Error("the store was asked");
+      },
+    };
+    const target = { routerId: ROUTER_ID, host: HOST, port: sim.port };
+    const router = await connector({ hostKeys: store }).connect({ ...target, pinned: sim.hostKeyFingerprint });
+    router.close();
+    const other = await startSim();
+    const error = await connector({ hostKeys: store })
+      .connect({ ...target, port: other.port, pinned: sim.hostKeyFingerprint })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HostKeyMismatchError);
+    expect([sim.logins(), other.logins()]).toEqual([1, 0]);
   });
 
   it("rejects a slow command with RouterOsTimeoutError and drops the wedged session", async () => {

@@ -31,6 +31,8 @@ export interface ChangeStepView {
   };
   /** The router's tunnel address as the step was read (null once the router is gone). */
   tunnelIp: string | null;
+  /** The router's SSH host key pin as the step was read (null before its first login). */
+  hostKey: string | null;
 }
 
 /** What the executor needs of the change workflow (packages/db `ChangeWorkflow`). */
@@ -243,9 +245,12 @@ class StepRunner {
   /** One SSH session for all the steps of one job (logging in is most of a step's cost). */
   async #session<T>(work: (router: RouterOsClient) => Promise<T>): Promise<T> {
     if (!this.#client) {
-      // The address was read with the step: no read of its own before the login.
+      // The address and the pin were read with the step: no read of their own before the login.
       const target = tunnelTarget(this.#d, this.#s.step.routerId, this.#s.tunnelIp);
-      this.#client = await openRouterSession(this.#d.connector, target);
+      this.#client = await openRouterSession(
+        this.#d.connector,
+        this.#s.hostKey === null ? target : { ...target, pinned: this.#s.hostKey },
+      );
     }
     try {
       return await work(this.#client);

@@ -75,7 +75,7 @@ export const storeConfigRead = async (
     const locked = await backups.lockRouterWithLatest(read.routerId);
     if (!locked) return null;
     const { latest, organizationId } = locked;
-    await backups.clearFailure(read.routerId);
+    if (locked.failed) await backups.clearFailure(read.routerId);
     if (latest && latest.normalizedSha256 === read.normalizedSha256) {
       await backups.markChecked(latest.id, read.at);
       return { kind: "unchanged", backup: { ...latest, checkedAt: read.at } };

@@ -68,6 +68,16 @@ describe("storeConfigRead (service tier)", () => {
     ]);
   });
 
+  it("a stored read clears the failure shown beside the list", async () => {
+    const router = await makeRouter(db, await makeUser(db));
+    const backups = new ConfigBackupsRepository(queryOf(db));
+    await read(router.id, exportOf([]), 0);
+    await backups.recordFailure(router.id, new Date(T0 + HOUR), "unreachable");
+    expect(await backups.lastFailure(router.id)).not.toBeNull();
+    await read(router.id, exportOf([]), 2);
+    expect(await backups.lastFailure(router.id)).toBeNull();
+  });
+
   it("keeps the newest `retention` versions; a router that is gone changes nothing", async () => {
     const router = await makeRouter(db, await makeUser(db));
     for (let i = 0; i < 4; i++) await read(router.id, exportOf([`add comment=v${i}`]), i, 3);

@@ -41,6 +41,11 @@ export interface RouterOsTarget {
   port: number;
   /** Pins to use instead of the connector's own (the offboarding job of a removed router). */
   hostKeys?: HostKeyStore;
+  /**
+   * The router's pin as the job read it with its own row (a change step): the store is not asked
+   * again; without one (first contact) it is, and pins as always.
+   */
+  pinned?: string;
 }
 
 export interface RouterOsConnector {

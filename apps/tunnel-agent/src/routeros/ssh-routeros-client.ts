@@ -110,7 +110,7 @@ export class SshRouterOsConnector implements RouterOsConnector {
     const { routerId, host, port } = target;
     // The offboarding job brings the removed router's own pins (docs/routeros.md "Offboarding").
     const hostKeys = target.hostKeys ?? this.#options.hostKeys;
-    const pinned = await hostKeys.get(routerId);
+    const pinned = target.pinned ?? (await hostKeys.get(routerId));
     const conn = new Client();
     let mismatch: Error | undefined;
 

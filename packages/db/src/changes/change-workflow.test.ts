@@ -179,6 +179,27 @@ describe("ChangeWorkflow", () => {
     expect((await changes.get(owner.organizationId, change.id))?.state).toBe("completed");
   });
 
+  it("a result tallies the rest of its wave only; a failure amid running wave-mates halts at once", async () => {
+    const { owner, ids } = await fleet(5);
+    const change = await workflow.create(
+      newChange(owner, { waveIntervalSeconds: 0, canary: 4, maxFailures: 1 }),
+      ids,
+      USER,
+    );
+    await workflow.advance(change.id);
+    const [a, b, c, d] = await stepIds(change.id);
+    const tally = (id: string | undefined, state: "succeeded" | "failed") =>
+      changes.finishRouter(id ?? "", state, null, clock.now()).then((r) => r?.waveOthers);
+    expect(await tally(a, "succeeded")).toEqual({ running: 3, failed: 0 });
+    await workflow.finishChangeRouter(b ?? "", { state: "failed", output: "failure: no such item" });
+    expect((await changes.get(owner.organizationId, change.id))?.state).toBe("running");
+    await workflow.finishChangeRouter(c ?? "", { state: "reverted" });
+    // Two failures past a budget of one, with d still running: halted now, not at the wave's end.
+    expect((await changes.get(owner.organizationId, change.id))?.state).toBe("halted");
+    expect(await tally(d, "succeeded")).toEqual({ running: 0, failed: 2 });
+    expect(await states(change.id)).toEqual(["succeeded", "failed", "reverted", "succeeded", "pending"]);
+  });
+
   it("halts before the next wave when failures exceed max_failures, leaving its routers pending", async () => {
     const { owner, ids } = await fleet(3);
     const change = await workflow.create(newChange(owner, { waveIntervalSeconds: 0 }), ids, USER);

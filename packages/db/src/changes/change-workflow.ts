@@ -78,11 +78,12 @@ export const assignWaves = (
     wave: position < canary ? 0 : 1 + Math.floor((position - canary) / waveSize),
   }));
 
-/** A router step as its executor reads it: the row, its change and the router's tunnel address. */
+/** A router step as its executor reads it: the row, its change, the router's tunnel address and host key pin. */
 export interface ChangeStep {
   step: ChangeRouterRecord;
   change: ChangeRecord;
   tunnelIp: string | null;
+  hostKey: string | null;
 }
 
 /**
@@ -237,7 +238,12 @@ export class ChangeWorkflow {
       const finished = await changes.finishRouter(id, result.state, output, now);
       if (!finished) return null;
       await this.#auditRouter(query, change, finished);
-      if (change.state === "running" || change.state === "paused") {
+      // A success while others of its wave still run and none of them failed decides nothing: the
+      // failures are as they were when the wave started (within the budget) and no wave can start
+      // yet. Only then is the change's whole tally skipped (issue 39: not O(routers) per result).
+      const decidesNothing =
+        finished.state === "succeeded" && finished.waveOthers.running > 0 && finished.waveOthers.failed === 0;
+      if (!decidesNothing && (change.state === "running" || change.state === "paused")) {
         const waves = await changes.waves(change.id);
         const settled = await this.#settle(query, change, waves, now);
         // Only the last result of a wave can start the next one, and it does so here, in the same
@@ -258,7 +264,7 @@ export class ChangeWorkflow {
     return new ChangesRepository(queryOf(this.#db)).setPhase(id, phase, output);
   }
 
-  /** A router step, its change and its router's tunnel address (one read); null for an unknown id. */
+  /** A router step, its change, its router's tunnel address and host key pin (one read); null for an unknown id. */
   step(id: string): Promise<ChangeStep | null> {
     return new ChangesRepository(queryOf(this.#db)).routerStepOfChange(id);
   }

@@ -1,6 +1,6 @@
 import { isUuid } from "@fleet/shared";
-import { sql } from "kysely";
-import type { Query, Row } from "../database.ts";
+import { type ExpressionBuilder, sql } from "kysely";
+import type { Query, Row, Schema } from "../database.ts";
 import type { AuditActor } from "./audit-log.repository.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
@@ -436,27 +436,38 @@ export class ChangesRepository {
   }
 
   /**
-   * One router step with its change and the router's tunnel address (null once the router is
-   * gone), in one read: the agent's look at the start of each job.
+   * One router step with its change, the router's tunnel address (null once the router is gone)
+   * and its SSH host key pin (null before the first login), in one read: the agent's look at the
+   * start of each job.
    */
-  async routerStepOfChange(
-    id: string,
-  ): Promise<{ step: ChangeRouterRecord; change: ChangeRecord; tunnelIp: string | null } | null> {
+  async routerStepOfChange(id: string): Promise<{
+    step: ChangeRouterRecord;
+    change: ChangeRecord;
+    tunnelIp: string | null;
+    hostKey: string | null;
+  } | null> {
     if (!isUuid(id)) return null;
     const row = await this.#query.kysely
       .selectFrom("change_routers as cr")
       .innerJoin("changes as c", "c.id", "cr.change_id")
       .leftJoin("routers as r", "r.id", "cr.router_id")
+      .leftJoin("ssh_host_keys as k", "k.router_id", "r.id")
       .select([
         ...ROUTER_COLUMNS.map((column) => `cr.${column}` as const),
         ...CHANGE_COLUMNS.map((column) => `c.${column} as c_${column}` as const),
         "r.tunnel_ip",
+        "k.fingerprint",
       ])
       .where("cr.id", "=", id)
       .executeTakeFirst();
     if (!row) return null;
     const change = Object.fromEntries(CHANGE_COLUMNS.map((column) => [column, row[`c_${column}`]]));
-    return { step: routerFromRow(row), change: changeFromRow(change as Row<"changes">), tunnelIp: row.tunnel_ip };
+    return {
+      step: routerFromRow(row),
+      change: changeFromRow(change as Row<"changes">),
+      tunnelIp: row.tunnel_ip,
+      hostKey: row.fingerprint ?? null,
+    };
   }
 
   /** The change of a router step, its row locked as {@link lock} does; null for an unknown step. */
@@ -529,13 +540,24 @@ export class ChangesRepository {
       .execute();
   }
 
-  /** Ends a pending or running router; null when it had already ended (a repeated report). */
+  /**
+   * Ends a pending or running router; null when it had already ended (a repeated report). With it,
+   * how many other routers of its wave still run and have failed (a look at its wave only).
+   */
   async finishRouter(
     id: string,
     state: TChangeRouterState,
     output: string | null,
     now: Date,
-  ): Promise<ChangeRouterRecord | null> {
+  ): Promise<(ChangeRouterRecord & { waveOthers: { running: number; failed: number } }) | null> {
+    const others = (eb: ExpressionBuilder<Schema, "change_routers">, states: TChangeRouterState[]) =>
+      eb
+        .selectFrom("change_routers as o")
+        .select((o) => o.fn.countAll().as("n"))
+        .whereRef("o.change_id", "=", "change_routers.change_id")
+        .whereRef("o.wave", "=", "change_routers.wave")
+        .whereRef("o.id", "<>", "change_routers.id")
+        .where("o.state", "in", states);
     const row = await this.#query.kysely
       .updateTable("change_routers")
       .set((eb) => ({
@@ -546,9 +568,17 @@ export class ChangesRepository {
       }))
       .where("id", "=", id)
       .where("state", "in", ["pending", "running"])
-      .returning(ROUTER_COLUMNS)
+      .returning((eb) => [
+        ...ROUTER_COLUMNS,
+        others(eb, ["running"]).as("wave_running"),
+        others(eb, ["failed", "reverted"]).as("wave_failed"),
+      ])
       .executeTakeFirst();
-    return row ? routerFromRow(row) : null;
+    if (!row) return null;
+    return {
+      ...routerFromRow(row),
+      waveOthers: { running: toNumber(row.wave_running), failed: toNumber(row.wave_failed) },
+    };
   }
 
   /** Cancels every router that has not started. */

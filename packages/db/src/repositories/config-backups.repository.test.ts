@@ -54,8 +54,11 @@ describe("ConfigBackupsRepository", () => {
     expect(await backups.lastFailure(router.id)).toEqual({ failedAt: at(0), reason: "x".repeat(500) });
     await backups.recordFailure(router.id, at(5), "later");
     expect(await backups.lastFailure(router.id)).toEqual({ failedAt: at(5), reason: "later" });
+    // A store's lock says whether there is a failure to clear (none: no write).
+    expect((await backups.lockRouterWithLatest(router.id))?.failed).toBe(true);
     await backups.clearFailure(router.id);
     expect(await backups.lastFailure(router.id)).toBeNull();
+    expect((await backups.lockRouterWithLatest(router.id))?.failed).toBe(false);
 
     const gone = crypto.randomUUID();
     await backups.recordFailure(gone, at(0), "gone");
@@ -85,9 +88,14 @@ describe("ConfigBackupsRepository", () => {
     expect(await backups.lockRouterWithLatest(router.id)).toEqual({
       organizationId: owner.organizationId,
       latest: expect.objectContaining({ id: stored[3]?.id, checkedAt: at(9000), bytes: 8 }),
+      failed: false,
     });
     const bare = await makeRouter(db, owner);
-    expect(await backups.lockRouterWithLatest(bare.id)).toEqual({ organizationId: owner.organizationId, latest: null });
+    expect(await backups.lockRouterWithLatest(bare.id)).toEqual({
+      organizationId: owner.organizationId,
+      latest: null,
+      failed: false,
+    });
     expect(await backups.lockRouterWithLatest(crypto.randomUUID())).toBeNull();
   });
 });

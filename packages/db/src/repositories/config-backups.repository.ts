@@ -79,11 +79,12 @@ export class ConfigBackupsRepository {
 
   /**
    * Locks the router's row (two reads of one router store one after the other) and reads its
-   * newest version without its text, in one statement; null when the router is gone.
+   * newest version without its text and whether a failure is shown beside its list, in one
+   * statement; null when the router is gone.
    */
   async lockRouterWithLatest(
     routerId: string,
-  ): Promise<{ organizationId: string; latest: BackupRecord | null } | null> {
+  ): Promise<{ organizationId: string; latest: BackupRecord | null; failed: boolean } | null> {
     const row = await this.#query.kysely
       .selectFrom("routers as r")
       .leftJoinLateral(
@@ -98,8 +99,10 @@ export class ConfigBackupsRepository {
             .as("l"),
         (join) => join.onTrue(),
       )
+      .leftJoin("router_backup_states as s", "s.router_id", "r.id")
       .select([
         "r.organization_id",
+        "s.failed_at",
         "l.id",
         "l.router_id",
         "l.created_at",
@@ -113,8 +116,12 @@ export class ConfigBackupsRepository {
       .forUpdate("r")
       .executeTakeFirst();
     if (!row) return null;
-    const { organization_id: organizationId, ...latest } = row;
-    return { organizationId, latest: latest.id === null ? null : fromRow(latest as BackupRow) };
+    const { organization_id: organizationId, failed_at: failedAt, ...latest } = row;
+    return {
+      organizationId,
+      latest: latest.id === null ? null : fromRow(latest as BackupRow),
+      failed: failedAt !== null && failedAt !== undefined,
+    };
   }
 
   /** The router's newest version with its text. */
