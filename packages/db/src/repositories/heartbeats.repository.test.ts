@@ -5,7 +5,12 @@ import type { Query, QueryOptions } from "../database.ts";
 import { createTestDatabase, lockWaiters, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
 import { LIVENESS_ROOM_BYTES } from "../migrations/20261128-035-liveness-room.migration.ts";
 import { AdoptionsRepository } from "./adoptions.repository.ts";
-import { FLUSH_STATEMENTS, type HeartbeatWrite, HeartbeatsRepository } from "./heartbeats.repository.ts";
+import {
+  FLUSH_STATEMENTS,
+  type HeartbeatWrite,
+  HeartbeatsRepository,
+  type SweepParams,
+} from "./heartbeats.repository.ts";
 import { RouterHealthRepository } from "./router-health.repository.ts";
 
 // The flush's two statements (docs/architecture.md "Liveness: what a heartbeat writes"): a liveness
@@ -86,6 +91,18 @@ const reissue = (router: { id: string }, newToken: string) =>
       countsFrom: new Date(T0),
     }),
   );
+
+/** A sweep at `atMs` of routers beating every second (3 missed: due), no grace or tolerance. */
+const sweepParams = (scan: boolean, atMs: number, daemon?: SweepParams["daemon"]): SweepParams => ({
+  now: new Date(atMs),
+  intervalMs: 1_000,
+  missedHeartbeats: 3,
+  graceMs: 0,
+  toleranceMs: 0,
+  limit: 10,
+  scan,
+  ...(daemon ? { daemon } : {}),
+});
 
 const identity = async (routerId: string) =>
   (await db.query<{ identity: string }>("select identity from routers where id = $1", [routerId]))[0]?.identity;
@@ -410,15 +427,7 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
     expect(await liveness(router.id)).toMatchObject({ has_pulse: true, last_seen_ms: T0 + 1_000 });
 
     await db.transaction((query) => heartbeats.startCoverage(query, new Date(T0), 5_000, 1_000));
-    const params = (scan: boolean, atMs: number) => ({
-      now: new Date(atMs),
-      intervalMs: 1_000,
-      missedHeartbeats: 3,
-      graceMs: 0,
-      toleranceMs: 0,
-      limit: 10,
-      scan,
-    });
+    const params = (scan: boolean, atMs: number) => sweepParams(scan, atMs);
     // A sweep that reads no router (the steady state) is one statement that marks the daemons alive.
     const idle = await inTransaction((repo) =>
       repo.markAliveSweep(params(false, T0 + 2_000), async (tx) => tx.coverage),
@@ -446,16 +455,8 @@ describe("HeartbeatsRepository.applyHeartbeats", () => {
     const T1 = T0 + 3_600_000;
     await db.transaction((query) => heartbeats.startCoverage(query, new Date(T1), 5_000, 1_000));
     const id = crypto.randomUUID();
-    const params = (scan: boolean, atMs: number, caughtUp: boolean) => ({
-      now: new Date(atMs),
-      intervalMs: 1_000,
-      missedHeartbeats: 3,
-      graceMs: 0,
-      toleranceMs: 0,
-      limit: 10,
-      scan,
-      daemon: { id, caughtUp, slackMs: 1_000, dropAfterMs: 60_000 },
-    });
+    const params = (scan: boolean, atMs: number, caughtUp: boolean) =>
+      sweepParams(scan, atMs, { id, caughtUp, slackMs: 1_000, dropAfterMs: 60_000 });
     const writtenThrough = async () =>
       (
         await db.query<{ ms: number }>(
