@@ -2,7 +2,7 @@ import { startTestSystem, type TestSystem } from "@fleet/all-in-one/testing";
 import { createHash } from "node:crypto";
 import { loadAllInOneConfig } from "@fleet/all-in-one";
 import { createClient } from "@fleet/api/client";
-import { countOpenRouterJobs } from "@fleet/db";
+import { countOpenRouterJobs, ROUTER_JOBS_DEAD_LETTER } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, type TestDatabase } from "@fleet/db/testing";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { eventually } from "@fleet/shared/testing";
@@ -231,11 +231,16 @@ describe("configuration backups of a simulated router", () => {
     expect(page.data).toEqual([]);
     expect(page.last_failure?.reason).toMatch(/ECONNREFUSED|connect/i);
     expect(Date.parse(page.last_failure?.failed_at ?? "")).toBeGreaterThan(Date.now() - 60_000);
-    const [job] = await db.query<{ retry_count: number }>(
-      "select retry_count from pgboss.job where name = 'router.jobs' and data->>'router_id' = $1 order by created_on desc limit 1",
-      [routerId],
-    );
-    expect(job?.retry_count).toBe(2);
+    // Failed for good after three attempts: the agent then frees the router's queue by deleting the
+    // original (at any moment from here), and its dead-letter copy keeps how many attempts it made.
+    const copy = await eventually(async () => {
+      const [row] = await db.query<{ output: { attempts?: number } | null }>(
+        "select output from pgboss.job where name = $1 and data->>'router_id' = $2 and output->>'source_id' is not null",
+        [ROUTER_JOBS_DEAD_LETTER, routerId],
+      );
+      return row;
+    }, "the dead-letter copy of the backup job");
+    expect(copy.output?.attempts).toBe(3);
   });
 
   it("an export over BACKUP_MAX_BYTES or holding NUL is refused at once, recorded as last_failure, and stores nothing", async () => {

@@ -144,7 +144,12 @@ export class RouterJobWorker {
       // The failed original holds its router's place in the strictly ordered queue: free it. The
       // dead-letter copy stays, with the last error, for inspection (`npm run admin -- jobs`).
       if (job.sourceId) await this.#o.engine.boss.deleteJob(ROUTER_JOBS_QUEUE, job.sourceId);
-      return { message: typeof lastError === "string" ? lastError : null, source_id: job.sourceId };
+      // The original's attempts go with the copy: the original itself is gone from here on.
+      return {
+        message: typeof lastError === "string" ? lastError : null,
+        source_id: job.sourceId,
+        attempts: original ? original.retryCount + 1 : null,
+      };
     });
   }
 
