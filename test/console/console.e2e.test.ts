@@ -424,6 +424,15 @@ describe("the operator console", () => {
         ]) {
           await entries.getByRole("cell", { name: action, exact: true }).first().waitFor();
         }
+        // Who: the signed-in user by email; a router or the system by kind.
+        await entries
+          .getByRole("row", { name: /api_key\.created .*\(you\) from / })
+          .first()
+          .waitFor();
+        await entries
+          .getByRole("row", { name: /router\.offline system/ })
+          .first()
+          .waitFor();
         await shot("10-audit-log");
         await page.getByRole("combobox", { name: "Action" }).fill("forward.revoked");
         await page.getByRole("button", { name: "Apply filters" }).click();

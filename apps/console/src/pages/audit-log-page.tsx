@@ -12,6 +12,7 @@ export const AuditLogPage = () => {
   usePageTitle("Audit log");
   const trpc = useTRPC();
   const routers = useQuery(trpc.routers.list.queryOptions());
+  const me = useQuery(trpc.me.get.queryOptions());
   const [draft, setDraft] = useState({ action: "", router: "" });
   const [filters, setFilters] = useState({ action: "", router: "" });
   const [limit, setLimit] = useState<number>(50);
@@ -50,7 +51,7 @@ export const AuditLogPage = () => {
       />
       <QueryState isPending={page.isPending} error={page.error} what="the audit log" />
       {page.data && entries.length === 0 ? <p>No entries match.</p> : null}
-      {entries.length > 0 ? <AuditTable entries={entries} nameOf={nameOf} /> : null}
+      {entries.length > 0 ? <AuditTable entries={entries} nameOf={nameOf} me={me.data} /> : null}
       <nav aria-label="Audit log pages" className="actions">
         <button
           type="button"
@@ -141,12 +142,24 @@ const AuditFilters = ({
   </form>
 );
 
+type Entry = Outputs["auditLog"]["list"]["data"][number];
+const ACTOR_KINDS: Record<string, string> = { user: "user", api_key: "API key", router: "router", system: "system" };
+
+/** "you@example.com (you)" for the signed-in user, else the kind and the id's first 8 characters. */
+const actorLabel = (actor: Entry["actor"], me: Outputs["me"]["get"] | undefined) => {
+  if (actor.type === "user" && me && actor.id === me.user_id) return me.email ? `${me.email} (you)` : "you";
+  const kind = ACTOR_KINDS[actor.type] ?? actor.type;
+  return actor.type === "system" || !actor.id ? kind : `${kind} ${actor.id.slice(0, 8)}`;
+};
+
 const AuditTable = ({
   entries,
   nameOf,
+  me,
 }: {
-  entries: Outputs["auditLog"]["list"]["data"];
+  entries: Entry[];
   nameOf: Map<string, string>;
+  me: Outputs["me"]["get"] | undefined;
 }) => (
   <table aria-label="Audit entries">
     <thead>
@@ -168,7 +181,7 @@ const AuditTable = ({
             <code>{entry.action}</code>
           </td>
           <td>
-            {entry.actor.type}
+            {actorLabel(entry.actor, me)}
             {entry.source_ip ? ` from ${entry.source_ip}` : ""}
           </td>
           <td>{entry.router_id ? (nameOf.get(entry.router_id) ?? entry.router_id.slice(0, 8)) : "—"}</td>
