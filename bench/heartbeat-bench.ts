@@ -40,6 +40,7 @@ import { fileURLToPath } from "node:url";
 import { HealthSeriesRepository, HeartbeatsRepository, openDatabase, queryOf, RoutersRepository } from "@fleet/db";
 import { downtimeBetween, effectiveLastSeen, hashHeartbeatToken, splitByUtcHour } from "@fleet/shared";
 import pg from "pg";
+import { seedBenchFleet } from "./lib/bench-fleet.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -192,21 +193,8 @@ url.pathname = `/${dbName}`;
 const databaseUrl = url.toString();
 const setupDb = await openDatabase({ databaseUrl, dataDir: "memory", poolSize: 4 });
 await setupDb.migrate();
-const orgId = crypto.randomUUID();
-const teamId = crypto.randomUUID();
-await setupDb.query("insert into organizations (id, name, created_at) values ($1, 'bench', now())", [orgId]);
-await setupDb.query(
-  "insert into teams (id, organization_id, name, is_default, created_at) values ($1, $2, 'bench', true, now())",
-  [teamId, orgId],
-);
 // Router i has id uuid(i) and token hb_bench_<run>_<i>; the hash is computed by PostgreSQL.
-await setupDb.query(
-  `insert into routers (id, organization_id, team_id, name, heartbeat_token_hash, created_at)
-   select (lpad(to_hex(i), 8, '0') || '-0000-4000-8000-000000000000')::uuid, $1, $2, 'bench ' || i,
-     encode(sha256(convert_to('hb_bench_' || $3 || '_' || i, 'UTF8')), 'hex'), now() - interval '1 day'
-   from generate_series(0, $4) as i`,
-  [orgId, teamId, RUN, ROUTERS - 1],
-);
+const { organizationId: orgId } = await seedBenchFleet(setupDb, ROUTERS, `bench_${RUN}`);
 const routerId = (i: number) => `${i.toString(16).padStart(8, "0")}-0000-4000-8000-000000000000`;
 // `--alert-rules N` (docs/api.md "Alerts and maintenance windows"): the organization has N alert
 // rules ("*", every router) over one channel. A heartbeat never touches them (only the offline and

@@ -4,7 +4,11 @@ import type { Database } from "@fleet/db";
  * One organization, its default team and `routers` routers with ids `<i as 8 hex digits>-0000-4000-8000-000000000000`
  * and heartbeat tokens `hb_<prefix>_<i>` (hashed as the daemon hashes them), for the flush benches.
  */
-export const seedBenchFleet = async (db: Database, routers: number, prefix: string): Promise<{ ids: string[] }> => {
+export const seedBenchFleet = async (
+  db: Database,
+  routers: number,
+  prefix: string,
+): Promise<{ ids: string[]; organizationId: string }> => {
   const orgId = crypto.randomUUID();
   const teamId = crypto.randomUUID();
   await db.query("insert into organizations (id, name, created_at) values ($1, 'bench', now())", [orgId]);
@@ -20,6 +24,7 @@ export const seedBenchFleet = async (db: Database, routers: number, prefix: stri
     [orgId, teamId, prefix, routers - 1],
   );
   return {
+    organizationId: orgId,
     ids: Array.from({ length: routers }, (_, i) => `${i.toString(16).padStart(8, "0")}-0000-4000-8000-000000000000`),
   };
 };
