@@ -455,6 +455,24 @@ const backendBreakdown = async (before: Map<number, number>, after: Map<number, 
     }))
     .sort((a, b) => b.ms - a.ms);
 };
+/**
+ * BENCH_PGSS=1 (a cluster with pg_stat_statements loaded and created in DATABASE_URL's database):
+ * the bench database's statements over each window, by total execution time.
+ */
+const PGSS = process.env.BENCH_PGSS === "1";
+const statementsBreakdown = async (label: string) => {
+  const rows = await admin.query<{ calls: string; total_ms: number; rows: string; query: string }>(
+    `select calls, total_exec_time as total_ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
+       from pg_stat_statements s join pg_database d on d.oid = s.dbid
+      where d.datname = $1 order by total_exec_time desc limit 20`,
+    [dbName],
+  );
+  log(`    ${label}: statements by total time over the window (pg_stat_statements)`);
+  for (const r of rows.rows)
+    log(
+      `      ${String(r.calls).padStart(7)} calls ${r.total_ms.toFixed(0).padStart(6)} ms ${String(r.rows).padStart(8)} rows  ${r.query}`,
+    );
+};
 /** CPU ticks (user + system) of one process so far (Linux /proc; 0 when unreadable). */
 const processTicks = async (pid: number | undefined) => {
   const { readFile } = await import("node:fs/promises");
@@ -678,7 +696,9 @@ const runPhase = async (mode: "daemon" | "baseline"): Promise<PhaseResult> => {
   const c0 = split0.user + split0.system;
   const m0 = Date.now();
   const window0 = new Date().toISOString();
+  if (PGSS) await admin.query("select pg_stat_statements_reset()");
   await sleep(measured(MEASURE_MS));
+  if (PGSS) await statementsBreakdown(`${mode}${process.env.BENCH_HEALTH ? " with health" : ""}`);
   const split1 = await cpuSplit(servers);
   const c1 = split1.user + split1.system;
   const d1 = await databaseCpuUs();

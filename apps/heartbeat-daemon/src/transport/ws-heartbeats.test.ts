@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import type { Writable } from "node:stream";
 import * as ws from "ws";
 import { describe, expect, it } from "vitest";
@@ -27,5 +28,15 @@ describe("textFrame (the pre-built ack)", () => {
 
   it("refuses a payload of 126 bytes, which needs an extended length", () => {
     expect(() => textFrame(Buffer.alloc(126))).toThrow(/short/);
+  });
+});
+
+describe("frame unmasking", () => {
+  it("uses bufferutil's native binding where ws looks for it, not its JavaScript fallback", () => {
+    // Resolved from ws's own directory, as ws's buffer-util.js requires it.
+    const fromWs = createRequire(import.meta.resolve("ws"));
+    const native = fromWs("bufferutil") as { unmask: unknown };
+    const fallback = fromWs("bufferutil/fallback") as { unmask: unknown };
+    expect(native.unmask).not.toBe(fallback.unmask);
   });
 });
