@@ -60,6 +60,8 @@ export const RouterInterfacesState = defineEntity({
     router: () => p.manyToOne(Router).primary().deleteRule("cascade").updateRule("cascade"),
     reportedAt: p.datetime(),
     interfaces: p.json(),
+    /** The oldest entry time of the write that last set the row (migration 190). */
+    writtenFrom: p.datetime().nullable(),
   },
 });
 export type TRouterInterfacesState = InferEntity<typeof RouterInterfacesState>;

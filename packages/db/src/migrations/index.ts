@@ -43,6 +43,7 @@ import { ChangesMigration } from "./20261130-150-changes.migration.ts";
 import { HealthStagingMigration } from "./20261201-160-health-staging.migration.ts";
 import { InterfacesStateMigration } from "./20261201-161-interfaces-state.migration.ts";
 import { RouterSearchMigration } from "./20261201-180-router-search.migration.ts";
+import { InterfacesStateHotMigration } from "./20261201-190-interfaces-state-hot.migration.ts";
 
 /**
  * Every migration in order, listed explicitly. Hand-written SQL that runs unchanged on PostgreSQL
@@ -93,4 +94,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: "20261201-161-interfaces-state", class: InterfacesStateMigration },
   { name: "20261201-170-liveness-health", class: LivenessHealthMigration },
   { name: "20261201-180-router-search", class: RouterSearchMigration },
+  { name: "20261201-190-interfaces-state-hot", class: InterfacesStateHotMigration },
 ];

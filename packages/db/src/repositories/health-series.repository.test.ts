@@ -161,5 +161,26 @@ describe("HealthSeriesRepository: the latest interface states, one row per route
       state("ether2", DAY0, 10),
       state("wg0", DAY0 + 30_000, 5),
     ]);
+    // Every entry newer than anything held (the steady case, written without the merge by name):
+    // written entries win, a held name the write does not carry keeps its state.
+    await HealthSeriesRepository.upsertInterfaces(queryOf(db), [
+      state("ether1", DAY0 + 60_000, 22),
+      state("wg0", DAY0 + 90_000, 6),
+    ]);
+    expect(await series.interfaces(a)).toEqual([
+      state("ether1", DAY0 + 60_000, 22),
+      state("ether2", DAY0, 10),
+      state("wg0", DAY0 + 90_000, 6),
+    ]);
+    // One entry as old as the newest held and one older: the older never replaces a newer one.
+    await HealthSeriesRepository.upsertInterfaces(queryOf(db), [
+      state("wg0", DAY0 + 90_000, 7),
+      state("ether1", DAY0 + 30_000, 1),
+    ]);
+    expect(await series.interfaces(a)).toEqual([
+      state("ether1", DAY0 + 60_000, 22),
+      state("ether2", DAY0, 10),
+      state("wg0", DAY0 + 90_000, 7),
+    ]);
   });
 });

@@ -253,30 +253,36 @@ export class HealthSeriesRepository {
    */
   static async upsertInterfaces(query: Query, records: readonly InterfaceLatestRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const byRouter = new Map<string, { atMs: number; entries: Record<string, unknown[]> }>();
+    const byRouter = new Map<string, { atMs: number; fromMs: number; entries: Record<string, unknown[]> }>();
     for (const r of records) {
       let row = byRouter.get(r.routerId);
       if (!row) {
-        row = { atMs: 0, entries: {} };
+        row = { atMs: 0, fromMs: Number.POSITIVE_INFINITY, entries: {} };
         byRouter.set(r.routerId, row);
       }
       const atMs = r.reportedAt.getTime();
       row.atMs = Math.max(row.atMs, atMs);
+      row.fromMs = Math.min(row.fromMs, atMs);
       row.entries[r.name] = [atMs, r.running, r.rxBytes, r.txBytes, r.rxErrors, r.txErrors, r.rxBps, r.txBps];
     }
     const rows = [...byRouter];
     // The merge keeps, per name, the newer of the held and the written entry (element 0: its time).
+    // When the write's oldest entry is no older than the newest held (`reported_at`), every written
+    // entry wins: a plain concatenation, the steady case (migration 190).
     await query(
-      `with ${HEALTH_ASYNC_COMMIT} insert into router_interfaces_state as s (router_id, reported_at, interfaces)
-       select u.router_id, to_timestamp(u.at_ms / 1000.0), u.interfaces
-       from health_async cross join unnest($1::uuid[], $2::float8[], $3::jsonb[]) as u(router_id, at_ms, interfaces)
+      `with ${HEALTH_ASYNC_COMMIT} insert into router_interfaces_state as s (router_id, reported_at, written_from, interfaces)
+       select u.router_id, to_timestamp(u.at_ms / 1000.0), to_timestamp(u.from_ms / 1000.0), u.interfaces
+       from health_async cross join unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[]) as u(router_id, at_ms, from_ms, interfaces)
        where exists (select 1 from routers r where r.id = u.router_id)
        on conflict (router_id) do update set reported_at = greatest(s.reported_at, excluded.reported_at),
-         interfaces = s.interfaces || coalesce((select jsonb_object_agg(e.key, e.value) from jsonb_each(excluded.interfaces) e
-           where not (s.interfaces ? e.key) or (e.value ->> 0)::float8 >= (s.interfaces -> e.key ->> 0)::float8), '{}'::jsonb)`,
+         written_from = excluded.written_from,
+         interfaces = s.interfaces || case when excluded.written_from >= s.reported_at then excluded.interfaces
+           else coalesce((select jsonb_object_agg(e.key, e.value) from jsonb_each(excluded.interfaces) e
+             where not (s.interfaces ? e.key) or (e.value ->> 0)::float8 >= (s.interfaces -> e.key ->> 0)::float8), '{}'::jsonb) end`,
       [
         plainArray(rows.map(([routerId]) => routerId)),
         plainArray(rows.map(([, row]) => row.atMs)),
+        plainArray(rows.map(([, row]) => row.fromMs)),
         textArray(rows.map(([, row]) => JSON.stringify(row.entries))),
       ],
     );
