@@ -15,7 +15,7 @@ import { readFile } from "node:fs/promises";
 import { HeartbeatsRepository, type HeartbeatWrite, openDatabase } from "@fleet/db";
 import { hashHeartbeatToken, ManualClock } from "@fleet/shared";
 import pg from "pg";
-import { seedBenchFleet } from "./lib/bench-fleet.ts";
+import { BENCH_INTERFACES, seedBenchFleet } from "./lib/bench-fleet.ts";
 import pino from "pino";
 import { HealthTracker } from "@fleet/heartbeat-daemon/heartbeats/health-tracker";
 import { HeartbeatWriter } from "@fleet/heartbeat-daemon/heartbeats/heartbeat-writer";
@@ -36,7 +36,7 @@ const SAMPLE_S = Number(process.env.RESOURCE_SAMPLE_SECONDS ?? Math.round((INTER
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const RUN = Date.now().toString(36);
 const dbName = `bench_hflush_${RUN}`;
-const IFACES = ["ether1", "ether2", "ether3", "ether4", "ether5", "sfp-sfpplus1", "wg0", "vlan10"];
+const IFACES = BENCH_INTERFACES;
 
 const admin = new pg.Client({ connectionString: BASE_URL });
 await admin.connect();

@@ -8,6 +8,7 @@
 import http from "node:http";
 import type { Socket } from "node:net";
 import WebSocket from "ws";
+import { BENCH_INTERFACES } from "./lib/bench-fleet.ts";
 
 type Command =
   | { cmd: "connect"; url: string; runId: string; from: number; to: number; perSource: number; concurrency: number }
@@ -68,7 +69,7 @@ const body = (index: number) =>
 // BENCH_HEALTH=1 (phase 8): every heartbeat also carries resources, 8 interfaces and a ping
 // (docs/api.md "Health"), as the adoption script sends them: counters that grow, values as floats.
 const HEALTH = process.env.BENCH_HEALTH === "1";
-const IFACES = ["ether1", "ether2", "ether3", "ether4", "ether5", "sfp-sfpplus1", "wg0", "vlan10"];
+const IFACES = BENCH_INTERFACES;
 const healthBody = (index: number) => {
   const t = Math.floor(Date.now() / 1000);
   return JSON.stringify({
