@@ -35,8 +35,8 @@ COPY test/package.json test/
 # Production dependencies only; install scripts off (the one worth having is built below).
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
-# ssh2's native crypto (the root postinstall, scripts/build-ssh2-binding.ts) halves the agent's SSH
-# CPU (docs/scale.md "Fleet changes"): built here against the image's Node with its headers
+# ssh2's native crypto (the root postinstall, scripts/build-ssh2-binding.ts) halves ssh2's
+# CPU (docs/scale.md "The model"): built here against the image's Node with its headers
 # (<prefix>/include/node) and npm's node-gyp, so the compiler stays out of the runtime image,
 # which takes the one built file.
 FROM deps AS ssh2-crypto

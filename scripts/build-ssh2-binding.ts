@@ -1,7 +1,7 @@
 /**
  * The root `postinstall` (docs/operations.md "Commands"): builds ssh2's optional native crypto
- * binding for the Node that runs this script, which halves the agent's SSH CPU (docs/scale.md
- * "Fleet changes"). ssh2's own install script stays denied (`allowScripts`): it builds against
+ * binding for the Node that runs this script, which halves ssh2's CPU per session (docs/scale.md
+ * "The model"). ssh2's own install script stays denied (`allowScripts`): it builds against
  * npm's `nodedir`, which on a machine with a system Node is that Node's headers, not the pinned
  * Node 24's. Here node-gyp gets the running Node's own headers (the `node-<platform>-<arch>`
  * package beside the pinned `node`, or `<prefix>/include/node` as in the official image), so the
