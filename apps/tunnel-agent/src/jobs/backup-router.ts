@@ -65,6 +65,20 @@ export const storeConfigRead = async (
 ): Promise<StoreOutcome | null> => {
   // One read, outside any transaction: the one below checks it again under the lock.
   const before = await new ConfigBackupsRepository(queryOf(db)).latest(read.routerId);
+  if (before && before.normalizedSha256 === read.normalizedSha256) {
+    // The same configuration as the newest version (a change step's backup, mostly): one statement
+    // under the router's lock, no transaction. A version stored since goes the long way below.
+    const checked = await new ConfigBackupsRepository(queryOf(db)).markCheckedIfNewest(
+      read.routerId,
+      before.id,
+      read.normalizedSha256,
+      read.at,
+    );
+    if (checked) {
+      const { content: _text, ...backup } = before;
+      return { kind: "unchanged", backup: { ...backup, checkedAt: read.at } };
+    }
+  }
   const counted =
     before && before.normalizedSha256 !== read.normalizedSha256
       ? { id: before.id, changes: await countChanges(before.content, read.content) }

@@ -78,6 +78,40 @@ describe("storeConfigRead (service tier)", () => {
     expect(await backups.lastFailure(router.id)).toBeNull();
   });
 
+  it("an unchanged read is marked in one statement after its look, in no transaction (issue 39)", async () => {
+    const router = await makeRouter(db, await makeUser(db));
+    const backups = new ConfigBackupsRepository(queryOf(db));
+    const first = await read(router.id, exportOf(["add comment=a"]), 0);
+    let transactions = 0;
+    const counting = {
+      query: db.query,
+      transaction: ((work) => {
+        transactions += 1;
+        return db.transaction(work);
+      }) as typeof db.transaction,
+    };
+    const content = exportOf(["add comment=a"]);
+    const at = new Date(T0 + HOUR);
+    const same = await storeConfigRead(
+      counting,
+      { routerId: router.id, content, ...digestConfigExport(content), at, retention: 10 },
+      countChangedLines,
+    );
+    expect(same).toEqual({ kind: "unchanged", backup: { ...first?.backup, checkedAt: at } });
+    expect(transactions).toBe(0);
+    expect((await backups.list(router.id, 10)).map((b) => b.checkedAt.getTime())).toEqual([at.getTime()]);
+
+    // A version stored after the look: nothing is marked, the read goes the long way.
+    const { normalizedSha256 } = digestConfigExport(content);
+    await read(router.id, exportOf(["add comment=b"]), 2);
+    const before = await databaseFingerprint(db);
+    expect(await backups.markCheckedIfNewest(router.id, first?.backup.id ?? "", normalizedSha256, at)).toBe(false);
+    expect(await backups.markCheckedIfNewest(crypto.randomUUID(), first?.backup.id ?? "", normalizedSha256, at)).toBe(
+      false,
+    );
+    expect(await databaseFingerprint(db)).toBe(before);
+  });
+
   it("keeps the newest `retention` versions; a router that is gone changes nothing", async () => {
     const router = await makeRouter(db, await makeUser(db));
     for (let i = 0; i < 4; i++) await read(router.id, exportOf([`add comment=v${i}`]), i, 3);

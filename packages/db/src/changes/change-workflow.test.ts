@@ -1,7 +1,7 @@
 import { ManualClock, ROUTER_JOB_KINDS } from "@fleet/shared";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { acquireJobEngine, type JobEngine } from "../jobs/job-engine.ts";
-import { listRouterJobs, routerJobsQueue } from "../jobs/router-jobs.ts";
+import { CHANGE_JOB_PRIORITY, listRouterJobs, ROUTER_JOBS_QUEUE, routerJobsQueue } from "../jobs/router-jobs.ts";
 import { ChangesRepository, type NewChange } from "../repositories/changes.repository.ts";
 import { queryOf } from "../database.ts";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
@@ -177,6 +177,46 @@ describe("ChangeWorkflow", () => {
     expect(await states(change.id)).toEqual(["succeeded", "succeeded", "succeeded", "running"]);
     for (const id of await stepIds(change.id)) await workflow.finishChangeRouter(id, { state: "succeeded" });
     expect((await changes.get(owner.organizationId, change.id))?.state).toBe("completed");
+  });
+
+  it("starts a wave's routers and queues their jobs in one insert, not one per router (issue 39)", async () => {
+    const { owner, ids } = await fleet(4);
+    const change = await workflow.create(newChange(owner, { waveIntervalSeconds: 0, waveSize: 3 }), ids, USER);
+    await workflow.advance(change.id);
+    const [canary] = await stepIds(change.id);
+    const send = vi.spyOn(engine, "send");
+    const sendMany = vi.spyOn(engine, "sendMany");
+    try {
+      await workflow.finishChangeRouter(canary ?? "", { state: "succeeded" });
+      expect(send).not.toHaveBeenCalled();
+      expect(sendMany).toHaveBeenCalledTimes(1);
+      expect(sendMany.mock.calls[0]?.[1]).toHaveLength(3);
+    } finally {
+      send.mockRestore();
+      sendMany.mockRestore();
+    }
+    // Each router runs its own rendered script and has its own job, keyed by the router.
+    const running = (await changes.listRouters(change.id)).filter((r) => r.state === "running");
+    expect(running.map((r) => r.routerId)).toEqual(ids.slice(1));
+    for (const step of running) {
+      const [row] = await db.query<{ script: string; started_at: unknown }>(
+        "select script, started_at from change_routers where id = $1",
+        [step.id],
+      );
+      expect(row?.script).toMatch(/^\/system identity set name=/);
+      expect(row?.started_at).not.toBeNull();
+      const jobs = await db.query<{ data: unknown; priority: number; singleton_key: string }>(
+        "select data, priority, singleton_key from pgboss.job where name = $1 and data->>'router_id' = $2",
+        [ROUTER_JOBS_QUEUE, step.routerId],
+      );
+      expect(jobs.map((j) => ({ ...j, data: typeof j.data === "string" ? JSON.parse(j.data) : j.data }))).toEqual([
+        {
+          data: { kind: ROUTER_JOB_KINDS.changeApply, router_id: step.routerId, change_router_id: step.id },
+          priority: CHANGE_JOB_PRIORITY,
+          singleton_key: step.routerId,
+        },
+      ]);
+    }
   });
 
   it("a result tallies the rest of its wave only; a failure amid running wave-mates halts at once", async () => {

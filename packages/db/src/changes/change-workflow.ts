@@ -1,7 +1,7 @@
 import { type Clock, renderChangeScript, ROUTER_JOB_KINDS } from "@fleet/shared";
 import { type Database, type Query, queryOf } from "../database.ts";
 import type { JobEngine, JobQueueDefinition } from "../jobs/job-engine.ts";
-import { queueRouterJob } from "../jobs/router-jobs.ts";
+import { queueRouterJobs } from "../jobs/router-jobs.ts";
 import { type AuditOrigin, insertAuditEntry, SYSTEM_ORIGIN } from "../repositories/audit-log.repository.ts";
 import {
   type ChangeRecord,
@@ -289,7 +289,7 @@ export class ChangeWorkflow {
   /** Starts one wave: offline routers are skipped without a job, the others get their script and a router job. */
   async #dispatch(query: Query, change: ChangeRecord, wave: number, now: Date): Promise<number> {
     const changes = new ChangesRepository(query);
-    let started = 0;
+    const started: { id: string; routerId: string; script: string | null }[] = [];
     for (const target of await changes.pendingTargets(change.id, wave)) {
       if (!target.hasPulse) {
         const skipped = await changes.finishRouter(target.id, "skipped_offline", null, now);
@@ -313,15 +313,16 @@ export class ChangeWorkflow {
           continue;
         }
       }
-      await changes.startRouter(target.id, script, now);
-      await queueRouterJob(
-        this.#engine,
-        { kind: ROUTER_JOB_KINDS.changeApply, router_id: target.routerId, change_router_id: target.id },
-        query,
-      );
-      started += 1;
+      started.push({ id: target.id, routerId: target.routerId, script });
     }
-    return started;
+    // The wave's routers and their jobs in two statements, not two per router (issue 39).
+    await changes.startRouters(started, now);
+    await queueRouterJobs(
+      this.#engine,
+      started.map((s) => ({ kind: ROUTER_JOB_KINDS.changeApply, router_id: s.routerId, change_router_id: s.id })),
+      query,
+    );
+    return started.length;
   }
 
   /** Writes a change-level audit entry (`change.<verb>`) in the caller's transaction. */

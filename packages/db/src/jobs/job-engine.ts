@@ -141,6 +141,15 @@ export interface JobEngine {
   defineQueue(definition: JobQueueDefinition, options?: { createOnly?: boolean }): Promise<void>;
   send<T extends object>(queue: string, data: T, options?: JobSendOptions): Promise<string | null>;
   /**
+   * Queues several jobs in one statement (pg-boss `insert`, the statement `send` runs for one);
+   * with `executor`, in the caller's transaction. Only `singletonKey` and `priority` per job.
+   */
+  sendMany<T extends object>(
+    queue: string,
+    jobs: ReadonlyArray<{ data: T } & Pick<JobSendOptions, "singletonKey" | "priority">>,
+    options?: Pick<JobSendOptions, "executor">,
+  ): Promise<void>;
+  /**
    * Registers a handler; a thrown error fails the attempt (retried per the queue, then
    * dead-lettered); a plain object it returns is stored as the job's output.
    */
@@ -313,6 +322,18 @@ export const acquireJobEngine = async (db: Database, options: JobEngineOptions =
         ...(sendOptions.priority === undefined ? {} : { priority: sendOptions.priority }),
         ...(sendOptions.executor === undefined ? {} : { db: executorDb(sendOptions.executor) }),
       }),
+    sendMany: async (queue, jobs, sendOptions = {}) => {
+      if (jobs.length === 0) return;
+      await boss.insert(
+        queue,
+        jobs.map((job) => ({
+          data: job.data,
+          ...(job.singletonKey === undefined ? {} : { singletonKey: job.singletonKey }),
+          ...(job.priority === undefined ? {} : { priority: job.priority }),
+        })),
+        sendOptions.executor === undefined ? {} : { db: executorDb(sendOptions.executor) },
+      );
+    },
     work: async <T>(queue: string, workOptions: JobWorkOptions, handler: JobHandler<T>) => {
       mine.add(queue);
       entry.handlers.add(queue);

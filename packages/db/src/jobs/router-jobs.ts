@@ -108,6 +108,14 @@ export const queueRouterJob = (
     ...(options.retryLimit === undefined ? {} : { retryLimit: options.retryLimit }),
   });
 
+/** Queues router jobs in one statement, in the caller's transaction (a change's wave). */
+export const queueRouterJobs = (engine: JobEngine, jobs: readonly RouterJobData[], executor: Query) =>
+  engine.sendMany(
+    ROUTER_JOBS_QUEUE,
+    jobs.map((data) => ({ data, singletonKey: data.router_id, priority: routerJobPriority(data.kind) })),
+    { executor },
+  );
+
 /** Attempts of a configuration backup job (the first included): an unreachable router is reported sooner than a forward retries. */
 export const BACKUP_JOB_ATTEMPTS = 3;
 

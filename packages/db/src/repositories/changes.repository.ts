@@ -530,14 +530,15 @@ export class ChangesRepository {
     return row ? targetFromRow(row) : null;
   }
 
-  /** Marks a pending router running with the script rendered for it. */
-  async startRouter(id: string, script: string | null, now: Date): Promise<void> {
-    await this.#query.kysely
-      .updateTable("change_routers")
-      .set({ state: "running", script, started_at: now })
-      .where("id", "=", id)
-      .where("state", "=", "pending")
-      .execute();
+  /** Marks pending routers running, each with the script rendered for it, in one statement (a wave). */
+  async startRouters(started: ReadonlyArray<{ id: string; script: string | null }>, now: Date): Promise<void> {
+    if (started.length === 0) return;
+    // Raw: one row per router through unnest, rather than one statement each.
+    await sql`
+      update change_routers cr set state = 'running', script = s.script, started_at = ${now}
+      from unnest(${textArray(started.map((s) => s.id))}::uuid[], ${textArray(started.map((s) => s.script))}::text[])
+        as s(id, script)
+      where cr.id = s.id and cr.state = 'pending'`.execute(this.#query.kysely);
   }
 
   /**

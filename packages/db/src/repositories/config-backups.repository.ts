@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import type { Query } from "../database.ts";
 
 /** A stored configuration version, without its text. */
@@ -134,6 +135,36 @@ export class ConfigBackupsRepository {
       .limit(1)
       .executeTakeFirst();
     return row ? withContent(row) : null;
+  }
+
+  /**
+   * A read equal to the version `id`: under the router's lock (as {@link lockRouterWithLatest}),
+   * when `id` is still the newest version and has that normalized digest, its `checked_at` moves
+   * to `at` and a failure shown beside the list is cleared, in one statement and no transaction
+   * (the usual change step's read, issue 39). False, with nothing written, otherwise.
+   */
+  async markCheckedIfNewest(routerId: string, id: string, normalizedSha256: string, at: Date): Promise<boolean> {
+    // Raw: the lock, the look, the mark and the failure's clearing in one statement (data-modifying CTEs).
+    const { rows } = await sql<{ checked: number }>`
+      with r as (select id from routers where id = ${routerId} for update),
+      l as (
+        select b.id from router_config_backups b join r on b.router_id = r.id
+        order by b.created_at desc, b.id desc limit 1
+      ),
+      m as (
+        update router_config_backups set checked_at = ${at}
+        where id = ${id} and normalized_sha256 = ${normalizedSha256} and id in (select id from l)
+        returning id
+      ),
+      c as (
+        update router_backup_states set failed_at = null, failure_reason = null
+        where router_id = ${routerId} and failed_at is not null and exists (select 1 from m)
+        returning router_id
+      )
+      select (select count(*) from m)::int as checked, (select count(*) from c)::int as cleared`.execute(
+      this.#query.kysely,
+    );
+    return rows[0]?.checked === 1;
   }
 
   /** A read succeeded: the last failure shown beside the list is cleared. */
