@@ -164,8 +164,6 @@ interface RouterState {
   order: InterfaceState[];
   /** The latest values reported (each measure's last report). */
   current: HealthValues | null;
-  /** Interfaces whose latest state is written at the next flush (their running flag changed, or a period closed). */
-  interfacesDue: boolean;
   lastSeenMs: number;
 }
 
@@ -208,6 +206,11 @@ export class HealthTracker {
   readonly #routers = new Map<string, RouterState>();
   /** Routers with an open period, by its index: closed at the drain after the period ends. */
   readonly #open = new Map<number, Set<string>>();
+  /**
+   * Routers whose interface states the next flush writes (a running flag changed, or a period
+   * closed): a set, so that neither `due` nor `drain` walks every router at every flush.
+   */
+  readonly #interfacesDue = new Set<string>();
   #out: HealthFlush = emptyFlush();
   #queued = 0;
   /** One heartbeat's values while `observe` runs (see `valuesInto`). */
@@ -252,7 +255,6 @@ export class HealthTracker {
         interfaces: new Map(),
         order: [],
         current: null,
-        interfacesDue: false,
         lastSeenMs: atMs,
       };
       this.#routers.set(routerId, state);
@@ -287,11 +289,11 @@ export class HealthTracker {
       accumulate(acc, 24, values.pingRttMs);
       state.hourlyCount++;
     }
-    if (interfaces) this.#observeInterfaces(state, atMs, interfaces);
+    if (interfaces) this.#observeInterfaces(routerId, state, atMs, interfaces);
     return values ? state.current : null;
   }
 
-  #observeInterfaces(state: RouterState, atMs: number, interfaces: THealthInterface[]): void {
+  #observeInterfaces(routerId: string, state: RouterState, atMs: number, interfaces: THealthInterface[]): void {
     const order = state.order;
     for (let k = 0; k < interfaces.length; k++) {
       const report = interfaces[k] as THealthInterface;
@@ -301,7 +303,7 @@ export class HealthTracker {
       if (i === undefined) {
         i = new InterfaceState(report.name, atMs);
         state.interfaces.set(report.name, i);
-        state.interfacesDue = true;
+        this.#interfacesDue.add(routerId);
       }
       const n = i.n;
       if (!created) {
@@ -324,7 +326,7 @@ export class HealthTracker {
       }
       order[k] = i;
       const running = report.running ?? null;
-      if (running !== i.running) state.interfacesDue = true;
+      if (running !== i.running) this.#interfacesDue.add(routerId);
       i.running = running;
       n[RX_NOW] = report.rx_bytes ?? Number.NaN;
       n[TX_NOW] = report.tx_bytes ?? Number.NaN;
@@ -365,7 +367,7 @@ export class HealthTracker {
       i.n.fill(0, PERIOD, PERIOD + 5);
       i.seen = false;
     }
-    if (state.interfaces.size > 0) state.interfacesDue = true;
+    if (state.interfaces.size > 0) this.#interfacesDue.add(routerId);
     this.#trim();
   }
 
@@ -434,7 +436,7 @@ export class HealthTracker {
             (i) => (i.n[HOUR + SECONDS] as number) > 0 || (i.n[HOUR + RX_ERRORS] as number) > 0,
           );
         // Nothing left to close: forgotten (its counters are stale; its next report starts afresh).
-        if (!pendingHour && !state.interfacesDue) this.#routers.delete(routerId);
+        if (!pendingHour && !this.#interfacesDue.has(routerId)) this.#routers.delete(routerId);
         else {
           state.period = current;
           this.#openPeriod(current, routerId);
@@ -442,9 +444,9 @@ export class HealthTracker {
       }
     }
     const out = this.#out;
-    for (const [routerId, state] of this.#routers) {
-      if (state.interfacesDue) {
-        state.interfacesDue = false;
+    for (const routerId of this.#interfacesDue) {
+      const state = this.#routers.get(routerId);
+      if (state) {
         for (const [name, i] of state.interfaces)
           out.interfaces.push({
             routerId,
@@ -460,6 +462,7 @@ export class HealthTracker {
           });
       }
     }
+    this.#interfacesDue.clear();
     this.#out = emptyFlush();
     this.#queued = 0;
     return out;
@@ -472,10 +475,7 @@ export class HealthTracker {
     out.resourceHours.unshift(...flush.resourceHours);
     out.trafficSamples.unshift(...flush.trafficSamples);
     out.trafficHours.unshift(...flush.trafficHours);
-    for (const i of flush.interfaces) {
-      const state = this.#routers.get(i.routerId);
-      if (state) state.interfacesDue = true;
-    }
+    for (const i of flush.interfaces) if (this.#routers.has(i.routerId)) this.#interfacesDue.add(i.routerId);
     this.#queued =
       out.resourceSamples.length + out.resourceHours.length + out.trafficSamples.length + out.trafficHours.length;
     this.#trim();
@@ -483,10 +483,9 @@ export class HealthTracker {
 
   /** Whether a drain would write anything now. */
   get due(): boolean {
-    if (this.#queued > 0) return true;
+    if (this.#queued > 0 || this.#interfacesDue.size > 0) return true;
     const current = Math.floor(this.#clock.nowMs() / this.#sampleMs);
     for (const period of this.#open.keys()) if (period < current) return true;
-    for (const state of this.#routers.values()) if (state.interfacesDue) return true;
     return false;
   }
 
