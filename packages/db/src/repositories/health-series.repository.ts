@@ -20,7 +20,7 @@ import {
   unpackStaged,
   unpackTraffic,
 } from "./health-packing.ts";
-import { plainArray, textArray } from "./pg-arrays.ts";
+import { binaryArray, plainArray, textArray } from "./pg-arrays.ts";
 import { HEALTH_ASYNC_COMMIT } from "./router-health.repository.ts";
 
 export * from "./health-packing.ts";
@@ -268,11 +268,13 @@ export class HealthSeriesRepository {
     const rows = [...byRouter];
     // The merge keeps, per name, the newer of the held and the written entry (element 0: its time).
     // When the write's oldest entry is no older than the newest held (`reported_at`), every written
-    // entry wins: a plain concatenation, the steady case (migration 190).
+    // entry wins: a plain concatenation, the steady case (migration 190). The documents travel as a
+    // binary text[] and become jsonb row by row: a jsonb[] literal of every router's document was
+    // parsed whole while binding (array_in), outside the statement, at a quarter of the backend's CPU.
     await query(
       `with ${HEALTH_ASYNC_COMMIT} insert into router_interfaces_state as s (router_id, reported_at, written_from, interfaces)
-       select u.router_id, to_timestamp(u.at_ms / 1000.0), to_timestamp(u.from_ms / 1000.0), u.interfaces
-       from health_async cross join unnest($1::uuid[], $2::float8[], $3::float8[], $4::jsonb[]) as u(router_id, at_ms, from_ms, interfaces)
+       select u.router_id, to_timestamp(u.at_ms / 1000.0), to_timestamp(u.from_ms / 1000.0), u.interfaces::jsonb
+       from health_async cross join unnest($1::uuid[], $2::float8[], $3::float8[], $4::text[]) as u(router_id, at_ms, from_ms, interfaces)
        where exists (select 1 from routers r where r.id = u.router_id)
        on conflict (router_id) do update set reported_at = greatest(s.reported_at, excluded.reported_at),
          written_from = excluded.written_from,
@@ -283,7 +285,10 @@ export class HealthSeriesRepository {
         plainArray(rows.map(([routerId]) => routerId)),
         plainArray(rows.map(([, row]) => row.atMs)),
         plainArray(rows.map(([, row]) => row.fromMs)),
-        textArray(rows.map(([, row]) => JSON.stringify(row.entries))),
+        binaryArray(
+          "text",
+          rows.map(([, row]) => JSON.stringify(row.entries)),
+        ),
       ],
     );
   }
