@@ -9,7 +9,8 @@
  * result) in heartbeat intervals. Targets (issue 39): overhead under 100 ms, confirmation within 2
  * intervals, the whole change limited by the routers. `--routers 1000 --wave 50` is the issue's size;
  * `--concurrency K` runs K router jobs at once in the one agent (the system runs 4 per agent);
- * `--change-concurrency K` the further change steps (TUNNEL_CHANGE_CONCURRENCY, 64).
+ * `--change-concurrency K` the further change steps (TUNNEL_CHANGE_CONCURRENCY, 64); `--start-concurrency K`
+ * how many of them log in and run their script at once (TUNNEL_CHANGE_START_CONCURRENCY, 4).
  */
 import { fork } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -32,6 +33,8 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "4" },
     /** Fleet change steps one agent runs at once (TUNNEL_CHANGE_CONCURRENCY). */
     "change-concurrency": { type: "string", default: "64" },
+    /** Of those, the steps whose start (login, backups, guard, script) runs at once (TUNNEL_CHANGE_START_CONCURRENCY). */
+    "start-concurrency": { type: "string", default: "4" },
     /** Changes run one after the other on the same routers (min/median/max of their medians). */
     runs: { type: "string", default: "3" },
     /** Writes a CPU profile of the system's process during the runs (not the adoption) to this file. */
@@ -67,6 +70,7 @@ const config = loadAllInOneConfig({
 });
 config.tunnelAgent.jobs.concurrency = Number(values.concurrency);
 config.tunnelAgent.jobs.changeConcurrency = Number(values["change-concurrency"]);
+config.tunnelAgent.jobs.changeStartConcurrency = Number(values["start-concurrency"]);
 /** `BENCH_SQL=1`: counts the statements PGlite runs during each run, by text (the bench's view only). */
 const sqlCounts = new Map<string, number>();
 if (process.env.BENCH_SQL && db.driver === "pglite") {
@@ -278,14 +282,14 @@ for (let run = 1; run <= RUNS; run++) {
   const waves = 1 + Math.ceil((N - 1) / WAVE);
   process.stdout.write(
     [
-      `run ${run}/${RUNS}: ${N} routers, waves of ${WAVE}, 0 s between waves, heartbeat interval ${INTERVAL_MS} ms, agent concurrency ${values.concurrency} + ${values["change-concurrency"]} for changes`,
+      `run ${run}/${RUNS}: ${N} routers, waves of ${WAVE}, 0 s between waves, heartbeat interval ${INTERVAL_MS} ms, agent concurrency ${values.concurrency} + ${values["change-concurrency"]} for changes (${values["start-concurrency"]} starting at once)`,
       `results: ${[...states].map(([s, n]) => `${s} ${n}`).join(", ")}`,
       `whole change ${(wallMs / 1000).toFixed(1)} s; routers' time / wave parallelism ${(routerSum / Math.min(WAVE, N) / 1000).toFixed(1)} s (${waves} waves, the slowest router of each wave sets its end); CPU: system ${(systemCpuMs / 1000).toFixed(1)} s (${((systemCpuMs - idleCpuPerMs * wallMs) / N).toFixed(1)} ms a router beyond its idle rate), routers' process ${(collected.cpuMs / 1000).toFixed(1)} s`,
       `step duration (ms):           ${stat(phases.duration)}`,
       `router's time (ms):           ${stat(phases.router)}   (SSH commands + wait for its next heartbeat)`,
       `system overhead (ms):         ${stat(phases.overhead)}   (duration minus the router's time; target < 100 ms)`,
       `  dispatch to job taken:      ${stat(phases.queue)}   (dispatcher commit, queue, worker)`,
-      `  job taken to SSH login:     ${stat(phases.login)}   (step read, TCP + key exchange + auth)`,
+      `  job taken to SSH login:     ${stat(phases.login)}   (step read, turn to start, TCP + key exchange + auth)`,
       `  login to binary backup:     ${stat(phases.backup)}   (configuration backup: export, store)`,
       `  between commands:           ${stat(phases.between)}   (agent's phase writes, binary backup to script)`,
       `  heartbeat to guard removal: ${stat(phases.beat)}   (heartbeat flush, the look)`,

@@ -73,6 +73,11 @@ export interface TunnelAgentConfig {
     interactiveConcurrency: number;
     /** `TUNNEL_CHANGE_CONCURRENCY`: further jobs at once that are fleet change steps (mostly waiting on routers). */
     changeConcurrency: number;
+    /**
+     * `TUNNEL_CHANGE_START_CONCURRENCY`: of those, how many run their start (login, backups, guard,
+     * script) at once; the others wait their turn, first come first served.
+     */
+    changeStartConcurrency: number;
   };
   /** `TUNNEL_RECONCILE_INTERVAL_MS`: period of the router-vs-database reconciliation (also run at start). */
   reconcileIntervalMs: number;
@@ -140,6 +145,7 @@ export const loadTunnelAgentConfig = (given: TEnv = process.env): TunnelAgentCon
       concurrency: 4,
       interactiveConcurrency: 2,
       changeConcurrency: envInt(env, "TUNNEL_CHANGE_CONCURRENCY", 64, 1, 1_000),
+      changeStartConcurrency: envInt(env, "TUNNEL_CHANGE_START_CONCURRENCY", 4, 1, 1_000),
     },
     reconcileIntervalMs: envInt(env, "TUNNEL_RECONCILE_INTERVAL_MS", 60_000, 1_000, 86_400_000),
     expirySweepIntervalMs: 30_000,

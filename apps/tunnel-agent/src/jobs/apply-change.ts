@@ -18,6 +18,7 @@ import { RouterOsCommandError } from "../routeros/ssh-routeros-client.ts";
 import { describeJobError, PermanentJobError } from "./job-errors.ts";
 import type { JobHandler } from "./router-job-worker.ts";
 import { openRouterSession } from "./router-session.ts";
+import type { StartQueue } from "./start-queue.ts";
 import { tunnelTarget } from "./tunnel-target.ts";
 
 /** One router's step of a change as the executor reads it (packages/db ChangeWorkflow.step). */
@@ -66,6 +67,8 @@ export interface ChangeJobDeps {
   backup: (job: JobRecord, session?: RouterOsClient) => Promise<void>;
   /** Queues this step's job again, to run at `at` (waiting for a heartbeat never holds a worker). */
   requeue(routerId: string, changeRouterId: string, at: Date): Promise<void>;
+  /** The start of each step (login, backups, guard, script) takes its turn here; unset: all at once. */
+  starts?: Pick<StartQueue, "run">;
   /** How long a waiting step sleeps between looks (well under a heartbeat interval). */
   pollMs: number;
   /**
@@ -279,7 +282,19 @@ class StepRunner {
   }
 
   async script(): Promise<void> {
-    let phase = decodePhase(this.#s.step.phase);
+    let phase: Phase | undefined = decodePhase(this.#s.step.phase);
+    if (phase.kind !== "confirm") {
+      // Logins, backups, guards and scripts take their turn (the wait counts in the step's time).
+      const from = phase;
+      phase = await (this.#d.starts ? this.#d.starts.run(() => this.#start(from)) : this.#start(from));
+      if (!phase) return;
+    }
+    return this.#confirm(phase);
+  }
+
+  /** The step up to its script's confirmation: the phase to confirm, or undefined when it has ended. */
+  async #start(from: Phase): Promise<Extract<Phase, { kind: "confirm" }> | undefined> {
+    let phase = from;
     if (phase.kind === "start") {
       const kind = ROUTER_JOB_KINDS.backup;
       const backupJob = { ...this.#job, kind, payload: { kind, router_id: this.#s.step.routerId } };
@@ -303,10 +318,11 @@ class StepRunner {
         .trim();
       if (!added.ok) {
         await this.#cleanUp();
-        return this.#finish(
+        await this.#finish(
           "failed",
           backedUp ? `the guard could not be installed: ${output}` : `the binary backup failed: ${output}`,
         );
+        return;
       }
       phase = { kind: "script", guardAt };
     }
@@ -327,7 +343,8 @@ class StepRunner {
           (error: unknown) => ({ ok: false, output: (error as Error).message }),
         );
         const note = removed.ok ? "" : "\nthe guard could not be removed: the router will restore its backup";
-        return this.#finish("failed", `${result.output}${note}`);
+        await this.#finish("failed", `${result.output}${note}`);
+        return;
       }
       phase = { kind: "confirm", guardAt, doneAt: this.#d.clock.now().getTime() };
       // The output and the phase in one write.
@@ -338,7 +355,7 @@ class StepRunner {
       phase = { kind: "confirm", guardAt: phase.guardAt, doneAt: this.#d.clock.now().getTime() };
       if (!(await this.#setPhase(phase))) return;
     }
-    if (phase.kind === "confirm") return this.#confirm(phase);
+    if (phase.kind === "confirm") return phase;
     throw new PermanentJobError(`change step phase ${this.#s.step.phase} does not belong to a script change`);
   }
 

@@ -3,6 +3,7 @@ import { ROUTER_JOB_KINDS, type TRouterJobKind } from "@fleet/shared";
 import { applyChangeHandler, type ChangeJobDeps } from "../jobs/apply-change.ts";
 import { BeatWatcher } from "../jobs/beat-watcher.ts";
 import type { JobHandler } from "../jobs/router-job-worker.ts";
+import { StartQueue } from "../jobs/start-queue.ts";
 import type { RouterOsConnector } from "../routeros/routeros-client.ts";
 import type { AgentContext, Wired } from "./wiring.ts";
 
@@ -11,6 +12,9 @@ export const CHANGE_CONFIRM_POLL_MS = 1_000;
 
 /** Period of the one heartbeat read that serves every step waiting for its confirmation. */
 export const CHANGE_BEAT_CHECK_MS = 100;
+
+/** A step's start holds its turn at most this long: a router slow to answer lets the next one go. */
+export const CHANGE_START_HOLD_MS = 1_000;
 
 export interface ChangeServices {
   /** The `change.apply` job handler. */
@@ -48,6 +52,7 @@ export const wireChanges = async (
         { startAfter: at },
       );
     },
+    starts: new StartQueue(config.jobs.changeStartConcurrency, CHANGE_START_HOLD_MS),
     pollMs: CHANGE_CONFIRM_POLL_MS,
     // Held in the job for at most half its lease, so an attempt that waits is never taken for dead.
     beats: {
