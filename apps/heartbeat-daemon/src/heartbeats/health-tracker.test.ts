@@ -77,4 +77,50 @@ describe("HealthTracker interfaces", () => {
       [HOUR, 70, 80, 90],
     ]);
   });
+
+  it("gives a renamed interface a fresh start: nothing of the interface it replaces carries over", () => {
+    const clock = new ManualClock(START);
+    const tracker = new HealthTracker({ sampleSeconds: 60, clock });
+    const beat = (offsetMs: number, interfaces: Array<[string, number, number]>) => {
+      clock.set(START + offsetMs);
+      tracker.observe("r1", START + offsetMs, {
+        interfaces: interfaces.map(([name, rx, errors]) => ({ name, rx_bytes: rx, tx_bytes: 0, rx_errors: errors })),
+      });
+    };
+    beat(0, [
+      ["a", 0, 0],
+      ["b", 0, 0],
+    ]);
+    beat(30_000, [
+      ["a", 3_000, 0],
+      ["b", 6_000, 5],
+    ]);
+    clock.set(START + 60_000);
+    tracker.drain();
+    // The next period: b is gone (renamed c), and a third interface arrives: c takes b's place, d a new one.
+    beat(60_000, [
+      ["a", 6_000, 0],
+      ["c", 100, 0],
+    ]);
+    beat(90_000, [
+      ["a", 9_000, 0],
+      ["c", 3_100, 1],
+      ["d", 50, 0],
+    ]);
+    clock.set(START + 120_000);
+    const flush = tracker.drain();
+    const byName = Object.fromEntries(flush.interfaces.map((i) => [i.name, [i.rxBytes, i.rxBps, i.rxErrors]]));
+    expect(byName).toEqual({ a: [9_000, 800, 0], c: [3_100, 800, 1], d: [50, null, 0] });
+    expect(flush.trafficSamples.map((t) => [t.name, t.rxBps, t.rxErrors])).toEqual([
+      ["a", 800, 0],
+      ["c", 800, 1],
+      ["d", null, 0],
+    ]);
+    // d's block was b's: b's bytes and errors of the hour stay out of d's hour.
+    clock.set(START + 3_600_000);
+    expect(tracker.drain().trafficHours.map((t) => [t.name, t.rxBps, t.rxErrors])).toEqual([
+      ["a", 800, 0],
+      ["c", 800, 1],
+    ]);
+  });
 });

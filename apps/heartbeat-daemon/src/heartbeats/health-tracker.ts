@@ -70,13 +70,14 @@ const fromArray = (a: ArrayLike<number | null>): HealthValues => ({
 });
 
 /**
- * An interface's numbers, one Float64Array each (NaN: unknown): V8 boxes every double an object
- * field holds, so 17 fields were 17 heap numbers (plus two accumulator objects) per interface, walked
- * by every heartbeat and by every major GC; here they are one contiguous block written in place.
- * The counters and time of the previous heartbeat (the rate's start), the rate of the latest
- * interval (NaN: first report or a reset), then two traffic accumulators, the period's and the
- * hour's: bytes and seconds of the intervals a rate is made of (reset intervals left out), and
- * errors counted.
+ * A router's numbers, one Float64Array (NaN: unknown): its hourly accumulator, then a block of
+ * `NUMBERS` per interface, written in place. V8 boxes every double an object field holds, and every
+ * typed array is an object, an ArrayBuffer and a block of memory of its own that each major GC walks
+ * and sweeps: one array per router, not one per interface, is a tenth of them at 8 interfaces. An
+ * interface's block: the counters and time of the previous heartbeat (the rate's start), the rate of
+ * the latest interval (NaN: first report or a reset), then two traffic accumulators, the period's
+ * and the hour's: bytes and seconds of the intervals a rate is made of (reset intervals left out),
+ * and errors counted.
  */
 const RX_NOW = 0;
 const TX_NOW = 1;
@@ -94,6 +95,8 @@ const SECONDS = 2;
 const RX_ERRORS = 3;
 const TX_ERRORS = 4;
 const NUMBERS = 17;
+/** The hourly accumulator at the start of a router's array: per measure min, max, sum, count. */
+const HOURLY_NUMBERS = 28;
 
 const addBytes = (n: Float64Array, at: number, rx: number, tx: number, seconds: number): void => {
   n[at + RX_BYTES] = (n[at + RX_BYTES] as number) + rx;
@@ -111,40 +114,17 @@ const holdsTraffic = (n: Float64Array, at: number): boolean =>
 /** NaN (unknown, in a field that only ever holds numbers) as null. */
 const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
 
-/** One interface of a router; the getters give the nullable values the drain writes. */
+/** One interface of a router: its numbers are the block at `at` of the router's array. */
 class InterfaceState {
   readonly name: string;
-  readonly n = new Float64Array(NUMBERS);
+  readonly at: number;
   running: boolean | null = null;
   /** Reported within the current period (an interface gone from reports is no longer sampled). */
   seen = true;
 
-  constructor(name: string, atMs: number) {
+  constructor(name: string, at: number) {
     this.name = name;
-    this.n.fill(Number.NaN, 0, PERIOD);
-    this.n[AT_MS] = atMs;
-  }
-
-  get atMs(): number {
-    return this.n[AT_MS] as number;
-  }
-  get rx(): number | null {
-    return orNull(this.n[RX_NOW] as number);
-  }
-  get tx(): number | null {
-    return orNull(this.n[TX_NOW] as number);
-  }
-  get rxErr(): number | null {
-    return orNull(this.n[RX_ERR_NOW] as number);
-  }
-  get txErr(): number | null {
-    return orNull(this.n[TX_ERR_NOW] as number);
-  }
-  get rxBps(): number | null {
-    return orNull(this.n[RX_RATE] as number);
-  }
-  get txBps(): number | null {
-    return orNull(this.n[TX_RATE] as number);
+    this.at = at;
   }
 }
 
@@ -153,8 +133,11 @@ interface RouterState {
   /** The last values reported in the period (null: none). */
   last: HealthValues | null;
   hour: number;
-  /** Per measure: min, max, sum, count (NaN min/max: none yet). */
-  hourly: Float64Array;
+  /**
+   * The hourly accumulator (per measure: min, max, sum, count; NaN min/max: none yet), then the
+   * interfaces' blocks (see `NUMBERS`); replaced by a larger copy when an interface finds no free block.
+   */
+  n: Float64Array;
   hourlyCount: number;
   interfaces: Map<string, InterfaceState>;
   /**
@@ -167,16 +150,31 @@ interface RouterState {
   lastSeenMs: number;
 }
 
-/** Empties an hourly accumulator in place (it lives as long as its router). */
+/** Empties the hourly accumulator in place (it lives as long as its router). */
 const resetHourly = (a: Float64Array): Float64Array => {
-  a.fill(0);
+  a.fill(0, 0, HOURLY_NUMBERS);
   for (let i = 0; i < MEASURES; i++) {
     a[i * 4] = Number.NaN;
     a[i * 4 + 1] = Number.NaN;
   }
   return a;
 };
-const newHourly = () => resetHourly(new Float64Array(MEASURES * 4));
+/** A router's array with room for `interfaces` blocks. */
+const newNumbers = (interfaces: number) => resetHourly(new Float64Array(HOURLY_NUMBERS + interfaces * NUMBERS));
+
+/** A free block of `state`'s array for a new interface (a renamed one's, else a larger array's). */
+const freeBlock = (state: RouterState): number => {
+  const capacity = (state.n.length - HOURLY_NUMBERS) / NUMBERS;
+  if (state.interfaces.size < capacity) {
+    const used = new Uint8Array(capacity);
+    for (const i of state.interfaces.values()) used[(i.at - HOURLY_NUMBERS) / NUMBERS] = 1;
+    return HOURLY_NUMBERS + used.indexOf(0) * NUMBERS;
+  }
+  const grown = new Float64Array(HOURLY_NUMBERS + Math.max(4, capacity * 2) * NUMBERS);
+  grown.set(state.n);
+  state.n = grown;
+  return HOURLY_NUMBERS + capacity * NUMBERS;
+};
 
 /** Adds one reported value (null: not reported) to the hourly accumulator's measure at `at`. */
 const accumulate = (acc: Float64Array, at: number, v: number | null): void => {
@@ -250,7 +248,7 @@ export class HealthTracker {
         period,
         last: null,
         hour: Math.floor(atMs / HOUR_MS),
-        hourly: newHourly(),
+        n: newNumbers(interfaces?.length ?? 0),
         hourlyCount: 0,
         interfaces: new Map(),
         order: [],
@@ -279,7 +277,7 @@ export class HealthTracker {
       if (state.current) mergeInto(state.current, values);
       else state.current = { ...values };
       // One call per measure (in `fromArray`'s order), not a loop over key names: no keyed lookup per value.
-      const acc = state.hourly;
+      const acc = state.n;
       accumulate(acc, 0, values.cpuLoad);
       accumulate(acc, 4, values.memoryUsedPercent);
       accumulate(acc, 8, values.diskUsedPercent);
@@ -301,38 +299,40 @@ export class HealthTracker {
       let i = known !== undefined && known.name === report.name ? known : state.interfaces.get(report.name);
       const created = i === undefined;
       if (i === undefined) {
-        i = new InterfaceState(report.name, atMs);
+        i = new InterfaceState(report.name, freeBlock(state));
         state.interfaces.set(report.name, i);
+        state.n.fill(Number.NaN, i.at, i.at + PERIOD).fill(0, i.at + PERIOD, i.at + NUMBERS);
         this.#interfacesDue.add(routerId);
       }
-      const n = i.n;
+      const n = state.n;
+      const o = i.at;
       if (!created) {
-        const seconds = (atMs - (n[AT_MS] as number)) / 1000;
-        const rx = delta(report.rx_bytes, n[RX_NOW] as number);
-        const tx = delta(report.tx_bytes, n[TX_NOW] as number);
+        const seconds = (atMs - (n[o + AT_MS] as number)) / 1000;
+        const rx = delta(report.rx_bytes, n[o + RX_NOW] as number);
+        const tx = delta(report.tx_bytes, n[o + TX_NOW] as number);
         if (seconds > 0 && rx !== null && tx !== null) {
-          addBytes(n, PERIOD, rx, tx, seconds);
-          addBytes(n, HOUR, rx, tx, seconds);
-          n[RX_RATE] = (rx * 8) / seconds;
-          n[TX_RATE] = (tx * 8) / seconds;
+          addBytes(n, o + PERIOD, rx, tx, seconds);
+          addBytes(n, o + HOUR, rx, tx, seconds);
+          n[o + RX_RATE] = (rx * 8) / seconds;
+          n[o + TX_RATE] = (tx * 8) / seconds;
         } else {
-          n[RX_RATE] = Number.NaN;
-          n[TX_RATE] = Number.NaN;
+          n[o + RX_RATE] = Number.NaN;
+          n[o + TX_RATE] = Number.NaN;
         }
-        const rxErr = delta(report.rx_errors, n[RX_ERR_NOW] as number);
-        const txErr = delta(report.tx_errors, n[TX_ERR_NOW] as number);
-        addErrors(n, PERIOD, rxErr, txErr);
-        addErrors(n, HOUR, rxErr, txErr);
+        const rxErr = delta(report.rx_errors, n[o + RX_ERR_NOW] as number);
+        const txErr = delta(report.tx_errors, n[o + TX_ERR_NOW] as number);
+        addErrors(n, o + PERIOD, rxErr, txErr);
+        addErrors(n, o + HOUR, rxErr, txErr);
       }
       order[k] = i;
       const running = report.running ?? null;
       if (running !== i.running) this.#interfacesDue.add(routerId);
       i.running = running;
-      n[RX_NOW] = report.rx_bytes ?? Number.NaN;
-      n[TX_NOW] = report.tx_bytes ?? Number.NaN;
-      n[RX_ERR_NOW] = report.rx_errors ?? Number.NaN;
-      n[TX_ERR_NOW] = report.tx_errors ?? Number.NaN;
-      n[AT_MS] = atMs;
+      n[o + RX_NOW] = report.rx_bytes ?? Number.NaN;
+      n[o + TX_NOW] = report.tx_bytes ?? Number.NaN;
+      n[o + RX_ERR_NOW] = report.rx_errors ?? Number.NaN;
+      n[o + TX_ERR_NOW] = report.tx_errors ?? Number.NaN;
+      n[o + AT_MS] = atMs;
       i.seen = true;
     }
     order.length = interfaces.length;
@@ -360,11 +360,12 @@ export class HealthTracker {
       this.#queued++;
     }
     state.last = null;
+    const n = state.n;
     for (const [name, i] of state.interfaces) {
       if (!i.seen) continue;
-      this.#out.trafficSamples.push(trafficRecord(routerId, name, atMs, i.n, PERIOD));
+      this.#out.trafficSamples.push(trafficRecord(routerId, name, atMs, n, i.at + PERIOD));
       this.#queued++;
-      i.n.fill(0, PERIOD, PERIOD + 5);
+      n.fill(0, i.at + PERIOD, i.at + PERIOD + 5);
       i.seen = false;
     }
     if (state.interfaces.size > 0) this.#interfacesDue.add(routerId);
@@ -374,7 +375,7 @@ export class HealthTracker {
   #closeHour(routerId: string, state: RouterState): void {
     const atMs = state.hour * HOUR_MS;
     if (state.hourlyCount > 0) {
-      const acc = state.hourly;
+      const acc = state.n;
       const min: Array<number | null> = [];
       const avg: Array<number | null> = [];
       const max: Array<number | null> = [];
@@ -386,14 +387,15 @@ export class HealthTracker {
       }
       this.#out.resourceHours.push({ routerId, atMs, min: fromArray(min), avg: fromArray(avg), max: fromArray(max) });
       this.#queued++;
-      resetHourly(state.hourly);
+      resetHourly(state.n);
       state.hourlyCount = 0;
     }
+    const n = state.n;
     for (const [name, i] of state.interfaces) {
-      if (!holdsTraffic(i.n, HOUR)) continue;
-      this.#out.trafficHours.push(trafficRecord(routerId, name, atMs, i.n, HOUR));
+      if (!holdsTraffic(n, i.at + HOUR)) continue;
+      this.#out.trafficHours.push(trafficRecord(routerId, name, atMs, n, i.at + HOUR));
       this.#queued++;
-      i.n.fill(0, HOUR, HOUR + 5);
+      n.fill(0, i.at + HOUR, i.at + HOUR + 5);
     }
   }
 
@@ -433,7 +435,7 @@ export class HealthTracker {
         const pendingHour =
           state.hourlyCount > 0 ||
           [...state.interfaces.values()].some(
-            (i) => (i.n[HOUR + SECONDS] as number) > 0 || (i.n[HOUR + RX_ERRORS] as number) > 0,
+            (i) => (state.n[i.at + HOUR + SECONDS] as number) > 0 || (state.n[i.at + HOUR + RX_ERRORS] as number) > 0,
           );
         // Nothing left to close: forgotten (its counters are stale; its next report starts afresh).
         if (!pendingHour && !this.#interfacesDue.has(routerId)) this.#routers.delete(routerId);
@@ -447,18 +449,19 @@ export class HealthTracker {
     for (const routerId of this.#interfacesDue) {
       const state = this.#routers.get(routerId);
       if (state) {
-        for (const [name, i] of state.interfaces)
+        const n = state.n;
+        for (const [name, { at: o, running }] of state.interfaces)
           out.interfaces.push({
             routerId,
             name,
-            reportedAt: new Date(i.atMs),
-            running: i.running,
-            rxBytes: i.rx,
-            txBytes: i.tx,
-            rxErrors: i.rxErr,
-            txErrors: i.txErr,
-            rxBps: i.rxBps,
-            txBps: i.txBps,
+            reportedAt: new Date(n[o + AT_MS] as number),
+            running,
+            rxBytes: orNull(n[o + RX_NOW] as number),
+            txBytes: orNull(n[o + TX_NOW] as number),
+            rxErrors: orNull(n[o + RX_ERR_NOW] as number),
+            txErrors: orNull(n[o + TX_ERR_NOW] as number),
+            rxBps: orNull(n[o + RX_RATE] as number),
+            txBps: orNull(n[o + TX_RATE] as number),
           });
       }
     }
