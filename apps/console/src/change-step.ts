@@ -13,8 +13,9 @@ const STEP_LABELS: Record<string, string> = {
   reboot: "Rebooting into",
 };
 
-export const stepLabel = (phase: string | null): string => {
-  if (!phase) return "—";
+/** `state`: the step's (`changes.routers`); an ended step has no step left to name, its state says how it ended. */
+export const stepLabel = (phase: string | null, state?: string): string => {
+  if (!phase || (state !== undefined && state !== "pending" && state !== "running")) return "—";
   const parts = phase.split(":");
   const kind = parts[0] ?? "";
   const label = STEP_LABELS[kind] ?? kind;

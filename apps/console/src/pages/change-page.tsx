@@ -103,7 +103,7 @@ export const ChangePage = ({ changeId }: { changeId: string }) => {
                       </th>
                       <td>{r.wave === 0 ? "Canary" : r.wave}</td>
                       <td>{ROUTER_STATE_LABELS[r.state]}</td>
-                      <td>{stepLabel(r.phase)}</td>
+                      <td>{stepLabel(r.phase, r.state)}</td>
                       <td>{when(r.started_at)}</td>
                       <td>{when(r.finished_at)}</td>
                       <td>{seconds(r.started_at, r.finished_at)}</td>
