@@ -40,7 +40,38 @@ const MEASURES = 7;
 const MAX_QUEUED_RECORDS = 200_000;
 
 /**
- * The values of `report` written into `into` (every measure; null when not reported); false when
+ * The tracker's own values objects hold NaN, never null, for a measure not reported: a field that
+ * only ever holds numbers keeps its double in place, while one that may hold null gets a new heap
+ * number at every write, which lived as long as the router's next report and so outlived the young
+ * generation: a third of what the daemon promoted a heartbeat (docs/scale.md). Its readers, the
+ * liveness write and the sample packing, take a value that is not finite as null.
+ */
+const unknownValues = (): HealthValues => ({
+  cpuLoad: Number.NaN,
+  memoryUsedPercent: Number.NaN,
+  diskUsedPercent: Number.NaN,
+  temperature: Number.NaN,
+  voltage: Number.NaN,
+  pingLossPercent: Number.NaN,
+  pingRttMs: Number.NaN,
+});
+
+/** Every measure unknown (what a closed period's values are reset to). */
+const UNKNOWN = unknownValues();
+
+/** A copy of the tracker's values with null for NaN (what a drain hands out). */
+const withNulls = (v: HealthValues): HealthValues => ({
+  cpuLoad: orNull(v.cpuLoad as number),
+  memoryUsedPercent: orNull(v.memoryUsedPercent as number),
+  diskUsedPercent: orNull(v.diskUsedPercent as number),
+  temperature: orNull(v.temperature as number),
+  voltage: orNull(v.voltage as number),
+  pingLossPercent: orNull(v.pingLossPercent as number),
+  pingRttMs: orNull(v.pingRttMs as number),
+});
+
+/**
+ * The values of `report` written into `into` (every measure; NaN when not reported); false when
  * it reports neither resources nor a ping. `into` is the tracker's scratch: a heartbeat allocates
  * no values object of its own.
  */
@@ -48,13 +79,13 @@ const valuesInto = (report: HealthReport, into: HealthValues): boolean => {
   const r = report.resources;
   const p = report.ping;
   if (!r && !p) return false;
-  into.cpuLoad = r?.cpu_load ?? null;
-  into.memoryUsedPercent = usedPercent(r?.memory_total, r?.memory_free);
-  into.diskUsedPercent = usedPercent(r?.disk_total, r?.disk_free);
-  into.temperature = r?.temperature ?? null;
-  into.voltage = r?.voltage ?? null;
-  into.pingLossPercent = pingLossPercent(p);
-  into.pingRttMs = p?.rtt_avg_ms ?? null;
+  into.cpuLoad = r?.cpu_load ?? Number.NaN;
+  into.memoryUsedPercent = usedPercent(r?.memory_total, r?.memory_free) ?? Number.NaN;
+  into.diskUsedPercent = usedPercent(r?.disk_total, r?.disk_free) ?? Number.NaN;
+  into.temperature = r?.temperature ?? Number.NaN;
+  into.voltage = r?.voltage ?? Number.NaN;
+  into.pingLossPercent = pingLossPercent(p) ?? Number.NaN;
+  into.pingRttMs = p?.rtt_avg_ms ?? Number.NaN;
   return true;
 };
 
@@ -131,8 +162,10 @@ class InterfaceState {
 
 interface RouterState {
   period: number;
-  /** The last values reported in the period (null: none). */
-  last: HealthValues | null;
+  /** The last values reported in the period (NaN: not reported), written in place. */
+  last: HealthValues;
+  /** Whether the period has a report (a sample to write when it closes). */
+  lastReported: boolean;
   hour: number;
   /**
    * The hourly accumulator (per measure: min, max, sum, count; NaN min/max: none yet), then the
@@ -146,8 +179,8 @@ interface RouterState {
    * order every time, so the entry at a report's index is found without a lookup by name.
    */
   order: InterfaceState[];
-  /** The latest values reported (each measure's last report). */
-  current: HealthValues | null;
+  /** The latest values reported (each measure's last report; NaN: never), written in place. */
+  current: HealthValues;
   lastSeenMs: number;
 }
 
@@ -179,7 +212,7 @@ const freeBlock = (state: RouterState): number => {
 
 /** Adds one reported value (null: not reported) to the hourly accumulator's measure at `at`. */
 const accumulate = (acc: Float64Array, at: number, v: number | null): void => {
-  if (v === null) return;
+  if (v === null || Number.isNaN(v)) return;
   if (!(v >= (acc[at] as number))) acc[at] = v;
   if (!(v <= (acc[at + 1] as number))) acc[at + 1] = v;
   acc[at + 2] = (acc[at + 2] as number) + v;
@@ -213,15 +246,7 @@ export class HealthTracker {
   #out: HealthFlush = emptyFlush();
   #queued = 0;
   /** One heartbeat's values while `observe` runs (see `valuesInto`). */
-  readonly #values: HealthValues = {
-    cpuLoad: null,
-    memoryUsedPercent: null,
-    diskUsedPercent: null,
-    temperature: null,
-    voltage: null,
-    pingLossPercent: null,
-    pingRttMs: null,
-  };
+  readonly #values: HealthValues = unknownValues();
 
   constructor(options: { sampleSeconds: number; clock: Clock }) {
     this.#sampleMs = options.sampleSeconds * 1000;
@@ -235,7 +260,7 @@ export class HealthTracker {
 
   /**
    * Takes a heartbeat's health; returns the router's latest values (each measure's last report,
-   * the tracker's own object: copy it to keep it), or null when the heartbeat reported none or came
+   * NaN for one never reported; the tracker's own object: copy it to keep it), or null when the heartbeat reported none or came
    * out of order.
    */
   observe(routerId: string, atMs: number, report: HealthReport): HealthValues | null {
@@ -247,13 +272,14 @@ export class HealthTracker {
     if (!state) {
       state = {
         period,
-        last: null,
+        last: unknownValues(),
+        lastReported: false,
         hour: Math.floor(atMs / HOUR_MS),
         n: newNumbers(interfaces?.length ?? 0),
         hourlyCount: 0,
         interfaces: new Map(),
         order: [],
-        current: null,
+        current: unknownValues(),
         lastSeenMs: atMs,
       };
       this.#routers.set(routerId, state);
@@ -273,10 +299,9 @@ export class HealthTracker {
     }
     state.lastSeenMs = atMs;
     if (values) {
-      if (state.last) mergeInto(state.last, values);
-      else state.last = { ...values };
-      if (state.current) mergeInto(state.current, values);
-      else state.current = { ...values };
+      mergeInto(state.last, values);
+      state.lastReported = true;
+      mergeInto(state.current, values);
       // One call per measure (in `fromArray`'s order), not a loop over key names: no keyed lookup per value.
       const acc = state.n;
       accumulate(acc, 0, values.cpuLoad);
@@ -356,11 +381,12 @@ export class HealthTracker {
   #closePeriod(routerId: string, state: RouterState): void {
     this.#open.get(state.period)?.delete(routerId);
     const atMs = state.period * this.#sampleMs;
-    if (state.last) {
-      this.#out.resourceSamples.push({ routerId, atMs, values: state.last });
+    if (state.lastReported) {
+      this.#out.resourceSamples.push({ routerId, atMs, values: withNulls(state.last) });
       this.#queued++;
     }
-    state.last = null;
+    mergeInto(state.last, UNKNOWN, true);
+    state.lastReported = false;
     const n = state.n;
     for (const [name, i] of state.interfaces) {
       if (!i.seen) continue;
@@ -512,27 +538,26 @@ const emptyFlush = (): HealthFlush => ({
 });
 
 /**
- * Measures a heartbeat did not report keep the values reported earlier; writes into `older` (held
- * by the tracker only: a heartbeat allocates nothing here).
+ * Measures a heartbeat did not report (NaN) keep the values reported earlier; writes into `older`
+ * (held by the tracker only: a heartbeat allocates nothing here). `all`: every measure, NaN too.
  */
-const mergeInto = (older: HealthValues, newer: HealthValues): void => {
+const mergeInto = (older: HealthValues, newer: HealthValues, all = false): void => {
   // Each measure by name (not a loop over key names): property access the compiler keeps monomorphic.
-  let v = newer.cpuLoad;
-  if (v !== null) older.cpuLoad = v;
-  v = newer.memoryUsedPercent;
-  if (v !== null) older.memoryUsedPercent = v;
-  v = newer.diskUsedPercent;
-  if (v !== null) older.diskUsedPercent = v;
-  v = newer.temperature;
-  if (v !== null) older.temperature = v;
-  v = newer.voltage;
-  if (v !== null) older.voltage = v;
-  v = newer.pingLossPercent;
-  if (v !== null) older.pingLossPercent = v;
-  v = newer.pingRttMs;
-  if (v !== null) older.pingRttMs = v;
+  let v = newer.cpuLoad as number;
+  if (all || !Number.isNaN(v)) older.cpuLoad = v;
+  v = newer.memoryUsedPercent as number;
+  if (all || !Number.isNaN(v)) older.memoryUsedPercent = v;
+  v = newer.diskUsedPercent as number;
+  if (all || !Number.isNaN(v)) older.diskUsedPercent = v;
+  v = newer.temperature as number;
+  if (all || !Number.isNaN(v)) older.temperature = v;
+  v = newer.voltage as number;
+  if (all || !Number.isNaN(v)) older.voltage = v;
+  v = newer.pingLossPercent as number;
+  if (all || !Number.isNaN(v)) older.pingLossPercent = v;
+  v = newer.pingRttMs as number;
+  if (all || !Number.isNaN(v)) older.pingRttMs = v;
 };
-
 const trafficRecord = (routerId: string, name: string, atMs: number, n: Float64Array, at: number): TrafficRecord => {
   const seconds = n[at + SECONDS] as number;
   return {

@@ -224,13 +224,14 @@ describe("the latest values: the writer's, for the heartbeat's own liveness upda
       const values = tracker.observe("r1", hourStart + offsetMs, report);
       return values && { cpu: values.cpuLoad, temperature: values.temperature, loss: values.pingLossPercent };
     };
+    // Never reported: NaN in the tracker's own object (the liveness write stores null).
     expect(at(1_000, { resources: { cpu_load: 10, temperature: 40 } })).toEqual({
       cpu: 10,
       temperature: 40,
-      loss: null,
+      loss: Number.NaN,
     });
     // Not reported this time: kept. A ping alone is a value too.
-    expect(at(20_000, { resources: { cpu_load: 11 } })).toEqual({ cpu: 11, temperature: 40, loss: null });
+    expect(at(20_000, { resources: { cpu_load: 11 } })).toEqual({ cpu: 11, temperature: 40, loss: Number.NaN });
     expect(at(30_000, { ping: { sent: 5, received: 5 } })).toEqual({ cpu: 11, temperature: 40, loss: 0 });
     expect(at(10_000, { resources: { cpu_load: 99 } })).toBeNull(); // out of order: changes nothing
     expect(at(40_000, { interfaces: [{ name: "ether1", rx_bytes: 1, tx_bytes: 1 }] })).toBeNull();
