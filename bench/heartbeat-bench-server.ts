@@ -7,6 +7,8 @@
  * every peer, 2 s grace), so the reconnect storm starts alike. Driven over IPC by heartbeat-bench.ts.
  */
 import { createHash } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { createServer } from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { AddressInfo, Socket } from "node:net";
@@ -141,6 +143,25 @@ const startDaemon = async (port: number, databaseUrl: string, intervalMs: number
   return daemon.port;
 };
 
+/**
+ * BENCH_HEAP_PROF=<dir>:<after-s>:<for-s>: a daemon samples its heap from <after-s> after its start
+ * for <for-s>, then writes `<pid>.heapprofile`: the sampled allocations of that span still alive at
+ * its end (what outlives the young generation and makes the major collections).
+ */
+const heapProfile = () => {
+  const [dir, after, span] = (process.env.BENCH_HEAP_PROF ?? "").split(":");
+  if (!dir) return;
+  const session = new Session();
+  session.connect();
+  setTimeout(async () => {
+    await session.post("HeapProfiler.startSampling", { samplingInterval: 4096 });
+    setTimeout(async () => {
+      const { profile } = await session.post("HeapProfiler.stopSampling");
+      writeFileSync(`${dir}/${process.pid}.heapprofile`, JSON.stringify(profile));
+    }, Number(span) * 1000).unref();
+  }, Number(after) * 1000).unref();
+};
+
 process.on("message", async (message: Command) => {
   try {
     switch (message.cmd) {
@@ -150,6 +171,7 @@ process.on("message", async (message: Command) => {
             ? await startDaemon(message.port, message.databaseUrl, message.intervalMs, message.missed)
             : await startBaseline(message.port, message.databaseUrl, message.intervalMs);
         reply({ ok: true, port, pid: process.pid });
+        if (message.mode === "daemon") heapProfile();
         break;
       }
       case "rss":
