@@ -144,17 +144,20 @@ const startDaemon = async (port: number, databaseUrl: string, intervalMs: number
 };
 
 /**
- * BENCH_HEAP_PROF=<dir>:<after-s>:<for-s>: a daemon samples its heap from <after-s> after its start
- * for <for-s>, then writes `<pid>.heapprofile`: the sampled allocations of that span still alive at
- * its end (what outlives the young generation and makes the major collections).
+ * BENCH_HEAP_PROF=<dir>:<after-s>:<for-s>[:promoted]: a daemon samples its heap from <after-s> after
+ * its start for <for-s>, then writes `<pid>.heapprofile`: the sampled allocations of that span still
+ * alive at its end, or with `promoted` also those a major collection freed: everything that outlived
+ * the young generation, which sets the pace of the major collections.
  */
 const heapProfile = () => {
-  const [dir, after, span] = (process.env.BENCH_HEAP_PROF ?? "").split(":");
+  const [dir, after, span, promoted] = (process.env.BENCH_HEAP_PROF ?? "").split(":");
   if (!dir) return;
   const session = new Session();
   session.connect();
   setTimeout(async () => {
-    await session.post("HeapProfiler.startSampling", { samplingInterval: 4096 });
+    // V8's protocol has the GC options; Node's types do not name them yet.
+    const options = { samplingInterval: 4096, includeObjectsCollectedByMajorGC: promoted === "promoted" };
+    await session.post("HeapProfiler.startSampling", options);
     setTimeout(async () => {
       const { profile } = await session.post("HeapProfiler.stopSampling");
       writeFileSync(`${dir}/${process.pid}.heapprofile`, JSON.stringify(profile));

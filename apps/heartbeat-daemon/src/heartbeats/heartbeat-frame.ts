@@ -3,6 +3,8 @@ import {
   findDepthViolation,
   firstFrameIssue,
   JSON_DEPTH_MESSAGE,
+  MAX_JSON_DEPTH,
+  opensAtMost,
   readPlainHeartbeat,
   type THeartbeatFrame,
   ZHeartbeatFrame,
@@ -34,9 +36,9 @@ export const parseHeartbeat = (text: string): FrameResult => {
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     return { ok: false, kind: "schema", message: 'Not a heartbeat: send a JSON object with "type": "heartbeat".' };
   }
-  // docs/api.md "Errors": refused like a bad field before anything walks the value (a flat frame
-  // costs one pass over its own values).
-  const deep = findDepthViolation(json);
+  // docs/api.md "Errors": refused like a bad field before anything walks the value (a frame with
+  // few brackets cannot nest too deep: no walk).
+  const deep = opensAtMost(text, MAX_JSON_DEPTH) ? undefined : findDepthViolation(json);
   if (deep !== undefined) {
     const field = deep[0] ?? "body";
     return {

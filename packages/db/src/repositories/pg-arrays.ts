@@ -108,7 +108,9 @@ export const binaryArray = (
   }
   let size = 20;
   let hasNull = 0;
-  for (const value of values) {
+  // Indexed loops: the iterator results of for...of were the flush's largest allocation (BENCH_HEAP_PROF).
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
     size += 4;
     if (value === null || value === undefined) hasNull = 1;
     else size += elementSize(type, value);
@@ -120,7 +122,8 @@ export const binaryArray = (
   out.writeInt32BE(values.length, 12);
   out.writeInt32BE(1, 16); // lower bound
   let at = 20;
-  for (const value of values) {
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
     if (value === null || value === undefined) {
       out.writeInt32BE(-1, at);
       at += 4;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findDepthViolation, MAX_JSON_DEPTH } from "./json-depth.ts";
+import { findDepthViolation, MAX_JSON_DEPTH, opensAtMost } from "./json-depth.ts";
 
 /** `levels` objects and arrays nested, the root included. */
 const nested = (levels: number): unknown => {
@@ -29,5 +29,23 @@ describe("findDepthViolation", () => {
     expect(findDepthViolation("x")).toBeUndefined();
     expect(findDepthViolation(null)).toBeUndefined();
     expect(findDepthViolation({ type: "heartbeat", uptime: 3 })).toBeUndefined();
+  });
+});
+
+describe("opensAtMost, the text's bound on the walk", () => {
+  it("counts both brackets, in strings too, at the limit and one past it", () => {
+    const text = (levels: number) => JSON.stringify(nested(levels));
+    expect(opensAtMost(text(MAX_JSON_DEPTH), MAX_JSON_DEPTH)).toBe(true);
+    expect(opensAtMost(text(MAX_JSON_DEPTH + 1), MAX_JSON_DEPTH)).toBe(false);
+    // Side by side, not nested: still counted (a bound, so the walk decides).
+    expect(opensAtMost(JSON.stringify({ a: [1], b: [2] }), 2)).toBe(false);
+    expect(opensAtMost(JSON.stringify({ a: "{[" }), 1)).toBe(false);
+    expect(opensAtMost(JSON.stringify({ a: "x" }), 1)).toBe(true);
+  });
+
+  it("is never true for a text that nests deeper than the bound", () => {
+    for (let levels = 0; levels <= 40; levels++)
+      if (opensAtMost(JSON.stringify({ v: nested(levels) }), MAX_JSON_DEPTH))
+        expect(findDepthViolation({ v: nested(levels) })).toBeUndefined();
   });
 });

@@ -8,6 +8,18 @@ export const MAX_JSON_DEPTH = 32;
 export const JSON_DEPTH_MESSAGE = `must not nest objects and arrays deeper than ${MAX_JSON_DEPTH} levels`;
 
 /**
+ * Whether the JSON `text` holds at most `max` opening brackets (`{` or `[`, in strings too): then it
+ * cannot nest deeper than `max` levels, each level opening one, and its parsed value need not be
+ * walked. Two memchr-like scans: a heartbeat's health parts (a dozen objects) skip the walk.
+ */
+export const opensAtMost = (text: string, max: number): boolean => {
+  let count = 0;
+  for (let i = text.indexOf("{"); i !== -1 && count <= max; i = text.indexOf("{", i + 1)) count++;
+  for (let i = text.indexOf("["); i !== -1 && count <= max; i = text.indexOf("[", i + 1)) count++;
+  return count <= max;
+};
+
+/**
  * The top-level field under which a parsed JSON value nests deeper than `max` levels: `[key]`, or
  * `[]` when the root itself is the culprit (a deep array as the whole body); undefined when it does
  * not. When several fields do, the last one names the refusal. The walk recurses, but never
