@@ -82,7 +82,7 @@ export const AUDIT_COLUMNS = [
  * enabled webhook; otherwise the entry is born dispatched, so the outbox holds only work and the
  * dispatcher writes nothing for organizations without webhooks. Raw SQL text, for the batches.
  */
-const outboxState = (organizationId: string, occurredAt: string) =>
+export const outboxState = (organizationId: string, occurredAt: string) =>
   sql.raw(`(case when exists (select 1 from webhooks w where w.organization_id = ${organizationId} and w.disabled_at is null)
     then null else ${occurredAt} end)`);
 

@@ -1,7 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import { type ExpressionBuilder, sql } from "kysely";
 import type { Query, Row, Schema } from "../database.ts";
-import type { AuditActor } from "./audit-log.repository.ts";
+import { type AuditActor, outboxState } from "./audit-log.repository.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -196,6 +196,21 @@ const routerFromRow = (row: Pick<Row<"change_routers">, (typeof ROUTER_COLUMNS)[
   output: row.output,
   startedAt: row.started_at,
   finishedAt: row.finished_at,
+});
+
+/** A router row of a raw statement (timestamps as the driver hands them). */
+const rawRouterFromRow = (row: Record<(typeof ROUTER_COLUMNS)[number], unknown>): ChangeRouterRecord => ({
+  id: row.id as string,
+  changeId: row.change_id as string,
+  routerId: row.router_id as string,
+  wave: toNumber(row.wave),
+  position: toNumber(row.position),
+  state: row.state as TChangeRouterState,
+  phase: row.phase as string | null,
+  script: row.script as string | null,
+  output: row.output as string | null,
+  startedAt: dateOrNull(row.started_at),
+  finishedAt: dateOrNull(row.finished_at),
 });
 
 /** A change's routers with their routers' facts and liveness (a dispatch's or a preview's look). */
@@ -580,6 +595,70 @@ export class ChangesRepository {
       ...routerFromRow(row),
       waveOthers: { running: toNumber(row.wave_running), failed: toNumber(row.wave_failed) },
     };
+  }
+
+  /**
+   * Ends a pending or running router as `succeeded` with its audit entry `change.router.succeeded`
+   * in one statement and no transaction: no lock of the change's row, so a wave's results never
+   * wait for each other (issue 39). `output` null keeps the row's; the entry's cut of it is
+   * `auditOutput`, or, when null, the row's own output, which must then be at most
+   * `auditOutputBytes` bytes (no cut needed). Null, with nothing written, when the router has
+   * already ended or its stored output is longer: the caller takes the locked way then. What the
+   * change does next is the caller's, after this has committed.
+   */
+  async finishSucceeded(
+    id: string,
+    output: string | null,
+    auditOutput: string | null,
+    auditOutputBytes: number,
+    now: Date,
+  ): Promise<ChangeRouterRecord | null> {
+    if (!isUuid(id)) return null;
+    // Raw: the result and its audit entry (outbox state and team as insertAuditEntry computes them)
+    // as data-modifying CTEs of one statement.
+    const { rows } = await sql<Record<(typeof ROUTER_COLUMNS)[number], unknown>>`
+      with s as (
+        update change_routers set state = 'succeeded', output = coalesce(${output}::text, output),
+          started_at = coalesce(started_at, ${now}::timestamptz), finished_at = ${now}::timestamptz
+        where id = ${id} and state in ('pending', 'running')
+          and (${output}::text is not null or output is null or octet_length(output) <= ${auditOutputBytes})
+        returning ${sql.raw(ROUTER_COLUMNS.join(", "))}
+      ), a as (
+        insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type, target_id,
+          router_id, source_ip, details, dispatched_at, team_id)
+        select gen_random_uuid(), c.organization_id, ${now}::timestamptz, 'change.router.succeeded', 'system', null,
+          'change', c.id::text, s.router_id, null,
+          jsonb_build_object('change_id', c.id, 'name', c.name, 'wave', s.wave,
+            'output', coalesce(${auditOutput}::text, s.output)),
+          ${outboxState("c.organization_id", "s.finished_at")},
+          coalesce(c.team_id, (select tr.team_id from routers tr where tr.id = s.router_id),
+            (select ta.team_id from audit_log ta where ta.organization_id = c.organization_id and ta.router_id = s.router_id
+              and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))
+        from s join changes c on c.id = s.change_id
+      )
+      select ${sql.raw(ROUTER_COLUMNS.map((c) => `s.${c}`).join(", "))} from s`.execute(this.#query.kysely);
+    const [row] = rows;
+    return row ? rawRouterFromRow(row) : null;
+  }
+
+  /**
+   * The change's state and, of one wave, how many routers run and how many failed: the look a
+   * result takes after it has committed (a fresh snapshot sees every result committed before).
+   */
+  async waveTally(
+    changeId: string,
+    wave: number,
+  ): Promise<{ state: TChangeState; running: number; failed: number } | null> {
+    const { rows } = await sql<{ state: string; running: unknown; failed: unknown }>`
+      select c.state,
+        (select count(*) from change_routers o where o.change_id = c.id and o.wave = ${wave} and o.state = 'running') as running,
+        (select count(*) from change_routers o where o.change_id = c.id and o.wave = ${wave}
+          and o.state in ('failed', 'reverted')) as failed
+      from changes c where c.id = ${changeId}`.execute(this.#query.kysely);
+    const [row] = rows;
+    return row
+      ? { state: row.state as TChangeState, running: toNumber(row.running), failed: toNumber(row.failed) }
+      : null;
   }
 
   /** Cancels every router that has not started. */
