@@ -1,7 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import { type ExpressionBuilder, sql } from "kysely";
 import type { Query, Row, Schema } from "../database.ts";
-import { type AuditActor, outboxState } from "./audit-log.repository.ts";
+import { type AuditActor, changeRouterAuditInsert } from "./audit-log.repository.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -625,8 +625,7 @@ export class ChangesRepository {
     now: Date,
   ): Promise<ChangeRouterRecord | null> {
     if (!isUuid(id)) return null;
-    // Raw: the result and its audit entry (outbox state and team as insertAuditEntry computes them)
-    // as data-modifying CTEs of one statement.
+    // Raw: the result and its audit entry as data-modifying CTEs of one statement.
     const { rows } = await sql<Record<(typeof ROUTER_COLUMNS)[number], unknown>>`
       with s as (
         update change_routers set state = 'succeeded', output = coalesce(${output}::text, output),
@@ -634,18 +633,7 @@ export class ChangesRepository {
         where id = ${id} and state in ('pending', 'running')
           and (${output}::text is not null or output is null or octet_length(output) <= ${auditOutputBytes})
         returning ${sql.raw(ROUTER_COLUMNS.join(", "))}
-      ), a as (
-        insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type, target_id,
-          router_id, source_ip, details, dispatched_at, team_id)
-        select gen_random_uuid(), c.organization_id, ${now}::timestamptz, 'change.router.succeeded', 'system', null,
-          'change', c.id::text, s.router_id, null,
-          jsonb_build_object('change_id', c.id, 'name', c.name, 'wave', s.wave,
-            'output', coalesce(${auditOutput}::text, s.output)),
-          ${outboxState("c.organization_id", "s.finished_at")},
-          coalesce(c.team_id, (select tr.team_id from routers tr where tr.id = s.router_id),
-            (select ta.team_id from audit_log ta where ta.organization_id = c.organization_id and ta.router_id = s.router_id
-              and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))
-        from s join changes c on c.id = s.change_id
+      ), a as (${changeRouterAuditInsert("s", auditOutput)}
       )
       select ${sql.raw(ROUTER_COLUMNS.map((c) => `s.${c}`).join(", "))} from s`.execute(this.#query.kysely);
     const [row] = rows;
