@@ -281,6 +281,28 @@ describe("ChangeWorkflow", () => {
     expect(await workflow.finishChangeRouter(crypto.randomUUID(), { state: "succeeded" })).toBeNull();
   });
 
+  it("a success keeps the output its step recorded; its audit entry copies it, cut when long", async () => {
+    const { owner, ids } = await fleet(2);
+    const change = await workflow.create(newChange(owner, { canary: 2 }), ids, USER);
+    await workflow.advance(change.id);
+    const [short, long] = await stepIds(change.id);
+    const longOutput = `${"y".repeat(CHANGE_AUDIT_OUTPUT_CHARS - 1)}\u{1F600}${"z".repeat(10)}`;
+    expect(await workflow.setChangeRouterPhase(short ?? "", "confirm:1:2", "ok")).toBe(true);
+    expect(await workflow.setChangeRouterPhase(long ?? "", "confirm:1:2", longOutput)).toBe(true);
+    expect((await workflow.finishChangeRouter(short ?? "", { state: "succeeded" }))?.output).toBe("ok");
+    expect((await workflow.finishChangeRouter(long ?? "", { state: "succeeded", output: null }))?.output).toBe(
+      longOutput,
+    );
+    const entries = await db.query<{ router_id: string; details: { output: string; wave: number; name: string } }>(
+      "select router_id, details from audit_log where target_id = $1 and action = 'change.router.succeeded'",
+      [change.id],
+    );
+    const byRouter = new Map(entries.map((e) => [e.router_id, e.details]));
+    expect(byRouter.get(ids[0] ?? "")).toMatchObject({ output: "ok", wave: 0, name: "ntp" });
+    expect(byRouter.get(ids[1] ?? "")?.output).toBe(`${"y".repeat(CHANGE_AUDIT_OUTPUT_CHARS - 1)}\uFFFD`);
+    expect((await changes.get(owner.organizationId, change.id))?.state).toBe("completed");
+  });
+
   it("concurrent looks dispatch a wave once, concurrent results complete the change once", async () => {
     const { owner, ids } = await fleet(4);
     const change = await workflow.create(

@@ -54,6 +54,9 @@ const storableOutput = (output: string): string => {
   return cut.toWellFormed().replaceAll("\u0000", "\uFFFD");
 };
 
+/** A router's output as its audit entry holds it: cut at {@link CHANGE_AUDIT_OUTPUT_CHARS}, a halved pair made U+FFFD. */
+const auditOutput = (output: string): string => output.slice(0, CHANGE_AUDIT_OUTPUT_CHARS).toWellFormed();
+
 type Sender = Pick<JobEngine, "send">;
 
 /** Queues the change's next dispatcher step in the caller's transaction, now or at `at`. */
@@ -220,17 +223,75 @@ export class ChangeWorkflow {
 
   /**
    * Records one router's result (the agent's executor, once per router step): its state, output and
-   * timings, the audit entry `change.router.<state>`, and the change's next step in the same
-   * transaction (a halt past `max_failures`, the completion, the next wave or its delayed look). A
-   * repeated report of a router that already has its result changes nothing and returns null.
+   * timings with the audit entry `change.router.<state>`, and the change's next step (a halt past
+   * `max_failures`, the completion, the next wave or its delayed look): a failure in the same
+   * transaction, a success right after its own (`#finishSucceeded`). A repeated report of a router
+   * that already has its result changes nothing and returns null.
    */
-  finishChangeRouter(
+  async finishChangeRouter(
+    id: string,
+    result: { state: TChangeRouterResult; output?: string | null },
+  ): Promise<ChangeRouterRecord | null> {
+    if (result.state === "succeeded") {
+      const finished = await this.#finishSucceeded(id, result.output ?? null);
+      if (finished) return finished;
+    }
+    return this.#finishLocked(id, result);
+  }
+
+  /**
+   * A success, the usual result: recorded with its audit entry in one statement that locks no
+   * change (issue 39: a wave's results no longer queue behind the change's row), then a look at
+   * its wave after the commit. A success decides something only when no router of its wave still
+   * runs, or one of them failed; only then is the change locked and settled. Each result looks
+   * after its own commit, so the last of a wave sees all the others (several may: the locked
+   * settle finds nothing left to do). An agent killed between the two leaves the next wave to the
+   * minute's sweep. Null when the fast way does not apply (the router has ended, or its stored
+   * output needs the audit's cut): the caller takes the locked way.
+   */
+  async #finishSucceeded(id: string, output: string | null): Promise<ChangeRouterRecord | null> {
+    const changes = new ChangesRepository(queryOf(this.#db));
+    const stored = output === null ? null : storableOutput(output);
+    const finished = await changes.finishSucceeded(
+      id,
+      stored,
+      stored === null ? null : auditOutput(stored),
+      // Bytes bound UTF-16 units from above: an output this short needs no cut.
+      CHANGE_AUDIT_OUTPUT_CHARS,
+      this.#clock.now(),
+    );
+    if (!finished) return null;
+    const tally = await changes.waveTally(finished.changeId, finished.wave);
+    const open = tally?.state === "running" || tally?.state === "paused";
+    if (open && !(tally.running > 0 && tally.failed === 0)) {
+      await this.#db.transaction(async (query) => {
+        const locked = await new ChangesRepository(query).lock(finished.changeId);
+        if (locked) await this.#afterResult(query, locked, this.#clock.now());
+      });
+    }
+    return finished;
+  }
+
+  /** What a result of a running or paused change decides, its row locked: a halt, the completion, the next wave. */
+  async #afterResult(query: Query, change: ChangeRecord, now: Date): Promise<void> {
+    if (change.state !== "running" && change.state !== "paused") return;
+    const waves = await new ChangesRepository(query).waves(change.id);
+    const settled = await this.#settle(query, change, waves, now);
+    // Only the last result of a wave can start the next one, and it does so here, in the same
+    // transaction: no dispatcher job between the waves (issue 39). A delayed wave queues its look.
+    if (settled.state === "running" && waves.every((w) => w.running === 0)) {
+      await this.#advanceRunning(query, settled, now, waves);
+    }
+  }
+
+  /** Any result, the change's row locked first: the result, its audit entry and what it decides in one transaction. */
+  #finishLocked(
     id: string,
     result: { state: TChangeRouterResult; output?: string | null },
   ): Promise<ChangeRouterRecord | null> {
     return this.#db.transaction(async (query) => {
       const changes = new ChangesRepository(query);
-      // The step's change locked in one statement: every result of a wave waits for this lock.
+      // The step's change locked in one statement: the results that take this way wait for each other.
       const change = await changes.lockOfRouterStep(id);
       if (!change) return null;
       const now = this.#clock.now();
@@ -243,15 +304,7 @@ export class ChangeWorkflow {
       // yet. Only then is the change's whole tally skipped (issue 39: not O(routers) per result).
       const decidesNothing =
         finished.state === "succeeded" && finished.waveOthers.running > 0 && finished.waveOthers.failed === 0;
-      if (!decidesNothing && (change.state === "running" || change.state === "paused")) {
-        const waves = await changes.waves(change.id);
-        const settled = await this.#settle(query, change, waves, now);
-        // Only the last result of a wave can start the next one, and it does so here, in the same
-        // transaction: no dispatcher job between the waves (issue 39). A delayed wave queues its look.
-        if (settled.state === "running" && waves.every((w) => w.running === 0)) {
-          await this.#advanceRunning(query, settled, now, waves);
-        }
-      }
+      if (!decidesNothing) await this.#afterResult(query, change, now);
       return finished;
     });
   }
@@ -358,7 +411,7 @@ export class ChangeWorkflow {
         change_id: change.id,
         name: change.name,
         wave: step.wave,
-        output: step.output === null ? null : step.output.slice(0, CHANGE_AUDIT_OUTPUT_CHARS).toWellFormed(),
+        output: step.output === null ? null : auditOutput(step.output),
       },
     });
   }

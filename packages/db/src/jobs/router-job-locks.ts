@@ -59,12 +59,21 @@ export const openRouterJobLocks = (db: Database, onError: (error: unknown) => vo
   return new PostgresRouterJobLocks(String(db.orm.config.get("clientUrl")), local, onError);
 };
 
+interface LockRequest {
+  routerId: string;
+  done: (client: pg.Client | undefined) => void;
+}
+
 class PostgresRouterJobLocks implements RouterJobLocks {
   readonly #url: string;
   readonly #chains: Map<string, Promise<unknown>>;
   readonly #onError: (error: unknown) => void;
   #client: Promise<pg.Client> | undefined;
   #closed = false;
+  /** Tries and releases waiting for the connection's next statement: one statement each for all of them. */
+  #toLock: LockRequest[] = [];
+  #toUnlock: Array<{ routerId: string; client: pg.Client; done: () => void }> = [];
+  #flushing = false;
 
   constructor(url: string, chains: Map<string, Promise<unknown>>, onError: (error: unknown) => void) {
     this.#url = url;
@@ -78,9 +87,10 @@ class PostgresRouterJobLocks implements RouterJobLocks {
       try {
         return await work();
       } finally {
-        await client
-          .query("select pg_advisory_unlock($1::int, hashtext($2))", [LOCK_NAMESPACE, routerId])
-          .catch((error: unknown) => this.#onError(error));
+        await new Promise<void>((done) => {
+          this.#toUnlock.push({ routerId, client, done });
+          this.#flush();
+        });
       }
     });
   }
@@ -88,20 +98,61 @@ class PostgresRouterJobLocks implements RouterJobLocks {
   async #lock(routerId: string): Promise<pg.Client> {
     for (;;) {
       if (this.#closed) throw new Error("router job locks closed");
-      const client = await this.#connection();
-      try {
-        const { rows } = await client.query<{ ok: boolean }>(
-          "select pg_try_advisory_lock($1::int, hashtext($2)) as ok",
-          [LOCK_NAMESPACE, routerId],
-        );
-        if (rows[0]?.ok === true) return client;
-      } catch (error) {
-        // The connection broke: the next turn opens another (its locks went with it).
-        this.#onError(error);
-        this.#client = undefined;
-      }
+      const client = await new Promise<pg.Client | undefined>((done) => {
+        this.#toLock.push({ routerId, done });
+        this.#flush();
+      });
+      if (client) return client;
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
+  }
+
+  /**
+   * Sends what waits, one statement per kind for every router: a wave of change steps takes its 50
+   * locks in one round trip rather than 50 in a row on the one connection (issue 39). Releases go
+   * first, so a waiting try can take what was just freed.
+   */
+  #flush(): void {
+    if (this.#flushing) return;
+    this.#flushing = true;
+    // Started on the next turn of the loop: what arrives in this one goes in the same statement.
+    setImmediate(async () => {
+      try {
+        while (this.#toUnlock.length > 0 || this.#toLock.length > 0) {
+          const unlocks = this.#toUnlock.splice(0);
+          // A lock lives on the connection that took it (a broken one took its locks with it).
+          for (const client of new Set(unlocks.map((u) => u.client))) {
+            const ids = unlocks.filter((u) => u.client === client).map((u) => u.routerId);
+            await client
+              .query("select pg_advisory_unlock($1::int, hashtext(k)) from unnest($2::text[]) as k", [
+                LOCK_NAMESPACE,
+                ids,
+              ])
+              .catch((error: unknown) => this.#onError(error));
+          }
+          for (const u of unlocks) u.done();
+          const tries = this.#toLock.splice(0);
+          if (tries.length === 0) continue;
+          let taken = new Set<string>();
+          let client: pg.Client | undefined;
+          try {
+            client = await this.#connection();
+            const { rows } = await client.query<{ k: string; ok: boolean }>(
+              "select k, pg_try_advisory_lock($1::int, hashtext(k)) as ok from unnest($2::text[]) as k",
+              [LOCK_NAMESPACE, tries.map((t) => t.routerId)],
+            );
+            taken = new Set(rows.filter((r) => r.ok === true).map((r) => r.k));
+          } catch (error) {
+            // The connection broke: the next turn opens another (its locks went with it).
+            this.#onError(error);
+            this.#client = undefined;
+          }
+          for (const t of tries) t.done(client && taken.has(t.routerId) ? client : undefined);
+        }
+      } finally {
+        this.#flushing = false;
+      }
+    });
   }
 
   #connection(): Promise<pg.Client> {

@@ -168,6 +168,24 @@ export const insertAuditEntries = async (query: Query, entries: readonly NewAudi
 };
 
 /**
+ * `change.router.<state>` for the change step a statement has just ended, as the body of one of its
+ * data-modifying CTEs: `step` names the CTE that returns the step's row (`change_routers` columns).
+ * Details, outbox state and team as `insertAuditEntry` writes them for `ChangeWorkflow`; `output`
+ * is the entry's cut of the step's output, else (null) the row's own output.
+ */
+export const changeRouterAuditInsert = (step: string, output: string | null) =>
+  sql`insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type, target_id,
+      router_id, source_ip, details, dispatched_at, team_id)
+    select gen_random_uuid(), c.organization_id, s.finished_at, 'change.router.' || s.state, 'system', null,
+      'change', c.id::text, s.router_id, null,
+      jsonb_build_object('change_id', c.id, 'name', c.name, 'wave', s.wave, 'output', coalesce(${output}::text, s.output)),
+      ${outboxState("c.organization_id", "s.finished_at")},
+      coalesce(c.team_id, (select tr.team_id from routers tr where tr.id = s.router_id),
+        (select ta.team_id from audit_log ta where ta.organization_id = c.organization_id and ta.router_id = s.router_id
+          and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))
+    from ${sql.table(step)} s join changes c on c.id = s.change_id`;
+
+/**
  * The relay's batch for one kind of session (forwards, or temporary router access): rows whose
  * session no longer exists are dropped, and the organization and router come from the session, so a
  * caller cannot misfile an entry. Access records `forward.connection.*` as

@@ -1,5 +1,4 @@
 import { isUuid } from "@fleet/shared";
-import { sql } from "kysely";
 import type { Query } from "../database.ts";
 import { textArray } from "./pg-arrays.ts";
 
@@ -43,13 +42,14 @@ export class ChangeExecutorRepository {
   async lastSeen(routerIds: readonly string[]): Promise<Map<string, number>> {
     const ids = routerIds.filter(isUuid);
     if (ids.length === 0) return new Map();
-    const rows = await this.#query.kysely
-      .selectFrom("router_liveness")
-      .select(["router_id", "last_seen_at"])
-      .where((eb) => eb("router_id", "=", eb.fn.any(sql<string[]>`${textArray(ids)}::uuid[]`)))
-      .where("last_seen_at", "is not", null)
-      .execute();
-    return new Map(rows.map((r) => [r.router_id, r.last_seen_at?.getTime() ?? 0]));
+    // Raw: read every tenth of a second while steps wait, its rows as epoch ms (no builder, no
+    // per-row pass of the result plugin, no timestamp text to parse).
+    const rows = await this.#query<{ router_id: string; ms: unknown }>(
+      `select router_id, floor(extract(epoch from last_seen_at) * 1000)::float8 as ms from router_liveness
+        where router_id = any($1::uuid[]) and last_seen_at is not null`,
+      [textArray(ids)],
+    );
+    return new Map(rows.map((r) => [r.router_id, Number(r.ms)]));
   }
 
   async output(changeRouterId: string): Promise<string> {

@@ -1,7 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import { type ExpressionBuilder, sql } from "kysely";
 import type { Query, Row, Schema } from "../database.ts";
-import type { AuditActor } from "./audit-log.repository.ts";
+import { type AuditActor, changeRouterAuditInsert } from "./audit-log.repository.ts";
 import { plainArray, textArray } from "./pg-arrays.ts";
 import { toDate, toNumber } from "./sql-values.ts";
 
@@ -197,6 +197,43 @@ const routerFromRow = (row: Pick<Row<"change_routers">, (typeof ROUTER_COLUMNS)[
   startedAt: row.started_at,
   finishedAt: row.finished_at,
 });
+
+/** A router row of a raw statement (timestamps as the driver hands them). */
+const rawRouterFromRow = (row: Record<(typeof ROUTER_COLUMNS)[number], unknown>): ChangeRouterRecord => ({
+  id: row.id as string,
+  changeId: row.change_id as string,
+  routerId: row.router_id as string,
+  wave: toNumber(row.wave),
+  position: toNumber(row.position),
+  state: row.state as TChangeRouterState,
+  phase: row.phase as string | null,
+  script: row.script as string | null,
+  output: row.output as string | null,
+  startedAt: dateOrNull(row.started_at),
+  finishedAt: dateOrNull(row.finished_at),
+});
+
+const CHANGE_DATE_COLUMNS = [
+  "start_at",
+  "approved_at",
+  "started_at",
+  "finished_at",
+  "created_at",
+  "updated_at",
+] as const;
+
+/** A change row of a raw statement (timestamps as the driver hands them, jsonb parsed or not). */
+const rawChangeFromRow = (row: Record<string, unknown>): ChangeRecord =>
+  changeFromRow({
+    ...row,
+    ...Object.fromEntries(CHANGE_DATE_COLUMNS.map((column) => [column, dateOrNull(row[column])])),
+  } as Row<"changes">);
+
+const STEP_OF_CHANGE_SQL = `select ${ROUTER_COLUMNS.map((column) => `cr.${column}`).join(", ")},
+    ${CHANGE_COLUMNS.map((column) => `c.${column} as c_${column}`).join(", ")}, r.tunnel_ip, k.fingerprint
+  from change_routers cr join changes c on c.id = cr.change_id
+    left join routers r on r.id = cr.router_id left join ssh_host_keys k on k.router_id = r.id
+  where cr.id = $1`;
 
 /** A change's routers with their routers' facts and liveness (a dispatch's or a preview's look). */
 const selectTargets = (query: Query, changeId: string) =>
@@ -447,26 +484,15 @@ export class ChangesRepository {
     hostKey: string | null;
   } | null> {
     if (!isUuid(id)) return null;
-    const row = await this.#query.kysely
-      .selectFrom("change_routers as cr")
-      .innerJoin("changes as c", "c.id", "cr.change_id")
-      .leftJoin("routers as r", "r.id", "cr.router_id")
-      .leftJoin("ssh_host_keys as k", "k.router_id", "r.id")
-      .select([
-        ...ROUTER_COLUMNS.map((column) => `cr.${column}` as const),
-        ...CHANGE_COLUMNS.map((column) => `c.${column} as c_${column}` as const),
-        "r.tunnel_ip",
-        "k.fingerprint",
-      ])
-      .where("cr.id", "=", id)
-      .executeTakeFirst();
+    // Raw: the agent's read at the start of every job, its text fixed (no builder, no plugin pass).
+    const [row] = await this.#query<Record<string, unknown>>(STEP_OF_CHANGE_SQL, [id]);
     if (!row) return null;
     const change = Object.fromEntries(CHANGE_COLUMNS.map((column) => [column, row[`c_${column}`]]));
     return {
-      step: routerFromRow(row),
-      change: changeFromRow(change as Row<"changes">),
-      tunnelIp: row.tunnel_ip,
-      hostKey: row.fingerprint ?? null,
+      step: rawRouterFromRow(row as Record<(typeof ROUTER_COLUMNS)[number], unknown>),
+      change: rawChangeFromRow(change),
+      tunnelIp: (row.tunnel_ip as string | null) ?? null,
+      hostKey: (row.fingerprint as string | null) ?? null,
     };
   }
 
@@ -582,6 +608,58 @@ export class ChangesRepository {
     };
   }
 
+  /**
+   * Ends a pending or running router as `succeeded` with its audit entry `change.router.succeeded`
+   * in one statement and no transaction: no lock of the change's row, so a wave's results never
+   * wait for each other (issue 39). `output` null keeps the row's; the entry's cut of it is
+   * `auditOutput`, or, when null, the row's own output, which must then be at most
+   * `auditOutputBytes` bytes (no cut needed). Null, with nothing written, when the router has
+   * already ended or its stored output is longer: the caller takes the locked way then. What the
+   * change does next is the caller's, after this has committed.
+   */
+  async finishSucceeded(
+    id: string,
+    output: string | null,
+    auditOutput: string | null,
+    auditOutputBytes: number,
+    now: Date,
+  ): Promise<ChangeRouterRecord | null> {
+    if (!isUuid(id)) return null;
+    // Raw: the result and its audit entry as data-modifying CTEs of one statement.
+    const { rows } = await sql<Record<(typeof ROUTER_COLUMNS)[number], unknown>>`
+      with s as (
+        update change_routers set state = 'succeeded', output = coalesce(${output}::text, output),
+          started_at = coalesce(started_at, ${now}::timestamptz), finished_at = ${now}::timestamptz
+        where id = ${id} and state in ('pending', 'running')
+          and (${output}::text is not null or output is null or octet_length(output) <= ${auditOutputBytes})
+        returning ${sql.raw(ROUTER_COLUMNS.join(", "))}
+      ), a as (${changeRouterAuditInsert("s", auditOutput)}
+      )
+      select ${sql.raw(ROUTER_COLUMNS.map((c) => `s.${c}`).join(", "))} from s`.execute(this.#query.kysely);
+    const [row] = rows;
+    return row ? rawRouterFromRow(row) : null;
+  }
+
+  /**
+   * The change's state and, of one wave, how many routers run and how many failed: the look a
+   * result takes after it has committed (a fresh snapshot sees every result committed before).
+   */
+  async waveTally(
+    changeId: string,
+    wave: number,
+  ): Promise<{ state: TChangeState; running: number; failed: number } | null> {
+    const { rows } = await sql<{ state: string; running: unknown; failed: unknown }>`
+      select c.state,
+        (select count(*) from change_routers o where o.change_id = c.id and o.wave = ${wave} and o.state = 'running') as running,
+        (select count(*) from change_routers o where o.change_id = c.id and o.wave = ${wave}
+          and o.state in ('failed', 'reverted')) as failed
+      from changes c where c.id = ${changeId}`.execute(this.#query.kysely);
+    const [row] = rows;
+    return row
+      ? { state: row.state as TChangeState, running: toNumber(row.running), failed: toNumber(row.failed) }
+      : null;
+  }
+
   /** Cancels every router that has not started. */
   async cancelPending(changeId: string, now: Date): Promise<number> {
     const rows = await this.#query.kysely
@@ -600,13 +678,13 @@ export class ChangesRepository {
    */
   async setPhase(id: string, phase: string | null, output?: string): Promise<boolean> {
     if (!isUuid(id)) return false;
-    const rows = await this.#query.kysely
-      .updateTable("change_routers")
-      .set({ phase, ...(output !== undefined && { output }) })
-      .where("id", "=", id)
-      .where("state", "=", "running")
-      .returning("id")
-      .execute();
+    // Raw: written several times by every step, its text fixed (no builder, no plugin pass).
+    const rows = await this.#query(
+      output === undefined
+        ? "update change_routers set phase = $2 where id = $1 and state = 'running' returning id"
+        : "update change_routers set phase = $2, output = $3 where id = $1 and state = 'running' returning id",
+      output === undefined ? [id, phase] : [id, phase, output],
+    );
     return rows.length > 0;
   }
 
