@@ -35,4 +35,9 @@ describe("the console bundle", () => {
     expect(html).not.toMatch(/<style\b|\sstyle="/);
     expect(html).toContain("<!--console-config-->");
   });
+
+  it("carries its icon inline, so the browser asks the server for no favicon", () => {
+    const html = readFileSync(path.join(consoleDistDir, "index.html"), "utf8");
+    expect(html).toMatch(/<link rel="icon" href="data:image\/svg\+xml,/);
+  });
 });
