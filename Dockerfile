@@ -90,6 +90,9 @@ FROM runtime AS api
 CMD ["apps/api/src/main.ts"]
 
 FROM runtime AS heartbeat
+# HEARTBEAT_NODE_FLAGS (apps/heartbeat-daemon/src/config.ts): in the entry point, so that compose's
+# `command` and Kubernetes' `args` keep them.
+ENTRYPOINT ["node", "--heap-growing-percent=100"]
 CMD ["apps/heartbeat-daemon/src/main.ts"]
 
 FROM runtime AS tunnel-agent

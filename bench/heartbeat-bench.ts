@@ -38,6 +38,7 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { HealthSeriesRepository, HeartbeatsRepository, openDatabase, queryOf, RoutersRepository } from "@fleet/db";
+import { HEARTBEAT_NODE_FLAGS } from "@fleet/heartbeat-daemon";
 import { downtimeBetween, effectiveLastSeen, hashHeartbeatToken, splitByUtcHour } from "@fleet/shared";
 import pg from "pg";
 import { seedBenchFleet } from "./lib/bench-fleet.ts";
@@ -132,8 +133,9 @@ const spawn = (file: string, gc: boolean): Child => {
   const profile = CPU_PROF && gc ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [];
   // BENCH_NODE_ARGS="--trace-gc ...": more flags for the server processes (what the profile does not show).
   const extra = gc ? (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "") : [];
+  // The server processes start as production starts the daemon (its flags); the baselines alike.
   const proc = fork(path.join(here, file), [], {
-    execArgv: gc ? ["--expose-gc", ...profile, ...extra] : [],
+    execArgv: gc ? ["--expose-gc", ...HEARTBEAT_NODE_FLAGS, ...profile, ...extra] : [],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   let chain: Promise<unknown> = Promise.resolve();

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { loadAdminConfig } from "@fleet/all-in-one";
 import { loadApiConfig } from "@fleet/api/config";
-import { loadHeartbeatConfig } from "@fleet/heartbeat-daemon";
+import { HEARTBEAT_NODE_FLAGS, loadHeartbeatConfig } from "@fleet/heartbeat-daemon";
 import { SECRET_VARIABLES, wireguardPublicKey } from "@fleet/shared";
 import { loadTunnelAgentConfig } from "@fleet/tunnel-agent";
 import ts from "typescript";
@@ -21,7 +21,7 @@ import { parseAllDocuments } from "yaml";
  */
 const root = path.resolve(import.meta.dirname, "../..");
 const read = (file: string) => readFileSync(path.join(root, file), "utf8");
-const rootPackage = JSON.parse(read("package.json")) as { workspaces: string[] };
+const rootPackage = JSON.parse(read("package.json")) as { workspaces: string[]; scripts: Record<string, string> };
 
 type Doc = Record<string, any>;
 const parseYamlText = (text: string, where: string): Doc[] => {
@@ -125,6 +125,19 @@ describe("Dockerfile", () => {
     // ssh2's native crypto is compiled in a stage of its own: the runtime takes the built file, no compiler.
     expect(runtime).toMatch(/^COPY --from=ssh2-crypto \S+\/build\/Release\/sshcrypto\.node /m);
     expect(runtime).not.toMatch(/\bg\+\+|\bmake\b|python3/);
+  });
+
+  it("starts the heartbeat daemon with its V8 flags, in the image and in `npm run start:heartbeat`", () => {
+    const dockerfile = read("Dockerfile");
+    const stage = dockerfile.slice(
+      dockerfile.indexOf(" AS heartbeat\n"),
+      dockerfile.indexOf("\nFROM ", dockerfile.indexOf(" AS heartbeat\n")),
+    );
+    const entry = /^ENTRYPOINT (\[.*\])$/m.exec(stage)?.[1];
+    // The entry point, not the CMD: compose's `command` and Kubernetes' `args` replace only the CMD.
+    expect(JSON.parse(entry ?? "[]")).toEqual(["node", ...HEARTBEAT_NODE_FLAGS]);
+    const script = rootPackage.scripts["start:heartbeat"] ?? "";
+    expect(script).toBe(`exec node ${HEARTBEAT_NODE_FLAGS.join(" ")} apps/heartbeat-daemon/src/main.ts`);
   });
 });
 

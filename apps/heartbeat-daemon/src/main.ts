@@ -3,7 +3,7 @@ import { openDatabase } from "@fleet/db";
 import { startConfiguredMetricsServer, startTracing, traceLogMixin } from "@fleet/runtime";
 import { ConfigError, exitOnStartupError, REDACT_PATHS } from "@fleet/shared";
 import pino from "pino";
-import { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
+import { HEARTBEAT_NODE_FLAGS, type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
 import { startHeartbeat } from "./start-heartbeat.ts";
 
 // The heartbeat daemon alone (scale-out): `npm run start:heartbeat`, normally with DATABASE_URL.
@@ -21,6 +21,10 @@ try {
 }
 const tracing = startTracing({ endpoint: config.otlpEndpoint, serviceName: "fleet-heartbeat" });
 const logger = pino({ level: config.logLevel, redact: REDACT_PATHS, mixin: traceLogMixin });
+const missingFlags = HEARTBEAT_NODE_FLAGS.filter((flag) => !process.execArgv.includes(flag));
+if (missingFlags.length > 0 && cluster.isPrimary) {
+  logger.warn({ missingFlags }, "node started without the daemon's flags: garbage collection costs more CPU");
+}
 
 if (config.workers > 1 && cluster.isPrimary) {
   // Migrate once here, so workers never race on it (they would serialize anyway).

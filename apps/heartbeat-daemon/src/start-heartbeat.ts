@@ -116,4 +116,4 @@ export const startHeartbeat = async (options: StartHeartbeatOptions): Promise<Ru
   }
 };
 
-export { type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
+export { HEARTBEAT_NODE_FLAGS, type HeartbeatConfig, loadHeartbeatConfig } from "./config.ts";
