@@ -11,6 +11,7 @@ import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { createServer } from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { writeHeapSnapshot } from "node:v8";
 import type { AddressInfo, Socket } from "node:net";
 import { openDatabase } from "@fleet/db";
 import pino from "pino";
@@ -165,6 +166,24 @@ const heapProfile = () => {
   }, Number(after) * 1000).unref();
 };
 
+/**
+ * BENCH_HEAP_SNAP=<dir>:<after-s>:<gap-s>:<gap2-s>: a daemon writes three heap snapshots, at <after-s>,
+ * <gap-s> later and <gap2-s> after that. Objects of the third with ids between the first's and the
+ * second's were made in the first gap and outlived the second: what a young generation promotes.
+ */
+const heapSnapshots = () => {
+  const [dir, after, gap, gap2] = (process.env.BENCH_HEAP_SNAP ?? "").split(":");
+  if (!dir) return;
+  const take = (n: number) => writeHeapSnapshot(`${dir}/${process.pid}-${n}.heapsnapshot`);
+  setTimeout(() => {
+    take(1);
+    setTimeout(() => {
+      take(2);
+      setTimeout(() => take(3), Number(gap2) * 1000).unref();
+    }, Number(gap) * 1000).unref();
+  }, Number(after) * 1000).unref();
+};
+
 process.on("message", async (message: Command) => {
   try {
     switch (message.cmd) {
@@ -174,7 +193,10 @@ process.on("message", async (message: Command) => {
             ? await startDaemon(message.port, message.databaseUrl, message.intervalMs, message.missed)
             : await startBaseline(message.port, message.databaseUrl, message.intervalMs);
         reply({ ok: true, port, pid: process.pid });
-        if (message.mode === "daemon") heapProfile();
+        if (message.mode === "daemon") {
+          heapProfile();
+          heapSnapshots();
+        }
         break;
       }
       case "rss":
