@@ -141,6 +141,8 @@ export class SshRouterOsConnector implements RouterOsConnector {
         port,
         username: this.#options.username,
         privateKey: this.#options.privateKey,
+        // The key alone: ssh2's default tries `none` first, a round trip no router accepts (issue 39).
+        authHandler: ["publickey"],
         readyTimeout: this.#options.connectTimeoutMs,
         keepaliveInterval: 15_000,
         ...(this.#options.localAddress ? { localAddress: this.#options.localAddress } : {}),
