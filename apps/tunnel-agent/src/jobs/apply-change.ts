@@ -217,7 +217,7 @@ class StepRunner {
   readonly #s: ChangeStepView;
   readonly #job: JobRecord;
   readonly #guard: string;
-  readonly #log: Logger;
+  #logger: Logger | undefined;
   #client: RouterOsClient | undefined;
 
   constructor(deps: ChangeJobDeps, found: ChangeStepView, job: JobRecord) {
@@ -225,7 +225,12 @@ class StepRunner {
     this.#s = found;
     this.#job = job;
     this.#guard = guardName(found.step.id);
-    this.#log = deps.logger.child({ changeRouterId: found.step.id, routerId: found.step.routerId });
+  }
+
+  /** The step's logger, made when first used (most steps say nothing: no child logger each). */
+  get #log(): Logger {
+    this.#logger ??= this.#d.logger.child({ changeRouterId: this.#s.step.id, routerId: this.#s.step.routerId });
+    return this.#logger;
   }
 
   get #id() {
@@ -242,7 +247,8 @@ class StepRunner {
 
   async #finish(state: "succeeded" | "failed" | "reverted", output: string | null): Promise<void> {
     await this.#d.changes.finishChangeRouter(this.#id, { state, output });
-    this.#log.info({ state }, "change step finished");
+    // The bindings inline: the one line of most steps costs no child logger.
+    this.#d.logger.info({ changeRouterId: this.#id, routerId: this.#s.step.routerId, state }, "change step finished");
   }
 
   /** One SSH session for all the steps of one job (logging in is most of a step's cost). */

@@ -73,11 +73,12 @@ export class RouterJobWorker {
 
   #handle = async (job: EngineJob<RouterJobData>): Promise<void> => {
     const handler = this.#o.handlers[job.data.kind];
-    const log = this.#o.logger.child({ jobId: job.id, kind: job.data.kind, attempt: job.retryCount + 1 });
     if (!handler) throw new Error(`no handler for job kind ${job.data.kind}`);
     try {
       await this.#o.locks.run(job.data.router_id, () => handler(toRecord(job)));
     } catch (error) {
+      // The job's logger only when there is something to say (not one per job: a wave runs hundreds).
+      const log = this.#o.logger.child({ jobId: job.id, kind: job.data.kind, attempt: job.retryCount + 1 });
       log.warn({ err: error }, "job attempt failed");
       throw error;
     }
