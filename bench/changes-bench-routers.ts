@@ -4,6 +4,8 @@
  * not share the system's event loop (bench/changes-bench.ts). Driven over IPC: `adopt` (the enrolled
  * routers), `reset` before a run, `collect` after it (per router timestamps, epoch ms), `stop`.
  */
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import type { HttpRequest, HttpResponse } from "@fleet/router-simulator/routeros/script/routeros-device";
 import { startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
@@ -34,11 +36,14 @@ export type ToRouters =
   | { type: "adopt"; sshPort: number; mark: string; routers: EnrolledRouter[] }
   | { type: "reset" }
   | { type: "collect" }
+  /** Starts a CPU profile of the routers' process, written to `file` at `stop`. */
+  | { type: "profile"; file: string }
   | { type: "stop" };
 
 export type FromRouters =
   | { type: "adopted" }
   | { type: "reset" }
+  | { type: "profiling" }
   | { type: "times"; times: Array<[string, RouterTimes]>; cpuMs: number };
 
 const send = (message: FromRouters) => process.send?.(message);
@@ -46,6 +51,7 @@ const times = new Map<string, RouterTimes>();
 const routers: AdoptedRouter[] = [];
 const closers: Array<() => Promise<void>> = [];
 let cpu = process.cpuUsage();
+let profiler: { session: Session; file: string } | undefined;
 
 /** Pastes the adoption command again after a failure (a loaded machine times requests out). */
 const adoptWithRetries = async (router: AdoptedRouter) => {
@@ -137,7 +143,19 @@ process.on("message", (message: ToRouters) => {
         const used = process.cpuUsage(cpu);
         return send({ type: "times", times: [...times], cpuMs: (used.user + used.system) / 1000 });
       }
+      case "profile": {
+        const session = new Session();
+        session.connect();
+        await session.post("Profiler.enable");
+        await session.post("Profiler.start");
+        profiler = { session, file: message.file };
+        return send({ type: "profiling" });
+      }
       case "stop":
+        if (profiler) {
+          const { profile } = await profiler.session.post("Profiler.stop");
+          writeFileSync(profiler.file, JSON.stringify(profile));
+        }
         for (const router of routers) router.stop();
         for (const close of closers) await close();
         process.exit(0);

@@ -39,6 +39,8 @@ const { values } = parseArgs({
     runs: { type: "string", default: "3" },
     /** Writes a CPU profile of the system's process during the runs (not the adoption) to this file. */
     profile: { type: "string" },
+    /** Likewise of the simulated routers' process (their SSH servers, interpreters, heartbeats). */
+    "profile-routers": { type: "string" },
   },
 });
 const N = Number(values.routers);
@@ -180,6 +182,7 @@ if (profiler) {
   await profiler.post("Profiler.enable");
   await profiler.post("Profiler.start");
 }
+if (values["profile-routers"]) await ask({ type: "profile", file: values["profile-routers"] }, "profiling");
 const p50s = { overhead: [] as number[], confirm: [] as number[], wall: [] as number[] };
 
 for (let run = 1; run <= RUNS; run++) {
