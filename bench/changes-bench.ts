@@ -11,6 +11,7 @@
  * `--concurrency K` runs K router jobs at once in the one agent (the system runs 4 per agent);
  * `--change-concurrency K` the further change steps (TUNNEL_CHANGE_CONCURRENCY, 64); `--start-concurrency K`
  * how many of them log in and run their script at once (TUNNEL_CHANGE_START_CONCURRENCY, 4).
+ * `--profile <file>` / `--profile-routers <file>`: CPU profiles of the system's / the routers' process.
  */
 import { fork } from "node:child_process";
 import { writeFileSync } from "node:fs";
