@@ -18,19 +18,25 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  */
 const root = path.resolve(import.meta.dirname, "../..");
 
-/** `FROM ... AS <stage>` -> the stage's CMD, and the ENTRYPOINT every stage inherits. */
+/** `FROM ... AS <stage>` -> the stage's CMD and ENTRYPOINT (its own, else the one of the stage it is built from). */
 const dockerfile = (() => {
   const text = readFileSync(path.join(root, "Dockerfile"), "utf8");
-  const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(text)?.[1] ?? "null") as string[] | null;
   const cmds = new Map<string, string[]>();
+  const entrypoints = new Map<string, string[]>();
   let stage = "";
   for (const line of text.split("\n")) {
-    const from = /^FROM \S+ AS (\S+)/.exec(line);
-    if (from?.[1]) stage = from[1];
+    const from = /^FROM (\S+) AS (\S+)/.exec(line);
+    if (from?.[2]) {
+      stage = from[2];
+      const inherited = entrypoints.get(from[1] ?? "");
+      if (inherited) entrypoints.set(stage, inherited);
+    }
     const cmd = /^CMD (\[.*\])$/.exec(line);
     if (cmd?.[1]) cmds.set(stage, JSON.parse(cmd[1]) as string[]);
+    const entrypoint = /^ENTRYPOINT (\[.*\])$/.exec(line);
+    if (entrypoint?.[1]) entrypoints.set(stage, JSON.parse(entrypoint[1]) as string[]);
   }
-  return { entrypoint, cmds };
+  return { entrypoints, cmds };
 })();
 
 type Launch = "image" | "npm";
@@ -45,9 +51,10 @@ const NPM_SCRIPT: Record<App, string> = {
 const argvOf = (app: App, launch: Launch): string[] => {
   if (launch === "npm") return ["npm", "run", "--silent", NPM_SCRIPT[app]];
   const cmd = dockerfile.cmds.get(app);
-  if (!dockerfile.entrypoint || !cmd) throw new Error(`Dockerfile has no ENTRYPOINT or no CMD for stage ${app}`);
+  const entrypoint = dockerfile.entrypoints.get(app);
+  if (!entrypoint || !cmd) throw new Error(`Dockerfile has no ENTRYPOINT or no CMD for stage ${app}`);
   // The image's `node` is Node 24 on PATH; here it is the pinned one running this test.
-  const [program, ...rest] = dockerfile.entrypoint;
+  const [program, ...rest] = entrypoint;
   return [program === "node" ? process.execPath : (program ?? ""), ...rest, ...cmd];
 };
 
