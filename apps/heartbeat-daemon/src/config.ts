@@ -106,7 +106,7 @@ export interface HeartbeatTuning {
 
 /**
  * The V8 flags the daemon's process starts with (`npm run start:heartbeat`, the image's heartbeat
- * stage; docs/scale.md "Health"). V8 sizes an old generation that allocates slowly at 1.1-1.3x its live
+ * stage; docs/scale.md "Health samples"). V8 sizes an old generation that allocates slowly at 1.1-1.3x its live
  * heap, so at 10,000 routers it marked the whole ~95 MB heap every 12-16 s (background marking, most
  * of what health added per heartbeat); twice the live heap marks it far less often. Command line
  * only: NODE_OPTIONS refuses it.
