@@ -213,14 +213,8 @@ const rawRouterFromRow = (row: Record<(typeof ROUTER_COLUMNS)[number], unknown>)
   finishedAt: dateOrNull(row.finished_at),
 });
 
-const CHANGE_DATE_COLUMNS = [
-  "start_at",
-  "approved_at",
-  "started_at",
-  "finished_at",
-  "created_at",
-  "updated_at",
-] as const;
+/** The change's timestamps: its `*_at` columns. */
+const CHANGE_DATE_COLUMNS = CHANGE_COLUMNS.filter((column) => column.endsWith("_at"));
 
 /** A change row of a raw statement (timestamps as the driver hands them, jsonb parsed or not). */
 const rawChangeFromRow = (row: Record<string, unknown>): ChangeRecord =>
