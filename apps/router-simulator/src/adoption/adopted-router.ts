@@ -120,6 +120,7 @@ export class AdoptedRouter {
   readonly configuration = {
     remove: (menu: string, target: Parameters<RouterOsDevice["removeWhere"]>[1]): string =>
       this.device.removeWhere(menu, target),
+    exportLines: (): string[] => this.device.system.exportLines(),
   };
 
   async #send(request: HttpRequest): Promise<HttpResponse> {

@@ -89,6 +89,8 @@ const PROMPT = "[admin@Sim] > ";
 /** What offboarding removes from a simulated device; answers the command's output ("" or an error line). */
 export interface ConfigurationTables {
   remove(menu: ConfigMenu, target: Target): string;
+  /** The settings a change script set, as `/export terse` writes them (none at their defaults). */
+  exportLines?(): string[];
 }
 
 function parseKeyOrThrow(key: string | Buffer, what: string): ParsedKey {
@@ -186,6 +188,7 @@ class RouterOsCommandLine {
       "#",
       ...this.#nat.exportLines(),
       ...this.#users.exportLines(),
+      ...(this.#opts.configuration?.exportLines?.() ?? []),
       "/system identity",
       "set name=Sim",
     ].join("\r\n");

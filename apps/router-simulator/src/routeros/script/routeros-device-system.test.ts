@@ -70,6 +70,20 @@ describe("fleet change commands on a simulated RouterOS device", () => {
     expect(d.identity).toBe("edge-1");
   });
 
+  it("exports the settings a script changed, and none at their defaults", async () => {
+    const { d } = device();
+    expect(d.system.exportLines()).toEqual([]);
+    await d.system.runRemote('/ip dns set servers=9.9.9.9,1.1.1.1\n/system note set note="on \\"edge\\" 1"');
+    expect(d.system.exportLines()).toEqual([
+      "/ip dns",
+      "set servers=9.9.9.9,1.1.1.1",
+      "/system note",
+      'set note="on \\"edge\\" 1"',
+    ]);
+    await d.system.runRemote('/ip dns set servers=""\n/system note set note=""');
+    expect(d.system.exportLines()).toEqual([]);
+  });
+
   it("stops a script at the first failing command", async () => {
     const { d } = device();
     const out = await d.system.runRemote(':put "before"\n/system backup load name=missing\n:put "after"');

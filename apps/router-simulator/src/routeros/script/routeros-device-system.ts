@@ -49,14 +49,21 @@ const SETTABLE: Record<string, readonly string[]> = {
 /** A command this module does not handle. */
 export const NOT_SYSTEM = Symbol("not a system command");
 
+/** A router's settings out of the box. */
+const DEFAULT_SETTINGS: Readonly<Settings> = {
+  note: { note: "", "show-at-login": "yes" },
+  dns: { servers: "", "allow-remote-requests": "no" },
+  ntp: { enabled: "no", servers: "" },
+};
+
+/** A value as `/export` writes it: bare when it is a plain word, else quoted with `\` escapes. */
+const exportValue = (value: string): string =>
+  /^[\w.,:/@-]+$/.test(value) ? value : `"${value.replace(/[\\"$]/g, (c) => `\\${c}`)}"`;
+
 export class RouterOsSystem {
   readonly #device: RouterOsDevice;
   readonly #rebootMs: number;
-  #settings: Settings = {
-    note: { note: "", "show-at-login": "yes" },
-    dns: { servers: "", "allow-remote-requests": "no" },
-    ntp: { enabled: "no", servers: "" },
-  };
+  #settings: Settings = structuredClone(DEFAULT_SETTINGS);
   readonly #backups = new Map<string, BinaryBackup>();
   #channel = "stable";
   #latest: string | undefined;
@@ -101,6 +108,25 @@ export class RouterOsSystem {
 
   settings(): Readonly<Settings> {
     return structuredClone(this.#settings);
+  }
+
+  /**
+   * The settings in `/export terse`: like RouterOS, only those changed from their defaults, one
+   * `set` line per menu (so a change script's effect shows in the router's configuration backups).
+   */
+  exportLines(): string[] {
+    const lines: string[] = [];
+    for (const [menu, key] of [
+      ["/ip dns", "dns"],
+      ["/system note", "note"],
+      ["/system ntp client", "ntp"],
+    ] as const) {
+      const values = this.#settings[key];
+      const defaults: Record<string, string> = DEFAULT_SETTINGS[key];
+      const changed = Object.entries(values).filter(([name, value]) => value !== (defaults[name] ?? ""));
+      if (changed.length > 0) lines.push(menu, `set ${changed.map(([n, v]) => `${n}=${exportValue(v)}`).join(" ")}`);
+    }
+    return lines;
   }
 
   /** Powers off for good (simulator shutdown): a pending reboot never boots. */
