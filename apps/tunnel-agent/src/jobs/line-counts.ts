@@ -29,3 +29,15 @@ export const countLinesMultiset = (previous: string, next: string): LineChanges 
   for (const left of counts.values()) removed += left;
   return { added, removed };
 };
+
+/** Lines added and removed in a line diff's parts (jsdiff's `diffLines`). */
+export const countDiffParts = (
+  parts: ReadonlyArray<{ added: boolean; removed: boolean; count: number }>,
+): LineChanges => {
+  const changes = { added: 0, removed: 0 };
+  for (const part of parts) {
+    if (part.added) changes.added += part.count;
+    else if (part.removed) changes.removed += part.count;
+  }
+  return changes;
+};

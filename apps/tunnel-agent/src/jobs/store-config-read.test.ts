@@ -4,7 +4,13 @@ import { createHash } from "node:crypto";
 import { digestConfigExport } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countChangedLines, storeConfigRead } from "./backup-router.ts";
-import { countChangedLinesLinear, offLoopLineCounts } from "./count-changes.ts";
+import {
+  countChangedLinesLinear,
+  countSmallChange,
+  INLINE_DIFF_EDITS,
+  INLINE_DIFF_LINES,
+  offLoopLineCounts,
+} from "./count-changes.ts";
 
 // The service tier (docs/contributing.md "Add a test"): the backup use case on a real database
 // with the real migrations and repositories; the router's export is given as text.
@@ -146,12 +152,35 @@ describe("storeConfigRead (service tier)", () => {
 describe("counting changed lines off the event loop", () => {
   const lines = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `add comment=${tag}-${i}`);
 
-  it("counts with a diff in a worker thread: a moved line is a removal and an addition", async () => {
+  it("counts with a diff: a moved line is a removal and an addition", async () => {
     // A last empty entry: every line ends with its line break.
     const before = exportOf(["a", "b", "c", ""]);
     const moved = exportOf(["b", "c", "a", ""]);
     expect(await countChangedLines(before, moved)).toEqual({ added: 1, removed: 1 });
     expect(await countChangedLines(before, exportOf(["a", "x", "c", "d", ""]))).toEqual({ added: 2, removed: 1 });
+    // 40 lines moved to the end: beyond the event loop's bound, the thread's diff counts them (the
+    // linear count would see no change at all).
+    const block = lines("a", 100);
+    const shifted = [...block.slice(40), ...block.slice(0, 40)];
+    expect(await countChangedLines(exportOf([...block, ""]), exportOf([...shifted, ""]))).toEqual({
+      added: 40,
+      removed: 40,
+    });
+  });
+
+  it("counts a small change on the event loop, up to its bounds of lines and edits", () => {
+    const text = (xs: string[]) => `${xs.join("\n")}\n`;
+    const block = lines("a", 100);
+    // INLINE_DIFF_EDITS (32) edits: 16 lines replaced; one line more is past the bound.
+    const replaced = [...lines("b", 16), ...block.slice(16)];
+    expect(countSmallChange(text(block), text(replaced))).toEqual({ added: 16, removed: 16 });
+    expect(INLINE_DIFF_EDITS).toBe(32);
+    expect(countSmallChange(text(block), text([...replaced, "add comment=extra"]))).toBeUndefined();
+    // INLINE_DIFF_LINES (2,000) lines of both texts together, one changed; one line more is past it.
+    const half = lines("c", INLINE_DIFF_LINES / 2);
+    const touched = [...half.slice(0, -1), "add comment=touched"];
+    expect(countSmallChange(text(half), text(touched))).toEqual({ added: 1, removed: 1 });
+    expect(countSmallChange(text(half), text([...touched, "add comment=more"]))).toBeUndefined();
   });
 
   it("past its time the diff gives way to the linear count, which stores the version anyway", async () => {
