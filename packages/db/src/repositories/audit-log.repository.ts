@@ -86,6 +86,16 @@ const outboxState = (organizationId: string, occurredAt: string) =>
   sql.raw(`(case when exists (select 1 from webhooks w where w.organization_id = ${organizationId} and w.disabled_at is null)
     then null else ${occurredAt} end)`);
 
+/**
+ * `team_id` of a new entry, the one rule of every writer: the team given, else its router's team,
+ * else (the router was removed in this transaction or before) the team of the router's latest entry.
+ * Each value is a column (`sql.raw`) or a parameter.
+ */
+const entryTeam = (teamId: unknown, organizationId: unknown, routerId: unknown) =>
+  sql<string | null>`coalesce(${teamId}, (select tr.team_id from routers tr where tr.id = ${routerId}),
+    (select ta.team_id from audit_log ta where ta.organization_id = ${organizationId} and ta.router_id = ${routerId}
+      and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))`;
+
 /** Writes one entry through `query`, so it commits or rolls back with the change it records. */
 export const insertAuditEntry = async (query: Query, entry: NewAuditEntry): Promise<void> => {
   const routerId = entry.routerId ?? null;
@@ -119,23 +129,11 @@ export const insertAuditEntry = async (query: Query, entry: NewAuditEntry): Prom
         )
         .then(eb.cast<Date>(eb.val(entry.occurredAt), "timestamptz"))
         .end(),
-      // The team given, else its router's team, else (the router was removed in this transaction or
-      // before) the team of the router's latest entry; an entry that names its team costs no lookup.
+      // `entryTeam`; an entry that names its team (or no router) costs no lookup.
       team_id:
         entry.teamId != null || routerId === null
           ? (entry.teamId ?? null)
-          : eb.fn.coalesce(
-              eb.selectFrom("routers as tr").select("tr.team_id").where("tr.id", "=", routerId),
-              eb
-                .selectFrom("audit_log as ta")
-                .select("ta.team_id")
-                .where("ta.organization_id", "=", entry.organizationId)
-                .where("ta.router_id", "=", routerId)
-                .where("ta.team_id", "is not", null)
-                .orderBy("ta.occurred_at", "desc")
-                .orderBy("ta.id", "desc")
-                .limit(1),
-            ),
+          : entryTeam(sql.raw("null"), entry.organizationId, routerId),
     }))
     .execute();
 };
@@ -152,9 +150,7 @@ export const insertAuditEntries = async (query: Query, entries: readonly NewAudi
     select gen_random_uuid(), v.organization_id, to_timestamp(v.occurred_ms / 1000.0), v.action, v.actor_type, v.actor_id,
       v.target_type, v.target_id, v.router_id, v.source_ip, v.details,
       ${outboxState("v.organization_id", "to_timestamp(v.occurred_ms / 1000.0)")},
-      coalesce(v.team_id, (select tr.team_id from routers tr where tr.id = v.router_id),
-        (select ta.team_id from audit_log ta where ta.organization_id = v.organization_id and ta.router_id = v.router_id
-          and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))
+      ${entryTeam(sql.raw("v.team_id"), sql.raw("v.organization_id"), sql.raw("v.router_id"))}
     from unnest(${textArray(entries.map((e) => e.organizationId))}::uuid[],
       ${plainArray(entries.map((e) => e.occurredAt.getTime()))}::float8[],
       ${textArray(entries.map((e) => e.action))}::text[], ${textArray(entries.map((e) => e.actor.type))}::text[],
@@ -170,8 +166,8 @@ export const insertAuditEntries = async (query: Query, entries: readonly NewAudi
 /**
  * `change.router.<state>` for the change step a statement has just ended, as the body of one of its
  * data-modifying CTEs: `step` names the CTE that returns the step's row (`change_routers` columns).
- * Details, outbox state and team as `insertAuditEntry` writes them for `ChangeWorkflow`; `output`
- * is the entry's cut of the step's output, else (null) the row's own output.
+ * Details, outbox state and team (`entryTeam`) as `insertAuditEntry` writes them for
+ * `ChangeWorkflow`; `output` is the entry's cut of the step's output, else (null) the row's own output.
  */
 export const changeRouterAuditInsert = (step: string, output: string | null) =>
   sql`insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type, target_id,
@@ -180,9 +176,7 @@ export const changeRouterAuditInsert = (step: string, output: string | null) =>
       'change', c.id::text, s.router_id, null,
       jsonb_build_object('change_id', c.id, 'name', c.name, 'wave', s.wave, 'output', coalesce(${output}::text, s.output)),
       ${outboxState("c.organization_id", "s.finished_at")},
-      coalesce(c.team_id, (select tr.team_id from routers tr where tr.id = s.router_id),
-        (select ta.team_id from audit_log ta where ta.organization_id = c.organization_id and ta.router_id = s.router_id
-          and ta.team_id is not null order by ta.occurred_at desc, ta.id desc limit 1))
+      ${entryTeam(sql.raw("c.team_id"), sql.raw("c.organization_id"), sql.raw("s.router_id"))}
     from ${sql.table(step)} s join changes c on c.id = s.change_id`;
 
 /**
