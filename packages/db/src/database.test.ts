@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openDatabase, type Query, queryOf } from "./database.ts";
+import { openDatabase, POOL_IDLE_MS, type Query, queryOf } from "./database.ts";
 import { AccountsRepository } from "./repositories/accounts.repository.ts";
 import { IdentityWorkflow } from "./identity/identity-workflow.ts";
 import { createTestDatabase, makeAccount, makeChildOrganization, makeUser, uniqueEmail } from "./testing/index.ts";
@@ -109,6 +109,11 @@ describe("database", () => {
         );
         // This handle's two plus the test database's own pool.
         expect(open?.n).toBeLessThanOrEqual(2 + 5);
+        // Idle connections outlive two 30 s heartbeat intervals (pg's own default drops them after 10 s).
+        const connection = db.orm.em.getConnection() as unknown as { getNativeClient(): Promise<unknown> };
+        const pool = (await connection.getNativeClient()) as { options: { idleTimeoutMillis?: number } };
+        expect(pool.options.idleTimeoutMillis).toBe(POOL_IDLE_MS);
+        expect(POOL_IDLE_MS).toBeGreaterThanOrEqual(60_000);
       }
     } finally {
       if (db !== base) await db.close();

@@ -241,12 +241,20 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
   );
 };
 
+/**
+ * How long an idle pooled connection is kept (pg's default is 10 s). Work at the 30 s heartbeat
+ * cadence, a change's waves among it, would otherwise find most of its connections closed each time
+ * and pay a new backend (fork, authentication, cold catalog caches, prepared statements lost) per
+ * connection per burst (docs/scale.md "Fleet changes").
+ */
+export const POOL_IDLE_MS = 60_000;
+
 const openPostgres = async (config: DatabaseConfig, databaseUrl: string): Promise<Database> => {
   const { MikroORM: PostgresMikroORM } = await import("@mikro-orm/postgresql");
   const orm = await PostgresMikroORM.init({
     ...commonOptions(config),
     clientUrl: databaseUrl,
-    pool: { min: 0, max: config.poolSize ?? 10 },
+    pool: { min: 0, max: config.poolSize ?? 10, idleTimeoutMillis: POOL_IDLE_MS },
   });
   // Hot-path reads skip the ORM but not its pool: one pool per process (docs/operations.md
   // "Configuration": DATABASE_POOL_MAX), the driver's own `pg.Pool` under MikroORM.
