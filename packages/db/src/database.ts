@@ -245,7 +245,7 @@ const openPglite = async (config: DatabaseConfig): Promise<Database> => {
  * How long an idle pooled connection is kept (pg's default is 10 s). Work at the 30 s heartbeat
  * cadence, a change's waves among it, would otherwise find most of its connections closed each time
  * and pay a new backend (fork, authentication, cold catalog caches, prepared statements lost) per
- * connection per burst (docs/scale.md "Fleet changes").
+ * connection per burst (docs/scale.md "The model").
  */
 export const POOL_IDLE_MS = 60_000;
 

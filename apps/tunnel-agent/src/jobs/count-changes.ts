@@ -41,8 +41,8 @@ const lineCount = (text: string): number => {
 /**
  * The diff's counts of two normalized exports when they are small and differ in few lines (a
  * change step's backup, a daily read of a router someone touched): jsdiff bounded to
- * INLINE_DIFF_EDITS, at most about a millisecond even on hostile texts (docs/scale.md "Fleet
- * changes"). Undefined otherwise: the worker thread counts.
+ * INLINE_DIFF_EDITS, at most about a millisecond even on hostile texts (docs/scale.md "The
+ * model"). Undefined otherwise: the worker thread counts.
  */
 export const countSmallChange = (previous: string, next: string): LineChanges | undefined => {
   if (lineCount(previous) + lineCount(next) > INLINE_DIFF_LINES) return undefined;
