@@ -41,8 +41,8 @@ interface BinaryBackup {
 }
 
 const SETTABLE: Record<string, readonly string[]> = {
-  "system note": ["note", "show-at-login"],
   "ip dns": ["servers", "allow-remote-requests", "cache-size"],
+  "system note": ["note", "show-at-login"],
   "system ntp client": ["enabled", "servers", "mode"],
 };
 
@@ -116,15 +116,13 @@ export class RouterOsSystem {
    */
   exportLines(): string[] {
     const lines: string[] = [];
-    for (const [menu, key] of [
-      ["/ip dns", "dns"],
-      ["/system note", "note"],
-      ["/system ntp client", "ntp"],
-    ] as const) {
-      const values = this.#settings[key];
-      const defaults: Record<string, string> = DEFAULT_SETTINGS[key];
-      const changed = Object.entries(values).filter(([name, value]) => value !== (defaults[name] ?? ""));
-      if (changed.length > 0) lines.push(menu, `set ${changed.map(([n, v]) => `${n}=${exportValue(v)}`).join(" ")}`);
+    for (const menu of Object.keys(SETTABLE)) {
+      const defaults = this.#settingsOf(menu, DEFAULT_SETTINGS);
+      const changed = Object.entries(this.#settingsOf(menu)).filter(
+        ([name, value]) => value !== (defaults[name] ?? ""),
+      );
+      if (changed.length > 0)
+        lines.push(`/${menu}`, `set ${changed.map(([n, v]) => `${n}=${exportValue(v)}`).join(" ")}`);
     }
     return lines;
   }
@@ -283,9 +281,9 @@ export class RouterOsSystem {
     }
   }
 
-  #settingsOf(menu: string): Record<string, string> {
-    if (menu === "system note") return this.#settings.note;
-    return menu === "ip dns" ? this.#settings.dns : this.#settings.ntp;
+  #settingsOf(menu: string, settings: Readonly<Settings> = this.#settings): Record<string, string> {
+    if (menu === "system note") return settings.note;
+    return menu === "ip dns" ? settings.dns : settings.ntp;
   }
 
   #get(values: Record<string, RosVal>, name: string | undefined): RosVal {
