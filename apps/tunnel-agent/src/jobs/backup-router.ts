@@ -56,7 +56,8 @@ export const countChangedLines = offLoopLineCounts();
  * oldest versions beyond the retention go. `countChanges` compares the previous text with the new
  * one; it runs before the transaction (a diff may take seconds, in a worker thread), so it never
  * holds the router's lock or PGlite's one connection. The router's row is locked, so two reads of
- * one router store one after the other; null when the router is gone.
+ * one router store one after the other; null when the router is gone. A read whose look still holds
+ * (the newest version is the one read before) is written in one statement, without a transaction.
  */
 export const storeConfigRead = async (
   db: Pick<Database, "query" | "transaction">,
@@ -83,6 +84,21 @@ export const storeConfigRead = async (
     before && before.normalizedSha256 !== read.normalizedSha256
       ? { id: before.id, changes: await countChanges(before.content, read.content) }
       : undefined;
+  if (before && counted) {
+    // A new version after the one read above (a change step's backup after a change, mostly). A
+    // version stored since goes the long way.
+    const backup = await new ConfigBackupsRepository(queryOf(db)).insertIfNewest(before.id, read, counted.changes);
+    if (backup) {
+      const { content: _text, ...previous } = before;
+      return {
+        kind: "created",
+        backup,
+        previous,
+        linesAdded: counted.changes.added,
+        linesRemoved: counted.changes.removed,
+      };
+    }
+  }
   return db.transaction(async (query): Promise<StoreOutcome | null> => {
     const backups = new ConfigBackupsRepository(query);
     // The newest version's row without its text: the text was read (and compared) before.

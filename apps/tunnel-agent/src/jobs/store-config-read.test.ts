@@ -1,4 +1,4 @@
-import { ConfigBackupsRepository, queryOf } from "@fleet/db";
+import { ConfigBackupsRepository, queryOf, WebhooksRepository } from "@fleet/db";
 import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
 import { createHash } from "node:crypto";
 import { digestConfigExport } from "@fleet/shared";
@@ -118,11 +118,102 @@ describe("storeConfigRead (service tier)", () => {
     expect(await databaseFingerprint(db)).toBe(before);
   });
 
+  it("a changed read is stored in one statement, in no transaction; one stored since its look goes the long way (issue 39)", async () => {
+    const owner = await makeUser(db);
+    const router = await makeRouter(db, owner);
+    const first = await read(router.id, exportOf(["add comment=a"]), 0);
+    let transactions = 0;
+    const counting = {
+      query: db.query,
+      transaction: ((work) => {
+        transactions += 1;
+        return db.transaction(work);
+      }) as typeof db.transaction,
+    };
+    const store = (content: string, hours: number, countChanges = countChangedLines) =>
+      storeConfigRead(
+        counting,
+        {
+          routerId: router.id,
+          content,
+          ...digestConfigExport(content),
+          at: new Date(T0 + hours * HOUR),
+          retention: 10,
+        },
+        countChanges,
+      );
+    const changed = await store(exportOf(["add comment=b"]), 1);
+    expect(changed).toMatchObject({ kind: "created", previous: first?.backup, linesAdded: 1, linesRemoved: 1 });
+    expect(transactions).toBe(0);
+
+    // Entries go to the outbox from here on; another version is stored while the lines are counted.
+    await new WebhooksRepository(queryOf(db)).insert({
+      organizationId: owner.organizationId,
+      teamId: null,
+      url: "https://hooks.example.com/x",
+      events: ["*"],
+      description: "",
+      format: "standard",
+      secretCiphertext: "x",
+      createdAt: new Date(T0),
+    });
+    let between = null as Awaited<ReturnType<typeof read>>;
+    const late = await store(exportOf(["add comment=d", "add comment=e"]), 3, async (previous, next) => {
+      between = await read(router.id, exportOf(["add comment=c"]), 2);
+      return countChangedLines(previous, next);
+    });
+    expect(transactions).toBe(1);
+    // Counted against the version stored in between (the linear count), not the one looked at.
+    expect(late).toMatchObject({
+      kind: "created",
+      previous: { id: between?.backup.id },
+      linesAdded: 2,
+      linesRemoved: 1,
+    });
+    expect(
+      (await new ConfigBackupsRepository(queryOf(db)).list(router.id, 10)).map((b) => b.createdAt.getTime()),
+    ).toEqual([3, 2, 1, 0].map((h) => T0 + h * HOUR));
+
+    // Both ways write the entry alike: the system, the router, its team, the outbox state.
+    const entries = await db.query<Record<string, unknown>>(
+      `select actor_type, actor_id, target_type, target_id, team_id, dispatched_at is null as queued,
+         details->>'previous_backup_id' as previous from audit_log
+        where router_id = $1 and action = 'router.config.changed' order by occurred_at`,
+      [router.id],
+    );
+    const entry = { actor_type: "system", actor_id: null, target_type: "router", target_id: router.id };
+    expect(entries).toEqual([
+      { ...entry, team_id: owner.teamId, queued: false, previous: first?.backup.id },
+      { ...entry, team_id: owner.teamId, queued: true, previous: changed?.backup.id },
+      { ...entry, team_id: owner.teamId, queued: true, previous: between?.backup.id },
+    ]);
+
+    // Looked at an older version: nothing is written.
+    const before = await databaseFingerprint(db);
+    const content = exportOf(["add comment=f"]);
+    const stale = { routerId: router.id, content, ...digestConfigExport(content), at: new Date(T0 + 4 * HOUR) };
+    const backups = new ConfigBackupsRepository(queryOf(db));
+    const changes = { added: 1, removed: 1 };
+    expect(await backups.insertIfNewest(first?.backup.id ?? "", { ...stale, retention: 10 }, changes)).toBeNull();
+    expect(
+      await backups.insertIfNewest(
+        late?.backup.id ?? "",
+        { ...stale, routerId: crypto.randomUUID(), retention: 10 },
+        changes,
+      ),
+    ).toBeNull();
+    expect(await databaseFingerprint(db)).toBe(before);
+  });
+
   it("keeps the newest `retention` versions; a router that is gone changes nothing", async () => {
     const router = await makeRouter(db, await makeUser(db));
     for (let i = 0; i < 4; i++) await read(router.id, exportOf([`add comment=v${i}`]), i, 3);
     const kept = await new ConfigBackupsRepository(queryOf(db)).list(router.id, 10);
     expect(kept.map((b) => b.createdAt.getTime())).toEqual([T0 + 3 * HOUR, T0 + 2 * HOUR, T0 + HOUR]);
+    // A retention of 1 keeps the new version alone.
+    await read(router.id, exportOf(["add comment=v9"]), 4, 1);
+    const one = await new ConfigBackupsRepository(queryOf(db)).list(router.id, 10);
+    expect(one.map((b) => b.createdAt.getTime())).toEqual([T0 + 4 * HOUR]);
 
     const before = await databaseFingerprint(db);
     expect(await read(crypto.randomUUID(), exportOf(["add comment=x"]), 9)).toBeNull();

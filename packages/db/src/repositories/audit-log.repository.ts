@@ -180,6 +180,27 @@ export const changeRouterAuditInsert = (step: string, output: string | null) =>
     from ${sql.table(step)} s join changes c on c.id = s.change_id`;
 
 /**
+ * `router.config.changed` for the version a statement has just stored, as the body of one of its
+ * data-modifying CTEs: `stored` names the CTE that returns the version's `id`, `router_id`,
+ * `created_at` and its router's `organization_id`. Details, actor, outbox state and team as
+ * `insertAuditEntry` writes them for `storeConfigRead`.
+ */
+export const configChangedAuditInsert = (
+  stored: string,
+  previousId: string,
+  changes: { added: number; removed: number },
+) =>
+  sql`insert into audit_log (id, organization_id, occurred_at, action, actor_type, actor_id, target_type, target_id,
+      router_id, source_ip, details, dispatched_at, team_id)
+    select gen_random_uuid(), s.organization_id, s.created_at, 'router.config.changed', ${SYSTEM_ORIGIN.actor.type},
+      null, 'router', s.router_id::text, s.router_id, null,
+      jsonb_build_object('backup_id', s.id, 'previous_backup_id', ${previousId}::uuid,
+        'lines_added', ${changes.added}::int, 'lines_removed', ${changes.removed}::int),
+      ${outboxState("s.organization_id", "s.created_at")},
+      ${entryTeam(sql.raw("null"), sql.raw("s.organization_id"), sql.raw("s.router_id"))}
+    from ${sql.table(stored)} s`;
+
+/**
  * The relay's batch for one kind of session (forwards, or temporary router access): rows whose
  * session no longer exists are dropped, and the organization and router come from the session, so a
  * caller cannot misfile an entry. Access records `forward.connection.*` as

@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { Query } from "../database.ts";
+import { configChangedAuditInsert } from "./audit-log.repository.ts";
 
 /** A stored configuration version, without its text. */
 export interface BackupRecord {
@@ -165,6 +166,62 @@ export class ConfigBackupsRepository {
       this.#query.kysely,
     );
     return rows[0]?.checked === 1;
+  }
+
+  /**
+   * A read that differs from the version `previousId`: under the router's lock (as
+   * {@link markCheckedIfNewest}), when `previousId` is still the newest version, the read is
+   * stored as a new version audited as `router.config.changed` with `changes`, the versions beyond
+   * `retention` go and a failure shown beside the list is cleared, in one statement and no
+   * transaction (a change step's backup after a change, issue 39). Null, with nothing written,
+   * otherwise.
+   */
+  async insertIfNewest(
+    previousId: string,
+    read: ConfigRead,
+    changes: { added: number; removed: number },
+  ): Promise<BackupRecord | null> {
+    const id = crypto.randomUUID();
+    // Raw: the lock, the look, the insert, its audit entry, the pruning and the failure's clearing
+    // in one statement (data-modifying CTEs). The pruning sees the versions before the insert, so
+    // it keeps `retention - 1` of them.
+    const { rows } = await sql<{ stored: number }>`
+      with r as (select id, organization_id from routers where id = ${read.routerId} for update),
+      l as (
+        select b.id from router_config_backups b join r on b.router_id = r.id
+        order by b.created_at desc, b.id desc limit 1
+      ),
+      i as (
+        insert into router_config_backups (id, router_id, created_at, checked_at, sha256, normalized_sha256, bytes, lines, content)
+        select ${id}, r.id, ${read.at}, ${read.at}, ${read.sha256}, ${read.normalizedSha256}, ${read.bytes}, ${read.lines},
+          ${read.content}
+        from r join l on l.id = ${previousId}
+        returning id, router_id, created_at
+      ),
+      s as (select i.id, i.router_id, i.created_at, r.organization_id from i join r on r.id = i.router_id),
+      a as (${configChangedAuditInsert("s", previousId, changes)}),
+      p as (
+        delete from router_config_backups where id in (
+          select b.id from router_config_backups b where b.router_id = ${read.routerId} and exists (select 1 from i)
+          order by b.created_at desc, b.id desc offset ${Math.max(0, read.retention - 1)}
+        )
+      ),
+      c as (
+        update router_backup_states set failed_at = null, failure_reason = null
+        where router_id = ${read.routerId} and failed_at is not null and exists (select 1 from i)
+      )
+      select (select count(*) from i)::int as stored`.execute(this.#query.kysely);
+    if (rows[0]?.stored !== 1) return null;
+    return {
+      id,
+      routerId: read.routerId,
+      createdAt: read.at,
+      checkedAt: read.at,
+      sha256: read.sha256,
+      normalizedSha256: read.normalizedSha256,
+      bytes: read.bytes,
+      lines: read.lines,
+    };
   }
 
   /** A read succeeded: the last failure shown beside the list is cleared. */
