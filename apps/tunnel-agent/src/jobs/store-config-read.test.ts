@@ -1,5 +1,12 @@
-import { ConfigBackupsRepository, queryOf, WebhooksRepository } from "@fleet/db";
-import { createTestDatabase, databaseFingerprint, makeRouter, makeUser, type TestDatabase } from "@fleet/db/testing";
+import { ConfigBackupsRepository, queryOf } from "@fleet/db";
+import {
+  createTestDatabase,
+  databaseFingerprint,
+  makeRouter,
+  makeUser,
+  makeWebhook,
+  type TestDatabase,
+} from "@fleet/db/testing";
 import { createHash } from "node:crypto";
 import { digestConfigExport } from "@fleet/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,6 +48,19 @@ const auditOf = (routerId: string) =>
     "select action, details from audit_log where router_id = $1 and action like 'router.config.%' order by occurred_at",
     [routerId],
   );
+
+/** The database as storeConfigRead takes it, counting the transactions opened through it. */
+const countingTransactions = () => {
+  const handle = {
+    transactions: 0,
+    query: db.query,
+    transaction: ((work) => {
+      handle.transactions += 1;
+      return db.transaction(work);
+    }) as typeof db.transaction,
+  };
+  return handle;
+};
 
 describe("storeConfigRead (service tier)", () => {
   it("stores the first read without an entry, an equal read only as checked, a changed one with router.config.changed", async () => {
@@ -88,14 +108,7 @@ describe("storeConfigRead (service tier)", () => {
     const router = await makeRouter(db, await makeUser(db));
     const backups = new ConfigBackupsRepository(queryOf(db));
     const first = await read(router.id, exportOf(["add comment=a"]), 0);
-    let transactions = 0;
-    const counting = {
-      query: db.query,
-      transaction: ((work) => {
-        transactions += 1;
-        return db.transaction(work);
-      }) as typeof db.transaction,
-    };
+    const counting = countingTransactions();
     const content = exportOf(["add comment=a"]);
     const at = new Date(T0 + HOUR);
     const same = await storeConfigRead(
@@ -104,7 +117,7 @@ describe("storeConfigRead (service tier)", () => {
       countChangedLines,
     );
     expect(same).toEqual({ kind: "unchanged", backup: { ...first?.backup, checkedAt: at } });
-    expect(transactions).toBe(0);
+    expect(counting.transactions).toBe(0);
     expect((await backups.list(router.id, 10)).map((b) => b.checkedAt.getTime())).toEqual([at.getTime()]);
 
     // A version stored after the look: nothing is marked, the read goes the long way.
@@ -122,14 +135,7 @@ describe("storeConfigRead (service tier)", () => {
     const owner = await makeUser(db);
     const router = await makeRouter(db, owner);
     const first = await read(router.id, exportOf(["add comment=a"]), 0);
-    let transactions = 0;
-    const counting = {
-      query: db.query,
-      transaction: ((work) => {
-        transactions += 1;
-        return db.transaction(work);
-      }) as typeof db.transaction,
-    };
+    const counting = countingTransactions();
     const store = (content: string, hours: number, countChanges = countChangedLines) =>
       storeConfigRead(
         counting,
@@ -144,25 +150,16 @@ describe("storeConfigRead (service tier)", () => {
       );
     const changed = await store(exportOf(["add comment=b"]), 1);
     expect(changed).toMatchObject({ kind: "created", previous: first?.backup, linesAdded: 1, linesRemoved: 1 });
-    expect(transactions).toBe(0);
+    expect(counting.transactions).toBe(0);
 
     // Entries go to the outbox from here on; another version is stored while the lines are counted.
-    await new WebhooksRepository(queryOf(db)).insert({
-      organizationId: owner.organizationId,
-      teamId: null,
-      url: "https://hooks.example.com/x",
-      events: ["*"],
-      description: "",
-      format: "standard",
-      secretCiphertext: "x",
-      createdAt: new Date(T0),
-    });
+    await makeWebhook(db, owner.organizationId);
     let between = null as Awaited<ReturnType<typeof read>>;
     const late = await store(exportOf(["add comment=d", "add comment=e"]), 3, async (previous, next) => {
       between = await read(router.id, exportOf(["add comment=c"]), 2);
       return countChangedLines(previous, next);
     });
-    expect(transactions).toBe(1);
+    expect(counting.transactions).toBe(1);
     // Counted against the version stored in between (the linear count), not the one looked at.
     expect(late).toMatchObject({
       kind: "created",

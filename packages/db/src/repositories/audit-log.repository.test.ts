@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { queryOf } from "../database.ts";
-import { createTestDatabase, makeRouter, makeUser, type TestDatabase, unique } from "../testing/index.ts";
+import { createTestDatabase, makeRouter, makeUser, makeWebhook, type TestDatabase, unique } from "../testing/index.ts";
 import { AccessRepository } from "./access.repository.ts";
 import { AuditLogRepository, insertAuditEntry, type NewAuditEntry } from "./audit-log.repository.ts";
-import { WebhooksRepository } from "./webhooks.repository.ts";
 
 // What the API shows of these entries is tested over HTTP (apps/api/src/features/audit-log); these
 // are the values the insert computes in the statement.
@@ -58,16 +57,7 @@ describe("insertAuditEntry", () => {
   it("leaves an entry in the outbox only while its organization has an enabled webhook", async () => {
     const owner = await makeUser(db);
     await insertAuditEntry(queryOf(db), entry(owner.organizationId, { action: "b.before" }));
-    await new WebhooksRepository(queryOf(db)).insert({
-      organizationId: owner.organizationId,
-      teamId: null,
-      url: "https://hooks.example.com/x",
-      events: ["*"],
-      description: "",
-      format: "standard",
-      secretCiphertext: "x",
-      createdAt: T0,
-    });
+    await makeWebhook(db, owner.organizationId);
     await insertAuditEntry(queryOf(db), entry(owner.organizationId, { action: "b.after" }));
     expect(await stored(owner.organizationId, "b.before")).toEqual([{ team_id: null, dispatched: true }]);
     expect(await stored(owner.organizationId, "b.after")).toEqual([{ team_id: null, dispatched: false }]);

@@ -69,6 +69,18 @@ const withContent = (row: BackupRow & { content: string }): BackupRecord & { con
   content: row.content,
 });
 
+/** The version a read was stored as (without its text). */
+const storedAs = (id: string, read: Omit<ConfigRead, "retention">): BackupRecord => ({
+  id,
+  routerId: read.routerId,
+  createdAt: read.at,
+  checkedAt: read.at,
+  sha256: read.sha256,
+  normalizedSha256: read.normalizedSha256,
+  bytes: read.bytes,
+  lines: read.lines,
+});
+
 /**
  * Configuration backups (docs/api.md "Configuration backups"): versions per router, newest first
  * by (created_at, id) on `router_config_backups_router_created_index`; the schedule's bookkeeping.
@@ -212,16 +224,7 @@ export class ConfigBackupsRepository {
       )
       select (select count(*) from i)::int as stored`.execute(this.#query.kysely);
     if (rows[0]?.stored !== 1) return null;
-    return {
-      id,
-      routerId: read.routerId,
-      createdAt: read.at,
-      checkedAt: read.at,
-      sha256: read.sha256,
-      normalizedSha256: read.normalizedSha256,
-      bytes: read.bytes,
-      lines: read.lines,
-    };
+    return storedAs(id, read);
   }
 
   /** A read succeeded: the last failure shown beside the list is cleared. */
@@ -258,16 +261,7 @@ export class ConfigBackupsRepository {
         content: read.content,
       })
       .execute();
-    return {
-      id,
-      routerId: read.routerId,
-      createdAt: read.at,
-      checkedAt: read.at,
-      sha256: read.sha256,
-      normalizedSha256: read.normalizedSha256,
-      bytes: read.bytes,
-      lines: read.lines,
-    };
+    return storedAs(id, read);
   }
 
   /** Deletes the router's oldest versions beyond the newest `retention`. */

@@ -1,5 +1,6 @@
-import type { Database } from "../database.ts";
+import { type Database, queryOf } from "../database.ts";
 import { AccountsRepository } from "../repositories/accounts.repository.ts";
+import { WebhooksRepository } from "../repositories/webhooks.repository.ts";
 import { IdentityWorkflow } from "../identity/identity-workflow.ts";
 import { createHash } from "node:crypto";
 
@@ -31,6 +32,19 @@ export const makeAccount = async (
     country: overrides.country ?? "US",
     stripeCustomerId: overrides.stripeCustomerId ?? unique("cus_test"),
     balanceMinor: 0,
+  });
+
+/** An enabled webhook of the organization for every event: from then on its audit entries wait in the outbox. */
+export const makeWebhook = async (db: Database, organizationId: string) =>
+  new WebhooksRepository(queryOf(db)).insert({
+    organizationId,
+    teamId: null,
+    url: "https://hooks.example.com/x",
+    events: ["*"],
+    description: "",
+    format: "standard",
+    secretCiphertext: "x",
+    createdAt: new Date(),
   });
 
 let tunnelSequence = 0;
