@@ -121,13 +121,16 @@ async function parent(): Promise<void> {
   const huge = await makeRouter(db, attacker, { tunnelIp: HUGE_IP });
   const big = await makeRouter(db, attacker, { tunnelIp: BIG_IP });
   const repo = new ConfigBackupsRepository(queryOf(db));
-  const store = (content: string, at: number) =>
-    repo.insert({
-      routerId: big.id,
-      content,
-      ...digestConfigExport(content),
-      at: new Date(Date.UTC(2026, 10, 1) + at),
-    });
+  const store = async (content: string, at: number) => {
+    const read = { routerId: big.id, content, ...digestConfigExport(content), retention: 100 };
+    const stored = await repo.insertIfNewest(
+      (await repo.latest(big.id))?.id ?? null,
+      { ...read, at: new Date(Date.UTC(2026, 10, 1) + at) },
+      { added: 0, removed: 0 },
+    );
+    if (!stored) throw new Error("not stored");
+    return stored;
+  };
   await store(exportOf(lines("a")), 0);
   const newer = await store(exportOf(lines("b")), 1_000);
   const mine = await makeRouter(db, victim);

@@ -1,14 +1,13 @@
 import {
   BACKUP_JOB_ATTEMPTS,
+  type BackupRecord,
   ConfigBackupsRepository,
   type ConfigRead,
   type Database,
   type ForwardTargetsRepository,
-  insertAuditEntry,
   type JobRecord,
   queryOf,
   type StoreOutcome,
-  SYSTEM_ORIGIN,
 } from "@fleet/db";
 import { type Clock, digestConfigExport, type TunnelNetwork, ZReconcileJobPayload } from "@fleet/shared";
 import type { Logger } from "pino";
@@ -54,90 +53,68 @@ export const countChangedLines = offLoopLineCounts();
  * Stores a read: equal to the newest version (same normalized digest) only moves its `checked_at`;
  * else a new version, audited as `router.config.changed` when there was a previous one, and the
  * oldest versions beyond the retention go. `countChanges` compares the previous text with the new
- * one; it runs before the transaction (a diff may take seconds, in a worker thread), so it never
- * holds the router's lock or PGlite's one connection. The router's row is locked, so two reads of
- * one router store one after the other; null when the router is gone. A read whose look still holds
- * (the newest version is the one read before) is written in one statement, without a transaction.
+ * one; it runs before any lock (a diff may take seconds, in a worker thread), so it never holds the
+ * router's lock or PGlite's one connection. A read whose look still holds (the newest version is the
+ * one read first) is written in one statement under the router's lock; else in a transaction that
+ * locks the router and looks again. Null when the router is gone.
  */
 export const storeConfigRead = async (
   db: Pick<Database, "query" | "transaction">,
   read: ConfigRead,
   countChanges: (previous: string, next: string) => LineChanges | Promise<LineChanges>,
 ): Promise<StoreOutcome | null> => {
-  // One read, outside any transaction: the one below checks it again under the lock.
-  const before = await new ConfigBackupsRepository(queryOf(db)).latest(read.routerId);
-  if (before && before.normalizedSha256 === read.normalizedSha256) {
-    // The same configuration as the newest version (a change step's backup, mostly): one statement
-    // under the router's lock, no transaction. A version stored since goes the long way below.
-    const checked = await new ConfigBackupsRepository(queryOf(db)).markCheckedIfNewest(
-      read.routerId,
-      before.id,
-      read.normalizedSha256,
-      read.at,
-    );
-    if (checked) {
-      const { content: _text, ...backup } = before;
-      return { kind: "unchanged", backup: { ...backup, checkedAt: read.at } };
-    }
+  const repository = new ConfigBackupsRepository(queryOf(db));
+  // One read, outside any transaction: the writes below check it again under the lock.
+  const before = await repository.latest(read.routerId);
+  let previous: BackupRecord | null = null;
+  if (before) {
+    const { content: _text, ...version } = before;
+    previous = version;
   }
-  const counted =
-    before && before.normalizedSha256 !== read.normalizedSha256
-      ? { id: before.id, changes: await countChanges(before.content, read.content) }
-      : undefined;
-  if (before && counted) {
-    // A new version after the one read above (a change step's backup after a change, mostly). A
-    // version stored since goes the long way.
-    const backup = await new ConfigBackupsRepository(queryOf(db)).insertIfNewest(before.id, read, counted.changes);
+  let counted: { id: string; changes: LineChanges } | undefined;
+  if (before && previous && before.normalizedSha256 === read.normalizedSha256) {
+    // The same configuration as the newest version (a change step's backup, mostly).
+    if (await repository.markCheckedIfNewest(read.routerId, before.id, read.normalizedSha256, read.at)) {
+      return { kind: "unchanged", backup: { ...previous, checkedAt: read.at } };
+    }
+  } else {
+    const changes = before ? await countChanges(before.content, read.content) : { added: read.lines, removed: 0 };
+    counted = before ? { id: before.id, changes } : undefined;
+    const backup = await repository.insertIfNewest(before?.id ?? null, read, changes);
     if (backup) {
-      const { content: _text, ...previous } = before;
-      return {
-        kind: "created",
-        backup,
-        previous,
-        linesAdded: counted.changes.added,
-        linesRemoved: counted.changes.removed,
-      };
+      return { kind: "created", backup, previous, linesAdded: changes.added, linesRemoved: changes.removed };
     }
   }
+  // A version stored or gone since the look (rare): the router locked, the newest version again.
   return db.transaction(async (query): Promise<StoreOutcome | null> => {
     const backups = new ConfigBackupsRepository(query);
     // The newest version's row without its text: the text was read (and compared) before.
     const locked = await backups.lockRouterWithLatest(read.routerId);
     if (!locked) return null;
-    const { latest, organizationId } = locked;
-    if (locked.failed) await backups.clearFailure(read.routerId);
+    const { latest } = locked;
     if (latest && latest.normalizedSha256 === read.normalizedSha256) {
+      if (locked.failed) await backups.clearFailure(read.routerId);
       await backups.markChecked(latest.id, read.at);
       return { kind: "unchanged", backup: { ...latest, checkedAt: read.at } };
     }
-    const backup = await backups.insert(read);
     let changes: LineChanges;
     if (!latest) changes = { added: read.lines, removed: 0 };
     else if (counted?.id === latest.id) changes = counted.changes;
     else {
-      // Another read stored in between (rare): the linear count, rather than a diff under the lock.
+      // Another read stored in between: the linear count, rather than a diff under the lock.
       const text = (await backups.get(read.routerId, latest.id))?.content ?? "";
       changes = countChangedLinesLinear(text, read.content);
     }
-    const previous = latest ?? null;
-    if (previous) {
-      await insertAuditEntry(query, {
-        organizationId,
-        occurredAt: read.at,
-        action: "router.config.changed",
-        actor: SYSTEM_ORIGIN.actor,
-        target: { type: "router", id: read.routerId },
-        routerId: read.routerId,
-        details: {
-          backup_id: backup.id,
-          previous_backup_id: previous.id,
-          lines_added: changes.added,
-          lines_removed: changes.removed,
-        },
-      });
-    }
-    await backups.pruneBeyond(read.routerId, read.retention);
-    return { kind: "created", backup, previous, linesAdded: changes.added, linesRemoved: changes.removed };
+    // The lock is this transaction's, and the statement looks again on a fresh snapshot.
+    const backup = await backups.insertIfNewest(latest?.id ?? null, read, changes);
+    if (!backup) throw new Error("another version was stored while the router was locked; the read is taken again");
+    return {
+      kind: "created",
+      backup,
+      previous: latest ?? null,
+      linesAdded: changes.added,
+      linesRemoved: changes.removed,
+    };
   });
 };
 

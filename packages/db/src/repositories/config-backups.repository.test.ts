@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { queryOf } from "../database.ts";
 import { createTestDatabase, makeRouter, makeUser, type TestDatabase } from "../testing/index.ts";
-import { ConfigBackupsRepository } from "./config-backups.repository.ts";
+import { type BackupRecord, ConfigBackupsRepository } from "./config-backups.repository.ts";
 
 // The schedule's rules are the agent's (apps/tunnel-agent/src/jobs/store-config-read.test.ts);
 // these are the statements it stands on.
@@ -65,11 +65,23 @@ describe("ConfigBackupsRepository", () => {
     expect(await backups.lastFailure(gone)).toBeNull();
   });
 
-  it("pages newest first, finds the previous version and prunes beyond the retention", async () => {
+  it("stores a version after the newest one, pages newest first, finds the previous version and prunes beyond the retention", async () => {
     const owner = await makeUser(db);
     const router = await makeRouter(db, owner);
-    const stored = [];
-    for (const n of [1, 2, 3, 4]) stored.push(await backups.insert(read(router.id, n)));
+    const stored: BackupRecord[] = [];
+    const store = async (n: number, retention: number) => {
+      const version = await backups.insertIfNewest(
+        stored.at(-1)?.id ?? null,
+        { ...read(router.id, n), retention },
+        {
+          added: 1,
+          removed: 1,
+        },
+      );
+      if (!version) throw new Error("not stored");
+      stored.push(version);
+    };
+    for (const n of [1, 2, 3, 4]) await store(n, 100);
     await backups.markChecked(stored[3]?.id ?? "", at(9000));
 
     const page = await backups.list(router.id, 2);
@@ -83,13 +95,25 @@ describe("ConfigBackupsRepository", () => {
     expect((await backups.previous(last))?.content).toBe("config 2");
     expect(await backups.get(router.id, stored[0]?.id ?? "")).toMatchObject({ content: "config 1", bytes: 8 });
 
-    await backups.pruneBeyond(router.id, 2);
-    expect((await backups.list(router.id, 10)).map((b) => b.id)).toEqual([stored[3]?.id, stored[2]?.id]);
+    // A new version with a retention of 3 keeps it and the two before it.
+    await store(5, 3);
+    expect((await backups.list(router.id, 10)).map((b) => b.id)).toEqual([stored[4]?.id, stored[3]?.id, stored[2]?.id]);
     expect(await backups.lockRouterWithLatest(router.id)).toEqual({
       organizationId: owner.organizationId,
-      latest: expect.objectContaining({ id: stored[3]?.id, checkedAt: at(9000), bytes: 8 }),
+      latest: expect.objectContaining({ id: stored[4]?.id, checkedAt: at(5000), bytes: 8 }),
       failed: false,
     });
+    // A look at a version that is no longer the newest stores nothing.
+    expect(
+      await backups.insertIfNewest(
+        stored[3]?.id ?? null,
+        { ...read(router.id, 6), retention: 3 },
+        { added: 1, removed: 1 },
+      ),
+    ).toBeNull();
+    expect(
+      await backups.insertIfNewest(null, { ...read(router.id, 6), retention: 3 }, { added: 1, removed: 1 }),
+    ).toBeNull();
     const bare = await makeRouter(db, owner);
     expect(await backups.lockRouterWithLatest(bare.id)).toEqual({
       organizationId: owner.organizationId,

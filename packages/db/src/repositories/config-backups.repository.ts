@@ -69,17 +69,22 @@ const withContent = (row: BackupRow & { content: string }): BackupRecord & { con
   content: row.content,
 });
 
-/** The version a read was stored as (without its text). */
-const storedAs = (id: string, read: Omit<ConfigRead, "retention">): BackupRecord => ({
-  id,
-  routerId: read.routerId,
-  createdAt: read.at,
-  checkedAt: read.at,
-  sha256: read.sha256,
-  normalizedSha256: read.normalizedSha256,
-  bytes: read.bytes,
-  lines: read.lines,
-});
+/**
+ * The CTEs that open a one-statement write of a read: `r`, the router's row, locked (two reads of
+ * one router store one after the other), and `l`, its newest version's id.
+ */
+const lockedNewest = (
+  routerId: string,
+) => sql`r as (select id, organization_id from routers where id = ${routerId} for update),
+  l as (
+    select b.id from router_config_backups b join r on b.router_id = r.id
+    order by b.created_at desc, b.id desc limit 1
+  )`;
+
+/** A read was stored (the CTE `after` returned a row): the failure shown beside the list is cleared. */
+const clearFailureAfter = (routerId: string, after: string) =>
+  sql`update router_backup_states set failed_at = null, failure_reason = null
+    where router_id = ${routerId} and failed_at is not null and exists (select 1 from ${sql.table(after)})`;
 
 /**
  * Configuration backups (docs/api.md "Configuration backups"): versions per router, newest first
@@ -159,37 +164,27 @@ export class ConfigBackupsRepository {
   async markCheckedIfNewest(routerId: string, id: string, normalizedSha256: string, at: Date): Promise<boolean> {
     // Raw: the lock, the look, the mark and the failure's clearing in one statement (data-modifying CTEs).
     const { rows } = await sql<{ checked: number }>`
-      with r as (select id from routers where id = ${routerId} for update),
-      l as (
-        select b.id from router_config_backups b join r on b.router_id = r.id
-        order by b.created_at desc, b.id desc limit 1
-      ),
+      with ${lockedNewest(routerId)},
       m as (
         update router_config_backups set checked_at = ${at}
         where id = ${id} and normalized_sha256 = ${normalizedSha256} and id in (select id from l)
         returning id
       ),
-      c as (
-        update router_backup_states set failed_at = null, failure_reason = null
-        where router_id = ${routerId} and failed_at is not null and exists (select 1 from m)
-        returning router_id
-      )
-      select (select count(*) from m)::int as checked, (select count(*) from c)::int as cleared`.execute(
-      this.#query.kysely,
-    );
+      c as (${clearFailureAfter(routerId, "m")})
+      select (select count(*) from m)::int as checked`.execute(this.#query.kysely);
     return rows[0]?.checked === 1;
   }
 
   /**
-   * A read that differs from the version `previousId`: under the router's lock (as
-   * {@link markCheckedIfNewest}), when `previousId` is still the newest version, the read is
-   * stored as a new version audited as `router.config.changed` with `changes`, the versions beyond
-   * `retention` go and a failure shown beside the list is cleared, in one statement and no
-   * transaction (a change step's backup after a change, issue 39). Null, with nothing written,
-   * otherwise.
+   * A read that differs from the version `previousId` (null: the router has none): under the
+   * router's lock (as {@link markCheckedIfNewest}), when `previousId` is still the newest version,
+   * the read is stored as a new version, audited as `router.config.changed` with `changes` when
+   * there was a previous one; the versions beyond `retention` go and a failure shown beside the
+   * list is cleared, in one statement. Null, with nothing written, otherwise. The one writer of a
+   * version: on its own (issue 39) or in a transaction that holds the lock already.
    */
   async insertIfNewest(
-    previousId: string,
+    previousId: string | null,
     read: ConfigRead,
     changes: { added: number; removed: number },
   ): Promise<BackupRecord | null> {
@@ -197,34 +192,36 @@ export class ConfigBackupsRepository {
     // Raw: the lock, the look, the insert, its audit entry, the pruning and the failure's clearing
     // in one statement (data-modifying CTEs). The pruning sees the versions before the insert, so
     // it keeps `retention - 1` of them.
+    const audit = previousId === null ? sql`` : sql`, a as (${configChangedAuditInsert("s", previousId, changes)})`;
     const { rows } = await sql<{ stored: number }>`
-      with r as (select id, organization_id from routers where id = ${read.routerId} for update),
-      l as (
-        select b.id from router_config_backups b join r on b.router_id = r.id
-        order by b.created_at desc, b.id desc limit 1
-      ),
+      with ${lockedNewest(read.routerId)},
       i as (
         insert into router_config_backups (id, router_id, created_at, checked_at, sha256, normalized_sha256, bytes, lines, content)
         select ${id}, r.id, ${read.at}, ${read.at}, ${read.sha256}, ${read.normalizedSha256}, ${read.bytes}, ${read.lines},
           ${read.content}
-        from r join l on l.id = ${previousId}
+        from r where (select id from l) is not distinct from ${previousId}::uuid
         returning id, router_id, created_at
       ),
-      s as (select i.id, i.router_id, i.created_at, r.organization_id from i join r on r.id = i.router_id),
-      a as (${configChangedAuditInsert("s", previousId, changes)}),
+      s as (select i.id, i.router_id, i.created_at, r.organization_id from i join r on r.id = i.router_id)${audit},
       p as (
         delete from router_config_backups where id in (
           select b.id from router_config_backups b where b.router_id = ${read.routerId} and exists (select 1 from i)
           order by b.created_at desc, b.id desc offset ${Math.max(0, read.retention - 1)}
         )
       ),
-      c as (
-        update router_backup_states set failed_at = null, failure_reason = null
-        where router_id = ${read.routerId} and failed_at is not null and exists (select 1 from i)
-      )
+      c as (${clearFailureAfter(read.routerId, "i")})
       select (select count(*) from i)::int as stored`.execute(this.#query.kysely);
     if (rows[0]?.stored !== 1) return null;
-    return storedAs(id, read);
+    return {
+      id,
+      routerId: read.routerId,
+      createdAt: read.at,
+      checkedAt: read.at,
+      sha256: read.sha256,
+      normalizedSha256: read.normalizedSha256,
+      bytes: read.bytes,
+      lines: read.lines,
+    };
   }
 
   /** A read succeeded: the last failure shown beside the list is cleared. */
@@ -242,41 +239,6 @@ export class ConfigBackupsRepository {
       .updateTable("router_config_backups")
       .set({ checked_at: at })
       .where("id", "=", id)
-      .execute();
-  }
-
-  async insert(read: Omit<ConfigRead, "retention">): Promise<BackupRecord> {
-    const id = crypto.randomUUID();
-    await this.#query.kysely
-      .insertInto("router_config_backups")
-      .values({
-        id,
-        router_id: read.routerId,
-        created_at: read.at,
-        checked_at: read.at,
-        sha256: read.sha256,
-        normalized_sha256: read.normalizedSha256,
-        bytes: read.bytes,
-        lines: read.lines,
-        content: read.content,
-      })
-      .execute();
-    return storedAs(id, read);
-  }
-
-  /** Deletes the router's oldest versions beyond the newest `retention`. */
-  async pruneBeyond(routerId: string, retention: number): Promise<void> {
-    await this.#query.kysely
-      .deleteFrom("router_config_backups")
-      .where("id", "in", (eb) =>
-        eb
-          .selectFrom("router_config_backups")
-          .select("id")
-          .where("router_id", "=", routerId)
-          .orderBy("created_at", "desc")
-          .orderBy("id", "desc")
-          .offset(retention),
-      )
       .execute();
   }
 

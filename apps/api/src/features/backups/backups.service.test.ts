@@ -92,13 +92,17 @@ describe("BackupsService.take", () => {
 });
 
 describe("BackupsService.diff", () => {
-  const store = async (routerId: string, content: string, at: number) =>
-    new ConfigBackupsRepository(queryOf(db)).insert({
-      routerId,
-      content,
-      ...digestConfigExport(content),
-      at: new Date(Date.UTC(2026, 10, 21, 12) + at * 60_000),
-    });
+  const store = async (routerId: string, content: string, at: number) => {
+    const repository = new ConfigBackupsRepository(queryOf(db));
+    const read = { routerId, content, ...digestConfigExport(content), retention: 100 };
+    const stored = await repository.insertIfNewest(
+      (await repository.latest(routerId))?.id ?? null,
+      { ...read, at: new Date(Date.UTC(2026, 10, 21, 12) + at * 60_000) },
+      { added: 0, removed: 0 },
+    );
+    if (!stored) throw new Error("not stored");
+    return stored;
+  };
   const exportOf = (lines: readonly string[]) =>
     ["# 2026-11-21 12:00:00 by RouterOS 7.16.2", "/ip firewall filter", ...lines, ""].join("\r\n");
 
