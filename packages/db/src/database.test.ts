@@ -155,6 +155,52 @@ describe("database", () => {
     }
   });
 
+  it("login of a member removed from their current organization falls back to one they act in", async () => {
+    const db = await createTestDatabase();
+    try {
+      const identity = new IdentityWorkflow(db);
+      const email = uniqueEmail();
+      const own = await identity.loginByEmail(email);
+      const other = await makeUser(db);
+      const child = await makeChildOrganization(db, other.organizationId);
+      const join = async () => {
+        await db.query(
+          "insert into organization_members (id, organization_id, user_id, role, created_at) values (gen_random_uuid(), $1, $2, 'technician', now())",
+          [child.organizationId, own.userId],
+        );
+        await db.query("update users set current_organization_id = $1 where id = $2", [
+          child.organizationId,
+          own.userId,
+        ]);
+      };
+      const leave = () =>
+        db.query("delete from organization_members where organization_id = $1", [child.organizationId]);
+      await join();
+      expect((await identity.loginByEmail(email)).organizationId).toBe(child.organizationId);
+      await leave();
+      const back = await identity.loginByEmail(email);
+      expect(back.organizationId).toBe(own.organizationId);
+      const [current] = await db.query<{ id: string }>(
+        "select current_organization_id as id from users where id = $1",
+        [own.userId],
+      );
+      expect(current?.id).toBe(own.organizationId);
+      // With no membership left anywhere, a new default organization (owner) as for a new user.
+      await join();
+      await db.query("delete from organization_members where organization_id = $1", [own.organizationId]);
+      await leave();
+      const fresh = await identity.loginByEmail(email);
+      expect([own.organizationId, child.organizationId]).not.toContain(fresh.organizationId);
+      const roles = await db.query<{ role: string }>(
+        "select role from organization_members where user_id = $1 and organization_id = $2",
+        [own.userId, fresh.organizationId],
+      );
+      expect(roles.map((r) => r.role)).toEqual(["owner"]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it("billing context resolves the top of an organization tree", async () => {
     const db = await createTestDatabase();
     try {

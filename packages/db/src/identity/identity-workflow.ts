@@ -1,6 +1,7 @@
 import { isUuid } from "@fleet/shared";
 import { type Database, queryOf } from "../database.ts";
 import { IdentityRepository, type LoginIdentity, type TeamRef } from "../repositories/identity.repository.ts";
+import { MembershipsRepository } from "../repositories/memberships.repository.ts";
 import { isUniqueViolation } from "../repositories/sql-values.ts";
 
 /**
@@ -11,10 +12,12 @@ import { isUniqueViolation } from "../repositories/sql-values.ts";
 export class IdentityWorkflow {
   readonly #db: Pick<Database, "query" | "transaction">;
   readonly #read: IdentityRepository;
+  readonly #members: MembershipsRepository;
 
   constructor(db: Pick<Database, "query" | "transaction">) {
     this.#db = db;
     this.#read = new IdentityRepository(queryOf(db));
+    this.#members = new MembershipsRepository(queryOf(db));
   }
 
   /**
@@ -49,8 +52,12 @@ export class IdentityWorkflow {
     const user = await this.#read.findUser(email);
     if (!user) return null;
     let organizationId = user.organizationId;
+    // A removed member keeps no current organization they may not act in.
+    if (organizationId && (await this.#members.heldAbove(user.userId, organizationId)).length === 0) {
+      organizationId = null;
+    }
     if (!organizationId) {
-      // The current organization was deleted: fall back to any membership, else a new one.
+      // The current organization was deleted or left: fall back to any membership, else a new one.
       organizationId =
         (await this.#read.firstMembership(user.userId)) ??
         (await this.#db.transaction(async (query) => {

@@ -13,8 +13,9 @@ export interface SessionCheckOptions {
   /** The API's `wallClock`. */
   clock: Clock;
   /**
-   * Who may act where: a token holds only while its user's effective role in its organization
-   * still grants every scope it carries (a removed or demoted member's tokens stop too).
+   * Who may act where: a token holds only while its user still has a role in its organization (a
+   * removed member's tokens stop; a demoted member's lose, in `MembershipsService.limit`, what the
+   * role lost).
    */
   memberships: MembershipResolver;
   /**
@@ -34,8 +35,8 @@ interface Entry {
 const CACHE_LIMIT = 20_000;
 
 interface RoleEntry {
-  /** The scopes the user's effective role grants there; empty: none. */
-  scopes: ReadonlySet<string>;
+  /** Whether the user has an effective role there. */
+  member: boolean;
   checkedAtMs: number;
 }
 
@@ -72,10 +73,10 @@ export class SessionCheck {
     if (live !== true) return live;
     const role = this.#roles.get(`${claims.userId}:${claims.organizationId}`);
     if (!role || this.#o.clock.nowMs() - role.checkedAtMs >= this.#o.cacheTtlMs) return undefined;
-    return grants(role.scopes, claims);
+    return role.member;
   }
 
-  /** Whether a system token holds: its session is live and its role still grants its scopes. */
+  /** Whether a system token holds: its session is live and its user still has a role there. */
   async holds(claims: AuthClaims): Promise<boolean> {
     const known = this.holdsNow(claims);
     if (known !== undefined) return known;
@@ -85,11 +86,11 @@ export class SessionCheck {
     if (!role || this.#o.clock.nowMs() - role.checkedAtMs >= this.#o.cacheTtlMs) {
       const checkedAtMs = this.#o.clock.nowMs();
       const membership = await this.#o.memberships.resolveMembership(claims.userId, claims.organizationId);
-      role = { scopes: new Set(membership ? ROLE_SCOPES[membership.role] : []), checkedAtMs };
+      role = { member: membership !== null, checkedAtMs };
       if (this.#roles.size >= CACHE_LIMIT) this.#roles.clear();
       this.#roles.set(key, role);
     }
-    return grants(role.scopes, claims);
+    return role.member;
   }
 
   /** True or false when the cache answers on its own; undefined: ask `live`. */
