@@ -2,7 +2,7 @@ import { TRPCError } from "@trpc/server";
 import { createExpressMiddleware } from "@trpc/server/adapters/express";
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { renderMetrics, SpanStatusCode, serverSpan } from "@fleet/runtime";
-import { requestIdFrom, runWithRequestId } from "@fleet/shared";
+import { AppError, ERROR_STATUS, requestIdFrom, runWithRequestId, type TErrorCode } from "@fleet/shared";
 import type { Logger } from "pino";
 import { observeRequest, RouteTemplates } from "../metrics/api-metrics.ts";
 import type { Services } from "../services.ts";
@@ -185,7 +185,8 @@ export const createApp = (options: AppOptions): Express => {
   app.use(refuseNonJsonBodies);
   app.use(
     // Only `application/json` (any parameters) is parsed; other types never reach a procedure.
-    express.json({ limit: MAX_BODY_BYTES, strict: true, type: (req) => isJsonMediaType(req.headers["content-type"]) }),
+    // Not strict: `null`, a string or a number is valid JSON, refused as a body that is no object (422).
+    express.json({ limit: MAX_BODY_BYTES, strict: false, type: (req) => isJsonMediaType(req.headers["content-type"]) }),
     (req: Request, res: Response, next: NextFunction) => {
       // docs/api.md "Errors": refused like a bad field (422 naming it), before any procedure or
       // rule walks the value; tRPC answers in its own shape. A tRPC query's `input` is held to it too.
@@ -201,9 +202,7 @@ export const createApp = (options: AppOptions): Express => {
       }
       if (error === undefined) return next();
       if (!trpc) return sendRestError(req, res, error);
-      const body = JSON.stringify(trpcErrorBody(error));
-      res.writeHead(error.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-      res.end(body);
+      sendTrpcRefusal(res, error);
     },
   );
 
@@ -240,12 +239,23 @@ export const createApp = (options: AppOptions): Express => {
   app.use(restPrepare, restDispatch);
 
   // The REST adapter answers every path that reaches it (an unknown one with 404), so what comes
-  // here is an error thrown before it: the body rules' 400/413/415.
+  // here is an error thrown before it: the body rules' 400/413/415, in the shape of the path's
+  // transport (tRPC's for /trpc).
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    if (describeError(error).status >= 500) logger.error({ err: error }, "request failed");
+    const described = describeError(error);
+    if (described.status >= 500) logger.error({ err: error }, "request failed");
     if (res.headersSent) return;
-    sendRestError(req, res, error);
+    if (!req.path.startsWith("/trpc/")) return sendRestError(req, res, error);
+    const code = Object.hasOwn(ERROR_STATUS, described.code) ? (described.code as TErrorCode) : "internal";
+    sendTrpcRefusal(res, new AppError(code, described.message));
   });
 
   return app;
+};
+
+/** A refusal made before tRPC reads the request: tRPC's shape, REST's status (docs/api.md "Errors"). */
+const sendTrpcRefusal = (res: Response, error: AppError): void => {
+  const body = JSON.stringify(trpcErrorBody(error));
+  res.writeHead(error.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
 };

@@ -30,6 +30,14 @@ describe("request edges", () => {
     expect(res.body.message).toMatch(/JSON/);
   });
 
+  it.each(["null", '"x"', "5"])("valid JSON that is no object (%s) is 422 naming the body", async (rawBody) => {
+    const headers = { "content-type": "application/json" };
+    const v1 = await h.refused("POST", "/v1/account", { token, rawBody, headers });
+    expect(v1).toMatchObject({ status: 422, body: { errors: { body: [expect.any(String)] } } });
+    const api = await h.refused("POST", "/api/routers", { token, rawBody, headers });
+    expect(api).toMatchObject({ status: 422, body: { status: "fail", data: { body: expect.any(String) } } });
+  });
+
   it.each(["application/json", "application/json; charset=utf-8"])(
     "a body over 100 KiB is 413 (%s); exactly 100 KiB is parsed",
     async (type) => {
@@ -105,6 +113,35 @@ describe("request edges", () => {
     );
     // 32 levels pass the depth rule: whatever answers, it is not the depth refusal.
     expect(JSON.stringify(await flat.json())).not.toMatch(/32 levels/);
+  });
+
+  it("tRPC's body refusals (malformed JSON 400, over 100 KiB 413, a charset 415) come in tRPC's shape", async () => {
+    const post = (path: string, body: string, type = "application/json") =>
+      fetch(`${h.api.url}/trpc/${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": type },
+        body,
+      });
+    const cases = [
+      { res: await post("account.update", '{"name": '), status: 400, code: "BAD_REQUEST" },
+      { res: await post("account.update?batch=1", "{bad"), status: 400, code: "BAD_REQUEST" },
+      {
+        res: await post("account.update", JSON.stringify({ name: "x".repeat(100 * 1024) })),
+        status: 413,
+        code: "PAYLOAD_TOO_LARGE",
+      },
+      {
+        res: await post("account.update", "{}", "application/json; charset=latin1"),
+        status: 415,
+        code: "UNSUPPORTED_MEDIA_TYPE",
+      },
+    ];
+    for (const { res, status, code } of cases) {
+      expect(res.status).toBe(status);
+      expect(await res.json()).toMatchObject({
+        error: { message: expect.any(String), data: { code, httpStatus: status } },
+      });
+    }
   });
 
   it("a non-JSON content type with a body is 415", async () => {

@@ -53,6 +53,19 @@ const textRendering = (
   };
 };
 
+/**
+ * trpc-to-openapi drops a query parameter whose value is empty (`?limit=`), which would then read as
+ * absent: kept (as a one-value list, which it passes through), so the field's own rule judges it
+ * (422 naming it where an empty value is none).
+ */
+const keepEmptyQueryValues = (req: Request): void => {
+  const query = req.query as Record<string, unknown>;
+  let kept: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(query)) if (value === "") (kept ??= { ...query })[key] = [""];
+  // Express's `query` is a getter that parses the URL again: an own property shadows it.
+  if (kept) Object.defineProperty(req, "query", { value: kept, configurable: true, enumerable: true, writable: true });
+};
+
 /** What trpc-to-openapi's handler wrote, held until the adapter renders it in the contract's shape. */
 interface HeldAnswer {
   status: number;
@@ -149,6 +162,7 @@ export const restAdapter = (
       );
       return;
     }
+    if (q !== -1) keepEmptyQueryValues(req);
     if (BODY_METHODS.has(req.method)) {
       // A body in another type than JSON was refused with 415 before (media-type.ts); endpoints
       // without parameters may be called with no body at all. The library takes a body only as

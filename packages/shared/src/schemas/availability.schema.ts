@@ -32,8 +32,10 @@ export const ZFleetAvailabilityQuery = z.object({
   from: bound.optional(),
   to: bound.optional(),
   format: z.enum(["json", "csv"], { error: "must be json or csv" }).optional(),
-});
-export type TFleetAvailabilityQuery = z.infer<typeof ZFleetAvailabilityQuery>;
+})
+  // Every field is optional: a typed client may call it with no input at all.
+  .optional();
+export type TFleetAvailabilityQuery = NonNullable<z.infer<typeof ZFleetAvailabilityQuery>>;
 
 export const ZFleetAvailabilityRow = z
   .object({

@@ -207,8 +207,10 @@ export const ZChangeListQuery = z.object({
     .max(CHANGE_LIMITS.page.max, { error: "must be an integer between 1 and 200" })
     .optional(),
   cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
-});
-export type TChangeListQuery = z.infer<typeof ZChangeListQuery>;
+})
+  // Every field is optional: a typed client may call it with no input at all.
+  .optional();
+export type TChangeListQuery = NonNullable<z.infer<typeof ZChangeListQuery>>;
 
 export const ZChangePage = successEnvelope(z.array(ZChange))
   .extend({

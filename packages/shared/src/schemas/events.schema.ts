@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { successEnvelope } from "./common.schema.ts";
-import { stringError, text } from "../rules/text-rules.ts";
+import { stringError, text, textRule } from "../rules/text-rules.ts";
 import { ALL_SCOPES } from "./auth.schema.ts";
 
 /** docs/api.md "Authentication" (API keys) and "Audit log and webhooks": limits tests probe at the edges. */
@@ -134,11 +134,13 @@ export const ZAuditLogQuery = z.object({
     .min(EVENT_LIMITS.auditPage.min, { error: "must be an integer between 1 and 200" })
     .max(EVENT_LIMITS.auditPage.max, { error: "must be an integer between 1 and 200" })
     .optional(),
-  cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
-  router_id: pathId.optional(),
-  action: z.string().max(64, { error: "is not a known action" }).optional(),
-});
-export type TAuditLogQuery = z.infer<typeof ZAuditLogQuery>;
+  cursor: textRule(z.string().max(200, { error: "is not a valid cursor" })).optional(),
+  router_id: textRule(pathId).optional(),
+  action: textRule(z.string().max(64, { error: "is not a known action" })).optional(),
+})
+  // Every filter is optional: a typed client may call it with no input at all.
+  .optional();
+export type TAuditLogQuery = NonNullable<z.infer<typeof ZAuditLogQuery>>;
 
 export const ZAuditEntry = z
   .object({

@@ -215,14 +215,22 @@ describe("GET /api/audit-log", () => {
       "?limit=201",
       "?limit=abc",
       "?limit=1.5",
+      "?limit=",
       "?cursor=nonsense",
+      "?cursor=",
       "?action=router.exploded",
+      "?router_id=a%00b",
+      "?action=%07",
     ]) {
       const res = await h.request("GET", `/api/audit-log${query}`, { token: user.token });
       expect(res.status, query).toBe(422);
       expect(res.body.status).toBe("fail");
+      expect(Object.keys(res.body.data ?? {}), query).toEqual([query.slice(1, query.indexOf("="))]);
     }
     expect((await auditLog(user, "?router_id=not-a-uuid")).data).toEqual([]);
+    // Every filter is optional over tRPC too: a typed client may pass no input at all.
+    const client = createClient({ url: h.api.url, token: user.token });
+    expect((await client.auditLog.list.query()).data).toHaveLength(3);
   });
 
   it("needs routers:read", async () => {

@@ -18,6 +18,6 @@ export const listAuditLog = authedProcedure("routers:read")
   .output(ZAuditLogPage)
   .query(
     jsend.page(async ({ ctx, input }) =>
-      ctx.services.auditLog.list(ctx.auth.organizationId, input, await ctx.services.teams.bound(ctx.auth)),
+      ctx.services.auditLog.list(ctx.auth.organizationId, input ?? {}, await ctx.services.teams.bound(ctx.auth)),
     ),
   );

@@ -18,4 +18,4 @@ export const getFleetAvailability = teamProcedure("routers:read")
   })
   .input(ZFleetAvailabilityQuery)
   .output(ZFleetAvailability)
-  .query(jsend(({ ctx, input }) => ctx.services.availability.fleet(ctx.teamId, input)));
+  .query(jsend(({ ctx, input }) => ctx.services.availability.fleet(ctx.teamId, input ?? {})));

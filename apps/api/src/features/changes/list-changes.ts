@@ -17,6 +17,6 @@ export const listChanges = authedProcedure("routers:read")
   .output(ZChangePage)
   .query(
     jsend.page(async ({ ctx, input }) =>
-      ctx.services.changes.list(ctx.auth.organizationId, input, await ctx.services.teams.bound(ctx.auth)),
+      ctx.services.changes.list(ctx.auth.organizationId, input ?? {}, await ctx.services.teams.bound(ctx.auth)),
     ),
   );

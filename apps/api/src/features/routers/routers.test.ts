@@ -196,6 +196,8 @@ describe("GET /api/routers", () => {
       ["limit=501", "limit"],
       ["limit=ten", "limit"],
       ["limit=1.5", "limit"],
+      ["limit=", "limit"],
+      ["status=", "status"],
       ["status=up", "status"],
       ["sort=created", "sort"],
       ["cursor=garbage&limit=5", "cursor"],
