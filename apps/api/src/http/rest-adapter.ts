@@ -61,7 +61,11 @@ const textRendering = (
 const keepEmptyQueryValues = (req: Request): void => {
   const query = req.query as Record<string, unknown>;
   let kept: Record<string, unknown> | undefined;
-  for (const [key, value] of Object.entries(query)) if (value === "") (kept ??= { ...query })[key] = [""];
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== "") continue;
+    kept ??= { ...query };
+    kept[key] = [""];
+  }
   // Express's `query` is a getter that parses the URL again: an own property shadows it.
   if (kept) Object.defineProperty(req, "query", { value: kept, configurable: true, enumerable: true, writable: true });
 };

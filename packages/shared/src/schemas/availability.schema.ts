@@ -28,11 +28,12 @@ export const ZRouterAvailability = successEnvelope(z.array(ZAvailabilityPeriod))
 export type TRouterAvailability = z.infer<typeof ZRouterAvailability>;
 
 /** GET /api/availability. `format=csv` (or `Accept: text/csv`) answers CSV. */
-export const ZFleetAvailabilityQuery = z.object({
-  from: bound.optional(),
-  to: bound.optional(),
-  format: z.enum(["json", "csv"], { error: "must be json or csv" }).optional(),
-})
+export const ZFleetAvailabilityQuery = z
+  .object({
+    from: bound.optional(),
+    to: bound.optional(),
+    format: z.enum(["json", "csv"], { error: "must be json or csv" }).optional(),
+  })
   // Every field is optional: a typed client may call it with no input at all.
   .optional();
 export type TFleetAvailabilityQuery = NonNullable<z.infer<typeof ZFleetAvailabilityQuery>>;

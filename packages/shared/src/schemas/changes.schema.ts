@@ -199,15 +199,16 @@ export type TChange = z.infer<typeof ZChange>;
 export const ZCreatedChange = ZChange.extend({ routers: z.array(ZChangeRouter) }).meta({ id: "CreatedChange" });
 export type TCreatedChange = z.infer<typeof ZCreatedChange>;
 
-export const ZChangeListQuery = z.object({
-  limit: z.coerce
-    .number({ error: "must be an integer between 1 and 200" })
-    .int({ error: "must be an integer between 1 and 200" })
-    .min(CHANGE_LIMITS.page.min, { error: "must be an integer between 1 and 200" })
-    .max(CHANGE_LIMITS.page.max, { error: "must be an integer between 1 and 200" })
-    .optional(),
-  cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
-})
+export const ZChangeListQuery = z
+  .object({
+    limit: z.coerce
+      .number({ error: "must be an integer between 1 and 200" })
+      .int({ error: "must be an integer between 1 and 200" })
+      .min(CHANGE_LIMITS.page.min, { error: "must be an integer between 1 and 200" })
+      .max(CHANGE_LIMITS.page.max, { error: "must be an integer between 1 and 200" })
+      .optional(),
+    cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
+  })
   // Every field is optional: a typed client may call it with no input at all.
   .optional();
 export type TChangeListQuery = NonNullable<z.infer<typeof ZChangeListQuery>>;

@@ -127,17 +127,18 @@ export type TCreatedApiKey = z.infer<typeof ZCreatedApiKey>;
 
 // ---- Audit log --------------------------------------------------------------------------------
 
-export const ZAuditLogQuery = z.object({
-  limit: z.coerce
-    .number({ error: "must be an integer between 1 and 200" })
-    .int({ error: "must be an integer between 1 and 200" })
-    .min(EVENT_LIMITS.auditPage.min, { error: "must be an integer between 1 and 200" })
-    .max(EVENT_LIMITS.auditPage.max, { error: "must be an integer between 1 and 200" })
-    .optional(),
-  cursor: textRule(z.string().max(200, { error: "is not a valid cursor" })).optional(),
-  router_id: textRule(pathId).optional(),
-  action: textRule(z.string().max(64, { error: "is not a known action" })).optional(),
-})
+export const ZAuditLogQuery = z
+  .object({
+    limit: z.coerce
+      .number({ error: "must be an integer between 1 and 200" })
+      .int({ error: "must be an integer between 1 and 200" })
+      .min(EVENT_LIMITS.auditPage.min, { error: "must be an integer between 1 and 200" })
+      .max(EVENT_LIMITS.auditPage.max, { error: "must be an integer between 1 and 200" })
+      .optional(),
+    cursor: textRule(z.string().max(200, { error: "is not a valid cursor" })).optional(),
+    router_id: textRule(pathId).optional(),
+    action: textRule(z.string().max(64, { error: "is not a known action" })).optional(),
+  })
   // Every filter is optional: a typed client may call it with no input at all.
   .optional();
 export type TAuditLogQuery = NonNullable<z.infer<typeof ZAuditLogQuery>>;
