@@ -684,8 +684,8 @@ export class ChangesRepository {
 
   /**
    * The organization's routers a selector names, in dispatch order (the ids' order, else name):
-   * every condition given holds (`team_id`, any of `tags`, one of `router_ids`); `teamId` bounds a
-   * team-bound credential to its team.
+   * every condition given holds (`team_id`, any of `tags`, one of `router_ids`: an empty list holds
+   * for no router); `teamId` bounds a team-bound credential to its team.
    */
   async selectRouters(
     organizationId: string,
@@ -699,8 +699,8 @@ export class ChangesRepository {
       left join unnest(${textArray([...new Set(ids)])}::uuid[]) with ordinality as picked(id, n) on picked.id = r.id
       where r.organization_id = ${organizationId} and (${teamId ?? null}::uuid is null or r.team_id = ${teamId ?? null}::uuid)
         and (${selector.team_id ?? null}::uuid is null or r.team_id = ${selector.team_id ?? null}::uuid)
-        and (${ids.length} = 0 or picked.id is not null)
-        and (cardinality(${textArray(selector.tags ?? [])}::text[]) = 0
+        and (${selector.router_ids === undefined}::boolean or picked.id is not null)
+        and (${selector.tags === undefined}::boolean
           or exists (select 1 from jsonb_array_elements_text(r.tags) t where t = any(${textArray(selector.tags ?? [])}::text[])))
       order by picked.n nulls last, r.name, r.id`.execute(this.#query.kysely);
     return rows.map((row) => ({ id: row.id, teamId: row.team_id }));

@@ -81,7 +81,7 @@ const instant = z
   .max(40, { error: "must be an ISO 8601 date-time" })
   .refine(
     (v) =>
-      /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?(Z|[+-]\d\d:\d\d)$/.test(v) &&
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:?\d\d)$/.test(v) &&
       !Number.isNaN(Date.parse(v)) &&
       calendarValid(v),
     { error: "must be an ISO 8601 date-time with an offset, such as 2026-12-01T22:00:00Z" },
@@ -101,7 +101,8 @@ export const ZChangeSelector = z
   })
   .meta({
     id: "ChangeSelector",
-    description: "Every condition given holds: one of the ids, any of the tags, the team. Empty: every router.",
+    description:
+      "Every condition given holds: one of the ids, any of the tags, the team (an empty list holds for no router). None given: every router.",
   });
 
 export const ZChangeStrategy = z
@@ -133,7 +134,11 @@ export const ZCreateChangeInput = z
     routers: ZChangeSelector,
     strategy: ZChangeStrategy.optional(),
     guard_seconds: between(CHANGE_LIMITS.guardSeconds).optional(),
-    requires_approval: z.boolean({ error: "must be true or false" }).optional(),
+    requires_approval: z
+      .boolean({ error: "must be true or false" })
+      // A pipe keeps trpc-to-openapi from coercing ("false" would be true; see forward.schema.ts).
+      .transform((value) => value)
+      .optional(),
     start_at: instant.optional(),
   })
   .superRefine((input, ctx) => {

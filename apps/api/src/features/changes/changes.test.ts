@@ -73,6 +73,13 @@ describe("changes over HTTP", () => {
       [{ kind: "firmware", script: undefined, firmware: { channel: "beta" } }, "firmware.channel"],
       [{ strategy: { canary: 51 } }, "strategy.canary"],
       [{ guard_seconds: 59 }, "guard_seconds"],
+      // JSON booleans only: REST must not read "false" (or 1) as true.
+      [{ requires_approval: "false" }, "requires_approval"],
+      [{ requires_approval: 1 }, "requires_approval"],
+      // An empty list holds for no router (never: every router).
+      [{ routers: { router_ids: [] } }, "routers"],
+      [{ routers: { tags: [] } }, "routers"],
+      [{ start_at: "2026-12-20T10:00:00.1234567890Z" }, "start_at"],
     ];
     for (const [extra, field] of cases) {
       const res = await h.refused("POST", "/api/changes", { token: user.token, body: script([router.id], extra) });
@@ -87,6 +94,15 @@ describe("changes over HTTP", () => {
       body: script([router.id, theirs.id]),
     });
     expect([notFound.status, notFound.body.status]).toEqual([404, "fail"]);
+    // Up to nine digits of a second and an offset with or without its colon, as clients write them.
+    const day = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 19);
+    for (const startAt of [`${day}.123456+00:00`, `${day}+0100`]) {
+      const later = await h.request("POST", "/api/changes", {
+        token: user.token,
+        body: script([router.id], { start_at: startAt }),
+      });
+      expect([startAt, later.status]).toEqual([startAt, 201]);
+    }
     const ok = await h.request("POST", "/api/changes", {
       token: user.token,
       body: script([router.id], { script: "a".repeat(CHANGE_LIMITS.scriptBytes) }),
