@@ -237,6 +237,8 @@ const ruleFields = {
     .int({ error: "must be an integer between 0 and 86400" })
     .min(0, { error: "must be an integer between 0 and 86400" })
     .max(ALERT_LIMITS.minOfflineSeconds, { error: "must be an integer between 0 and 86400" })
+    // A pipe keeps trpc-to-openapi from coercing "60" or true into a number (see forward.schema.ts).
+    .transform((value) => value)
     .optional(),
   quiet_hours: ZQuietHours.nullable().optional(),
 };
@@ -303,7 +305,10 @@ export const ZCreateMaintenanceWindowInput = z
     routers: ZRouterSelector.optional(),
     starts_at: instant.optional(),
     ends_at: instant.optional(),
-    weekly: ZWeeklySchedule.optional(),
+    // As answered, but a JSON number only (the answer's schema may hold no pipe; see forward.schema.ts).
+    weekly: ZWeeklySchedule.extend({ duration_minutes: ZWeeklySchedule.shape.duration_minutes.transform((v) => v) })
+      .meta({ id: "WeeklyScheduleInput" })
+      .optional(),
   })
   .superRefine((input, ctx) => {
     if (input.weekly) {

@@ -120,6 +120,8 @@ describe("alert rules and maintenance windows over HTTP", () => {
     expect(created.body.data).toMatchObject({ channels, routers: {}, min_offline_seconds: 86_400 });
     const bad: Array<[unknown, string]> = [
       [{ name: "r", events: ["*"], channels, min_offline_seconds: 86_401 }, "min_offline_seconds"],
+      // JSON numbers only: REST must not read "60" (or true) as a number.
+      [{ name: "r", events: ["*"], channels, min_offline_seconds: "60" }, "min_offline_seconds"],
       [
         { name: "r", events: ["*"], channels, quiet_hours: { timezone: "Mars/Olympus", from: "22:00", to: "07:00" } },
         "quiet_hours.timezone",
@@ -168,6 +170,10 @@ describe("alert rules and maintenance windows over HTTP", () => {
       ],
       [
         { name: "w", weekly: { timezone: "UTC", days: ["sun"], from: "02:00", duration_minutes: 10_081 } },
+        "weekly.duration_minutes",
+      ],
+      [
+        { name: "w", weekly: { timezone: "UTC", days: ["sun"], from: "02:00", duration_minutes: "60" } },
         "weekly.duration_minutes",
       ],
       [{ name: "w" }, "starts_at"],
