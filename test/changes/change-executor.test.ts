@@ -363,6 +363,10 @@ describe("change.apply: a firmware change", () => {
     expect((await c.current())?.state).toBe("succeeded");
     expect(sent(ssh, "/system package update install")).toBe(1);
     expect(guards(device)).toEqual([]);
+    // Backed up first as for a script (CONTRACT 21): the configuration here, the binary backup left
+    // on the router as the way back.
+    expect((await new ConfigBackupsRepository(queryOf(db)).list(c.routerId, 10)).length).toBe(1);
+    expect(device.system.backups()).toEqual([expect.stringMatching(/^fleet-change-[0-9a-f]{32}\.backup$/)]);
   });
 
   it("fails without the new version within guard_seconds, and when the channel offers another version", async () => {

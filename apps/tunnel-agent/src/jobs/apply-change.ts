@@ -177,8 +177,8 @@ const runMarked = async (router: RouterOsClient, script: string): Promise<{ ok: 
  * fleet change, resumable at its recorded phase. A script change: a configuration backup (section
  * 15), a binary backup, the guard, the script; then, job by job, a look until the router answers
  * over the tunnel and has sent a heartbeat after the script (guard removed: `succeeded`) or the
- * guard's time has passed (`reverted`: the router loads its backup itself). A firmware change:
- * channel, check, download and install; `succeeded` once a heartbeat reports the new version
+ * guard's time has passed (`reverted`: the router loads its backup itself). A firmware change: both
+ * backups (no guard), channel, check, download and install; `succeeded` once a heartbeat reports the new version
  * within `guard_seconds`, else `failed`.
  */
 export const applyChangeHandler =
@@ -275,6 +275,16 @@ class StepRunner {
     this.#client = undefined;
   }
 
+  /**
+   * The configuration backup of section 15 before the change, over the session the step goes on
+   * with (one login for the whole step).
+   */
+  async #configBackup(): Promise<void> {
+    const kind = ROUTER_JOB_KINDS.backup;
+    const backupJob = { ...this.#job, kind, payload: { kind, router_id: this.#s.step.routerId } };
+    await this.#session((router) => this.#d.backup(backupJob, router));
+  }
+
   /** Best effort after a failure before the script: the guard (if any) and the binary backup go. */
   async #cleanUp(): Promise<void> {
     await this.#session((router) => runMarked(router, removeGuard(this.#guard))).catch((error: unknown) => {
@@ -302,11 +312,8 @@ class StepRunner {
   async #start(from: Phase): Promise<Extract<Phase, { kind: "confirm" }> | undefined> {
     let phase = from;
     if (phase.kind === "start") {
-      const kind = ROUTER_JOB_KINDS.backup;
-      const backupJob = { ...this.#job, kind, payload: { kind, router_id: this.#s.step.routerId } };
-      // One login for the whole step: the backup reads over the session the step goes on with. No
-      // phase is recorded for it: an agent killed before `ran:` takes the backups again, harmless.
-      await this.#session((router) => this.#d.backup(backupJob, router));
+      // No phase is recorded for it: an agent killed before `ran:` takes the backups again, harmless.
+      await this.#configBackup();
       phase = { kind: "binary" };
     }
     if (phase.kind === "binary" || phase.kind === "guard") {
@@ -398,6 +405,11 @@ class StepRunner {
     if (phase.kind === "start") {
       const known = FIRMWARE_CHANNELS.find((c) => c === channel);
       if (!known) return this.#finish("failed", `unknown firmware channel ${JSON.stringify(channel)}`);
+      // The same safety net as a script's, without the guard: a configuration backup and a binary
+      // backup, left on the router under the step's name as the way back to the old version.
+      await this.#configBackup();
+      const saved = await this.#session((router) => runMarked(router, saveBinaryBackup(this.#guard)));
+      if (!saved.ok) return this.#finish("failed", `the binary backup failed: ${saved.output}`);
       const checked = await this.#session((router) => runMarked(router, checkForUpdates(known)));
       const [installed = "", latest = ""] = checked.output.split("\n").map((l) => l.trim());
       if (!checked.ok || !isRouterOsVersion(latest)) {
