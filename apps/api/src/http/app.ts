@@ -16,7 +16,7 @@ import { docsRouter } from "./docs-page.ts";
 import { describeError } from "../trpc/errors.ts";
 import { sendRestError } from "./error-shapes.ts";
 import { depthRefusal } from "./json-depth.ts";
-import { isJsonMediaType, refuseNonJsonBodies } from "./media-type.ts";
+import { isJsonMediaType, refuseNonJsonBodies, takesBody } from "./media-type.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { restAdapter } from "./rest-adapter.ts";
 import { SIGN_IN_PATH, signInRoutes } from "./sign-in-routes.ts";
@@ -186,7 +186,11 @@ export const createApp = (options: AppOptions): Express => {
   app.use(
     // Only `application/json` (any parameters) is parsed; other types never reach a procedure.
     // Not strict: `null`, a string or a number is valid JSON, refused as a body that is no object (422).
-    express.json({ limit: MAX_BODY_BYTES, strict: false, type: (req) => isJsonMediaType(req.headers["content-type"]) }),
+    express.json({
+      limit: MAX_BODY_BYTES,
+      strict: false,
+      type: (req) => takesBody(req.method ?? "") && isJsonMediaType(req.headers["content-type"]),
+    }),
     (req: Request, res: Response, next: NextFunction) => {
       // docs/api.md "Errors": refused like a bad field (422 naming it), before any procedure or
       // rule walks the value; tRPC answers in its own shape. A tRPC query's `input` is held to it too.

@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../client.ts";
 import { type ApiHarness, startApiHarness } from "../testing/api-harness.ts";
@@ -141,6 +142,36 @@ describe("request edges", () => {
       expect(await res.json()).toMatchObject({
         error: { message: expect.any(String), data: { code, httpStatus: status } },
       });
+    }
+  });
+
+  it("a GET's or DELETE's body is ignored, never parsed or refused (those operations take none)", async () => {
+    for (const [type, rawBody] of [
+      ["application/json", "{bad"],
+      ["text/plain", "hello"],
+      ["application/json", `"${"x".repeat(101 * 1024)}"`],
+    ]) {
+      const headers = { "content-type": type as string };
+      // fetch sends no GET body: node:http does.
+      const listed = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${h.api.url}/api/routers?limit=1`, {
+          method: "GET",
+          headers: {
+            ...headers,
+            authorization: `Bearer ${token}`,
+            "content-length": Buffer.byteLength(rawBody as string),
+          },
+        });
+        req.on("response", (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", reject);
+        req.end(rawBody);
+      });
+      expect([type, listed]).toEqual([type, 200]);
+      const gone = await h.request("DELETE", `/api/webhooks/${crypto.randomUUID()}`, { token, rawBody, headers });
+      expect([type, gone.status]).toEqual([type, 404]);
     }
   });
 

@@ -9,9 +9,16 @@ import { sendRestError } from "./error-shapes.ts";
 export const isJsonMediaType = (contentType: string | undefined): boolean =>
   contentType !== undefined && /^\s*application\/json\s*(;|$)/i.test(contentType);
 
-/** A request carries a body when it says so: a length above zero, or a chunked transfer. */
+/**
+ * The methods whose body the API reads. A GET, HEAD or DELETE has no operation that takes one: its
+ * body is ignored, never parsed or refused (so those operations answer no 400, 413 or 415).
+ */
+export const takesBody = (method: string): boolean => method === "POST" || method === "PATCH" || method === "PUT";
+
+/** A request carries a body the API reads when it says so: a length above zero, or a chunked transfer. */
 export const carriesBody = (req: Request): boolean =>
-  req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+  takesBody(req.method) &&
+  (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0);
 
 /**
  * REST (`/v1`, `/api`): a body in any other type than JSON (or with none named) answers 415 in the

@@ -8,9 +8,8 @@ import type { ProcedureMeta } from "../trpc/init.ts";
 import { answerHeaders, procedureMetas } from "./answer-headers.ts";
 import { describeError } from "../trpc/errors.ts";
 import { sendRestError } from "./error-shapes.ts";
+import { takesBody } from "./media-type.ts";
 import { RestSurface } from "./rest-surface.ts";
-
-const BODY_METHODS = new Set(["POST", "PATCH", "PUT"]);
 
 /** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; a leading =+-@ is defused. */
 const csvField = (value: unknown): string => {
@@ -167,17 +166,14 @@ export const restAdapter = (
       return;
     }
     if (q !== -1) keepEmptyQueryValues(req);
-    if (BODY_METHODS.has(req.method)) {
+    if (takesBody(req.method)) {
       // A body in another type than JSON was refused with 415 before (media-type.ts); endpoints
       // without parameters may be called with no body at all. The library takes a body only as
       // `application/json`, spelled so: what reaches it was parsed as JSON, whatever its spelling.
       if (req.body === undefined) req.body = {};
       req.headers["content-type"] = "application/json";
     }
-    if (
-      BODY_METHODS.has(req.method) &&
-      (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))
-    ) {
+    if (takesBody(req.method) && (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))) {
       // Bodies are merged with path parameters: anything but an object would be spread into nonsense.
       sendRestError(
         req,
