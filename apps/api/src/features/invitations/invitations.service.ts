@@ -71,7 +71,8 @@ export class InvitationsService {
     const token = randomBytes(32).toString("base64url");
     const url = `${this.#d.publicUrl()}/console/invitations/${token}`;
     const now = this.#d.clock.now();
-    const email = input.email.toLowerCase();
+    // As written (answered and mailed so); accepting compares it case-insensitively.
+    const email = input.email;
     const { record, organizationName } = await this.#d.db.transaction(async (query) => {
       const chain = await chainInSubtree(query, auth.organizationId, organizationId);
       // Locked first, so parallel invitations cannot all see room for one more.
