@@ -106,7 +106,10 @@ describe("invitations (service tier)", () => {
     expect(listed.data.map((i) => i.id)).toEqual([created.id]);
     expect(JSON.stringify(listed)).not.toContain(token);
 
-    const mail = await eventually(() => sink.received.find((m) => m.to.some((to) => to.toLowerCase() === email.toLowerCase())), "the mail");
+    const mail = await eventually(
+      () => sink.received.find((m) => m.to.some((to) => to.toLowerCase() === email.toLowerCase())),
+      "the mail",
+    );
     expect(mail.from).toBe("fleet@example.net");
     expect(mail.text).toContain(created.url);
     const owners = await db.query<{ email: string; name: string }>(
