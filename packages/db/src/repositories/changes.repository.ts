@@ -706,15 +706,28 @@ export class ChangesRepository {
     return rows.map((row) => ({ id: row.id, teamId: row.team_id }));
   }
 
-  /** The user who made an API key (the person an approval by that key stands for); null when it is gone. */
-  async apiKeyMaker(keyId: string): Promise<string | null> {
+  /**
+   * The user who made an API key of the organization (the person an approval by that key stands
+   * for). A revoked key's row is gone: its `api_key.created` entry still names its maker, until the
+   * audit log's retention prunes it; then null.
+   */
+  async apiKeyMaker(keyId: string, organizationId: string): Promise<string | null> {
     if (!isUuid(keyId)) return null;
     const row = await this.#query.kysely
       .selectFrom("api_keys")
       .select("created_by")
       .where("id", "=", keyId)
       .executeTakeFirst();
-    return row ? row.created_by : null;
+    if (row) return row.created_by;
+    const made = await this.#query.kysely
+      .selectFrom("audit_log")
+      .select("actor_id")
+      .where("organization_id", "=", organizationId)
+      .where("action", "=", "api_key.created")
+      .where("target_id", "=", keyId)
+      .where("actor_type", "=", "user")
+      .executeTakeFirst();
+    return made?.actor_id ?? null;
   }
 
   /** Of these ids, the ones that are routers of the organization (and team, when given). */

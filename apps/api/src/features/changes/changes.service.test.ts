@@ -415,6 +415,14 @@ describe("attacks on changes", () => {
     expect((await rejection(service.approve(owner.organizationId, byKey.id, origin))).status).toBe(403);
     const otherPersonsKey = await keyOf(owner.organizationId, crypto.randomUUID());
     expect((await service.approve(owner.organizationId, byKey.id, otherPersonsKey)).state).toBe("running");
+
+    // A key revoked after making a change: its api_key.created entry still names the author.
+    const revokedKey = await keyOf(owner.organizationId, owner.userId);
+    const byRevoked = await service.create(owner.organizationId, revokedKey, body({ requires_approval: true }));
+    await db.query("delete from api_keys where id = $1", [revokedKey.actor.id]);
+    expect((await rejection(service.approve(owner.organizationId, byRevoked.id, origin))).status).toBe(403);
+    const other = originOf(crypto.randomUUID());
+    expect((await service.approve(owner.organizationId, byRevoked.id, other)).state).toBe("running");
   });
 
   it("two approvals, resumes or cancels at once: exactly one wins, the other is 409", async () => {

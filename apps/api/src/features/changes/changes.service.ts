@@ -34,13 +34,14 @@ export interface ChangesDeps {
 }
 
 /**
- * The person behind an actor: a user, or the user who made an API key; null for a key that no
- * longer exists (its maker cannot be told apart from anyone, so it approves nothing).
+ * The person behind an actor: a user, or the user who made an API key (a revoked one's too, from
+ * its audit entry); null when nobody can be named (its maker cannot be told apart from anyone, so
+ * it approves nothing).
  */
-const personOf = async (query: Query, actor: AuditOrigin["actor"]): Promise<string | null> => {
+const personOf = async (query: Query, actor: AuditOrigin["actor"], organizationId: string): Promise<string | null> => {
   if (actor.type === "user") return actor.id;
   if (actor.type !== "api_key") return null;
-  return actor.id === null ? null : new ChangesRepository(query).apiKeyMaker(actor.id);
+  return actor.id === null ? null : new ChangesRepository(query).apiKeyMaker(actor.id, organizationId);
 };
 
 /** How far ahead a change may be scheduled. */
@@ -188,8 +189,8 @@ export class ChangesService {
       if (change.state !== "awaiting_approval") throw conflict(change, "approved");
       // People, not credentials: an API key stands for the user who made it, so an author cannot
       // approve with a key of theirs (nor with their token a change one of their keys made).
-      const author = await personOf(query, change.createdBy);
-      const approver = await personOf(query, origin.actor);
+      const author = await personOf(query, change.createdBy, change.organizationId);
+      const approver = await personOf(query, origin.actor, change.organizationId);
       if (author === null || approver === null || author === approver) {
         throw new AppError("forbidden", "The author of a change cannot approve it: another person must.");
       }
