@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from "@fleet/db/testing";
 import { AdoptedRouter } from "@fleet/router-simulator/adoption/adopted-router";
 import { type SimulatedRouterOs, startSimulatedRouterOs } from "@fleet/router-simulator/routeros/simulated-routeros";
 import { eventually } from "@fleet/shared/testing";
-import { SignJWT } from "jose";
+import { decodeJwt, SignJWT } from "jose";
 import pino from "pino";
 import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -457,6 +457,55 @@ describe("the operator console", () => {
         expect(problems).toEqual([]);
       }),
     120_000,
+  );
+
+  it(
+    "with dev-login, the organization switcher moves into a customer and back",
+    () =>
+      journey("switcher", async () => {
+        const email = `switch-${crypto.randomUUID()}@example.com`;
+        await page.goto(`${base()}/console/`);
+        if (await page.getByRole("button", { name: "Sign out" }).isVisible())
+          await page.getByRole("button", { name: "Sign out" }).click();
+        await page.getByRole("textbox", { name: "Email" }).fill(email);
+        await page.getByRole("button", { name: "Sign in with email" }).click();
+        await heading("Fleet").waitFor();
+        // A customer below the user's organization, made over the API.
+        const login = await fetch(`${base()}/v1/auth/dev-login`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email }),
+        });
+        const { access_token: token, organization_id: top } = (await login.json()) as {
+          access_token: string;
+          organization_id: string;
+        };
+        const created = await fetch(`${base()}/v1/organizations`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+          body: JSON.stringify({ name: "Customer One" }),
+        });
+        const customer = ((await created.json()) as { id: string }).id;
+        await page.reload();
+        const switcher = page.getByRole("combobox", { name: "Organization" });
+        const chosen = async () => (await switcher.locator("option:checked").textContent())?.trim();
+        const tokenOrganization = async () => {
+          const stored = (await page.evaluate("sessionStorage.getItem('fleet.console.token')")) as string;
+          return (decodeJwt(stored) as { id?: string }).id;
+        };
+        await eventually(async () => (await chosen()) === `${email.split("@")[0]}'s organization`, "the switcher");
+        await switcher.selectOption({ label: "\u2003Customer One" });
+        await eventually(async () => (await tokenOrganization()) === customer, "a token of the customer");
+        await eventually(async () => (await chosen()) === "Customer One", "the customer chosen");
+        await shot("13-switched");
+        // The choice holds across a reload (it is the user's current organization), and goes back.
+        await page.reload();
+        await eventually(async () => (await chosen()) === "Customer One", "the customer after a reload");
+        await switcher.selectOption({ index: 0 });
+        await eventually(async () => (await tokenOrganization()) === top, "a token of the top organization");
+        expect(problems).toEqual([]);
+      }),
+    60_000,
   );
 
   it(

@@ -13,8 +13,9 @@ interface Choice {
 /**
  * The organization the console acts in (docs/console.md "Customers and members"): the user's
  * organizations and those below the current one, indented as a tree. Choosing one asks the
- * session for a token of it (it becomes the user's current organization); a pasted token or an
- * API key names one organization for good, so it shows no switcher.
+ * session (or, in development, dev-login) for a token of it (it becomes the user's current
+ * organization); a pasted token or an API key names one organization for good, so it shows no
+ * switcher.
  */
 export const OrganizationSwitcher = () => {
   const trpc = useTRPC();
@@ -22,9 +23,13 @@ export const OrganizationSwitcher = () => {
   const queryClient = useQueryClient();
   const [switching, setSwitching] = useState(false);
   const fromProvider = session.fromProvider();
-  const me = useQuery({ ...trpc.me.get.queryOptions(), enabled: fromProvider });
-  const tree = useQuery({ ...trpc.organizations.list.queryOptions(), enabled: fromProvider });
-  if (!fromProvider || !me.data || !tree.data) return null;
+  const switchable = fromProvider || session.fromDevLogin();
+  const me = useQuery({ ...trpc.me.get.queryOptions(), enabled: switchable });
+  const tree = useQuery({ ...trpc.organizations.list.queryOptions(), enabled: switchable });
+  if (!switchable || !me.data || !tree.data) return null;
+  const email = me.data.email;
+  // dev-login names its user by email.
+  if (!fromProvider && email === null) return null;
   const current = me.data.organization_id;
   const choices: Choice[] = [];
   const seen = new Set<string>();
@@ -53,7 +58,16 @@ export const OrganizationSwitcher = () => {
     try {
       // Nothing of the previous organization stays on screen: every query starts over, and those
       // on screen fetch again (clear() would leave mounted pages showing the old answers).
-      if (await providerSession.resume(client, id)) await queryClient.resetQueries();
+      if (fromProvider) {
+        if (await providerSession.resume(client, id)) await queryClient.resetQueries();
+        return;
+      }
+      const next = await client.auth.devLogin
+        .mutate({ email: email ?? "", organization_id: id })
+        .catch(() => undefined);
+      if (!next) return;
+      session.signInFromDevLogin(next.access_token);
+      await queryClient.resetQueries();
     } finally {
       setSwitching(false);
     }

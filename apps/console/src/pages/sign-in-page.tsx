@@ -18,7 +18,7 @@ export const SignInPage = () => {
   const [email, setEmail] = useState("");
   const [token, setToken] = useState("");
   const devLogin = useMutation(
-    trpc.auth.devLogin.mutationOptions({ onSuccess: (result) => session.signIn(result.access_token) }),
+    trpc.auth.devLogin.mutationOptions({ onSuccess: (result) => session.signInFromDevLogin(result.access_token) }),
   );
   const signInWithEmail = (event: FormEvent) => {
     event.preventDefault();

@@ -73,6 +73,21 @@ export class IdentityWorkflow {
     return { userId: user.userId, organizationId, teamId, created: false };
   }
 
+  /**
+   * Makes an organization the user acts in (a membership there or above) their current one, with its
+   * default team; null when they act in none of that id.
+   */
+  async chooseOrganization(
+    userId: string,
+    organizationId: string,
+  ): Promise<{ organizationId: string; teamId: string } | null> {
+    if (!isUuid(organizationId)) return null;
+    const id = organizationId.toLowerCase();
+    if ((await this.#members.heldAbove(userId, id)).length === 0) return null;
+    await this.#read.setCurrentOrganization(userId, id);
+    return { organizationId: id, teamId: await this.defaultTeamId(id) };
+  }
+
   /** The organization's default team, created on first use for organizations made elsewhere. */
   async defaultTeamId(organizationId: string): Promise<string> {
     return (await this.#read.findDefaultTeam(organizationId)) ?? this.#read.insertDefaultTeam(organizationId);

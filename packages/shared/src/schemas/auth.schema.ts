@@ -31,6 +31,10 @@ export const ZDevLoginInput = z.object({
     .pipe(z.email({ error: "must be a valid email address" })),
   scope: bounded(500).optional(),
   timezone: bounded(64).optional(),
+  organization_id: bounded(100).optional().meta({
+    description:
+      "Sign in to this organization (one the user acts in, else 404); it becomes their current one. Default: the current one.",
+  }),
 });
 export type TDevLoginInput = z.infer<typeof ZDevLoginInput>;
 

@@ -49,7 +49,13 @@ export class AuthService {
         fields: { timezone: ["must be an IANA time zone name such as Europe/Berlin"] },
       });
     }
-    const identity = await this.#deps.identity.loginByEmail(input.email);
+    let identity = await this.#deps.identity.loginByEmail(input.email);
+    if (input.organization_id !== undefined) {
+      // The console's switcher in development: another organization the user acts in (as auth.token).
+      const chosen = await this.#deps.identity.chooseOrganization(identity.userId, input.organization_id);
+      if (!chosen) throw new AppError("not_found", "No such organization.");
+      identity = { ...identity, ...chosen };
+    }
     const token = await signer.sign({
       userId: identity.userId,
       organizationId: identity.organizationId,

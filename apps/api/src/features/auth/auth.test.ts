@@ -139,6 +139,32 @@ describe("dev login (the authentication workflow)", () => {
     expect((await h.request("GET", "/api/routers", { token: first.body.access_token })).status).toBe(200);
   });
 
+  it("signs in to another organization the user acts in (it becomes current); any other is 404", async () => {
+    const email = `switch-${crypto.randomUUID()}@example.com`;
+    const home = await h.request("POST", "/v1/auth/dev-login", { body: { email } });
+    const token = home.body.access_token as string;
+    const child = await h.request("POST", "/v1/organizations", { token, body: { name: "Customer" } });
+    expect(child.status).toBe(201);
+    const into = await h.request("POST", "/v1/auth/dev-login", {
+      body: { email, organization_id: child.body.id.toUpperCase() },
+    });
+    expect(into.status).toBe(200);
+    expect(into.body.organization_id).toBe(child.body.id);
+    const me = await h.request("GET", "/v1/me", { token: into.body.access_token });
+    expect([me.body.organization_id, me.body.role]).toEqual([child.body.id, "owner"]);
+    // It is the current one now: a plain dev-login comes back to it.
+    const again = await h.request("POST", "/v1/auth/dev-login", { body: { email } });
+    expect(again.body.organization_id).toBe(child.body.id);
+    const stranger = await h.request("POST", "/v1/auth/dev-login", { body: { email: `other-${email}` } });
+    for (const organization_id of [stranger.body.organization_id, crypto.randomUUID(), "not-an-id"]) {
+      const refused = await h.request("POST", "/v1/auth/dev-login", { body: { email, organization_id } });
+      expect([organization_id, refused.status]).toEqual([organization_id, 404]);
+    }
+    expect((await h.request("POST", "/v1/auth/dev-login", { body: { email } })).body.organization_id).toBe(
+      child.body.id,
+    );
+  });
+
   it("validates its input", async () => {
     const before = await databaseFingerprint(h.db);
     expect((await h.request("POST", "/v1/auth/dev-login", { body: { email: "nope" } })).status).toBe(422);
