@@ -100,7 +100,7 @@ const epochMs = (column: string) => `(extract(epoch from ${column}) * 1000)::flo
 export const LIST_ITEM = `json_build_array(r.id, r.organization_id, r.team_id, r.name, r.identity, r.serial_number,
   r.software_version, r.software_id, r.model, r.board_name, r.hardwareboard, l.uptime_seconds::float8,
   coalesce(l.has_pulse, false), ${epochMs("l.last_seen_at")}, l.last_seen_from, r.tags, ${epochMs("r.created_at")},
-  l.cpu_load::float8, l.memory_used_percent::float8, l.temperature::float8) as item`;
+  l.cpu_load, l.memory_used_percent, l.temperature) as item`;
 
 /** {@link LIST_ITEM}'s values, in its order, as JSON gives them back. */
 type ListItemValues = [

@@ -53,13 +53,19 @@ export const renderSlack = (m: AlertMessage): { text: string; blocks: unknown[] 
 
 // ---- Microsoft Teams: a MessageCard whose text holds the same words ------------------------------
 
-/** Teams markdown: backslash before markdown characters, HTML's three as entities. */
+/**
+ * Teams markdown: HTML's three as entities, and a backslash only where a name would make markup:
+ * links and code (`[`, `]`, a backquote, a backslash), emphasis (`*`, `~`, a `_` not inside a word)
+ * and a line that would start a heading or a list. `rtr-1.example (core)` arrives as written.
+ */
 export const escapeTeams = (text: string): string =>
   text
     .replaceAll("&", "&amp;")
     .replaceAll("<", "&lt;")
     .replaceAll(">", "&gt;")
-    .replace(/[\\`*_{}[\]()#+\-.!|~]/g, (c) => `\\${c}`);
+    .replace(/[\\`*[\]~]|(?<![\p{L}\p{N}])_|_(?![\p{L}\p{N}])/gu, (c) => `\\${c}`)
+    .replace(/^(\s*)([#+-])/, "$1\\$2")
+    .replace(/^(\s*\d+)([.)])/, "$1\\$2");
 
 export const renderTeams = (m: AlertMessage): Record<string, unknown> => ({
   "@type": "MessageCard",

@@ -194,10 +194,10 @@ describe('health reads (docs/api.md "Health")', () => {
     const d = await makeRouter(h.db, user, { name: "d" });
     const never = await makeRouter(h.db, user, { name: "never" });
     await report([
-      [a, values(12.5, { memoryUsedPercent: 90, temperature: -5 })],
+      [a, values(12.5, { memoryUsedPercent: 66.7, temperature: -5 })],
       [b, values(95, { memoryUsedPercent: 10, temperature: 70 })],
       [c, values(12.5, { memoryUsedPercent: 40, temperature: null })],
-      [d, values(null, { memoryUsedPercent: null, temperature: 30 })],
+      [d, values(null, { memoryUsedPercent: null, temperature: 47.3 })],
     ]);
     const all = await get(user, "/api/routers?sort=cpu");
     expect(all.status).toBe(200);
@@ -205,6 +205,9 @@ describe('health reads (docs/api.md "Health")', () => {
     const ties = [a.id, c.id].sort().reverse(); // equal values: by id, descending
     expect(ids(all.body)).toEqual([b.id, ...ties, ...[d.id, never.id].sort().reverse()]);
     expect(all.body.data[0]).toMatchObject({ cpu_load: 95, memory_used_percent: 10, temperature: 70 });
+    // As reported (stored as real: never 66.69999694824219).
+    const byId = (id: string) => all.body.data.find((r: { id: string }) => r.id === id);
+    expect([byId(a.id).memory_used_percent, byId(d.id).temperature]).toEqual([66.7, 47.3]);
     expect(all.body.data.find((r: { id: string }) => r.id === never.id)).toMatchObject({
       cpu_load: null,
       memory_used_percent: null,
