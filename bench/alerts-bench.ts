@@ -84,7 +84,6 @@ const channels = new NotificationChannelsService({
   secrets,
   clock,
   allowPrivate: true,
-  emailConfigured: true,
 });
 // The engine's own timer is an hour: the bench runs its passes.
 const engine = new AlertEngine({

@@ -134,7 +134,7 @@ describe("API configuration", () => {
     }
   });
 
-  it("SMTP_URL and MAIL_FROM: off by default; together; a bad value stops start-up naming it, without the password", () => {
+  it("SMTP_URL and MAIL_FROM: off by default; the sender defaults; a bad value stops start-up naming it, without the password", () => {
     expect(loadApiConfig({}).mail).toEqual({ smtpUrl: undefined, from: undefined });
     expect(
       loadApiConfig({ SMTP_URL: "smtps://u:p@mail.example.com:465", MAIL_FROM: "Fleet <fleet@example.com>" }).mail,
@@ -142,9 +142,11 @@ describe("API configuration", () => {
       smtpUrl: "smtps://u:p@mail.example.com:465",
       from: "Fleet <fleet@example.com>",
     });
-    expect(() => loadApiConfig({ SMTP_URL: "smtp://u:hunter2@mail.example.com" })).toThrow(
-      /MAIL_FROM must be set together/,
-    );
+    // Without MAIL_FROM: fleet@ the API's public host.
+    expect(loadApiConfig({ SMTP_URL: "smtp://u:hunter2@mail.example.com" }).mail.from).toBe("fleet@localhost");
+    expect(
+      loadApiConfig({ SMTP_URL: "smtp://mail.example.com", API_PUBLIC_URL: "https://fleet.example.net" }).mail.from,
+    ).toBe("fleet@fleet.example.net");
     for (const bad of ["http://mail.example.com", "not a url"]) {
       let message = "";
       try {

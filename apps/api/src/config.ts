@@ -310,8 +310,8 @@ export const loadApiConfig = (given: TEnv = process.env): ApiConfig => {
 
 const loadMailConfig = (env: TEnv): ApiConfig["mail"] => {
   const smtpUrl = envUrl(env, "SMTP_URL", ["smtp:", "smtps:"]);
-  const from = envOptional(env, "MAIL_FROM");
-  if (smtpUrl && !from) throw new ConfigError("MAIL_FROM", "must be set together with SMTP_URL");
+  // Unset beside SMTP_URL: fleet@ the API's public host (docs/operations.md "Configuration").
+  const from = envOptional(env, "MAIL_FROM") ?? (smtpUrl ? `fleet@${publicMailHost(env)}` : undefined);
   if (from !== undefined && !/^[^\s@<>]+@[^\s@<>]+$|^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(from)) {
     throw new ConfigError("MAIL_FROM", 'must be an address such as fleet@example.com or "Fleet <fleet@example.com>"');
   }
@@ -371,6 +371,12 @@ const envSigningKey = (env: TEnv): string | undefined => {
 };
 
 const PUBLIC_KEY_LINE = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}( .*)?$/;
+
+/** The host of API_PUBLIC_URL as a mail domain (`localhost` when unset or an IPv6 address). */
+const publicMailHost = (env: TEnv): string => {
+  const host = envUrl(env, "API_PUBLIC_URL", ["http:", "https:"])?.hostname ?? "";
+  return host === "" || host.startsWith("[") ? "localhost" : host;
+};
 
 const publicBase = (env: TEnv, name: string): string | undefined => {
   const url = envUrl(env, name, ["http:", "https:"]);

@@ -76,7 +76,6 @@ export const wireAlerts = (
         secrets,
         clock,
         allowPrivate: config.events.webhookAllowPrivate,
-        emailConfigured: sender.emailConfigured,
       }),
       alertRules: new AlertRulesService({ db, clock, onChange: () => engine.wake() }),
       maintenanceWindows: new MaintenanceWindowsService({ db, clock }),

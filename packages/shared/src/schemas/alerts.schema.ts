@@ -54,7 +54,8 @@ export const CHANNEL_CONFIGS = {
   teams: z.object({ webhook_url: url }),
   telegram: z.object({
     bot_token: text({ min: 1, max: 200, error: stringError }).refine(
-      (v) => /^\d{1,20}:[A-Za-z0-9_-]{20,100}$/.test(v),
+      // It goes into the API's path: digits, a colon and URL-safe characters only.
+      (v) => /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/.test(v),
       {
         error: "must be a bot token (<digits>:<key>)",
       },
@@ -65,8 +66,8 @@ export const CHANNEL_CONFIGS = {
       .refine((v) => /^(-?\d{1,20}|@[A-Za-z0-9_]{4,64})$/.test(v), { error: "must be a chat id or @channel name" }),
   }),
   pagerduty: z.object({
-    routing_key: text({ min: 1, max: 64, error: stringError }).refine((v) => /^[A-Za-z0-9]{20,64}$/.test(v), {
-      error: "must be an Events API v2 integration key",
+    routing_key: text({ min: 1, max: 64, error: stringError }).refine((v) => /^[A-Za-z0-9_-]{1,64}$/.test(v), {
+      error: "must be an Events API v2 integration key (letters, digits, - and _)",
     }),
   }),
 } as const;
@@ -277,7 +278,7 @@ const instant = z
   .string(required("must be an ISO 8601 date-time"))
   .max(40, { error: "must be an ISO 8601 date-time" })
   .refine(
-    (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?(Z|[+-]\d\d:\d\d)$/.test(v) && !Number.isNaN(Date.parse(v)),
+    (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:?\d\d)$/.test(v) && !Number.isNaN(Date.parse(v)),
     {
       error: "must be an ISO 8601 date-time with an offset, such as 2026-12-01T22:00:00Z",
     },

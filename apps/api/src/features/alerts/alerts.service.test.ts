@@ -72,7 +72,6 @@ beforeAll(async () => {
     secrets,
     clock,
     allowPrivate: true,
-    emailConfigured: true,
   });
   rules = new AlertRulesService({ db, clock });
   windows = new MaintenanceWindowsService({ db, clock });
@@ -325,7 +324,6 @@ describe("notification channels (service tier)", () => {
       secrets,
       clock,
       allowPrivate: false,
-      emailConfigured: false,
     });
     const owner = await makeUser(db);
     for (const url of [
@@ -344,14 +342,13 @@ describe("notification channels (service tier)", () => {
       expect(error.code).toBe("validation_failed");
       expect(Object.keys(error.fields ?? {})).toEqual(["config.webhook_url"]);
     }
-    const mail = await rejection(
-      strict.create(
-        owner.organizationId,
-        SYSTEM_ORIGIN,
-        ZCreateChannelInput.parse({ name: "m", type: "email", config: { to: ["a@b.example"] } }),
-      ),
+    // Without SMTP_URL an email channel is kept; its sends fail, saying why (below).
+    const mail = await strict.create(
+      owner.organizationId,
+      SYSTEM_ORIGIN,
+      ZCreateChannelInput.parse({ name: "m", type: "email", config: { to: ["a@b.example"] } }),
     );
-    expect(Object.keys(mail.fields ?? {})).toEqual(["type"]);
+    expect(mail.type).toBe("email");
     // DNS rebinding: a name that resolved publicly at creation resolves to loopback when sent.
     const strictSender = new ChannelSender({
       allowPrivate: false,
@@ -370,6 +367,13 @@ describe("notification channels (service tier)", () => {
     expect(sent.ok).toBe(false);
     expect(sent.error).toMatch(/non-public|refused/);
     expect(http.requests.some((r) => r.path === "/slack/rebind")).toBe(false);
+    const unsent = await strictSender.send(
+      "email",
+      { to: ["a@b.example"] },
+      {},
+      { kind: "test", title: "t", organization: "o", lines: [], at: new Date(T0).toISOString() },
+    );
+    expect(unsent).toMatchObject({ ok: false, error: "SMTP_URL is not set" });
   });
 });
 

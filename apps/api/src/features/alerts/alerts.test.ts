@@ -79,6 +79,8 @@ describe("notification channels over HTTP", () => {
       [{ name: "mail", type: "email", config: { to: ["not an address"] } }, "config.to.0"],
       [{ name: "x", type: "sms", config: {} }, "type"],
       [{ name: "t", type: "telegram", config: { bot_token: "nope", chat_id: 1 } }, "config.bot_token"],
+      [{ name: "t", type: "telegram", config: { bot_token: "1:a/../x", chat_id: 1 } }, "config.bot_token"],
+      [{ name: "p", type: "pagerduty", config: { routing_key: "key with spaces" } }, "config.routing_key"],
       [{ name: "s", type: "slack", config: { webhook_url: "ftp://example.net/x" } }, "config.webhook_url"],
       [{ name: "n\u0000", type: "slack", config: { webhook_url: "https://example.net/x" } }, "name"],
     ];
@@ -87,6 +89,14 @@ describe("notification channels over HTTP", () => {
       expect(res.status).toBe(422);
       expect(res.body.status).toBe("fail");
       expect(res.body.data).toHaveProperty([field]);
+    }
+    // Short test credentials are taken as they are (the provider is who knows a real one).
+    for (const body of [
+      { name: "tg", type: "telegram", config: { bot_token: "123456:TEST", chat_id: "42" } },
+      { name: "pd", type: "pagerduty", config: { routing_key: "test-routing-key" } },
+    ]) {
+      const res = await h.request("POST", "/api/notification-channels", { token: user.token, body });
+      expect([body.type, res.status]).toEqual([body.type, 201]);
     }
     const reader = await h.login(undefined, { scope: "routers:read" });
     const denied = await h.refused("POST", "/api/notification-channels", {
@@ -149,6 +159,12 @@ describe("alert rules and maintenance windows over HTTP", () => {
       },
     });
     expect(window.status).toBe(201);
+    // Six digits of a second and an offset without its colon, as clients write them.
+    const precise = await h.request("POST", "/api/maintenance-windows", {
+      token: user.token,
+      body: { name: "precise", starts_at: "2026-12-03T22:00:00.123456Z", ends_at: "2026-12-03T23:30:00+0100" },
+    });
+    expect(precise.status).toBe(201);
     const weekly = await h.request("POST", "/api/maintenance-windows", {
       token: user.token,
       body: {
@@ -176,6 +192,7 @@ describe("alert rules and maintenance windows over HTTP", () => {
         { name: "w", weekly: { timezone: "UTC", days: ["sun"], from: "02:00", duration_minutes: "60" } },
         "weekly.duration_minutes",
       ],
+      [{ name: "w", starts_at: "2026-12-01T22:00:00.1234567890Z", ends_at: "2026-12-01T23:00:00Z" }, "starts_at"],
       [{ name: "w" }, "starts_at"],
     ];
     for (const [body, field] of badWindows) {
@@ -184,7 +201,7 @@ describe("alert rules and maintenance windows over HTTP", () => {
       expect(res.body.data).toHaveProperty([field]);
     }
     const audit = await h.request("GET", "/api/audit-log?action=maintenance.created", { token: user.token });
-    expect(audit.body.data).toHaveLength(2);
+    expect(audit.body.data).toHaveLength(3);
     expect(
       (await h.request("DELETE", `/api/maintenance-windows/${window.body.data.id}`, { token: user.token })).status,
     ).toBe(204);

@@ -46,10 +46,6 @@ export class ChannelSender {
     this.#o = options;
   }
 
-  get emailConfigured(): boolean {
-    return this.#o.smtpUrl !== undefined;
-  }
-
   async send(
     type: TChannelType,
     config: Record<string, unknown>,

@@ -42,8 +42,6 @@ export interface NotificationChannelsDeps {
   clock: Clock;
   /** `WEBHOOK_ALLOW_PRIVATE`. */
   allowPrivate: boolean;
-  /** `SMTP_URL` is set: email channels can send. */
-  emailConfigured: boolean;
   checkUrl?: typeof checkWebhookUrl;
 }
 
@@ -241,11 +239,6 @@ export class NotificationChannelsService {
   }
 
   async #checkTarget(type: TChannelType, config: Record<string, unknown>): Promise<void> {
-    if (type === "email" && !this.#d.emailConfigured) {
-      throw new AppError("validation_failed", "Email channels need SMTP_URL set on the server.", {
-        fields: { type: ["email needs SMTP_URL set on the server"] },
-      });
-    }
     if (type !== "slack" && type !== "teams") return;
     const target = await (this.#d.checkUrl ?? checkWebhookUrl)(String(config.webhook_url), this.#d.allowPrivate);
     if (!target.ok) {

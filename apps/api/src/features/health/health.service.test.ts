@@ -279,7 +279,6 @@ describe("resource evaluator (service tier)", () => {
       secrets,
       clock,
       allowPrivate: true,
-      emailConfigured: true,
     }).create(user.organizationId, origin, { name: "noc", type: "email", config: { to: ["noc@example.net"] } });
     await new AlertRulesService({ db, clock }).create(user.organizationId, {
       name: "hot",
