@@ -236,12 +236,19 @@ export class AlertEngine {
         quiet.set(rule.id, [...(quiet.get(rule.id) ?? []), p]);
         continue;
       }
-      if (router && p.kind !== "recovered") {
-        // A recovery closes what was already told before the window began, so it goes out.
+      if (router) {
         const windowEnd = maintenanceEnd(ctx.windows.get(p.organizationId) ?? [], router, now);
         if (windowEnd) {
-          if (p.state !== "maintenance")
-            rows.push(...this.#rows(ctx, rule, p, this.#message(ctx, rule, p), "suppressed"));
+          if (p.state !== "maintenance") {
+            const message = this.#message(ctx, rule, p);
+            // A recovery still resolves a PagerDuty incident opened before the window: closed, not told.
+            const resolves = (row: Row) =>
+              p.kind === "recovered" && ctx.channels.get(row.channelId)?.type === "pagerduty";
+            rows.push(
+              ...this.#rows(ctx, rule, p, message, "suppressed").filter((row) => !resolves(row)),
+              ...this.#rows(ctx, rule, p, message, "pending").filter(resolves),
+            );
+          }
           if (p.kind === "offline") await engine.hold([p.id], "maintenance", windowEnd);
           else done.push(p.id);
           continue;

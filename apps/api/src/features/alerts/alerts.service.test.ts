@@ -573,6 +573,40 @@ describe("the alert engine (service tier)", () => {
     expect(String(s.of("slack")[0]?.body.text)).toContain("Router offline");
   });
 
+  it("a recovery inside a window is suppressed, but still resolves PagerDuty's incident", async () => {
+    const s = await setUp();
+    const router = await makeRouter(db, s.owner, { hasPulse: false });
+    const at = Date.UTC(2026, 11, 6, 1, 0);
+    clock.set(at + 60_000);
+    await event(s.owner.organizationId, router.id, "router.offline", at);
+    await alerts.run();
+    await alerts.run();
+    await eventually(() => s.of("slack").length && s.of("pagerduty").length, "offline told", 15_000);
+    // A window opened while it is down covers its return.
+    await windows.create(s.owner.organizationId, SYSTEM_ORIGIN, {
+      name: "fix",
+      routers: { router_ids: [router.id] },
+      starts_at: new Date(at + 120_000).toISOString(),
+      ends_at: new Date(at + 3_600_000).toISOString(),
+    });
+    clock.set(at + 600_000);
+    await event(s.owner.organizationId, router.id, "router.online", at + 600_000);
+    await alerts.run();
+    await alerts.run();
+    await eventually(() => s.of("pagerduty").length === 2, "the resolve", 15_000);
+    expect(s.of("pagerduty")[1]?.body).toMatchObject({
+      event_action: "resolve",
+      dedup_key: `fleet-${router.id}-offline`,
+    });
+    const slack = await channels.deliveries(s.owner.organizationId, { id: s.channels.slack?.id ?? "" });
+    expect(slack.data.map((d) => [d.event, d.status])).toEqual([
+      ["router.online", "suppressed"],
+      ["router.offline", "sent"],
+    ]);
+    await settle(async () => 0);
+    expect(s.of("slack")).toHaveLength(1);
+  });
+
   it("rules refuse another organization's channel, router or team (404) and hold 100 rules, not 101", async () => {
     const s = await setUp();
     const other = await makeUser(db);
