@@ -221,6 +221,17 @@ export class AlertEngineRepository {
    * Cancels a rule's not yet notified offline of a router (it came back first): true when one
    * was waiting. A storm's member is cancelled too: the grouped message lists only those still out.
    */
+  /** A router's offline held by its rule's quiet hours (due, told in their summary); null: none. */
+  async quietOffline(ruleId: string, routerId: string): Promise<AlertPendingRecord | null> {
+    const row = await selectPending(this.#query)
+      .where("rule_id", "=", ruleId)
+      .where("router_id", "=", routerId)
+      .where("kind", "=", "offline")
+      .where("state", "=", "quiet")
+      .executeTakeFirst();
+    return row ? pendingFromRow(row) : null;
+  }
+
   async cancelOffline(ruleId: string, routerId: string): Promise<boolean> {
     const rows = await this.#query.kysely
       .deleteFrom("alert_pending")

@@ -184,6 +184,23 @@ export class AlertEngine {
             pending.splice(waiting, 1);
             continue;
           }
+          // Told in quiet hours' summary, so is its return (CONTRACT 19: what happened then).
+          const quiet = await engine.quietOffline(rule.id, router.id);
+          if (quiet) {
+            pending.push({
+              ...base,
+              kind: "recovered",
+              event: event.action,
+              occurredAt: event.occurredAt,
+              dueAt: event.occurredAt,
+              details: {
+                audit_id: event.auditId,
+                dedup_key: offlineKey(router.id),
+                offline_at: formatIsoUtc(quiet.occurredAt),
+              },
+            });
+            continue;
+          }
           if (await engine.cancelOffline(rule.id, router.id)) continue;
           const notified = await engine.takeOffline(rule.id, router.id);
           if (!notified) continue;
@@ -306,12 +323,16 @@ export class AlertEngine {
         done.push(p.id);
       }
     }
-    for (const [ruleId, items] of quiet) {
+    for (const [ruleId, held] of quiet) {
       const rule = ctx.rules.get(ruleId);
       if (!rule) continue;
+      // In the order it happened (all come due together, when the quiet hours end).
+      const items = held.toSorted((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime());
       rows.push(...this.#summaryRows(ctx, rule, items));
+      // An offline whose return the summary tells too is over: nothing to pair a later recovery with.
+      const back = new Set(items.flatMap((p) => (p.kind === "recovered" && p.routerId ? [p.routerId] : [])));
       for (const p of items) {
-        if (p.kind === "offline" && p.routerId)
+        if (p.kind === "offline" && p.routerId && !back.has(p.routerId))
           await engine.rememberOffline(rule.id, p.routerId, p.occurredAt, offlineKey(p.routerId));
         done.push(p.id);
       }

@@ -547,6 +547,38 @@ describe("the alert engine (service tier)", () => {
     });
   });
 
+  it("quiet hours: a router down and back while they last is in the summary, both ways", async () => {
+    const s = await setUp({ quiet_hours: { timezone: "Europe/Paris", from: "22:00", to: "07:00" } });
+    const router = await makeRouter(db, s.owner, { name: "blip" });
+    const night = Date.UTC(2026, 11, 3, 23, 30); // 00:30 in Paris
+    clock.set(night);
+    await event(s.owner.organizationId, router.id, "router.offline", night);
+    await alerts.run();
+    await alerts.run();
+    clock.set(night + 600_000);
+    await event(s.owner.organizationId, router.id, "router.online", night + 600_000);
+    await alerts.run();
+    await alerts.run();
+    await settle(async () => 0);
+    expect(s.of("slack")).toHaveLength(0);
+    clock.set(Date.UTC(2026, 11, 4, 6, 0, 1)); // 07:00:01 in Paris
+    await alerts.run();
+    await eventually(() => s.of("slack").length && s.of("pagerduty").length === 2, "summary", 30_000);
+    await settle(async () => 0);
+    expect(s.of("slack")).toHaveLength(1);
+    const text = String(s.of("slack")[0]?.body.text);
+    expect(text).toMatch(/While quiet: 2 alerts/);
+    // In the order it happened.
+    expect(text).toMatch(/went offline at 2026-12-04 00:30 Europe\/Paris[\s\S]*back online since 2026-12-04 00:40/);
+    expect(s.of("pagerduty").map((r) => r.body.event_action)).toEqual(["trigger", "resolve"]);
+    // Over: a later return of the router tells nothing more.
+    clock.set(Date.UTC(2026, 11, 4, 9, 0));
+    await event(s.owner.organizationId, router.id, "router.online", Date.UTC(2026, 11, 4, 9, 0));
+    await alerts.run();
+    await settle(async () => 0);
+    expect(s.of("slack")).toHaveLength(1);
+  });
+
   it("a maintenance window suppresses, and one that ends with the router still offline notifies then", async () => {
     const s = await setUp();
     const router = await makeRouter(db, s.owner, { hasPulse: false });
