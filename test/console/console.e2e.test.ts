@@ -464,11 +464,13 @@ describe("the operator console", () => {
     () =>
       journey("switcher", async () => {
         const email = `switch-${crypto.randomUUID()}@example.com`;
+        // From a tab with nothing kept: the sign-in page, whatever the journey before left.
         await page.goto(`${base()}/console/`);
-        if (await page.getByRole("button", { name: "Sign out" }).isVisible())
-          await page.getByRole("button", { name: "Sign out" }).click();
-        await page.getByRole("textbox", { name: "Email" }).fill(email);
+        await page.evaluate("sessionStorage.clear()");
+        await page.reload();
+        await page.getByRole("textbox", { name: "Email", exact: true }).fill(email);
         await page.getByRole("button", { name: "Sign in with email" }).click();
+        await page.getByRole("button", { name: "Sign out" }).waitFor();
         await heading("Fleet").waitFor();
         // A customer below the user's organization, made over the API.
         const login = await fetch(`${base()}/v1/auth/dev-login`, {
