@@ -184,26 +184,13 @@ export class AlertEngine {
             pending.splice(waiting, 1);
             continue;
           }
-          // Told in quiet hours' summary, so is its return (CONTRACT 19: what happened then).
+          // The offline this return answers: one held for quiet hours' summary (which then tells
+          // its return too, CONTRACT 19), or one told already; a still waiting one is cancelled.
           const quiet = await engine.quietOffline(rule.id, router.id);
-          if (quiet) {
-            pending.push({
-              ...base,
-              kind: "recovered",
-              event: event.action,
-              occurredAt: event.occurredAt,
-              dueAt: event.occurredAt,
-              details: {
-                audit_id: event.auditId,
-                dedup_key: offlineKey(router.id),
-                offline_at: formatIsoUtc(quiet.occurredAt),
-              },
-            });
-            continue;
-          }
-          if (await engine.cancelOffline(rule.id, router.id)) continue;
-          const notified = await engine.takeOffline(rule.id, router.id);
-          if (!notified) continue;
+          let told = quiet && { dedupKey: offlineKey(router.id), offlineAt: quiet.occurredAt };
+          if (!told && !(await engine.cancelOffline(rule.id, router.id)))
+            told = await engine.takeOffline(rule.id, router.id);
+          if (!told) continue;
           pending.push({
             ...base,
             kind: "recovered",
@@ -212,8 +199,8 @@ export class AlertEngine {
             dueAt: event.occurredAt,
             details: {
               audit_id: event.auditId,
-              dedup_key: notified.dedupKey,
-              offline_at: formatIsoUtc(notified.offlineAt),
+              dedup_key: told.dedupKey,
+              offline_at: formatIsoUtc(told.offlineAt),
             },
           });
         } else if (subscribes(rule, event.action)) {
