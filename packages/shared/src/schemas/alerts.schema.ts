@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { isKnownTimeZone } from "../rules/date-format.ts";
 import { stringError, text } from "../rules/text-rules.ts";
-import { successEnvelope } from "./common.schema.ts";
+import { queryLimit, successEnvelope } from "./common.schema.ts";
 import { parseClock, WEEKDAYS } from "../rules/zoned-time.ts";
 import { ZRouterTag } from "./router.schema.ts";
 import { ZSubscribedEvent } from "./events.schema.ts";
@@ -170,15 +170,9 @@ export const ZQueuedNotification = z
   .meta({ id: "QueuedNotification" });
 export type TQueuedNotification = z.infer<typeof ZQueuedNotification>;
 
-const pageError = `must be an integer between ${ALERT_LIMITS.deliveryPage.min} and ${ALERT_LIMITS.deliveryPage.max}`;
 export const ZDeliveriesQuery = z.object({
   id: anId,
-  limit: z.coerce
-    .number({ error: pageError })
-    .int({ error: pageError })
-    .min(ALERT_LIMITS.deliveryPage.min, { error: pageError })
-    .max(ALERT_LIMITS.deliveryPage.max, { error: pageError })
-    .optional(),
+  limit: queryLimit(ALERT_LIMITS.deliveryPage).optional(),
   cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
 });
 export type TDeliveriesQuery = z.infer<typeof ZDeliveriesQuery>;

@@ -48,3 +48,12 @@ export const ZNoContent = z.void();
  * `trpc/envelopes.ts` builds the answers. A paged list extends it with `next_cursor`.
  */
 export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ status: z.literal("success"), data });
+
+/**
+ * A page's `limit` in a query string: text, so coerced to an integer, refused outside the limits
+ * with one message naming them (docs/api.md "Errors").
+ */
+export const queryLimit = (limits: { min: number; max: number }) => {
+  const error = `must be an integer between ${limits.min} and ${limits.max}`;
+  return z.coerce.number({ error }).int({ error }).min(limits.min, { error }).max(limits.max, { error });
+};

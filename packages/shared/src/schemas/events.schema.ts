@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { successEnvelope } from "./common.schema.ts";
+import { queryLimit, successEnvelope } from "./common.schema.ts";
 import { stringError, text, textRule } from "../rules/text-rules.ts";
 import { ALL_SCOPES } from "./auth.schema.ts";
 
@@ -129,12 +129,7 @@ export type TCreatedApiKey = z.infer<typeof ZCreatedApiKey>;
 
 export const ZAuditLogQuery = z
   .object({
-    limit: z.coerce
-      .number({ error: "must be an integer between 1 and 200" })
-      .int({ error: "must be an integer between 1 and 200" })
-      .min(EVENT_LIMITS.auditPage.min, { error: "must be an integer between 1 and 200" })
-      .max(EVENT_LIMITS.auditPage.max, { error: "must be an integer between 1 and 200" })
-      .optional(),
+    limit: queryLimit(EVENT_LIMITS.auditPage).optional(),
     cursor: textRule(z.string().max(200, { error: "is not a valid cursor" })).optional(),
     router_id: textRule(pathId).optional(),
     action: textRule(z.string().max(64, { error: "is not a known action" })).optional(),
@@ -216,12 +211,6 @@ export type TWebhookDelivery = z.infer<typeof ZWebhookDelivery>;
 /** docs/api.md "Configuration backups": limits tests probe at the edges. */
 export const BACKUP_LIMITS = { page: { min: 1, max: 200, default: 50 } } as const;
 
-const pageLimit = z.coerce
-  .number({ error: "must be an integer between 1 and 200" })
-  .int({ error: "must be an integer between 1 and 200" })
-  .min(BACKUP_LIMITS.page.min, { error: "must be an integer between 1 and 200" })
-  .max(BACKUP_LIMITS.page.max, { error: "must be an integer between 1 and 200" });
-
 const routerIdField = pathId;
 
 export const ZTakeBackupInput = z.object({ router_id: routerIdField });
@@ -232,7 +221,7 @@ export type TBackupJob = z.infer<typeof ZBackupJob>;
 
 export const ZListBackupsInput = z.object({
   router_id: routerIdField,
-  limit: pageLimit.optional(),
+  limit: queryLimit(BACKUP_LIMITS.page).optional(),
   cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
 });
 export type TListBackupsInput = z.infer<typeof ZListBackupsInput>;

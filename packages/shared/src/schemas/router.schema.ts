@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { successEnvelope } from "./common.schema.ts";
+import { queryLimit, successEnvelope } from "./common.schema.ts";
 import { formatIsoUtc, isKnownTimeZone } from "../rules/date-format.ts";
 import { isCanonicalIpv4 } from "../rules/ipv4-rules.ts";
 import {
@@ -128,8 +128,6 @@ export type TRouterIdInput = z.infer<typeof ZRouterIdInput>;
 
 /** docs/api.md "Listing a fleet": the bounds of `GET /api/routers`; exported so tests probe the edges. */
 export const ROUTER_LIST_LIMITS = { min: 1, max: 500, query: 100, cursor: 500 } as const;
-
-const LIMIT_ERROR = `must be an integer between ${ROUTER_LIST_LIMITS.min} and ${ROUTER_LIST_LIMITS.max}`;
 
 /** The answer of GET /api/routers: `next_cursor` only when `limit` was given (null on the last page). */
 export const ZRouterList = successEnvelope(z.array(ZRouter))
@@ -268,12 +266,7 @@ export const tunnelStatus = (
  */
 export const ZListRoutersInput = z
   .object({
-    limit: z.coerce
-      .number({ error: LIMIT_ERROR })
-      .int({ error: LIMIT_ERROR })
-      .min(ROUTER_LIST_LIMITS.min, { error: LIMIT_ERROR })
-      .max(ROUTER_LIST_LIMITS.max, { error: LIMIT_ERROR })
-      .optional(),
+    limit: queryLimit(ROUTER_LIST_LIMITS).optional(),
     cursor: textRule(
       z
         .string({ error: "must be a next_cursor from a previous page" })
