@@ -315,9 +315,9 @@ export class AlertEngine {
       if (!rule) continue;
       // In the order it happened (all come due together, when the quiet hours end).
       const items = held.toSorted((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime());
-      rows.push(...this.#summaryRows(ctx, rule, items));
       // An offline whose return the summary tells too is over: nothing to pair a later recovery with.
       const back = new Set(items.flatMap((p) => (p.kind === "recovered" && p.routerId ? [p.routerId] : [])));
+      rows.push(...this.#summaryRows(ctx, rule, items, back));
       for (const p of items) {
         if (p.kind === "offline" && p.routerId && !back.has(p.routerId))
           await engine.rememberOffline(rule.id, p.routerId, p.occurredAt, offlineKey(p.routerId));
@@ -520,7 +520,13 @@ export class AlertEngine {
    * What happened during a rule's quiet hours, in one message per channel when they end;
    * PagerDuty gets each trigger and resolve itself (its incidents are keyed per router).
    */
-  #summaryRows(ctx: EngineContext, rule: AlertRuleRecord, items: readonly AlertPendingRecord[]): Row[] {
+  #summaryRows(
+    ctx: EngineContext,
+    rule: AlertRuleRecord,
+    items: readonly AlertPendingRecord[],
+    /** Routers whose return is among `items`: their offline is over. */
+    back: ReadonlySet<string>,
+  ): Row[] {
     const organization = ctx.organizationNames.get(rule.organizationId) ?? "";
     const messages = items.map((p) => ({ p, m: this.#message(ctx, rule, p) }));
     const lines = messages
@@ -540,8 +546,12 @@ export class AlertEngine {
       const channel = ctx.channels.get(channelId);
       if (!channel) continue;
       if (channel.type === "pagerduty") {
-        for (const { p, m } of messages)
+        // An incident opened and closed while quiet pages nobody: its trigger and resolve, sent at
+        // once as two deliveries, could also reach PagerDuty in either order.
+        for (const { p, m } of messages) {
+          if (p.routerId && (p.kind === "offline" || p.kind === "recovered") && back.has(p.routerId)) continue;
           rows.push(...this.#rows(ctx, { ...rule, channelIds: [channelId] }, p, m, "pending"));
+        }
         continue;
       }
       rows.push({
