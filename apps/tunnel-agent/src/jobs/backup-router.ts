@@ -49,6 +49,9 @@ export const unstorableExport = (content: string): string | undefined =>
 /** Lines added and removed between two exports, off the event loop (count-changes.ts). */
 export const countChangedLines = offLoopLineCounts();
 
+/** A stored version as listed: its row without the text. */
+const withoutText = ({ content: _text, ...version }: BackupRecord & { content: string }): BackupRecord => version;
+
 /**
  * Stores a read: equal to the newest version (same normalized digest) only moves its `checked_at`;
  * else a new version, audited as `router.config.changed` when there was a previous one, and the
@@ -66,11 +69,7 @@ export const storeConfigRead = async (
   const repository = new ConfigBackupsRepository(queryOf(db));
   // One read, outside any transaction: the writes below check it again under the lock.
   const before = await repository.latest(read.routerId);
-  let previous: BackupRecord | null = null;
-  if (before) {
-    const { content: _text, ...version } = before;
-    previous = version;
-  }
+  const previous = before && withoutText(before);
   let counted: { id: string; changes: LineChanges } | undefined;
   if (before && previous && before.normalizedSha256 === read.normalizedSha256) {
     // The same configuration as the newest version (a change step's backup, mostly).

@@ -53,9 +53,7 @@ export class IdentityWorkflow {
     if (!user) return null;
     let organizationId = user.organizationId;
     // A removed member keeps no current organization they may not act in.
-    if (organizationId && (await this.#members.heldAbove(user.userId, organizationId)).length === 0) {
-      organizationId = null;
-    }
+    if (organizationId && !(await this.#actsIn(user.userId, organizationId))) organizationId = null;
     if (!organizationId) {
       // The current organization was deleted or left: fall back to any membership, else a new one.
       organizationId =
@@ -83,9 +81,14 @@ export class IdentityWorkflow {
   ): Promise<{ organizationId: string; teamId: string } | null> {
     if (!isUuid(organizationId)) return null;
     const id = organizationId.toLowerCase();
-    if ((await this.#members.heldAbove(userId, id)).length === 0) return null;
+    if (!(await this.#actsIn(userId, id))) return null;
     await this.#read.setCurrentOrganization(userId, id);
     return { organizationId: id, teamId: await this.defaultTeamId(id) };
+  }
+
+  /** Whether the user has a role in the organization: a membership there or above it. */
+  async #actsIn(userId: string, organizationId: string): Promise<boolean> {
+    return (await this.#members.heldAbove(userId, organizationId)).length > 0;
   }
 
   /** The organization's default team, created on first use for organizations made elsewhere. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { isKnownTimeZone } from "../rules/date-format.ts";
 import { stringError, text } from "../rules/text-rules.ts";
-import { queryLimit, successEnvelope } from "./common.schema.ts";
+import { queryCursor, queryLimit, successEnvelope } from "./common.schema.ts";
 import { parseClock, WEEKDAYS } from "../rules/zoned-time.ts";
 import { ZRouterTag } from "./router.schema.ts";
 import { ZSubscribedEvent } from "./events.schema.ts";
@@ -173,7 +173,7 @@ export type TQueuedNotification = z.infer<typeof ZQueuedNotification>;
 export const ZDeliveriesQuery = z.object({
   id: anId,
   limit: queryLimit(ALERT_LIMITS.deliveryPage).optional(),
-  cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
+  cursor: queryCursor().optional(),
 });
 export type TDeliveriesQuery = z.infer<typeof ZDeliveriesQuery>;
 

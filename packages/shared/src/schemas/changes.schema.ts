@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { changeTemplateProblems } from "../routeros/change-script.ts";
 import { stringError, text } from "../rules/text-rules.ts";
-import { queryLimit, successEnvelope } from "./common.schema.ts";
+import { queryCursor, queryLimit, successEnvelope } from "./common.schema.ts";
 import { ZRouterTag } from "./router.schema.ts";
 
 /** docs/api.md "Changes": every limit, probed by tests at n and n+1. */
@@ -207,7 +207,7 @@ export type TCreatedChange = z.infer<typeof ZCreatedChange>;
 export const ZChangeListQuery = z
   .object({
     limit: queryLimit(CHANGE_LIMITS.page).optional(),
-    cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
+    cursor: queryCursor().optional(),
   })
   // Every field is optional: a typed client may call it with no input at all.
   .optional();

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { textRule } from "../rules/text-rules.ts";
 
 /** Error body of the `/v1/...` endpoints (docs/api.md "Errors"). */
 export const ZV1Error = z
@@ -57,3 +58,6 @@ export const queryLimit = (limits: { min: number; max: number }) => {
   const error = `must be an integer between ${limits.min} and ${limits.max}`;
   return z.coerce.number({ error }).int({ error }).min(limits.min, { error }).max(limits.max, { error });
 };
+
+/** A page's `cursor` in a query string: a `next_cursor` given back, under the text rule. */
+export const queryCursor = () => textRule(z.string().max(200, { error: "is not a valid cursor" }));

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { queryLimit, successEnvelope } from "./common.schema.ts";
+import { queryCursor, queryLimit, successEnvelope } from "./common.schema.ts";
 import { stringError, text, textRule } from "../rules/text-rules.ts";
 import { ALL_SCOPES } from "./auth.schema.ts";
 
@@ -130,7 +130,7 @@ export type TCreatedApiKey = z.infer<typeof ZCreatedApiKey>;
 export const ZAuditLogQuery = z
   .object({
     limit: queryLimit(EVENT_LIMITS.auditPage).optional(),
-    cursor: textRule(z.string().max(200, { error: "is not a valid cursor" })).optional(),
+    cursor: queryCursor().optional(),
     router_id: textRule(pathId).optional(),
     action: textRule(z.string().max(64, { error: "is not a known action" })).optional(),
   })
@@ -222,7 +222,7 @@ export type TBackupJob = z.infer<typeof ZBackupJob>;
 export const ZListBackupsInput = z.object({
   router_id: routerIdField,
   limit: queryLimit(BACKUP_LIMITS.page).optional(),
-  cursor: z.string().max(200, { error: "is not a valid cursor" }).optional(),
+  cursor: queryCursor().optional(),
 });
 export type TListBackupsInput = z.infer<typeof ZListBackupsInput>;
 

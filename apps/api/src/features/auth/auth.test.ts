@@ -156,10 +156,12 @@ describe("dev login (the authentication workflow)", () => {
     const again = await h.request("POST", "/v1/auth/dev-login", { body: { email } });
     expect(again.body.organization_id).toBe(child.body.id);
     const stranger = await h.request("POST", "/v1/auth/dev-login", { body: { email: `other-${email}` } });
-    for (const organization_id of [stranger.body.organization_id, crypto.randomUUID(), "not-an-id"]) {
+    for (const organization_id of [stranger.body.organization_id, crypto.randomUUID(), "not-an-id", "x".repeat(100)]) {
       const refused = await h.request("POST", "/v1/auth/dev-login", { body: { email, organization_id } });
       expect([organization_id, refused.status]).toEqual([organization_id, 404]);
     }
+    const long = await h.request("POST", "/v1/auth/dev-login", { body: { email, organization_id: "x".repeat(101) } });
+    expect([long.status, Object.keys(long.body.errors ?? {})]).toEqual([422, ["organization_id"]]);
     expect((await h.request("POST", "/v1/auth/dev-login", { body: { email } })).body.organization_id).toBe(
       child.body.id,
     );
